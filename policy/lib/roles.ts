@@ -1,0 +1,28 @@
+import type { PolicyResource } from "@pulumi/policy";
+import { dependsOnVia, depsOf, ofType } from "./graph";
+import { ActionStatement, readPolicyDocument } from "./iam";
+import { records } from "./props";
+import { IAM_POLICY, ROLE_POLICY, ROLE_POLICY_ATTACHMENT } from "./types";
+
+/**
+ * Every statement that applies to a role and that this stack declares: the role's own
+ * inlinePolicies, RolePolicy resources, and customer-managed Policies attached through
+ * RolePolicyAttachment. Attachments of policies outside the stack (AWS-managed ARNs) cannot be
+ * read and contribute nothing.
+ */
+export function roleStatements(resources: readonly PolicyResource[], role: PolicyResource): ActionStatement[] {
+  const statements: ActionStatement[] = [];
+  records(role.props.inlinePolicies).forEach((p, i) => {
+    statements.push(...readPolicyDocument(p.policy, `${role.name} inlinePolicies[${i}]`));
+  });
+  for (const rp of ofType(resources, ROLE_POLICY)) {
+    if (dependsOnVia(rp, "role", role)) statements.push(...readPolicyDocument(rp.props.policy, rp.name));
+  }
+  for (const att of ofType(resources, ROLE_POLICY_ATTACHMENT)) {
+    if (!dependsOnVia(att, "role", role)) continue;
+    for (const policy of depsOf(att, "policyArn", IAM_POLICY)) {
+      statements.push(...readPolicyDocument(policy.props.policy, policy.name));
+    }
+  }
+  return statements;
+}

@@ -1,0 +1,20 @@
+/** Pulumi type tokens the rules match on; strings keep the pack free of @pulumi/aws. */
+export const QUEUE = "aws:sqs/queue:Queue";
+export const REDRIVE_ALLOW_POLICY = "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy";
+export const EVENT_SOURCE_MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping";
+export const FUNCTION = "aws:lambda/function:Function";
+export const ROLE = "aws:iam/role:Role";
+export const ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy";
+export const ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment";
+export const IAM_POLICY = "aws:iam/policy:Policy";
+export const EC2_INSTANCE = "aws:ec2/instance:Instance";
+export const METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm";
+
+/** AWS defaults, applied when an input is left unset. */
+export const SQS_DEFAULT_RETENTION_SECONDS = 345600;
+export const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
+export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
+
+/** The tag that marks a quarantine queue: a terminal sink nobody consumes. */
+export const QUEUE_ROLE_TAG = "encache:queue-role";
+export const QUARANTINE = "quarantine";

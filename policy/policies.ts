@@ -1,0 +1,21 @@
+import type { Policies } from "@pulumi/policy";
+import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
+import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
+import { dlqRetentionExceedsSource } from "./rules/dlq-retention-exceeds-source";
+import { ec2InstanceHardened } from "./rules/ec2-instance-hardened";
+import { noWildcardIamActions } from "./rules/no-wildcard-iam-actions";
+import { queueHasDlq } from "./rules/queue-has-dlq";
+import { sqsMappingReportsBatchItemFailures } from "./rules/sqs-mapping-reports-batch-item-failures";
+import { visibilityTimeoutCoversConsumer } from "./rules/visibility-timeout-covers-consumer";
+
+/** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
+export const policies: Policies = [
+  dlqConsumerCanStartGpu,
+  queueHasDlq,
+  dlqRetentionExceedsSource,
+  visibilityTimeoutCoversConsumer,
+  sqsMappingReportsBatchItemFailures,
+  noWildcardIamActions,
+  ec2InstanceHardened,
+  dlqHasDepthAlarm,
+];
