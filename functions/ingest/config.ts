@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { envInt, envUrl, parseEnv } from "../shared/env";
+
+const gpuShape = {
+  GPU_INSTANCE_ID_PARAM: z.string().startsWith("/", "must start with /").default("/encache/gpu/instance_id"),
+  GPU_NAME_TAG: z.string().default("encache-gpu-worker"),
+  GPU_SERVICE_PORT: envInt(1, 65535),
+  GPU_SERVICE_PATH: z.string().startsWith("/", "must start with /"),
+  GPU_REQUEST_TIMEOUT_MS: envInt(1, 900_000).default(10_000),
+  QUARANTINE_QUEUE_URL: envUrl(),
+};
+
+const dlqShape = {
+  ...gpuShape,
+  INGEST_DLQ_URL: envUrl(),
+  // SQS caps a message's visibility timeout at 12 h.
+  DLQ_VISIBILITY_EXTENSION_SECONDS: envInt(0, 43_200).default(900),
+};
+
+export interface GpuConfig {
+  instanceIdParam: string;
+  nameTag: string;
+  servicePort: number;
+  servicePath: string;
+  requestTimeoutMs: number;
+  quarantineQueueUrl: string;
+}
+
+export type WindowConfig = GpuConfig;
+
+export interface DlqConfig extends GpuConfig {
+  dlqUrl: string;
+  visibilityExtensionSeconds: number;
+}
+
+function toGpuConfig(env: z.output<z.ZodObject<typeof gpuShape>>): GpuConfig {
+  return {
+    instanceIdParam: env.GPU_INSTANCE_ID_PARAM,
+    nameTag: env.GPU_NAME_TAG,
+    servicePort: env.GPU_SERVICE_PORT,
+    servicePath: env.GPU_SERVICE_PATH,
+    requestTimeoutMs: env.GPU_REQUEST_TIMEOUT_MS,
+    quarantineQueueUrl: env.QUARANTINE_QUEUE_URL,
+  };
+}
+
+export function parseWindowConfig(env: NodeJS.ProcessEnv): WindowConfig {
+  return toGpuConfig(parseEnv(gpuShape, env));
+}
+
+export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {
+  const parsed = parseEnv(dlqShape, env);
+  return {
+    ...toGpuConfig(parsed),
+    dlqUrl: parsed.INGEST_DLQ_URL,
+    visibilityExtensionSeconds: parsed.DLQ_VISIBILITY_EXTENSION_SECONDS,
+  };
+}
