@@ -1,0 +1,136 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { assumedBy } from "../iam/document";
+
+export interface GpuInstanceArgs {
+  /** EC2 instance type, e.g. `g5.xlarge`. */
+  instanceType: string;
+  /** Private subnet to launch into. */
+  subnetId: pulumi.Input<string>;
+  /** Security groups of the instance. */
+  securityGroupIds: pulumi.Input<string>[];
+  /**
+   * Public SSM parameter that resolves the AMI id (read with an invoke at deploy time).
+   * @default "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+   */
+  amiParameter?: string;
+  /**
+   * Value of the `Name` tag; the auto-starter's tag scan finds the instance by it.
+   * @default "encache-gpu-worker"
+   */
+  nameTag?: string;
+  /**
+   * SSM parameter that publishes the instance id to the functions.
+   * @default "/encache/gpu/instance_id"
+   */
+  instanceIdParameter?: string;
+  /**
+   * Size of the encrypted gp3 root volume, in GiB.
+   * @default 100
+   */
+  rootVolumeGiB?: number;
+  /**
+   * Refuse API termination (prod).
+   * @default false
+   */
+  deletionProtection?: boolean;
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+export const gpuInstanceDefaults = {
+  amiParameter: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+  nameTag: "encache-gpu-worker",
+  instanceIdParameter: "/encache/gpu/instance_id",
+  rootVolumeGiB: 100,
+  deletionProtection: false,
+} as const;
+
+const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
+/** Families with NVIDIA GPUs or AWS ML accelerators; anything else can't run the GPU service. */
+const ACCELERATED_FAMILY = /^(g[3-9][a-z]*|p[2-6][a-z]*|inf[12]|trn[12][a-z]*|dl[12][a-z]*)\./;
+
+/** Fills defaults and checks the instance type is a well-formed accelerated type. Pure. */
+export function resolveGpuInstanceArgs(args: Pick<GpuInstanceArgs, "instanceType" | "amiParameter" | "nameTag" | "instanceIdParameter" | "rootVolumeGiB" | "deletionProtection">) {
+  const r = {
+    ...gpuInstanceDefaults,
+    ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
+  } as typeof gpuInstanceDefaults & { instanceType: string };
+  const errors: string[] = [];
+  if (!INSTANCE_TYPE.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
+  else if (!ACCELERATED_FAMILY.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" has no GPU or ML accelerator`);
+  if (!r.instanceIdParameter.startsWith("/")) errors.push("instanceIdParameter must be an absolute SSM path");
+  if (!Number.isInteger(r.rootVolumeGiB) || r.rootVolumeGiB < 30) errors.push("rootVolumeGiB must be an integer ≥ 30");
+  if (r.nameTag.length === 0) errors.push("nameTag must not be empty");
+  if (errors.length > 0) throw new Error(`GpuInstance: ${errors.join("; ")}`);
+  return r;
+}
+
+/**
+ * The GPU worker: private subnet, no public IP, IMDSv2 only, encrypted gp3 root, reachable by
+ * SSM Session Manager (no key pair), and an SSM parameter that publishes its id.
+ *
+ * Its run state belongs to the platform, not to Pulumi: the DLQ consumer starts it and it is
+ * stopped when idle. So this component declares no `aws.ec2.InstanceState`, sets no user data
+ * (a user-data change makes the provider stop and start the instance), and ignores changes to
+ * the AMI (the `latest` SSM parameter moves with every release, and an AMI change replaces the
+ * instance). A later `pulumi up` therefore neither starts, stops nor replaces it. Roll the AMI
+ * deliberately with `pulumi up --replace <urn>`.
+ */
+export class GpuInstance extends pulumi.ComponentResource {
+  readonly instance: aws.ec2.Instance;
+  readonly instanceIdParameter: aws.ssm.Parameter;
+  readonly role: aws.iam.Role;
+
+  constructor(name: string, args: GpuInstanceArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:compute:GpuInstance", name, {}, opts);
+    const r = resolveGpuInstanceArgs(args);
+    const tags = args.tags ?? {};
+
+    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
+    new aws.iam.RolePolicyAttachment(
+      `${name}-ssm-core`,
+      { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
+      { parent: this },
+    );
+    const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
+
+    const ami = aws.ssm.getParameterOutput({ name: r.amiParameter }, { parent: this });
+
+    this.instance = new aws.ec2.Instance(
+      name,
+      {
+        instanceType: r.instanceType,
+        ami: ami.value,
+        subnetId: args.subnetId,
+        vpcSecurityGroupIds: args.securityGroupIds,
+        associatePublicIpAddress: false,
+        iamInstanceProfile: profile.name,
+        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        rootBlockDevice: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: true, deleteOnTermination: true },
+        disableApiTermination: r.deletionProtection,
+        monitoring: true,
+        tags: { ...tags, Name: r.nameTag },
+        volumeTags: { ...tags, Name: r.nameTag },
+      },
+      { parent: this, ignoreChanges: ["ami"] },
+    );
+
+    this.instanceIdParameter = new aws.ssm.Parameter(
+      `${name}-instance-id`,
+      {
+        name: r.instanceIdParameter,
+        type: "String",
+        value: this.instance.id,
+        description: `Id of the ${r.nameTag} instance; the ingest functions read it (the sentinel "none" means: find it by tag).`,
+        tags,
+      },
+      { parent: this },
+    );
+
+    this.registerOutputs({ instanceId: this.instance.id, instanceIdParameterName: this.instanceIdParameter.name });
+  }
+}

@@ -1,0 +1,154 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { queueDepthAlarm } from "./queueDepthAlarm";
+
+/** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
+export const DLQ_RETENTION_SECONDS = 1_209_600;
+/** Tag that tells operators and the policy pack which role a queue plays. */
+export const QUEUE_ROLE_TAG = "encache:queue-role";
+
+export interface ManagedQueueArgs {
+  /**
+   * Visibility timeout of the source queue, in seconds. Must cover its consumer
+   * (6 × function timeout + batching window); the QueueConsumer checks it.
+   * @default 30
+   */
+  visibilityTimeoutSeconds?: number;
+  /**
+   * How long the source queue keeps a message, in seconds. Must be below the DLQ's 14 days.
+   * @default 345600 (4 days)
+   */
+  messageRetentionSeconds?: number;
+  /**
+   * Receives before a message moves to the DLQ. Never 1.
+   * @default 3
+   */
+  maxReceiveCount?: number;
+  /**
+   * Visibility timeout of the DLQ, in seconds. Raise it when the DLQ itself has a consumer.
+   * @default 30
+   */
+  dlqVisibilityTimeoutSeconds?: number;
+  /**
+   * Visible DLQ messages that trip the depth alarm.
+   * @default 1
+   */
+  dlqAlarmThreshold?: number;
+  /**
+   * Alarm actions (SNS topic ARNs) for the DLQ depth alarm.
+   * @default []
+   */
+  alarmActions?: pulumi.Input<string>[];
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+export type ResolvedManagedQueueArgs = Required<Omit<ManagedQueueArgs, "alarmActions" | "tags">> &
+  Pick<ManagedQueueArgs, "alarmActions" | "tags">;
+
+export const managedQueueDefaults = {
+  visibilityTimeoutSeconds: 30,
+  messageRetentionSeconds: 345_600,
+  maxReceiveCount: 3,
+  dlqVisibilityTimeoutSeconds: 30,
+  dlqAlarmThreshold: 1,
+} as const;
+
+/** Fills defaults and rejects values SQS would refuse or that would lose messages. Pure. */
+export function resolveManagedQueueArgs(args: ManagedQueueArgs): ResolvedManagedQueueArgs {
+  const resolved = { ...managedQueueDefaults, ...stripUndefined(args) };
+  const errors: string[] = [];
+  const inRange = (key: keyof typeof managedQueueDefaults, min: number, max: number) => {
+    const v = resolved[key];
+    if (!Number.isInteger(v) || v < min || v > max) errors.push(`${key} must be an integer in ${min}..${max} (got ${v})`);
+  };
+  inRange("visibilityTimeoutSeconds", 0, 43_200);
+  inRange("dlqVisibilityTimeoutSeconds", 0, 43_200);
+  inRange("messageRetentionSeconds", 60, DLQ_RETENTION_SECONDS);
+  inRange("maxReceiveCount", 2, 1000);
+  inRange("dlqAlarmThreshold", 1, 1_000_000);
+  if (resolved.maxReceiveCount === 1) errors.push("maxReceiveCount must never be 1");
+  if (resolved.messageRetentionSeconds >= DLQ_RETENTION_SECONDS) {
+    errors.push(`messageRetentionSeconds must be below the DLQ's ${DLQ_RETENTION_SECONDS} s, or messages expire on arrival in the DLQ`);
+  }
+  if (errors.length > 0) throw new Error(`ManagedQueue: ${errors.join("; ")}`);
+  return resolved;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * An SQS queue with its dead-letter queue: SSE on both, a redrive policy, a separate
+ * RedriveAllowPolicy on the DLQ (inline it would form a cycle with the redrive policy)
+ * and a depth alarm on the DLQ.
+ */
+export class ManagedQueue extends pulumi.ComponentResource {
+  readonly queue: aws.sqs.Queue;
+  readonly dlq: aws.sqs.Queue;
+  readonly dlqAlarm: aws.cloudwatch.MetricAlarm;
+  /** The resolved settings, so consumers can check them without waiting on outputs. */
+  readonly settings: ResolvedManagedQueueArgs;
+
+  constructor(name: string, args: ManagedQueueArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:messaging:ManagedQueue", name, {}, opts);
+    this.settings = resolveManagedQueueArgs(args);
+    const s = this.settings;
+    const tags = args.tags ?? {};
+
+    this.dlq = new aws.sqs.Queue(
+      `${name}-dlq`,
+      {
+        messageRetentionSeconds: DLQ_RETENTION_SECONDS,
+        visibilityTimeoutSeconds: s.dlqVisibilityTimeoutSeconds,
+        sqsManagedSseEnabled: true,
+        tags: { ...tags, [QUEUE_ROLE_TAG]: "dlq" },
+      },
+      { parent: this },
+    );
+
+    this.queue = new aws.sqs.Queue(
+      name,
+      {
+        visibilityTimeoutSeconds: s.visibilityTimeoutSeconds,
+        messageRetentionSeconds: s.messageRetentionSeconds,
+        sqsManagedSseEnabled: true,
+        redrivePolicy: pulumi.jsonStringify({ deadLetterTargetArn: this.dlq.arn, maxReceiveCount: s.maxReceiveCount }),
+        tags: { ...tags, [QUEUE_ROLE_TAG]: "source" },
+      },
+      { parent: this },
+    );
+
+    new aws.sqs.RedriveAllowPolicy(
+      `${name}-dlq-redrive-allow`,
+      {
+        queueUrl: this.dlq.id,
+        redriveAllowPolicy: pulumi.jsonStringify({ redrivePermission: "byQueue", sourceQueueArns: [this.queue.arn] }),
+      },
+      { parent: this },
+    );
+
+    this.dlqAlarm = queueDepthAlarm(
+      `${name}-dlq-depth`,
+      this.dlq,
+      {
+        threshold: s.dlqAlarmThreshold,
+        alarmActions: args.alarmActions ?? [],
+        description: `Messages are waiting in the DLQ of ${name}: they failed ${s.maxReceiveCount} times.`,
+        tags,
+      },
+      { parent: this },
+    );
+
+    this.registerOutputs({
+      queueArn: this.queue.arn,
+      queueUrl: this.queue.url,
+      dlqArn: this.dlq.arn,
+      dlqUrl: this.dlq.url,
+    });
+  }
+}

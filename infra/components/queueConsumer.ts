@@ -1,0 +1,198 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
+import { requiredVisibilityTimeoutSeconds } from "../config";
+import { assumedBy, logsStatement, policyDocument, sqsEventSourceStatement, vpcAccessStatement, type Statement } from "../iam/document";
+
+export interface QueueConsumerArgs {
+  /** ARN of the queue this function consumes. */
+  queueArn: pulumi.Input<string>;
+  /**
+   * The queue's visibility timeout in seconds, as a plain number so the sizing rule is
+   * checked when the program runs, not after deployment.
+   */
+  queueVisibilityTimeoutSeconds: number;
+  /** Handler entry, relative to the repository root; it must export `handler`. */
+  entry: string;
+  /**
+   * What the function's own code calls, as plain IAM statements (see `infra/iam/`). The
+   * poller's SQS actions and the log-group writes are added here.
+   */
+  statements: Statement[];
+  /**
+   * Managed policies to attach besides the inline one.
+   * @default []
+   */
+  managedPolicyArns?: pulumi.Input<string>[];
+  /**
+   * Environment variables of the function.
+   * @default {}
+   */
+  environment?: Record<string, pulumi.Input<string>>;
+  /**
+   * Function timeout in seconds (1–900).
+   * @default 30
+   */
+  timeoutSeconds?: number;
+  /**
+   * Function memory in MB (128–10240).
+   * @default 256
+   */
+  memoryMb?: number;
+  /**
+   * Messages per invocation (1–10000; above 10 needs a batching window).
+   * @default 10
+   */
+  batchSize?: number;
+  /**
+   * Seconds the poller may wait to fill a batch (0–300).
+   * @default 0
+   */
+  batchingWindowSeconds?: number;
+  /**
+   * Most concurrent invocations this mapping may drive (2–1000).
+   * @default 2
+   */
+  maxConcurrency?: number;
+  /**
+   * Log retention in days.
+   * @default 14
+   */
+  logRetentionDays?: number;
+  /**
+   * Attach the function to these subnets and security groups.
+   * @default undefined (no VPC)
+   */
+  vpc?: { subnetIds: pulumi.Input<pulumi.Input<string>[]>; securityGroupIds: pulumi.Input<string>[] };
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+export const queueConsumerDefaults = {
+  timeoutSeconds: 30,
+  memoryMb: 256,
+  batchSize: 10,
+  batchingWindowSeconds: 0,
+  maxConcurrency: 2,
+  logRetentionDays: 14,
+} as const;
+
+export type QueueConsumerSizing = { -readonly [K in keyof typeof queueConsumerDefaults]: number } & {
+  queueVisibilityTimeoutSeconds: number;
+};
+
+/**
+ * Fills defaults and enforces Lambda's and SQS's sizing rules. Pure. Above all it refuses a
+ * queue visibility timeout shorter than 6 × the function timeout + the batching window: a
+ * shorter one lets SQS hand a message to a second invocation while the first still works on it.
+ */
+export function resolveQueueConsumerSizing(args: Partial<QueueConsumerSizing> & { queueVisibilityTimeoutSeconds: number }): QueueConsumerSizing {
+  const s: QueueConsumerSizing = { ...queueConsumerDefaults, ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)) } as QueueConsumerSizing;
+  const errors: string[] = [];
+  const range = (key: keyof QueueConsumerSizing, min: number, max: number) => {
+    const v = s[key];
+    if (!Number.isInteger(v) || v < min || v > max) errors.push(`${key} must be an integer in ${min}..${max} (got ${v})`);
+  };
+  range("timeoutSeconds", 1, 900);
+  range("memoryMb", 128, 10_240);
+  range("batchSize", 1, 10_000);
+  range("batchingWindowSeconds", 0, 300);
+  range("maxConcurrency", 2, 1000);
+  range("queueVisibilityTimeoutSeconds", 0, 43_200);
+  if (s.batchSize > 10 && s.batchingWindowSeconds === 0) errors.push("batchSize above 10 needs a batchingWindowSeconds above 0");
+  const needed = requiredVisibilityTimeoutSeconds(s.timeoutSeconds, s.batchingWindowSeconds);
+  if (s.queueVisibilityTimeoutSeconds < needed) {
+    errors.push(
+      `queue visibility timeout ${s.queueVisibilityTimeoutSeconds}s is shorter than 6 × timeout (${s.timeoutSeconds}s) + batching window (${s.batchingWindowSeconds}s) = ${needed}s`,
+    );
+  }
+  if (errors.length > 0) throw new Error(`QueueConsumer: ${errors.join("; ")}`);
+  return s;
+}
+
+/**
+ * A Lambda consumer of one SQS queue: an esbuild bundle, a role of its own built from the
+ * actions its code calls, a log group with retention, and an event source mapping that
+ * reports batch item failures. This, not `CallbackFunction`/`queue.onEvent`, is how each
+ * queue gets its Lambda: those can't request partial batch responses and attach
+ * full-access managed policies (see docs/architecture.md).
+ */
+export class QueueConsumer extends pulumi.ComponentResource {
+  readonly function: aws.lambda.Function;
+  readonly role: aws.iam.Role;
+  readonly logGroup: aws.cloudwatch.LogGroup;
+  readonly mapping: aws.lambda.EventSourceMapping;
+  readonly sizing: QueueConsumerSizing;
+  /** Size of the deployed bundle in bytes (reported by the plan and the benchmark). */
+  readonly bundleBytes: number;
+
+  constructor(name: string, args: QueueConsumerArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:compute:QueueConsumer", name, {}, opts);
+    const sizing = resolveQueueConsumerSizing({
+      queueVisibilityTimeoutSeconds: args.queueVisibilityTimeoutSeconds,
+      timeoutSeconds: args.timeoutSeconds,
+      memoryMb: args.memoryMb,
+      batchSize: args.batchSize,
+      batchingWindowSeconds: args.batchingWindowSeconds,
+      maxConcurrency: args.maxConcurrency,
+      logRetentionDays: args.logRetentionDays,
+    });
+    this.sizing = sizing;
+    const tags = args.tags ?? {};
+
+    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("lambda.amazonaws.com"), tags }, { parent: this });
+
+    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: sizing.logRetentionDays, tags }, { parent: this });
+
+    const statements: Statement[] = [
+      ...args.statements,
+      sqsEventSourceStatement(args.queueArn),
+      logsStatement(this.logGroup.arn),
+      ...(args.vpc ? [vpcAccessStatement()] : []),
+    ];
+    const inline = new aws.iam.RolePolicy(`${name}-policy`, { role: this.role.id, policy: policyDocument(statements) }, { parent: this });
+    const attachments = (args.managedPolicyArns ?? []).map(
+      (policyArn, i) => new aws.iam.RolePolicyAttachment(`${name}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }),
+    );
+
+    const bundle = bundleFunction(args.entry);
+    this.bundleBytes = bundle.bytes;
+    this.function = new aws.lambda.Function(
+      name,
+      {
+        runtime: NODE_RUNTIME,
+        architectures: ["arm64"],
+        handler: "index.handler",
+        code: bundleArchive(bundle),
+        sourceCodeHash: bundle.sha256,
+        role: this.role.arn,
+        timeout: sizing.timeoutSeconds,
+        memorySize: sizing.memoryMb,
+        environment: { variables: { ...(args.environment ?? {}) } },
+        loggingConfig: { logFormat: "JSON", logGroup: this.logGroup.name },
+        vpcConfig: args.vpc ? { subnetIds: args.vpc.subnetIds, securityGroupIds: args.vpc.securityGroupIds } : undefined,
+        tags,
+      },
+      // The role must carry its policies before the mapping starts polling with it.
+      { parent: this, dependsOn: [inline, ...attachments] },
+    );
+
+    this.mapping = new aws.lambda.EventSourceMapping(
+      `${name}-mapping`,
+      {
+        eventSourceArn: args.queueArn,
+        functionName: this.function.arn,
+        batchSize: sizing.batchSize,
+        maximumBatchingWindowInSeconds: sizing.batchingWindowSeconds,
+        functionResponseTypes: ["ReportBatchItemFailures"],
+        scalingConfig: { maximumConcurrency: sizing.maxConcurrency },
+      },
+      { parent: this },
+    );
+
+    this.registerOutputs({ functionName: this.function.name, functionArn: this.function.arn, roleArn: this.role.arn });
+  }
+}

@@ -1,0 +1,37 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { loadStackConfig } from "./config";
+import { Network } from "./components/network";
+import { Ingest } from "./parts/ingest";
+
+// Validate everything first: a bad value must fail before a single resource is declared.
+const config = loadStackConfig();
+
+const region = aws.config.region;
+if (!region) throw new Error("aws:region: is required (set it with `pulumi config set aws:region <region>`)");
+
+const tags = { "encache:environment": config.environment, "encache:stack": pulumi.getStack() };
+
+const network = new Network("platform", {
+  cidrBlock: config.network.cidrBlock,
+  natGateways: config.network.natGateways,
+  availabilityZones: config.network.availabilityZones,
+  tags,
+});
+
+const ingest = new Ingest("ingest", {
+  config,
+  region,
+  vpcId: network.vpcId,
+  privateSubnetIds: network.privateSubnetIds,
+  tags,
+});
+
+export const vpcId = network.vpcId;
+export const ingestQueueUrl = ingest.queue.queue.url;
+export const ingestDlqUrl = ingest.queue.dlq.url;
+export const ingestQuarantineUrl = ingest.quarantine.queue.url;
+export const gpuInstanceId = ingest.gpu.instance.id;
+export const gpuInstanceIdParameter = ingest.gpu.instanceIdParameter.name;
+export const ingestWindowFunction = ingest.windowConsumer.function.name;
+export const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
