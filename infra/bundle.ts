@@ -59,3 +59,8 @@ export function bundleFunction(entry: string): FunctionBundle {
 export function bundleArchive(bundle: FunctionBundle): pulumi.asset.AssetArchive {
   return new pulumi.asset.AssetArchive({ "index.js": new pulumi.asset.StringAsset(bundle.code) });
 }
+
+/** Bytes of every bundle built in this process, by entry. */
+export function bundleSizes(): Record<string, number> {
+  return Object.fromEntries([...bundles.values()].map((b) => [b.entry, b.bytes]));
+}

@@ -20,6 +20,8 @@ export interface RecordedResource {
   dependencies: string[];
   /** Input key → URNs whose outputs flowed into that input. */
   propertyDependencies: Record<string, string[]>;
+  /** Resource option `ignoreChanges`, when set (not part of the `--json` contract). */
+  ignoreChanges?: string[];
 }
 
 export type EnforcementLevel = "advisory" | "mandatory" | "remediate" | "disabled";

@@ -1,0 +1,116 @@
+/**
+ * The offline plan: Pulumi's preview and policy check without credentials or the CLI.
+ *
+ *   npm run plan -- --stack <name> [--json] [--program <file>]
+ *
+ * Exit codes: 0 no mandatory violation, 1 at least one, 2 the program or its config failed.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import * as pulumi from "@pulumi/pulumi";
+import { bundleSizes, REPO_ROOT } from "../bundle";
+import { policies } from "../../policy/policies";
+import { evaluatePolicies } from "./evaluate";
+import { createMocks } from "./mocks";
+import { installRecorder } from "./record";
+import { planDocument, renderHuman } from "./render";
+import { PlanInputError, readStackFiles } from "./stackFiles";
+import type { PolicyPackConfig } from "./types";
+
+const USAGE = "usage: npm run plan -- --stack <name> [--json] [--program <file>]";
+
+async function main(argv: string[]): Promise<number> {
+  const started = Date.now();
+  let values: { stack?: string; json?: boolean; program?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { stack: { type: "string" }, json: { type: "boolean" }, program: { type: "string" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+    }));
+  } catch (err) {
+    return fail(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.stack) return fail(`--stack is required\n${USAGE}`);
+
+  const programFailures: unknown[] = [];
+  process.on("unhandledRejection", (reason) => programFailures.push(reason));
+  process.on("uncaughtException", (err) => programFailures.push(err));
+
+  try {
+    const files = readStackFiles(REPO_ROOT, values.stack);
+    const program = resolveProgram(values.program ?? files.main);
+    const region = files.config["aws:region"] ?? "us-east-1";
+
+    pulumi.runtime.setAllConfig(files.config, files.secretKeys);
+    await pulumi.runtime.setMocks(createMocks(region), files.project, values.stack, false);
+    const recorder = installRecorder();
+
+    // The program is loaded only now, after setMocks: a static import would run it before.
+    const mod = (await import(program)) as { default?: unknown };
+    // Pulumi calls a program that exports a function (`export = async () => …`).
+    if (typeof mod.default === "function") await (mod.default as () => unknown)();
+    const resources = await recorder.settle();
+    if (programFailures.length > 0) throw programFailures[0];
+
+    const policyConfig = readPolicyConfig(values.stack);
+    const violations = await evaluatePolicies(resources, policies, {
+      config: policyConfig,
+      stackTags: {},
+    });
+    const doc = planDocument(files.project, values.stack, resources, violations);
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${renderHuman(doc, { bundles: bundleSizes(), wallMs: Date.now() - started })}\n`);
+    }
+    return doc.summary.mandatory > 0 ? 1 : 0;
+  } catch (err) {
+    return fail(describeFailure(err));
+  }
+}
+
+/** `--program` takes any TypeScript program inside the checkout, and nothing outside it. */
+function resolveProgram(file: string): string {
+  const abs = path.resolve(process.cwd(), file);
+  if (!fs.existsSync(abs)) throw new PlanInputError(`--program ${file}: no such file`);
+  const real = fs.realpathSync(abs);
+  const rel = path.relative(fs.realpathSync(REPO_ROOT), real);
+  if (rel.startsWith("..") || path.isAbsolute(rel)) throw new PlanInputError(`--program ${file}: must be inside the checkout (${REPO_ROOT})`);
+  if (!/\.(ts|mts|cts)$/.test(real)) throw new PlanInputError(`--program ${file}: must be a TypeScript file`);
+  return real;
+}
+
+function readPolicyConfig(stack: string): PolicyPackConfig | undefined {
+  const file = path.join(REPO_ROOT, "policy", `config.${stack}.json`);
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as PolicyPackConfig;
+  } catch (err) {
+    throw new PlanInputError(`${path.relative(REPO_ROOT, file)}: ${(err as Error).message}`);
+  }
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof Error) {
+    // Config and input errors carry their own clear message; a stack trace would bury it.
+    if (err.name === "StackConfigError" || err.name === "PlanInputError") return err.message;
+    return `the program failed: ${err.message}${process.env.PLAN_DEBUG ? `\n${err.stack}` : ""}`;
+  }
+  return `the program failed: ${String(err)}`;
+}
+
+function fail(message: string): number {
+  process.stderr.write(`plan: ${message}\n`);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => process.exit(fail(describeFailure(err))),
+);

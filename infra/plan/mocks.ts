@@ -1,0 +1,120 @@
+import * as crypto from "node:crypto";
+import type * as pulumi from "@pulumi/pulumi";
+
+/**
+ * Mocks that answer like AWS would: every resource gets a realistic id, ARN, name and (for
+ * queues) URL. Without them outputs are `undefined` and, for example, a redrive policy built
+ * from `dlq.arn` silently loses its target.
+ */
+export const MOCK_ACCOUNT_ID = "123456789012";
+
+function shortHash(...parts: string[]): string {
+  return crypto.createHash("sha1").update(parts.join("\0")).digest("hex");
+}
+
+/** Pulumi auto-names resources `<logical name>-<7 hex>`; deterministic here so plans diff cleanly. */
+function physicalName(args: pulumi.runtime.MockResourceArgs, key = "name"): string {
+  const given = args.inputs[key];
+  return typeof given === "string" && given.length > 0 ? given : `${args.name}-${shortHash(args.type, args.name).slice(0, 7)}`;
+}
+
+function hexId(prefix: string, args: pulumi.runtime.MockResourceArgs): string {
+  return `${prefix}-${shortHash(args.type, args.name).slice(0, 17)}`;
+}
+
+export function createMocks(region: string): pulumi.runtime.Mocks {
+  const acct = MOCK_ACCOUNT_ID;
+  return {
+    newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, unknown> } {
+      const inputs = args.inputs as Record<string, unknown>;
+      const state = (id: string, extra: Record<string, unknown>) => ({ id, state: { ...inputs, ...extra } });
+      switch (args.type) {
+        case "aws:sqs/queue:Queue": {
+          const name = physicalName(args);
+          const url = `https://sqs.${region}.amazonaws.com/${acct}/${name}`;
+          return state(url, { name, url, arn: `arn:aws:sqs:${region}:${acct}:${name}` });
+        }
+        case "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy":
+          return state(String(inputs.queueUrl), {});
+        case "aws:iam/role:Role": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:iam::${acct}:role/${name}`, uniqueId: hexId("AROA", args).toUpperCase() });
+        }
+        case "aws:iam/policy:Policy": {
+          const name = physicalName(args);
+          const arn = `arn:aws:iam::${acct}:policy/${name}`;
+          return state(arn, { name, arn, policyId: hexId("ANPA", args).toUpperCase() });
+        }
+        case "aws:iam/rolePolicy:RolePolicy": {
+          const name = physicalName(args);
+          return state(`${String(inputs.role)}:${name}`, { name });
+        }
+        case "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+          return state(`${String(inputs.role)}-${shortHash(args.name).slice(0, 20)}`, {});
+        case "aws:iam/instanceProfile:InstanceProfile": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:iam::${acct}:instance-profile/${name}` });
+        }
+        case "aws:lambda/function:Function": {
+          const name = physicalName(args);
+          const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
+          return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
+        }
+        case "aws:lambda/eventSourceMapping:EventSourceMapping": {
+          const h = shortHash(args.name);
+          const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+          return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
+        }
+        case "aws:cloudwatch/logGroup:LogGroup": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:logs:${region}:${acct}:log-group:${name}` });
+        }
+        case "aws:cloudwatch/metricAlarm:MetricAlarm": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:cloudwatch:${region}:${acct}:alarm:${name}` });
+        }
+        case "aws:ec2/instance:Instance": {
+          const id = hexId("i", args);
+          return state(id, { arn: `arn:aws:ec2:${region}:${acct}:instance/${id}`, privateIp: "10.0.1.10", instanceState: "running", publicIp: "" });
+        }
+        case "aws:ec2/securityGroup:SecurityGroup": {
+          const id = hexId("sg", args);
+          return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:security-group/${id}` });
+        }
+        case "aws:ssm/parameter:Parameter": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
+        }
+        case "awsx:ec2:Vpc": {
+          // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
+          const azs = Number(inputs.numberOfAvailabilityZones ?? 2);
+          const subnets = (tier: string) => Array.from({ length: azs }, (_, i) => hexId(`subnet`, { ...args, name: `${args.name}-${tier}-${i}` }));
+          return { id: undefined, state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] } };
+        }
+        default: {
+          if (!args.custom) return { id: undefined, state: {} };
+          const name = physicalName(args);
+          const service = args.type.split(":")[1]?.split("/")[0] ?? "unknown";
+          return state(`${name}-id`, { name, arn: `arn:aws:${service}:${region}:${acct}:${name}` });
+        }
+      }
+    },
+    call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
+      const inputs = args.inputs as Record<string, unknown>;
+      switch (args.token) {
+        case "aws:ssm/getParameter:getParameter":
+          return { ...inputs, id: inputs.name, arn: `arn:aws:ssm:${region}::parameter${String(inputs.name)}`, type: "String", value: "ami-0123456789abcdef0", version: 1 };
+        case "aws:index/getCallerIdentity:getCallerIdentity":
+          return { accountId: acct, arn: `arn:aws:iam::${acct}:user/plan`, userId: "AIDAPLAN", id: acct };
+        case "aws:index/getRegion:getRegion":
+          return { name: region, region, id: region, description: region };
+        case "aws:index/getPartition:getPartition":
+          return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
+        case "aws:index/getAvailabilityZones:getAvailabilityZones":
+          return { names: ["a", "b", "c"].map((s) => `${region}${s}`), zoneIds: ["az1", "az2", "az3"], id: region };
+        default:
+          return inputs;
+      }
+    },
+  };
+}
