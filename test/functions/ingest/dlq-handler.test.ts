@@ -1,0 +1,194 @@
+import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
+import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { GetParameterCommand } from "@aws-sdk/client-ssm";
+import { expect } from "chai";
+import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
+import { DLQ_URL, fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../support/ingest-deps";
+import { sqsEvent, sqsRecord, validPayload } from "../support/sqs-events";
+
+type Harness = ReturnType<typeof mockedIngestDeps>;
+
+function arrangeGpu(t: Harness, ssmValue: string, instances: FakeInstance[]): void {
+  t.ssmMock.on(GetParameterCommand, { Name: PARAM }).resolves({ Parameter: { Name: PARAM, Value: ssmValue } });
+  fakeDescribeInstances(t.ec2Mock, instances);
+  t.ec2Mock.on(StartInstancesCommand).resolves({});
+  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
+}
+
+const gpuDown = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopped" }]);
+const gpuUp = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "running", ip: "10.1.2.3" }]);
+
+describe("ingest/dlq handler", () => {
+  it("AC-5 GPU down: tries to start it once, then extends visibility to 900 s and reports the item failure", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    const record = sqsRecord(validPayload({ frameCount: 30 }), {
+      receiptHandle: "r1",
+      attributes: { ...sqsRecord().attributes, ApproximateReceiveCount: "4" },
+    });
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).to.deep.equal([
+      { QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 900 },
+    ]);
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    // The seed's order: the start attempt precedes the visibility change.
+    const steps = t.logger.steps();
+    expect(steps.indexOf("gpu_autostart_attempted")).to.be.lessThan(steps.indexOf("dlq_visibility_extended"));
+    expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields).to.deep.equal({
+      step: "dlq_visibility_extended",
+      message_id: record.messageId,
+      extended_seconds: 900,
+      receive_count: 4,
+      reason: "gpu_unavailable",
+    });
+    expect(t.metrics.count("GpuAutostartAttempted")).to.equal(1);
+    expect(t.metrics.count("DlqMessagesParked")).to.equal(1);
+    expect(t.fetchCalls).to.have.length(0);
+  });
+
+  it("AC-6 GPU running: does not try to start it and sends the window to the GPU", async () => {
+    const t = mockedIngestDeps();
+    gpuUp(t);
+    const record = sqsRecord(validPayload({ frameCount: 0, extra: "kept" }));
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
+    expect(t.logger.steps()).to.not.include("gpu_autostart_attempted");
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+    expect(result.batchItemFailures).to.deep.equal([]);
+    expect(t.fetchCalls).to.deep.equal([
+      { url: "http://127.0.0.1:8080/gpu-at/10.1.2.3", body: validPayload({ frameCount: 0, extra: "kept" }) },
+    ]);
+    expect(t.logger.withStep("window_processed")[0]?.fields).to.include({ message_id: record.messageId });
+  });
+
+  it("checks availability once and tries to start the GPU at most once for a multi-record batch", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    const records = [sqsRecord(), sqsRecord(), sqsRecord()];
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(...records));
+
+    expect(t.ssmMock.commandCalls(GetParameterCommand), "one availability read + one start read").to.have.length(2);
+    expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
+    expect(t.logger.withStep("gpu_autostart_attempted")).to.have.length(1);
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(3);
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier)).to.deep.equal(records.map((r) => r.messageId));
+  });
+
+  it("checks availability once for a multi-record batch when the GPU is up", async () => {
+    const t = mockedIngestDeps();
+    gpuUp(t);
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(sqsRecord(), sqsRecord(), sqsRecord()));
+
+    expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(1);
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(1);
+    expect(t.fetchCalls).to.have.length(3);
+    expect(result.batchItemFailures).to.deep.equal([]);
+  });
+
+  it("still reports the item failure when ChangeMessageVisibility fails, and logs it", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    t.sqsMock.on(ChangeMessageVisibilityCommand).rejects(Object.assign(new Error("receipt expired"), { name: "ReceiptHandleIsInvalid" }));
+    const record = sqsRecord();
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    const [failed] = t.logger.withStep("dlq_visibility_extend_failed");
+    expect(failed?.level).to.equal("error");
+    expect(failed?.fields).to.include({ message_id: record.messageId });
+    expect(t.logger.steps()).to.not.include("dlq_visibility_extended");
+    expect(t.metrics.count("DlqMessagesParked")).to.equal(0);
+  });
+
+  it("parks the batch when StartInstances fails (AC-4 at handler level)", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    t.ec2Mock.on(StartInstancesCommand).rejects(new Error("access denied"));
+    const record = sqsRecord();
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(t.logger.steps()).to.include.members(["gpu_autostart_failed", "dlq_visibility_extended"]);
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(t.metrics.count("GpuAutostartAttempted")).to.equal(0);
+  });
+
+  it("treats a failing availability check (SSM throttled) as unavailable and parks", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    t.ssmMock.on(GetParameterCommand).rejects(Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" }));
+    const record = sqsRecord();
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(t.logger.steps()).to.include.members(["gpu_availability_check_failed", "gpu_autostart_failed", "dlq_visibility_extended"]);
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+  });
+
+  it("uses DLQ_VISIBILITY_EXTENSION_SECONDS from config", async () => {
+    const t = mockedIngestDeps({ config: { visibilityExtensionSeconds: 120 } });
+    gpuDown(t);
+
+    await createDlqHandler(t.deps)(sqsEvent(sqsRecord()));
+
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)[0]?.args[0].input.VisibilityTimeout).to.equal(120);
+  });
+
+  it("quarantines a malformed record to the terminal queue before any GPU check", async () => {
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    const bad = sqsRecord("{not json");
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(bad));
+
+    expect(result.batchItemFailures).to.deep.equal([]);
+    const [send] = t.sqsMock.commandCalls(SendMessageCommand);
+    expect(send?.args[0].input.QueueUrl).to.equal(QUARANTINE_URL);
+    expect(send?.args[0].input.MessageBody).to.equal("{not json");
+    expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(0);
+    expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
+  });
+
+  it("reports a malformed record as an item failure when the quarantine send fails", async () => {
+    const t = mockedIngestDeps();
+    gpuUp(t);
+    t.sqsMock.on(SendMessageCommand).rejects(new Error("sqs unavailable"));
+    const bad = sqsRecord({ sessionId: "" });
+    const good = sqsRecord();
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(bad, good));
+
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: bad.messageId }]);
+    expect(t.logger.steps()).to.not.include("message_quarantined");
+  });
+
+  it("reports a GPU HTTP error as an item failure without parking", async () => {
+    const t = mockedIngestDeps({ fetch: async () => new Response("busy", { status: 503 }) });
+    gpuUp(t);
+    const record = sqsRecord();
+
+    const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+    expect(String(t.logger.withStep("window_failed")[0]?.fields.error)).to.contain("503");
+  });
+
+  it("publishes the stored metrics once per invocation", async () => {
+    const t = mockedIngestDeps();
+    gpuUp(t);
+
+    await createDlqHandler(t.deps)(sqsEvent(sqsRecord()));
+
+    expect(t.metrics.published).to.equal(1);
+  });
+});

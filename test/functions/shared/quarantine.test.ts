@@ -1,0 +1,55 @@
+import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { mockClient } from "aws-sdk-client-mock";
+import { expect } from "chai";
+import { quarantine } from "../../../functions/shared/quarantine";
+import { sqsRecord } from "../support/sqs-events";
+import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
+
+const QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-quarantine";
+
+describe("shared/quarantine", () => {
+  it("sends the original body with reason, source message id and source queue ARN", async () => {
+    const sqs = new SQSClient({ region: "us-east-1" });
+    const sqsMock = mockClient(sqs);
+    sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
+    const logger = new RecordingLogger();
+    const metrics = new RecordingMetrics();
+    const record = sqsRecord("raw body", { eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:ingest-dlq" });
+
+    await quarantine(sqs, QUEUE, record, "body is not JSON", { logger, metrics });
+
+    expect(sqsMock.commandCalls(SendMessageCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        QueueUrl: QUEUE,
+        MessageBody: "raw body",
+        MessageAttributes: {
+          "quarantine-reason": { DataType: "String", StringValue: "body is not JSON" },
+          "source-message-id": { DataType: "String", StringValue: record.messageId },
+          "source-queue-arn": { DataType: "String", StringValue: "arn:aws:sqs:us-east-1:123456789012:ingest-dlq" },
+        },
+      },
+    ]);
+    expect(logger.withStep("message_quarantined")[0]?.fields).to.deep.equal({
+      step: "message_quarantined",
+      message_id: record.messageId,
+      reason: "body is not JSON",
+    });
+    expect(metrics.count("MessagesQuarantined")).to.equal(1);
+  });
+
+  it("rejects, and logs no quarantine, when SendMessage fails", async () => {
+    const sqs = new SQSClient({ region: "us-east-1" });
+    mockClient(sqs).on(SendMessageCommand).rejects(new Error("KMS throttled"));
+    const logger = new RecordingLogger();
+    const metrics = new RecordingMetrics();
+
+    const error = await quarantine(sqs, QUEUE, sqsRecord("x"), "reason", { logger, metrics }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+
+    expect(error).to.be.instanceOf(Error).with.property("message", "KMS throttled");
+    expect(logger.entries).to.deep.equal([]);
+    expect(metrics.count("MessagesQuarantined")).to.equal(0);
+  });
+});
