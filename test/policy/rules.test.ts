@@ -246,7 +246,7 @@ describe("policy rules against the ingest recording", () => {
       const violations = await run(c.mutate);
       const dump = JSON.stringify(violations, null, 2);
       const mine = violations.filter((v) => v.policy === c.rule);
-      expect(mine, dump).to.not.be.empty;
+      expect(mine.length, dump).to.be.greaterThan(0);
       for (const v of mine) expect(v.enforcementLevel, dump).to.equal(c.level ?? "mandatory");
       if (c.message) expect(mine.map((v) => v.message).join("\n")).to.match(c.message);
       // Exactly the expected (rule, resource) pairs fire, nothing else.

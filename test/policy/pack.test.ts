@@ -1,0 +1,81 @@
+/**
+ * Loads policy/ the way `pulumi preview --policy-pack policy` does — Pulumi's own policy-pack
+ * runner, which type-checks the pack with policy/tsconfig.json — then asks the analyzer it serves
+ * which policies it has. This is the only test that constructs the PolicyPack, and it does so in
+ * a child process because construction starts a gRPC server and keeps the process alive.
+ */
+import { expect } from "chai";
+import { ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { AnalyzerClient, AnalyzerService } from "@pulumi/pulumi/proto/analyzer_grpc_pb";
+import { AnalyzerInfo, EnforcementLevel } from "@pulumi/pulumi/proto/analyzer_pb";
+import { policies } from "../../policy/policies";
+
+const ROOT = path.resolve(__dirname, "../..");
+const POLICY_DIR = path.join(ROOT, "policy");
+const RUNNER = require.resolve("@pulumi/pulumi/cmd/run-policy-pack");
+
+function startPack(): Promise<{ child: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    // The engine address is unused by a policy pack but required by the runner's argument list.
+    const child = spawn(process.execPath, [RUNNER, "127.0.0.1:0", "."], {
+      cwd: POLICY_DIR,
+      env: { ...process.env, NODE_PATH: path.join(ROOT, "node_modules") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      const m = /^(\d+)\s*$/m.exec(stdout);
+      if (m) resolve({ child, port: Number(m[1]) });
+    });
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("exit", (code) => reject(new Error(`policy pack exited with ${code}:\n${stderr}${stdout}`)));
+    child.on("error", reject);
+  });
+}
+
+function analyzerInfo(port: number): Promise<AnalyzerInfo> {
+  const client = new AnalyzerClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  // Empty must come from the same google-protobuf copy the generated stubs use, hence requestType.
+  const Empty = AnalyzerService.getAnalyzerInfo.requestType as unknown as new () => Parameters<
+    AnalyzerClient["getAnalyzerInfo"]
+  >[0];
+  return new Promise((resolve, reject) => {
+    client.getAnalyzerInfo(new Empty(), { deadline: Date.now() + 10_000 }, (err, info) => {
+      client.close();
+      if (err) reject(err);
+      else resolve(info);
+    });
+  });
+}
+
+describe("the policy pack as the Pulumi CLI loads it", function () {
+  this.timeout(60_000);
+  let child: ChildProcess | undefined;
+
+  after(() => {
+    if (child && child.exitCode === null) child.kill("SIGKILL");
+  });
+
+  it("serves every rule from policies.ts with its default enforcement level", async () => {
+    const started = await startPack();
+    child = started.child;
+    const info = await analyzerInfo(started.port);
+
+    expect(info.getName()).to.equal("encache-guardrails");
+    const pkg = JSON.parse(readFileSync(path.join(POLICY_DIR, "package.json"), "utf8")) as { version: string };
+    expect(info.getVersion()).to.equal(pkg.version);
+    const served = info.getPoliciesList().map((p) => p.getName());
+    expect(served).to.deep.equal(policies.map((p) => p.name));
+
+    const levels = Object.fromEntries(info.getPoliciesList().map((p) => [p.getName(), p.getEnforcementlevel()]));
+    for (const p of policies) {
+      const expected = p.name === "dlq-has-depth-alarm" ? EnforcementLevel.ADVISORY : EnforcementLevel.MANDATORY;
+      expect(levels[p.name], p.name).to.equal(expected);
+    }
+  });
+});
