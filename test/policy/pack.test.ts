@@ -41,11 +41,10 @@ function startPack(): Promise<{ child: ChildProcess; port: number }> {
 function analyzerInfo(port: number): Promise<AnalyzerInfo> {
   const client = new AnalyzerClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   // Empty must come from the same google-protobuf copy the generated stubs use, hence requestType.
-  const Empty = AnalyzerService.getAnalyzerInfo.requestType as unknown as new () => Parameters<
-    AnalyzerClient["getAnalyzerInfo"]
-  >[0];
+  type Empty = Parameters<AnalyzerClient["getAnalyzerInfo"]>[0];
+  const { requestType: Empty } = AnalyzerService.getAnalyzerInfo as unknown as { requestType: new () => Empty };
   return new Promise((resolve, reject) => {
-    client.getAnalyzerInfo(new Empty(), { deadline: Date.now() + 10_000 }, (err, info) => {
+    client.getAnalyzerInfo(new Empty(), new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err, info) => {
       client.close();
       if (err) reject(err);
       else resolve(info);
