@@ -1,0 +1,88 @@
+import {
+  DeleteMessageBatchCommand,
+  type Message,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from "aws-lambda";
+import type { SqsBatchHandler } from "../../../functions/ingest/window-handler";
+
+export interface MappingTarget {
+  queueUrl: string;
+  queueArn: string;
+  batchSize?: number;
+}
+
+export interface InvocationResult {
+  event: SQSEvent;
+  response: SQSBatchResponse;
+  deleted: string[];
+}
+
+/**
+ * What Lambda's SQS event source mapping does (moto cannot invoke Lambdas): receive a batch,
+ * invoke the handler with the SQS event, and delete only the records not reported in
+ * batchItemFailures. Returns null when the queue had nothing to receive.
+ */
+export async function pollOnce(sqs: SQSClient, target: MappingTarget, handler: SqsBatchHandler): Promise<InvocationResult | null> {
+  const received = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: target.queueUrl,
+      MaxNumberOfMessages: target.batchSize ?? 10,
+      MessageSystemAttributeNames: ["All"],
+      MessageAttributeNames: ["All"],
+      WaitTimeSeconds: 0,
+    }),
+  );
+  const messages = received.Messages ?? [];
+  if (messages.length === 0) return null;
+
+  const event: SQSEvent = { Records: messages.map((m) => toRecord(m, target.queueArn)) };
+  const response = await handler(event);
+
+  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  const toDelete = messages.filter((m) => !failed.has(m.MessageId ?? ""));
+  if (toDelete.length > 0) {
+    const out = await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: target.queueUrl,
+        Entries: toDelete.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+      }),
+    );
+    if (out.Failed?.length) throw new Error(`delete failed: ${JSON.stringify(out.Failed)}`);
+  }
+  return { event, response, deleted: toDelete.map((m) => m.MessageId ?? "") };
+}
+
+function toRecord(message: Message, queueArn: string): SQSRecord {
+  const attrs = message.Attributes ?? {};
+  return {
+    messageId: message.MessageId ?? "",
+    receiptHandle: message.ReceiptHandle ?? "",
+    body: message.Body ?? "",
+    attributes: {
+      ApproximateReceiveCount: attrs.ApproximateReceiveCount ?? "1",
+      SentTimestamp: attrs.SentTimestamp ?? "",
+      SenderId: attrs.SenderId ?? "",
+      ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? "",
+    },
+    messageAttributes: toLambdaAttributes(message.MessageAttributes ?? {}),
+    md5OfBody: message.MD5OfBody ?? "",
+    eventSource: "aws:sqs",
+    eventSourceARN: queueArn,
+    awsRegion: queueArn.split(":")[3] ?? "us-east-1",
+  };
+}
+
+/** Lambda spells message attributes in camelCase, unlike the SQS API. */
+function toLambdaAttributes(attributes: Record<string, MessageAttributeValue>): SQSMessageAttributes {
+  const out: SQSMessageAttributes = {};
+  for (const [name, value] of Object.entries(attributes)) {
+    out[name] = {
+      dataType: value.DataType ?? "String",
+      ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
+    };
+  }
+  return out;
+}
