@@ -166,9 +166,18 @@ export function parseStackConfig(raw: unknown): StackConfig {
   throw new StackConfigError(
     result.error.issues.map((issue) => ({
       key: configKey(issue.path),
-      reason: issue.code === "invalid_type" && issue.input === undefined ? "is required" : issue.message,
+      reason: issue.code === "invalid_type" && valueAt(raw, issue.path) === undefined ? "is required" : issue.message,
     })),
   );
+}
+
+function valueAt(raw: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let node: unknown = raw;
+  for (const key of path) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
 }
 
 /** `["ingest", "window", "timeoutSeconds"]` → `encache:ingest.window.timeoutSeconds`. */

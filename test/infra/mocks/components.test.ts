@@ -1,0 +1,100 @@
+import { expect } from "chai";
+import * as pulumi from "@pulumi/pulumi";
+import { createMocks } from "../../../infra/plan/mocks";
+import { installRecorder, type Recorder } from "../../../infra/plan/record";
+
+// Component modules are loaded only after setMocks (see `before`), never by a static import.
+type Components = {
+  mq: typeof import("../../../infra/components/managedQueue");
+  qc: typeof import("../../../infra/components/queueConsumer");
+  gpu: typeof import("../../../infra/components/gpuInstance");
+  bundle: typeof import("../../../infra/bundle");
+};
+
+function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => output.apply(resolve));
+}
+
+describe("components under Pulumi mocks (in process)", function () {
+  this.timeout(60_000);
+  let c: Components;
+  let recorder: Recorder;
+
+  before(async () => {
+    pulumi.runtime.setAllConfig({ "aws:region": "us-east-1" });
+    await pulumi.runtime.setMocks(createMocks("us-east-1"), "encache", "unit", false);
+    recorder = installRecorder();
+    c = {
+      mq: await import("../../../infra/components/managedQueue.js"),
+      qc: await import("../../../infra/components/queueConsumer.js"),
+      gpu: await import("../../../infra/components/gpuInstance.js"),
+      bundle: await import("../../../infra/bundle.js"),
+    };
+  });
+
+  it("ManagedQueue redrives to its DLQ after 3 receives and lets only its source redrive into the DLQ", async () => {
+    const q = new c.mq.ManagedQueue("mq-a", {});
+    const [redrive, dlqArn, queueArn, dlqRetention] = await Promise.all([
+      promiseOf(q.queue.redrivePolicy),
+      promiseOf(q.dlq.arn),
+      promiseOf(q.queue.arn),
+      promiseOf(q.dlq.messageRetentionSeconds),
+    ]);
+    expect(JSON.parse(redrive!)).to.deep.equal({ deadLetterTargetArn: dlqArn, maxReceiveCount: 3 });
+    expect(dlqRetention).to.equal(1_209_600);
+    const resources = await recorder.settle();
+    const allow = resources.find((r) => r.name === "mq-a-dlq-redrive-allow");
+    expect(JSON.parse(String(allow?.inputs.redriveAllowPolicy))).to.deep.equal({ redrivePermission: "byQueue", sourceQueueArns: [queueArn] });
+    const children = resources.filter((r) => r.parent?.endsWith("::mq-a") && r.parent.includes("ManagedQueue"));
+    expect(children.map((r) => r.name).sort()).to.deep.equal(["mq-a", "mq-a-dlq", "mq-a-dlq-depth", "mq-a-dlq-redrive-allow"]);
+  });
+
+  it("QueueConsumer refuses a queue visibility shorter than 6 × timeout + window", () => {
+    expect(
+      () =>
+        new c.qc.QueueConsumer("qc-short", {
+          entry: "functions/ingest/window.ts",
+          queueArn: "arn:aws:sqs:us-east-1:123456789012:q",
+          queueVisibilityTimeoutSeconds: 60,
+          timeoutSeconds: 30,
+          statements: [],
+        }),
+    ).to.throw(/shorter than 6 × timeout/);
+  });
+
+  it("QueueConsumer deploys a content-hashed bundle behind a mapping that reports batch item failures", async () => {
+    const consumer = new c.qc.QueueConsumer("qc-ok", {
+      entry: "functions/ingest/window.ts",
+      queueArn: "arn:aws:sqs:us-east-1:123456789012:q",
+      queueVisibilityTimeoutSeconds: 200,
+      batchSize: 5,
+      batchingWindowSeconds: 2,
+      maxConcurrency: 4,
+      statements: [],
+    });
+    const [hash, responseTypes, scaling, window, role] = await Promise.all([
+      promiseOf(consumer.function.sourceCodeHash),
+      promiseOf(consumer.mapping.functionResponseTypes),
+      promiseOf(consumer.mapping.scalingConfig),
+      promiseOf(consumer.mapping.maximumBatchingWindowInSeconds),
+      promiseOf(consumer.function.role),
+    ]);
+    expect(hash).to.equal(c.bundle.bundleFunction("functions/ingest/window.ts").sha256);
+    expect(responseTypes).to.deep.equal(["ReportBatchItemFailures"]);
+    expect(scaling).to.deep.equal({ maximumConcurrency: 4 });
+    expect(window).to.equal(2);
+    expect(role).to.equal(await promiseOf(consumer.role.arn));
+  });
+
+  it("GpuInstance reads its AMI from SSM and ignores AMI drift so `pulumi up` never replaces or restarts it", async () => {
+    const g = new c.gpu.GpuInstance("gpu-a", { instanceType: "g5.xlarge", subnetId: "subnet-1", securityGroupIds: ["sg-1"] });
+    const [ami, tokens] = await Promise.all([promiseOf(g.instance.ami), promiseOf(g.instance.metadataOptions)]);
+    expect(ami).to.equal("ami-0123456789abcdef0");
+    expect(tokens.httpTokens).to.equal("required");
+    const resources = await recorder.settle();
+    const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-a");
+    expect(instance?.ignoreChanges).to.deep.equal(["ami"]);
+    const attach = resources.find((r) => r.name === "gpu-a-ssm-core");
+    expect(attach?.inputs.policyArn).to.equal("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
+  });
+});

@@ -1,0 +1,232 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { expect } from "chai";
+import { REPO_ROOT } from "../../../infra/bundle";
+import type { PlanDocument } from "../../../infra/plan/render";
+import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
+import { planJson, runPlan } from "../support/runPlan";
+
+type Res = PlanDocument["resources"][number];
+type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
+
+const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
+const named = (doc: PlanDocument, type: string, name: string): Res => {
+  const r = doc.resources.find((x) => x.type === type && x.name === name);
+  if (!r) throw new Error(`no ${type} named ${name}`);
+  return r;
+};
+
+/** Everything a role may do: its inline RolePolicy documents plus attached managed policies. */
+function roleActions(doc: PlanDocument, role: Res): string[] {
+  const docs: Doc[] = [];
+  for (const rp of of(doc, "aws:iam/rolePolicy:RolePolicy")) if (rp.dependencies.includes(role.urn)) docs.push(rp.inputs.policy as Doc);
+  for (const att of of(doc, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")) {
+    if (!att.dependencies.includes(role.urn)) continue;
+    const policy = doc.resources.find((p) => p.type === "aws:iam/policy:Policy" && att.dependencies.includes(p.urn));
+    if (policy) docs.push(policy.inputs.policy as Doc);
+    else docs.push({ Statement: [{ Effect: "Allow", Action: `managed:${String(att.inputs.policyArn)}` }] });
+  }
+  return [...new Set(docs.flatMap((d) => d.Statement.filter((s) => s.Effect === "Allow").flatMap((s) => [s.Action].flat())))].sort();
+}
+
+/** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
+const PLATFORM_ACTIONS = [
+  "sqs:ReceiveMessage",
+  "sqs:DeleteMessage",
+  "sqs:GetQueueAttributes",
+  "logs:CreateLogStream",
+  "logs:PutLogEvents",
+  "ec2:CreateNetworkInterface",
+  "ec2:DescribeNetworkInterfaces",
+  "ec2:DescribeSubnets",
+  "ec2:DeleteNetworkInterface",
+  "ec2:AssignPrivateIpAddresses",
+  "ec2:UnassignPrivateIpAddresses",
+];
+
+const stacks: Record<string, PlanDocument> = {};
+
+describe("the program under Pulumi mocks (offline plan, both stacks)", function () {
+  this.timeout(120_000);
+
+  before(() => {
+    for (const stack of ["dev", "prod"]) {
+      const { run, doc } = planJson(stack);
+      expect(run.code, run.stderr).to.equal(0);
+      stacks[stack] = doc;
+    }
+  });
+
+  for (const stack of ["dev", "prod"]) {
+    describe(`stack ${stack}`, () => {
+      const doc = () => stacks[stack]!;
+
+      it("prints the --json contract and no mandatory violation", () => {
+        const d = doc();
+        expect(d).to.have.keys(["project", "stack", "resources", "violations", "summary"]);
+        expect(d.project).to.equal("encache");
+        expect(d.stack).to.equal(stack);
+        expect(d.summary).to.deep.equal({
+          resources: d.resources.length,
+          mandatory: d.violations.filter((v) => v.enforcementLevel === "mandatory").length,
+          advisory: d.violations.filter((v) => v.enforcementLevel === "advisory").length,
+        });
+        expect(d.summary.mandatory, JSON.stringify(d.violations)).to.equal(0);
+        for (const r of d.resources) {
+          expect(r).to.have.keys(["urn", "type", "name", "parent", "inputs", "dependencies"]);
+          expect(r.urn).to.match(new RegExp(`^urn:pulumi:${stack}::encache::`));
+        }
+      });
+
+      it("gives every queue that is not a DLQ or quarantine a redrive policy to a DLQ with maxReceiveCount 3", () => {
+        const queues = of(doc(), "aws:sqs/queue:Queue");
+        const sources = queues.filter((q) => (q.inputs.tags as Record<string, string>)["encache:queue-role"] === "source");
+        expect(sources.map((q) => q.name)).to.deep.equal(["ingest"]);
+        for (const q of queues) {
+          const role = (q.inputs.tags as Record<string, string>)["encache:queue-role"];
+          expect(q.inputs.sqsManagedSseEnabled, `${q.name} SSE`).to.equal(true);
+          if (role !== "source") continue;
+          const redrive = JSON.parse(String(q.inputs.redrivePolicy)) as { deadLetterTargetArn: string; maxReceiveCount: number };
+          expect(redrive.maxReceiveCount).to.equal(3);
+          const dlq = queues.find((d) => q.dependencies.includes(d.urn));
+          expect(dlq?.name).to.equal(`${q.name}-dlq`);
+          expect(dlq!.inputs.messageRetentionSeconds).to.equal(1_209_600);
+          expect(Number(q.inputs.messageRetentionSeconds)).to.be.below(1_209_600);
+        }
+      });
+
+      it("reads the DLQ with batch size 1 and the ingest queue with the configured batch", () => {
+        const dlq = named(doc(), "aws:sqs/queue:Queue", "ingest-dlq");
+        const dlqMapping = named(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-dlq-consumer-mapping");
+        expect(dlqMapping.dependencies).to.include(dlq.urn);
+        expect(dlqMapping.inputs.batchSize).to.equal(1);
+        for (const m of of(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping")) {
+          expect(m.inputs.functionResponseTypes).to.deep.equal(["ReportBatchItemFailures"]);
+        }
+      });
+
+      it("gives each consumer's role exactly the actions its code calls, and no others", () => {
+        const window = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-window-role"));
+        const dlq = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-dlq-consumer-role"));
+        expect(window).to.deep.equal([...new Set([...WINDOW_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+        expect(dlq).to.deep.equal([...new Set([...DLQ_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+        expect(window).to.not.include("ec2:StartInstances");
+      });
+
+      it("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {
+        const policy = named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2");
+        const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
+        expect(attachment.dependencies).to.include(policy.urn);
+        const start = (policy.inputs.policy as { Statement: Array<Record<string, unknown>> }).Statement.find((s) => s.Sid === "StartTaggedGpu");
+        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } });
+      });
+
+      it("wires the functions' environment to the right queues and the GPU", () => {
+        const env = (name: string) => (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
+        const url = (name: string) => `https://sqs.us-east-1.amazonaws.com/123456789012/${name}-`;
+        const dlqEnv = env("ingest-dlq-consumer");
+        expect(dlqEnv.INGEST_DLQ_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
+        expect(dlqEnv.QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-quarantine")));
+        expect(dlqEnv.DLQ_VISIBILITY_EXTENSION_SECONDS).to.equal("900");
+        expect(env("ingest-window").QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
+        for (const e of [dlqEnv, env("ingest-window")]) {
+          expect(e).to.include({ GPU_INSTANCE_ID_PARAM: "/encache/gpu/instance_id", GPU_NAME_TAG: "encache-gpu-worker", GPU_SERVICE_PORT: "8080" });
+        }
+      });
+
+      it("hardens the GPU instance and publishes its id in SSM", () => {
+        const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
+        expect(gpu.inputs).to.deep.include({ associatePublicIpAddress: false });
+        expect(gpu.inputs.metadataOptions).to.deep.include({ httpTokens: "required" });
+        expect(gpu.inputs.rootBlockDevice).to.deep.include({ encrypted: true, volumeType: "gp3" });
+        expect(gpu.inputs).to.not.have.property("keyName");
+        expect(gpu.inputs).to.not.have.property("userData");
+        expect(gpu.inputs.ami).to.equal("ami-0123456789abcdef0");
+        expect((gpu.inputs.tags as Record<string, string>).Name).to.equal("encache-gpu-worker");
+        const param = named(doc(), "aws:ssm/parameter:Parameter", "ingest-gpu-instance-id");
+        expect(param.inputs.name).to.equal("/encache/gpu/instance_id");
+        expect(param.dependencies).to.include(gpu.urn);
+        // Pulumi must never own the run state: the auto-starter starts it, idleness stops it.
+        expect(doc().resources.some((r) => r.type === "aws:ec2/instanceState:InstanceState")).to.equal(false);
+      });
+
+      it("puts a depth alarm on the DLQ and on the quarantine queue", () => {
+        const alarms = of(doc(), "aws:cloudwatch/metricAlarm:MetricAlarm");
+        for (const q of ["ingest-dlq", "ingest-quarantine"]) {
+          const queue = named(doc(), "aws:sqs/queue:Queue", q);
+          expect(alarms.some((a) => a.dependencies.includes(queue.urn) && a.inputs.metricName === "ApproximateNumberOfMessagesVisible"), q).to.equal(true);
+        }
+      });
+    });
+  }
+
+  it("differs between dev and prod where real stacks do", () => {
+    const pick = (stack: string) => {
+      const d = stacks[stack]!;
+      return {
+        instanceType: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.instanceType,
+        deletionProtection: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.disableApiTermination,
+        logRetention: named(d, "aws:cloudwatch/logGroup:LogGroup", "ingest-window-logs").inputs.retentionInDays,
+        concurrency: (named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-window-mapping").inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency,
+        queueRetention: named(d, "aws:sqs/queue:Queue", "ingest").inputs.messageRetentionSeconds,
+      };
+    };
+    expect(pick("dev")).to.deep.equal({ instanceType: "g5.xlarge", deletionProtection: false, logRetention: 7, concurrency: 2, queueRetention: 345_600 });
+    expect(pick("prod")).to.deep.equal({ instanceType: "g5.2xlarge", deletionProtection: true, logRetention: 90, concurrency: 20, queueRetention: 604_800 });
+  });
+});
+
+describe("plan exit codes", function () {
+  this.timeout(120_000);
+  const tmpStack = `zz-invalid-${process.pid}`;
+  const tmpFile = path.join(REPO_ROOT, `Pulumi.${tmpStack}.yaml`);
+  afterEach(() => fs.rmSync(tmpFile, { force: true }));
+
+  it("exits 1 with a violation naming the function when a DLQ consumer lacks ec2:StartInstances", () => {
+    const { run, doc } = planJson("dev", ["--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
+    expect(run.code).to.equal(1);
+    const v = doc.violations.filter((x) => x.policy === "dlq-consumer-can-start-gpu");
+    expect(v).to.have.length(1);
+    expect(v[0]!.enforcementLevel).to.equal("mandatory");
+    expect(v[0]!.urn).to.match(/aws:lambda\/function:Function::orders-dlq-consumer$/);
+    expect(v[0]!.message).to.contain("ec2:StartInstances");
+  });
+
+  it("exits 2 and names the key when the stack config holds an invalid value", () => {
+    const dev = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8");
+    fs.writeFileSync(tmpFile, dev.replace(/maxReceiveCount: 3/, "maxReceiveCount: 1"));
+    const run = runPlan(["--stack", tmpStack]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.contain("encache:queues.maxReceiveCount");
+    expect(run.stdout).to.equal("");
+  });
+
+  it("exits 2 and names the key when a required key is missing", () => {
+    const dev = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8");
+    fs.writeFileSync(tmpFile, dev.replace(/^\s+servicePort: 8080\n/m, ""));
+    const run = runPlan(["--stack", tmpStack, "--json"]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/encache:gpu\.servicePort: is required/);
+  });
+
+  const usage: Array<[string, string[], RegExp]> = [
+    ["an unknown stack", ["--stack", "nope"], /Pulumi\.nope\.yaml does not exist/],
+    ["a program outside the checkout", ["--stack", "dev", "--program", "/etc/hostname"], /inside the checkout/],
+    ["no --stack", [], /--stack is required/],
+  ];
+  for (const [name, args, message] of usage) {
+    it(`exits 2 for ${name}`, () => {
+      const run = runPlan(args);
+      expect(run.code).to.equal(2);
+      expect(run.stderr).to.match(message);
+    });
+  }
+
+  it("prints the human tree for the dev stack", () => {
+    const run = runPlan(["--stack", "dev"]);
+    expect(run.code).to.equal(0);
+    expect(run.stdout).to.match(/encache:parts:Ingest {2}ingest/);
+    expect(run.stdout).to.match(/└─ aws:lambda\/eventSourceMapping:EventSourceMapping {2}ingest-dlq-consumer-mapping/);
+    expect(run.stdout).to.contain("Policy violations: none");
+  });
+});
