@@ -32,18 +32,6 @@ export const DLQ_IAM_PERMISSIONS = [
   { action: "sqs:SendMessage", resource: "quarantine-queue" },
 ] as const satisfies readonly IamPermission[];
 
-export const WINDOW_IAM_ACTIONS = [
-  "ssm:GetParameter",
-  "ssm:PutParameter",
-  "ec2:DescribeInstances",
-  "sqs:SendMessage",
-] as const;
-
-export const DLQ_IAM_ACTIONS = [
-  "ssm:GetParameter",
-  "ssm:PutParameter",
-  "ec2:DescribeInstances",
-  "ec2:StartInstances",
-  "sqs:ChangeMessageVisibility",
-  "sqs:SendMessage",
-] as const;
+/** Just the action names, for building and checking roles. */
+export const WINDOW_IAM_ACTIONS: readonly string[] = WINDOW_IAM_PERMISSIONS.map((p) => p.action);
+export const DLQ_IAM_ACTIONS: readonly string[] = DLQ_IAM_PERMISSIONS.map((p) => p.action);

@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
 import { REPO_ROOT } from "../../../infra/bundle";
+import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { planJson, runPlan } from "../support/runPlan";
@@ -30,19 +31,7 @@ function roleActions(doc: PlanDocument, role: Res): string[] {
 }
 
 /** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
-const PLATFORM_ACTIONS = [
-  "sqs:ReceiveMessage",
-  "sqs:DeleteMessage",
-  "sqs:GetQueueAttributes",
-  "logs:CreateLogStream",
-  "logs:PutLogEvents",
-  "ec2:CreateNetworkInterface",
-  "ec2:DescribeNetworkInterfaces",
-  "ec2:DescribeSubnets",
-  "ec2:DeleteNetworkInterface",
-  "ec2:AssignPrivateIpAddresses",
-  "ec2:UnassignPrivateIpAddresses",
-];
+const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), vpcAccessStatement()]);
 
 const stacks: Record<string, PlanDocument> = {};
 
