@@ -1,10 +1,12 @@
 import type { Policies } from "@pulumi/policy";
 import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
 import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
+import { dynamodbTablePitr } from "./rules/dynamodb-table-pitr";
 import { dlqRetentionExceedsSource } from "./rules/dlq-retention-exceeds-source";
 import { ec2InstanceHardened } from "./rules/ec2-instance-hardened";
 import { noWildcardIamActions } from "./rules/no-wildcard-iam-actions";
 import { queueHasDlq } from "./rules/queue-has-dlq";
+import { scheduledTargetRetryAndDlq } from "./rules/scheduled-target-retry-and-dlq";
 import { sqsMappingReportsBatchItemFailures } from "./rules/sqs-mapping-reports-batch-item-failures";
 import { visibilityTimeoutCoversConsumer } from "./rules/visibility-timeout-covers-consumer";
 
@@ -18,4 +20,6 @@ export const policies: Policies = [
   noWildcardIamActions,
   ec2InstanceHardened,
   dlqHasDepthAlarm,
+  dynamodbTablePitr,
+  scheduledTargetRetryAndDlq,
 ];

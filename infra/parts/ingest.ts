@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
 import { GpuInstance } from "../components/gpuInstance";
 import { ManagedQueue } from "../components/managedQueue";
-import { QuarantineQueue } from "../components/quarantineQueue";
+import { TerminalQueue } from "../components/terminalQueue";
 import { QueueConsumer } from "../components/queueConsumer";
 import { policyDocument } from "../iam/document";
 import { dlqConsumerStatements, gpuEc2PolicyStatements, windowConsumerStatements } from "../iam/ingest";
@@ -34,7 +34,7 @@ export interface IngestArgs {
  */
 export class Ingest extends pulumi.ComponentResource {
   readonly queue: ManagedQueue;
-  readonly quarantine: QuarantineQueue;
+  readonly quarantine: TerminalQueue;
   readonly gpu: GpuInstance;
   readonly windowConsumer: QueueConsumer;
   readonly dlqConsumer: QueueConsumer;
@@ -58,7 +58,7 @@ export class Ingest extends pulumi.ComponentResource {
       },
       child,
     );
-    this.quarantine = new QuarantineQueue(`${name}-quarantine`, { alarmActions: c.alarmActions, tags }, child);
+    this.quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: c.alarmActions, tags }, child);
 
     const consumersSg = new aws.ec2.SecurityGroup(
       `${name}-consumers-sg`,

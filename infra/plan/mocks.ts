@@ -85,6 +85,36 @@ export function createMocks(region: string): pulumi.runtime.Mocks {
           const name = physicalName(args);
           return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
         }
+        case "aws:dynamodb/table:Table": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:dynamodb:${region}:${acct}:table/${name}` });
+        }
+        case "aws:scheduler/schedule:Schedule": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:scheduler:${region}:${acct}:schedule/default/${name}` });
+        }
+        case "aws:ecs/cluster:Cluster": {
+          const name = physicalName(args);
+          const arn = `arn:aws:ecs:${region}:${acct}:cluster/${name}`;
+          return state(arn, { name, arn });
+        }
+        case "aws:ecs/taskDefinition:TaskDefinition": {
+          const family = String(inputs.family ?? physicalName(args));
+          const arn = `arn:aws:ecs:${region}:${acct}:task-definition/${family}:1`;
+          return state(family, { arn, arnWithoutRevision: `arn:aws:ecs:${region}:${acct}:task-definition/${family}`, revision: 1 });
+        }
+        case "aws:ecs/service:Service": {
+          const name = physicalName(args);
+          return state(`arn:aws:ecs:${region}:${acct}:service/${name}`, { name });
+        }
+        case "aws:ecr/repository:Repository": {
+          const name = physicalName(args);
+          return state(name, { name, arn: `arn:aws:ecr:${region}:${acct}:repository/${name}`, repositoryUrl: `${acct}.dkr.ecr.${region}.amazonaws.com/${name}` });
+        }
+        case "aws:ec2/launchTemplate:LaunchTemplate": {
+          const id = hexId("lt", args);
+          return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
+        }
         case "awsx:ec2:Vpc": {
           // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
           const azs = Number(inputs.numberOfAvailabilityZones ?? 2);

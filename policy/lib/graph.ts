@@ -1,6 +1,6 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { isRecord } from "./props";
-import { EVENT_SOURCE_MAPPING, METRIC_ALARM, QUARANTINE, QUEUE, QUEUE_ROLE_TAG } from "./types";
+import { DLQ_ROLE, EVENT_SOURCE_MAPPING, METRIC_ALARM, QUARANTINE, QUEUE, QUEUE_ROLE_TAG } from "./types";
 
 /**
  * Edges between resources come only from propertyDependencies: those URNs are known on a first
@@ -40,9 +40,14 @@ export function sourcesOf(resources: readonly PolicyResource[], dlq: PolicyResou
   return ofType(resources, QUEUE).filter((q) => dlqTargets(q).some((d) => d.urn === dlq.urn));
 }
 
-export function isQuarantine(queue: PolicyResource): boolean {
+/**
+ * A terminal sink: a queue tagged as a quarantine, or as a DLQ that no redrive policy points at
+ * (an EventBridge Scheduler / target dead-letter queue, whose edge can't be told apart from the
+ * target's own inside the `target` input). Nothing may consume a sink; it must be alarmed.
+ */
+export function isTerminalSink(queue: PolicyResource): boolean {
   const tags: unknown = queue.props.tags;
-  return isRecord(tags) && tags[QUEUE_ROLE_TAG] === QUARANTINE;
+  return isRecord(tags) && (tags[QUEUE_ROLE_TAG] === QUARANTINE || tags[QUEUE_ROLE_TAG] === DLQ_ROLE);
 }
 
 /** Mappings whose eventSourceArn comes from this queue. */

@@ -9,6 +9,9 @@ export const ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAt
 export const IAM_POLICY = "aws:iam/policy:Policy";
 export const EC2_INSTANCE = "aws:ec2/instance:Instance";
 export const METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm";
+export const DYNAMODB_TABLE = "aws:dynamodb/table:Table";
+export const SCHEDULE = "aws:scheduler/schedule:Schedule";
+export const EVENT_TARGET = "aws:cloudwatch/eventTarget:EventTarget";
 
 /** AWS defaults, applied when an input is left unset. */
 export const SQS_DEFAULT_RETENTION_SECONDS = 345600;
@@ -18,3 +21,5 @@ export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
 /** The tag that marks a quarantine queue: a terminal sink nobody consumes. */
 export const QUEUE_ROLE_TAG = "encache:queue-role";
 export const QUARANTINE = "quarantine";
+/** The same tag on a dead-letter queue (ManagedQueue DLQs and scheduler DLQs carry it). */
+export const DLQ_ROLE = "dlq";

@@ -1,5 +1,5 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
-import { alarmsOn, dlqUrns, isQuarantine, ofType } from "../lib/graph";
+import { alarmsOn, dlqUrns, isTerminalSink, ofType } from "../lib/graph";
 import { records } from "../lib/props";
 import { QUEUE } from "../lib/types";
 
@@ -38,12 +38,12 @@ export const dlqHasDepthAlarm: StackValidationPolicy = {
     const metricName = args.getConfig<Config>().metricName ?? DEFAULT_DEPTH_METRIC;
     const dlqs = dlqUrns(args.resources);
     for (const queue of ofType(args.resources, QUEUE)) {
-      const quarantine = isQuarantine(queue);
+      const quarantine = isTerminalSink(queue);
       if (!dlqs.has(queue.urn) && !quarantine) continue;
       const alarmed = alarmsOn(args.resources, queue).some((a) => alarmWatches(a.props, metricName));
       if (!alarmed) {
         reportViolation(
-          `${quarantine ? "Quarantine queue" : "DLQ"} '${queue.name}' has no MetricAlarm on ${metricName} ` +
+          `${quarantine ? "Terminal queue" : "DLQ"} '${queue.name}' has no MetricAlarm on ${metricName} ` +
             "derived from it; parked messages would go unnoticed.",
           queue.urn,
         );

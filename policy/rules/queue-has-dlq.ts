@@ -1,5 +1,5 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { dlqTargets, dlqUrns, isQuarantine, mappingsReading, ofType } from "../lib/graph";
+import { dlqTargets, dlqUrns, isTerminalSink, mappingsReading, ofType } from "../lib/graph";
 import { isRecord } from "../lib/props";
 import { QUEUE } from "../lib/types";
 
@@ -23,16 +23,16 @@ export const queueHasDlq: StackValidationPolicy = {
   name: "queue-has-dlq",
   description:
     "Every SQS queue that is not itself a DLQ redrives to a DLQ. A queue tagged encache:queue-role=quarantine " +
-    "is a terminal sink instead, and must have no event source mapping reading it.",
+    "(or =dlq, for scheduler dead-letter queues) is a terminal sink instead, and must have no event source mapping reading it.",
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const dlqs = dlqUrns(args.resources);
     for (const queue of ofType(args.resources, QUEUE)) {
       if (dlqs.has(queue.urn)) continue;
-      if (isQuarantine(queue)) {
+      if (isTerminalSink(queue)) {
         for (const mapping of mappingsReading(args.resources, queue)) {
           reportViolation(
-            `Quarantine queue '${queue.name}' is a terminal sink but event source mapping '${mapping.name}' reads it; ` +
+            `Terminal queue '${queue.name}' (quarantine or DLQ sink) is a terminal sink but event source mapping '${mapping.name}' reads it; ` +
               "quarantined messages must wait for an operator, not be consumed.",
             queue.urn,
           );

@@ -1,0 +1,111 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { assumedBy, policyDocument } from "../iam/document";
+
+export interface QueueScheduleArgs {
+  /** ARN of the SQS queue the schedule sends to. */
+  queueArn: pulumi.Input<string>;
+  /** `rate(5 minutes)`, `cron(0 3 * * ? *)` or `at(2026-01-01T00:00:00)`. */
+  scheduleExpression: string;
+  /**
+   * The message body, as data. Scheduler context attributes such as
+   * `<aws.scheduler.scheduled-time>` are substituted at send time.
+   */
+  message: Record<string, unknown>;
+  /** Dead-letter queue for sends that still fail after the retries (a `TerminalQueue` with role `dlq`). */
+  deadLetterQueueArn: pulumi.Input<string>;
+  /**
+   * Retries of a failed send.
+   * @default 3
+   */
+  maximumRetryAttempts?: number;
+  /**
+   * How long a failed send keeps being retried, in seconds (60–86400).
+   * @default 3600
+   */
+  maximumEventAgeSeconds?: number;
+  /**
+   * Time zone of a cron expression.
+   * @default "UTC"
+   */
+  timezone?: string;
+  /**
+   * What the schedule is for.
+   * @default ""
+   */
+  description?: string;
+  /**
+   * Tags for the role (Scheduler schedules take no tags).
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+export const queueScheduleDefaults = { maximumRetryAttempts: 3, maximumEventAgeSeconds: 3600, timezone: "UTC" } as const;
+
+const EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
+
+/** Fills defaults and checks what Scheduler would refuse. Pure. */
+export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "scheduleExpression" | "maximumRetryAttempts" | "maximumEventAgeSeconds" | "timezone">) {
+  const r = {
+    ...queueScheduleDefaults,
+    ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
+  } as typeof queueScheduleDefaults & { scheduleExpression: string };
+  const errors: string[] = [];
+  if (!EXPRESSION.test(r.scheduleExpression)) errors.push(`scheduleExpression "${r.scheduleExpression}" is not rate(…), cron(6 fields) or at(…)`);
+  const rate = /^rate\((\d+) /.exec(r.scheduleExpression);
+  if (rate && Number(rate[1]) < 1) errors.push("a rate must be at least 1");
+  if (!Number.isInteger(r.maximumRetryAttempts) || r.maximumRetryAttempts < 0 || r.maximumRetryAttempts > 185) errors.push("maximumRetryAttempts must be 0..185");
+  if (!Number.isInteger(r.maximumEventAgeSeconds) || r.maximumEventAgeSeconds < 60 || r.maximumEventAgeSeconds > 86_400) errors.push("maximumEventAgeSeconds must be 60..86400");
+  if (errors.length > 0) throw new Error(`QueueSchedule: ${errors.join("; ")}`);
+  return r;
+}
+
+/**
+ * An EventBridge Scheduler schedule that sends a fixed message to an SQS queue, with a retry
+ * policy and a dead-letter queue, under a role that may send to exactly those two queues.
+ * (A scheduled Lambda is a queue consumer fed by one of these: the queue gives it retries,
+ * partial failures and a DLQ like any other message.)
+ */
+export class QueueSchedule extends pulumi.ComponentResource {
+  readonly schedule: aws.scheduler.Schedule;
+  readonly role: aws.iam.Role;
+
+  constructor(name: string, args: QueueScheduleArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:scheduling:QueueSchedule", name, {}, opts);
+    const r = resolveQueueScheduleArgs(args);
+    const tags = args.tags ?? {};
+
+    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com"), tags }, { parent: this });
+    const policy = new aws.iam.RolePolicy(
+      `${name}-policy`,
+      {
+        role: this.role.id,
+        policy: policyDocument([
+          // Scheduler sends to the DLQ with the schedule's own role.
+          { Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] },
+        ]),
+      },
+      { parent: this },
+    );
+
+    this.schedule = new aws.scheduler.Schedule(
+      name,
+      {
+        description: args.description ?? "",
+        scheduleExpression: r.scheduleExpression,
+        scheduleExpressionTimezone: r.timezone,
+        flexibleTimeWindow: { mode: "OFF" },
+        target: {
+          arn: args.queueArn,
+          roleArn: this.role.arn,
+          input: JSON.stringify(args.message),
+          retryPolicy: { maximumRetryAttempts: r.maximumRetryAttempts, maximumEventAgeInSeconds: r.maximumEventAgeSeconds },
+          deadLetterConfig: { arn: args.deadLetterQueueArn },
+        },
+      },
+      { parent: this, dependsOn: [policy] },
+    );
+    this.registerOutputs({ scheduleArn: this.schedule.arn });
+  }
+}

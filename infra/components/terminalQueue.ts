@@ -1,0 +1,60 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { DLQ_RETENTION_SECONDS, QUEUE_ROLE_TAG } from "./managedQueue";
+import { queueDepthAlarm } from "./queueDepthAlarm";
+
+export type TerminalQueueRole = "quarantine" | "dlq";
+
+export interface TerminalQueueArgs {
+  /**
+   * `quarantine`: malformed messages moved aside by a consumer whose own queue is already a DLQ.
+   * `dlq`: the dead-letter queue of EventBridge Scheduler schedules or rule targets.
+   */
+  role: TerminalQueueRole;
+  /**
+   * Alarm actions (SNS topic ARNs) for the depth alarm.
+   * @default []
+   */
+  alarmActions?: pulumi.Input<string>[];
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+const DESCRIPTIONS: Record<TerminalQueueRole, (name: string) => string> = {
+  quarantine: (name) => `Malformed messages were quarantined in ${name}.`,
+  dlq: (name) => `Scheduled or routed events failed delivery and wait in ${name}.`,
+};
+
+/**
+ * A queue at the end of the line: nothing consumes it (the policy pack checks that), it keeps
+ * messages 14 days, and one message trips its alarm, because what lands here needs a human.
+ * The role tag tells operators and the pack which kind of sink it is.
+ */
+export class TerminalQueue extends pulumi.ComponentResource {
+  readonly queue: aws.sqs.Queue;
+  readonly alarm: aws.cloudwatch.MetricAlarm;
+
+  constructor(name: string, args: TerminalQueueArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:messaging:TerminalQueue", name, {}, opts);
+    const tags = args.tags ?? {};
+    this.queue = new aws.sqs.Queue(
+      name,
+      {
+        messageRetentionSeconds: DLQ_RETENTION_SECONDS,
+        sqsManagedSseEnabled: true,
+        tags: { ...tags, [QUEUE_ROLE_TAG]: args.role },
+      },
+      { parent: this },
+    );
+    this.alarm = queueDepthAlarm(
+      `${name}-depth`,
+      this.queue,
+      { threshold: 1, alarmActions: args.alarmActions ?? [], description: DESCRIPTIONS[args.role](name), tags },
+      { parent: this },
+    );
+    this.registerOutputs({ queueArn: this.queue.arn, queueUrl: this.queue.url });
+  }
+}

@@ -1,0 +1,44 @@
+import { expect } from "chai";
+import { queueScheduleDefaults, resolveQueueScheduleArgs } from "../../../infra/components/queueSchedule";
+import { validateTableArgs } from "../../../infra/components/table";
+
+describe("shared components: Table and QueueSchedule validators (pure)", () => {
+  describe("validateTableArgs", () => {
+    it("accepts a table whose keys and index keys are all declared", () => {
+      expect(() =>
+        validateTableArgs({
+          hashKey: "job_id",
+          attributes: { job_id: "S", status: "S", completed_at: "N" },
+          globalSecondaryIndexes: [{ name: "status-completed_at", hashKey: "status", rangeKey: "completed_at" }],
+        }),
+      ).to.not.throw();
+    });
+    const bad: Array<[string, Parameters<typeof validateTableArgs>[0], RegExp]> = [
+      ["an undeclared hash key", { hashKey: "id", attributes: {} }, /"id" has no type/],
+      ["an undeclared index key", { hashKey: "id", attributes: { id: "S" }, globalSecondaryIndexes: [{ name: "g", hashKey: "x" }] }, /"x" has no type/],
+      ["a declared attribute no key uses", { hashKey: "id", attributes: { id: "S", extra: "S" } }, /"extra" is not a key/],
+      [
+        "duplicate index names",
+        { hashKey: "id", attributes: { id: "S", a: "S" }, globalSecondaryIndexes: [{ name: "g", hashKey: "a" }, { name: "g", hashKey: "a" }] },
+        /unique/,
+      ],
+    ];
+    for (const [name, args, reason] of bad) it(`rejects ${name}`, () => expect(() => validateTableArgs(args)).to.throw(reason));
+  });
+
+  describe("resolveQueueScheduleArgs", () => {
+    it("defaults to 3 retries over an hour, in UTC", () => {
+      expect(resolveQueueScheduleArgs({ scheduleExpression: "rate(5 minutes)" })).to.include(queueScheduleDefaults);
+    });
+    for (const e of ["rate(1 hour)", "rate(15 minutes)", "cron(0 3 * * ? *)", "at(2027-01-01T00:00:00)"]) {
+      it(`accepts ${e}`, () => expect(resolveQueueScheduleArgs({ scheduleExpression: e }).scheduleExpression).to.equal(e));
+    }
+    const bad: Array<[string, Parameters<typeof resolveQueueScheduleArgs>[0], RegExp]> = [
+      ["a five-field cron", { scheduleExpression: "cron(0 3 * * *)" }, /scheduleExpression/],
+      ["rate(0 minutes)", { scheduleExpression: "rate(0 minutes)" }, /at least 1/],
+      ["186 retries", { scheduleExpression: "rate(1 day)", maximumRetryAttempts: 186 }, /maximumRetryAttempts/],
+      ["an event age under a minute", { scheduleExpression: "rate(1 day)", maximumEventAgeSeconds: 30 }, /maximumEventAgeSeconds/],
+    ];
+    for (const [name, args, reason] of bad) it(`rejects ${name}`, () => expect(() => resolveQueueScheduleArgs(args)).to.throw(reason));
+  });
+});
