@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { loadStackConfig } from "./config";
+import { FargateCluster } from "./components/fargateCluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
 
@@ -19,6 +20,9 @@ const network = new Network("platform", {
   tags,
 });
 
+// One ECS cluster for every part that runs tasks (retraining launcher, queue worker).
+const cluster = new FargateCluster("platform-cluster", { tags });
+
 const ingest = new Ingest("ingest", {
   config,
   region,
@@ -28,6 +32,7 @@ const ingest = new Ingest("ingest", {
 });
 
 export const vpcId = network.vpcId;
+export const clusterName = cluster.cluster.name;
 export const ingestQueueUrl = ingest.queue.queue.url;
 export const ingestDlqUrl = ingest.queue.dlq.url;
 export const ingestQuarantineUrl = ingest.quarantine.queue.url;
@@ -35,3 +40,5 @@ export const gpuInstanceId = ingest.gpu.instance.id;
 export const gpuInstanceIdParameter = ingest.gpu.instanceIdParameter.name;
 export const ingestWindowFunction = ingest.windowConsumer.function.name;
 export const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
+
+// Parts 2-5 are added below this line, one block each.
