@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { retrainingConfigSchema } from "./parts/retraining.config";
 
 /**
  * The stack config, validated with zod before any resource is declared.
@@ -96,6 +97,7 @@ export const stackConfigSchema = z
       /** Per-request timeout of the POST to the GPU service, in ms. */
       requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     }),
+    retraining: retrainingConfigSchema,
     ingest: z.object({
       /** Visibility timeout of the ingest queue; must cover the window consumer. */
       queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),

@@ -4,6 +4,7 @@ import { loadStackConfig } from "./config";
 import { FargateCluster } from "./components/fargateCluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
+import { Retraining } from "./parts/retraining";
 
 // Validate everything first: a bad value must fail before a single resource is declared.
 const config = loadStackConfig();
@@ -42,3 +43,19 @@ export const ingestWindowFunction = ingest.windowConsumer.function.name;
 export const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
 
 // Parts 2-5 are added below this line, one block each.
+
+// Part 2: retraining launcher (seed 001).
+const retraining = new Retraining("retraining", {
+  config,
+  region,
+  vpcId: network.vpcId,
+  privateSubnetIds: network.privateSubnetIds,
+  cluster,
+  tags,
+});
+export const retrainingQueueUrl = retraining.queue.queue.url;
+export const retrainingDlqUrl = retraining.queue.dlq.url;
+export const retrainingScheduleDlqUrl = retraining.scheduleDlq.queue.url;
+export const retrainingStateTable = retraining.stateTable.table.name;
+export const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
+export const retrainingLauncherFunction = retraining.launcher.function.name;

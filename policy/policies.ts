@@ -2,6 +2,9 @@ import type { Policies } from "@pulumi/policy";
 import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
 import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
 import { dynamodbTablePitr } from "./rules/dynamodb-table-pitr";
+import { ecsCapacityProviderNoLaunchType } from "./rules/ecs-capacity-provider-no-launch-type";
+import { ecsNoPublicIp } from "./rules/ecs-no-public-ip";
+import { iamPassroleScoped } from "./rules/iam-passrole-scoped";
 import { dlqRetentionExceedsSource } from "./rules/dlq-retention-exceeds-source";
 import { ec2InstanceHardened } from "./rules/ec2-instance-hardened";
 import { noWildcardIamActions } from "./rules/no-wildcard-iam-actions";
@@ -22,4 +25,7 @@ export const policies: Policies = [
   dlqHasDepthAlarm,
   dynamodbTablePitr,
   scheduledTargetRetryAndDlq,
+  ecsNoPublicIp,
+  ecsCapacityProviderNoLaunchType,
+  iamPassroleScoped,
 ];

@@ -23,3 +23,5 @@ export const QUEUE_ROLE_TAG = "encache:queue-role";
 export const QUARANTINE = "quarantine";
 /** The same tag on a dead-letter queue (ManagedQueue DLQs and scheduler DLQs carry it). */
 export const DLQ_ROLE = "dlq";
+/** ECS: services, and the ECS targets of schedules and EventBridge rules, run tasks (parts 2 and 4). */
+export const ECS_SERVICE = "aws:ecs/service:Service";

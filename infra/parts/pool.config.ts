@@ -1,0 +1,84 @@
+import { z } from "zod";
+
+/**
+ * Stack config of the warm-instance pool (`encache:pool`). Composed into `infra/config.ts`;
+ * every error names its key path (`encache:pool.classes.gpu-small.size`).
+ */
+
+const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
+/** SQS retention minimum is 60 s; the DLQ keeps 14 days, so pool queues must stay well below. */
+const MAX_ADVERT_RETENTION_SECONDS = 86_400;
+
+export const poolClassSchema = z.object({
+  /** Idle warm instances the refill keeps in this class. */
+  size: z.number().int().min(0).max(50),
+  /** Instance types of the class; the launch template launches the first. */
+  instanceTypes: z.array(z.string().regex(INSTANCE_TYPE, "must be an EC2 instance type such as g5.xlarge")).min(1),
+  /** vCPUs of every instance type in the class. */
+  cpu: z.number().int().min(1).max(448),
+  /** Memory of every instance type in the class, MiB. */
+  memoryMib: z.number().int().min(512).max(24_576_000),
+  /** Purchase option of the class's instances. */
+  usageClass: z.enum(["on-demand", "spot"]).default("on-demand"),
+  /** Public SSM parameter that resolves the AMI. */
+  amiParameter: z
+    .string()
+    .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
+    .default("/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"),
+  /** Root device name of the AMI (`/dev/xvda` Amazon Linux, `/dev/sda1` Ubuntu). */
+  rootDeviceName: z.string().regex(/^\/dev\/[a-z0-9]+$/, "must be a device name such as /dev/xvda").default("/dev/xvda"),
+  /** Encrypted gp3 root volume size, GiB. */
+  rootVolumeGiB: z.number().int().min(8).max(16_384).default(30),
+});
+
+export const poolConfigSchema = z
+  .object({
+    /** Value of the `encache:pool` tag; IAM conditions on EC2 start/run key on it. */
+    poolTag: z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value").default("encache-warm-pool"),
+    /** Pool queue retention: adverts go stale, so short (60 s – 1 day); 1–2 refill periods. */
+    advertRetentionSeconds: z.number().int().min(60).max(MAX_ADVERT_RETENTION_SECONDS),
+    /** DelaySeconds of a re-queued unsuitable advert (SQS: 0–900). */
+    requeueDelaySeconds: z.number().int().min(0).max(900).default(5),
+    /** Sightings of one instance per pickup before local exhaustion (the seed's 5). */
+    tolerance: z.number().int().min(1).max(100).default(5),
+    /** Claim lock lifetime (DynamoDB TTL), seconds. */
+    lockTtlSeconds: z.number().int().min(60).max(604_800).default(3600),
+    refill: z.object({
+      /** Minutes between refill runs of each class (EventBridge Scheduler `rate`). */
+      everyMinutes: z.number().int().min(1).max(1440),
+      /** Refill Lambda timeout, seconds. */
+      timeoutSeconds: z.number().int().min(10).max(900),
+      memoryMb: z.number().int().min(128).max(10_240).default(256),
+      /** Maximum concurrent refill invocations (2–1000; the per-class lease serialises runs). */
+      maxConcurrency: z.number().int().min(2).max(1000).default(2),
+      /** Refill queue visibility timeout; ≥ 6 × timeoutSeconds. */
+      queueVisibilityTimeoutSeconds: z.number().int().min(1).max(43_200),
+    }),
+    /** One pool (queue + launch template + schedule) per resource class. */
+    classes: z
+      .record(z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, "class names are lowercase letters, digits and dashes (≤ 31)"), poolClassSchema)
+      .refine((c) => Object.keys(c).length > 0, "must declare at least one resource class"),
+  })
+  .superRefine((cfg, ctx) => {
+    for (const issue of poolCrossFieldIssues(cfg)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+
+export type PoolConfig = z.infer<typeof poolConfigSchema>;
+export type PoolClassConfig = z.infer<typeof poolClassSchema>;
+
+/** Checks across keys, pure so tests call it directly. Paths are relative to `encache:pool`. */
+export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSeconds" | "refill">): Array<{ path: string[]; message: string }> {
+  const issues: Array<{ path: string[]; message: string }> = [];
+  const needed = 6 * cfg.refill.timeoutSeconds;
+  if (cfg.refill.queueVisibilityTimeoutSeconds < needed) {
+    issues.push({ path: ["refill", "queueVisibilityTimeoutSeconds"], message: `must be at least 6 × refill.timeoutSeconds = ${needed} (got ${cfg.refill.queueVisibilityTimeoutSeconds})` });
+  }
+  // Idle instances are re-advertised each run; an advert must live until the next run.
+  const period = cfg.refill.everyMinutes * 60;
+  if (cfg.advertRetentionSeconds < period) {
+    issues.push({ path: ["advertRetentionSeconds"], message: `must be at least one refill period (refill.everyMinutes × 60 = ${period}), or idle instances drop out of the pool between runs` });
+  } else if (cfg.advertRetentionSeconds > 2 * period) {
+    issues.push({ path: ["advertRetentionSeconds"], message: `must be at most two refill periods (${2 * period}): each run re-advertises idle instances, so longer retention piles up duplicates` });
+  }
+  return issues;
+}
