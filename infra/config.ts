@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { fleetConfigSchema } from "./parts/fleet.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
 
 /**
@@ -98,6 +99,7 @@ export const stackConfigSchema = z
       requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     }),
     retraining: retrainingConfigSchema,
+    fleet: fleetConfigSchema,
     ingest: z.object({
       /** Visibility timeout of the ingest queue; must cover the window consumer. */
       queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),

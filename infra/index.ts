@@ -4,6 +4,7 @@ import { loadStackConfig } from "./config";
 import { FargateCluster } from "./components/fargateCluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
+import { Fleet } from "./parts/fleet";
 import { Retraining } from "./parts/retraining";
 
 // Validate everything first: a bad value must fail before a single resource is declared.
@@ -59,3 +60,20 @@ export const retrainingScheduleDlqUrl = retraining.scheduleDlq.queue.url;
 export const retrainingStateTable = retraining.stateTable.table.name;
 export const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
 export const retrainingLauncherFunction = retraining.launcher.function.name;
+
+// Part 3: fleet lifecycle (seed 002).
+const fleet = new Fleet("fleet", {
+  config,
+  region,
+  vpcId: network.vpcId,
+  privateSubnetIds: network.privateSubnetIds,
+  tags,
+});
+export const fleetTerminationQueueUrl = fleet.terminationQueue.queue.url;
+export const fleetTerminationDlqUrl = fleet.terminationQueue.dlq.url;
+export const fleetHousekeepingQueueUrl = fleet.housekeepingQueue.queue.url;
+export const fleetHousekeepingDlqUrl = fleet.housekeepingQueue.dlq.url;
+export const fleetSchedulesDlqUrl = fleet.schedulesDlq.queue.url;
+export const fleetJobsTable = fleet.jobs.table.name;
+export const fleetTerminationFunction = fleet.terminationConsumer.function.name;
+export const fleetHousekeepingFunction = fleet.housekeepingConsumer.function.name;

@@ -2,6 +2,8 @@ import type { Policies } from "@pulumi/policy";
 import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
 import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
 import { dynamodbTablePitr } from "./rules/dynamodb-table-pitr";
+import { ec2TerminateTagCondition } from "./rules/ec2-terminate-tag-condition";
+import { jobTableTtl } from "./rules/job-table-ttl";
 import { ecsCapacityProviderNoLaunchType } from "./rules/ecs-capacity-provider-no-launch-type";
 import { ecsNoPublicIp } from "./rules/ecs-no-public-ip";
 import { iamPassroleScoped } from "./rules/iam-passrole-scoped";
@@ -25,6 +27,8 @@ export const policies: Policies = [
   dlqHasDepthAlarm,
   dynamodbTablePitr,
   scheduledTargetRetryAndDlq,
+  ec2TerminateTagCondition,
+  jobTableTtl,
   ecsNoPublicIp,
   ecsCapacityProviderNoLaunchType,
   iamPassroleScoped,

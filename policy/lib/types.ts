@@ -25,3 +25,7 @@ export const QUARANTINE = "quarantine";
 export const DLQ_ROLE = "dlq";
 /** ECS: services, and the ECS targets of schedules and EventBridge rules, run tasks (parts 2 and 4). */
 export const ECS_SERVICE = "aws:ecs/service:Service";
+
+/** The tag that marks a DynamoDB table's purpose; `jobs` tables hold job records and must expire them (TTL). */
+export const TABLE_ROLE_TAG = "encache:table-role";
+export const JOBS_TABLE_ROLE = "jobs";

@@ -1,0 +1,80 @@
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+import { logStep } from "../shared/logger";
+import { quarantine } from "../shared/quarantine";
+import { processSqsBatch } from "../shared/sqs";
+import { budgetFrom } from "./budget";
+import { HousekeepingMessageSchema, parseBody, TASK_TYPES, type HousekeepingMessage, type TaskType } from "./messages";
+import { oldJobs } from "./tasks/old-jobs";
+import { orphanedInstances } from "./tasks/orphaned-instances";
+import { poolAudit } from "./tasks/pool-audit";
+import { staleSsm } from "./tasks/stale-ssm";
+import type { TaskDeps, TaskResult } from "./tasks/types";
+import type { SqsBatchHandler } from "./termination-handler";
+import type { TimeBudget } from "./budget";
+
+export interface HousekeepingHandlerDeps extends TaskDeps {
+  sqs: SQSClient;
+}
+
+function runTask(deps: TaskDeps, message: HousekeepingMessage, budget: TimeBudget): Promise<TaskResult> {
+  switch (message.task_type) {
+    case "orphaned_instances":
+      return orphanedInstances(deps, message.params, budget);
+    case "stale_ssm":
+      return staleSsm(deps, message.params, budget);
+    case "old_jobs":
+      return oldJobs(deps, message.params, budget);
+    case "pool_audit":
+      return poolAudit(deps, message.params, budget);
+  }
+}
+
+/** A clearer reason than the union's for the commonest mistake: a task type nobody implements. */
+function unknownTaskType(body: string): string | null {
+  try {
+    const json: unknown = JSON.parse(body);
+    const type = typeof json === "object" && json !== null ? (json as { task_type?: unknown }).task_type : undefined;
+    if (typeof type === "string" && !(TASK_TYPES as readonly string[]).includes(type)) {
+      return `unknown task_type ${JSON.stringify(type)} (known: ${TASK_TYPES.join(", ")})`;
+    }
+  } catch {
+    // parseBody reports the JSON error.
+  }
+  return null;
+}
+
+/**
+ * Dispatches each scheduled message on `task_type`. A task that runs out of time returns
+ * `complete: false` and the message is still acknowledged: the work it left (instances,
+ * parameters, items) stays where it is and the next scheduled run picks it up.
+ */
+export function createHousekeepingHandler(deps: HousekeepingHandlerDeps): SqsBatchHandler {
+  return async (event, context) => {
+    const budget = budgetFrom(context, deps.config.timeMarginMs);
+    const handleRecord = async (record: SQSRecord): Promise<void> => {
+      const unknown = unknownTaskType(record.body);
+      const parsed = parseBody(HousekeepingMessageSchema, record.body);
+      if (unknown !== null || !parsed.ok) {
+        await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, unknown ?? (parsed.ok ? "" : parsed.reason), deps);
+        return;
+      }
+      const message = parsed.value;
+      const task: TaskType = message.task_type;
+      const started = Date.now();
+      logStep(deps.logger, "info", "housekeeping_task_started", { task_type: task, scheduled_at: message.timestamp, message_id: record.messageId });
+      const result = await runTask(deps, message, budget);
+      logStep(deps.logger, "info", result.complete ? "housekeeping_task_completed" : "housekeeping_task_incomplete", {
+        task_type: task,
+        message_id: record.messageId,
+        duration_ms: Date.now() - started,
+        ...result,
+      });
+    };
+    try {
+      return await processSqsBatch(event, handleRecord, context);
+    } finally {
+      deps.metrics.publishStoredMetrics();
+    }
+  };
+}

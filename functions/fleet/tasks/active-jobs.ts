@@ -1,0 +1,21 @@
+import { type DynamoDBClient, paginateQuery } from "@aws-sdk/client-dynamodb";
+import { ACTIVE_JOB_STATUSES, JOBS_TABLE } from "../jobs";
+
+/** Whether any job on this instance is still queued or running (Query on the instance_id index). */
+export async function hasActiveJob(dynamodb: DynamoDBClient, table: string, instanceId: string): Promise<boolean> {
+  const statuses = Object.fromEntries(ACTIVE_JOB_STATUSES.map((s, i) => [`:s${i}`, { S: s }]));
+  const pages = paginateQuery(
+    { client: dynamodb },
+    {
+      TableName: table,
+      IndexName: JOBS_TABLE.instanceIndex.name,
+      KeyConditionExpression: "#instance_id = :instance_id",
+      FilterExpression: `#status IN (${Object.keys(statuses).join(", ")})`,
+      ExpressionAttributeNames: { "#instance_id": "instance_id", "#status": "status" },
+      ExpressionAttributeValues: { ":instance_id": { S: instanceId }, ...statuses },
+      Select: "COUNT",
+    },
+  );
+  for await (const page of pages) if ((page.Count ?? 0) > 0) return true;
+  return false;
+}

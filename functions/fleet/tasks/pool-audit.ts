@@ -1,0 +1,102 @@
+import { type Instance, paginateDescribeInstances } from "@aws-sdk/client-ec2";
+import { logStep } from "../../shared/logger";
+import { MANAGED_TAG, POOL_TAG } from "../jobs";
+import { emitWithDimension, MetricUnit } from "../telemetry";
+import { hasActiveJob } from "./active-jobs";
+import type { Task, TaskDeps } from "./types";
+
+export interface PoolReport {
+  pool: string;
+  running: number;
+  stopped: number;
+  idle: number;
+  /** USD per hour of the running instances. */
+  compute_cost_usd_per_hour: number;
+  /** USD per hour of the running instances that have no queued/running job. */
+  idle_cost_usd_per_hour: number;
+  /** Busy share of the running instances, 0–100 (0 when none run). */
+  utilization_percent: number;
+}
+
+const RUNNING = new Set(["pending", "running"]);
+const STOPPED = new Set(["stopping", "stopped"]);
+
+/** Pure arithmetic of the report, from counted instances and the price table. */
+export function poolReport(
+  pool: string,
+  instances: ReadonlyArray<{ type: string; state: string; idle: boolean }>,
+  prices: Readonly<Record<string, number>>,
+): PoolReport {
+  const running = instances.filter((i) => RUNNING.has(i.state));
+  const idle = running.filter((i) => i.idle);
+  const cost = (list: typeof instances) => Math.round(list.reduce((sum, i) => sum + (prices[i.type] ?? 0), 0) * 10_000) / 10_000;
+  return {
+    pool,
+    running: running.length,
+    stopped: instances.filter((i) => STOPPED.has(i.state)).length,
+    idle: idle.length,
+    compute_cost_usd_per_hour: cost(running),
+    idle_cost_usd_per_hour: cost(idle),
+    utilization_percent: running.length === 0 ? 0 : Math.round(((running.length - idle.length) / running.length) * 10_000) / 100,
+  };
+}
+
+async function poolInstances(deps: TaskDeps): Promise<Map<string, Instance[]>> {
+  const byPool = new Map<string, Instance[]>(deps.config.pools.map((p) => [p, []]));
+  const pages = paginateDescribeInstances(
+    { client: deps.ec2 },
+    {
+      Filters: [
+        { Name: `tag:${MANAGED_TAG.key}`, Values: [MANAGED_TAG.value] },
+        { Name: `tag:${POOL_TAG}`, Values: deps.config.pools },
+        { Name: "instance-state-name", Values: [...RUNNING, ...STOPPED] },
+      ],
+    },
+  );
+  for await (const page of pages) {
+    for (const i of page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []) {
+      const pool = i.Tags?.find((t) => t.Key === POOL_TAG)?.Value;
+      if (pool !== undefined) byPool.get(pool)?.push(i);
+    }
+  }
+  return byPool;
+}
+
+/**
+ * For each configured pool: running, stopped and idle (running with no queued/running job)
+ * instances, their hourly compute and idle cost from the configured price table, a logged
+ * report, and PoolIdleCost / PoolComputeCost / PoolUtilization with the PoolName dimension.
+ */
+export const poolAudit: Task<Record<string, never>> = async (deps, _params, budget) => {
+  if (deps.config.pools.length === 0) {
+    logStep(deps.logger, "info", "pool_audit_no_pools");
+    return { complete: true, pools: 0 };
+  }
+  const byPool = await poolInstances(deps);
+  const reports: PoolReport[] = [];
+  let complete = true;
+  for (const [pool, instances] of byPool) {
+    if (budget.exhausted()) {
+      complete = false;
+      break;
+    }
+    const counted = [];
+    for (const i of instances) {
+      const state = i.State?.Name ?? "unknown";
+      const type = i.InstanceType ?? "unknown";
+      if (RUNNING.has(state) && deps.config.instancePrices[type] === undefined) {
+        logStep(deps.logger, "warn", "pool_audit_price_missing", { pool, instance_type: type });
+      }
+      const idle = RUNNING.has(state) && !(await hasActiveJob(deps.dynamodb, deps.config.jobsTable, i.InstanceId ?? ""));
+      counted.push({ type, state, idle });
+    }
+    const report = poolReport(pool, counted, deps.config.instancePrices);
+    reports.push(report);
+    logStep(deps.logger, "info", "pool_audit_report", { ...report });
+    const dim = { name: "PoolName", value: pool };
+    emitWithDimension(deps.metrics, "PoolIdleCost", MetricUnit.NoUnit, report.idle_cost_usd_per_hour, dim);
+    emitWithDimension(deps.metrics, "PoolComputeCost", MetricUnit.NoUnit, report.compute_cost_usd_per_hour, dim);
+    emitWithDimension(deps.metrics, "PoolUtilization", MetricUnit.Percent, report.utilization_percent, dim);
+  }
+  return { complete, pools: reports.length };
+};

@@ -1,0 +1,90 @@
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import { DeleteParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import { logStep } from "../shared/logger";
+import { quarantine } from "../shared/quarantine";
+import { processSqsBatch } from "../shared/sqs";
+import { markJobComplete } from "./complete-job";
+import type { TerminationConfig } from "./config";
+import { runnerConfigParameter } from "./jobs";
+import { parseBody, TerminationMessageSchema, type TerminationMessage } from "./messages";
+import { emitWithDimension, type FleetTelemetry, MetricUnit } from "./telemetry";
+
+export interface TerminationHandlerDeps extends FleetTelemetry {
+  dynamodb: DynamoDBClient;
+  ssm: SSMClient;
+  sqs: SQSClient;
+  config: TerminationConfig;
+}
+
+export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * The `Error` dimension of `JobFailure`. Free-text errors would make every distinct message a
+ * billed custom metric, so the dimension is a bounded class: `timeout`, `interrupted`, or
+ * `exit_<code>` for a failure; the text itself is logged.
+ */
+export function errorClass(message: TerminationMessage): string {
+  return message.status === "failure" ? `exit_${message.exit_code}` : message.status;
+}
+
+/** JobDuration (Status), then JobSuccess or JobFailure (Error). Called once per job, never for a duplicate. */
+function publishJobMetrics(deps: FleetTelemetry, message: TerminationMessage): void {
+  emitWithDimension(deps.metrics, "JobDuration", MetricUnit.Seconds, message.duration_seconds, { name: "Status", value: message.status });
+  if (message.status === "success") deps.metrics.addMetric("JobSuccess", MetricUnit.Count, 1);
+  else emitWithDimension(deps.metrics, "JobFailure", MetricUnit.Count, 1, { name: "Error", value: errorClass(message) });
+}
+
+/** `ParameterNotFound` is a success: the agent or an earlier delivery already removed it. */
+async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: string, messageId: string): Promise<void> {
+  const name = runnerConfigParameter(instanceId);
+  try {
+    await deps.ssm.send(new DeleteParameterCommand({ Name: name }));
+    logStep(deps.logger, "info", "ssm_parameter_deleted", { message_id: messageId, instance_id: instanceId, parameter: name });
+  } catch (error) {
+    if (!(error instanceof Error && error.name === "ParameterNotFound")) throw error;
+    logStep(deps.logger, "info", "ssm_parameter_not_found", { message_id: messageId, instance_id: instanceId, parameter: name });
+  }
+}
+
+/**
+ * One termination message: complete the job (conditional), emit the job metrics if this
+ * delivery completed it, delete the runner's config parameter. Metrics come before the SSM
+ * delete (the seed has them after): if the delete fails, the retry finds the job already
+ * complete, so metrics emitted after the delete would never be emitted at all.
+ */
+export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatchHandler {
+  return async (event, context) => {
+    const handleRecord = async (record: SQSRecord): Promise<void> => {
+      const parsed = parseBody(TerminationMessageSchema, record.body);
+      if (!parsed.ok) {
+        await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, parsed.reason, deps);
+        return;
+      }
+      const message = parsed.value;
+      const ids = { message_id: record.messageId, job_id: message.job_id, instance_id: message.instance_id };
+      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays);
+      if (outcome === "completed") {
+        logStep(deps.logger, "info", "job_marked_complete", {
+          ...ids,
+          status: message.status,
+          exit_code: message.exit_code,
+          duration_seconds: message.duration_seconds,
+          ...(message.error !== undefined ? { error: message.error } : {}),
+        });
+        publishJobMetrics(deps, message);
+      } else {
+        logStep(deps.logger, "info", "job_already_complete", { ...ids, status: message.status });
+      }
+      await deleteRunnerConfig(deps, message.instance_id, record.messageId);
+      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: outcome === "duplicate" });
+    };
+
+    try {
+      return await processSqsBatch(event, handleRecord, context);
+    } finally {
+      deps.metrics.publishStoredMetrics();
+    }
+  };
+}

@@ -1,0 +1,111 @@
+import { z } from "zod";
+
+/**
+ * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
+ * every error names its key path (`encache:fleet.housekeeping.queueVisibilityTimeoutSeconds`).
+ */
+
+/** SQS allows a visibility timeout of at most 12 hours. */
+const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+/**
+ * AWS advises visibility ≥ 6 × function timeout + batching window. The same rule as
+ * `requiredVisibilityTimeoutSeconds` in infra/config.ts, restated here because that module
+ * imports this one.
+ */
+const VISIBILITY_MULTIPLIER = 6;
+
+const SCHEDULE = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$/;
+const schedule = z.string().regex(SCHEDULE, "must be rate(<n> minutes|hours|days) or cron(<6 fields>)");
+const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
+
+const consumer = {
+  /** Visibility timeout of the consumed queue; ≥ 6 × timeoutSeconds + batchingWindowSeconds. */
+  queueVisibilityTimeoutSeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS),
+  /** Lambda timeout in seconds (1–900). */
+  timeoutSeconds: z.number().int().min(1).max(900),
+  /** Lambda memory in MB. */
+  memoryMb: z.number().int().min(128).max(10_240).default(256),
+  /** Batching window in seconds (0–300). */
+  batchingWindowSeconds: z.number().int().min(0).max(300).default(0),
+  /** Event source mapping maximum concurrency (2–1000): the bound on parallel invocations. */
+  maxConcurrency: z.number().int().min(2).max(1000).default(2),
+};
+
+export const fleetConfigSchema = z
+  .object({
+    /** Days a completed job record is kept: the TTL written on completion and old_jobs' cutoff (seed: 7). */
+    jobRetentionDays: z.number().int().min(1).max(3650).default(7),
+    /** Longest a job may run; orphaned_instances terminates idle managed instances older than this + 10 min. */
+    maxRuntimeMinutes: z.number().int().min(1).max(10_080),
+    /** stale_ssm spares parameters younger than this (their instance may not be visible yet). */
+    ssmMinAgeMinutes: z.number().int().min(0).max(10_080).default(15),
+    termination: z.object({
+      ...consumer,
+      /** Messages per invocation; Powertools runs a batch in parallel, so this is the seed's worker count (5). */
+      batchSize: z.number().int().min(1).max(10).default(5),
+    }),
+    housekeeping: z.object({
+      ...consumer,
+      /** One task per invocation, so each task gets the whole time budget. */
+      batchSize: z.literal(1, { message: "must be 1: each housekeeping task gets a whole invocation's time budget" }).default(1),
+      /** Tasks stop starting new work when less than this remains of the invocation. */
+      timeMarginSeconds: z.number().int().min(1).max(600).default(15),
+    }),
+    /** EventBridge Scheduler expressions, one schedule per housekeeping task type. */
+    schedules: z.object({
+      orphanedInstances: schedule,
+      staleSsm: schedule,
+      oldJobs: schedule,
+      poolAudit: schedule,
+      /** Retries of a failed send to the housekeeping queue. */
+      maximumRetryAttempts: z.number().int().min(0).max(185).default(3),
+      /** How long a failed send keeps being retried, seconds (60–86400). */
+      maximumEventAgeSeconds: z.number().int().min(60).max(86_400).default(3600),
+    }),
+    /** Pools pool_audit reports on (instances tagged `runs-fleet:pool=<name>`). */
+    pools: z.array(z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value")).default([]),
+    /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
+    instancePricesUsdPerHour: z
+      .record(z.string().regex(INSTANCE_TYPE, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))
+      .default({}),
+  })
+  .superRefine((cfg, ctx) => {
+    for (const issue of fleetCrossFieldIssues(cfg)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+
+export type FleetConfig = z.infer<typeof fleetConfigSchema>;
+
+type ConsumerSizing = { queueVisibilityTimeoutSeconds: number; timeoutSeconds: number; batchingWindowSeconds: number; batchSize: number };
+
+/** Checks across keys, pure so tests call it directly. Paths are relative to `encache:fleet`. */
+export function fleetCrossFieldIssues(cfg: {
+  termination: ConsumerSizing;
+  housekeeping: ConsumerSizing & { timeMarginSeconds: number };
+}): Array<{ path: string[]; message: string }> {
+  const issues: Array<{ path: string[]; message: string }> = [];
+  for (const key of ["termination", "housekeeping"] as const) {
+    const c = cfg[key];
+    const needed = VISIBILITY_MULTIPLIER * c.timeoutSeconds + c.batchingWindowSeconds;
+    if (c.queueVisibilityTimeoutSeconds < needed) {
+      issues.push({
+        path: [key, "queueVisibilityTimeoutSeconds"],
+        message: `must be at least ${VISIBILITY_MULTIPLIER} × ${key}.timeoutSeconds + ${key}.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
+      });
+    }
+  }
+  if (cfg.housekeeping.timeMarginSeconds >= cfg.housekeeping.timeoutSeconds) {
+    issues.push({
+      path: ["housekeeping", "timeMarginSeconds"],
+      message: `must be below housekeeping.timeoutSeconds (${cfg.housekeeping.timeoutSeconds}), or no task ever starts work`,
+    });
+  }
+  return issues;
+}
+
+/** The four housekeeping task types with the config key of their schedule. */
+export const HOUSEKEEPING_SCHEDULES = [
+  { taskType: "orphaned_instances", key: "orphanedInstances" },
+  { taskType: "stale_ssm", key: "staleSsm" },
+  { taskType: "old_jobs", key: "oldJobs" },
+  { taskType: "pool_audit", key: "poolAudit" },
+] as const;

@@ -1,0 +1,96 @@
+import type { ResourceValidationPolicy } from "@pulumi/policy";
+import { actionPatternMatches, isWildcardAction } from "../lib/iam";
+import { isRecord, records, stringList } from "../lib/props";
+import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+
+export const TERMINATE_ACTION = "ec2:TerminateInstances";
+const RESOURCE_TAG_KEY = /^(aws|ec2):ResourceTag\/(.+)$/i;
+
+interface Config {
+  tagKeys?: string[];
+}
+
+/** The statements of a document as raw records: this rule must read `Condition`, which lib/iam drops. */
+function rawStatements(doc: unknown, where: string): Array<Record<string, unknown>> {
+  if (doc === undefined || doc === null || doc === "") return [];
+  let parsed: unknown = doc;
+  if (typeof doc === "string") {
+    try {
+      parsed = JSON.parse(doc);
+    } catch {
+      throw new Error(`${where}: policy document is not valid JSON`);
+    }
+  }
+  if (!isRecord(parsed)) throw new Error(`${where}: policy document is not an object`);
+  const raw: unknown = parsed.Statement;
+  return records(Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]);
+}
+
+/**
+ * Whether an Allow statement grants TerminateInstances by name or by a narrower pattern
+ * (`ec2:Terminate*`). `*`, `ec2:*` and NotAction grants are left to no-wildcard-iam-actions, which
+ * rejects them outright: one fault, one violation.
+ */
+function grantsTerminate(s: Record<string, unknown>): boolean {
+  if (s.Effect !== "Allow" || s.NotAction !== undefined) return false;
+  return stringList(s.Action).some((p) => !isWildcardAction(p) && actionPatternMatches(p, TERMINATE_ACTION));
+}
+
+/** Tag keys the statement's Condition requires of the resource (`aws:ResourceTag/<key>`, `ec2:ResourceTag/<key>`). */
+export function resourceTagKeys(condition: unknown): string[] {
+  if (!isRecord(condition)) return [];
+  const keys: string[] = [];
+  for (const [operator, block] of Object.entries(condition)) {
+    // IfExists and ForAnyValue operators pass when the tag is absent: they do not scope anything.
+    if (/IfExists$/i.test(operator) || /^ForAnyValue:/i.test(operator) || /^(StringNotEquals|StringNotLike)/i.test(operator) || !isRecord(block)) continue;
+    for (const key of Object.keys(block)) {
+      const m = RESOURCE_TAG_KEY.exec(key);
+      if (m) keys.push(m[2]!);
+    }
+  }
+  return keys;
+}
+
+/**
+ * Terminating an instance is irreversible. A grant of ec2:TerminateInstances must be scoped to the
+ * instances the workload owns by a resource-tag condition, so a bug or a bad message can never
+ * terminate an instance that is not the fleet's.
+ */
+export const ec2TerminateTagCondition: ResourceValidationPolicy = {
+  name: "ec2-terminate-tag-condition",
+  description:
+    "Every Allow statement that grants ec2:TerminateInstances (in a Role's inline policies, a RolePolicy or a Policy) " +
+    "carries a Condition on aws:ResourceTag/<key> (or ec2:ResourceTag/<key>).",
+  enforcementLevel: "mandatory",
+  configSchema: {
+    properties: {
+      tagKeys: {
+        type: "array",
+        items: { type: "string" },
+        default: [],
+        description: "If not empty, the condition must be on one of these tag keys (e.g. runs-fleet:managed).",
+      },
+    },
+  },
+  validateResource: (args, reportViolation) => {
+    if (args.type !== ROLE && args.type !== ROLE_POLICY && args.type !== IAM_POLICY) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY} and ${IAM_POLICY}`);
+    }
+    const allowedKeys = stringList(args.getConfig<Config>().tagKeys);
+    const props: Record<string, unknown> = args.props;
+    const statements =
+      args.type === ROLE
+        ? records(props.inlinePolicies).flatMap((p, i) => rawStatements(p.policy, `${args.name} inlinePolicies[${i}]`))
+        : rawStatements(props.policy, args.name);
+    statements.forEach((s, i) => {
+      if (!grantsTerminate(s)) return;
+      const keys = resourceTagKeys(s.Condition);
+      const label = typeof s.Sid === "string" ? `statement '${s.Sid}'` : `Statement[${i}]`;
+      if (keys.length === 0) {
+        reportViolation(`'${args.name}' ${label} allows ${TERMINATE_ACTION} without a resource-tag condition (aws:ResourceTag/<key>).`);
+      } else if (allowedKeys.length > 0 && !keys.some((k) => allowedKeys.includes(k))) {
+        reportViolation(`'${args.name}' ${label} scopes ${TERMINATE_ACTION} by tag ${keys.join(", ")}, not by one of ${allowedKeys.join(", ")}.`);
+      }
+    });
+  },
+};
