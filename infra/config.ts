@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { retrainingConfigSchema } from "./parts/retraining.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
 
@@ -100,6 +101,7 @@ export const stackConfigSchema = z
     }),
     retraining: retrainingConfigSchema,
     fleet: fleetConfigSchema,
+    retraining: retrainingConfigSchema,
     ingest: z.object({
       /** Visibility timeout of the ingest queue; must cover the window consumer. */
       queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),

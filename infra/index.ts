@@ -4,6 +4,7 @@ import { loadStackConfig } from "./config";
 import { FargateCluster } from "./components/fargateCluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
+import { Retraining } from "./parts/retraining";
 import { Fleet } from "./parts/fleet";
 import { Retraining } from "./parts/retraining";
 

@@ -2,6 +2,9 @@ import type { Policies } from "@pulumi/policy";
 import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
 import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
 import { dynamodbTablePitr } from "./rules/dynamodb-table-pitr";
+import { ecsCapacityProviderNoLaunchType } from "./rules/ecs-capacity-provider-no-launch-type";
+import { ecsNoPublicIp } from "./rules/ecs-no-public-ip";
+import { iamPassroleScoped } from "./rules/iam-passrole-scoped";
 import { ec2TerminateTagCondition } from "./rules/ec2-terminate-tag-condition";
 import { jobTableTtl } from "./rules/job-table-ttl";
 import { ecsCapacityProviderNoLaunchType } from "./rules/ecs-capacity-provider-no-launch-type";
@@ -27,6 +30,9 @@ export const policies: Policies = [
   dlqHasDepthAlarm,
   dynamodbTablePitr,
   scheduledTargetRetryAndDlq,
+  ecsNoPublicIp,
+  ecsCapacityProviderNoLaunchType,
+  iamPassroleScoped,
   ec2TerminateTagCondition,
   jobTableTtl,
   ecsNoPublicIp,

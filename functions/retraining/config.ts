@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { envInt, envUrl, parseEnv } from "../shared/env";
+
+/** A comma-separated list of AWS ids; blanks are dropped, and at least one must remain. */
+const idList = (what: string) =>
+  z
+    .string()
+    .transform((s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0))
+    .pipe(z.array(z.string()).min(1, `must name at least one ${what}`));
+
+const booleanFlag = z
+  .string()
+  .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
+  .transform((s) => /^(true|1|yes)$/i.test(s));
+
+/** Variable names and defaults follow seed 001's table; ENVIRONMENT and QUARANTINE_QUEUE_URL are the platform's. */
+const launcherShape = {
+  ECS_CLUSTER: z.string().min(1),
+  ECS_TASK_DEFINITION_ARN: z.string().min(1).optional(),
+  ECS_TASK_DEFINITION_FAMILY: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, "must be a task definition family").default("tradai-strategy-generic"),
+  ECS_SUBNETS: idList("subnet"),
+  ECS_SECURITY_GROUPS: idList("security group"),
+  ECS_CONTAINER_NAME: z.string().min(1).default("strategy"),
+  USE_SPOT: booleanFlag.default(false),
+  RETRAINING_STATE_TABLE: z.string().min(3).optional(),
+  MAX_CONCURRENT_TASKS: envInt(1, 1000).default(5),
+  ENVIRONMENT: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be a short lowercase environment name"),
+  QUARANTINE_QUEUE_URL: envUrl(),
+};
+
+export interface LauncherConfig {
+  cluster: string;
+  /** What RunTask is given: the ARN if set, else `{family}-{environment}` (seed: get_task_definition). */
+  taskDefinition: string;
+  containerName: string;
+  subnets: string[];
+  securityGroups: string[];
+  useSpot: boolean;
+  stateTable: string | undefined;
+  maxConcurrentTasks: number;
+  environment: string;
+  quarantineQueueUrl: string;
+}
+
+/** Seed 001's task-definition resolution: the explicit ARN wins, else the per-environment family. */
+export function resolveTaskDefinition(arn: string | undefined, family: string, environment: string): string {
+  return arn ?? `${family}-${environment}`;
+}
+
+export function parseLauncherConfig(env: NodeJS.ProcessEnv): LauncherConfig {
+  const e = parseEnv(launcherShape, env);
+  return {
+    cluster: e.ECS_CLUSTER,
+    taskDefinition: resolveTaskDefinition(e.ECS_TASK_DEFINITION_ARN, e.ECS_TASK_DEFINITION_FAMILY, e.ENVIRONMENT),
+    containerName: e.ECS_CONTAINER_NAME,
+    subnets: e.ECS_SUBNETS,
+    securityGroups: e.ECS_SECURITY_GROUPS,
+    useSpot: e.USE_SPOT,
+    stateTable: e.RETRAINING_STATE_TABLE,
+    maxConcurrentTasks: e.MAX_CONCURRENT_TASKS,
+    environment: e.ENVIRONMENT,
+    quarantineQueueUrl: e.QUARANTINE_QUEUE_URL,
+  };
+}

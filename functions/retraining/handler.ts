@@ -1,0 +1,126 @@
+import type { ECSClient } from "@aws-sdk/client-ecs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { errorMessage, logStep, type StepLogger } from "../shared/logger";
+import type { MetricsSink } from "../shared/metrics";
+import { quarantine } from "../shared/quarantine";
+import { once, processSqsBatch } from "../shared/sqs";
+import { AtCapacityError, LaunchSlots } from "./capacity";
+import type { LauncherConfig } from "./config";
+import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
+import { jobIdFor } from "./job-id";
+import { parseRetrainingMessage } from "./message";
+import { alreadyLaunched, isoUtc, recordLaunch } from "./state";
+
+/** Powertools Metrics plus the one dimension seed 001 puts on every metric. */
+export interface LauncherMetrics extends MetricsSink {
+  addDimension(name: string, value: string): unknown;
+}
+
+export interface LauncherDeps {
+  ecs: ECSClient;
+  db: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  config: LauncherConfig;
+  logger: StepLogger;
+  metrics: LauncherMetrics;
+  now: () => Date;
+}
+
+export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
+/** The seed's four metrics (namespace suffix RetrainingPipeline, dimension Environment). */
+export const METRICS = {
+  received: "SQSMessagesReceived",
+  processed: "SQSMessagesProcessed",
+  failed: "SQSMessagesFailed",
+  launched: "ECSTasksLaunched",
+} as const;
+
+/**
+ * Seed 001's sqs-consumer: validate each message (malformed ones are quarantined, never
+ * retried), count running tasks once per batch, defer what exceeds MAX_CONCURRENT_TASKS, launch
+ * the rest on Fargate or Fargate Spot, record each launch, and report batch item failures.
+ */
+export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
+  const { config, logger } = deps;
+  return async (event, context) => {
+    let launched = 0;
+    let processed = 0;
+    // One ListTasks (paginated) per batch, and only if some message is valid.
+    const slots = once(async () => {
+      const running = await countRunningTasks(deps.ecs, config.cluster);
+      logStep(logger, "info", "running_tasks_counted", { running, max_concurrent_tasks: config.maxConcurrentTasks });
+      return new LaunchSlots(running, config.maxConcurrentTasks);
+    });
+
+    const handleRecord = async (record: SQSRecord): Promise<void> => {
+      const parsed = parseRetrainingMessage(record.body);
+      if (!parsed.ok) {
+        // Seed: "skip, no retry". DESIGN: skipped means quarantined with its reason, never lost.
+        await quarantine(deps.sqs, config.quarantineQueueUrl, record, `${parsed.reason}: ${parsed.detail}`, deps);
+        return;
+      }
+      const { modelName, trigger } = parsed.message;
+      const messageId = record.messageId;
+      const jobId = jobIdFor(messageId);
+
+      // Before the cap: an already-launched message must be acknowledged even when the cap is full.
+      if (config.stateTable && (await alreadyLaunched(deps.db, config.stateTable, modelName, messageId))) {
+        logStep(logger, "info", "duplicate_message_skipped", { message_id: messageId, model_name: modelName, job_id: jobId });
+        processed += 1;
+        return;
+      }
+
+      const batchSlots = await slots();
+      if (!batchSlots.tryTake()) {
+        logStep(logger, "info", "capacity_deferred", { message_id: messageId, model_name: modelName, running: batchSlots.inUse, max_concurrent_tasks: batchSlots.max });
+        throw new AtCapacityError(batchSlots.inUse, batchSlots.max);
+      }
+
+      let taskArn: string;
+      try {
+        const task = await launchTask(deps.ecs, runTaskInput(config, { message: parsed.message, messageId, jobId }));
+        taskArn = task.taskArn;
+      } catch (error) {
+        batchSlots.release();
+        logStep(logger, "error", "ecs_task_launch_failed", { message_id: messageId, model_name: modelName, error: errorMessage(error) });
+        throw error;
+      }
+      launched += 1;
+      logStep(logger, "info", "ecs_task_launched", {
+        message_id: messageId,
+        model_name: modelName,
+        job_id: jobId,
+        task_arn: taskArn,
+        trigger,
+        capacity_provider: capacityProviderFor(config.useSpot),
+      });
+
+      if (config.stateTable) {
+        try {
+          await recordLaunch(deps.db, config.stateTable, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
+        } catch (error) {
+          // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
+          logStep(logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
+          throw error;
+        }
+        logStep(logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
+      }
+      processed += 1;
+    };
+
+    const response = await processSqsBatch(event, handleRecord, context);
+    const failed = response.batchItemFailures.length;
+    logStep(logger, "info", "batch_processed", { received: event.Records.length, processed, failed, launched });
+    deps.metrics.addDimension("Environment", config.environment);
+    deps.metrics.addMetric(METRICS.received, MetricUnit.Count, event.Records.length);
+    deps.metrics.addMetric(METRICS.processed, MetricUnit.Count, processed);
+    deps.metrics.addMetric(METRICS.failed, MetricUnit.Count, failed);
+    deps.metrics.addMetric(METRICS.launched, MetricUnit.Count, launched);
+    deps.metrics.publishStoredMetrics();
+    return response;
+  };
+}

@@ -1,0 +1,55 @@
+import { z } from "zod";
+
+export const TRIGGERS = ["scheduled", "drift_detected", "manual"] as const;
+export type Trigger = (typeof TRIGGERS)[number];
+
+/**
+ * The model name becomes an ECS tag value and a container env var, so it is held to ECS's tag
+ * character set (letters, digits, spaces and `_ . : / = + - @`, at most 256) and must start with a
+ * letter or digit, so the strategy segment before the first `-` is never empty. A name outside
+ * this set would fail RunTask on every retry; rejecting it here quarantines it at once instead.
+ */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,255}$/;
+
+/** Extra keys are ignored: producers may add context the launcher does not use. */
+export const RetrainingMessageSchema = z.looseObject({
+  model_name: z.string().regex(MODEL_NAME, "must be 1-256 characters of letters, digits, spaces or _.:/=+-@, starting with a letter or digit"),
+  trigger: z.enum(TRIGGERS),
+});
+
+export interface RetrainingMessage {
+  modelName: string;
+  trigger: Trigger;
+}
+
+/** Why a body can never launch a task; the reason travels with the quarantined message. */
+export type QuarantineReason = "invalid_json" | "not_an_object" | "missing_model_name" | "invalid_model_name" | "invalid_trigger";
+
+export type MessageParseResult = { ok: true; message: RetrainingMessage } | { ok: false; reason: QuarantineReason; detail: string };
+
+export function parseRetrainingMessage(body: string): MessageParseResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (error) {
+    return { ok: false, reason: "invalid_json", detail: error instanceof Error ? error.message : String(error) };
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    return { ok: false, reason: "not_an_object", detail: `body is ${Array.isArray(json) ? "an array" : typeof json}` };
+  }
+  const result = RetrainingMessageSchema.safeParse(json);
+  if (result.success) return { ok: true, message: { modelName: result.data.model_name, trigger: result.data.trigger } };
+  const first = result.error.issues[0];
+  const field = first?.path[0];
+  const detail = result.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
+  if (field === "model_name") {
+    const missing = !("model_name" in json) || (json as Record<string, unknown>).model_name === "";
+    return { ok: false, reason: missing ? "missing_model_name" : "invalid_model_name", detail };
+  }
+  return { ok: false, reason: "invalid_trigger", detail };
+}
+
+/** Seed 001: the strategy is the model name's segment before the first `-`, as written. */
+export function strategyOf(modelName: string): string {
+  return modelName.split("-", 1)[0] ?? modelName;
+}

@@ -1,0 +1,110 @@
+import { z } from "zod";
+import { fargateSizeProblem } from "../components/ecsTaskDefinition";
+
+/**
+ * `encache:retraining` (seed 001). Defaults are the seed's: queue visibility 600 s, retention
+ * 1 day, launcher 30 s / 256 MB, batch 10 with a 5 s window, 5 concurrent tasks, family
+ * `tradai-strategy-generic`, container `strategy`, on-demand Fargate.
+ */
+
+/** `rate(…)`, `cron(6 fields)` or `at(…)`; the QueueSchedule component checks the details again. */
+const SCHEDULE_EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
+
+/** The launcher's message contract: see functions/retraining/message.ts. */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,255}$/;
+
+const launcherSchema = z
+  .object({
+    /** Lambda timeout in seconds (seed: 30). */
+    timeoutSeconds: z.number().int().min(1).max(900).default(30),
+    /** Lambda memory in MB (seed: 256). */
+    memoryMb: z.number().int().min(128).max(10_240).default(256),
+    /** SQS batch size (seed: 10). */
+    batchSize: z.number().int().min(1).max(10_000).default(10),
+    /** Batching window in seconds (seed: 5). */
+    batchingWindowSeconds: z.number().int().min(0).max(300).default(5),
+    /** Event source mapping maximum concurrency (2–1000). */
+    maxConcurrency: z.number().int().min(2).max(1000).default(2),
+  })
+  .prefault({});
+
+const scheduleSchema = z.object({
+  /** The model the schedule retrains; sent as `model_name`. */
+  modelName: z.string().regex(MODEL_NAME, "must be a model name the launcher accepts (letters, digits, _.:/=+@- and spaces, starting with a letter or digit)"),
+  /** Scheduler expression: rate(…), cron(6 fields) or at(…). */
+  scheduleExpression: z.string().regex(SCHEDULE_EXPRESSION, "must be rate(N unit), cron(6 fields) or at(yyyy-mm-ddThh:mm:ss)"),
+  /** Time zone of a cron expression. */
+  timezone: z.string().min(1).default("UTC"),
+});
+
+const strategySchema = z.object({
+  /** Container image of the generic strategy task (required: nothing sensible to default to). */
+  image: z.string().regex(/^[a-z0-9][\w.\-/:@]+$/i, "must be a container image reference"),
+  /** Task CPU units (a Fargate size). */
+  cpu: z.number().int().default(1024),
+  /** Task and container memory in MiB; must fit `cpu`. */
+  memoryMb: z.number().int().default(2048),
+  /** CPU architecture of the image. */
+  cpuArchitecture: z.enum(["X86_64", "ARM64"]).default("X86_64"),
+});
+
+export const retrainingConfigSchema = z
+  .object({
+    /** Retraining queue visibility (seed: 600); must be ≥ 6 × launcher.timeoutSeconds + launcher.batchingWindowSeconds. */
+    queueVisibilityTimeoutSeconds: z.number().int().min(1).max(43_200).default(600),
+    /** Retraining queue retention (seed: 1 day); below the DLQ's 14 days. */
+    messageRetentionSeconds: z.number().int().min(60).max(1_209_599).default(86_400),
+    launcher: launcherSchema,
+    /** Most launcher tasks running at once (MAX_CONCURRENT_TASKS; seed: 5). */
+    maxConcurrentTasks: z.number().int().min(1).max(1000).default(5),
+    /** Launch on FARGATE_SPOT instead of FARGATE (USE_SPOT). */
+    useSpot: z.boolean().default(false),
+    /** Task definition family prefix; the family is `<prefix>-<environment>` (ECS_TASK_DEFINITION_FAMILY). */
+    taskDefinitionFamily: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, "must be letters, digits, _ or -").default("tradai-strategy-generic"),
+    /** The strategy container's name, which RunTask overrides address (ECS_CONTAINER_NAME). */
+    containerName: z.string().regex(/^[A-Za-z0-9_-]{1,255}$/, "must be letters, digits, _ or -").default("strategy"),
+    strategy: strategySchema,
+    /** One EventBridge Scheduler schedule per model, each sending {model_name, trigger: "scheduled"}. */
+    schedules: z.array(scheduleSchema).default([]),
+  })
+  .superRefine((c, ctx) => {
+    for (const issue of retrainingConfigProblems(c)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+
+export type RetrainingConfig = z.output<typeof retrainingConfigSchema>;
+
+/** Cross-field checks, pure: paths are relative to `encache:retraining`. */
+export function retrainingConfigProblems(
+  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "strategy" | "schedules">,
+): Array<{ path: Array<string | number>; message: string }> {
+  const problems: Array<{ path: Array<string | number>; message: string }> = [];
+  const needed = 6 * c.launcher.timeoutSeconds + c.launcher.batchingWindowSeconds;
+  if (c.queueVisibilityTimeoutSeconds < needed) {
+    problems.push({
+      path: ["queueVisibilityTimeoutSeconds"],
+      message: `must be at least 6 × launcher.timeoutSeconds + launcher.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
+    });
+  }
+  if (c.launcher.batchSize > 10 && c.launcher.batchingWindowSeconds === 0) {
+    problems.push({ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
+  }
+  const size = fargateSizeProblem(c.strategy.cpu, c.strategy.memoryMb);
+  if (size) problems.push({ path: ["strategy", "memoryMb"], message: size });
+  const seen = new Map<string, number>();
+  c.schedules.forEach((s, i) => {
+    const slug = scheduleSlug(s.modelName);
+    const first = seen.get(slug);
+    if (first !== undefined) problems.push({ path: ["schedules", i, "modelName"], message: `collides with schedules[${first}] (both name the schedule "${slug}")` });
+    else seen.set(slug, i);
+  });
+  return problems;
+}
+
+/** A resource-name-safe form of a model name: `PascalStrategy-v2` → `pascalstrategy-v2`. Pure. */
+export function scheduleSlug(modelName: string): string {
+  return modelName
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48);
+}
