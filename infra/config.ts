@@ -1,8 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { retrainingConfigSchema } from "./parts/retraining.config";
+import { poolConfigSchema } from "./parts/pool.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
-import { retrainingConfigSchema } from "./parts/retraining.config";
 
 /**
  * The stack config, validated with zod before any resource is declared.
@@ -100,8 +100,8 @@ export const stackConfigSchema = z
       requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     }),
     retraining: retrainingConfigSchema,
+    pool: poolConfigSchema,
     fleet: fleetConfigSchema,
-    retraining: retrainingConfigSchema,
     ingest: z.object({
       /** Visibility timeout of the ingest queue; must cover the window consumer. */
       queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),

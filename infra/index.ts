@@ -4,7 +4,6 @@ import { loadStackConfig } from "./config";
 import { FargateCluster } from "./components/fargateCluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
-import { Retraining } from "./parts/retraining";
 import { Fleet } from "./parts/fleet";
 import { Retraining } from "./parts/retraining";
 
@@ -61,6 +60,15 @@ export const retrainingScheduleDlqUrl = retraining.scheduleDlq.queue.url;
 export const retrainingStateTable = retraining.stateTable.table.name;
 export const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
 export const retrainingLauncherFunction = retraining.launcher.function.name;
+
+// Part 5: the warm-instance pool (seed 004).
+import { Pool } from "./parts/pool";
+const pool = new Pool("pool", { config, region, vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds, cluster, tags });
+export const poolQueueUrls = Object.fromEntries(Object.entries(pool.classes).map(([k, r]) => [k, r.queue.queue.url]));
+export const poolClaimTableName = pool.claimTable.table.name;
+export const poolRefillFunction = pool.refill.function.name;
+export const poolClaimPolicyArn = pool.claimPolicy.arn;
+// END part 5
 
 // Part 3: fleet lifecycle (seed 002).
 const fleet = new Fleet("fleet", {

@@ -7,9 +7,6 @@ import { ecsNoPublicIp } from "./rules/ecs-no-public-ip";
 import { iamPassroleScoped } from "./rules/iam-passrole-scoped";
 import { ec2TerminateTagCondition } from "./rules/ec2-terminate-tag-condition";
 import { jobTableTtl } from "./rules/job-table-ttl";
-import { ecsCapacityProviderNoLaunchType } from "./rules/ecs-capacity-provider-no-launch-type";
-import { ecsNoPublicIp } from "./rules/ecs-no-public-ip";
-import { iamPassroleScoped } from "./rules/iam-passrole-scoped";
 import { dlqRetentionExceedsSource } from "./rules/dlq-retention-exceeds-source";
 import { ec2InstanceHardened } from "./rules/ec2-instance-hardened";
 import { noWildcardIamActions } from "./rules/no-wildcard-iam-actions";
@@ -17,6 +14,8 @@ import { queueHasDlq } from "./rules/queue-has-dlq";
 import { scheduledTargetRetryAndDlq } from "./rules/scheduled-target-retry-and-dlq";
 import { sqsMappingReportsBatchItemFailures } from "./rules/sqs-mapping-reports-batch-item-failures";
 import { visibilityTimeoutCoversConsumer } from "./rules/visibility-timeout-covers-consumer";
+import { launchTemplateHardened } from "./rules/launch-template-hardened";
+import { ec2LaunchGrantsScoped } from "./rules/ec2-launch-grants-scoped";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -35,7 +34,6 @@ export const policies: Policies = [
   iamPassroleScoped,
   ec2TerminateTagCondition,
   jobTableTtl,
-  ecsNoPublicIp,
-  ecsCapacityProviderNoLaunchType,
-  iamPassroleScoped,
+  launchTemplateHardened,
+  ec2LaunchGrantsScoped,
 ];

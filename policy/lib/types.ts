@@ -29,3 +29,4 @@ export const ECS_SERVICE = "aws:ecs/service:Service";
 /** The tag that marks a DynamoDB table's purpose; `jobs` tables hold job records and must expire them (TTL). */
 export const TABLE_ROLE_TAG = "encache:table-role";
 export const JOBS_TABLE_ROLE = "jobs";
+export const LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate";
