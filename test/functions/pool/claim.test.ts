@@ -1,0 +1,153 @@
+import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { expect } from "chai";
+import { claimInstance, type ClaimRequest, releaseClaim } from "../../../functions/pool/claim";
+import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
+
+function arrange(instances: FakeEc2Instance[] = []) {
+  const clock = new FakeClock();
+  const queue = new FakePoolQueue(clock);
+  const ec2 = new FakeEc2(instances);
+  const table = new FakeClaimTable();
+  const t = telemetry();
+  const deps = { sqs: queue.sqs, ec2: ec2.ec2, dynamodb: table.dynamodb, clock: clock.read, ...t };
+  const request = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+    workflowId: "wf-1",
+    queueUrl: QUEUE_URL,
+    resourceClass: GPU_SMALL,
+    requirements: {},
+    claimTableName: TABLE,
+    poolTag: POOL_TAG,
+    lockTtlSeconds: 600,
+    requeueDelaySeconds: 5,
+    deadline: clock.now + 60_000,
+    ...overrides,
+  });
+  return { clock, queue, ec2, table, deps, request, ...t };
+}
+
+describe("claim API", () => {
+  it("claims a running pool instance: conditional lock with TTL and owner, EC2 check, no start", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+    t.queue.push(a);
+
+    const result = await claimInstance(t.deps, t.request());
+
+    const expiresAt = Math.floor(t.clock.now / 1000) + 600;
+    expect(result).to.deep.equal({ outcome: "claimed", instanceId: a.instance_id, advert: a, state: "running", started: false, lockExpiresAt: expiresAt, attempts: 1 });
+    expect(t.table.items.get(a.instance_id)).to.deep.equal({ owner: "wf-1", expiresAt });
+    const put = t.table.mock.commandCalls(PutItemCommand)[0]?.args[0].input;
+    expect(put?.ConditionExpression).to.equal("attribute_not_exists(#k) OR #e < :now");
+    expect(t.ec2.started).to.deep.equal([]);
+    expect(t.metrics.count("InstancesClaimed")).to.equal(1);
+    expect(t.logger.withStep("instance_claimed")[0]?.fields).to.include({ workflow_id: "wf-1", instance_id: a.instance_id, state: "running" });
+  });
+
+  it("starts a stopped warm instance", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "stopped", tags: poolTags() }]);
+    t.queue.push(a);
+
+    const result = await claimInstance(t.deps, t.request());
+
+    expect(result).to.deep.include({ outcome: "claimed", state: "stopped", started: true });
+    expect(t.ec2.mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: [a.instance_id] });
+  });
+
+  const gone: Array<{ title: string; instance: (id: string) => FakeEc2Instance[]; reason: string }> = [
+    { title: "terminated", instance: (id) => [{ id, state: "terminated", tags: poolTags() }], reason: "terminated" },
+    { title: "missing", instance: () => [], reason: "not_found" },
+    { title: "shutting down", instance: (id) => [{ id, state: "shutting-down", tags: poolTags() }], reason: "shutting-down" },
+    { title: "stopping", instance: (id) => [{ id, state: "stopping", tags: poolTags() }], reason: "stopping" },
+    { title: "not tagged for the pool", instance: (id) => [{ id, state: "running", tags: { Name: "someone-else" } }], reason: "not_a_pool_member" },
+    { title: "tagged for another class", instance: (id) => [{ id, state: "running", tags: poolTags("cpu-small") }], reason: "not_a_pool_member" },
+  ];
+  for (const g of gone) {
+    it(`an instance that is ${g.title} releases the lock and asks the pool again`, async () => {
+      const bad = advert();
+      const good = advert();
+      const t = arrange([...g.instance(bad.instance_id), { id: good.instance_id, state: "running", tags: poolTags() }]);
+      t.queue.push(bad);
+      t.queue.push(good);
+
+      const result = await claimInstance(t.deps, t.request());
+
+      expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
+      expect(t.table.items.has(bad.instance_id), "lock released").to.equal(false);
+      expect(t.logger.withStep("claim_instance_unavailable")[0]?.fields).to.include({ instance_id: bad.instance_id, reason: g.reason });
+      expect(t.ec2.started).to.deep.equal([]);
+    });
+  }
+
+  it("a lost race (lock held by another workflow) asks the pool again and leaves the other lock alone", async () => {
+    const a = advert();
+    const b = advert();
+    const t = arrange([a, b].map((x) => ({ id: x.instance_id, state: "running", tags: poolTags() })));
+    t.table.items.set(a.instance_id, { owner: "wf-other", expiresAt: Math.floor(t.clock.now / 1000) + 100 });
+    t.queue.push(a);
+    t.queue.push(b);
+
+    const result = await claimInstance(t.deps, t.request());
+
+    expect(result).to.deep.include({ outcome: "claimed", instanceId: b.instance_id, attempts: 2 });
+    expect(t.table.items.get(a.instance_id)?.owner).to.equal("wf-other");
+    expect(t.metrics.count("ClaimsLostRace")).to.equal(1);
+    expect(t.ec2.calls("DescribeInstancesCommand"), "no EC2 call for a lost race").to.equal(1);
+  });
+
+  it("an expired lock (TTL not yet swept) can be taken over", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+    t.table.items.set(a.instance_id, { owner: "wf-old", expiresAt: Math.floor(t.clock.now / 1000) - 1 });
+    t.queue.push(a);
+
+    expect(await claimInstance(t.deps, t.request())).to.deep.include({ outcome: "claimed", instanceId: a.instance_id });
+    expect(t.table.items.get(a.instance_id)?.owner).to.equal("wf-1");
+  });
+
+  const exhausted: Array<{ title: string; scope: string; arrangeQueue: (t: ReturnType<typeof arrange>) => Partial<ClaimRequest> }> = [
+    { title: "an empty pool", scope: "global", arrangeQueue: () => ({}) },
+    { title: "only an unsuitable instance", scope: "local", arrangeQueue: (t) => (t.queue.push(advert()), { requirements: { minCpu: 64 } }) },
+    { title: "a deadline already past", scope: "deadline", arrangeQueue: (t) => ({ deadline: t.clock.now - 1 }) },
+  ];
+  for (const e of exhausted) {
+    it(`reports exhaustion (${e.scope}) for ${e.title} as a result, with a metric`, async () => {
+      const t = arrange();
+      const overrides = e.arrangeQueue(t);
+
+      const result = await claimInstance(t.deps, t.request(overrides));
+
+      expect(result).to.deep.equal({ outcome: "exhausted", scope: e.scope, attempts: 1 });
+      expect(t.metrics.count("PoolExhausted")).to.equal(1);
+      expect(t.logger.withStep("claim_exhausted")[0]?.fields).to.include({ scope: e.scope, workflow_id: "wf-1" });
+    });
+  }
+
+  it("releases its lock when the EC2 check fails, and propagates the error", async () => {
+    const a = advert();
+    const t = arrange();
+    t.ec2.mock.on(DescribeInstancesCommand).rejects(new Error("RequestLimitExceeded"));
+    t.queue.push(a);
+
+    let error: unknown;
+    try {
+      await claimInstance(t.deps, t.request());
+    } catch (e) {
+      error = e;
+    }
+
+    expect((error as Error).message).to.equal("RequestLimitExceeded");
+    expect(t.table.items.has(a.instance_id)).to.equal(false);
+  });
+
+  it("releaseClaim deletes only the caller's own lock", async () => {
+    const t = arrange();
+    t.table.items.set("i-00000000000000abc", { owner: "wf-1", expiresAt: 9e9 });
+    t.table.items.set("i-00000000000000def", { owner: "wf-2", expiresAt: 9e9 });
+
+    expect(await releaseClaim(t.deps, TABLE, "i-00000000000000abc", "wf-1")).to.equal(true);
+    expect(await releaseClaim(t.deps, TABLE, "i-00000000000000def", "wf-1")).to.equal(false);
+    expect([...t.table.items.keys()]).to.deep.equal(["i-00000000000000def"]);
+  });
+});
