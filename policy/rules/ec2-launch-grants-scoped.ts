@@ -45,10 +45,11 @@ export function allowStatements(doc: unknown): GrantStatement[] {
     const resource = readIfKnown(() => s.Resource);
     const entries: unknown[] = Array.isArray(resource) ? resource : resource === undefined ? [] : [resource];
     const knownResources: string[] = [];
-    entries.forEach((_, i) => {
+    // Index access, not forEach: iterating hands every element over, and an unknown one throws.
+    for (let i = 0; i < entries.length; i += 1) {
       const v = readIfKnown(() => entries[i]);
       if (typeof v === "string") knownResources.push(v);
-    });
+    }
     out.push({
       sid: typeof s.Sid === "string" ? s.Sid : undefined,
       actions: stringList(s.NotAction ?? s.Action),
