@@ -47,13 +47,15 @@ function badResources(s: Props): string[] {
   const raw = readIfKnown(() => s.Resource);
   // Unknown (still an output) passes; absent fails.
   if (raw === undefined) return Object.keys(s).includes("Resource") ? [] : ["(no Resource)"];
-  const list: unknown[] = Array.isArray(raw) ? raw : [raw];
+  const many = Array.isArray(raw);
+  const count = many ? (raw as unknown[]).length : 1;
   const bad: string[] = [];
-  list.forEach((_, i) => {
-    const value = readIfKnown(() => (Array.isArray(raw) ? (raw as unknown[])[i] : raw));
-    if (value === undefined) return;
+  // By index, each element on its own: one ARN still unknown must not hide a literal `*` beside it.
+  for (let i = 0; i < count; i++) {
+    const value = readIfKnown(() => (many ? (raw as unknown[])[i] : raw));
+    if (value === undefined) continue;
     if (typeof value !== "string" || !ROLE_ARN.test(value)) bad.push(String(value));
-  });
+  }
   return bad;
 }
 

@@ -1,0 +1,254 @@
+import { ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { expect } from "chai";
+import { createLauncherHandler } from "../../../functions/retraining/handler";
+import { jobIdFor } from "../../../functions/retraining/job-id";
+import { sqsEvent, sqsRecord } from "../support/sqs-events";
+import { mockedLauncherDeps, QUARANTINE_URL, retrainingBody } from "./support";
+
+type Harness = ReturnType<typeof mockedLauncherDeps>;
+
+const taskArn = (n: number) => `arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/t${n}`;
+
+/** ListTasks answers `running` ARNs over pages of 2; RunTask starts a task; DynamoDB has no record. */
+function arrange(t: Harness, running = 0): void {
+  const arns = Array.from({ length: running }, (_, i) => taskArn(100 + i));
+  const pages = arns.length === 0 ? [[]] : Array.from({ length: Math.ceil(arns.length / 2) }, (_, i) => arns.slice(i * 2, i * 2 + 2));
+  pages.forEach((page, i) => {
+    t.ecsMock.on(ListTasksCommand, i === 0 ? { nextToken: undefined } : { nextToken: `p${i}` }).resolves({ taskArns: page, nextToken: i + 1 < pages.length ? `p${i + 1}` : undefined });
+  });
+  let n = 0;
+  t.ecsMock.on(RunTaskCommand).callsFake(() => ({ tasks: [{ taskArn: taskArn(++n) }], failures: [] }));
+  t.dbMock.on(GetCommand).resolves({});
+  t.dbMock.on(UpdateCommand).resolves({});
+  t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
+}
+
+const runTaskInputs = (t: Harness) => t.ecsMock.commandCalls(RunTaskCommand).map((c) => c.args[0].input as RunTaskCommandInput);
+
+describe("retraining/launcher handler", () => {
+  describe("flowchart: count running tasks → capacity → parse → launch → record → metrics", () => {
+    it("launches a valid message, records it and acknowledges it", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const record = sqsRecord(retrainingBody({ model_name: "PascalStrategy-btc", trigger: "drift_detected" }));
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      const [input] = runTaskInputs(t);
+      const jobId = jobIdFor(record.messageId);
+      expect(input).to.deep.include({
+        cluster: "platform-cluster",
+        taskDefinition: "tradai-strategy-generic-dev",
+        count: 1,
+        startedBy: "retraining-scheduler",
+        clientToken: record.messageId,
+        capacityProviderStrategy: [{ capacityProvider: "FARGATE", weight: 1 }],
+      });
+      expect(input).to.not.have.property("launchType");
+      expect(input?.networkConfiguration?.awsvpcConfiguration).to.deep.equal({ subnets: ["subnet-a", "subnet-b"], securityGroups: ["sg-1"], assignPublicIp: "DISABLED" });
+      expect(input?.overrides?.containerOverrides).to.deep.equal([
+        {
+          name: "strategy",
+          environment: [
+            { name: "JOB_ID", value: jobId },
+            { name: "TRADING_MODE", value: "train" },
+            { name: "STRATEGY", value: "PascalStrategy" },
+            { name: "MODEL_NAME", value: "PascalStrategy-btc" },
+            { name: "RETRAINING_TRIGGER", value: "drift_detected" },
+            { name: "ENVIRONMENT", value: "dev" },
+          ],
+        },
+      ]);
+      expect(input?.tags).to.deep.equal([
+        { key: "job_id", value: jobId },
+        { key: "model_name", value: "PascalStrategy-btc" },
+        { key: "strategy", value: "PascalStrategy" },
+        { key: "trigger", value: "drift_detected" },
+        { key: "environment", value: "dev" },
+      ]);
+      const update = t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      expect(update?.Key).to.deep.equal({ model_name: "PascalStrategy-btc" });
+      expect(update?.ExpressionAttributeValues).to.deep.equal({
+        ":task_arn": taskArn(1),
+        ":job_id": jobId,
+        ":trigger_type": "drift_detected",
+        ":now": "2024-01-01T12:00:00+00:00",
+        ":status": "running",
+        ":message_id": record.messageId,
+      });
+      expect(t.logger.steps()).to.include.members(["running_tasks_counted", "ecs_task_launched", "state_recorded", "batch_processed"]);
+    });
+
+    it("USE_SPOT=true launches on FARGATE_SPOT, never with launchType", async () => {
+      const t = mockedLauncherDeps({ useSpot: true });
+      arrange(t);
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      const [input] = runTaskInputs(t);
+      expect(input?.capacityProviderStrategy).to.deep.equal([{ capacityProvider: "FARGATE_SPOT", weight: 1 }]);
+      expect(input).to.not.have.property("launchType");
+    });
+
+    it("counts running tasks once per batch, over every page, filtered by startedBy and RUNNING", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 10 });
+      arrange(t, 5);
+
+      await createLauncherHandler(t.deps)(sqsEvent(...Array.from({ length: 4 }, () => sqsRecord(retrainingBody()))));
+
+      const calls = t.ecsMock.commandCalls(ListTasksCommand).map((c) => c.args[0].input);
+      expect(calls).to.have.length(3, "3 pages of 2 for 5 running tasks, for the whole batch");
+      for (const c of calls) expect(c).to.include({ cluster: "platform-cluster", startedBy: "retraining-scheduler", desiredStatus: "RUNNING" });
+      expect(t.logger.withStep("running_tasks_counted")[0]?.fields).to.include({ running: 5, max_concurrent_tasks: 10 });
+    });
+
+    it("at capacity: every valid message is deferred as a batch item failure and nothing launches", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 2 });
+      arrange(t, 2);
+      const records = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody())];
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
+
+      expect(res.batchItemFailures).to.deep.equal(records.map((r) => ({ itemIdentifier: r.messageId })));
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
+      expect(t.logger.withStep("capacity_deferred")).to.have.length(2);
+    });
+
+    it("tasks launched earlier in the batch count toward the cap", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 3 });
+      arrange(t, 1);
+      const records = Array.from({ length: 5 }, () => sqsRecord(retrainingBody()));
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
+
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(2);
+      expect(res.batchItemFailures).to.have.length(3);
+      expect(t.metrics.count("ECSTasksLaunched")).to.equal(2);
+    });
+
+    it("without a state table, launches without reading or writing DynamoDB", async () => {
+      const t = mockedLauncherDeps({ stateTable: undefined });
+      arrange(t);
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.dbMock.calls()).to.have.length(0);
+    });
+
+    it("a redelivered message whose launch is already recorded is acknowledged without a second RunTask, even at capacity", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      const record = sqsRecord(retrainingBody());
+      t.dbMock.on(GetCommand).resolves({ Item: { message_id: record.messageId } });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
+      expect(t.logger.withStep("duplicate_message_skipped")).to.have.length(1);
+      expect(t.dbMock.commandCalls(GetCommand)[0]?.args[0].input).to.deep.include({ ConsistentRead: true, Key: { model_name: "PascalStrategy" } });
+    });
+
+    it("publishes the four seed metrics with the Environment dimension", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t);
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord(retrainingBody()), sqsRecord("{")));
+
+      expect(t.metrics.dimensions).to.deep.equal({ Environment: "dev" });
+      expect({
+        received: t.metrics.count("SQSMessagesReceived"),
+        processed: t.metrics.count("SQSMessagesProcessed"),
+        failed: t.metrics.count("SQSMessagesFailed"),
+        launched: t.metrics.count("ECSTasksLaunched"),
+      }).to.deep.equal({ received: 3, processed: 1, failed: 1, launched: 1 });
+      expect(t.metrics.published).to.equal(1);
+    });
+  });
+
+  describe("error table", () => {
+    const quarantined: Array<[string, string, string]> = [
+      ["invalid JSON", "{not json", "invalid_json"],
+      ["a JSON array", "[1]", "not_an_object"],
+      ["missing model_name", JSON.stringify({ trigger: "manual" }), "missing_model_name"],
+      ["empty model_name", JSON.stringify({ model_name: "", trigger: "manual" }), "missing_model_name"],
+      ["model_name with characters ECS tags refuse", JSON.stringify({ model_name: "a,b", trigger: "manual" }), "invalid_model_name"],
+      ["a trigger outside scheduled|drift_detected|manual", JSON.stringify({ model_name: "M", trigger: "cron" }), "invalid_trigger"],
+      ["a missing trigger", JSON.stringify({ model_name: "M" }), "invalid_trigger"],
+    ];
+    for (const [label, body, reason] of quarantined) {
+      it(`${label}: quarantined to the DLQ with reason ${reason}, not retried`, async () => {
+        const t = mockedLauncherDeps();
+        arrange(t);
+        const record = sqsRecord(body);
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        const sent = t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
+        expect(sent?.QueueUrl).to.equal(QUARANTINE_URL);
+        expect(sent?.MessageBody).to.equal(body);
+        expect(sent?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(new RegExp(`^${reason}: `));
+        expect(t.ecsMock.calls()).to.have.length(0);
+      });
+    }
+
+    it("a quarantine that fails is retried rather than lost", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.sqsMock.on(SendMessageCommand).rejects(new Error("sqs down"));
+      const record = sqsRecord("{");
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    });
+
+    it("ECS launch failure (RunTask lists failures and no task): batch item failure, nothing recorded", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.ecsMock.on(RunTaskCommand).resolves({ tasks: [], failures: [{ reason: "RESOURCE:ENI", detail: "no ENI" }] });
+      const record = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(t.dbMock.commandCalls(UpdateCommand)).to.have.length(0);
+      expect(t.logger.withStep("ecs_task_launch_failed")[0]?.fields.error).to.match(/RESOURCE:ENI/);
+    });
+
+    it("at capacity: batch item failure (retry)", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      const record = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    });
+
+    const clientErrors: Array<[string, (t: Harness) => void]> = [
+      ["ListTasks", (t) => t.ecsMock.on(ListTasksCommand).rejects(new Error("AccessDenied"))],
+      ["RunTask", (t) => t.ecsMock.on(RunTaskCommand).rejects(new Error("ClientException"))],
+      ["GetItem", (t) => t.dbMock.on(GetCommand).rejects(new Error("ProvisionedThroughputExceeded"))],
+      ["UpdateItem", (t) => t.dbMock.on(UpdateCommand).rejects(new Error("ProvisionedThroughputExceeded"))],
+    ];
+    for (const [call, fail] of clientErrors) {
+      it(`ClientError from ${call}: batch item failure (retry)`, async () => {
+        const t = mockedLauncherDeps();
+        arrange(t);
+        fail(t);
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(t.metrics.count("SQSMessagesFailed")).to.equal(1);
+      });
+    }
+  });
+});
