@@ -1,0 +1,124 @@
+import { expect } from "chai";
+import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
+import type { PlanDocument } from "../../../infra/plan/render";
+import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
+import { planJson } from "../support/runPlan";
+
+type Res = PlanDocument["resources"][number];
+type Doc = { Statement: Array<{ Effect: string; Action: string[] }> };
+
+const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
+const named = (doc: PlanDocument, type: string, name: string): Res => {
+  const r = doc.resources.find((x) => x.type === type && x.name === name);
+  if (!r) throw new Error(`no ${type} named ${name}`);
+  return r;
+};
+const children = (doc: PlanDocument, parent: Res, type: string) => doc.resources.filter((r) => r.parent === parent.urn && r.type === type);
+
+const expected = {
+  dev: { maxConcurrency: 2, maxTasks: "2", useSpot: "true", models: ["PascalStrategy"], deletionProtection: false, cpu: "1024", memory: "2048" },
+  prod: { maxConcurrency: 5, maxTasks: "5", useSpot: "false", models: ["PascalStrategy", "PascalStrategy-eth"], deletionProtection: true, cpu: "2048", memory: "8192" },
+} as const;
+
+describe("the retraining part in the program under Pulumi mocks (both stacks)", function () {
+  this.timeout(120_000);
+
+  for (const stack of ["dev", "prod"] as const) {
+    describe(stack, () => {
+      let doc: PlanDocument;
+      const e = expected[stack];
+      before(() => {
+        const { run, doc: d } = planJson(stack);
+        expect(run.code, run.stderr).to.equal(0);
+        doc = d;
+      });
+
+      it("has no mandatory violation and no violation on a retraining resource", () => {
+        expect(doc.summary.mandatory).to.equal(0);
+        expect(doc.violations.filter((v) => v.urn?.includes("retraining"))).to.deep.equal([]);
+      });
+
+      it("runs on the shared cluster: Container Insights and FARGATE + FARGATE_SPOT, and declares no second cluster", () => {
+        const clusters = of(doc, "aws:ecs/cluster:Cluster");
+        expect(clusters.map((c) => c.name)).to.deep.equal(["platform-cluster"]);
+        expect(clusters[0]?.inputs.settings).to.deep.equal([{ name: "containerInsights", value: "enabled" }]);
+        expect(named(doc, "aws:ecs/clusterCapacityProviders:ClusterCapacityProviders", "platform-cluster-capacity").inputs.capacityProviders).to.deep.equal(["FARGATE", "FARGATE_SPOT"]);
+      });
+
+      it("declares the retraining queue as the seed configures it, with a 14-day DLQ after 3 receives", () => {
+        const q = named(doc, "aws:sqs/queue:Queue", "retraining");
+        expect(q.inputs).to.include({ visibilityTimeoutSeconds: 600, messageRetentionSeconds: 86_400 });
+        const redrive = JSON.parse(String(q.inputs.redrivePolicy)) as { maxReceiveCount: number; deadLetterTargetArn: string };
+        expect(redrive.maxReceiveCount).to.equal(3);
+        expect(named(doc, "aws:sqs/queue:Queue", "retraining-dlq").inputs.messageRetentionSeconds).to.equal(1_209_600);
+      });
+
+      it("maps the launcher with batch 10, window 5, partial batch responses and a maximum concurrency", () => {
+        const m = named(doc, "aws:lambda/eventSourceMapping:EventSourceMapping", "retraining-launcher-mapping");
+        expect(m.inputs).to.deep.include({
+          batchSize: 10,
+          maximumBatchingWindowInSeconds: 5,
+          functionResponseTypes: ["ReportBatchItemFailures"],
+          scalingConfig: { maximumConcurrency: e.maxConcurrency },
+        });
+      });
+
+      it("gives the launcher 30 s, 256 MB and every env var of the seed's table", () => {
+        const fn = named(doc, "aws:lambda/function:Function", "retraining-launcher");
+        expect(fn.inputs).to.include({ timeout: 30, memorySize: 256 });
+        const env = (fn.inputs.environment as { variables: Record<string, string> }).variables;
+        expect(env).to.include({
+          ECS_TASK_DEFINITION_FAMILY: "tradai-strategy-generic",
+          ECS_CONTAINER_NAME: "strategy",
+          USE_SPOT: e.useSpot,
+          MAX_CONCURRENT_TASKS: e.maxTasks,
+          ENVIRONMENT: stack,
+          POWERTOOLS_METRICS_NAMESPACE: "Encache/RetrainingPipeline",
+        });
+        expect(env.ECS_TASK_DEFINITION_ARN).to.match(new RegExp(`task-definition/tradai-strategy-generic-${stack}:\\d+$`));
+        for (const key of ["ECS_CLUSTER", "ECS_SUBNETS", "ECS_SECURITY_GROUPS", "RETRAINING_STATE_TABLE", "QUARANTINE_QUEUE_URL"]) expect(env[key], key).to.be.a("string").and.not.equal("");
+        expect(env.ECS_SUBNETS.split(",")).to.have.length.of.at.least(2);
+      });
+
+      it("declares the generic strategy task definition with its own roles, logs and container-level memory", () => {
+        const td = named(doc, "aws:ecs/taskDefinition:TaskDefinition", "retraining-strategy");
+        expect(td.inputs).to.include({ family: `tradai-strategy-generic-${stack}`, networkMode: "awsvpc", cpu: e.cpu, memory: e.memory });
+        const [container] = JSON.parse(String(td.inputs.containerDefinitions)) as Array<{ name: string; memory: number; logConfiguration: { logDriver: string } }>;
+        expect(container).to.deep.include({ name: "strategy", memory: Number(e.memory) });
+        expect(container?.logConfiguration.logDriver).to.equal("awslogs");
+        const task = named(doc, "aws:iam/role:Role", "retraining-strategy-task");
+        const execution = named(doc, "aws:iam/role:Role", "retraining-strategy-execution");
+        expect(td.dependencies).to.include.members([task.urn, execution.urn]);
+      });
+
+      it("keeps state in a model_name table with PITR, deletion-protected in prod only", () => {
+        const t = named(doc, "aws:dynamodb/table:Table", "retraining-state");
+        expect(t.inputs).to.deep.include({ hashKey: "model_name", pointInTimeRecovery: { enabled: true }, deletionProtectionEnabled: e.deletionProtection });
+      });
+
+      it("schedules each configured model with {model_name, trigger: scheduled}, a retry policy and the part's DLQ", () => {
+        const schedules = of(doc, "aws:scheduler/schedule:Schedule").filter((s) => s.name.startsWith("retraining-schedule-"));
+        const dlq = named(doc, "aws:sqs/queue:Queue", "retraining-schedule-dlq");
+        expect(dlq.inputs.tags).to.include({ "encache:queue-role": "dlq" });
+        expect(schedules.map((s) => (JSON.parse(String((s.inputs.target as { input: string }).input)) as { model_name: string }).model_name)).to.deep.equal([...e.models]);
+        for (const s of schedules) {
+          const target = s.inputs.target as { input: string; retryPolicy: unknown; deadLetterConfig: { arn: string } };
+          expect(JSON.parse(target.input)).to.have.property("trigger", "scheduled");
+          expect(target.retryPolicy).to.deep.equal({ maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 });
+          expect(target.deadLetterConfig.arn).to.match(/retraining-schedule-dlq/);
+        }
+      });
+
+      it("grants the launcher's role exactly its code's actions plus the poller and log writes", () => {
+        const consumer = named(doc, "encache:compute:QueueConsumer", "retraining-launcher");
+        const [role] = children(doc, consumer, "aws:iam/role:Role");
+        const [policy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
+        expect(policy?.dependencies).to.include(role?.urn);
+        const actions = [...new Set((policy?.inputs.policy as Doc).Statement.filter((s) => s.Effect === "Allow").flatMap((s) => s.Action))].sort();
+        const platform = allowedActions([sqsEventSourceStatement("q"), logsStatement("l")]);
+        expect(actions).to.deep.equal([...new Set([...LAUNCHER_IAM_ACTIONS, ...platform])].sort());
+        expect(children(doc, consumer, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).to.deep.equal([]);
+      });
+    });
+  }
+});

@@ -1,0 +1,108 @@
+import { expect } from "chai";
+import { parseStackConfig, StackConfigError } from "../../../infra/config";
+import {
+  ecrRepositoryArn,
+  executionRoleStatements,
+  fargateSizeProblem,
+  resolveFargateTaskDefinitionArgs,
+} from "../../../infra/components/ecsTaskDefinition";
+import { allowedActions } from "../../../infra/iam/document";
+import { strategyFamily } from "../../../infra/parts/retraining";
+import { retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { devConfig, withValue } from "../support/stackConfig";
+
+function configError(raw: Record<string, unknown>): string {
+  try {
+    parseStackConfig(raw);
+  } catch (e) {
+    if (e instanceof StackConfigError) return e.message;
+    throw e;
+  }
+  throw new Error("config was accepted");
+}
+
+describe("retraining config (encache:retraining)", () => {
+  it("fills the seed's defaults around the one required key", () => {
+    const c = retrainingConfigSchema.parse({ strategy: { image: "strategy:1" } });
+    expect(c).to.deep.include({
+      queueVisibilityTimeoutSeconds: 600,
+      messageRetentionSeconds: 86_400,
+      maxConcurrentTasks: 5,
+      useSpot: false,
+      taskDefinitionFamily: "tradai-strategy-generic",
+      containerName: "strategy",
+      schedules: [],
+    });
+    expect(c.launcher).to.deep.equal({ timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 });
+    expect(c.strategy).to.deep.include({ cpu: 1024, memoryMb: 2048 });
+  });
+
+  const bad: Array<[string, string, unknown, RegExp]> = [
+    ["visibility below 6 × timeout + window", "retraining.queueVisibilityTimeoutSeconds", 100, /encache:retraining\.queueVisibilityTimeoutSeconds: must be at least 6 × launcher\.timeoutSeconds \+ launcher\.batchingWindowSeconds = 185/],
+    ["memory that does not fit the cpu", "retraining.strategy.memoryMb", 1024, /encache:retraining\.strategy\.memoryMb: memory 1024 MiB does not fit cpu 1024/],
+    ["no image", "retraining.strategy.image", undefined, /encache:retraining\.strategy\.image: is required/],
+    ["a schedule expression Scheduler refuses", "retraining.schedules", [{ modelName: "M", scheduleExpression: "every day" }], /encache:retraining\.schedules\[0\]\.scheduleExpression/],
+    ["two schedules for one model slug", "retraining.schedules", [{ modelName: "Pascal", scheduleExpression: "rate(1 day)" }, { modelName: "pascal", scheduleExpression: "rate(2 days)" }], /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/],
+    ["a model name the launcher would quarantine", "retraining.schedules", [{ modelName: "-bad", scheduleExpression: "rate(1 day)" }], /encache:retraining\.schedules\[0\]\.modelName/],
+    ["MAX_CONCURRENT_TASKS 0", "retraining.maxConcurrentTasks", 0, /encache:retraining\.maxConcurrentTasks/],
+  ];
+  for (const [label, key, value, message] of bad) {
+    it(`names the key for ${label}`, () => {
+      expect(configError(withValue(devConfig(), key, value))).to.match(message);
+    });
+  }
+
+  it("cross-field checks are pure and path-relative", () => {
+    const problems = retrainingConfigProblems({
+      queueVisibilityTimeoutSeconds: 600,
+      launcher: { timeoutSeconds: 30, memoryMb: 256, batchSize: 20, batchingWindowSeconds: 0, maxConcurrency: 2 },
+      strategy: { image: "i", cpu: 256, memoryMb: 512, cpuArchitecture: "X86_64" },
+      schedules: [],
+    });
+    expect(problems).to.deep.equal([{ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" }]);
+  });
+
+  it("slugs and families", () => {
+    expect(scheduleSlug("PascalStrategy-eth v2")).to.equal("pascalstrategy-eth-v2");
+    expect(strategyFamily("tradai-strategy-generic", "prod")).to.equal("tradai-strategy-generic-prod");
+  });
+});
+
+describe("FargateTaskDefinition validators", () => {
+  const sizes: Array<[number, number, boolean]> = [
+    [256, 512, true],
+    [256, 4096, false],
+    [1024, 2048, true],
+    [1024, 2500, false],
+    [2048, 8192, true],
+    [8192, 20_480, true],
+    [8192, 18_432, false],
+    [300, 1024, false],
+  ];
+  for (const [cpu, memory, ok] of sizes) {
+    it(`${cpu} CPU / ${memory} MiB is ${ok ? "" : "not "}a Fargate size`, () => {
+      expect(fargateSizeProblem(cpu, memory) === undefined).to.equal(ok);
+    });
+  }
+
+  it("fills defaults and refuses names, sizes and stop timeouts ECS would refuse", () => {
+    expect(resolveFargateTaskDefinitionArgs({ family: "f", containerName: "c" })).to.deep.equal({ cpu: 1024, memoryMb: 2048, cpuArchitecture: "X86_64", stopTimeoutSeconds: 120, logRetentionDays: 14 });
+    expect(() => resolveFargateTaskDefinitionArgs({ family: "bad family", containerName: "c", memoryMb: 3000, stopTimeoutSeconds: 300 })).to.throw(
+      /family "bad family".*memory 3000 MiB.*stopTimeoutSeconds must be 2..120/,
+    );
+  });
+
+  it("scopes image pulls to the ECR repository, and grants none for other registries", () => {
+    expect(ecrRepositoryArn("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/strategy:dev")).to.equal("arn:aws:ecr:us-east-1:123456789012:repository/team/strategy");
+    expect(ecrRepositoryArn("public.ecr.aws/x/y:1")).to.equal(undefined);
+    expect(allowedActions(executionRoleStatements({ image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/strategy", logGroupArn: "arn:lg" }))).to.deep.equal([
+      "ecr:BatchCheckLayerAvailability",
+      "ecr:BatchGetImage",
+      "ecr:GetAuthorizationToken",
+      "ecr:GetDownloadUrlForLayer",
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]);
+    expect(allowedActions(executionRoleStatements({ image: "ghcr.io/x/strategy:1", logGroupArn: "arn:lg" }))).to.deep.equal(["logs:CreateLogStream", "logs:PutLogEvents"]);
+  });
+});

@@ -1,0 +1,209 @@
+import {
+  CreateClusterCommand,
+  DescribeTasksCommand,
+  ECSClient,
+  ListTasksCommand,
+  RegisterTaskDefinitionCommand,
+  RunTaskCommand,
+  StopTaskCommand,
+} from "@aws-sdk/client-ecs";
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { expect } from "chai";
+import type { LauncherConfig } from "../../functions/retraining/config";
+import { STARTED_BY } from "../../functions/retraining/ecs";
+import { createLauncherHandler } from "../../functions/retraining/handler";
+import { jobIdFor } from "../../functions/retraining/job-id";
+import { RecordingLauncherMetrics } from "../functions/retraining/support";
+import { RecordingLogger } from "../functions/support/telemetry";
+import { AwsWorld, type Queue } from "./support/aws-world";
+import { pollOnce } from "./support/event-source-mapping";
+import { motoEndpoint, resetMoto } from "./support/moto";
+
+const CLUSTER = "platform-cluster";
+const FAMILY = "tradai-strategy-generic-dev";
+const TABLE = "retraining-state";
+
+/** Tasks keep their state however often DescribeTasks is called (moto advances one step per call otherwise). */
+async function pinTaskTransitions(): Promise<void> {
+  const res = await fetch(`${motoEndpoint()}/moto-api/state-manager/set-transition`, {
+    method: "POST",
+    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "manual", times: 1_000_000 } }),
+  });
+  await res.arrayBuffer();
+}
+
+describe("retraining launcher against moto", () => {
+  let world: AwsWorld;
+  let ecs: ECSClient;
+  let db: DynamoDBDocumentClient;
+  let queue: Queue;
+  let dlq: Queue;
+  let config: LauncherConfig;
+
+  beforeEach(async () => {
+    await resetMoto();
+    await pinTaskTransitions();
+    world = new AwsWorld();
+    ecs = new ECSClient({});
+    db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+    const ec2 = new EC2Client({});
+    dlq = await world.createQueue("retraining-dlq");
+    queue = await world.createQueue("retraining", {
+      VisibilityTimeout: "600",
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }),
+    });
+    await ecs.send(
+      new CreateClusterCommand({
+        clusterName: CLUSTER,
+        capacityProviders: ["FARGATE", "FARGATE_SPOT"],
+        defaultCapacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }],
+      }),
+    );
+    // moto's RunTask needs container-level memory.
+    await ecs.send(
+      new RegisterTaskDefinitionCommand({
+        family: FAMILY,
+        requiresCompatibilities: ["FARGATE"],
+        networkMode: "awsvpc",
+        cpu: "1024",
+        memory: "2048",
+        containerDefinitions: [{ name: "strategy", image: "strategy:dev", memory: 2048, essential: true }],
+      }),
+    );
+    await db.send(
+      new CreateTableCommand({
+        TableName: TABLE,
+        BillingMode: "PAY_PER_REQUEST",
+        KeySchema: [{ AttributeName: "model_name", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "model_name", AttributeType: "S" }],
+      }),
+    );
+    // Subnets must exist in moto's EC2 (its default VPC), and RunTask needs explicit security groups.
+    const subnets = (await ec2.send(new DescribeSubnetsCommand({}))).Subnets?.map((s) => s.SubnetId ?? "") ?? [];
+    const groups = (await ec2.send(new DescribeSecurityGroupsCommand({ GroupNames: ["default"] }))).SecurityGroups?.map((g) => g.GroupId ?? "") ?? [];
+    config = {
+      cluster: CLUSTER,
+      taskDefinition: FAMILY,
+      containerName: "strategy",
+      subnets: subnets.slice(0, 2),
+      securityGroups: groups,
+      useSpot: true,
+      stateTable: TABLE,
+      maxConcurrentTasks: 5,
+      environment: "dev",
+      quarantineQueueUrl: dlq.url,
+    };
+  });
+
+  const launcher = (overrides: Partial<LauncherConfig> = {}) =>
+    createLauncherHandler({
+      ecs,
+      db,
+      sqs: world.sqs,
+      config: { ...config, ...overrides },
+      logger: new RecordingLogger(),
+      metrics: new RecordingLauncherMetrics(),
+      now: () => new Date(),
+    });
+
+  async function launcherTaskArns(): Promise<string[]> {
+    return (await ecs.send(new ListTasksCommand({ cluster: CLUSTER, startedBy: STARTED_BY, desiredStatus: "RUNNING" }))).taskArns ?? [];
+  }
+
+  it("a batch launches one task per message on FARGATE_SPOT with the seed's overrides, tags and startedBy", async () => {
+    const ids = [
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy-btc", trigger: "scheduled" })),
+      await world.send(queue, JSON.stringify({ model_name: "Other", trigger: "manual" })),
+    ];
+
+    const run = await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, launcher());
+
+    expect(run?.response.batchItemFailures).to.deep.equal([]);
+    const arns = await launcherTaskArns();
+    expect(arns).to.have.length(2);
+    const tasks = (await ecs.send(new DescribeTasksCommand({ cluster: CLUSTER, tasks: arns, include: ["TAGS"] }))).tasks ?? [];
+    const btc = tasks.find((t) => t.tags?.some((tag) => tag.key === "model_name" && tag.value === "PascalStrategy-btc"));
+    const jobId = jobIdFor(ids[0] ?? "");
+    expect(btc?.capacityProviderName).to.equal("FARGATE_SPOT");
+    expect(btc?.launchType ?? "").to.equal("", "capacity provider launches carry no launch type");
+    expect(btc?.startedBy).to.equal(STARTED_BY);
+    expect(btc?.overrides?.containerOverrides?.[0]?.environment).to.deep.equal([
+      { name: "JOB_ID", value: jobId },
+      { name: "TRADING_MODE", value: "train" },
+      { name: "STRATEGY", value: "PascalStrategy" },
+      { name: "MODEL_NAME", value: "PascalStrategy-btc" },
+      { name: "RETRAINING_TRIGGER", value: "scheduled" },
+      { name: "ENVIRONMENT", value: "dev" },
+    ]);
+    expect(btc?.tags).to.deep.include.members([
+      { key: "job_id", value: jobId },
+      { key: "strategy", value: "PascalStrategy" },
+      { key: "trigger", value: "scheduled" },
+      { key: "environment", value: "dev" },
+    ]);
+  });
+
+  it("records each launch in the state table", async () => {
+    const id = await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "drift_detected" }));
+
+    await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, launcher());
+
+    const [taskArn] = await launcherTaskArns();
+    const item = (await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: "PascalStrategy" } }))).Item;
+    expect(item).to.deep.include({ model_name: "PascalStrategy", task_arn: taskArn, job_id: jobIdFor(id), trigger_type: "drift_detected", status: "running", message_id: id });
+    expect(item?.started_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/).and.equal(item?.updated_at);
+  });
+
+  it("holds the cap across a batch bigger than the remaining capacity; stopped tasks free capacity", async () => {
+    const outside = async () =>
+      (
+        await ecs.send(
+          new RunTaskCommand({
+            cluster: CLUSTER,
+            taskDefinition: FAMILY,
+            startedBy: STARTED_BY,
+            capacityProviderStrategy: [{ capacityProvider: "FARGATE", weight: 1 }],
+            networkConfiguration: { awsvpcConfiguration: { subnets: config.subnets, securityGroups: config.securityGroups } },
+          }),
+        )
+      ).tasks?.[0]?.taskArn ?? "";
+    await outside();
+    const stopped = await outside();
+    await ecs.send(new StopTaskCommand({ cluster: CLUSTER, task: stopped, reason: "done" }));
+    for (let i = 0; i < 5; i++) await world.send(queue, JSON.stringify({ model_name: `M${i}`, trigger: "manual" }));
+
+    const run = await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, launcher({ maxConcurrentTasks: 3 }));
+
+    expect(await launcherTaskArns()).to.have.length(3, "1 already running + 2 launched; the stopped one does not count");
+    expect(run?.response.batchItemFailures).to.have.length(3);
+    expect(await world.depth(queue)).to.deep.equal({ visible: 0, notVisible: 3 });
+  });
+
+  it("a redelivered message launches no second task", async () => {
+    await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "scheduled" }));
+    const handler = launcher();
+    const first = await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, handler);
+    expect(first?.response.batchItemFailures).to.deep.equal([]);
+
+    // Lambda redelivers the same message (same id) when an invocation's acknowledgement is lost.
+    const again = await handler(first?.event ?? { Records: [] });
+
+    expect(again.batchItemFailures).to.deep.equal([]);
+    expect(await launcherTaskArns()).to.have.length(1);
+  });
+
+  it("quarantines a malformed message in the DLQ with its reason, and launches nothing", async () => {
+    const id = await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "nightly" }));
+
+    const run = await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, launcher());
+
+    expect(run?.deleted).to.deep.equal([id]);
+    const [parked] = await world.receiveAll(dlq);
+    expect(parked?.Body).to.equal(JSON.stringify({ model_name: "PascalStrategy", trigger: "nightly" }));
+    expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/^invalid_trigger: /);
+    expect(parked?.MessageAttributes?.["source-message-id"]?.StringValue).to.equal(id);
+    expect(await launcherTaskArns()).to.have.length(0);
+  });
+});
