@@ -5,7 +5,7 @@ import type { FargateCluster } from "../components/fargateCluster";
 import { ManagedQueue } from "../components/managedQueue";
 import { QueueConsumer } from "../components/queueConsumer";
 import { QueueSchedule } from "../components/queueSchedule";
-import { Table } from "../components/table";
+import { Table, type TableArgs } from "../components/table";
 import { TerminalQueue } from "../components/terminalQueue";
 import { housekeepingStatements, terminationStatements } from "../iam/fleet";
 import { JOBS_TABLE } from "../../functions/fleet/jobs";
@@ -46,6 +46,25 @@ export interface FleetArgs {
   tags?: Record<string, string>;
 }
 
+/**
+ * The jobs table's keys and indexes. The seed's `completed_at-index` has no usable partition
+ * key; `status-completed_at-index` partitions by terminal status (a Query per status answers
+ * "completed before the cutoff"), `instance_id-index` finds an instance's jobs. Pure.
+ */
+export function jobsTableSpec(): Pick<TableArgs, "hashKey" | "attributes" | "globalSecondaryIndexes" | "ttlAttribute"> {
+  return {
+    hashKey: JOBS_TABLE.hashKey,
+    attributes: { job_id: "S", status: "S", completed_at: "S", instance_id: "S" },
+    globalSecondaryIndexes: [
+      // Old-job deletion only needs the key.
+      { ...JOBS_TABLE.completedIndex, projectionType: "KEYS_ONLY" },
+      // The orphan and idle checks only need the status.
+      { ...JOBS_TABLE.instanceIndex, projectionType: "INCLUDE", nonKeyAttributes: ["status"] },
+    ],
+    ttlAttribute: JOBS_TABLE.ttlAttribute,
+  };
+}
+
 /** The scheduled message of seed 002: `{task_type, timestamp, params}`; Scheduler fills in the time. */
 export function housekeepingMessage(taskType: string): Record<string, unknown> {
   return { task_type: taskType, timestamp: "<aws.scheduler.scheduled-time>", params: {} };
@@ -77,13 +96,7 @@ export class Fleet extends pulumi.ComponentResource {
     this.jobs = new Table(
       `${name}-jobs`,
       {
-        hashKey: JOBS_TABLE.hashKey,
-        attributes: { job_id: "S", status: "S", completed_at: "S", instance_id: "S" },
-        globalSecondaryIndexes: [
-          { ...JOBS_TABLE.completedIndex, projectionType: "KEYS_ONLY" },
-          { ...JOBS_TABLE.instanceIndex, projectionType: "INCLUDE", nonKeyAttributes: ["status"] },
-        ],
-        ttlAttribute: JOBS_TABLE.ttlAttribute,
+        ...jobsTableSpec(),
         deletionProtection: c.deletionProtection,
         tags: { ...tags, [TABLE_ROLE_TAG]: "jobs" },
       },

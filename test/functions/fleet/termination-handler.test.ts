@@ -1,0 +1,169 @@
+import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
+import { expect } from "chai";
+import { expiresAt } from "../../../functions/fleet/complete-job";
+import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
+import { sqsEvent, sqsRecord } from "../support/sqs-events";
+import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "./support";
+
+function arrange() {
+  const t = mockedClients();
+  t.dynamodbMock.on(UpdateItemCommand).resolves({});
+  t.ssmMock.on(DeleteParameterCommand).resolves({});
+  t.sqsMock.on(SendMessageCommand).resolves({});
+  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig() });
+  return { ...t, handler };
+}
+
+describe("fleet termination handler", () => {
+  describe("a fresh completion", () => {
+    const cases: Array<{ status: string; exit: number; tableStatus: string; outcome: { name: string; dimensions: Record<string, string> } }> = [
+      { status: "success", exit: 0, tableStatus: "completed", outcome: { name: "JobSuccess", dimensions: {} } },
+      { status: "failure", exit: 2, tableStatus: "failed", outcome: { name: "JobFailure", dimensions: { Error: "exit_2" } } },
+      { status: "timeout", exit: 124, tableStatus: "timeout", outcome: { name: "JobFailure", dimensions: { Error: "timeout" } } },
+      { status: "interrupted", exit: 143, tableStatus: "interrupted", outcome: { name: "JobFailure", dimensions: { Error: "interrupted" } } },
+    ];
+    for (const c of cases) {
+      it(`${c.status}: completes the job conditionally, emits JobDuration{Status} and ${c.outcome.name}, deletes the runner config`, async () => {
+        const t = arrange();
+        const record = sqsRecord(terminationMessage({ status: c.status, exit_code: c.exit, error: c.status === "success" ? undefined : "boom" }));
+
+        const response = await t.handler(sqsEvent(record));
+
+        expect(response.batchItemFailures).to.deep.equal([]);
+        const update = t.dynamodbMock.commandCalls(UpdateItemCommand)[0]!.args[0].input;
+        expect(update.TableName).to.equal(TABLE);
+        expect(update.Key).to.deep.equal({ job_id: { S: "67890" } });
+        expect(update.ConditionExpression).to.equal("#status = :running OR attribute_not_exists(#status)");
+        expect(update.ExpressionAttributeValues).to.deep.include({
+          ":status": { S: c.tableStatus },
+          ":exit_code": { N: String(c.exit) },
+          ":completed_at": { S: "2025-11-25T10:02:03Z" },
+          ":running": { S: "running" },
+          ":ttl": { N: String(expiresAt("2025-11-25T10:02:03Z", 7)) },
+        });
+        expect(t.ssmMock.commandCalls(DeleteParameterCommand)[0]!.args[0].input).to.deep.equal({ Name: "/runs-fleet/runners/i-0123456789abcdef0/config" });
+        expect(t.metrics.named("JobDuration")).to.deep.equal([{ name: "JobDuration", unit: "Seconds", value: 123, dimensions: { Status: c.status } }]);
+        expect(t.metrics.named(c.outcome.name).map((m) => m.dimensions)).to.deep.equal([c.outcome.dimensions]);
+        expect(t.metrics.emitted).to.have.length(2);
+        expect(t.logger.steps()).to.deep.equal(["job_marked_complete", "ssm_parameter_deleted", "termination_processed"]);
+        expect(t.metrics.published).to.equal(1);
+      });
+    }
+  });
+
+  it("writes the TTL as completion + retention in epoch seconds", () => {
+    expect(expiresAt("2025-11-25T10:02:03Z", 7)).to.equal(Date.parse("2025-12-02T10:02:03Z") / 1000);
+  });
+
+  it("stores the error text only when the message carries one", async () => {
+    const t = arrange();
+    await t.handler(sqsEvent(sqsRecord(terminationMessage({ status: "failure", exit_code: 1, error: "OOM killed" })), sqsRecord(terminationMessage({ job_id: "2" }))));
+    const [withError, without] = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
+    expect(withError!.UpdateExpression).to.contain("#error = :error");
+    expect(withError!.ExpressionAttributeValues![":error"]).to.deep.equal({ S: "OOM killed" });
+    expect(without!.UpdateExpression).to.not.contain("#error");
+  });
+
+  it("a duplicate delivery (ConditionalCheckFailedException) succeeds, still deletes the parameter, and emits no job metrics", async () => {
+    const t = arrange();
+    t.dynamodbMock.on(UpdateItemCommand).rejects(awsError("ConditionalCheckFailedException"));
+
+    const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+
+    expect(response.batchItemFailures).to.deep.equal([]);
+    expect(t.metrics.emitted).to.deep.equal([]);
+    expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(1);
+    expect(t.logger.steps()).to.deep.equal(["job_already_complete", "ssm_parameter_deleted", "termination_processed"]);
+  });
+
+  it("ParameterNotFound on the delete is a success", async () => {
+    const t = arrange();
+    t.ssmMock.on(DeleteParameterCommand).rejects(awsError("ParameterNotFound"));
+
+    const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+
+    expect(response.batchItemFailures).to.deep.equal([]);
+    expect(t.logger.steps()).to.include("ssm_parameter_not_found");
+  });
+
+  it("a failing SSM delete fails the record, after the job metrics were emitted once (a retry is a duplicate)", async () => {
+    const t = arrange();
+    t.ssmMock.on(DeleteParameterCommand).rejects(awsError("InternalServerError"));
+    const record = sqsRecord(terminationMessage());
+
+    const response = await t.handler(sqsEvent(record));
+    t.dynamodbMock.on(UpdateItemCommand).rejects(awsError("ConditionalCheckFailedException"));
+    t.ssmMock.on(DeleteParameterCommand).resolves({});
+    const retry = await t.handler(sqsEvent(record));
+
+    expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(retry.batchItemFailures).to.deep.equal([]);
+    expect(t.metrics.named("JobDuration")).to.have.length(1);
+    expect(t.metrics.named("JobSuccess")).to.have.length(1);
+  });
+
+  it("a failing UpdateItem fails the record without metrics or SSM delete", async () => {
+    const t = arrange();
+    t.dynamodbMock.on(UpdateItemCommand).rejects(awsError("ProvisionedThroughputExceededException"));
+    const record = sqsRecord(terminationMessage());
+
+    const response = await t.handler(sqsEvent(record));
+
+    expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(t.metrics.emitted).to.deep.equal([]);
+    expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(0);
+  });
+
+  describe("malformed messages are quarantined in the termination DLQ with the reason", () => {
+    const cases: Array<[string, string | Record<string, unknown>, RegExp]> = [
+      ["not JSON", "{nope", /body is not JSON/],
+      ["no instance_id", terminationMessage({ instance_id: undefined }), /instance_id/],
+      ["a bad instance id", terminationMessage({ instance_id: "host-1" }), /instance_id: must be an EC2 instance id/],
+      ["an unknown status", terminationMessage({ status: "done" }), /status/],
+      ["a fractional exit code", terminationMessage({ exit_code: 1.5 }), /exit_code/],
+      ["a negative duration", terminationMessage({ duration_seconds: -1 }), /duration_seconds/],
+      ["a timestamp without zone", terminationMessage({ completed_at: "2025-11-25 10:02:03" }), /completed_at/],
+      ["an empty job id", terminationMessage({ job_id: "" }), /job_id/],
+    ];
+    for (const [title, body, reason] of cases) {
+      it(title, async () => {
+        const t = arrange();
+        const record = sqsRecord(body);
+
+        const response = await t.handler(sqsEvent(record));
+
+        expect(response.batchItemFailures).to.deep.equal([]);
+        const sent = t.sqsMock.commandCalls(SendMessageCommand)[0]!.args[0].input;
+        expect(sent.QueueUrl).to.equal(TERMINATION_DLQ_URL);
+        expect(sent.MessageBody).to.equal(record.body);
+        expect(sent.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(reason);
+        expect(t.dynamodbMock.calls()).to.have.length(0);
+        expect(t.ssmMock.calls()).to.have.length(0);
+      });
+    }
+  });
+
+  it("a quarantine that cannot be sent fails the record, so it is not lost", async () => {
+    const t = arrange();
+    t.sqsMock.on(SendMessageCommand).rejects(awsError("AccessDenied"));
+    const record = sqsRecord("{nope");
+
+    const response = await t.handler(sqsEvent(record));
+
+    expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+  });
+
+  it("processes a mixed batch independently: one failure does not fail the others", async () => {
+    const t = arrange();
+    t.dynamodbMock.on(UpdateItemCommand, { Key: { job_id: { S: "bad" } } }).rejects(awsError("InternalServerError"));
+    const ok = sqsRecord(terminationMessage({ job_id: "good" }));
+    const bad = sqsRecord(terminationMessage({ job_id: "bad" }));
+
+    const response = await t.handler(sqsEvent(ok, bad));
+
+    expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: bad.messageId }]);
+    expect(t.metrics.named("JobSuccess")).to.have.length(1);
+  });
+});

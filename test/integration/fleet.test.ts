@@ -1,0 +1,247 @@
+import { BatchWriteItemCommand, CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { DescribeInstancesCommand, RunInstancesCommand } from "@aws-sdk/client-ec2";
+import { GetParametersByPathCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
+import { expect } from "chai";
+import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-handler";
+import { JOBS_TABLE, MANAGED_TAG } from "../../functions/fleet/jobs";
+import { createTerminationHandler } from "../../functions/fleet/termination-handler";
+import { RecordingLogger } from "../functions/support/telemetry";
+import { RecordingFleetMetrics } from "../functions/fleet/support";
+import { AwsWorld, type Queue } from "./support/aws-world";
+import { pollOnce } from "./support/event-source-mapping";
+import { resetMoto } from "./support/moto";
+
+const TABLE = "fleet-jobs";
+
+/** The jobs table as the part declares it (keys, both GSIs). */
+async function createJobsTable(dynamodb: DynamoDBClient): Promise<void> {
+  await dynamodb.send(
+    new CreateTableCommand({
+      TableName: TABLE,
+      BillingMode: "PAY_PER_REQUEST",
+      KeySchema: [{ AttributeName: JOBS_TABLE.hashKey, KeyType: "HASH" }],
+      AttributeDefinitions: ["job_id", "status", "completed_at", "instance_id"].map((name) => ({ AttributeName: name, AttributeType: "S" })),
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: JOBS_TABLE.completedIndex.name,
+          KeySchema: [
+            { AttributeName: "status", KeyType: "HASH" },
+            { AttributeName: "completed_at", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "KEYS_ONLY" },
+        },
+        {
+          IndexName: JOBS_TABLE.instanceIndex.name,
+          KeySchema: [{ AttributeName: "instance_id", KeyType: "HASH" }],
+          Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["status"] },
+        },
+      ],
+    }),
+  );
+}
+
+describe("fleet consumers against moto", () => {
+  let world: AwsWorld;
+  let dynamodb: DynamoDBClient;
+  let termination: Queue;
+  let terminationDlq: Queue;
+  let housekeeping: Queue;
+  let housekeepingDlq: Queue;
+  let logger: RecordingLogger;
+  let metrics: RecordingFleetMetrics;
+
+  beforeEach(async () => {
+    await resetMoto();
+    world = new AwsWorld();
+    dynamodb = new DynamoDBClient({});
+    await createJobsTable(dynamodb);
+    terminationDlq = await world.createQueue("fleet-termination-dlq");
+    termination = await world.createQueue("fleet-termination");
+    housekeepingDlq = await world.createQueue("fleet-housekeeping-dlq");
+    housekeeping = await world.createQueue("fleet-housekeeping");
+    logger = new RecordingLogger();
+    metrics = new RecordingFleetMetrics();
+  });
+
+  const terminationHandler = () =>
+    createTerminationHandler({
+      dynamodb,
+      ssm: world.ssm,
+      sqs: world.sqs,
+      logger,
+      metrics,
+      config: { jobsTable: TABLE, retentionDays: 7, queueUrl: termination.url, quarantineQueueUrl: terminationDlq.url },
+    });
+
+  const housekeepingHandler = (now: () => Date = () => new Date()) =>
+    createHousekeepingHandler({
+      dynamodb,
+      ec2: world.ec2,
+      ssm: world.ssm,
+      sqs: world.sqs,
+      logger,
+      metrics,
+      now,
+      config: {
+        jobsTable: TABLE,
+        retentionDays: 7,
+        queueUrl: housekeeping.url,
+        quarantineQueueUrl: housekeepingDlq.url,
+        maxRuntimeMinutes: 60,
+        ssmMinAgeMinutes: 0,
+        pools: [],
+        instancePrices: {},
+        timeMarginMs: 10_000,
+      },
+    });
+
+  async function runHousekeeping(task: string, params: Record<string, unknown> = {}, now?: () => Date) {
+    await world.send(housekeeping, JSON.stringify({ task_type: task, timestamp: new Date().toISOString(), params }));
+    const run = await pollOnce(world.sqs, { queueUrl: housekeeping.url, queueArn: housekeeping.arn, batchSize: 1 }, housekeepingHandler(now));
+    expect(run?.response.batchItemFailures).to.deep.equal([]);
+    return run;
+  }
+
+  async function launch(tags: Record<string, string>): Promise<{ id: string; launchTime: Date }> {
+    const out = await world.ec2.send(
+      new RunInstancesCommand({
+        ImageId: await world.anyAmi(),
+        InstanceType: "c7g.large",
+        MinCount: 1,
+        MaxCount: 1,
+        TagSpecifications: [{ ResourceType: "instance", Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }],
+      }),
+    );
+    const i = out.Instances?.[0];
+    if (!i?.InstanceId || !i.LaunchTime) throw new Error("RunInstances returned no instance");
+    return { id: i.InstanceId, launchTime: i.LaunchTime };
+  }
+
+  async function state(id: string): Promise<string | undefined> {
+    const out = await world.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
+    return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
+  }
+
+  it("a duplicate termination message leaves one completion and one set of metrics", async () => {
+    const instanceId = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value })).id;
+    await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "67890" }, status: { S: "running" }, instance_id: { S: instanceId } } }));
+    await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/runners/${instanceId}/config`, Value: "{}", Type: "String" }));
+    const body = JSON.stringify({
+      instance_id: instanceId,
+      job_id: "67890",
+      status: "success",
+      exit_code: 0,
+      duration_seconds: 123,
+      started_at: "2025-11-25T10:00:00Z",
+      completed_at: "2025-11-25T10:02:03Z",
+    });
+    await world.send(termination, body);
+    await world.send(termination, body);
+
+    const first = await pollOnce(world.sqs, { queueUrl: termination.url, queueArn: termination.arn, batchSize: 1 }, terminationHandler());
+    const second = await pollOnce(world.sqs, { queueUrl: termination.url, queueArn: termination.arn, batchSize: 1 }, terminationHandler());
+
+    expect(first?.response.batchItemFailures).to.deep.equal([]);
+    expect(second?.response.batchItemFailures).to.deep.equal([]);
+    const item = (await dynamodb.send(new GetItemCommand({ TableName: TABLE, Key: { job_id: { S: "67890" } } }))).Item;
+    expect(item).to.deep.include({ status: { S: "completed" }, completed_at: { S: "2025-11-25T10:02:03Z" }, exit_code: { N: "0" } });
+    expect(Number(item?.expires_at?.N)).to.equal(Date.parse("2025-12-02T10:02:03Z") / 1000);
+    expect(logger.steps().filter((s) => s === "job_marked_complete")).to.have.length(1);
+    expect(logger.steps().filter((s) => s === "job_already_complete")).to.have.length(1);
+    expect(metrics.named("JobDuration")).to.have.length(1);
+    expect(metrics.named("JobSuccess")).to.have.length(1);
+    expect(metrics.named("JobFailure")).to.have.length(0);
+    expect((await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/runners", Recursive: true }))).Parameters).to.deep.equal([]);
+    expect(await world.depth(termination)).to.deep.equal({ visible: 0, notVisible: 0 });
+  });
+
+  it("a malformed termination message is quarantined in the termination DLQ", async () => {
+    await world.send(termination, JSON.stringify({ job_id: "1" }));
+
+    await pollOnce(world.sqs, { queueUrl: termination.url, queueArn: termination.arn }, terminationHandler());
+
+    const [parked] = await world.receiveAll(terminationDlq);
+    expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/instance_id/);
+    expect(await world.depth(termination)).to.deep.equal({ visible: 0, notVisible: 0 });
+  });
+
+  it("orphaned_instances terminates an old orphan and keeps one with an active job, a young one and an unmanaged one", async () => {
+    const managed = { [MANAGED_TAG.key]: MANAGED_TAG.value };
+    const orphan = await launch(managed);
+    const busy = await launch(managed);
+    const unmanaged = await launch({ Name: "someone-else" });
+    // moto stamps LaunchTime with the current second; a young instance must launch a second later.
+    await new Promise((r) => setTimeout(r, 1100));
+    const young = await launch(managed);
+    expect(young.launchTime.getTime()).to.be.greaterThan(busy.launchTime.getTime());
+    await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "active" }, status: { S: "running" }, instance_id: { S: busy.id } } }));
+    await dynamodb.send(
+      new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "done" }, status: { S: "completed" }, instance_id: { S: orphan.id }, completed_at: { S: "2025-11-25T10:00:00Z" } } }),
+    );
+    // The cutoff (now − 60 − 10 min) falls just before the young instance's launch.
+    const now = new Date(young.launchTime.getTime() - 500 + 70 * 60_000);
+
+    const run = await runHousekeeping("orphaned_instances", {}, () => now);
+
+    expect(run).to.not.equal(null);
+    expect(await state(orphan.id)).to.equal("terminated");
+    expect(await state(busy.id)).to.equal("running");
+    expect(await state(young.id)).to.equal("running");
+    expect(await state(unmanaged.id)).to.equal("running");
+    expect(metrics.named("OrphanedInstancesTerminated").map((m) => m.value)).to.deep.equal([1]);
+    expect(logger.withStep("orphan_skipped_active_job")[0]?.fields).to.include({ instance_id: busy.id });
+  });
+
+  it("stale_ssm cleans 25 stale parameters across pages and keeps a live instance's", async () => {
+    const live = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value })).id;
+    const gone = Array.from({ length: 25 }, (_, i) => `i-${(0xabc000 + i).toString(16).padStart(17, "0")}`);
+    for (const id of [live, ...gone]) {
+      await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/runners/${id}/config`, Value: "{}", Type: "String" }));
+    }
+
+    await runHousekeeping("stale_ssm");
+
+    const left = (await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/runners", Recursive: true }))).Parameters ?? [];
+    expect(left.map((p) => p.Name)).to.deep.equal([`/runs-fleet/runners/${live}/config`]);
+    expect(metrics.named("SSMParametersDeleted").map((m) => m.value)).to.deep.equal([25]);
+    expect(logger.withStep("housekeeping_task_completed")[0]?.fields).to.include({ listed: 26, deleted: 25, complete: true });
+  });
+
+  it("old_jobs deletes 60 jobs completed before the cutoff through the GSI, and nothing else", async () => {
+    const statuses = ["completed", "failed", "timeout", "interrupted"];
+    const old = "2025-01-01T00:00:00Z";
+    const recent = new Date(Date.now() - 86_400_000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const items = [
+      ...Array.from({ length: 60 }, (_, i) => ({ job_id: `old-${i}`, status: statuses[i % 4]!, completed_at: old })),
+      ...Array.from({ length: 5 }, (_, i) => ({ job_id: `recent-${i}`, status: "completed", completed_at: recent })),
+    ];
+    for (let i = 0; i < items.length; i += 25) {
+      await dynamodb.send(
+        new BatchWriteItemCommand({
+          RequestItems: {
+            [TABLE]: items.slice(i, i + 25).map((it) => ({
+              PutRequest: { Item: { job_id: { S: it.job_id }, status: { S: it.status }, completed_at: { S: it.completed_at }, instance_id: { S: "i-0123456789abcdef0" } } },
+            })),
+          },
+        }),
+      );
+    }
+    await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "running-1" }, status: { S: "running" } } }));
+
+    await runHousekeeping("old_jobs");
+
+    const remaining = ((await dynamodb.send(new ScanCommand({ TableName: TABLE }))).Items ?? []).map((i) => i.job_id?.S).sort();
+    expect(remaining).to.deep.equal(["recent-0", "recent-1", "recent-2", "recent-3", "recent-4", "running-1"]);
+    expect(metrics.named("JobRecordsArchived").map((m) => m.value)).to.deep.equal([60]);
+  });
+
+  it("an unknown housekeeping task type is quarantined in the housekeeping DLQ", async () => {
+    await world.send(housekeeping, JSON.stringify({ task_type: "defragment", timestamp: "2025-11-25T10:00:00Z", params: {} }));
+
+    await pollOnce(world.sqs, { queueUrl: housekeeping.url, queueArn: housekeeping.arn }, housekeepingHandler());
+
+    const [parked] = await world.receiveAll(housekeepingDlq);
+    expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/unknown task_type "defragment"/);
+  });
+});
+
