@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
+import { workerConfigSchema } from "./parts/worker.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
 import { poolConfigSchema } from "./parts/pool.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
@@ -100,6 +101,7 @@ export const stackConfigSchema = z
       requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     }),
     retraining: retrainingConfigSchema,
+    worker: workerConfigSchema,
     pool: poolConfigSchema,
     fleet: fleetConfigSchema,
     ingest: z.object({

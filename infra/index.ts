@@ -86,3 +86,13 @@ export const fleetSchedulesDlqUrl = fleet.schedulesDlq.queue.url;
 export const fleetJobsTable = fleet.jobs.table.name;
 export const fleetTerminationFunction = fleet.terminationConsumer.function.name;
 export const fleetHousekeepingFunction = fleet.housekeepingConsumer.function.name;
+
+// Part 4: the long-running ECS queue worker (seed 003).
+import { Worker } from "./parts/worker";
+const worker = new Worker("worker", { config, region, vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds, cluster, tags });
+export const workerQueueUrl = worker.queue.queue.url;
+export const workerDlqUrl = worker.queue.dlq.url;
+export const workerRepositoryUrl = worker.repository.repositoryUrl;
+export const workerImageUri = worker.image.imageUri;
+export const workerServiceName = worker.service.service.name;
+export const workerTaskRoleArn = worker.service.taskRole.arn;

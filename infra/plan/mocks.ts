@@ -115,6 +115,11 @@ export function createMocks(region: string): pulumi.runtime.Mocks {
           const id = hexId("lt", args);
           return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
         }
+        case "awsx:ecr:Image": {
+          // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned URI it would output.
+          const digest = crypto.createHash("sha256").update(`${args.name}\0${String(inputs.context)}`).digest("hex");
+          return { id: undefined, state: { imageUri: `${String(inputs.repositoryUrl)}@sha256:${digest}` } };
+        }
         case "awsx:ec2:Vpc": {
           // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
           const azs = Number(inputs.numberOfAvailabilityZones ?? 2);

@@ -1,0 +1,29 @@
+import type { StepLogger } from "../shared/logger";
+import type { Executable } from "./config";
+import { runExecutable } from "./exec-handler";
+import type { Job } from "./job";
+
+export interface JobContext {
+  job: Job;
+  messageId: string;
+  /** Aborted when the task must give the job back (SIGTERM past the grace period). */
+  signal: AbortSignal;
+  logger: StepLogger;
+}
+
+/** Resolves when the job succeeded; throws when it failed (the message is then redelivered). */
+export type JobHandler = (ctx: JobContext) => Promise<void>;
+
+export type HandlerRegistry = ReadonlyMap<string, JobHandler>;
+
+/**
+ * The handlers registered in code. The built-in one runs an allow-listed executable: each
+ * allow-list entry is a job type, so a message picks a type and never names a program.
+ */
+export function buildHandlers(executables: Record<string, Executable>, scratchDir: string): HandlerRegistry {
+  const handlers = new Map<string, JobHandler>();
+  for (const [type, executable] of Object.entries(executables)) {
+    handlers.set(type, (ctx) => runExecutable(executable, ctx, scratchDir));
+  }
+  return handlers;
+}

@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+/** A job message: `{job_id, type, payload, estimated_seconds?}` (issue 5). */
+export const jobSchema = z.object({
+  job_id: z.string().min(1).max(256),
+  type: z.string().min(1).max(64),
+  payload: z.unknown(),
+  /** The producer's estimate of the run time; visibility is 2 × this (the seed's rule). */
+  estimated_seconds: z.number().positive().max(43_200).optional(),
+});
+
+export type Job = z.output<typeof jobSchema>;
+
+export type ParsedJob = { ok: true; job: Job } | { ok: false; reason: string };
+
+/** Never throws: a message that is not a job is quarantined with the returned reason. */
+export function parseJob(body: string | undefined): ParsedJob {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body ?? "");
+  } catch {
+    return { ok: false, reason: "body is not JSON" };
+  }
+  const result = jobSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    return { ok: false, reason: `invalid job: ${issue ? `${issue.path.join(".") || "(body)"} ${issue.message}` : "schema mismatch"}` };
+  }
+  if (!("payload" in (raw as object))) return { ok: false, reason: "invalid job: payload is required" };
+  return { ok: true, job: result.data };
+}
+
+/**
+ * The seed's rule: a job safely finishes within 2 × its expected duration, clamped to a maximum;
+ * without an estimate, a default. The heartbeat covers jobs that overrun it.
+ */
+export function initialVisibilitySeconds(
+  estimatedSeconds: number | undefined,
+  limits: { defaultVisibilitySeconds: number; maxVisibilitySeconds: number },
+): number {
+  const candidate = estimatedSeconds === undefined ? limits.defaultVisibilitySeconds : Math.ceil(estimatedSeconds * 2);
+  return Math.max(1, Math.min(candidate, limits.maxVisibilitySeconds));
+}

@@ -1,0 +1,114 @@
+import { z } from "zod";
+import { executablesSchema } from "../../functions/worker/config";
+
+/** Fargate's hard ceiling on the time between SIGTERM and SIGKILL; also the Spot warning. */
+export const WORKER_STOP_TIMEOUT_SECONDS = 120;
+/** Seconds kept back from the stop timeout for giving messages back and releasing protection. */
+export const SHUTDOWN_MARGIN_SECONDS = 10;
+/** A heartbeat extends visibility to this many heartbeat intervals, so two missed beats are survivable. */
+export const HEARTBEAT_EXTENSION_FACTOR = 3;
+const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+const SQS_MAX_RETENTION_SECONDS = 1_209_600;
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/** Fargate task sizes: CPU units → memory range and step (MiB). */
+const FARGATE_SIZES: Record<number, { min: number; max: number; step: number }> = {
+  256: { min: 512, max: 2048, step: 512 },
+  512: { min: 1024, max: 4096, step: 1024 },
+  1024: { min: 2048, max: 8192, step: 1024 },
+  2048: { min: 4096, max: 16_384, step: 1024 },
+  4096: { min: 8192, max: 30_720, step: 1024 },
+};
+
+/** Why a CPU/memory pair is not a Fargate size, or undefined when it is. Pure. */
+export function fargateSizeProblem(cpu: number, memoryMb: number): string | undefined {
+  const size = FARGATE_SIZES[cpu];
+  if (!size) return `cpu ${cpu} is not a Fargate size (${Object.keys(FARGATE_SIZES).join(", ")})`;
+  const ok = memoryMb >= size.min && memoryMb <= size.max && (memoryMb - size.min) % size.step === 0;
+  return ok ? undefined : `memory ${memoryMb} MiB does not fit cpu ${cpu}: ${size.min}..${size.max} MiB in steps of ${size.step}`;
+}
+
+/** `encache:worker`: the long-running ECS queue worker (part 4, seed 003). */
+export const workerConfigSchema = z
+  .object({
+    /** N: jobs one task runs at once (a receive asks for at most 10). */
+    concurrency: int(1, 10),
+    /** Task CPU units (a Fargate size). */
+    cpu: int(256, 4096),
+    /** Task memory in MiB; also the container's hard memory limit. */
+    memoryMb: int(512, 30_720),
+    /** Fewest tasks; at least 1, because backlog ÷ running tasks has no value at 0 tasks. */
+    minTasks: int(1, 1000),
+    /** Most tasks. */
+    maxTasks: int(1, 1000),
+    /** Target visible messages per running task (acceptable latency ÷ average job time). */
+    backlogPerTaskTarget: z.number().positive().max(100_000),
+    scaleOutCooldownSeconds: int(0, 3600).default(60),
+    scaleInCooldownSeconds: int(0, 3600).default(300),
+    /** Tasks always placed on on-demand FARGATE before FARGATE_SPOT takes the rest. */
+    fargateBase: int(0, 1000).default(0),
+    /** Unprotected pause after the task goes idle, before it receives again. */
+    idleWindowSeconds: int(0, 3600).default(30),
+    /** Stop taking new jobs once protection has been held this long without a break. */
+    maxProtectedSeconds: int(60, 172_800).default(14_400),
+    /** Initial visibility of a job without `estimated_seconds`. */
+    defaultVisibilitySeconds: int(1, SQS_MAX_VISIBILITY_SECONDS).default(900),
+    /** Cap on the initial visibility (2 × estimate) and on every extension. */
+    maxVisibilitySeconds: int(1, SQS_MAX_VISIBILITY_SECONDS).default(SQS_MAX_VISIBILITY_SECONDS),
+    /** How often a running job's visibility is checked and, when near its end, extended. */
+    heartbeatSeconds: int(5, 3600).default(60),
+    /** Visibility a failed job's message gets before its next attempt. */
+    retryDelaySeconds: int(0, SQS_MAX_VISIBILITY_SECONDS).default(60),
+    /** How long in-flight jobs may finish after SIGTERM; must leave a margin below the 120 s stop timeout. */
+    shutdownGraceSeconds: int(0, WORKER_STOP_TIMEOUT_SECONDS).default(100),
+    /** `ExpiresInMinutes` of each protection call (1–2880); refreshed at 80 %. */
+    protectionExpiresMinutes: int(1, 2880).default(60),
+    /** Work queue retention; below the DLQ's 14 days. */
+    messageRetentionSeconds: int(60, SQS_MAX_RETENTION_SECONDS - 1).default(345_600),
+    /** The handler allow-list: job type → absolute executable path and fixed arguments. */
+    executables: executablesSchema.refine((e) => Object.keys(e).length > 0, "must allow at least one executable"),
+    /** Images kept in the ECR repository. */
+    keepImages: int(1, 1000).default(10),
+  })
+  .superRefine((c, ctx) => {
+    for (const issue of workerConfigIssues(c)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+
+type WorkerChecked = Omit<WorkerConfig, "executables" | "keepImages" | "messageRetentionSeconds">;
+
+/** Cross-field rules, pure and exported for tests; paths are relative to `encache:worker`. */
+export function workerConfigIssues(c: WorkerChecked): Array<{ path: string[]; message: string }> {
+  const issues: Array<{ path: string[]; message: string }> = [];
+  if (c.minTasks > c.maxTasks) issues.push({ path: ["minTasks"], message: `must not exceed maxTasks (${c.maxTasks})` });
+  if (c.fargateBase > c.maxTasks) issues.push({ path: ["fargateBase"], message: `must not exceed maxTasks (${c.maxTasks})` });
+  const size = fargateSizeProblem(c.cpu, c.memoryMb);
+  if (size) issues.push({ path: ["memoryMb"], message: size });
+  if (c.defaultVisibilitySeconds > c.maxVisibilitySeconds) {
+    issues.push({ path: ["defaultVisibilitySeconds"], message: `must not exceed maxVisibilitySeconds (${c.maxVisibilitySeconds})` });
+  }
+  if (HEARTBEAT_EXTENSION_FACTOR * c.heartbeatSeconds > c.maxVisibilitySeconds) {
+    issues.push({ path: ["heartbeatSeconds"], message: `× ${HEARTBEAT_EXTENSION_FACTOR} must fit in maxVisibilitySeconds (${c.maxVisibilitySeconds})` });
+  }
+  const graceLimit = WORKER_STOP_TIMEOUT_SECONDS - SHUTDOWN_MARGIN_SECONDS;
+  if (c.shutdownGraceSeconds > graceLimit) {
+    issues.push({
+      path: ["shutdownGraceSeconds"],
+      message: `must be at most ${graceLimit}: the stop timeout is ${WORKER_STOP_TIMEOUT_SECONDS} s and giving messages back needs ${SHUTDOWN_MARGIN_SECONDS} s`,
+    });
+  }
+  if (c.protectionExpiresMinutes * 60 <= c.heartbeatSeconds) {
+    issues.push({ path: ["protectionExpiresMinutes"], message: "must be longer than one heartbeat" });
+  }
+  return issues;
+}
+
+/**
+ * The work queue's own visibility covers only the moment between a receive and the worker's
+ * first ChangeMessageVisibility (or a task dying before it): one heartbeat extension.
+ */
+export function workQueueVisibilitySeconds(c: Pick<WorkerConfig, "heartbeatSeconds" | "maxVisibilitySeconds">): number {
+  return Math.min(c.maxVisibilitySeconds, HEARTBEAT_EXTENSION_FACTOR * c.heartbeatSeconds);
+}

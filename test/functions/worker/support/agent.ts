@@ -1,0 +1,73 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface AgentRequest {
+  method: string;
+  url: string;
+  body: { ProtectionEnabled?: boolean; ExpiresInMinutes?: number } | undefined;
+  at: number;
+}
+
+export type AgentBehaviour = { status: number } | "reset" | "failure";
+
+/**
+ * Plays the ECS agent's task-protection endpoint on 127.0.0.1 (`$ECS_AGENT_URI/task-protection/v1/state`):
+ * records every request with its time, keeps the protection state, and answers as configured.
+ */
+export class FakeEcsAgent {
+  readonly requests: AgentRequest[] = [];
+  behaviour: AgentBehaviour = { status: 200 };
+  protectedNow = false;
+  private server: Server | undefined;
+  private port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const raw = Buffer.concat(chunks).toString("utf8");
+        const body = raw ? (JSON.parse(raw) as AgentRequest["body"]) : undefined;
+        this.requests.push({ method: req.method ?? "", url: req.url ?? "", body, at: Date.now() });
+        if (this.behaviour === "reset") {
+          req.socket.destroy();
+          return;
+        }
+        if (this.behaviour === "failure") {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ failure: { Reason: "TASK_NOT_VALID", Arn: "arn:aws:ecs:us-east-1:123456789012:task/c/t" } }));
+          return;
+        }
+        if (req.method === "PUT" && this.behaviour.status === 200) this.protectedNow = body?.ProtectionEnabled === true;
+        res.writeHead(this.behaviour.status, { "content-type": "application/json" });
+        res.end(JSON.stringify({ protection: { ProtectionEnabled: this.protectedNow, TaskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/t" } }));
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  /** What ECS puts in ECS_AGENT_URI: a base URL the worker appends the endpoint path to. */
+  get uri(): string {
+    return `http://127.0.0.1:${this.port}/api/task-1234`;
+  }
+
+  /** `true`/`false` for each PUT, in order: the protect/unprotect sequence. */
+  puts(): boolean[] {
+    return this.requests.filter((r) => r.method === "PUT").map((r) => r.body?.ProtectionEnabled === true);
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.behaviour = { status: 200 };
+    this.protectedNow = false;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** A port nothing listens on: connections are refused. */
+export const DEAD_AGENT_URI = "http://127.0.0.1:9/api/task-dead";

@@ -1,0 +1,276 @@
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+  type SendMessageCommandInput,
+} from "@aws-sdk/client-sqs";
+import { expect } from "chai";
+import { initialVisibilitySeconds } from "../../../functions/worker/job";
+import { createWorker } from "../../../functions/worker/worker";
+import type { JobHandler } from "../../../functions/worker/handlers";
+import { FakeEcsAgent } from "./support/agent";
+import { DLQ_URL, job, message, mockedWorkerDeps, sleep, waitFor, WORK_URL } from "./support/worker-deps";
+
+type Harness = ReturnType<typeof mockedWorkerDeps>;
+
+/** ReceiveMessage answers from `inbox` one batch per call, recording when each call was made. */
+function arrangeQueue(t: Harness, inbox: Message[][]): { receivedAt: number[] } {
+  const receivedAt: number[] = [];
+  t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
+    receivedAt.push(Date.now());
+    const batch = inbox.shift();
+    if (!batch) await sleep(20); // an empty long poll
+    return { Messages: batch ?? [] };
+  });
+  t.sqsMock.on(DeleteMessageCommand).resolves({});
+  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  t.sqsMock.on(SendMessageCommand).resolves({});
+  return { receivedAt };
+}
+
+const visibilityCalls = (t: Harness) =>
+  t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => [c.args[0].input.ReceiptHandle, c.args[0].input.VisibilityTimeout]);
+const deleted = (t: Harness) => t.sqsMock.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle);
+
+/** A handler that finishes when told to (or when aborted), for controlling overlap. */
+function gate(): { handler: JobHandler; open: () => void; started: () => number } {
+  let release: () => void = () => undefined;
+  const opened = new Promise<void>((r) => (release = r));
+  let starts = 0;
+  return {
+    handler: async ({ signal }) => {
+      starts += 1;
+      await Promise.race([
+        opened,
+        new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason instanceof Error ? signal.reason : new Error("aborted")))),
+      ]);
+    },
+    open: () => release(),
+    started: () => starts,
+  };
+}
+
+describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, local agent)", function () {
+  this.timeout(15_000);
+  const agent = new FakeEcsAgent();
+  before(() => agent.start());
+  after(() => agent.stop());
+  beforeEach(() => agent.reset());
+
+  async function runUntil(t: Harness, done: () => boolean, what: string) {
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    try {
+      await waitFor(done, 5000, what);
+    } finally {
+      worker.stop("test");
+      await running;
+    }
+    return worker;
+  }
+
+  it("runs a job: visibility from its estimate, then delete, protected only while it runs", async () => {
+    const ran: string[] = [];
+    const t = mockedWorkerDeps({ config: { agentUri: agent.uri }, handlers: { resize: async ({ job: j }) => void ran.push(j.job_id) } });
+    const m = message(job("resize", { job_id: "j1", estimated_seconds: 100 }));
+    arrangeQueue(t, [[m]]);
+
+    await runUntil(t, () => deleted(t).length === 1, "the delete");
+
+    expect(ran).to.deep.equal(["j1"]);
+    expect(visibilityCalls(t)).to.deep.equal([[m.ReceiptHandle, 200]]);
+    expect(deleted(t)).to.deep.equal([m.ReceiptHandle]);
+    expect(agent.puts()).to.deep.equal([true, false]);
+    expect(t.logger.steps()).to.include.members(["worker_started", "job_started", "job_succeeded", "shutdown_started", "shutdown_complete"]);
+    expect([t.metrics.count("JobsStarted"), t.metrics.count("JobsSucceeded"), t.metrics.count("JobsFailed")]).to.deep.equal([1, 1, 0]);
+    expect(t.metrics.added.some((x) => x.name === "JobDuration" && x.unit === "Milliseconds")).to.equal(true);
+    const receive = t.sqsMock.commandCalls(ReceiveMessageCommand)[0]!.args[0].input;
+    expect(receive).to.include({ QueueUrl: WORK_URL, MaxNumberOfMessages: 1 });
+  });
+
+  const visibilities: Array<[string, number | undefined, number]> = [
+    ["2 × the estimate", 90, 180],
+    ["the estimate rounded up", 0.2, 1],
+    ["clamped to the maximum", 10_000, 3600],
+    ["the default without an estimate", undefined, 900],
+  ];
+  for (const [name, estimate, expected] of visibilities) {
+    it(`sets the initial visibility to ${name}`, () => {
+      expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600 })).to.equal(expected);
+    });
+  }
+
+  it("leaves a failed job's message for redelivery after the retry delay, never deletes it", async () => {
+    const t = mockedWorkerDeps({ config: { retryDelaySeconds: 7 }, handlers: { boom: () => Promise.reject(new Error("exit 3")) } });
+    const m = message(job("boom", { estimated_seconds: 10 }));
+    arrangeQueue(t, [[m]]);
+
+    await runUntil(t, () => visibilityCalls(t).length === 2, "the retry visibility");
+
+    expect(visibilityCalls(t)).to.deep.equal([
+      [m.ReceiptHandle, 20],
+      [m.ReceiptHandle, 7],
+    ]);
+    expect(deleted(t)).to.deep.equal([]);
+    expect(t.metrics.count("JobsFailed")).to.equal(1);
+    expect(t.logger.withStep("job_failed")[0]!.fields).to.include({ error: "Error: exit 3", retry_in_seconds: 7 });
+  });
+
+  const quarantined: Array<[string, string, RegExp]> = [
+    ["a body that is not JSON", "{nope", /not JSON/],
+    ["a job without job_id", JSON.stringify({ type: "resize", payload: {} }), /job_id/],
+    ["a job without payload", JSON.stringify({ job_id: "j", type: "resize" }), /payload/],
+    ["a negative estimate", JSON.stringify({ job_id: "j", type: "resize", payload: {}, estimated_seconds: -1 }), /estimated_seconds/],
+    ["an unknown type", JSON.stringify({ job_id: "j", type: "rm-rf", payload: {} }), /unknown job type "rm-rf"/],
+  ];
+  for (const [name, body, reason] of quarantined) {
+    it(`quarantines ${name} to the DLQ with its reason, then deletes it, without protecting the task`, async () => {
+      const t = mockedWorkerDeps({ config: { agentUri: agent.uri }, handlers: { resize: () => Promise.resolve() } });
+      const m = message(body);
+      arrangeQueue(t, [[m]]);
+
+      await runUntil(t, () => deleted(t).length === 1, "the delete");
+
+      const sent = t.sqsMock.commandCalls(SendMessageCommand).map((c) => c.args[0].input as SendMessageCommandInput);
+      expect(sent).to.have.length(1);
+      expect(sent[0]!.QueueUrl).to.equal(DLQ_URL);
+      expect(sent[0]!.MessageBody).to.equal(body);
+      expect(sent[0]!.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(reason);
+      expect(sent[0]!.MessageAttributes?.["source-queue-arn"]?.StringValue).to.equal("arn:aws:sqs:us-east-1:123456789012:worker");
+      expect(agent.puts()).to.deep.equal([]);
+      expect(t.metrics.count("MessagesQuarantined")).to.equal(1);
+    });
+  }
+
+  it("does not acknowledge a malformed message when quarantine fails (it is redelivered)", async () => {
+    const t = mockedWorkerDeps();
+    arrangeQueue(t, [[message("{nope")]]);
+    t.sqsMock.on(SendMessageCommand).rejects(new Error("throttled"));
+
+    await runUntil(t, () => t.logger.withStep("quarantine_failed").length === 1, "quarantine_failed");
+
+    expect(deleted(t)).to.deep.equal([]);
+  });
+
+  it("extends visibility by heartbeat when a job outlives its estimate", async () => {
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, handlers: { long: () => sleep(1300) } });
+    const m = message(job("long", { estimated_seconds: 0.1 })); // 1 s of visibility
+    arrangeQueue(t, [[m]]);
+
+    await runUntil(t, () => deleted(t).length === 1, "the delete");
+
+    const calls = visibilityCalls(t);
+    expect(calls[0]).to.deep.equal([m.ReceiptHandle, 1]);
+    expect(calls.length).to.be.at.least(2);
+    expect(calls.slice(1).every(([rh, s]) => rh === m.ReceiptHandle && s === 1)).to.equal(true);
+    expect(t.logger.withStep("visibility_extended").length).to.equal(calls.length - 1);
+  });
+
+  it("two overlapping jobs (N = 2) give one protect and one unprotect, after both have finished", async () => {
+    const a = gate();
+    const b = gate();
+    const t = mockedWorkerDeps({ config: { concurrency: 2, agentUri: agent.uri }, handlers: { a: a.handler, b: b.handler } });
+    arrangeQueue(t, [[message(job("a")), message(job("b"))]]);
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    try {
+      await waitFor(() => a.started() === 1 && b.started() === 1, 3000, "both jobs");
+      a.open();
+      await waitFor(() => deleted(t).length === 1, 3000, "job a deleted");
+      await sleep(50);
+      const whileBRuns = agent.puts();
+      b.open();
+      await waitFor(() => deleted(t).length === 2, 3000, "job b deleted");
+      await waitFor(() => agent.puts().length === 2, 3000, "the unprotect");
+
+      expect(whileBRuns).to.deep.equal([true]);
+      expect(agent.puts()).to.deep.equal([true, false]);
+    } finally {
+      worker.stop("test");
+      await running;
+    }
+  });
+
+  it("honours the idle window: unprotected, and no receive, for idleWindowMs after going idle", async () => {
+    const ended: number[] = [];
+    const t = mockedWorkerDeps({
+      config: { idleWindowMs: 300, agentUri: agent.uri },
+      handlers: { quick: async () => void ended.push(Date.now()) },
+    });
+    const { receivedAt } = arrangeQueue(t, [[message(job("quick"))], [message(job("quick"))]]);
+
+    await runUntil(t, () => deleted(t).length === 2, "both deletes");
+
+    const firstEnd = ended[0]!;
+    const nextReceive = receivedAt.find((at) => at > firstEnd)!;
+    expect(nextReceive - firstEnd).to.be.at.least(290);
+    const unprotectAt = agent.requests.find((r) => r.body?.ProtectionEnabled === false)!.at;
+    expect(unprotectAt).to.be.below(nextReceive);
+    expect(agent.puts()).to.deep.equal([true, false, true, false]);
+  });
+
+  it("stops taking jobs once protection has been held maxProtectedMs, so the task gets its idle window", async () => {
+    const long = gate();
+    const t = mockedWorkerDeps({ config: { concurrency: 2, maxProtectedMs: 100 }, handlers: { long: long.handler, quick: () => Promise.resolve() } });
+    const { receivedAt } = arrangeQueue(t, [[message(job("long"))]]);
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    try {
+      await waitFor(() => long.started() === 1, 3000, "the long job");
+      await sleep(250);
+      const receivesWhileHeld = receivedAt.filter((at) => at > Date.now() - 100).length;
+      long.open();
+      await waitFor(() => deleted(t).length === 1, 3000, "the delete");
+
+      expect(receivesWhileHeld).to.equal(0);
+    } finally {
+      worker.stop("test");
+      await running;
+    }
+  });
+
+  it("on stop: stops receiving, lets a job finish within the grace period, gives the unfinished one back at once, releases protection", async () => {
+    const slow = gate();
+    const t = mockedWorkerDeps({
+      config: { concurrency: 2, shutdownGraceMs: 400, agentUri: agent.uri },
+      handlers: { finishing: () => sleep(150), slow: slow.handler },
+    });
+    const finishing = message(job("finishing", { estimated_seconds: 60 }));
+    const unfinished = message(job("slow", { estimated_seconds: 60 }));
+    arrangeQueue(t, [[finishing, unfinished]]);
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    await waitFor(() => slow.started() === 1, 3000, "both jobs");
+    const receivesBeforeStop = t.sqsMock.commandCalls(ReceiveMessageCommand).length;
+
+    worker.stop("SIGTERM");
+    await running;
+
+    expect(deleted(t)).to.deep.equal([finishing.ReceiptHandle]);
+    expect(visibilityCalls(t)).to.deep.include([unfinished.ReceiptHandle, 0]);
+    expect(t.sqsMock.commandCalls(ReceiveMessageCommand).length).to.equal(receivesBeforeStop);
+    expect(agent.puts().at(-1)).to.equal(false);
+    expect(worker.stats).to.include({ succeeded: 1, returned: 1 });
+    expect(t.logger.withStep("job_returned")[0]!.fields).to.include({ message_id: unfinished.MessageId, visible_again: true });
+    expect(t.logger.withStep("shutdown_complete")[0]!.fields).to.include({ unfinished: 1 });
+  });
+
+  it("keeps polling after a failed receive (the SDK already retried)", async () => {
+    const t = mockedWorkerDeps({ handlers: { quick: () => Promise.resolve() } });
+    const inbox = [[message(job("quick"))]];
+    arrangeQueue(t, inbox);
+    let calls = 0;
+    t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
+      calls += 1;
+      await sleep(10);
+      if (calls === 1) throw new Error("503");
+      return { Messages: inbox.shift() ?? [] };
+    });
+
+    await runUntil(t, () => deleted(t).length >= 1, "a job after the failure");
+
+    expect(t.logger.withStep("receive_failed")).to.have.length(1);
+  });
+});
