@@ -1,4 +1,6 @@
 import type { Policies } from "@pulumi/policy";
+import { ecsTaskDefinitionHardened } from "./rules/ecs-task-definition-hardened";
+import { ecsTaskProtectionGranted } from "./rules/ecs-task-protection-granted";
 import { dlqConsumerCanStartGpu } from "./rules/dlq-consumer-can-start-gpu";
 import { dlqHasDepthAlarm } from "./rules/dlq-has-depth-alarm";
 import { dynamodbTablePitr } from "./rules/dynamodb-table-pitr";
@@ -19,6 +21,8 @@ import { ec2LaunchGrantsScoped } from "./rules/ec2-launch-grants-scoped";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
+  ecsTaskProtectionGranted,
+  ecsTaskDefinitionHardened,
   dlqConsumerCanStartGpu,
   queueHasDlq,
   dlqRetentionExceedsSource,

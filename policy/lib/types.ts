@@ -30,3 +30,7 @@ export const ECS_SERVICE = "aws:ecs/service:Service";
 export const TABLE_ROLE_TAG = "encache:table-role";
 export const JOBS_TABLE_ROLE = "jobs";
 export const LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate";
+/** Part 4: ECS task definitions, and the marker the QueueWorkerService sets on those whose containers hold task scale-in protection. */
+export const ECS_TASK_DEFINITION = "aws:ecs/taskDefinition:TaskDefinition";
+export const TASK_PROTECTION_TAG = "encache:task-protection";
+export const TASK_PROTECTION_ENV = "ENCACHE_TASK_PROTECTION";

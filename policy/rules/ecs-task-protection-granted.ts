@@ -1,0 +1,74 @@
+import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import { depsOf, ofType, uniqueByUrn } from "../lib/graph";
+import { isActionAllowed } from "../lib/iam";
+import { isRecord, readIfKnown, stringList } from "../lib/props";
+import { roleStatements } from "../lib/roles";
+import { ECS_TASK_DEFINITION, ROLE, TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../lib/types";
+import { containerEnvironment, readContainerDefinitions } from "./ecs-container-definitions";
+
+export const DEFAULT_PROTECTION_ACTIONS = ["ecs:UpdateTaskProtection"];
+
+interface Config {
+  requiredActions?: string[];
+}
+
+/**
+ * Which marker says this task definition's containers use scale-in protection: the
+ * `encache:task-protection` tag (a literal, known on a first preview) or the
+ * `ENCACHE_TASK_PROTECTION` env var of a container (read only when known).
+ */
+export function protectionMarker(td: PolicyResource): string | undefined {
+  const tags: unknown = td.props.tags;
+  if (isRecord(tags) && typeof tags[TASK_PROTECTION_TAG] === "string") return `tag ${TASK_PROTECTION_TAG}`;
+  const containers = readIfKnown(() => readContainerDefinitions(td.props.containerDefinitions, td.name));
+  const marked = (containers ?? []).some((c) => TASK_PROTECTION_ENV in containerEnvironment(c));
+  return marked ? `env ${TASK_PROTECTION_ENV}` : undefined;
+}
+
+/**
+ * A worker that calls the agent's task-protection endpoint without `ecs:UpdateTaskProtection`
+ * gets an error it only logs, so scale-in kills it mid-job: the failure the seed was about.
+ */
+export const ecsTaskProtectionGranted: StackValidationPolicy = {
+  name: "ecs-task-protection-granted",
+  description:
+    "A task definition whose containers use task scale-in protection (tag encache:task-protection or env ENCACHE_TASK_PROTECTION) " +
+    "has a task role, in this stack, allowed ecs:UpdateTaskProtection.",
+  enforcementLevel: "mandatory",
+  configSchema: {
+    properties: {
+      requiredActions: {
+        type: "array",
+        items: { type: "string" },
+        default: DEFAULT_PROTECTION_ACTIONS,
+        description: "Actions the task role of a protection-using task definition must be allowed.",
+      },
+    },
+  },
+  validateStack: (args, reportViolation) => {
+    const config = args.getConfig<Config>();
+    const required = config.requiredActions ? stringList(config.requiredActions) : DEFAULT_PROTECTION_ACTIONS;
+    for (const td of ofType(args.resources, ECS_TASK_DEFINITION)) {
+      const marker = protectionMarker(td);
+      if (!marker) continue;
+      const roles = uniqueByUrn(depsOf(td, "taskRoleArn", ROLE));
+      if (roles.length === 0) {
+        reportViolation(
+          `Task definition '${td.name}' uses task scale-in protection (${marker}) but its taskRoleArn is not a Role in this stack; ` +
+            `it must grant ${required.join(", ")}.`,
+          td.urn,
+        );
+        continue;
+      }
+      const statements = roles.flatMap((role) => roleStatements(args.resources, role));
+      const missing = required.filter((action) => !isActionAllowed(statements, action));
+      if (missing.length > 0) {
+        reportViolation(
+          `Task definition '${td.name}' uses task scale-in protection (${marker}) but task role ` +
+            `${roles.map((r) => `'${r.name}'`).join(", ")} is not allowed ${missing.join(", ")}.`,
+          td.urn,
+        );
+      }
+    }
+  },
+};
