@@ -181,6 +181,8 @@ describe("policy rules against the ingest recording", () => {
       title: "`*` in the attached customer-managed Policy",
       rule: "no-wildcard-iam-actions",
       urns: [U.gpuPolicy],
+      // `*` also grants RunInstances/StartInstances on every instance, unconditioned.
+      also: [["ec2-launch-grants-scoped", U.gpuPolicy]],
       mutate: (rs) => editDoc(rs, U.gpuPolicy, (d) => (d.Statement[1].Action = "*")),
     },
     {
@@ -257,23 +259,25 @@ describe("policy rules against the ingest recording", () => {
   }
 
   describe("grants that satisfy dlq-consumer-can-start-gpu", () => {
+    // Launch grants stay tag-conditioned here so that only the rule under test is exercised.
+    const onGpuTag = { StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } };
     const grants: { title: string; alsoFires?: string; mutate: (rs: RecordedResource[]) => void }[] = [
       {
         title: "ec2:* in the attached policy (which the wildcard rule then rejects on its own)",
         alsoFires: "no-wildcard-iam-actions",
-        mutate: (rs) => editDoc(rs, U.gpuPolicy, (d) => (d.Statement = [{ Effect: "Allow", Action: "ec2:*", Resource: "*" }])),
+        mutate: (rs) => editDoc(rs, U.gpuPolicy, (d) => (d.Statement = [{ Effect: "Allow", Action: "ec2:*", Resource: "*", Condition: onGpuTag }])),
       },
       {
         title: "ec2:Start* and ec2:Describe* (mixed case) in the attached policy",
         mutate: (rs) =>
-          editDoc(rs, U.gpuPolicy, (d) => (d.Statement = [{ Effect: "Allow", Action: ["EC2:start*", "ec2:describe*"], Resource: "*" }])),
+          editDoc(rs, U.gpuPolicy, (d) => (d.Statement = [{ Effect: "Allow", Action: ["EC2:start*", "ec2:describe*"], Resource: "*", Condition: onGpuTag }])),
       },
       {
         title: "the inline RolePolicy, with the attachment removed",
         mutate: (rs) => {
           remove(rs, U.gpuAttachment);
           editDoc(rs, U.dlqPolicy, (d) =>
-            d.Statement.push({ Effect: "Allow", Action: ["ec2:StartInstances", "ec2:DescribeInstances"], Resource: "*" }),
+            d.Statement.push({ Effect: "Allow", Action: ["ec2:StartInstances", "ec2:DescribeInstances"], Resource: "*", Condition: onGpuTag }),
           );
         },
       },
@@ -281,7 +285,7 @@ describe("policy rules against the ingest recording", () => {
         title: "the Role's own inlinePolicies as a JSON string",
         mutate: (rs) => {
           remove(rs, U.gpuAttachment);
-          const statement = { Effect: "Allow", Action: ["ec2:StartInstances", "ec2:DescribeInstances"], Resource: "*" };
+          const statement = { Effect: "Allow", Action: ["ec2:StartInstances", "ec2:DescribeInstances"], Resource: "*", Condition: onGpuTag };
           setInput(rs, U.dlqRole, "inlinePolicies", [
             { name: "gpu", policy: JSON.stringify({ Version: "2012-10-17", Statement: statement }) },
           ]);
