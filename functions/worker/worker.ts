@@ -65,6 +65,8 @@ export class Worker {
   private receiveAbort: AbortController | undefined;
   private wakeUp: (() => void) | undefined;
   private idleUntil = 0;
+  /** A job (not just a quarantined message) ran since the task was last idle. */
+  private workedSinceIdle = false;
   private metricsAdded = 0;
   private metricsPublished = 0;
   private readonly queueArn: string;
@@ -173,7 +175,10 @@ export class Worker {
       .finally(() => {
         entry.settled = true;
         this.running.delete(entry);
-        if (this.running.size === 0) this.idleUntil = Date.now() + this.d.config.idleWindowMs;
+        if (this.running.size === 0 && this.workedSinceIdle) {
+          this.idleUntil = Date.now() + this.d.config.idleWindowMs;
+          this.workedSinceIdle = false;
+        }
         this.publishMetrics();
         this.wakeUp?.();
       });
@@ -185,6 +190,7 @@ export class Worker {
     if (!parsed.ok) return this.quarantine(message, parsed.reason);
     const handler = this.d.handlers.get(parsed.job.type);
     if (!handler) return this.quarantine(message, `unknown job type ${JSON.stringify(parsed.job.type)}`);
+    this.workedSinceIdle = true;
     await this.d.protection.acquire();
     try {
       await this.runJob(entry, parsed.job, handler);

@@ -211,6 +211,17 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     expect(agent.puts()).to.deep.equal([true, false, true, false]);
   });
 
+  it("quarantining a message is not work: no idle window follows it", async () => {
+    const t = mockedWorkerDeps({ config: { idleWindowMs: 10_000 }, handlers: { quick: () => Promise.resolve() } });
+    arrangeQueue(t, [[message("{garbage")], [message(job("quick"))]]);
+    const started = Date.now();
+
+    await runUntil(t, () => deleted(t).length === 2, "the quarantine and the job");
+
+    expect(Date.now() - started).to.be.below(2000);
+    expect(t.logger.steps()).to.include("job_succeeded");
+  });
+
   it("stops taking jobs once protection has been held maxProtectedMs, so the task gets its idle window", async () => {
     const long = gate();
     const t = mockedWorkerDeps({ config: { concurrency: 2, maxProtectedMs: 100 }, handlers: { long: long.handler, quick: () => Promise.resolve() } });
