@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: measures what tests must not time. Bundle sizes, cold init of each bundle,
+ * Ingest part of `npm run bench`: measures what tests must not time. Bundle sizes, cold init of each bundle,
  * AWS calls per message for the main paths, handler throughput, and the offline plan's wall
  * time per stack. Prints a table and writes .bench/results.json (git-ignored).
  *
