@@ -6,7 +6,7 @@
 import * as zlib from "node:zlib";
 import { ListTasksCommand, RunTaskCommand } from "@aws-sdk/client-ecs";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { bundleFunction } from "../infra/bundle";
 import { RETRAINING_ENTRY } from "../infra/parts/retraining";
 import type { LauncherConfig } from "../functions/retraining/config";
@@ -35,7 +35,7 @@ function harness(s: Scenario) {
   t.ecsMock.on(ListTasksCommand).resolves({ taskArns: Array.from({ length: s.running }, (_, i) => `arn:aws:ecs:us-east-1:123456789012:task/c/r${i}`) });
   let n = 0;
   t.ecsMock.on(RunTaskCommand).callsFake(() => ({ tasks: [{ taskArn: `arn:aws:ecs:us-east-1:123456789012:task/c/${++n}` }] }));
-  t.dbMock.on(GetCommand).resolves({});
+  t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
   t.dbMock.on(UpdateCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
   return t;
@@ -49,7 +49,7 @@ async function callsPerMessage(s: Scenario) {
   const count = (name: string) => sent.filter((n) => n === name).length;
   const byCall = {
     ListTasks: count("ListTasksCommand"),
-    GetItem: count("GetCommand"),
+    BatchGetItem: count("BatchGetCommand"),
     RunTask: count("RunTaskCommand"),
     UpdateItem: count("UpdateCommand"),
     SendMessage: count("SendMessageCommand"),

@@ -12,7 +12,7 @@ import type { LauncherConfig } from "./config";
 import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
 import { jobIdFor } from "./job-id";
 import { parseRetrainingMessage } from "./message";
-import { alreadyLaunched, isoUtc, recordLaunch } from "./state";
+import { isoUtc, latestLaunchedMessageIds, recordLaunch } from "./state";
 
 /** Powertools Metrics plus the one dimension seed 001 puts on every metric. */
 export interface LauncherMetrics extends MetricsSink {
@@ -56,8 +56,17 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
       return new LaunchSlots(running, config.maxConcurrentTasks);
     });
 
+    // Every body is parsed once; the redelivery check reads the state of all their models at once.
+    const parsedById = new Map(event.Records.map((r) => [r.messageId, parseRetrainingMessage(r.body)] as const));
+    const launchedIds = once(async () => {
+      const table = config.stateTable;
+      if (!table) return new Map<string, string>();
+      const models = [...parsedById.values()].flatMap((p) => (p.ok ? [p.message.modelName] : []));
+      return latestLaunchedMessageIds(deps.db, table, models);
+    });
+
     const handleRecord = async (record: SQSRecord): Promise<void> => {
-      const parsed = parseRetrainingMessage(record.body);
+      const parsed = parsedById.get(record.messageId) ?? parseRetrainingMessage(record.body);
       if (!parsed.ok) {
         // Seed: "skip, no retry". DESIGN: skipped means quarantined with its reason, never lost.
         await quarantine(deps.sqs, config.quarantineQueueUrl, record, `${parsed.reason}: ${parsed.detail}`, deps);
@@ -68,7 +77,7 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
       const jobId = jobIdFor(messageId);
 
       // Before the cap: an already-launched message must be acknowledged even when the cap is full.
-      if (config.stateTable && (await alreadyLaunched(deps.db, config.stateTable, modelName, messageId))) {
+      if ((await launchedIds()).get(modelName) === messageId) {
         logStep(logger, "info", "duplicate_message_skipped", { message_id: messageId, model_name: modelName, job_id: jobId });
         processed += 1;
         return;

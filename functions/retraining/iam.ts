@@ -20,7 +20,7 @@ export interface IamPermission {
 export const LAUNCHER_CALLED_PERMISSIONS = [
   { action: "ecs:ListTasks", resource: "cluster" },
   { action: "ecs:RunTask", resource: "strategy-task-definition-family" },
-  { action: "dynamodb:GetItem", resource: "state-table" },
+  { action: "dynamodb:BatchGetItem", resource: "state-table" },
   { action: "dynamodb:UpdateItem", resource: "state-table" },
   { action: "sqs:SendMessage", resource: "quarantine-queue" },
 ] as const satisfies readonly IamPermission[];

@@ -1,21 +1,36 @@
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, type DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { Trigger } from "./message";
 
+/** BatchGetItem takes at most 100 keys; unprocessed keys are re-asked this many times. */
+const BATCH_GET_LIMIT = 100;
+const UNPROCESSED_RETRIES = 3;
+
 /**
- * Whether the model's state record already names this message's launch. The record keeps only
- * the latest launch per model, so this catches the common redelivery (the Lambda acknowledged
- * too late, or SQS delivered twice); ECS's clientToken covers the rest.
+ * For each model, the message id of its latest recorded launch, read once per batch with
+ * consistent BatchGetItem calls. The record keeps only the latest launch per model, so this
+ * catches the common redelivery (the Lambda acknowledged too late, or SQS delivered twice);
+ * ECS's clientToken covers the rest. Keys DynamoDB leaves unprocessed after the retries make
+ * the call fail, so the batch is retried rather than launching blind.
  */
-export async function alreadyLaunched(db: DynamoDBDocumentClient, table: string, modelName: string, messageId: string): Promise<boolean> {
-  const out = await db.send(
-    new GetCommand({
-      TableName: table,
-      Key: { model_name: modelName },
-      ProjectionExpression: "message_id",
-      ConsistentRead: true,
-    }),
-  );
-  return out.Item?.message_id === messageId;
+export async function latestLaunchedMessageIds(db: DynamoDBDocumentClient, table: string, modelNames: readonly string[]): Promise<Map<string, string>> {
+  const launched = new Map<string, string>();
+  const unique = [...new Set(modelNames)];
+  for (let i = 0; i < unique.length; i += BATCH_GET_LIMIT) {
+    let keys: Record<string, unknown>[] = unique.slice(i, i + BATCH_GET_LIMIT).map((model_name) => ({ model_name }));
+    for (let attempt = 0; keys.length > 0; attempt++) {
+      if (attempt > UNPROCESSED_RETRIES) throw new Error(`state table left ${keys.length} key(s) unprocessed after ${UNPROCESSED_RETRIES} retries`);
+      const out = await db.send(
+        new BatchGetCommand({
+          RequestItems: { [table]: { Keys: keys, ProjectionExpression: "model_name, message_id", ConsistentRead: true } },
+        }),
+      );
+      for (const item of out.Responses?.[table] ?? []) {
+        if (typeof item.model_name === "string" && typeof item.message_id === "string") launched.set(item.model_name, item.message_id);
+      }
+      keys = out.UnprocessedKeys?.[table]?.Keys ?? [];
+    }
+  }
+  return launched;
 }
 
 export interface LaunchRecord {

@@ -69,7 +69,7 @@ export function passTaskRolesStatement(a: LauncherAccess): Statement {
 
 /** Read the model's last launch (redelivery guard) and write the state record. */
 export function stateTableStatement(a: LauncherAccess): Statement {
-  return { Sid: "RetrainingState", Effect: "Allow", Action: ["dynamodb:GetItem", "dynamodb:UpdateItem"], Resource: a.stateTableArn };
+  return { Sid: "RetrainingState", Effect: "Allow", Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"], Resource: a.stateTableArn };
 }
 
 export function quarantineStatement(a: LauncherAccess): Statement {

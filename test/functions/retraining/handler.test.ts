@@ -1,6 +1,6 @@
 import { ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
@@ -20,7 +20,7 @@ function arrange(t: Harness, running = 0): void {
   });
   let n = 0;
   t.ecsMock.on(RunTaskCommand).callsFake(() => ({ tasks: [{ taskArn: taskArn(++n) }], failures: [] }));
-  t.dbMock.on(GetCommand).resolves({});
+  t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
   t.dbMock.on(UpdateCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
 }
@@ -143,14 +143,40 @@ describe("retraining/launcher handler", () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
       arrange(t, 1);
       const record = sqsRecord(retrainingBody());
-      t.dbMock.on(GetCommand).resolves({ Item: { message_id: record.messageId } });
+      t.dbMock.on(BatchGetCommand).resolves({ Responses: { "retraining-state": [{ model_name: "PascalStrategy", message_id: record.messageId }] } });
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
       expect(res.batchItemFailures).to.deep.equal([]);
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
       expect(t.logger.withStep("duplicate_message_skipped")).to.have.length(1);
-      expect(t.dbMock.commandCalls(GetCommand)[0]?.args[0].input).to.deep.include({ ConsistentRead: true, Key: { model_name: "PascalStrategy" } });
+      const read = t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-state"];
+      expect(read).to.deep.include({ ConsistentRead: true, Keys: [{ model_name: "PascalStrategy" }] });
+    });
+
+    it("reads the state of every model in the batch with one BatchGetItem, not one read per message", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 10 });
+      arrange(t);
+      const records = ["A-1", "B-1", "A-2", "C"].map((m) => sqsRecord(retrainingBody({ model_name: m })));
+
+      await createLauncherHandler(t.deps)(sqsEvent(...records));
+
+      const calls = t.dbMock.commandCalls(BatchGetCommand);
+      expect(calls).to.have.length(1);
+      expect(calls[0]?.args[0].input.RequestItems?.["retraining-state"]?.Keys).to.deep.equal([{ model_name: "A-1" }, { model_name: "B-1" }, { model_name: "A-2" }, { model_name: "C" }]);
+    });
+
+    it("asks again for keys DynamoDB left unprocessed, and fails the batch (retry) if they stay unprocessed", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const record = sqsRecord(retrainingBody());
+      t.dbMock.on(BatchGetCommand).resolves({ Responses: {}, UnprocessedKeys: { "retraining-state": { Keys: [{ model_name: "PascalStrategy" }] } } });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(t.dbMock.commandCalls(BatchGetCommand)).to.have.length(4);
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
     });
 
     it("publishes the four seed metrics with the Environment dimension", async () => {
@@ -234,7 +260,7 @@ describe("retraining/launcher handler", () => {
     const clientErrors: Array<[string, (t: Harness) => void]> = [
       ["ListTasks", (t) => t.ecsMock.on(ListTasksCommand).rejects(new Error("AccessDenied"))],
       ["RunTask", (t) => t.ecsMock.on(RunTaskCommand).rejects(new Error("ClientException"))],
-      ["GetItem", (t) => t.dbMock.on(GetCommand).rejects(new Error("ProvisionedThroughputExceeded"))],
+      ["BatchGetItem", (t) => t.dbMock.on(BatchGetCommand).rejects(new Error("ProvisionedThroughputExceeded"))],
       ["UpdateItem", (t) => t.dbMock.on(UpdateCommand).rejects(new Error("ProvisionedThroughputExceeded"))],
     ];
     for (const [call, fail] of clientErrors) {

@@ -1,6 +1,6 @@
 import { ListTasksCommand, RunTaskCommand } from "@aws-sdk/client-ecs";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { LAUNCHER_CALLED_ACTIONS, LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
@@ -9,11 +9,11 @@ import { launcherStatements } from "../../../infra/iam/retraining";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
 import { mockedLauncherDeps, retrainingBody } from "./support";
 
-/** lib-dynamodb's GetCommand is DynamoDB's GetItem. */
+/** lib-dynamodb's BatchGetCommand is DynamoDB's BatchGetItem. */
 const ACTION_OF: Record<string, string> = {
   ListTasksCommand: "ecs:ListTasks",
   RunTaskCommand: "ecs:RunTask",
-  GetCommand: "dynamodb:GetItem",
+  BatchGetCommand: "dynamodb:BatchGetItem",
   UpdateCommand: "dynamodb:UpdateItem",
   SendMessageCommand: "sqs:SendMessage",
 };
@@ -23,7 +23,7 @@ describe("retraining IAM action lists match what the code calls", () => {
     const t = mockedLauncherDeps();
     t.ecsMock.on(ListTasksCommand).resolves({ taskArns: [] });
     t.ecsMock.on(RunTaskCommand).resolves({ tasks: [{ taskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/1" }] });
-    t.dbMock.on(GetCommand).resolves({});
+    t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
     t.dbMock.on(UpdateCommand).resolves({});
     t.sqsMock.on(SendMessageCommand).resolves({});
 
