@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
-import { planJson } from "../support/runPlan";
+import { stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: unknown };
@@ -29,7 +29,7 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
 
   before(() => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = planJson(stack);
+      const { run, doc } = stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

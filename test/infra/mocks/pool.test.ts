@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/iam";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
-import { planJson } from "../support/runPlan";
+import { stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string | string[]; Condition?: unknown }> };
@@ -30,7 +30,7 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
 
   before(() => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = planJson(stack);
+      const { run, doc } = stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

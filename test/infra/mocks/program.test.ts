@@ -5,7 +5,7 @@ import { REPO_ROOT } from "../../../infra/bundle";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { planJson, runPlan } from "../support/runPlan";
+import { planJson, runPlan, stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
@@ -40,7 +40,7 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
 
   before(() => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = planJson(stack);
+      const { run, doc } = stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

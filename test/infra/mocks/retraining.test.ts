@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
-import { planJson } from "../support/runPlan";
+import { stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Effect: string; Action: string[] }> };
@@ -28,7 +28,7 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
       let doc: PlanDocument;
       const e = expected[stack];
       before(() => {
-        const { run, doc: d } = planJson(stack);
+        const { run, doc: d } = stackPlan(stack);
         expect(run.code, run.stderr).to.equal(0);
         doc = d;
       });

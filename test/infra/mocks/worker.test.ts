@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
-import { planJson } from "../support/runPlan";
+import { stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown }> };
@@ -35,7 +35,7 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
 
   before(() => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = planJson(stack);
+      const { run, doc } = stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

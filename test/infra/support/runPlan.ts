@@ -29,3 +29,18 @@ export function planJson(stack: string, extra: string[] = []): { run: PlanRun; d
   }
   return { run, doc };
 }
+
+const stackPlans = new Map<string, { run: PlanRun; doc: PlanDocument }>();
+
+/**
+ * The plan of a committed stack, run once per test process: every part's mocks test reads the
+ * same dev and prod plans, and each run costs seconds. Callers must not mutate the document.
+ */
+export function stackPlan(stack: string): { run: PlanRun; doc: PlanDocument } {
+  let plan = stackPlans.get(stack);
+  if (!plan) {
+    plan = planJson(stack);
+    stackPlans.set(stack, plan);
+  }
+  return plan;
+}
