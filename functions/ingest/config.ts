@@ -15,6 +15,9 @@ const dlqShape = {
   INGEST_DLQ_URL: envUrl(),
   // SQS caps a message's visibility timeout at 12 h.
   DLQ_VISIBILITY_EXTENSION_SECONDS: envInt(0, 43_200).default(900),
+  // A DLQ message older than this is quarantined rather than parked again: SQS would otherwise
+  // delete it silently when the DLQ's 14-day retention runs out. Default: 13 days.
+  DLQ_MAX_AGE_SECONDS: envInt(60, 1_209_600).default(1_123_200),
 };
 
 export interface GpuConfig {
@@ -31,6 +34,7 @@ export type WindowConfig = GpuConfig;
 export interface DlqConfig extends GpuConfig {
   dlqUrl: string;
   visibilityExtensionSeconds: number;
+  maxAgeSeconds: number;
 }
 
 function toGpuConfig(env: z.output<z.ZodObject<typeof gpuShape>>): GpuConfig {
@@ -54,5 +58,6 @@ export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {
     ...toGpuConfig(parsed),
     dlqUrl: parsed.INGEST_DLQ_URL,
     visibilityExtensionSeconds: parsed.DLQ_VISIBILITY_EXTENSION_SECONDS,
+    maxAgeSeconds: parsed.DLQ_MAX_AGE_SECONDS,
   };
 }

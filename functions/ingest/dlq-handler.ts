@@ -5,7 +5,7 @@ import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { approximateReceiveCount, once, processSqsBatch } from "../shared/sqs";
+import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch } from "../shared/sqs";
 import type { DlqConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { findRunningGpu, GpuUnavailableError, tryStartGpu } from "./gpu";
@@ -22,6 +22,8 @@ export interface DlqHandlerDeps {
   config: DlqConfig;
   logger: StepLogger;
   metrics: MetricsSink;
+  /** Epoch milliseconds; injectable so tests control message age. */
+  now?: () => number;
 }
 
 export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
@@ -69,6 +71,13 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       const parsed = parseWindowPayload(record.body);
       if (!parsed.ok) {
         await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, parsed.reason, deps);
+        return;
+      }
+      // The DLQ has no DLQ of its own: a message the GPU never took would expire here unseen.
+      const ageSeconds = messageAgeSeconds(record, (deps.now ?? Date.now)());
+      if (ageSeconds >= deps.config.maxAgeSeconds) {
+        const reason = `expiring_in_dlq: ${ageSeconds} s old, limit ${deps.config.maxAgeSeconds} s, ${approximateReceiveCount(record)} receives`;
+        await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, reason, deps);
         return;
       }
       const gpu = await runningGpu();

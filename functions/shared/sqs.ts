@@ -26,6 +26,15 @@ export function approximateReceiveCount(record: SQSRecord): number {
   return Number.isFinite(count) ? count : 0;
 }
 
+/**
+ * How long ago the message was first sent, in seconds. SQS keeps `SentTimestamp` when it moves a
+ * message to a DLQ, so on a DLQ this is the age that its retention is measured against.
+ */
+export function messageAgeSeconds(record: SQSRecord, nowMs: number): number {
+  const sent = Number(record.attributes?.SentTimestamp);
+  return Number.isFinite(sent) ? Math.max(0, Math.floor((nowMs - sent) / 1000)) : 0;
+}
+
 /** Memoises an async thunk so a batch shares one call, even when records run in parallel. */
 export function once<T>(thunk: () => Promise<T>): () => Promise<T> {
   let pending: Promise<T> | undefined;

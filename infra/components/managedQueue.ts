@@ -6,6 +6,11 @@ import { queueDepthAlarm } from "./queueDepthAlarm";
 export const DLQ_RETENTION_SECONDS = 1_209_600;
 /** Tag that tells operators and the policy pack which role a queue plays. */
 export const QUEUE_ROLE_TAG = "encache:queue-role";
+/**
+ * The redrive's maxReceiveCount as a literal tag: the redrive policy embeds the DLQ's ARN and is
+ * unknown on a first preview, so the policy pack reads this instead.
+ */
+export const MAX_RECEIVE_COUNT_TAG = "encache:max-receive-count";
 
 export interface ManagedQueueArgs {
   /**
@@ -118,7 +123,7 @@ export class ManagedQueue extends pulumi.ComponentResource {
         messageRetentionSeconds: s.messageRetentionSeconds,
         sqsManagedSseEnabled: true,
         redrivePolicy: pulumi.jsonStringify({ deadLetterTargetArn: this.dlq.arn, maxReceiveCount: s.maxReceiveCount }),
-        tags: { ...tags, [QUEUE_ROLE_TAG]: "source" },
+        tags: { ...tags, [QUEUE_ROLE_TAG]: "source", [MAX_RECEIVE_COUNT_TAG]: String(s.maxReceiveCount) },
       },
       { parent: this },
     );

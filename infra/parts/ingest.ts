@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
 import { GpuInstance } from "../components/gpuInstance";
-import { ManagedQueue } from "../components/managedQueue";
+import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managedQueue";
 import { TerminalQueue } from "../components/terminalQueue";
 import { QueueConsumer } from "../components/queueConsumer";
 import { policyDocument } from "../iam/document";
@@ -165,6 +165,8 @@ export class Ingest extends pulumi.ComponentResource {
           // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
           QUARANTINE_QUEUE_URL: this.quarantine.queue.url,
           DLQ_VISIBILITY_EXTENSION_SECONDS: String(c.ingest.dlqParkSeconds),
+          // Quarantine a day before the DLQ's retention would delete a message nobody took.
+          DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
           POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",
         },
         timeoutSeconds: c.ingest.dlqConsumer.timeoutSeconds,

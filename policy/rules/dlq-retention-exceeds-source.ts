@@ -13,13 +13,21 @@ function retention(queue: PolicyResource): number {
   return numberOr(queue.props.messageRetentionSeconds, SQS_DEFAULT_RETENTION_SECONDS);
 }
 
+/** Tag the ManagedQueue component sets on a source queue: its maxReceiveCount, as a literal. */
+export const MAX_RECEIVE_COUNT_TAG = "encache:max-receive-count";
+
 /**
- * The redrive policy is usually built from the DLQ's ARN, so on a first preview it is unknown;
- * maxReceiveCount is checked only once it is known, and the retention check still runs.
+ * The redrive policy is usually built from the DLQ's ARN, so on a first preview it is unknown.
+ * Then the literal `encache:max-receive-count` tag stands in for it; without either, only the
+ * retention check runs.
  */
 function maxReceiveCount(source: PolicyResource): number | undefined {
   const raw = readIfKnown((): unknown => source.props.redrivePolicy);
-  if (raw === undefined || raw === null || raw === "") return undefined;
+  if (raw === undefined || raw === null || raw === "") {
+    const tags: unknown = readIfKnown((): unknown => source.props.tags);
+    const tagged = isRecord(tags) ? tags[MAX_RECEIVE_COUNT_TAG] : undefined;
+    return typeof tagged === "string" && tagged !== "" ? numberOr(tagged, 0) : undefined;
+  }
   let parsed: unknown = raw;
   if (typeof raw === "string") {
     try {

@@ -60,7 +60,7 @@ describe("ingest consumers against moto", () => {
   const dlqConsumer = () =>
     createDlqHandler({
       ...baseDeps(),
-      config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900 },
+      config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200 },
     });
   const windowConsumer = () => createWindowHandler({ ...baseDeps(), config: gpuConfig(dlq.url) });
 

@@ -148,6 +148,21 @@ describe("shared rules: tables, schedules, terminal DLQ sinks", () => {
     });
   }
 
+  describe("maxReceiveCount on a first preview, when the redrive JSON is unknown", () => {
+    const firstPreview = (count: string) => (rs: RecordedResource[]) => {
+      setInput(rs, U.ingest, "redrivePolicy", UNKNOWN.unknownStringValue);
+      setInput(rs, U.ingest, "tags", { "encache:queue-role": "source", "encache:max-receive-count": count });
+    };
+    it("reads the literal encache:max-receive-count tag and catches 1", async () => {
+      const violations = (await run(firstPreview("1"))).filter((v) => v.policy === "dlq-retention-exceeds-source");
+      expect(violations.map((v) => [v.urn, v.enforcementLevel])).to.deep.equal([[U.ingest, "mandatory"]]);
+      expect(violations[0]!.message).to.match(/maxReceiveCount 1/);
+    });
+    it("passes 3", async () => {
+      expect((await run(firstPreview("3"))).filter((v) => v.policy === "dlq-retention-exceeds-source")).to.deep.equal([]);
+    });
+  });
+
   it("an untagged queue with neither redrive nor role is still caught", async () => {
     const violations = await run((rs) => setInput(rs, X.scheduleDlq, "tags", {}));
     expect(violations.filter((v) => v.policy === "queue-has-dlq").map((v) => v.urn)).to.deep.equal([X.scheduleDlq]);

@@ -158,6 +158,37 @@ describe("ingest/dlq handler", () => {
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
   });
 
+  const DAY_MS = 86_400_000;
+  const sentDaysAgo = (days: number) => String(1_700_000_060_000 - days * DAY_MS);
+  const ageCases: Array<{ title: string; days: number; quarantined: boolean }> = [
+    { title: "12.9 days old: parked as usual", days: 12.9, quarantined: false },
+    { title: "exactly 13 days old: quarantined before the DLQ's retention deletes it", days: 13, quarantined: true },
+    { title: "13.9 days old: quarantined", days: 13.9, quarantined: true },
+  ];
+  for (const c of ageCases) {
+    it(`GPU down, a message ${c.title}`, async () => {
+      const t = mockedIngestDeps();
+      gpuDown(t);
+      const record = sqsRecord(validPayload(), { attributes: { ...sqsRecord().attributes, SentTimestamp: sentDaysAgo(c.days), ApproximateReceiveCount: "900" } });
+
+      const result = await createDlqHandler(t.deps)(sqsEvent(record));
+
+      const sends = t.sqsMock.commandCalls(SendMessageCommand);
+      if (c.quarantined) {
+        expect(result.batchItemFailures).to.deep.equal([]);
+        expect(sends).to.have.length(1);
+        expect(sends[0]?.args[0].input.QueueUrl).to.equal(QUARANTINE_URL);
+        const reason = sends[0]?.args[0].input.MessageAttributes?.["quarantine-reason"]?.StringValue;
+        expect(reason).to.match(/^expiring_in_dlq: \d+ s old, limit 1123200 s, 900 receives$/);
+        expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+      } else {
+        expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(sends).to.have.length(0);
+        expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(1);
+      }
+    });
+  }
+
   it("reports a malformed record as an item failure when the quarantine send fails", async () => {
     const t = mockedIngestDeps();
     gpuUp(t);

@@ -23,6 +23,7 @@ export function testConfig(overrides: Partial<DlqConfig> = {}): DlqConfig {
     quarantineQueueUrl: QUARANTINE_URL,
     dlqUrl: DLQ_URL,
     visibilityExtensionSeconds: 900,
+    maxAgeSeconds: 1_123_200,
     ...overrides,
   };
 }
@@ -54,6 +55,8 @@ export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<Dl
     config: testConfig(options.config),
     logger,
     metrics,
+    // One minute after the factory's SentTimestamp (test/functions/support/sqs-events.ts).
+    now: () => 1_700_000_060_000,
   };
   return {
     deps,

@@ -77,6 +77,8 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
           if (role !== "source") continue;
           const redrive = JSON.parse(String(q.inputs.redrivePolicy)) as { deadLetterTargetArn: string; maxReceiveCount: number };
           expect(redrive.maxReceiveCount).to.equal(3);
+          // The literal twin the policy pack reads on a first preview, when the redrive JSON is unknown.
+          expect((q.inputs.tags as Record<string, string>)["encache:max-receive-count"]).to.equal("3");
           const dlq = queues.find((d) => q.dependencies.includes(d.urn));
           expect(dlq?.name).to.equal(`${q.name}-dlq`);
           expect(dlq!.inputs.messageRetentionSeconds).to.equal(1_209_600);
@@ -117,6 +119,7 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         expect(dlqEnv.INGEST_DLQ_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
         expect(dlqEnv.QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-quarantine")));
         expect(dlqEnv.DLQ_VISIBILITY_EXTENSION_SECONDS).to.equal("900");
+        expect(dlqEnv.DLQ_MAX_AGE_SECONDS).to.equal("1123200");
         expect(env("ingest-window").QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
         for (const e of [dlqEnv, env("ingest-window")]) {
           expect(e).to.include({ GPU_INSTANCE_ID_PARAM: "/encache/gpu/instance_id", GPU_NAME_TAG: "encache-gpu-worker", GPU_SERVICE_PORT: "8080" });
