@@ -98,6 +98,7 @@ async function refillCalls(): Promise<void> {
   for (const [title, instances, size] of [
     ["empty class, size 3", [] as FakeEc2Instance[], 3],
     ["full class, size 3 (re-advertise only)", [0, 1, 2].map((i) => ({ id: `i-00000000000000f0${i}`, state: "running", tags: poolTags() })), 3],
+    ["full class, size 25 (re-advertise only)", Array.from({ length: 25 }, (_, i) => ({ id: `i-0000000000000${(0xf00 + i).toString(16)}`, state: "running", tags: poolTags() })), 25],
   ] as const) {
     const ec2 = new FakeEc2([...instances]);
     const table = new FakeClaimTable();

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { BatchGetItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type EC2Client, type Instance, paginateDescribeInstances, RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { advertFor, POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "./advert";
@@ -28,17 +28,33 @@ export function leaseKey(resourceClass: string): string {
   return `lease#refill#${resourceClass}`;
 }
 
-/** RunInstances idempotency token (≤ 64 chars): a retried message launches nothing new. */
+/**
+ * RunInstances idempotency token (≤ 64 chars): a retried message launches nothing new. The
+ * launch count is deliberately not part of it: a retry that asks for a different MaxCount gets
+ * `IdempotentParameterMismatch` (handled below) instead of a second launch, which could overshoot
+ * the size while DescribeInstances has not caught up with the first one.
+ */
 export function clientToken(runId: string, resourceClass: string): string {
   return createHash("sha256").update(`${runId}\0${resourceClass}`).digest("hex").slice(0, 64);
 }
 
 const LIVE = new Set(["pending", "running"]);
 
+/** Request-tagged on every RunInstances: the resources the tag-conditioned grant covers. */
+export const LAUNCH_TAGGED_RESOURCE_TYPES = ["instance", "volume", "network-interface"] as const;
+
+/** SendMessageBatch takes at most 10 entries. */
+const SQS_BATCH_MAX = 10;
+
+function isIdempotentMismatch(error: unknown): boolean {
+  return error instanceof Error && error.name === "IdempotentParameterMismatch";
+}
+
 async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<Instance[]> {
   const out: Instance[] = [];
   const pages = paginateDescribeInstances(
-    { client: deps.ec2 },
+    // A page token that comes back unchanged would otherwise page forever.
+    { client: deps.ec2, stopOnSameToken: true },
     {
       Filters: [
         { Name: `tag:${POOL_TAG_KEY}`, Values: [deps.config.poolTag] },
@@ -123,32 +139,33 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
         { Key: POOL_TAG_KEY, Value: deps.config.poolTag },
         { Key: POOL_CLASS_TAG_KEY, Value: cls.name },
       ];
-      const out = await deps.ec2.send(
-        new RunInstancesCommand({
-          LaunchTemplate: { LaunchTemplateId: cls.launchTemplateId, Version: "$Default" },
-          MinCount: 1,
-          MaxCount: toLaunch,
-          ClientToken: clientToken(runId, cls.name),
-          // Also in the template; repeated here so the tag-conditioned RunInstances grant sees them as request tags.
-          TagSpecifications: [
-            { ResourceType: "instance", Tags: tags },
-            { ResourceType: "volume", Tags: tags },
-          ],
-        }),
-      );
-      launched = out.Instances ?? [];
-      logStep(deps.logger, "info", "pool_instances_launched", { resource_class: cls.name, instance_ids: launched.map((i) => i.InstanceId), requested: toLaunch });
+      try {
+        const out = await deps.ec2.send(
+          new RunInstancesCommand({
+            LaunchTemplate: { LaunchTemplateId: cls.launchTemplateId, Version: "$Default" },
+            MinCount: 1,
+            MaxCount: toLaunch,
+            ClientToken: clientToken(runId, cls.name),
+            // Also in the template; repeated here so the tag-conditioned RunInstances grant sees them as request tags.
+            TagSpecifications: LAUNCH_TAGGED_RESOURCE_TYPES.map((ResourceType) => ({ ResourceType, Tags: tags })),
+          }),
+        );
+        launched = out.Instances ?? [];
+        logStep(deps.logger, "info", "pool_instances_launched", { resource_class: cls.name, instance_ids: launched.map((i) => i.InstanceId), requested: toLaunch });
+      } catch (error) {
+        if (!isIdempotentMismatch(error)) throw error;
+        // A redelivered message whose earlier attempt launched already (the count changed since):
+        // those instances exist but this run can't name them; the next scheduled run counts and advertises them.
+        logStep(deps.logger, "warn", "pool_launch_already_requested", { resource_class: cls.name, run_id: runId, requested: toLaunch });
+        countOne(deps.metrics, "RefillLaunchTokenReused");
+      }
     }
     for (const _ of toStart) countOne(deps.metrics, "PoolInstancesStarted");
     for (const _ of launched) countOne(deps.metrics, "PoolInstancesLaunched");
 
     const now = new Date(deps.clock());
     const toAdvertise = [...live, ...toStart, ...launched];
-    for (const instance of toAdvertise) {
-      const advert = advertFor(instance.InstanceId ?? "", instance.InstanceType ?? cls.instanceTypes[0] ?? "", cls, now);
-      await deps.sqs.send(new SendMessageCommand({ QueueUrl: cls.queueUrl, MessageBody: JSON.stringify(advert) }));
-      countOne(deps.metrics, "AdvertsPublished");
-    }
+    await advertise(deps, cls, toAdvertise, now);
     logStep(deps.logger, "info", "refill_completed", {
       resource_class: cls.name,
       started: toStart.length,
@@ -164,5 +181,29 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
     };
   } finally {
     await releaseLock(deps, deps.config.claimTableName, key, runId);
+  }
+}
+
+/**
+ * One SendMessageBatch per 10 adverts. Entries SQS rejects fail the run (after the lease is
+ * released), so the refill message is retried; a retry only re-advertises, which is harmless.
+ */
+async function advertise(deps: RefillDeps, cls: PoolClassConfig, instances: Instance[], now: Date): Promise<void> {
+  for (let i = 0; i < instances.length; i += SQS_BATCH_MAX) {
+    const chunk = instances.slice(i, i + SQS_BATCH_MAX);
+    const out = await deps.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: cls.queueUrl,
+        Entries: chunk.map((instance, n) => ({
+          Id: String(n),
+          MessageBody: JSON.stringify(advertFor(instance.InstanceId ?? "", instance.InstanceType ?? cls.instanceTypes[0] ?? "", cls, now)),
+        })),
+      }),
+    );
+    const failed = out.Failed ?? [];
+    for (let k = 0; k < chunk.length - failed.length; k += 1) countOne(deps.metrics, "AdvertsPublished");
+    if (failed.length > 0) {
+      throw new Error(`SendMessageBatch rejected ${failed.length} advert(s) of ${cls.name}: ${failed.map((f) => `${f.Code ?? "?"} ${f.Message ?? ""}`.trim()).join("; ")}`);
+    }
   }
 }

@@ -2,13 +2,13 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { StepLogger } from "../shared/logger";
+import { logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch } from "../shared/sqs";
 import type { RefillConfig } from "./config";
 import type { Clock } from "./pickup";
-import { refillClass } from "./refill-class";
+import { refillClass, type RefillOutcome } from "./refill-class";
 import { parseRefillMessage } from "./refill-message";
 
 export interface RefillHandlerDeps {
@@ -27,9 +27,12 @@ export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
  * The pool-refill consumer: one scheduled message per class. A malformed message, or one
  * naming a class this stack does not have, is quarantined to the refill DLQ; a failed run is
  * reported as a batch item failure and retried by SQS (the lease makes retries safe).
+ * Several messages for one class in a batch (a backlog after an outage) share one run: a second
+ * run would only repeat the count and send every idle instance's advert again.
  */
 export function createRefillHandler(deps: RefillHandlerDeps): SqsBatchHandler {
   return async (event, context) => {
+    const runs = new Map<string, Promise<RefillOutcome>>();
     const handleRecord = async (record: SQSRecord): Promise<void> => {
       const parsed = parseRefillMessage(record.body);
       if (!parsed.ok) {
@@ -41,7 +44,15 @@ export function createRefillHandler(deps: RefillHandlerDeps): SqsBatchHandler {
         await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, `unknown resource_class ${parsed.message.resource_class}`, deps);
         return;
       }
-      await refillClass(deps, cls, record.messageId);
+      let run = runs.get(cls.name);
+      if (run) {
+        logStep(deps.logger, "info", "refill_shared_run", { resource_class: cls.name, message_id: record.messageId });
+      } else {
+        run = refillClass(deps, cls, record.messageId);
+        runs.set(cls.name, run);
+      }
+      // A failed run fails every message of its class, so each is retried.
+      await run;
     };
     try {
       return await processSqsBatch(event, handleRecord, context);

@@ -1,6 +1,6 @@
 import { DeleteItemCommand, type DeleteItemCommandInput, DynamoDBClient, PutItemCommand, type PutItemCommandInput, BatchGetItemCommand, type BatchGetItemCommandInput, DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, type DescribeInstancesCommandInput, EC2Client, EC2ServiceException, RunInstancesCommand, type RunInstancesCommandInput, StartInstancesCommand, type StartInstancesCommandInput } from "@aws-sdk/client-ec2";
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type SendMessageCommandInput, SQSClient } from "@aws-sdk/client-sqs";
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand, type SendMessageCommandInput, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { Advert, ResourceClassSpec } from "../../../functions/pool/advert";
 import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
@@ -62,6 +62,14 @@ export class FakePoolQueue {
       this.sent.push(input);
       this.push(input.MessageBody ?? "");
       return { MessageId: `m${++this.seq}` };
+    });
+    this.mock.on(SendMessageBatchCommand).callsFake((input: SendMessageBatchCommandInput) => {
+      const entries = input.Entries ?? [];
+      for (const e of entries) {
+        this.sent.push({ QueueUrl: input.QueueUrl, MessageBody: e.MessageBody, DelaySeconds: e.DelaySeconds });
+        this.push(e.MessageBody ?? "");
+      }
+      return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: `m${++this.seq}`, MD5OfMessageBody: "" })), Failed: [] };
     });
   }
 

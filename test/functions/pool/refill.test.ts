@@ -1,10 +1,11 @@
-import { RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { DescribeInstancesCommand, EC2ServiceException, RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
+import { SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import type { PoolClassConfig, RefillConfig } from "../../../functions/pool/config";
 import { parseRefillConfig } from "../../../functions/pool/config";
 import { clientToken, leaseKey, refillClass } from "../../../functions/pool/refill-class";
+import { runPoolInstancesStatements } from "../../../infra/iam/pool";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
 import { FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, instanceId, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
@@ -19,10 +20,16 @@ function arrange(instances: FakeEc2Instance[] = [], size = 3) {
   const sqs = new SQSClient({ region: "us-east-1", credentials: { accessKeyId: "t", secretAccessKey: "t" } });
   const sqsMock = mockClient(sqs);
   sqsMock.on(SendMessageCommand).resolves({ MessageId: "x" });
+  sqsMock.on(SendMessageBatchCommand).callsFake((input: SendMessageBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })), Failed: [] }));
   const t = telemetry();
   const config: RefillConfig = { classes: [{ ...CLS, size }], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 120, quarantineQueueUrl: REFILL_DLQ };
   const deps = { ec2: ec2.ec2, dynamodb: table.dynamodb, sqs, clock: clock.read, config, ...t };
-  const adverts = () => sqsMock.commandCalls(SendMessageCommand).filter((c) => c.args[0].input.QueueUrl === QUEUE_URL).map((c) => JSON.parse(c.args[0].input.MessageBody ?? "") as { instance_id: string });
+  const adverts = () =>
+    sqsMock
+      .commandCalls(SendMessageBatchCommand)
+      .filter((c) => c.args[0].input.QueueUrl === QUEUE_URL)
+      .flatMap((c) => c.args[0].input.Entries ?? [])
+      .map((e) => JSON.parse(e.MessageBody ?? "") as { instance_id: string });
   return { clock, ec2, table, sqsMock, deps, config, adverts, ...t };
 }
 
@@ -37,7 +44,7 @@ describe("pool refill", () => {
     expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 0, started: [] });
     const run = t.ec2.mock.commandCalls(RunInstancesCommand)[0]?.args[0].input;
     expect(run).to.deep.include({ LaunchTemplate: { LaunchTemplateId: "lt-0123", Version: "$Default" }, MinCount: 1, MaxCount: 3, ClientToken: clientToken("run-1", "gpu-small") });
-    expect(run?.TagSpecifications?.map((s) => s.ResourceType)).to.deep.equal(["instance", "volume"]);
+    expect(run?.TagSpecifications?.map((s) => s.ResourceType)).to.deep.equal(["instance", "volume", "network-interface"]);
     expect(run?.TagSpecifications?.[0]?.Tags).to.deep.equal([{ Key: "encache:pool", Value: POOL_TAG }, { Key: "encache:pool-class", Value: "gpu-small" }]);
     const adverts = t.adverts();
     expect(adverts.map((a) => a.instance_id)).to.deep.equal(out.kind === "refilled" ? out.launched : []);
@@ -120,7 +127,128 @@ describe("pool refill", () => {
     expect(t.ec2.instances.filter((i) => i.tags?.["encache:pool-class"] === "gpu-small")).to.have.length(2);
   });
 
+  it("request-tags every resource type the tag-conditioned RunInstances grant covers, with the grant's tag value", async () => {
+    const t = arrange([], 2);
+    const grant = runPoolInstancesStatements({
+      region: "us-east-1",
+      poolTag: POOL_TAG,
+      launchTemplateArns: ["arn:aws:ec2:us-east-1:123456789012:launch-template/lt-0123"],
+      subnetId: "subnet-1",
+      securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
+      instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance",
+    }).find((s) => s.Sid === "RunTaggedPoolInstances");
+    const conditioned = Object.entries((grant?.Condition?.["StringEquals"] ?? {}) as Record<string, string>).filter(([k]) => k.startsWith("aws:RequestTag/"));
+    const resources = ([] as unknown[]).concat(grant?.Resource).map((arn) => /:([a-z-]+)\/\*$/.exec(String(arn))?.[1]);
+    expect(conditioned, "the grant conditions on a request tag").to.have.length.greaterThan(0);
+    expect(resources).to.not.include(undefined);
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    const specs = t.ec2.runs[0]?.TagSpecifications ?? [];
+    for (const type of resources) {
+      const tags = Object.fromEntries((specs.find((s) => s.ResourceType === type)?.Tags ?? []).map((tag) => [tag.Key, tag.Value]));
+      for (const [key, value] of conditioned) expect(tags[key.slice("aws:RequestTag/".length)], `${type} carries ${key}`).to.equal(value);
+    }
+  });
+
+  it("the idempotency token depends on the run and class only, not on how many are launched", async () => {
+    const t = arrange([], 3);
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+    t.ec2.instances.splice(0, 1); // the retry sees a different deficit
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([3, 1]);
+    expect(t.ec2.runs.map((r) => r.ClientToken)).to.deep.equal([clientToken("run-1", "gpu-small"), clientToken("run-1", "gpu-small")]);
+  });
+
+  it("treats IdempotentParameterMismatch (a redelivered run after a partial launch) as already launched", async () => {
+    const t = arrange([pooled("running")], 3);
+    t.ec2.mock
+      .on(RunInstancesCommand)
+      .rejects(new EC2ServiceException({ name: "IdempotentParameterMismatch", message: "token reused", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 1, launched: [], advertised: 1 });
+    expect(t.logger.withStep("pool_launch_already_requested")[0]?.fields).to.include({ resource_class: "gpu-small", run_id: "run-1", requested: 2 });
+    expect(t.metrics.count("RefillLaunchTokenReused")).to.equal(1);
+    expect(t.table.items.has(leaseKey("gpu-small")), "lease released").to.equal(false);
+  });
+
+  it("a redelivered refill message that meets IdempotentParameterMismatch is acknowledged, not retried into the DLQ", async () => {
+    const t = arrange([], 2);
+    t.ec2.mock
+      .on(RunInstancesCommand)
+      .rejects(new EC2ServiceException({ name: "IdempotentParameterMismatch", message: "token reused", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+
+    const response = await createRefillHandler(t.deps)(sqsEvent(sqsRecord({ resource_class: "gpu-small", scheduled_time: "x" })));
+
+    expect(response.batchItemFailures).to.deep.equal([]);
+  });
+
+  it("advertises with one SendMessageBatch per 10 instances, never one SendMessage each", async () => {
+    const t = arrange(Array.from({ length: 12 }, () => pooled("running")), 12);
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(t.sqsMock.commandCalls(SendMessageBatchCommand).map((c) => c.args[0].input.Entries?.length)).to.deep.equal([10, 2]);
+    expect(t.sqsMock.commandCalls(SendMessageCommand)).to.have.length(0);
+    expect(t.adverts()).to.have.length(12);
+    expect(t.metrics.count("AdvertsPublished")).to.equal(12);
+  });
+
+  it("fails the run, after releasing the lease, when SQS rejects an advert in the batch", async () => {
+    const t = arrange([pooled("running"), pooled("running")], 2);
+    t.sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [{ Id: "0", MessageId: "x", MD5OfMessageBody: "" }], Failed: [{ Id: "1", Code: "InternalError", SenderFault: false }] });
+
+    let error: unknown;
+    try {
+      await refillClass(t.deps, t.config.classes[0]!, "run-1");
+    } catch (e) {
+      error = e;
+    }
+
+    expect((error as Error).message).to.match(/rejected 1 advert.*InternalError/);
+    expect(t.metrics.count("AdvertsPublished")).to.equal(1);
+    expect(t.table.items.has(leaseKey("gpu-small"))).to.equal(false);
+  });
+
+  it("stops paging DescribeInstances when EC2 repeats the page token", async () => {
+    const t = arrange([], 0);
+    let pages = 0;
+    // Bounded here so the test fails instead of hanging if the loop were unbounded.
+    t.ec2.mock.on(DescribeInstancesCommand).callsFake(() => ({ Reservations: [], ...(++pages < 50 ? { NextToken: "same" } : {}) }));
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(pages).to.equal(2);
+  });
+
   describe("handler", () => {
+    it("runs a class once per batch when several of its messages arrive together, and acknowledges them all", async () => {
+      const t = arrange([], 2);
+      const records = [sqsRecord({ resource_class: "gpu-small", scheduled_time: "a" }), sqsRecord({ resource_class: "gpu-small", scheduled_time: "b" })];
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(...records));
+
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.ec2.calls("DescribeInstancesCommand")).to.equal(1);
+      expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+      expect(t.adverts()).to.have.length(2);
+      expect(t.logger.withStep("refill_shared_run")).to.have.length(1);
+    });
+
+    it("fails every message of a class whose shared run failed", async () => {
+      const t = arrange([], 1);
+      t.ec2.mock.on(RunInstancesCommand).rejects(new Error("boom"));
+      const records = [sqsRecord({ resource_class: "gpu-small", scheduled_time: "a" }), sqsRecord({ resource_class: "gpu-small", scheduled_time: "b" })];
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(...records));
+
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).to.have.members(records.map((r) => r.messageId));
+      expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+    });
+
     it("refills the class the scheduled message names", async () => {
       const t = arrange([], 1);
 
