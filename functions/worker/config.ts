@@ -24,6 +24,15 @@ const executablesEnv = z.string().transform((raw, ctx) => {
   }
 }).pipe(executablesSchema);
 
+/**
+ * Fargate kills the container 120 s after SIGTERM. After the grace period the worker still needs
+ * the abort settle (5 s), the parallel give-backs and the release (2 s agent timeout): 15 s.
+ * The stack config (`infra/parts/worker.config.ts`) enforces the same bound.
+ */
+export const MAX_SHUTDOWN_GRACE_SECONDS = 105;
+/** After the grace period, aborted handlers get this long to stop before their messages are given back anyway. */
+export const ABORT_SETTLE_MS = 5000;
+
 const workerShape = {
   WORK_QUEUE_URL: envUrl(),
   /** The work queue's DLQ: malformed messages and unknown types are moved there with a reason. */
@@ -37,7 +46,7 @@ const workerShape = {
   WORKER_MAX_VISIBILITY_SECONDS: envInt(1, 43_200).default(43_200),
   WORKER_HEARTBEAT_SECONDS: envInt(1, 14_400).default(60),
   WORKER_RETRY_DELAY_SECONDS: envInt(0, 43_200).default(60),
-  WORKER_SHUTDOWN_GRACE_SECONDS: envInt(0, 119).default(100),
+  WORKER_SHUTDOWN_GRACE_SECONDS: envInt(0, MAX_SHUTDOWN_GRACE_SECONDS).default(100),
   TASK_PROTECTION_EXPIRES_MINUTES: envInt(1, 2880).default(60),
   WORKER_EXECUTABLES: executablesEnv.default({}),
   /** The writable scratch volume (the root filesystem is read-only). */
@@ -59,6 +68,8 @@ export interface WorkerConfig {
   heartbeatMs: number;
   retryDelaySeconds: number;
   shutdownGraceMs: number;
+  /** After the grace period, how long aborted handlers get before their messages are given back anyway. */
+  abortSettleMs: number;
   protectionExpiresMinutes: number;
   executables: Record<string, Executable>;
   scratchDir: string;
@@ -79,6 +90,7 @@ export function parseWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
     heartbeatMs: e.WORKER_HEARTBEAT_SECONDS * 1000,
     retryDelaySeconds: e.WORKER_RETRY_DELAY_SECONDS,
     shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_SECONDS * 1000,
+    abortSettleMs: ABORT_SETTLE_MS,
     protectionExpiresMinutes: e.TASK_PROTECTION_EXPIRES_MINUTES,
     executables: e.WORKER_EXECUTABLES,
     scratchDir: e.WORKER_SCRATCH_DIR,

@@ -30,14 +30,25 @@ export function parseJob(body: string | undefined): ParsedJob {
   return { ok: true, job: result.data };
 }
 
+/** A heartbeat extends visibility to this many heartbeat intervals, so two missed beats are survivable. */
+export const HEARTBEAT_EXTENSION_FACTOR = 3;
+
+/** What one heartbeat extension sets the visibility to, in seconds. Pure. */
+export function heartbeatExtensionSeconds(limits: { heartbeatMs: number; maxVisibilitySeconds: number }): number {
+  return Math.min(limits.maxVisibilitySeconds, Math.ceil((HEARTBEAT_EXTENSION_FACTOR * limits.heartbeatMs) / 1000));
+}
+
 /**
  * The seed's rule: a job safely finishes within 2 × its expected duration, clamped to a maximum;
- * without an estimate, a default. The heartbeat covers jobs that overrun it.
+ * without an estimate, a default. Never below one heartbeat extension: the first heartbeat comes
+ * only after `heartbeatMs`, so a short estimate that the job overruns would otherwise expire
+ * (and the message go to another task) before the heartbeat could extend it.
  */
 export function initialVisibilitySeconds(
   estimatedSeconds: number | undefined,
-  limits: { defaultVisibilitySeconds: number; maxVisibilitySeconds: number },
+  limits: { defaultVisibilitySeconds: number; maxVisibilitySeconds: number; heartbeatMs: number },
 ): number {
   const candidate = estimatedSeconds === undefined ? limits.defaultVisibilitySeconds : Math.ceil(estimatedSeconds * 2);
-  return Math.max(1, Math.min(candidate, limits.maxVisibilitySeconds));
+  const clamped = Math.max(1, Math.min(candidate, limits.maxVisibilitySeconds));
+  return Math.max(clamped, heartbeatExtensionSeconds(limits));
 }

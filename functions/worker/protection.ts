@@ -19,12 +19,18 @@ export interface TaskProtectionOptions {
   refreshIntervalMs?: number;
   /** @default 5000 */
   requestTimeoutMs?: number;
+  /**
+   * While a job holds protection and the last enable failed, retry it after this long rather
+   * than waiting for the next refresh (48 min at the default expiry) with the job unprotected.
+   * @default 15000
+   */
+  enableRetryMs?: number;
   fetch?: AgentFetch;
   logger: StepLogger;
   metrics: MetricsSink;
 }
 
-type Reason = "job_started" | "refresh" | "idle" | "reconcile" | "shutdown";
+type Reason = "job_started" | "refresh" | "retry" | "idle" | "reconcile" | "shutdown";
 
 /**
  * Task scale-in protection through the ECS agent endpoint, held as a counting semaphore: the
@@ -37,17 +43,20 @@ export class TaskProtection {
   private inFlight = 0;
   private heldSince: number | undefined;
   private refreshTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private readonly url: string | undefined;
   private readonly fetchFn: AgentFetch;
   private readonly refreshMs: number;
   private readonly timeoutMs: number;
+  private readonly retryMs: number;
 
   constructor(private readonly o: TaskProtectionOptions) {
     this.url = o.agentUri ? `${o.agentUri.replace(/\/+$/, "")}/task-protection/v1/state` : undefined;
     this.fetchFn = o.fetch ?? ((url, init) => fetch(url, init));
     this.refreshMs = o.refreshIntervalMs ?? refreshIntervalMs(o.expiresInMinutes);
     this.timeoutMs = o.requestTimeoutMs ?? 5000;
+    this.retryMs = o.enableRetryMs ?? 15_000;
   }
 
   get enabled(): boolean {
@@ -95,30 +104,55 @@ export class TaskProtection {
     if (enabled === true && this.inFlight === 0) await this.enqueue(false, "reconcile");
   }
 
-  /** On shutdown: drop every hold and release once, whatever the count. */
-  async releaseAll(): Promise<void> {
+  /**
+   * On shutdown: drop every hold and release once, whatever the count. `timeoutMs` bounds the
+   * agent call, since the stop timeout has little left by now.
+   */
+  async releaseAll(timeoutMs = this.timeoutMs): Promise<void> {
     const wasHeld = this.inFlight > 0;
     this.inFlight = 0;
     this.stopRefresh();
-    if (wasHeld) await this.enqueue(false, "shutdown");
+    if (wasHeld) await this.enqueue(false, "shutdown", timeoutMs);
     await this.chain;
   }
 
   private stopRefresh(): void {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
+    this.clearRetry();
     this.heldSince = undefined;
   }
 
-  private enqueue(enabled: boolean, reason: Reason): Promise<void> {
-    this.chain = this.chain.then(() => this.put(enabled, reason));
+  private clearRetry(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  /** After a failed enable while a job still holds protection: try again soon, once at a time. */
+  private scheduleRetry(): void {
+    if (this.inFlight === 0 || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.enqueue(true, "retry");
+    }, this.retryMs);
+    this.retryTimer.unref();
+  }
+
+  private enqueue(enabled: boolean, reason: Reason, timeoutMs = this.timeoutMs): Promise<void> {
+    this.chain = this.chain.then(() => this.put(enabled, reason, timeoutMs));
     return this.chain;
   }
 
-  private async put(enabled: boolean, reason: Reason): Promise<void> {
+  private async put(enabled: boolean, reason: Reason, timeoutMs: number): Promise<void> {
     if (!this.url) return;
+    // Queued before the last job ended: nothing needs protecting any more.
+    if (reason === "retry" && this.inFlight === 0) return;
     const body = enabled ? { ProtectionEnabled: true, ExpiresInMinutes: this.o.expiresInMinutes } : { ProtectionEnabled: false };
-    const ok = (await this.request("PUT", body)) !== undefined;
+    const ok = (await this.request("PUT", body, timeoutMs)) !== undefined;
+    if (enabled) {
+      if (ok) this.clearRetry();
+      else this.scheduleRetry();
+    }
     if (!ok) return;
     if (reason === "refresh") {
       logStep(this.o.logger, "debug", "task_protection_refreshed", { expires_in_minutes: this.o.expiresInMinutes });
@@ -133,14 +167,14 @@ export class TaskProtection {
   }
 
   /** The parsed reply, or undefined after logging the failure. */
-  private async request(method: "GET" | "PUT", body?: unknown): Promise<unknown> {
+  private async request(method: "GET" | "PUT", body?: unknown, timeoutMs = this.timeoutMs): Promise<unknown> {
     if (!this.url) return undefined;
     try {
       const res = await this.fetchFn(this.url, {
         method,
         headers: { "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       const text = await res.text();
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);

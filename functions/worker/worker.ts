@@ -11,7 +11,7 @@ import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
 import type { WorkerConfig } from "./config";
 import type { HandlerRegistry } from "./handlers";
-import { initialVisibilitySeconds, parseJob, type Job } from "./job";
+import { heartbeatExtensionSeconds, initialVisibilitySeconds, parseJob, type Job } from "./job";
 import type { TaskProtection } from "./protection";
 import { asSqsRecord, queueArnFromUrl, receiveCount } from "./sqs-record";
 
@@ -24,8 +24,8 @@ export interface WorkerDeps {
   metrics: MetricsSink;
 }
 
-/** After the grace period, aborted handlers get this long to stop before their messages are given back anyway. */
-const ABORT_SETTLE_MS = 5000;
+/** The agent gets this long to answer the shutdown release: the stop timeout leaves no room for its usual 5 s. */
+const SHUTDOWN_RELEASE_TIMEOUT_MS = 2000;
 /** Pause after a failed poll (the SDK has already retried), so a broken queue can't spin the loop. */
 const RECEIVE_FAILURE_PAUSE_MS = 1000;
 
@@ -43,6 +43,8 @@ interface Running {
   settled: boolean;
   /** Set when shutdown gave the message back itself; the job path must not touch it after. */
   givenBack: boolean;
+  /** The visibility heartbeat; kept here so a give-back can stop it even if the handler runs on. */
+  heartbeat: NodeJS.Timeout | undefined;
 }
 
 export interface WorkerStats {
@@ -105,6 +107,12 @@ export class Worker {
         continue;
       }
       const messages = await this.receive(Math.min(10, c.concurrency - this.running.size));
+      if (this.inIdleWindow()) {
+        // A long poll that was in flight when the task went idle: starting its messages would
+        // skip the window deployments and scale-in rely on, so they go straight back.
+        await this.returnUnstarted(messages);
+        continue;
+      }
       for (const m of messages) this.start(m);
     }
     await this.shutdown();
@@ -117,6 +125,20 @@ export class Worker {
     logStep(this.d.logger, "info", "shutdown_started", { reason, in_flight: this.running.size });
     this.receiveAbort?.abort();
     this.wakeUp?.();
+  }
+
+  private inIdleWindow(now = Date.now()): boolean {
+    return this.running.size === 0 && now < this.idleUntil;
+  }
+
+  private async returnUnstarted(messages: Message[]): Promise<void> {
+    if (messages.length === 0) return;
+    const results = await Promise.all(messages.map((m) => this.changeVisibility(m, 0, "give_back")));
+    logStep(this.d.logger, "info", "idle_window_returned", {
+      messages: messages.length,
+      visible_again: results.filter(Boolean).length,
+      message_ids: messages.map((m) => m.MessageId),
+    });
   }
 
   /** 0 to receive now; otherwise how long to wait (Infinity: until a job ends or stop()). */
@@ -157,7 +179,8 @@ export class Worker {
       );
       return out.Messages ?? [];
     } catch (error) {
-      if (this.stopping) return [];
+      // Aborted by stop() or by the task going idle: not a failure.
+      if (this.stopping || abort.signal.aborted) return [];
       logStep(this.d.logger, "error", "receive_failed", { error: errorMessage(error) });
       await this.sleep(RECEIVE_FAILURE_PAUSE_MS);
       return [];
@@ -168,7 +191,7 @@ export class Worker {
 
   private start(message: Message): void {
     this.stats.received += 1;
-    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), settled: false, givenBack: false };
+    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), settled: false, givenBack: false, heartbeat: undefined };
     this.running.add(entry);
     entry.done = this.process(entry)
       .catch((error: unknown) => logStep(this.d.logger, "error", "job_crashed", { message_id: message.MessageId, error: errorMessage(error) }))
@@ -178,6 +201,8 @@ export class Worker {
         if (this.running.size === 0 && this.workedSinceIdle) {
           this.idleUntil = Date.now() + this.d.config.idleWindowMs;
           this.workedSinceIdle = false;
+          // With N > 1 a long poll may be in flight; whatever it brings must wait for the window.
+          if (this.d.config.idleWindowMs > 0) this.receiveAbort?.abort();
         }
         this.publishMetrics();
         this.wakeUp?.();
@@ -204,7 +229,7 @@ export class Worker {
     const c = this.d.config;
     const visibility = initialVisibilitySeconds(job.estimated_seconds, c);
     await this.changeVisibility(message, visibility, "initial");
-    const heartbeat = this.startHeartbeat(entry, job, Date.now() + visibility * 1000);
+    entry.heartbeat = this.startHeartbeat(entry, job, Date.now() + visibility * 1000);
     const fields = { job_id: job.job_id, type: job.type, message_id: message.MessageId, receive_count: receiveCount(message) };
     logStep(this.d.logger, "info", "job_started", { ...fields, visibility_seconds: visibility });
     countOne(this.d.metrics, "JobsStarted");
@@ -218,7 +243,7 @@ export class Worker {
       outcome = entry.abort.signal.aborted ? "aborted" : "failed";
       failure = error;
     } finally {
-      clearInterval(heartbeat);
+      clearInterval(entry.heartbeat);
     }
     const durationMs = Date.now() - startedAt;
     if (entry.givenBack) return;
@@ -247,8 +272,10 @@ export class Worker {
   private startHeartbeat(entry: Running, job: Job, initialDeadline: number): NodeJS.Timeout {
     const c = this.d.config;
     let deadline = initialDeadline;
-    const extension = Math.min(c.maxVisibilitySeconds, Math.ceil((3 * c.heartbeatMs) / 1000));
+    const extension = heartbeatExtensionSeconds(c);
     const timer = setInterval(() => {
+      // A job given back belongs to the queue again; the handler may still be running.
+      if (entry.givenBack) return;
       if (deadline - Date.now() > 2 * c.heartbeatMs) return;
       deadline = Date.now() + extension * 1000;
       void this.changeVisibility(entry.message, extension, "heartbeat").then((ok) => {
@@ -296,6 +323,7 @@ export class Worker {
 
   private async giveBack(entry: Running, jobId: string | undefined): Promise<void> {
     entry.givenBack = true;
+    clearInterval(entry.heartbeat);
     const ok = await this.changeVisibility(entry.message, 0, "give_back");
     if (ok) this.stats.returned += 1;
     logStep(this.d.logger, "warn", "job_returned", { job_id: jobId, message_id: entry.message.MessageId, visible_again: ok });
@@ -307,10 +335,11 @@ export class Worker {
     await this.settleBy(graceEnds);
     const unfinished = [...this.running];
     for (const entry of unfinished) entry.abort.abort(new ShutdownAbort());
-    await this.settleBy(Date.now() + ABORT_SETTLE_MS);
-    // A handler that ignored its abort signal: give its message back ourselves.
-    for (const entry of [...this.running]) if (!entry.givenBack) await this.giveBack(entry, undefined);
-    await this.d.protection.releaseAll();
+    await this.settleBy(Date.now() + this.d.config.abortSettleMs);
+    // A handler that ignored its abort signal: give its message back ourselves, all at once,
+    // since each call may spend the SDK's retries and the stop timeout is shared.
+    await Promise.all([...this.running].filter((e) => !e.givenBack).map((e) => this.giveBack(e, undefined)));
+    await this.d.protection.releaseAll(SHUTDOWN_RELEASE_TIMEOUT_MS);
     // Unconditional: the protection's own counters are only flushed here.
     this.d.metrics.publishStoredMetrics();
     logStep(this.d.logger, "info", "shutdown_complete", { ...this.stats, unfinished: unfinished.length });

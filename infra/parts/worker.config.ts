@@ -1,12 +1,16 @@
 import { z } from "zod";
-import { executablesSchema } from "../../functions/worker/config";
+import { executablesSchema, MAX_SHUTDOWN_GRACE_SECONDS } from "../../functions/worker/config";
+import { HEARTBEAT_EXTENSION_FACTOR } from "../../functions/worker/job";
+
+export { HEARTBEAT_EXTENSION_FACTOR };
 
 /** Fargate's hard ceiling on the time between SIGTERM and SIGKILL; also the Spot warning. */
 export const WORKER_STOP_TIMEOUT_SECONDS = 120;
-/** Seconds kept back from the stop timeout for giving messages back and releasing protection. */
-export const SHUTDOWN_MARGIN_SECONDS = 10;
-/** A heartbeat extends visibility to this many heartbeat intervals, so two missed beats are survivable. */
-export const HEARTBEAT_EXTENSION_FACTOR = 3;
+/**
+ * Seconds kept back from the stop timeout for the abort settle (5 s), giving messages back and
+ * releasing protection; the worker's env schema caps the grace at the same 105 s.
+ */
+export const SHUTDOWN_MARGIN_SECONDS = WORKER_STOP_TIMEOUT_SECONDS - MAX_SHUTDOWN_GRACE_SECONDS;
 const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 const SQS_MAX_RETENTION_SECONDS = 1_209_600;
 

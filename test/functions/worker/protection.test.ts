@@ -18,11 +18,12 @@ describe("worker: task scale-in protection through the agent endpoint", function
     metrics = new RecordingMetrics();
   });
 
-  const protection = (options: { agentUri?: string; refreshIntervalMs?: number; expiresInMinutes?: number } = {}) =>
+  const protection = (options: { agentUri?: string; refreshIntervalMs?: number; expiresInMinutes?: number; enableRetryMs?: number } = {}) =>
     new TaskProtection({
       agentUri: "agentUri" in options ? options.agentUri : agent.uri,
       expiresInMinutes: options.expiresInMinutes ?? 30,
       refreshIntervalMs: options.refreshIntervalMs,
+      enableRetryMs: options.enableRetryMs,
       requestTimeoutMs: 500,
       logger,
       metrics,
@@ -103,6 +104,34 @@ describe("worker: task scale-in protection through the agent endpoint", function
       expect(logger.withStep("task_protection_changed")).to.have.length(0);
     });
   }
+
+  it("retries a failed first protect on a short backoff, well before the refresh, until it succeeds", async () => {
+    const p = protection({ refreshIntervalMs: 60_000, enableRetryMs: 50 });
+    agent.failNext = 2;
+
+    await p.acquire();
+    // The refresh is 60 s away: only the retry can re-enable protection within these 2 s.
+    await waitFor(() => agent.protectedNow, 2000, "protection re-enabled");
+    const attempts = agent.puts().length;
+    await sleep(200);
+
+    expect(attempts).to.equal(3);
+    expect(agent.puts()).to.have.length(attempts);
+    expect(logger.withStep("task_protection_changed")[0]!.fields).to.include({ enabled: true, reason: "retry" });
+    await p.release();
+    expect(agent.protectedNow).to.equal(false);
+  });
+
+  it("stops retrying a failed protect once the last job has ended", async () => {
+    agent.behaviour = { status: 500 };
+    const p = protection({ refreshIntervalMs: 60_000, enableRetryMs: 50 });
+
+    await p.acquire();
+    await p.release();
+    await sleep(200);
+
+    expect(agent.puts()).to.deep.equal([true, false]);
+  });
 
   it("swallows a refused connection (no agent listening)", async () => {
     const p = protection({ agentUri: DEAD_AGENT_URI });

@@ -90,20 +90,41 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     expect(receive).to.include({ QueueUrl: WORK_URL, MaxNumberOfMessages: 1 });
   });
 
-  const visibilities: Array<[string, number | undefined, number]> = [
-    ["2 × the estimate", 90, 180],
-    ["the estimate rounded up", 0.2, 1],
-    ["clamped to the maximum", 10_000, 3600],
-    ["the default without an estimate", undefined, 900],
+  const visibilities: Array<[string, number | undefined, number, number]> = [
+    ["2 × the estimate", 90, 1000, 180],
+    ["the estimate rounded up", 0.2, 100, 1],
+    ["clamped to the maximum", 10_000, 1000, 3600],
+    ["the default without an estimate", undefined, 1000, 900],
+    ["at least one heartbeat extension (3 × 60 s) when 2 × the estimate is shorter", 10, 60_000, 180],
+    ["the maximum when even the heartbeat extension exceeds it", 10, 3_600_000, 3600],
   ];
-  for (const [name, estimate, expected] of visibilities) {
+  for (const [name, estimate, heartbeatMs, expected] of visibilities) {
     it(`sets the initial visibility to ${name}`, () => {
-      expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600 })).to.equal(expected);
+      expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600, heartbeatMs })).to.equal(expected);
     });
   }
 
+  it("a short-estimate job that overruns is never visible to another task before its first heartbeat", async () => {
+    // 2 × 0.1 s would give 1 s of visibility; the first heartbeat only comes after 1.5 s.
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 1500 }, handlers: { overrun: () => sleep(1200) } });
+    const m = message(job("overrun", { estimated_seconds: 0.1 }));
+    arrangeQueue(t, [[m]]);
+    const visibleAgainAt: number[] = [];
+    t.sqsMock.on(ChangeMessageVisibilityCommand).callsFake((input: { VisibilityTimeout?: number }) => {
+      visibleAgainAt.push(Date.now() + (input.VisibilityTimeout ?? 0) * 1000);
+      return {};
+    });
+
+    await runUntil(t, () => deleted(t).length === 1, "the delete");
+    const finishedAt = Date.now();
+
+    expect(visibleAgainAt).to.have.length.at.least(1);
+    expect(Math.max(...visibleAgainAt)).to.be.above(finishedAt);
+    expect(visibilityCalls(t)[0]).to.deep.equal([m.ReceiptHandle, 5]);
+  });
+
   it("leaves a failed job's message for redelivery after the retry delay, never deletes it", async () => {
-    const t = mockedWorkerDeps({ config: { retryDelaySeconds: 7 }, handlers: { boom: () => Promise.reject(new Error("exit 3")) } });
+    const t = mockedWorkerDeps({ config: { retryDelaySeconds: 7, heartbeatMs: 1000 }, handlers: { boom: () => Promise.reject(new Error("exit 3")) } });
     const m = message(job("boom", { estimated_seconds: 10 }));
     arrangeQueue(t, [[m]]);
 
@@ -156,7 +177,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
 
   it("extends visibility by heartbeat when a job outlives its estimate", async () => {
     const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, handlers: { long: () => sleep(1300) } });
-    const m = message(job("long", { estimated_seconds: 0.1 })); // 1 s of visibility
+    const m = message(job("long", { estimated_seconds: 0.1 })); // 1 s of visibility (the extension, 3 × 100 ms, rounds up to 1 s too)
     arrangeQueue(t, [[m]]);
 
     await runUntil(t, () => deleted(t).length === 1, "the delete");
@@ -283,5 +304,83 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     await runUntil(t, () => deleted(t).length >= 1, "a job after the failure");
 
     expect(t.logger.withStep("receive_failed")).to.have.length(1);
+  });
+
+  it("with N = 2, a long poll in flight when the task goes idle starts nothing: its messages go back, the window is kept", async () => {
+    const started: number[] = [];
+    const ended: number[] = [];
+    const t = mockedWorkerDeps({
+      config: { concurrency: 2, idleWindowMs: 800, agentUri: agent.uri },
+      handlers: { quick: async () => { started.push(Date.now()); await sleep(100); ended.push(Date.now()); } },
+    });
+    const late = message(job("quick"));
+    const receivedAt: number[] = [];
+    let calls = 0;
+    arrangeQueue(t, []);
+    t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
+      calls += 1;
+      receivedAt.push(Date.now());
+      if (calls === 1) return { Messages: [message(job("quick"))] };
+      // The second slot's long poll: it was in flight when the first job ended, and brings a message after.
+      await sleep(calls === 2 ? 300 : 20);
+      return { Messages: calls === 2 ? [late] : [] };
+    });
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    try {
+      await waitFor(() => t.logger.withStep("idle_window_returned").length === 1, 3000, "the late message given back");
+      await sleep(300);
+
+      expect(started).to.have.length(1);
+      expect(visibilityCalls(t)).to.deep.include([late.ReceiptHandle, 0]);
+      expect(receivedAt.filter((at) => at > ended[0]! + 250 && at < ended[0]! + 790)).to.deep.equal([]);
+      expect(agent.puts()).to.deep.equal([true, false]);
+    } finally {
+      worker.stop("test");
+      await running;
+    }
+  });
+
+  it("on stop: gives back the messages of handlers that ignore their abort signal in parallel", async () => {
+    const stubborn: JobHandler = () => sleep(1500);
+    const t = mockedWorkerDeps({ config: { concurrency: 3, shutdownGraceMs: 50, abortSettleMs: 50 }, handlers: { stubborn } });
+    const messages = [message(job("stubborn")), message(job("stubborn")), message(job("stubborn"))];
+    arrangeQueue(t, [messages]);
+    let active = 0;
+    let maxActive = 0;
+    t.sqsMock.on(ChangeMessageVisibilityCommand).callsFake(async (input: { VisibilityTimeout?: number }) => {
+      if (input.VisibilityTimeout !== 0) return {};
+      active += 1;
+      maxActive = Math.max(maxActive, active);
+      await sleep(200); // a slow call (the SDK retrying)
+      active -= 1;
+      return {};
+    });
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    await waitFor(() => visibilityCalls(t).length === 3, 3000, "three jobs started");
+
+    worker.stop("SIGTERM");
+    await running;
+
+    expect(maxActive).to.equal(3);
+    expect(worker.stats.returned).to.equal(3);
+  });
+
+  it("a given-back job's heartbeat stops, even while its handler ignores the abort and runs on", async () => {
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 100, shutdownGraceMs: 50, abortSettleMs: 50 }, handlers: { stubborn: () => sleep(1800) } });
+    const m = message(job("stubborn", { estimated_seconds: 0.1 })); // 1 s: the heartbeat extends it from ~800 ms
+    arrangeQueue(t, [[m]]);
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    await waitFor(() => visibilityCalls(t).length === 1, 3000, "the job started");
+
+    worker.stop("SIGTERM");
+    await running;
+    await sleep(1200); // the handler is still running; a live heartbeat would have extended by now
+
+    const calls = visibilityCalls(t);
+    expect(calls.at(-1)).to.deep.equal([m.ReceiptHandle, 0]);
+    expect(calls.filter(([, s]) => s === 0)).to.have.length(1);
   });
 });

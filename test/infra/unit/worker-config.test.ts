@@ -26,7 +26,7 @@ describe("worker config (encache:worker)", () => {
     ["min above max", "worker.minTasks", 5, /encache:worker\.minTasks: must not exceed maxTasks/],
     ["a FARGATE base above max", "worker.fargateBase", 9, /encache:worker\.fargateBase: must not exceed maxTasks/],
     ["memory that does not fit the CPU", "worker.memoryMb", 8192, /encache:worker\.memoryMb: memory 8192 MiB does not fit cpu 512/],
-    ["a grace period leaving no margin", "worker.shutdownGraceSeconds", 115, /encache:worker\.shutdownGraceSeconds: must be at most 110/],
+    ["a grace period leaving no margin", "worker.shutdownGraceSeconds", 106, /encache:worker\.shutdownGraceSeconds: must be at most 105/],
     ["a heartbeat too long for the maximum visibility", "worker.maxVisibilitySeconds", 120, /encache:worker\.(heartbeatSeconds|defaultVisibilitySeconds)/],
     ["an empty allow-list", "worker.executables", {}, /encache:worker\.executables: must allow at least one executable/],
     ["a relative executable", "worker.executables", { x: { command: "sh" } }, /encache:worker\.executables\.x\.command: must be an absolute path/],

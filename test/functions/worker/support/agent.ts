@@ -18,6 +18,8 @@ export class FakeEcsAgent {
   readonly requests: AgentRequest[] = [];
   behaviour: AgentBehaviour = { status: 200 };
   protectedNow = false;
+  /** Answer this many of the next requests with HTTP 500, then behave as configured. */
+  failNext = 0;
   private server: Server | undefined;
   private port = 0;
 
@@ -29,6 +31,12 @@ export class FakeEcsAgent {
         const raw = Buffer.concat(chunks).toString("utf8");
         const body = raw ? (JSON.parse(raw) as AgentRequest["body"]) : undefined;
         this.requests.push({ method: req.method ?? "", url: req.url ?? "", body, at: Date.now() });
+        if (this.failNext > 0) {
+          this.failNext -= 1;
+          res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: "agent unavailable" }));
+          return;
+        }
         if (this.behaviour === "reset") {
           req.socket.destroy();
           return;
@@ -61,6 +69,7 @@ export class FakeEcsAgent {
     this.requests.length = 0;
     this.behaviour = { status: 200 };
     this.protectedNow = false;
+    this.failNext = 0;
   }
 
   async stop(): Promise<void> {

@@ -23,6 +23,7 @@ export function testWorkerConfig(overrides: Partial<WorkerConfig> = {}): WorkerC
     heartbeatMs: 60_000,
     retryDelaySeconds: 0,
     shutdownGraceMs: 2000,
+    abortSettleMs: 200,
     protectionExpiresMinutes: 60,
     executables: {},
     scratchDir: "/tmp",
