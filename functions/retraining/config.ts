@@ -22,7 +22,8 @@ const launcherShape = {
   ECS_SECURITY_GROUPS: idList("security group"),
   ECS_CONTAINER_NAME: z.string().min(1).default("strategy"),
   USE_SPOT: booleanFlag.default(false),
-  RETRAINING_STATE_TABLE: z.string().min(3).optional(),
+  // Required, unlike the seed's table: the capacity lease that makes MAX_CONCURRENT_TASKS hold lives there.
+  RETRAINING_STATE_TABLE: z.string().min(3),
   MAX_CONCURRENT_TASKS: envInt(1, 1000).default(5),
   ENVIRONMENT: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be a short lowercase environment name"),
   QUARANTINE_QUEUE_URL: envUrl(),
@@ -36,7 +37,8 @@ export interface LauncherConfig {
   subnets: string[];
   securityGroups: string[];
   useSpot: boolean;
-  stateTable: string | undefined;
+  /** The state records and the capacity lease. */
+  stateTable: string;
   maxConcurrentTasks: number;
   environment: string;
   quarantineQueueUrl: string;

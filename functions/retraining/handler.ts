@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -11,6 +12,7 @@ import { AtCapacityError, LaunchSlots } from "./capacity";
 import type { LauncherConfig } from "./config";
 import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
 import { jobIdFor } from "./job-id";
+import { acquireLease, LeaseBusyError, leaseWindow, releaseLease } from "./lease";
 import { parseRetrainingMessage } from "./message";
 import { isoUtc, latestLaunchedMessageIds, recordLaunch } from "./state";
 
@@ -27,7 +29,12 @@ export interface LauncherDeps {
   logger: StepLogger;
   metrics: LauncherMetrics;
   now: () => Date;
+  /** Pause between attempts to take the capacity lease. */
+  sleep: (ms: number) => Promise<void>;
 }
+
+/** Time assumed left when invoked without a Lambda context (local runs): the seed's 30 s timeout. */
+export const DEFAULT_REMAINING_MS = 30_000;
 
 export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
@@ -43,14 +50,30 @@ export const METRICS = {
  * Seed 001's sqs-consumer: validate each message (malformed ones are quarantined, never
  * retried), count running tasks once per batch, defer what exceeds MAX_CONCURRENT_TASKS, launch
  * the rest on Fargate or Fargate Spot, record each launch, and report batch item failures.
+ *
+ * The mapping runs several invocations at once, so "count, then launch" is serialised across
+ * them by a lease in the state table: a batch holds it from before ListTasks until its launches
+ * have returned, and a batch that cannot get it defers its valid messages.
  */
 export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
   const { config, logger } = deps;
   return async (event, context) => {
     let launched = 0;
     let processed = 0;
-    // One ListTasks (paginated) per batch, and only if some message is valid.
+    const table = config.stateTable;
+    const holder = `${context?.awsRequestId ?? "local"}/${randomUUID()}`;
+    let leaseHeld = false;
+    // Lease, then one ListTasks (paginated) per batch, and only if some message needs a slot.
     const slots = once(async () => {
+      const clock = () => deps.now().getTime();
+      const window = leaseWindow(clock(), context?.getRemainingTimeInMillis() ?? DEFAULT_REMAINING_MS);
+      const attempts = await acquireLease(deps.db, table, holder, { now: clock, sleep: deps.sleep, ...window });
+      if (attempts === false) {
+        logStep(logger, "warn", "capacity_lease_busy", { holder, waited_until: new Date(window.waitUntil).toISOString() });
+        throw new LeaseBusyError();
+      }
+      leaseHeld = true;
+      logStep(logger, "info", "capacity_lease_acquired", { holder, attempts, expires_at: new Date(window.expiresAt).toISOString() });
       const running = await countRunningTasks(deps.ecs, config.cluster);
       logStep(logger, "info", "running_tasks_counted", { running, max_concurrent_tasks: config.maxConcurrentTasks });
       return new LaunchSlots(running, config.maxConcurrentTasks);
@@ -59,8 +82,6 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
     // Every body is parsed once; the redelivery check reads the state of all their models at once.
     const parsedById = new Map(event.Records.map((r) => [r.messageId, parseRetrainingMessage(r.body)] as const));
     const launchedIds = once(async () => {
-      const table = config.stateTable;
-      if (!table) return new Map<string, string>();
       const models = [...parsedById.values()].flatMap((p) => (p.ok ? [p.message.modelName] : []));
       return latestLaunchedMessageIds(deps.db, table, models);
     });
@@ -108,20 +129,23 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
         capacity_provider: capacityProviderFor(config.useSpot),
       });
 
-      if (config.stateTable) {
-        try {
-          await recordLaunch(deps.db, config.stateTable, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
-        } catch (error) {
-          // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
-          logStep(logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
-          throw error;
-        }
-        logStep(logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
+      try {
+        await recordLaunch(deps.db, table, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
+      } catch (error) {
+        // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
+        logStep(logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
+        throw error;
       }
+      logStep(logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
       processed += 1;
     };
 
-    const response = await processSqsBatch(event, handleRecord, context);
+    let response: SQSBatchResponse;
+    try {
+      response = await processSqsBatch(event, handleRecord, context);
+    } finally {
+      if (leaseHeld) await giveBackLease(deps, table, holder);
+    }
     const failed = response.batchItemFailures.length;
     logStep(logger, "info", "batch_processed", { received: event.Records.length, processed, failed, launched });
     deps.metrics.addDimension("Environment", config.environment);
@@ -132,4 +156,18 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
     deps.metrics.publishStoredMetrics();
     return response;
   };
+}
+
+/**
+ * Never throws: the batch's outcome is already decided, and a lease that could not be deleted
+ * lapses at its expiry. Losing it means it lapsed while held, so the cap may have been exceeded.
+ */
+async function giveBackLease(deps: LauncherDeps, table: string, holder: string): Promise<void> {
+  try {
+    const released = await releaseLease(deps.db, table, holder);
+    if (released) logStep(deps.logger, "info", "capacity_lease_released", { holder });
+    else logStep(deps.logger, "warn", "capacity_lease_lost", { holder });
+  } catch (error) {
+    logStep(deps.logger, "error", "capacity_lease_release_failed", { holder, error: errorMessage(error) });
+  }
 }

@@ -22,6 +22,9 @@ export const LAUNCHER_CALLED_PERMISSIONS = [
   { action: "ecs:RunTask", resource: "strategy-task-definition-family" },
   { action: "dynamodb:BatchGetItem", resource: "state-table" },
   { action: "dynamodb:UpdateItem", resource: "state-table" },
+  // The capacity lease (functions/retraining/lease.ts): conditional put to take, conditional delete to give back.
+  { action: "dynamodb:PutItem", resource: "state-table" },
+  { action: "dynamodb:DeleteItem", resource: "state-table" },
   { action: "sqs:SendMessage", resource: "quarantine-queue" },
 ] as const satisfies readonly IamPermission[];
 

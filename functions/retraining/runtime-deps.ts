@@ -23,7 +23,9 @@ export function launcherMetrics(): Metrics {
   return metrics;
 }
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** The real clients and telemetry the entry point runs with; tests build their own. */
 export function runtimeDeps(config: LauncherConfig): LauncherDeps {
-  return { ecs, db, sqs, config, logger: createLogger(), metrics: launcherMetrics(), now: () => new Date() };
+  return { ecs, db, sqs, config, logger: createLogger(), metrics: launcherMetrics(), now: () => new Date(), sleep };
 }

@@ -14,8 +14,10 @@ export interface LauncherAccess {
   taskDefinitionFamilyArn: pulumi.Input<string>;
   taskRoleArn: pulumi.Input<string>;
   executionRoleArn: pulumi.Input<string>;
-  /** The region and account of the cluster, for the task ARN pattern. */
+  /** The region of the cluster, for the task ARN pattern. */
   region: string;
+  /** The account of the cluster, for the task ARN pattern (the caller's identity). */
+  accountId: pulumi.Input<string>;
   stateTableArn: pulumi.Input<string>;
   quarantineQueueArn: pulumi.Input<string>;
 }
@@ -51,7 +53,7 @@ export function tagOnCreateStatement(a: LauncherAccess): Statement {
     Sid: "TagLaunchedTask",
     Effect: "Allow",
     Action: ["ecs:TagResource"],
-    Resource: pulumi.interpolate`arn:aws:ecs:${a.region}:*:task/${a.clusterName}/*`,
+    Resource: pulumi.interpolate`arn:aws:ecs:${a.region}:${a.accountId}:task/${a.clusterName}/*`,
     Condition: { StringEquals: { "ecs:CreateAction": "RunTask" } },
   };
 }
@@ -67,9 +69,14 @@ export function passTaskRolesStatement(a: LauncherAccess): Statement {
   };
 }
 
-/** Read the model's last launch (redelivery guard) and write the state record. */
+/** Read the models' last launches (redelivery guard), write the state record, take and give back the capacity lease. */
 export function stateTableStatement(a: LauncherAccess): Statement {
-  return { Sid: "RetrainingState", Effect: "Allow", Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"], Resource: a.stateTableArn };
+  return {
+    Sid: "RetrainingState",
+    Effect: "Allow",
+    Action: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"],
+    Resource: a.stateTableArn,
+  };
 }
 
 export function quarantineStatement(a: LauncherAccess): Statement {

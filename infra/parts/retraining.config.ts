@@ -10,6 +10,9 @@ import { fargateSizeProblem } from "../components/ecsTaskDefinition";
 /** `rate(…)`, `cron(6 fields)` or `at(…)`; the QueueSchedule component checks the details again. */
 const SCHEDULE_EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
 
+/** Fargate's task CPU sizes, the keys of the shared size table (a unit test keeps them in step). */
+export const FARGATE_CPU_UNITS: readonly number[] = [256, 512, 1024, 2048, 4096, 8192, 16_384];
+
 /** The launcher's message contract: see functions/retraining/message.ts. */
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,255}$/;
 
@@ -89,7 +92,8 @@ export function retrainingConfigProblems(
     problems.push({ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
   }
   const size = fargateSizeProblem(c.strategy.cpu, c.strategy.memoryMb);
-  if (size) problems.push({ path: ["strategy", "memoryMb"], message: size });
+  // The shared check names cpu when cpu itself is no Fargate size, else memory that does not fit it.
+  if (size) problems.push({ path: ["strategy", FARGATE_CPU_UNITS.includes(c.strategy.cpu) ? "memoryMb" : "cpu"], message: size });
   const seen = new Map<string, number>();
   c.schedules.forEach((s, i) => {
     const slug = scheduleSlug(s.modelName);

@@ -57,6 +57,7 @@ export class Retraining extends pulumi.ComponentResource {
     const cluster = args.cluster.cluster;
     const tags = { ...(args.tags ?? {}), "encache:part": "retraining" };
     const child = { parent: this };
+    const accountId = aws.getCallerIdentityOutput({}, child).accountId;
 
     this.queue = new ManagedQueue(
       name,
@@ -135,6 +136,7 @@ export class Retraining extends pulumi.ComponentResource {
           taskRoleArn: td.taskRole.arn,
           executionRoleArn: td.executionRole.arn,
           region,
+          accountId,
           stateTableArn: this.stateTable.table.arn,
           quarantineQueueArn: this.queue.dlq.arn,
         }),

@@ -9,12 +9,13 @@ import {
 } from "@aws-sdk/client-ecs";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
-import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import type { LauncherConfig } from "../../functions/retraining/config";
 import { STARTED_BY } from "../../functions/retraining/ecs";
 import { createLauncherHandler } from "../../functions/retraining/handler";
 import { jobIdFor } from "../../functions/retraining/job-id";
+import { CAPACITY_LEASE_KEY } from "../../functions/retraining/lease";
 import { RecordingLauncherMetrics } from "../functions/retraining/support";
 import { RecordingLogger } from "../functions/support/telemetry";
 import { AwsWorld, type Queue } from "./support/aws-world";
@@ -106,6 +107,7 @@ describe("retraining launcher against moto", () => {
       logger: new RecordingLogger(),
       metrics: new RecordingLauncherMetrics(),
       now: () => new Date(),
+      sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
     });
 
   async function launcherTaskArns(): Promise<string[]> {
@@ -179,6 +181,35 @@ describe("retraining launcher against moto", () => {
     expect(await launcherTaskArns()).to.have.length(3, "1 already running + 2 launched; the stopped one does not count");
     expect(run?.response.batchItemFailures).to.have.length(3);
     expect(await world.depth(queue)).to.deep.equal({ visible: 0, notVisible: 3 });
+  });
+
+  it("holds the cap across two invocations running at once over a batch bigger than the cap", async () => {
+    for (let i = 0; i < 12; i++) await world.send(queue, JSON.stringify({ model_name: `M${i}`, trigger: "manual" }));
+    const target = { queueUrl: queue.url, queueArn: queue.arn, batchSize: 6 };
+
+    // Two mapping pollers, as with maximumConcurrency ≥ 2: each receives 6 messages and sees room for 3.
+    const runs = await Promise.all([pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 })), pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 }))]);
+
+    expect(runs.map((r) => r?.event.Records.length)).to.deep.equal([6, 6]);
+    expect(await launcherTaskArns()).to.have.length(3);
+    expect(runs.reduce((n, r) => n + (r?.response.batchItemFailures.length ?? 0), 0)).to.equal(9);
+    expect((await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: CAPACITY_LEASE_KEY } }))).Item).to.equal(undefined, "released");
+  });
+
+  it("waits out a live lease held by another invocation, and takes over a lapsed one", async () => {
+    await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "manual" }));
+    const target = { queueUrl: queue.url, queueArn: queue.arn };
+    const lease = (expiresAt: number) => db.send(new PutCommand({ TableName: TABLE, Item: { model_name: CAPACITY_LEASE_KEY, holder: "crashed", expires_at: expiresAt } }));
+
+    await lease(Date.now() + 60_000);
+    const busy = await pollOnce(world.sqs, target, launcher());
+    expect(busy?.response.batchItemFailures).to.have.length(1);
+    expect(await launcherTaskArns()).to.have.length(0);
+
+    await lease(Date.now() - 1);
+    const again = await launcher()(busy?.event ?? { Records: [] });
+    expect(again.batchItemFailures).to.deep.equal([]);
+    expect(await launcherTaskArns()).to.have.length(1);
   });
 
   it("a redelivered message launches no second task", async () => {

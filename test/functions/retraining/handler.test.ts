@@ -1,6 +1,6 @@
 import { ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { BatchGetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
@@ -22,6 +22,8 @@ function arrange(t: Harness, running = 0): void {
   t.ecsMock.on(RunTaskCommand).callsFake(() => ({ tasks: [{ taskArn: taskArn(++n) }], failures: [] }));
   t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
   t.dbMock.on(UpdateCommand).resolves({});
+  t.dbMock.on(PutCommand).resolves({});
+  t.dbMock.on(DeleteCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
 }
 
@@ -129,16 +131,6 @@ describe("retraining/launcher handler", () => {
       expect(t.metrics.count("ECSTasksLaunched")).to.equal(2);
     });
 
-    it("without a state table, launches without reading or writing DynamoDB", async () => {
-      const t = mockedLauncherDeps({ stateTable: undefined });
-      arrange(t);
-
-      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
-
-      expect(res.batchItemFailures).to.deep.equal([]);
-      expect(t.dbMock.calls()).to.have.length(0);
-    });
-
     it("a redelivered message whose launch is already recorded is acknowledged without a second RunTask, even at capacity", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
       arrange(t, 1);
@@ -193,6 +185,134 @@ describe("retraining/launcher handler", () => {
         launched: t.metrics.count("ECSTasksLaunched"),
       }).to.deep.equal({ received: 3, processed: 1, failed: 1, launched: 1 });
       expect(t.metrics.published).to.equal(1);
+    });
+  });
+
+  describe("capacity lease (MAX_CONCURRENT_TASKS across concurrent invocations)", () => {
+    const conditionFailed = () => Object.assign(new Error("The conditional request failed"), { name: "ConditionalCheckFailedException" });
+
+    it("acquired: a conditional PutItem on the reserved key precedes ListTasks and every RunTask; a conditional DeleteItem by the same holder ends it", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 10 });
+      arrange(t);
+      const order: string[] = [];
+      t.dbMock.on(PutCommand).callsFake(() => (order.push("PutItem"), {}));
+      t.ecsMock.on(ListTasksCommand).callsFake(() => (order.push("ListTasks"), { taskArns: [] }));
+      t.ecsMock.on(RunTaskCommand).callsFake(() => (order.push("RunTask"), { tasks: [{ taskArn: taskArn(1) }] }));
+      t.dbMock.on(DeleteCommand).callsFake(() => (order.push("DeleteItem"), {}));
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord(retrainingBody())));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(order).to.deep.equal(["PutItem", "ListTasks", "RunTask", "RunTask", "DeleteItem"]);
+      const put = t.dbMock.commandCalls(PutCommand)[0]?.args[0].input;
+      const now = Date.parse("2024-01-01T12:00:00.000Z");
+      expect(put?.TableName).to.equal("retraining-state");
+      expect(put?.Item).to.deep.include({ model_name: "#capacity-lease", expires_at: now + 30_000 });
+      expect(put?.ConditionExpression).to.equal("attribute_not_exists(#key) OR #expires < :now");
+      expect(put?.ExpressionAttributeNames).to.deep.equal({ "#key": "model_name", "#expires": "expires_at" });
+      expect(put?.ExpressionAttributeValues).to.deep.equal({ ":now": now });
+      const del = t.dbMock.commandCalls(DeleteCommand)[0]?.args[0].input;
+      expect(del?.Key).to.deep.equal({ model_name: "#capacity-lease" });
+      expect(del?.ExpressionAttributeValues).to.deep.equal({ ":me": put?.Item?.holder });
+      expect(t.logger.steps()).to.include.members(["capacity_lease_acquired", "capacity_lease_released"]);
+    });
+
+    it("the reserved key is no model name the launcher accepts", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody({ model_name: "#capacity-lease" }))));
+
+      expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/^invalid_model_name: /);
+      expect(t.dbMock.commandCalls(PutCommand)).to.have.length(0);
+    });
+
+    it("expires with the invocation: the lease lapses when the Lambda's remaining time runs out", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const context = { awsRequestId: "req-1", getRemainingTimeInMillis: () => 12_000 } as unknown as Parameters<ReturnType<typeof createLauncherHandler>>[1];
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())), context);
+
+      const item = t.dbMock.commandCalls(PutCommand)[0]?.args[0].input.Item;
+      expect(item?.expires_at).to.equal(Date.parse("2024-01-01T12:00:00.000Z") + 12_000);
+      expect(item?.holder).to.match(/^req-1\//);
+    });
+
+    it("busy: after a bounded wait, every valid message is deferred, nothing is counted or launched, and nothing is released", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(PutCommand).rejects(conditionFailed());
+      const valid = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody({ model_name: "Other" }))];
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(...valid, sqsRecord("{")));
+
+      expect(res.batchItemFailures).to.deep.equal(valid.map((r) => ({ itemIdentifier: r.messageId })));
+      expect(t.ecsMock.calls()).to.have.length(0);
+      expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(0);
+      expect(t.sqsMock.commandCalls(SendMessageCommand)).to.have.length(1, "the malformed one is still quarantined");
+      // 3 s of waiting (30 s left / 4, capped at 3 s) in 250 ms pauses: 13 attempts, 12 pauses.
+      expect(t.dbMock.commandCalls(PutCommand)).to.have.length(13);
+      expect(t.sleeps).to.deep.equal(Array.from({ length: 12 }, () => 250));
+      expect(t.logger.withStep("capacity_lease_busy")).to.have.length(1);
+    });
+
+    it("busy, then free: launches once the holder has let go", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(PutCommand).rejectsOnce(conditionFailed()).resolves({});
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.sleeps).to.deep.equal([250]);
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(1);
+      expect(t.logger.withStep("capacity_lease_acquired")[0]?.fields).to.include({ attempts: 2 });
+    });
+
+    it("released even when a launch throws", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.ecsMock.on(RunTaskCommand).rejects(new Error("ClientException"));
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(res.batchItemFailures).to.have.length(1);
+      expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(1);
+    });
+
+    it("a lease that lapsed and was taken by another holder is left alone and logged, and the batch's outcome stands", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(DeleteCommand).rejects(conditionFailed());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.withStep("capacity_lease_lost")).to.have.length(1);
+    });
+
+    it("no message needing a slot (all malformed or already launched): no lease is taken", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord("{"), sqsRecord(JSON.stringify({ trigger: "manual" }))));
+
+      expect(t.dbMock.commandCalls(PutCommand)).to.have.length(0);
+      expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(0);
+    });
+
+    it("a DynamoDB error taking the lease fails the batch's valid messages (retry), launching nothing", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(PutCommand).rejects(new Error("ProvisionedThroughputExceeded"));
+      const record = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(t.ecsMock.calls()).to.have.length(0);
+      expect(t.sleeps).to.deep.equal([]);
     });
   });
 

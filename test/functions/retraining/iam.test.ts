@@ -1,6 +1,6 @@
 import { ListTasksCommand, RunTaskCommand } from "@aws-sdk/client-ecs";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
-import { BatchGetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { LAUNCHER_CALLED_ACTIONS, LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
@@ -9,12 +9,14 @@ import { launcherStatements } from "../../../infra/iam/retraining";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
 import { mockedLauncherDeps, retrainingBody } from "./support";
 
-/** lib-dynamodb's BatchGetCommand is DynamoDB's BatchGetItem. */
+/** lib-dynamodb's commands are DynamoDB's *Item actions. */
 const ACTION_OF: Record<string, string> = {
   ListTasksCommand: "ecs:ListTasks",
   RunTaskCommand: "ecs:RunTask",
   BatchGetCommand: "dynamodb:BatchGetItem",
   UpdateCommand: "dynamodb:UpdateItem",
+  PutCommand: "dynamodb:PutItem",
+  DeleteCommand: "dynamodb:DeleteItem",
   SendMessageCommand: "sqs:SendMessage",
 };
 
@@ -25,6 +27,8 @@ describe("retraining IAM action lists match what the code calls", () => {
     t.ecsMock.on(RunTaskCommand).resolves({ tasks: [{ taskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/1" }] });
     t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
     t.dbMock.on(UpdateCommand).resolves({});
+    t.dbMock.on(PutCommand).resolves({});
+    t.dbMock.on(DeleteCommand).resolves({});
     t.sqsMock.on(SendMessageCommand).resolves({});
 
     await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord("nope")));
@@ -41,6 +45,7 @@ describe("retraining IAM action lists match what the code calls", () => {
       taskRoleArn: "arn:aws:iam::123456789012:role/t",
       executionRoleArn: "arn:aws:iam::123456789012:role/e",
       region: "us-east-1",
+      accountId: "123456789012",
       stateTableArn: "arn:table",
       quarantineQueueArn: "arn:dlq",
     });
@@ -48,5 +53,23 @@ describe("retraining IAM action lists match what the code calls", () => {
     const passRole = statements.find((s) => s.Action.includes("iam:PassRole"));
     expect(passRole?.Resource).to.deep.equal(["arn:aws:iam::123456789012:role/t", "arn:aws:iam::123456789012:role/e"]);
     expect(passRole?.Condition).to.deep.equal({ StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } });
+  });
+});
+
+describe("retraining IAM resources", () => {
+  it("the lease actions are granted on the state table only", () => {
+    const statements = launcherStatements({
+      clusterArn: "arn:c",
+      clusterName: "platform-cluster",
+      taskDefinitionFamilyArn: "arn:td",
+      taskRoleArn: "arn:t",
+      executionRoleArn: "arn:e",
+      region: "us-east-1",
+      accountId: "123456789012",
+      stateTableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/retraining-state",
+      quarantineQueueArn: "arn:dlq",
+    });
+    const onTable = statements.filter((s) => s.Action.some((a) => a === "dynamodb:PutItem" || a === "dynamodb:DeleteItem"));
+    expect(onTable.map((s) => s.Resource)).to.deep.equal(["arn:aws:dynamodb:us-east-1:123456789012:table/retraining-state"]);
   });
 });

@@ -41,6 +41,8 @@ export function mockedLauncherDeps(config: Partial<LauncherConfig> = {}) {
   const sqs = new SQSClient({ region: "us-east-1" });
   const logger = new RecordingLogger();
   const metrics = new RecordingLauncherMetrics();
+  // Lease waits return at once; the pauses asked for are kept for assertions.
+  const sleeps: number[] = [];
   const deps: LauncherDeps = {
     ecs,
     db,
@@ -49,8 +51,11 @@ export function mockedLauncherDeps(config: Partial<LauncherConfig> = {}) {
     logger,
     metrics,
     now: () => new Date("2024-01-01T12:00:00.000Z"),
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
   };
-  return { deps, logger, metrics, ecsMock: mockClient(ecs), dbMock: mockClient(db), sqsMock: mockClient(sqs) };
+  return { deps, logger, metrics, sleeps, ecsMock: mockClient(ecs), dbMock: mockClient(db), sqsMock: mockClient(sqs) };
 }
 
 export const retrainingBody = (o: Record<string, unknown> = {}) => ({ model_name: "PascalStrategy", trigger: "scheduled", ...o });

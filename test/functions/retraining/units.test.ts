@@ -11,6 +11,7 @@ const ENV = {
   ECS_SUBNETS: "subnet-a, subnet-b,",
   ECS_SECURITY_GROUPS: "sg-1",
   ENVIRONMENT: "dev",
+  RETRAINING_STATE_TABLE: "retraining-state",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining-dlq",
 };
 
@@ -23,7 +24,7 @@ describe("retraining/launcher units", () => {
         containerName: "strategy",
         useSpot: false,
         maxConcurrentTasks: 5,
-        stateTable: undefined,
+        stateTable: "retraining-state",
         subnets: ["subnet-a", "subnet-b"],
         securityGroups: ["sg-1"],
       });
@@ -39,6 +40,7 @@ describe("retraining/launcher units", () => {
       ["no ECS_CLUSTER", { ECS_CLUSTER: "" }, /ECS_CLUSTER is required/],
       ["no subnets after trimming", { ECS_SUBNETS: " , " }, /ECS_SUBNETS is invalid/],
       ["USE_SPOT not a boolean", { USE_SPOT: "maybe" }, /USE_SPOT is invalid/],
+      ["no RETRAINING_STATE_TABLE (the capacity lease lives there)", { RETRAINING_STATE_TABLE: "" }, /RETRAINING_STATE_TABLE is/],
       ["MAX_CONCURRENT_TASKS 0", { MAX_CONCURRENT_TASKS: "0" }, /MAX_CONCURRENT_TASKS is invalid/],
     ];
     for (const [label, patch, message] of bad) {

@@ -1,11 +1,12 @@
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
+import { MOCK_ACCOUNT_ID } from "../../../infra/plan/mocks";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
 import { stackPlan } from "../support/runPlan";
 
 type Res = PlanDocument["resources"][number];
-type Doc = { Statement: Array<{ Effect: string; Action: string[] }> };
+type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; Resource: string | string[] }> };
 
 const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
 const named = (doc: PlanDocument, type: string, name: string): Res => {
@@ -118,6 +119,18 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const platform = allowedActions([sqsEventSourceStatement("q"), logsStatement("l")]);
         expect(actions).to.deep.equal([...new Set([...LAUNCHER_IAM_ACTIONS, ...platform])].sort());
         expect(children(doc, consumer, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")).to.deep.equal([]);
+      });
+
+      it("scopes tag-on-create to the cluster's tasks in this account, and the lease writes to the state table", () => {
+        const consumer = named(doc, "encache:compute:QueueConsumer", "retraining-launcher");
+        const [policy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
+        const statements = (policy?.inputs.policy as Doc).Statement;
+        const tag = statements.find((s) => s.Action.includes("ecs:TagResource"));
+        // The cluster's physical name carries the engine's random suffix; the account is the point.
+        expect(tag?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:ecs:us-east-1:${MOCK_ACCOUNT_ID}:task/platform-cluster[^/*]*/\\*$`));
+        const lease = statements.filter((s) => s.Action.includes("dynamodb:PutItem") || s.Action.includes("dynamodb:DeleteItem"));
+        expect(lease).to.have.length(1);
+        expect(lease[0]?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:dynamodb:us-east-1:${MOCK_ACCOUNT_ID}:table/retraining-state`));
       });
     });
   }

@@ -8,7 +8,7 @@ import {
 } from "../../../infra/components/ecsTaskDefinition";
 import { allowedActions } from "../../../infra/iam/document";
 import { strategyFamily } from "../../../infra/parts/retraining";
-import { retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { FARGATE_CPU_UNITS, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
 import { devConfig, withValue } from "../support/stackConfig";
 
 function configError(raw: Record<string, unknown>): string {
@@ -40,6 +40,7 @@ describe("retraining config (encache:retraining)", () => {
   const bad: Array<[string, string, unknown, RegExp]> = [
     ["visibility below 6 × timeout + window", "retraining.queueVisibilityTimeoutSeconds", 100, /encache:retraining\.queueVisibilityTimeoutSeconds: must be at least 6 × launcher\.timeoutSeconds \+ launcher\.batchingWindowSeconds = 185/],
     ["memory that does not fit the cpu", "retraining.strategy.memoryMb", 1024, /encache:retraining\.strategy\.memoryMb: memory 1024 MiB does not fit cpu 1024/],
+    ["a cpu that is no Fargate size", "retraining.strategy.cpu", 1000, /encache:retraining\.strategy\.cpu: cpu 1000 is not a Fargate size/],
     ["no image", "retraining.strategy.image", undefined, /encache:retraining\.strategy\.image: is required/],
     ["a schedule expression Scheduler refuses", "retraining.schedules", [{ modelName: "M", scheduleExpression: "every day" }], /encache:retraining\.schedules\[0\]\.scheduleExpression/],
     ["two schedules for one model slug", "retraining.schedules", [{ modelName: "Pascal", scheduleExpression: "rate(1 day)" }, { modelName: "pascal", scheduleExpression: "rate(2 days)" }], /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/],
@@ -60,6 +61,21 @@ describe("retraining config (encache:retraining)", () => {
       schedules: [],
     });
     expect(problems).to.deep.equal([{ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" }]);
+  });
+
+  it("an invalid cpu is reported at strategy.cpu only, not at strategy.memoryMb", () => {
+    const problems = retrainingConfigProblems({
+      queueVisibilityTimeoutSeconds: 600,
+      launcher: { timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 },
+      strategy: { image: "i", cpu: 1000, memoryMb: 2048, cpuArchitecture: "X86_64" },
+      schedules: [],
+    });
+    expect(problems.map((p) => p.path)).to.deep.equal([["strategy", "cpu"]]);
+  });
+
+  it("FARGATE_CPU_UNITS are exactly the cpu values the shared size check accepts", () => {
+    for (const cpu of FARGATE_CPU_UNITS) expect(fargateSizeProblem(cpu, 0), String(cpu)).to.not.match(/is not a Fargate size/);
+    for (const cpu of [0, 128, 1000, 3072, 32_768]) expect(fargateSizeProblem(cpu, 0), String(cpu)).to.match(/is not a Fargate size/);
   });
 
   it("slugs and families", () => {
