@@ -72,12 +72,18 @@ async function housekeepingCalls(): Promise<Array<[string, string]>> {
       task: "stale_ssm",
       arrange: (t) => {
         const params = Array.from({ length: 25 }, (_, i) => ({ Name: `/runs-fleet/runners/i-${i.toString(16).padStart(17, "0")}/config`, LastModifiedDate: old }));
+        // A cursor NextToken (after the last name returned) over a path that deletions shrink, as SSM's.
         t.ssmMock.on(GetParametersByPathCommand).callsFake((input: { NextToken?: string }) => {
-          const start = Number(input.NextToken ?? 0);
-          return { Parameters: params.slice(start, start + 10), NextToken: start + 10 < params.length ? String(start + 10) : undefined };
+          const after = input.NextToken;
+          const rest = after === undefined ? params : params.filter((p) => p.Name > after);
+          const page = rest.slice(0, 10);
+          return { Parameters: page, NextToken: rest.length > 10 ? page.at(-1)!.Name : undefined };
         });
         t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
-        t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => ({ DeletedParameters: input.Names }));
+        t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => {
+          for (const n of input.Names) params.splice(params.findIndex((p) => p.Name === n), 1);
+          return { DeletedParameters: input.Names };
+        });
       },
     },
     {

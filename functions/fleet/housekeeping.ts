@@ -4,7 +4,7 @@ import { EC2Client } from "@aws-sdk/client-ec2";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { createLogger } from "../shared/logger";
-import { createMetrics } from "../shared/metrics";
+import { fleetMetrics } from "./telemetry";
 import { parseHousekeepingConfig } from "./config";
 import { createHousekeepingHandler, type HousekeepingHandlerDeps } from "./housekeeping-handler";
 
@@ -23,7 +23,7 @@ export function defaultDeps(env: NodeJS.ProcessEnv = process.env): HousekeepingH
     ssm,
     sqs,
     logger: createLogger(),
-    metrics: createMetrics(),
+    metrics: fleetMetrics(),
     config: parseHousekeepingConfig(env),
     now: () => new Date(),
   };

@@ -1,4 +1,4 @@
-import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 
@@ -19,6 +19,29 @@ export interface FleetMetrics extends MetricsSink {
 export interface FleetTelemetry {
   logger: StepLogger;
   metrics: FleetMetrics;
+}
+
+/**
+ * Powertools adds a `service` default dimension (from POWERTOOLS_SERVICE_NAME) to every metric,
+ * and again to each `singleMetric()` it creates, which would put JobSuccess & co. in a dimension
+ * set the seed's dashboards do not query (JobDuration {Status}, JobSuccess {}, JobFailure {Error},
+ * Pool* {PoolName}). Both the instance and its single metrics therefore clear the defaults.
+ */
+class SeedDimensionMetrics extends Metrics {
+  constructor() {
+    super();
+    this.clearDefaultDimensions();
+  }
+
+  override singleMetric(): Metrics {
+    const single = super.singleMetric();
+    single.clearDefaultDimensions();
+    return single;
+  }
+}
+
+export function fleetMetrics(): Metrics {
+  return new SeedDimensionMetrics();
 }
 
 export function emitWithDimension(

@@ -3,7 +3,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { createLogger } from "../shared/logger";
-import { createMetrics } from "../shared/metrics";
+import { fleetMetrics } from "./telemetry";
 import { parseTerminationConfig } from "./config";
 import { createTerminationHandler, type TerminationHandlerDeps } from "./termination-handler";
 
@@ -16,7 +16,7 @@ const ssm = new SSMClient({});
 const sqs = new SQSClient({});
 
 export function defaultDeps(env: NodeJS.ProcessEnv = process.env): TerminationHandlerDeps {
-  return { dynamodb, ssm, sqs, logger: createLogger(), metrics: createMetrics(), config: parseTerminationConfig(env) };
+  return { dynamodb, ssm, sqs, logger: createLogger(), metrics: fleetMetrics(), config: parseTerminationConfig(env) };
 }
 
 export const handler = createTerminationHandler(defaultDeps());

@@ -36,16 +36,36 @@ function grantsTerminate(s: Record<string, unknown>): boolean {
   return stringList(s.Action).some((p) => !isWildcardAction(p) && actionPatternMatches(p, TERMINATE_ACTION));
 }
 
-/** Tag keys the statement's Condition requires of the resource (`aws:ResourceTag/<key>`, `ec2:ResourceTag/<key>`). */
+/**
+ * Operators under which a resource-tag condition actually scopes the grant: the tag must be
+ * present with a matching value. `Null` tests presence (and `"true"` means ABSENT), `…IfExists`
+ * passes when the tag is missing, negations and `ForAnyValue:`/`ForAllValues:` set operators
+ * match (or vacuously pass) on instances without the tag: none of them confine the grant.
+ */
+const SCOPING_OPERATOR = /^(StringEquals|StringEqualsIgnoreCase|StringLike)$/i;
+/** A value made only of IAM wildcards (`*`, `?`) matches any tag value, i.e. any tagged instance. */
+const WILDCARD_ONLY = /^[*?]+$/;
+
+/** The condition values, if every one is a non-empty string that is not wildcards only (values are OR-ed). */
+function scopingValues(value: unknown): string[] | undefined {
+  const values = Array.isArray(value) ? (value as unknown[]) : [value];
+  if (values.length === 0) return undefined;
+  const ok = values.every((v) => typeof v === "string" && v !== "" && !WILDCARD_ONLY.test(v));
+  return ok ? (values as string[]) : undefined;
+}
+
+/**
+ * Tag keys the statement's Condition requires of the resource (`aws:ResourceTag/<key>`,
+ * `ec2:ResourceTag/<key>`) with a value that actually narrows the match, under a scoping operator.
+ */
 export function resourceTagKeys(condition: unknown): string[] {
   if (!isRecord(condition)) return [];
   const keys: string[] = [];
   for (const [operator, block] of Object.entries(condition)) {
-    // IfExists and ForAnyValue operators pass when the tag is absent: they do not scope anything.
-    if (/IfExists$/i.test(operator) || /^ForAnyValue:/i.test(operator) || /^(StringNotEquals|StringNotLike)/i.test(operator) || !isRecord(block)) continue;
-    for (const key of Object.keys(block)) {
+    if (!SCOPING_OPERATOR.test(operator) || !isRecord(block)) continue;
+    for (const [key, value] of Object.entries(block)) {
       const m = RESOURCE_TAG_KEY.exec(key);
-      if (m) keys.push(m[2]!);
+      if (m && scopingValues(value)) keys.push(m[2]!);
     }
   }
   return keys;
@@ -60,7 +80,8 @@ export const ec2TerminateTagCondition: ResourceValidationPolicy = {
   name: "ec2-terminate-tag-condition",
   description:
     "Every Allow statement that grants ec2:TerminateInstances (in a Role's inline policies, a RolePolicy or a Policy) " +
-    "carries a Condition on aws:ResourceTag/<key> (or ec2:ResourceTag/<key>).",
+    "carries a StringEquals / StringEqualsIgnoreCase / StringLike condition on aws:ResourceTag/<key> (or ec2:ResourceTag/<key>) " +
+    "whose value is not wildcards only (Null, IfExists, negated and set operators do not scope).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -87,7 +108,7 @@ export const ec2TerminateTagCondition: ResourceValidationPolicy = {
       const keys = resourceTagKeys(s.Condition);
       const label = typeof s.Sid === "string" ? `statement '${s.Sid}'` : `Statement[${i}]`;
       if (keys.length === 0) {
-        reportViolation(`'${args.name}' ${label} allows ${TERMINATE_ACTION} without a resource-tag condition (aws:ResourceTag/<key>).`);
+        reportViolation(`'${args.name}' ${label} allows ${TERMINATE_ACTION} without a resource-tag condition that scopes it (StringEquals/StringLike on aws:ResourceTag/<key> with a non-wildcard value).`);
       } else if (allowedKeys.length > 0 && !keys.some((k) => allowedKeys.includes(k))) {
         reportViolation(`'${args.name}' ${label} scopes ${TERMINATE_ACTION} by tag ${keys.join(", ")}, not by one of ${allowedKeys.join(", ")}.`);
       }

@@ -204,7 +204,8 @@ describe("fleet consumers against moto", () => {
     const left = (await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/runners", Recursive: true }))).Parameters ?? [];
     expect(left.map((p) => p.Name)).to.deep.equal([`/runs-fleet/runners/${live}/config`]);
     expect(metrics.named("SSMParametersDeleted").map((m) => m.value)).to.deep.equal([25]);
-    expect(logger.withStep("housekeeping_task_completed")[0]?.fields).to.include({ listed: 26, deleted: 25, complete: true });
+    // moto's NextToken is an offset that deletions shift: complete only after a pass that deleted nothing.
+    expect(logger.withStep("housekeeping_task_completed")[0]?.fields).to.include({ deleted: 25, stale: 25, complete: true });
   });
 
   it("old_jobs deletes 60 jobs completed before the cutoff through the GSI, and nothing else", async () => {

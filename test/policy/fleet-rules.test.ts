@@ -65,6 +65,22 @@ describe("fleet rules: ec2-terminate-tag-condition, job-table-ttl, dynamodb-tabl
         editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { StringEqualsIfExists: { "aws:ResourceTag/runs-fleet:managed": "true" } })),
     },
     {
+      title: "TerminateInstances scoped by a Null condition (\"true\" means instances WITHOUT the tag)",
+      rule: "ec2-terminate-tag-condition",
+      urn: FU.housekeepingPolicy,
+      message: /without a resource-tag condition that scopes it/,
+      mutate: (rs) =>
+        editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { Null: { "aws:ResourceTag/runs-fleet:managed": "true" } })),
+    },
+    {
+      title: "TerminateInstances scoped by StringLike on a wildcard-only value (any tagged instance)",
+      rule: "ec2-terminate-tag-condition",
+      urn: FU.housekeepingPolicy,
+      message: /without a resource-tag condition that scopes it/,
+      mutate: (rs) =>
+        editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { StringLike: { "aws:ResourceTag/runs-fleet:managed": "*" } })),
+    },
+    {
       title: "a managed Policy granting ec2:Terminate* with no condition",
       rule: "ec2-terminate-tag-condition",
       urn: unscopedPolicyUrn,
@@ -104,8 +120,29 @@ describe("fleet rules: ec2-terminate-tag-condition, job-table-ttl, dynamodb-tabl
       title: "a jobs table without TTL",
       rule: "job-table-ttl",
       urn: FU.jobs,
-      message: /Job table 'fleet-jobs' must expire its records/,
+      message: /Job table 'fleet-jobs' \(tag encache:table-role=jobs\) must expire its records/,
       mutate: (rs) => setFleetInput(rs, FU.jobs, "ttl", undefined),
+    },
+    {
+      title: "a jobs table whose tag AND TTL are dropped (recognised by the function env that reads it)",
+      rule: "job-table-ttl",
+      urn: FU.jobs,
+      message: /Job table 'fleet-jobs' \(function 'fleet-termination-consumer' env RUNS_FLEET_JOBS_TABLE\) must expire its records/,
+      mutate: (rs) => {
+        setFleetInput(rs, FU.jobs, "ttl", undefined);
+        setFleetInput(rs, FU.jobs, "tags", { "encache:part": "fleet" });
+      },
+    },
+    {
+      title: "an untagged jobs table without TTL on a first preview (the env value, the table name, still unknown)",
+      rule: "job-table-ttl",
+      urn: FU.jobs,
+      message: /env RUNS_FLEET_JOBS_TABLE/,
+      mutate: (rs) => {
+        setFleetInput(rs, FU.jobs, "ttl", undefined);
+        setFleetInput(rs, FU.jobs, "tags", { "encache:part": "fleet" });
+        setFleetInput(rs, FU.terminationFunction, "environment", { variables: { RUNS_FLEET_JOBS_TABLE: UNKNOWN.unknownStringValue } });
+      },
     },
     {
       title: "a jobs table with TTL disabled",
@@ -148,7 +185,16 @@ describe("resourceTagKeys", () => {
   const cases: Array<[string, unknown, string[]]> = [
     ["aws:ResourceTag under StringEquals", { StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true" } }, ["runs-fleet:managed"]],
     ["ec2:ResourceTag under StringLike", { StringLike: { "ec2:ResourceTag/team": "ml-*" } }, ["team"]],
+    ["StringEqualsIgnoreCase scopes", { StringEqualsIgnoreCase: { "aws:ResourceTag/a": "B" } }, ["a"]],
+    ["a list of values scopes when every value does", { StringEquals: { "aws:ResourceTag/a": ["b", "c"] } }, ["a"]],
     ["IfExists does not scope", { StringEqualsIfExists: { "aws:ResourceTag/a": "b" } }, []],
+    ["Null does not scope (true = tag absent)", { Null: { "aws:ResourceTag/a": "true" } }, []],
+    ["Null false does not scope the value", { Null: { "aws:ResourceTag/a": "false" } }, []],
+    ["a wildcard-only StringLike value does not scope", { StringLike: { "aws:ResourceTag/a": "*" } }, []],
+    ["a wildcard-only value among several does not scope", { StringLike: { "aws:ResourceTag/a": ["b", "?*"] } }, []],
+    ["an empty list does not scope", { StringEquals: { "aws:ResourceTag/a": [] } }, []],
+    ["a set operator does not scope", { "ForAnyValue:StringEquals": { "aws:ResourceTag/a": "b" } }, []],
+    ["StringNotLike does not scope", { StringNotLike: { "aws:ResourceTag/a": "b" } }, []],
     ["negation does not scope", { StringNotEquals: { "aws:ResourceTag/a": "b" } }, []],
     ["a request tag is not a resource tag", { StringEquals: { "aws:RequestTag/a": "b" } }, []],
     ["no condition", undefined, []],

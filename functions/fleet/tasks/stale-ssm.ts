@@ -12,6 +12,8 @@ export const SSM_PAGE_SIZE = 10;
 export const SSM_DELETE_BATCH_SIZE = 10;
 /** Instance ids per DescribeInstances call (an `instance-id` filter takes up to 200 values). */
 export const DESCRIBE_BATCH_SIZE = 100;
+/** Listing passes per run at most; a safety net, the budget normally ends a run first. */
+export const MAX_LIST_PASSES = 10;
 
 /**
  * The ids among `ids` that EC2 still knows in a live state. An `instance-id` filter, unlike
@@ -35,57 +37,83 @@ async function liveInstances(deps: TaskDeps, ids: string[]): Promise<Set<string>
   return live;
 }
 
-/**
- * Parameters under /runs-fleet/runners/ whose instance no longer exists (or is terminated) are
- * deleted, 10 per call. Parameters younger than the minimum age are left alone: their instance
- * may not be visible to DescribeInstances yet.
- */
-export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (deps, params, budget) => {
-  const minAge = params.min_age_minutes ?? deps.config.ssmMinAgeMinutes;
-  const youngerThan = deps.now().getTime() - minAge * 60_000;
+/** Names of this page's parameters old enough to judge, by the instance id in their path. */
+function judgeablePage(parameters: ReadonlyArray<{ Name?: string | undefined; LastModifiedDate?: Date | undefined }>, youngerThan: number): Map<string, string[]> {
   const byInstance = new Map<string, string[]>();
-  let listed = 0;
-  let complete = true;
-  // List first, act after: deleting while paging could shift the pages under the NextToken.
-  const pages = paginateGetParametersByPath(
-    { client: deps.ssm, pageSize: SSM_PAGE_SIZE },
-    { Path: RUNNER_PARAMETER_PATH, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
-  );
-  for await (const page of pages) {
-    for (const p of page.Parameters ?? []) {
-      listed += 1;
-      const id = p.Name ? instanceIdOfParameter(p.Name) : null;
-      if (!id || !p.Name) continue;
-      if (p.LastModifiedDate && p.LastModifiedDate.getTime() > youngerThan) continue;
-      byInstance.set(id, [...(byInstance.get(id) ?? []), p.Name]);
-    }
-    if (budget.exhausted()) {
-      complete = false;
-      break;
-    }
+  for (const p of parameters) {
+    const id = p.Name ? instanceIdOfParameter(p.Name) : null;
+    if (!id || !p.Name) continue;
+    if (p.LastModifiedDate && p.LastModifiedDate.getTime() > youngerThan) continue;
+    byInstance.set(id, [...(byInstance.get(id) ?? []), p.Name]);
   }
+  return byInstance;
+}
 
-  const stale: string[] = [];
-  for (const ids of chunks([...byInstance.keys()], DESCRIBE_BATCH_SIZE)) {
-    if (budget.exhausted()) {
-      complete = false;
-      break;
-    }
-    const live = await liveInstances(deps, ids);
-    for (const id of ids) if (!live.has(id)) stale.push(...(byInstance.get(id) ?? []));
-  }
-
+/** Deletes `names`, 10 per call; returns how many SSM reports deleted. */
+async function deleteParameters(deps: TaskDeps, names: string[]): Promise<number> {
   let deleted = 0;
-  for (const names of chunks(stale, SSM_DELETE_BATCH_SIZE)) {
-    if (budget.exhausted()) {
-      complete = false;
-      break;
-    }
-    const out = await deps.ssm.send(new DeleteParametersCommand({ Names: names }));
+  for (const batch of chunks(names, SSM_DELETE_BATCH_SIZE)) {
+    const out = await deps.ssm.send(new DeleteParametersCommand({ Names: batch }));
     // InvalidParameters are names already gone: someone else deleted them, which is the goal.
     deleted += out.DeletedParameters?.length ?? 0;
     logStep(deps.logger, "info", "stale_ssm_parameters_deleted", { parameters: out.DeletedParameters ?? [], already_gone: out.InvalidParameters ?? [] });
   }
+  return deleted;
+}
+
+/**
+ * Parameters under /runs-fleet/runners/ whose instance no longer exists (or is terminated) are
+ * deleted, 10 per call. Parameters younger than the minimum age are left alone: their instance
+ * may not be visible to DescribeInstances yet.
+ *
+ * Page by page: each listed page is judged and its stale parameters deleted before the budget is
+ * checked, so a run that runs out of time has still made progress on what it listed (listing
+ * everything first made a long path start over from the top, unprocessed, on every run).
+ *
+ * Deleting while paging can shift later pages under the NextToken when the token is an offset
+ * (moto's is; SSM's is opaque), so parameters would be skipped. A pass that deleted anything is
+ * therefore followed by another pass from the top; the task is complete once a whole pass
+ * deletes nothing. Instances found live are remembered, so a further pass re-lists but does not
+ * re-describe them.
+ */
+export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (deps, params, budget) => {
+  const minAge = params.min_age_minutes ?? deps.config.ssmMinAgeMinutes;
+  const youngerThan = deps.now().getTime() - minAge * 60_000;
+  const knownLive = new Set<string>();
+  let listed = 0;
+  let stale = 0;
+  let deleted = 0;
+  let passes = 0;
+  let complete = false;
+  passes: while (passes < MAX_LIST_PASSES) {
+    passes += 1;
+    let staleThisPass = 0;
+    const pages = paginateGetParametersByPath(
+      { client: deps.ssm, pageSize: SSM_PAGE_SIZE },
+      { Path: RUNNER_PARAMETER_PATH, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
+    );
+    for await (const page of pages) {
+      const parameters = page.Parameters ?? [];
+      listed += parameters.length;
+      const byInstance = judgeablePage(parameters, youngerThan);
+      const pageStale: string[] = [];
+      for (const ids of chunks([...byInstance.keys()].filter((id) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
+        const live = await liveInstances(deps, ids);
+        for (const id of ids) {
+          if (live.has(id)) knownLive.add(id);
+          else pageStale.push(...(byInstance.get(id) ?? []));
+        }
+      }
+      staleThisPass += pageStale.length;
+      stale += pageStale.length;
+      deleted += await deleteParameters(deps, pageStale);
+      if (budget.exhausted()) break passes;
+    }
+    if (staleThisPass === 0) {
+      complete = true;
+      break;
+    }
+  }
   deps.metrics.addMetric("SSMParametersDeleted", MetricUnit.Count, deleted);
-  return { complete, listed, stale: stale.length, deleted };
+  return { complete, listed, stale, deleted, passes };
 };
