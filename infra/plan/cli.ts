@@ -110,7 +110,18 @@ function fail(message: string): number {
   return 2;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => process.exit(fail(describeFailure(err))),
-);
+/**
+ * Exits once stdout and stderr are flushed. Writes to a pipe are asynchronous in Node, and an
+ * immediate `process.exit` cuts a large `--json` document short; exiting at all is needed
+ * because the Pulumi runtime leaves handles open.
+ */
+function flushAndExit(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write("", done);
+  process.stderr.write("", done);
+}
+
+main(process.argv.slice(2)).then(flushAndExit, (err: unknown) => flushAndExit(fail(describeFailure(err))));

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
@@ -213,6 +214,19 @@ describe("plan exit codes", function () {
       expect(run.stderr).to.match(message);
     });
   }
+
+  it("delivers the whole --json document to a slow reader on a pipe (no truncation at exit)", () => {
+    const cli = path.join(REPO_ROOT, "infra/plan/cli.ts");
+    const r = spawnSync("sh", ["-c", `"${process.execPath}" --import tsx "${cli}" --stack prod --json | (sleep 2; cat)`], {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 120_000,
+    });
+    const doc = JSON.parse(r.stdout) as PlanDocument;
+    expect(r.stdout.length).to.be.greaterThan(131_072);
+    expect(doc.summary.resources).to.equal(doc.resources.length);
+  });
 
   it("prints the human tree for the dev stack", () => {
     const run = runPlan(["--stack", "dev"]);
