@@ -4,6 +4,7 @@
  * the shutdown; the process exits 0 once unfinished jobs are back on the queue and protection
  * is released.
  */
+import { flushAndExit } from "../shared/exit";
 import { errorMessage } from "../shared/logger";
 import { createWorker, defaultDeps } from "./runtime";
 
@@ -12,9 +13,9 @@ const worker = createWorker(deps);
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => worker.stop(signal));
 
 worker.run().then(
-  () => process.exit(0),
+  () => flushAndExit(0),
   (error: unknown) => {
     deps.logger.error("worker_crashed", { step: "worker_crashed", error: errorMessage(error) });
-    process.exit(1);
+    flushAndExit(1);
   },
 );

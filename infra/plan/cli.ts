@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { bundleSizes, REPO_ROOT } from "../bundle";
 import { policies } from "../../policy/policies";
+import { flushAndExit } from "../../functions/shared/exit";
 import { evaluatePolicies } from "./evaluate";
 import { createMocks } from "./mocks";
 import { installRecorder } from "./record";
@@ -108,20 +109,6 @@ function describeFailure(err: unknown): string {
 function fail(message: string): number {
   process.stderr.write(`plan: ${message}\n`);
   return 2;
-}
-
-/**
- * Exits once stdout and stderr are flushed. Writes to a pipe are asynchronous in Node, and an
- * immediate `process.exit` cuts a large `--json` document short; exiting at all is needed
- * because the Pulumi runtime leaves handles open.
- */
-function flushAndExit(code: number): void {
-  let pending = 2;
-  const done = () => {
-    if (--pending === 0) process.exit(code);
-  };
-  process.stdout.write("", done);
-  process.stderr.write("", done);
 }
 
 main(process.argv.slice(2)).then(flushAndExit, (err: unknown) => flushAndExit(fail(describeFailure(err))));
