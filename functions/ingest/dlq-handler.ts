@@ -8,7 +8,7 @@ import { quarantine } from "../shared/quarantine";
 import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch } from "../shared/sqs";
 import type { DlqConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
-import { findRunningGpu, GpuUnavailableError, tryStartGpu } from "./gpu";
+import { type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
 import type { SqsBatchHandler } from "./window-handler";
@@ -30,14 +30,16 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
   return async (event, context) => {
     // A failed check counts as "unavailable": this queue's job is to hold messages until the
     // GPU is back, so parking is the safe answer.
-    const runningGpu = once(() =>
-      findRunningGpu(deps).catch((error: unknown) => {
+    const gpuLookup = once(() =>
+      lookupGpu(deps).catch((error: unknown) => {
         logStep(deps.logger, "warn", "gpu_availability_check_failed", { error: errorMessage(error) });
-        return null;
+        return { address: null, seen: undefined as GpuObservation | undefined };
       }),
     );
+    const runningGpu = async () => (await gpuLookup()).address;
+    // The start attempt reuses what the availability check read; after a failed check it reads afresh.
     const startGpuOnce = once(async () => {
-      if ((await tryStartGpu(deps)) === "attempted") countOne(deps.metrics, "GpuAutostartAttempted");
+      if ((await tryStartGpu(deps, (await gpuLookup()).seen)) === "attempted") countOne(deps.metrics, "GpuAutostartAttempted");
     });
 
     const park = async (record: SQSRecord): Promise<void> => {

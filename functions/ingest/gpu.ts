@@ -93,10 +93,20 @@ interface StartCandidate {
   source: "ssm" | "tag_scan";
 }
 
-async function findStartCandidate(deps: GpuLookupDeps): Promise<StartCandidate | null> {
-  const ssmId = await readGpuInstanceId(deps);
+/**
+ * What an availability check already read: the SSM id and, for a real id, the instance it names
+ * (null when EC2 does not know it). Passing it to `tryStartGpu` spares a second SSM read and
+ * DescribeInstances in the same invocation.
+ */
+export interface GpuObservation {
+  ssmId: string | null;
+  instance: Instance | null;
+}
+
+async function findStartCandidate(deps: GpuLookupDeps, seen?: GpuObservation): Promise<StartCandidate | null> {
+  const ssmId = seen ? seen.ssmId : await readGpuInstanceId(deps);
   if (ssmId) {
-    const instance = await describeInstanceById(deps.ec2, ssmId);
+    const instance = seen ? seen.instance : await describeInstanceById(deps.ec2, ssmId);
     const state = instance?.State?.Name ?? "not_found";
     if (instance && !GONE_STATES.has(state)) return { instanceId: ssmId, state, source: "ssm" };
     logStep(deps.logger, "warn", "gpu_instance_id_stale", { instance_id: ssmId, state });
@@ -110,9 +120,9 @@ async function findStartCandidate(deps: GpuLookupDeps): Promise<StartCandidate |
  * Fire-and-forget start of the GPU instance: never throws and never waits for `running`.
  * It does not write SSM; the window consumer re-registers the id once the instance runs.
  */
-export async function tryStartGpu(deps: GpuLookupDeps): Promise<AutostartOutcome> {
+export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): Promise<AutostartOutcome> {
   try {
-    const candidate = await findStartCandidate(deps);
+    const candidate = await findStartCandidate(deps, seen);
     if (!candidate) {
       logStep(deps.logger, "info", "gpu_autostart_no_instance_found");
       return "no_instance_found";
@@ -142,11 +152,17 @@ export async function tryStartGpu(deps: GpuLookupDeps): Promise<AutostartOutcome
  * SSM/EC2 errors (after the SDK's retries) propagate.
  */
 export async function findRunningGpu(deps: GpuLookupDeps): Promise<GpuAddress | null> {
+  return (await lookupGpu(deps)).address;
+}
+
+/** findRunningGpu, plus what it read on the way, for a start attempt that follows. */
+export async function lookupGpu(deps: GpuLookupDeps): Promise<{ address: GpuAddress | null; seen: GpuObservation }> {
   const ssmId = await readGpuInstanceId(deps);
+  let instance: Instance | null = null;
   if (ssmId) {
-    const instance = await describeInstanceById(deps.ec2, ssmId);
+    instance = await describeInstanceById(deps.ec2, ssmId);
     const address = runningAddress(instance);
-    if (address) return address;
+    if (address) return { address, seen: { ssmId, instance } };
     logStep(deps.logger, "info", "gpu_instance_not_running", {
       instance_id: ssmId,
       state: instance?.State?.Name ?? "not_found",
@@ -154,7 +170,7 @@ export async function findRunningGpu(deps: GpuLookupDeps): Promise<GpuAddress | 
   }
   const address = runningAddress(await findInstanceByTag(deps, "running"));
   if (address) await registerInstanceId(deps, address.instanceId, ssmId);
-  return address;
+  return { address, seen: { ssmId, instance } };
 }
 
 /** Like findRunningGpu, but no running GPU is an error: the caller's records must be retried. */

@@ -74,7 +74,10 @@ describe("ingest/dlq handler", () => {
 
     const result = await createDlqHandler(t.deps)(sqsEvent(...records));
 
-    expect(t.ssmMock.commandCalls(GetParameterCommand), "one availability read + one start read").to.have.length(2);
+    // The start attempt reuses the availability check's reads: one SSM read, a Describe by id and
+    // the running-instance tag scan, then StartInstances.
+    expect(t.ssmMock.commandCalls(GetParameterCommand), "one SSM read shared by check and start").to.have.length(1);
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(2);
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
     expect(t.logger.withStep("gpu_autostart_attempted")).to.have.length(1);
     expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(3);

@@ -221,6 +221,34 @@ describe("ingest/gpu", () => {
     }
   });
 
+  describe("tryStartGpu with what an availability check already read", () => {
+    it("starts the observed stopped instance without reading SSM or EC2 again", async () => {
+      const t = mockedIngestDeps();
+      t.ec2Mock.on(StartInstancesCommand).resolves({});
+
+      const outcome = await tryStartGpu(t.deps, { ssmId: "i-seen", instance: { InstanceId: "i-seen", State: { Name: "stopped" } } });
+
+      expect(outcome).to.equal("attempted");
+      expect(t.ssmMock.calls()).to.have.length(0);
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(0);
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: ["i-seen"] });
+      expect(t.logger.withStep("gpu_autostart_attempted")[0]?.fields).to.include({ instance_id: "i-seen", source: "ssm" });
+    });
+
+    it("falls back to the stopped-instance tag scan when the observed id is stale", async () => {
+      const t = mockedIngestDeps();
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-tagged", state: "stopped" }]);
+      t.ec2Mock.on(StartInstancesCommand).resolves({});
+
+      const outcome = await tryStartGpu(t.deps, { ssmId: "i-gone", instance: null });
+
+      expect(outcome).to.equal("attempted");
+      expect(t.ssmMock.calls()).to.have.length(0);
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: ["i-tagged"] });
+      expect(t.logger.withStep("gpu_autostart_attempted")[0]?.fields).to.include({ source: "tag_scan" });
+    });
+  });
+
   describe("findRunningGpu / resolveGpuAddress", () => {
     it("returns the running SSM instance's private IP without scanning or writing SSM", async () => {
       const t = mockedIngestDeps();
