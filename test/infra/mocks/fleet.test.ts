@@ -3,16 +3,10 @@ import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../..
 import type { PlanDocument } from "../../../infra/plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
 import { stackPlan } from "../support/runPlan";
+import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
 
-type Res = PlanDocument["resources"][number];
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: unknown };
 
-const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
-const named = (doc: PlanDocument, type: string, name: string): Res => {
-  const r = doc.resources.find((x) => x.type === type && x.name === name);
-  if (!r) throw new Error(`no ${type} named ${name}`);
-  return r;
-};
 const statementsOf = (doc: PlanDocument, role: Res): Statement[] =>
   of(doc, "aws:iam/rolePolicy:RolePolicy")
     .filter((rp) => rp.dependencies.includes(role.urn))

@@ -3,16 +3,10 @@ import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { stackPlan } from "../support/runPlan";
+import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
 
-type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string | string[]; Condition?: unknown }> };
 
-const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
-const named = (doc: PlanDocument, type: string, name: string): Res => {
-  const r = doc.resources.find((x) => x.type === type && x.name === name);
-  if (!r) throw new Error(`no ${type} named ${name}`);
-  return r;
-};
 const tagsOf = (r: Res) => (r.inputs.tags ?? {}) as Record<string, string>;
 const actionsOf = (docs: Doc[]) => [...new Set(docs.flatMap((d) => d.Statement.filter((s) => s.Effect === "Allow").flatMap((s) => [s.Action].flat())))].sort();
 

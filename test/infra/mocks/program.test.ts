@@ -7,16 +7,10 @@ import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatem
 import type { PlanDocument } from "../../../infra/plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { planJson, runPlan, stackPlan } from "../support/runPlan";
+import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
 
-type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
 
-const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
-const named = (doc: PlanDocument, type: string, name: string): Res => {
-  const r = doc.resources.find((x) => x.type === type && x.name === name);
-  if (!r) throw new Error(`no ${type} named ${name}`);
-  return r;
-};
 
 /** Everything a role may do: its inline RolePolicy documents plus attached managed policies. */
 function roleActions(doc: PlanDocument, role: Res): string[] {

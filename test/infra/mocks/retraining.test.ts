@@ -4,16 +4,10 @@ import { MOCK_ACCOUNT_ID } from "../../../infra/plan/mocks";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
 import { stackPlan } from "../support/runPlan";
+import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
 
-type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; Resource: string | string[] }> };
 
-const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
-const named = (doc: PlanDocument, type: string, name: string): Res => {
-  const r = doc.resources.find((x) => x.type === type && x.name === name);
-  if (!r) throw new Error(`no ${type} named ${name}`);
-  return r;
-};
 const children = (doc: PlanDocument, parent: Res, type: string) => doc.resources.filter((r) => r.parent === parent.urn && r.type === type);
 
 const expected = {

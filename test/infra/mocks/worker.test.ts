@@ -6,17 +6,11 @@ import { REPO_ROOT } from "../../../infra/bundle";
 import type { PlanDocument } from "../../../infra/plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
 import { stackPlan } from "../support/runPlan";
+import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
 
-type Res = PlanDocument["resources"][number];
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown }> };
 type Container = Record<string, unknown> & { environment: Array<{ name: string; value: string }> };
 
-const of = (doc: PlanDocument, type: string) => doc.resources.filter((r) => r.type === type);
-const named = (doc: PlanDocument, type: string, name: string): Res => {
-  const r = doc.resources.find((x) => x.type === type && x.name === name);
-  if (!r) throw new Error(`no ${type} named ${name}`);
-  return r;
-};
 function roleActions(doc: PlanDocument, role: Res): string[] {
   const docs = of(doc, "aws:iam/rolePolicy:RolePolicy").filter((rp) => rp.dependencies.includes(role.urn)).map((rp) => rp.inputs.policy as Doc);
   const attached = of(doc, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").filter((a) => a.dependencies.includes(role.urn));
