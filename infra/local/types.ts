@@ -1,0 +1,167 @@
+/**
+ * The local run's contracts: what the Pulumi program deployed into moto (the topology), and
+ * what the runtime and scenarios report. Each module of `infra/local/` reads or writes these.
+ */
+import type { RecordedResource } from "../plan/types";
+
+/** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
+export interface LocalFunction {
+  urn: string;
+  /** Logical (Pulumi) name, e.g. `ingest-window`. */
+  logicalName: string;
+  /** Physical function name (what the ARN ends in). */
+  name: string;
+  arn: string;
+  /** Absolute path of the bundle's `index.js`: the exact esbuild output the program uploads. */
+  codePath: string;
+  /** `index.handler`. */
+  handler: string;
+  /** The function's environment variables, with moto's real URLs and names in them. */
+  environment: Record<string, string>;
+  timeoutSeconds: number;
+  memoryMb: number;
+}
+
+/** An SQS event source mapping. */
+export interface LocalMapping {
+  urn: string;
+  logicalName: string;
+  /** Physical name of the function it invokes (matches LocalFunction.name). */
+  functionName: string;
+  queueArn: string;
+  queueUrl: string;
+  batchSize: number;
+  batchingWindowSeconds: number;
+  /** ScalingConfig.MaximumConcurrency; undefined means unlimited (Lambda's default). */
+  maximumConcurrency?: number;
+  reportBatchItemFailures: boolean;
+  enabled: boolean;
+}
+
+export interface LocalQueue {
+  urn: string;
+  logicalName: string;
+  name: string;
+  url: string;
+  arn: string;
+  /** The `encache:queue-role` tag: source, dlq, quarantine… (undefined when untagged). */
+  role?: string;
+  visibilityTimeoutSeconds: number;
+  redrive?: { deadLetterTargetArn: string; maxReceiveCount: number };
+}
+
+/** An EventBridge Scheduler schedule (moto stores them but never fires them). */
+export interface LocalSchedule {
+  urn: string;
+  logicalName: string;
+  name: string;
+  /** `rate(…)`, `cron(…)` or `at(…)`. */
+  expression: string;
+  timezone?: string;
+  enabled: boolean;
+  target: {
+    arn: string;
+    input?: string;
+    deadLetterArn?: string;
+    maximumRetryAttempts: number;
+    maximumEventAgeInSeconds: number;
+  };
+}
+
+export interface LocalInstance {
+  urn: string;
+  logicalName: string;
+  id: string;
+  tags: Record<string, string>;
+}
+
+export interface LocalTaskDefinition {
+  urn: string;
+  logicalName: string;
+  arn: string;
+  family: string;
+  /** Parsed `containerDefinitions` (pulumi-aws takes them as a JSON string). */
+  containerDefinitions: Array<Record<string, unknown>>;
+}
+
+export interface LocalService {
+  urn: string;
+  logicalName: string;
+  name: string;
+  clusterArn: string;
+  taskDefinitionArn: string;
+  desiredCount: number;
+}
+
+export interface LocalTable {
+  urn: string;
+  logicalName: string;
+  name: string;
+  arn: string;
+}
+
+/** Everything the program declared, as it now exists in moto. */
+export interface Topology {
+  project: string;
+  stack: string;
+  region: string;
+  /** The full recording (inputs and the outputs moto answered with), keyed by URN. */
+  resources: RecordedResource[];
+  functions: LocalFunction[];
+  mappings: LocalMapping[];
+  queues: LocalQueue[];
+  schedules: LocalSchedule[];
+  instances: LocalInstance[];
+  taskDefinitions: LocalTaskDefinition[];
+  services: LocalService[];
+  tables: LocalTable[];
+  clusters: Array<{ urn: string; logicalName: string; name: string; arn: string }>;
+  /** URNs of the resources that were created in moto. */
+  created: string[];
+  /** Custom resources recorded but not created (alarms, log groups, ECR…), by type. */
+  uncreated: Array<{ urn: string; type: string }>;
+}
+
+/** One row of the end-of-run table, and one entry of `--json`'s `scenarios`. */
+export interface ScenarioSummary {
+  scenario: string;
+  wallMs: number;
+  /** Messages the scenario put on a queue. */
+  sent: number;
+  /** Messages whose effect was observed (GPU received it, task launched, job completed…). */
+  processed: number;
+  /** Messages moved to a quarantine queue with a reason. */
+  quarantined: number;
+  /** Messages sitting in a DLQ at the end. */
+  inDlq: number;
+  /** Messages still on their source queue at the end (visible or in flight). */
+  remaining: number;
+  /** sent − processed − quarantined − inDlq − remaining: must be 0. */
+  lost: number;
+  /** Key timings in milliseconds of wall time (null when the event never happened). */
+  timings: Record<string, number | null>;
+  /** Scenario-specific counts (tasks launched, duplicates, claims…). */
+  details: Record<string, unknown>;
+  /** Expectations the scenario checked that did not hold (empty when it passed). */
+  failures: string[];
+}
+
+/** One gauge row of the live view. */
+export interface QueueGauge {
+  /** Short label, e.g. `ingest` or `ingest-dlq`. */
+  label: string;
+  visible: number;
+  inFlight: number;
+}
+
+/** What the live view draws on each tick. */
+export interface LiveSnapshot {
+  scenario: string;
+  elapsedMs: number;
+  progress: { done: number; total: number };
+  queues: QueueGauge[];
+  /** Counters shown under the gauges, e.g. processed, quarantined, in DLQ. */
+  counters: Record<string, number>;
+  /** Free-form status lines, e.g. `GPU: running (serving)`. */
+  status: string[];
+}
