@@ -1,0 +1,250 @@
+/**
+ * Standalone ECS tasks (RunTask) in moto never finish: moto only moves a task on when DescribeTasks
+ * is called, and never to a natural end. This simulator plays the containers: it finds the RUNNING
+ * tasks of each cluster, lets each "run" for a chosen time, then stops it with StopTask, so that
+ * whoever counts running tasks (the retraining launcher's ListTasks by startedBy) sees capacity
+ * free up as it would on AWS.
+ *
+ * Service tasks are left alone: the worker service is run as real processes (worker-service.ts).
+ *
+ * Outcome: moto keeps every container's exitCode at 0 and has no API to change it, so a "failed"
+ * task cannot show a non-zero exit in DescribeTasks. The outcome is recorded on the SimTask and
+ * spelled out in the StopTask reason (`… (exit code 1)`), which DescribeTasks returns as
+ * `stoppedReason`.
+ */
+import {
+  DescribeTasksCommand,
+  type ECSClient,
+  paginateListTasks,
+  StopTaskCommand,
+  type Task,
+} from "@aws-sdk/client-ecs";
+
+export type TaskOutcome = "succeeded" | "failed";
+
+export interface SimTask {
+  taskArn: string;
+  clusterArn: string;
+  taskDefinitionArn: string;
+  startedBy?: string;
+  group?: string;
+  tags: Record<string, string>;
+  /** The containers' environment overrides from RunTask, merged (later containers win). */
+  environment: Record<string, string>;
+  seenAtMs: number;
+  stoppedAtMs: number | null;
+  outcome: "running" | "succeeded" | "failed";
+  /** The reason given to StopTask, or `stopped outside the simulator` when someone else stopped it. */
+  stoppedReason?: string;
+}
+
+export interface EcsTaskEvent {
+  kind: "started" | "stopped";
+  task: SimTask;
+}
+
+export interface EcsTaskSimulatorOptions {
+  ecs: ECSClient;
+  /** moto's base URL, for its state-manager API. */
+  motoEndpoint: string;
+  /** Cluster names or ARNs to watch. */
+  clusters: string[];
+  /** How long a task runs, decided when it is first seen. */
+  durationMs: (t: SimTask) => number;
+  /** Decided when its time is up; succeeded by default. */
+  outcome?: (t: SimTask) => TaskOutcome;
+  /** @default 250 */
+  pollMs?: number;
+  onEvent?: (e: EcsTaskEvent) => void;
+  /** Called when a poll or a StopTask fails (it is retried on the next poll); defaults to silence. */
+  onError?: (error: unknown) => void;
+}
+
+/** DescribeTasks takes at most 100 tasks per call. */
+const DESCRIBE_BATCH = 100;
+export const EXTERNAL_STOP_REASON = "stopped outside the simulator";
+
+/** Tasks started by a service carry `group: service:<name>` and `startedBy: ecs-svc/<id>`. */
+export function isServiceTask(t: Pick<Task, "group" | "startedBy">): boolean {
+  return (t.group ?? "").startsWith("service:") || (t.startedBy ?? "").startsWith("ecs-svc/");
+}
+
+/** The reason StopTask records; it carries the exit code moto cannot (see the module comment). */
+export function stopReason(outcome: TaskOutcome): string {
+  return `Essential container in task exited (exit code ${outcome === "succeeded" ? 0 : 1}; simulated by the local run)`;
+}
+
+/** Pins moto's ECS task state machine, so DescribeTasks calls no longer move tasks toward STOPPED. */
+export async function pinEcsTaskTransitions(motoEndpoint: string): Promise<void> {
+  const res = await fetch(`${motoEndpoint.replace(/\/+$/, "")}/moto-api/state-manager/set-transition`, {
+    method: "POST",
+    body: JSON.stringify({ model_name: "ecs::task", transition: { progression: "manual", times: 1_000_000 } }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`moto set-transition failed: HTTP ${res.status} ${text.slice(0, 200)}`);
+}
+
+export function toSimTask(t: Task, seenAtMs: number): SimTask {
+  const environment: Record<string, string> = {};
+  for (const c of t.overrides?.containerOverrides ?? []) {
+    for (const kv of c.environment ?? []) if (kv.name !== undefined) environment[kv.name] = kv.value ?? "";
+  }
+  const tags: Record<string, string> = {};
+  for (const tag of t.tags ?? []) if (tag.key !== undefined) tags[tag.key] = tag.value ?? "";
+  return {
+    taskArn: t.taskArn ?? "",
+    clusterArn: t.clusterArn ?? "",
+    taskDefinitionArn: t.taskDefinitionArn ?? "",
+    ...(t.startedBy ? { startedBy: t.startedBy } : {}),
+    ...(t.group ? { group: t.group } : {}),
+    tags,
+    environment,
+    seenAtMs,
+    stoppedAtMs: null,
+    outcome: "running",
+  };
+}
+
+interface Tracked {
+  task: SimTask;
+  cluster: string;
+  dueAtMs: number;
+  timer: NodeJS.Timeout | undefined;
+  stopping: boolean;
+}
+
+export class EcsTaskSimulator {
+  private readonly tracked = new Map<string, Tracked>();
+  /** Service tasks seen once: never described again. */
+  private readonly ignored = new Set<string>();
+  private peak = 0;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly pollMs: number;
+
+  constructor(private readonly o: EcsTaskSimulatorOptions) {
+    this.pollMs = o.pollMs ?? 250;
+  }
+
+  /** Pins moto's task transitions, takes a first look, then polls until stop(). */
+  async start(): Promise<void> {
+    if (this.running) return;
+    await pinEcsTaskTransitions(this.o.motoEndpoint);
+    this.running = true;
+    await this.poll();
+    this.loop = this.run();
+  }
+
+  /** Stops polling and pending stops; tasks still running are left running in moto. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+    for (const t of this.tracked.values()) clearTimeout(t.timer);
+  }
+
+  tasks(): SimTask[] {
+    return [...this.tracked.values()].map((t) => ({ ...t.task, tags: { ...t.task.tags }, environment: { ...t.task.environment } }));
+  }
+
+  stats(): { launched: number; running: number; succeeded: number; failed: number; peakRunning: number } {
+    const all = [...this.tracked.values()].map((t) => t.task.outcome);
+    return {
+      launched: all.length,
+      running: all.filter((o) => o === "running").length,
+      succeeded: all.filter((o) => o === "succeeded").length,
+      failed: all.filter((o) => o === "failed").length,
+      peakRunning: this.peak,
+    };
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => done(), this.pollMs);
+        const done = () => {
+          clearTimeout(timer);
+          this.wake = undefined;
+          resolve();
+        };
+        this.wake = done;
+      });
+      if (this.running) await this.poll();
+    }
+  }
+
+  /** One pass: stop what is overdue (a StopTask that failed earlier), then look for new and vanished tasks. */
+  private async poll(): Promise<void> {
+    const now = Date.now();
+    await Promise.all([...this.tracked.values()].filter((t) => t.task.outcome === "running" && t.dueAtMs <= now).map((t) => this.stopOne(t)));
+    for (const cluster of this.o.clusters) {
+      try {
+        await this.pollCluster(cluster);
+      } catch (error) {
+        this.o.onError?.(error);
+      }
+    }
+  }
+
+  private async pollCluster(cluster: string): Promise<void> {
+    const listed = new Set<string>();
+    for await (const page of paginateListTasks({ client: this.o.ecs }, { cluster, desiredStatus: "RUNNING" })) {
+      for (const arn of page.taskArns ?? []) listed.add(arn);
+    }
+    // Gone from RUNNING without our StopTask: someone else stopped it; it did not complete.
+    for (const t of this.tracked.values()) {
+      if (t.cluster === cluster && t.task.outcome === "running" && !t.stopping && !listed.has(t.task.taskArn)) {
+        this.finish(t, "failed", EXTERNAL_STOP_REASON);
+      }
+    }
+    const fresh = [...listed].filter((arn) => !this.tracked.has(arn) && !this.ignored.has(arn));
+    for (let i = 0; i < fresh.length; i += DESCRIBE_BATCH) {
+      const out = await this.o.ecs.send(new DescribeTasksCommand({ cluster, tasks: fresh.slice(i, i + DESCRIBE_BATCH), include: ["TAGS"] }));
+      for (const t of out.tasks ?? []) {
+        if (!t.taskArn || this.tracked.has(t.taskArn)) continue;
+        if (isServiceTask(t)) {
+          this.ignored.add(t.taskArn);
+          continue;
+        }
+        this.track(cluster, toSimTask(t, Date.now()));
+      }
+    }
+  }
+
+  private track(cluster: string, task: SimTask): void {
+    const duration = Math.max(0, this.o.durationMs(task));
+    const entry: Tracked = { task, cluster, dueAtMs: task.seenAtMs + duration, timer: undefined, stopping: false };
+    entry.timer = setTimeout(() => void this.stopOne(entry), duration);
+    // The loop keeps the process alive while the simulator runs; a pending stop alone must not.
+    entry.timer.unref();
+    this.tracked.set(task.taskArn, entry);
+    this.peak = Math.max(this.peak, this.stats().running);
+    this.o.onEvent?.({ kind: "started", task: { ...task } });
+  }
+
+  private async stopOne(t: Tracked): Promise<void> {
+    if (!this.running || t.stopping || t.task.outcome !== "running") return;
+    t.stopping = true;
+    const outcome = this.o.outcome?.(t.task) ?? "succeeded";
+    const reason = stopReason(outcome);
+    try {
+      await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.task.taskArn, reason }));
+      this.finish(t, outcome, reason);
+    } catch (error) {
+      // Retried by the next poll, since its due time has passed.
+      this.o.onError?.(error);
+    } finally {
+      t.stopping = false;
+    }
+  }
+
+  private finish(t: Tracked, outcome: TaskOutcome, reason: string): void {
+    clearTimeout(t.timer);
+    t.task.outcome = outcome;
+    t.task.stoppedAtMs = Date.now();
+    t.task.stoppedReason = reason;
+    this.o.onEvent?.({ kind: "stopped", task: { ...t.task } });
+  }
+}
