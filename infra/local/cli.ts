@@ -1,0 +1,188 @@
+/**
+ * The main job on the embedded default: the whole platform on moto, deployed from the Pulumi
+ * program itself, driven by scenarios.
+ *
+ *   npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]
+ *
+ * Exit codes: 0 every message accounted for and every scenario's expectations held; 1 a message
+ * was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
+ */
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { flushAndExit } from "../../functions/shared/exit";
+import { REPO_ROOT } from "../bundle";
+import { LocalPlatform } from "./platform";
+import { SCENARIOS } from "./scenarios";
+import { newRunId, type ScenarioSize } from "./scenarios/scenario";
+import type { LiveSnapshot, ScenarioSummary } from "./types";
+import { LiveView, renderSummaryTable, summaryDocument } from "./view";
+
+const USAGE = "usage: npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]";
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export interface RunArgs {
+  stack: string;
+  scenarios: string[];
+  speed: number;
+  size: ScenarioSize;
+  tty: boolean;
+  json: boolean;
+  gpuBootSeconds: number;
+  taskSeconds: number;
+}
+
+/** Pure: argv → validated arguments, or a UsageError naming the flag. */
+export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        stack: { type: "string", default: "dev" },
+        scenario: { type: "string", multiple: true },
+        speed: { type: "string", default: "60" },
+        size: { type: "string", default: "default" },
+        "no-tty": { type: "boolean" },
+        json: { type: "boolean" },
+        "gpu-boot-seconds": { type: "string", default: "90" },
+        "task-seconds": { type: "string", default: "300" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (values.help) return "help";
+  const number = (flag: string, min: number, max: number): number => {
+    const raw = String(values[flag]);
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${flag} ${raw}: must be a number from ${min} to ${max}`);
+    return n;
+  };
+  const size = String(values.size);
+  if (size !== "small" && size !== "default") throw new UsageError(`--size ${size}: must be small or default`);
+  const known = SCENARIOS.map((s) => s.name);
+  const scenarios = (values.scenario as string[] | undefined) ?? known;
+  for (const s of scenarios) if (!known.includes(s)) throw new UsageError(`--scenario ${s}: unknown (have: ${known.join(", ")})`);
+  const stack = String(values.stack);
+  if (!/^[A-Za-z0-9_.-]+$/.test(stack)) throw new UsageError(`--stack ${stack}: not a stack name`);
+  return {
+    stack,
+    scenarios,
+    speed: number("speed", 1, 3600),
+    size,
+    // --json keeps stdout for the document; the live view then goes to stderr, in plain lines.
+    tty: isTty && !values["no-tty"] && !values.json,
+    json: Boolean(values.json),
+    gpuBootSeconds: number("gpu-boot-seconds", 0, 3600),
+    taskSeconds: number("task-seconds", 1, 86_400),
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: RunArgs | "help";
+  try {
+    args = parseRunArgs(argv, Boolean(process.stderr.isTTY));
+  } catch (err) {
+    process.stderr.write(`start: ${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (args === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const out = args.json ? process.stderr : process.stdout;
+  const view = new LiveView({ tty: args.tty, stream: out, color: args.tty });
+  const note = (line: string) => view.note(line);
+  const started = Date.now();
+
+  let platform: LocalPlatform;
+  try {
+    platform = await LocalPlatform.start({
+      stack: args.stack,
+      speed: args.speed,
+      workDir: path.join(REPO_ROOT, ".local", args.stack),
+      gpuBootSimMs: args.gpuBootSeconds * 1000,
+      taskSimMs: args.taskSeconds * 1000,
+      note,
+    });
+  } catch (err) {
+    view.stop();
+    const e = err as Error;
+    const known = ["StackConfigError", "PlanInputError", "MotoUnavailableError"].includes(e.name);
+    process.stderr.write(`start: ${known ? e.message : `the platform failed to start: ${e.stack ?? e.message}`}\n`);
+    return 2;
+  }
+
+  const rows: ScenarioSummary[] = [];
+  let interrupted = false;
+  const onSigint = () => {
+    interrupted = true;
+    note("interrupted: finishing the current scenario's accounting, then stopping");
+  };
+  process.once("SIGINT", onSigint);
+  const selected = args.scenarios.map((name) => SCENARIOS.find((s) => s.name === name)).filter((s) => s !== undefined);
+  const context = () => ({ platform, size: args.size, runId: newRunId(), view: (s: LiveSnapshot) => view.update(s), note });
+  try {
+    for (const scenario of selected) {
+      try {
+        await scenario.prepare?.(context());
+      } catch (err) {
+        note(`${scenario.name}: preparation failed: ${(err as Error).message}`);
+      }
+    }
+    for (const name of args.scenarios) {
+      if (interrupted) break;
+      const scenario = SCENARIOS.find((s) => s.name === name);
+      if (!scenario) continue;
+      const missing = scenario.requires.filter((q) => !platform.topology.queues.some((x) => x.logicalName === q));
+      if (missing.length > 0) {
+        note(`skipping ${name}: the program declares no ${missing.join(", ")}`);
+        continue;
+      }
+      note(`▶ ${scenario.name}: ${scenario.title}`);
+      const t0 = Date.now();
+      try {
+        rows.push(await scenario.run(context()));
+      } catch (err) {
+        rows.push({
+          scenario: name,
+          wallMs: Date.now() - t0,
+          sent: 0,
+          processed: 0,
+          quarantined: 0,
+          inDlq: 0,
+          remaining: 0,
+          lost: 0,
+          timings: {},
+          details: {},
+          failures: [`the scenario failed: ${(err as Error).message}`],
+        });
+      }
+    }
+  } finally {
+    process.removeListener("SIGINT", onSigint);
+    view.stop();
+    await platform.stop();
+  }
+
+  const doc = summaryDocument({ project: platform.topology.project, stack: args.stack, speed: args.speed, wallMs: Date.now() - started }, rows);
+  out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
+  out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
+  if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  return doc.ok ? 0 : 1;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(flushAndExit, (err: unknown) => {
+    process.stderr.write(`start: ${(err as Error).stack ?? String(err)}\n`);
+    flushAndExit(2);
+  });
+}

@@ -1,0 +1,29 @@
+/**
+ * The local run's simulated clock. With `--speed n`, one real second is n simulated seconds:
+ * schedules fire n times sooner, SQS timers run n times faster (the SQS clock proxy), boot
+ * delays and task durations are given in simulated time, and the Lambda sandboxes read this
+ * clock through `Date`, so ages they compute (an orphan's runtime, a parameter's age) agree
+ * with the timers around them.
+ */
+export class SimClock {
+  constructor(
+    readonly speed: number,
+    readonly t0: number = Date.now(),
+  ) {
+    if (!(speed >= 1) || !Number.isFinite(speed)) throw new Error(`speed must be a number ≥ 1 (got ${speed})`);
+  }
+
+  /** Simulated epoch milliseconds. */
+  now(): number {
+    return this.t0 + (Date.now() - this.t0) * this.speed;
+  }
+
+  /** Real milliseconds that a simulated duration takes. */
+  real(simMs: number): number {
+    return simMs / this.speed;
+  }
+
+  sleepSim(simMs: number): Promise<void> {
+    return new Promise((r) => setTimeout(r, this.real(simMs)));
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * The whole platform, running locally: moto as AWS, the Pulumi program deployed into it, and
+ * the runtime that plays what moto can't (Lambda's SQS pollers, Scheduler, the ECS agent and
+ * task lifecycle, the GPU service). Scenarios drive it; the CLI shows it.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { ECSClient } from "@aws-sdk/client-ecs";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { SSMClient } from "@aws-sdk/client-ssm";
+import { SimClock } from "./clock";
+import { EcsTaskSimulator } from "./ecs-tasks";
+import { SqsEventSource } from "./event-source";
+import { GpuServiceSimulator } from "./gpu-service";
+import { LambdaHost } from "./lambda-host";
+import { MotoServer, motoClientEnv } from "./moto";
+import { LocalScheduler } from "./scheduler";
+import { SqsClockProxy } from "./sqs-clock";
+import { deployLocally } from "./topology";
+import type { LocalFunction, LocalQueue, Topology } from "./types";
+import { WorkerServiceRunner } from "./worker-service";
+
+export interface PlatformOptions {
+  stack: string;
+  speed: number;
+  /** Where bundles, logs and scratch space go (git-ignored). */
+  workDir: string;
+  /** Simulated time from the GPU instance entering `running` to its service answering. */
+  gpuBootSimMs: number;
+  /** Simulated run time of each ECS task started by RunTask. */
+  taskSimMs: number;
+  /** A line for the operator (the live view prints it above its block). */
+  note: (line: string) => void;
+}
+
+export interface QueueDepth {
+  visible: number;
+  inFlight: number;
+  delayed: number;
+}
+
+export interface AwsClients {
+  /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
+  sqs: SQSClient;
+  /** Straight to moto: real-time SQS, as the worker container sees it. */
+  sqsDirect: SQSClient;
+  ec2: EC2Client;
+  ecs: ECSClient;
+  dynamodb: DynamoDBClient;
+  ssm: SSMClient;
+}
+
+export class LocalPlatform {
+  private readonly stoppers: Array<() => Promise<void>> = [];
+
+  private constructor(
+    readonly options: PlatformOptions,
+    readonly clock: SimClock,
+    readonly moto: MotoServer,
+    readonly topology: Topology,
+    readonly aws: AwsClients,
+    readonly lambdas: LambdaHost,
+    readonly sources: Map<string, SqsEventSource>,
+    readonly scheduler: LocalScheduler,
+    readonly ecsTasks: EcsTaskSimulator,
+    readonly gpu: GpuServiceSimulator | undefined,
+    readonly worker: WorkerServiceRunner | undefined,
+  ) {}
+
+  /** Starts moto, deploys the program into it and starts every local stand-in. */
+  static async start(options: PlatformOptions): Promise<LocalPlatform> {
+    const stoppers: Array<() => Promise<void>> = [];
+    const stopAll = async () => {
+      for (const stop of stoppers.reverse()) await stop().catch(() => undefined);
+    };
+    try {
+      const clock = new SimClock(options.speed);
+      const moto = new MotoServer();
+      const endpoint = await moto.start();
+      stoppers.push(() => moto.stop());
+      options.note(`moto listening on ${endpoint}`);
+
+      const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed });
+      const sqsEndpoint = await proxy.start();
+      stoppers.push(() => proxy.stop());
+
+      // This process talks to moto too (the program's mocks, the scenarios).
+      const region = "us-east-1";
+      Object.assign(process.env, motoClientEnv(endpoint, region), { AWS_ENDPOINT_URL_SQS: sqsEndpoint });
+      delete process.env.AWS_PROFILE;
+      delete process.env.AWS_SESSION_TOKEN;
+
+      const codeDir = path.join(options.workDir, "functions");
+      const logDir = path.join(options.workDir, "logs");
+      fs.rmSync(options.workDir, { recursive: true, force: true });
+      fs.mkdirSync(logDir, { recursive: true });
+
+      const started = Date.now();
+      const topology = await deployLocally({ stack: options.stack, endpoint, sqsEndpoint, codeDir });
+      options.note(
+        `deployed stack ${topology.stack} into moto: ${topology.created.length} resources created, ` +
+          `${topology.uncreated.length} recorded only (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+      );
+
+      const awsRegion = topology.region;
+      const clientConfig = { region: awsRegion, endpoint };
+      const aws: AwsClients = {
+        sqs: new SQSClient({ region: awsRegion, endpoint: sqsEndpoint }),
+        sqsDirect: new SQSClient(clientConfig),
+        ec2: new EC2Client(clientConfig),
+        ecs: new ECSClient(clientConfig),
+        dynamodb: new DynamoDBClient(clientConfig),
+        ssm: new SSMClient(clientConfig),
+      };
+
+      const lambdaEnv = { ...motoClientEnv(endpoint, awsRegion), AWS_ENDPOINT_URL_SQS: sqsEndpoint };
+      const lambdas = new LambdaHost(topology.functions, { awsEnv: lambdaEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
+      stoppers.push(() => lambdas.close());
+
+      const gpu = await startGpu(topology, aws, clock, options, lambdas);
+      if (gpu) stoppers.push(() => gpu.stop());
+
+      const sources = new Map<string, SqsEventSource>();
+      for (const mapping of topology.mappings) {
+        const source = new SqsEventSource(mapping, (event) => lambdas.invoke(mapping.functionName, event), { sqs: aws.sqs, pollWaitSeconds: 1 });
+        source.start();
+        sources.set(mapping.logicalName, source);
+      }
+      stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
+
+      const queueUrlForArn = (arn: string) => topology.queues.find((q) => q.arn === arn)?.url;
+      const scheduler = new LocalScheduler(topology.schedules, {
+        sqs: aws.sqs,
+        speed: options.speed,
+        queueUrlForArn,
+        now: () => clock.now(),
+        onEvent: (e) => {
+          if (e.kind !== "delivered") options.note(`schedule ${e.schedule}: ${e.kind}${e.detail ? ` (${e.detail})` : ""}`);
+        },
+      });
+      scheduler.start();
+      stoppers.push(() => scheduler.stop());
+
+      const ecsTasks = new EcsTaskSimulator({
+        ecs: aws.ecs,
+        motoEndpoint: endpoint,
+        clusters: topology.clusters.map((c) => c.arn),
+        durationMs: () => clock.real(options.taskSimMs),
+      });
+      await ecsTasks.start();
+      stoppers.push(() => ecsTasks.stop());
+
+      const worker = await startWorker(topology, endpoint, awsRegion, options, logDir);
+      if (worker) stoppers.push(() => worker.stop());
+
+      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker);
+      platform.stoppers.push(...stoppers);
+      return platform;
+    } catch (err) {
+      await stopAll();
+      throw err;
+    }
+  }
+
+  /** The queue a ManagedQueue/TerminalQueue declared under this logical name (e.g. `ingest-dlq`). */
+  queue(logicalName: string): LocalQueue {
+    const q = this.topology.queues.find((x) => x.logicalName === logicalName);
+    if (!q) throw new Error(`no queue named ${logicalName} in the program (have: ${this.topology.queues.map((x) => x.logicalName).join(", ")})`);
+    return q;
+  }
+
+  fn(logicalName: string): LocalFunction {
+    const f = this.topology.functions.find((x) => x.logicalName === logicalName);
+    if (!f) throw new Error(`no function named ${logicalName} in the program`);
+    return f;
+  }
+
+  async depth(queue: LocalQueue): Promise<QueueDepth> {
+    const out = await this.aws.sqsDirect.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queue.url,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+      }),
+    );
+    const a = out.Attributes ?? {};
+    return {
+      visible: Number(a.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  }
+
+  async stop(): Promise<void> {
+    for (const stop of this.stoppers.reverse()) await stop().catch(() => undefined);
+    this.stoppers.length = 0;
+  }
+}
+
+/** The GPU service plays on a loopback port; the Lambdas' calls to the instance's private IP are routed there. */
+async function startGpu(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions, lambdas: LambdaHost): Promise<GpuServiceSimulator | undefined> {
+  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
+  const nameTag = window?.environment.GPU_NAME_TAG;
+  const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
+  if (!window || !instance) return undefined;
+  const gpu = new GpuServiceSimulator({
+    ec2: aws.ec2,
+    instanceId: instance.id,
+    path: window.environment.GPU_SERVICE_PATH ?? "/",
+    bootDelayMs: clock.real(options.gpuBootSimMs),
+  });
+  const address = await gpu.start();
+  const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
+  const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
+  if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
+  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `${address.host}:${address.port}` });
+  return gpu;
+}
+
+/** The queue worker service's tasks run as local processes, talking to moto in real time. */
+async function startWorker(topology: Topology, endpoint: string, region: string, options: PlatformOptions, logDir: string): Promise<WorkerServiceRunner | undefined> {
+  const service = topology.services[0];
+  if (!service) return undefined;
+  const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
+  if (!taskDefinition) throw new Error(`service ${service.logicalName}: task definition ${service.taskDefinitionArn} not found`);
+  const runner = new WorkerServiceRunner({
+    taskDefinition,
+    count: Math.max(1, service.desiredCount),
+    awsEnv: motoClientEnv(endpoint, region),
+    logDir,
+    scratchRoot: path.join(options.workDir, "scratch"),
+  });
+  await runner.start();
+  options.note(`worker service ${service.name}: ${Math.max(1, service.desiredCount)} task(s) running as local processes`);
+  return runner;
+}

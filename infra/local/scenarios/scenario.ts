@@ -1,0 +1,105 @@
+/**
+ * What every scenario shares: its interface, a condition wait that keeps the live view fed,
+ * and the accounting of where each sent message ended up.
+ */
+import { randomUUID } from "node:crypto";
+import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
+import type { LocalPlatform } from "../platform";
+import type { LiveSnapshot, LocalQueue, QueueGauge, ScenarioSummary } from "../types";
+
+export type ScenarioSize = "small" | "default";
+
+export interface ScenarioContext {
+  platform: LocalPlatform;
+  size: ScenarioSize;
+  /** A unique token for this run; scenarios put it in every message they send. */
+  runId: string;
+  view: (snapshot: LiveSnapshot) => void;
+  note: (line: string) => void;
+}
+
+export interface Scenario {
+  name: string;
+  title: string;
+  /** Parts of the program the scenario needs (a queue's logical name); it is skipped without them. */
+  requires: string[];
+  /** Called for every selected scenario right after start-up, before the first one runs (e.g. to let instances age). */
+  prepare?(ctx: ScenarioContext): Promise<void>;
+  run(ctx: ScenarioContext): Promise<ScenarioSummary>;
+}
+
+export class ScenarioTimeout extends Error {
+  constructor(what: string, ms: number) {
+    super(`timed out after ${(ms / 1000).toFixed(0)} s waiting for ${what}`);
+    this.name = "ScenarioTimeout";
+  }
+}
+
+/** Polls `done` until it holds, calling `tick` (the live view) on every poll. Returns false on timeout. */
+export async function waitFor(done: () => Promise<boolean> | boolean, opts: { timeoutMs: number; everyMs?: number; tick?: () => Promise<void> | void }): Promise<boolean> {
+  const deadline = Date.now() + opts.timeoutMs;
+  for (;;) {
+    await opts.tick?.();
+    if (await done()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, opts.everyMs ?? 250));
+  }
+}
+
+export async function gauges(platform: LocalPlatform, queues: Array<[string, LocalQueue]>): Promise<QueueGauge[]> {
+  return Promise.all(
+    queues.map(async ([label, q]) => {
+      const d = await platform.depth(q);
+      return { label, visible: d.visible + d.delayed, inFlight: d.inFlight };
+    }),
+  );
+}
+
+/** Sends bodies in batches of 10 through the SQS clock proxy; returns the message ids. */
+export async function sendAll(platform: LocalPlatform, queue: LocalQueue, bodies: string[], delaySeconds = 0): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < bodies.length; i += 10) {
+    const chunk = bodies.slice(i, i + 10);
+    const out = await platform.aws.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queue.url,
+        Entries: chunk.map((body, j) => ({ Id: String(j), MessageBody: body, ...(delaySeconds > 0 ? { DelaySeconds: delaySeconds } : {}) })),
+      }),
+    );
+    if (out.Failed?.length) throw new Error(`send to ${queue.logicalName} failed: ${JSON.stringify(out.Failed)}`);
+    ids.push(...(out.Successful ?? []).map((s) => s.MessageId ?? ""));
+  }
+  return ids;
+}
+
+/**
+ * Every message currently visible on a queue that nothing consumes (a quarantine queue, or a
+ * DLQ once its consumer is stopped). Received with a zero visibility timeout, so they stay
+ * where they are; repeated until a round brings nothing new.
+ */
+export async function peekAll(platform: LocalPlatform, queue: LocalQueue): Promise<Message[]> {
+  const seen = new Map<string, Message>();
+  let quietRounds = 0;
+  while (quietRounds < 2) {
+    const out = await platform.aws.sqsDirect.send(
+      new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, VisibilityTimeout: 0, WaitTimeSeconds: 0, MessageAttributeNames: ["All"], MessageSystemAttributeNames: ["All"] }),
+    );
+    const fresh = (out.Messages ?? []).filter((m) => m.MessageId && !seen.has(m.MessageId));
+    for (const m of fresh) seen.set(m.MessageId ?? "", m);
+    quietRounds = fresh.length === 0 ? quietRounds + 1 : 0;
+  }
+  return [...seen.values()];
+}
+
+export function newRunId(): string {
+  return randomUUID().slice(0, 8);
+}
+
+/** Fills in `lost` from the other counts. */
+export function summary(s: Omit<ScenarioSummary, "lost">): ScenarioSummary {
+  return { ...s, lost: s.sent - s.processed - s.quarantined - s.inDlq - s.remaining };
+}
+
+export function since(start: number, at: number | null | undefined): number | null {
+  return at === null || at === undefined ? null : Math.max(0, at - start);
+}
