@@ -1,0 +1,200 @@
+/**
+ * A faster clock for SQS. moto keeps visibility timeouts and delays in real seconds, so a local
+ * run at `--speed 60` would still wait a real 30 s for a message to come back. This HTTP proxy
+ * sits in front of moto (clients reach it as AWS_ENDPOINT_URL_SQS) and divides the SQS
+ * durations in SDK v3 JSON-protocol requests by `speed`.
+ *
+ * Scaled: VisibilityTimeout and DelaySeconds (queue attributes on CreateQueue and
+ * SetQueueAttributes, and the per-call values on ReceiveMessage, ChangeMessageVisibility[Batch]
+ * and SendMessage[Batch]). Not scaled: WaitTimeSeconds (a long poll returns as soon as a message
+ * arrives, so it never slows a run down), MessageRetentionPeriod and the RedrivePolicy (counts
+ * and retention, not waits).
+ *
+ * Everything else is passed through byte for byte, streamed both ways, with the response's status
+ * and headers as moto sent them. The Host header is forwarded unchanged, so moto builds queue URLs
+ * on the proxy's origin: SDK v3 SQS sends each call to its QueueUrl's origin
+ * (`useQueueUrlAsEndpoint`), so queues must be created (or their URLs looked up) through the
+ * proxy for later calls to come back through it.
+ *
+ * Rewriting a body invalidates the SDK's SigV4 signature. That is fine here: moto does not verify
+ * signatures. Do not put this proxy in front of real AWS.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** 0 stays 0 (no delay, or "visible now"); anything else becomes at least one second. */
+export function scaleSeconds(seconds: number, speed: number): number {
+  if (seconds <= 0) return seconds;
+  return Math.max(1, Math.round(seconds / speed));
+}
+
+type Json = Record<string, unknown>;
+type Rewrite = (body: Json, scale: (value: unknown) => unknown) => void;
+
+const scaleAttributes: Rewrite = (body, scale) => {
+  const attributes = body.Attributes;
+  if (!isObject(attributes)) return;
+  for (const key of ["VisibilityTimeout", "DelaySeconds"]) if (key in attributes) attributes[key] = scale(attributes[key]);
+};
+const scaleField =
+  (key: string): Rewrite =>
+  (body, scale) => {
+    if (key in body) body[key] = scale(body[key]);
+  };
+const scaleEntries =
+  (key: string): Rewrite =>
+  (body, scale) => {
+    if (!Array.isArray(body.Entries)) return;
+    for (const entry of body.Entries) if (isObject(entry) && key in entry) entry[key] = scale(entry[key]);
+  };
+
+/** The JSON-protocol operations that carry an SQS duration, keyed by `x-amz-target`. */
+const REWRITES: Record<string, Rewrite> = {
+  "AmazonSQS.CreateQueue": scaleAttributes,
+  "AmazonSQS.SetQueueAttributes": scaleAttributes,
+  "AmazonSQS.ReceiveMessage": scaleField("VisibilityTimeout"),
+  "AmazonSQS.ChangeMessageVisibility": scaleField("VisibilityTimeout"),
+  "AmazonSQS.ChangeMessageVisibilityBatch": scaleEntries("VisibilityTimeout"),
+  "AmazonSQS.SendMessage": scaleField("DelaySeconds"),
+  "AmazonSQS.SendMessageBatch": scaleEntries("DelaySeconds"),
+};
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export class SqsClockProxy {
+  private readonly target: URL;
+  private readonly speed: number;
+  private server?: http.Server;
+  // Keep-alive to moto: a fresh TCP connection per SQS call would add latency to every poll.
+  private readonly agent = new http.Agent({ keepAlive: true });
+  private counts = { requests: 0, rewritten: 0 };
+
+  constructor(opts: { target: string; speed: number }) {
+    if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
+    this.target = new URL(opts.target);
+    if (this.target.protocol !== "http:") throw new Error(`SqsClockProxy: target must be an http:// URL (moto), got ${opts.target}`);
+    this.speed = opts.speed;
+  }
+
+  /** Listens on a free loopback port; resolves to the proxy's base URL. */
+  async start(): Promise<string> {
+    if (this.server) throw new Error("SqsClockProxy already started");
+    const server = http.createServer((req, res) => this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(0, "127.0.0.1", () => done());
+    });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (server) {
+      const closed = new Promise<void>((done) => server.close(() => done()));
+      // Idle keep-alive sockets would hold close() open until they time out.
+      server.closeAllConnections();
+      await closed;
+    }
+    this.agent.destroy();
+  }
+
+  stats(): { requests: number; rewritten: number } {
+    return { ...this.counts };
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.counts.requests++;
+    const rewrite = this.rewriteFor(req);
+    if (!rewrite) {
+      this.forward(req, res, req.rawHeaders, (upstream) => req.pipe(upstream));
+      return;
+    }
+    // Only the few operations that carry a duration are buffered; their bodies are small.
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", () => res.destroy());
+    req.on("end", () => {
+      const original = Buffer.concat(chunks);
+      const body = this.rewriteBody(original, rewrite);
+      if (body !== original) this.counts.rewritten++;
+      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body));
+    });
+  }
+
+  private rewriteFor(req: http.IncomingMessage): Rewrite | undefined {
+    if (this.speed === 1 || req.method !== "POST") return undefined;
+    const target = req.headers["x-amz-target"];
+    const contentType = req.headers["content-type"] ?? "";
+    if (typeof target !== "string" || !contentType.startsWith("application/x-amz-json-1.0")) return undefined;
+    return REWRITES[target];
+  }
+
+  /** The rewritten body, or `original` itself when nothing changed (or it is not JSON: moto will say why). */
+  private rewriteBody(original: Buffer, rewrite: Rewrite): Buffer {
+    let body: unknown;
+    try {
+      body = JSON.parse(original.toString("utf8"));
+    } catch {
+      return original;
+    }
+    if (!isObject(body)) return original;
+    let changed = false;
+    rewrite(body, (value) => {
+      // Queue attributes are strings in the JSON protocol ("120"); per-call values are numbers.
+      const seconds = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
+      if (typeof seconds !== "number" || !Number.isFinite(seconds)) return value;
+      const scaled = scaleSeconds(seconds, this.speed);
+      if (scaled === seconds) return value;
+      changed = true;
+      return typeof value === "string" ? String(scaled) : scaled;
+    });
+    return changed ? Buffer.from(JSON.stringify(body), "utf8") : original;
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, headers: string[], send: (upstream: http.ClientRequest) => void): void {
+    const upstream = http.request({
+      host: this.target.hostname,
+      port: this.target.port,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: this.agent,
+    });
+    upstream.on("response", (reply) => {
+      res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
+      reply.pipe(res);
+      reply.on("error", () => res.destroy());
+    });
+    upstream.on("error", (err) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(502, { "content-type": "text/plain" });
+      res.end(`SqsClockProxy: moto at ${this.target.origin} did not answer: ${err.message}`);
+    });
+    // A client that gives up (an aborted long poll, a closed socket) must not leave a request
+    // to moto running, nor crash the proxy with an unhandled error.
+    res.on("close", () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.on("error", () => upstream.destroy());
+    send(upstream);
+  }
+}
+
+/** `rawHeaders` with its length headers replaced, for a body the proxy rewrote. */
+function withContentLength(rawHeaders: string[], length: number): string[] {
+  const headers: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    if (name === "content-length" || name === "transfer-encoding") continue;
+    headers.push(rawHeaders[i], rawHeaders[i + 1]);
+  }
+  headers.push("Content-Length", String(length));
+  return headers;
+}
