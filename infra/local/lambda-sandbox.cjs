@@ -1,0 +1,112 @@
+/* global require, process, console, Request, URL */
+/* eslint-disable @typescript-eslint/no-require-imports -- plain CommonJS: a worker has no TypeScript loader */
+/**
+ * One Lambda execution environment, run as a worker_threads Worker by lambda-host.ts.
+ *
+ * Plain CommonJS on purpose: a worker does not inherit tsx's loader, and a function serialised
+ * with toString() would carry the transpiler's helpers. The host gives each worker its own
+ * process.env (the function's environment), so module-scope code in the bundle reads its own
+ * values at cold start, as in a real sandbox.
+ *
+ * Protocol (parentPort messages):
+ *   worker → host  { type: "ready" } | { type: "init-error", error }
+ *   host → worker  { type: "invoke", id, event (JSON), context, deadline, routes } | { type: "shutdown" }
+ *   worker → host  { type: "result", id, ok: true, response (JSON) } | { ..., ok: false, error }
+ */
+"use strict";
+const { parentPort, workerData } = require("node:worker_threads");
+const util = require("node:util");
+
+const { codePath, exportName } = workerData;
+let routes = {};
+let currentRequestId = "";
+
+// The Node.js runtime prefixes console lines with time, request id and level.
+for (const [method, level] of [["log", "INFO"], ["info", "INFO"], ["warn", "WARN"], ["error", "ERROR"], ["debug", "DEBUG"], ["trace", "TRACE"]]) {
+  const stream = level === "ERROR" || level === "WARN" ? process.stderr : process.stdout;
+  console[method] = (...args) => {
+    stream.write(`${new Date().toISOString()}\t${currentRequestId || "undefined"}\t${level}\t${util.format(...args)}\n`);
+  };
+}
+
+// Plays the VPC: a call to a private address (the GPU's "10.0.1.5:8080") reaches a local server.
+const realFetch = globalThis.fetch;
+globalThis.fetch = function routedFetch(input, init) {
+  const isRequest = typeof Request !== "undefined" && input instanceof Request;
+  const href = isRequest ? input.url : String(input);
+  let url;
+  try {
+    url = new URL(href);
+  } catch {
+    return realFetch(input, init);
+  }
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const target = routes[`${url.hostname}:${port}`] ?? routes[url.hostname];
+  if (!target) return realFetch(input, init);
+  url.host = target;
+  return realFetch(isRequest ? new Request(url.href, input) : url.href, init);
+};
+
+function describe(err) {
+  if (err instanceof Error) return { name: err.name || "Error", message: err.message, stack: err.stack };
+  return { name: "Error", message: typeof err === "string" ? err : util.inspect(err) };
+}
+
+let handler;
+try {
+  const mod = require(codePath);
+  handler = mod[exportName];
+  if (typeof handler !== "function") {
+    const e = new Error(`${codePath} does not export a function named ${exportName}`);
+    e.name = "Runtime.HandlerNotFound";
+    throw e;
+  }
+  parentPort.postMessage({ type: "ready" });
+} catch (err) {
+  process.stderr.write(`INIT_ERROR\t${util.inspect(err)}\n`);
+  parentPort.postMessage({ type: "init-error", error: describe(err) });
+}
+
+function runHandler(event, context) {
+  // Callback-style handlers (three parameters) still exist in older code.
+  if (handler.length >= 3) {
+    return new Promise((resolve, reject) => {
+      const out = handler(event, context, (err, value) => (err ? reject(err) : resolve(value)));
+      if (out && typeof out.then === "function") out.then(resolve, reject);
+    });
+  }
+  return Promise.resolve().then(() => handler(event, context));
+}
+
+/** Exits once everything written so far reached the host (terminate() would drop the tail). */
+function shutdown() {
+  process.stdout.write("", () => process.stderr.write("", () => process.exit(0)));
+}
+
+parentPort.on("message", async (msg) => {
+  if (msg.type === "shutdown") return shutdown();
+  if (msg.type !== "invoke" || !handler) return;
+  routes = msg.routes || {};
+  currentRequestId = msg.context.awsRequestId;
+  const { deadline } = msg;
+  const context = {
+    ...msg.context,
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+  };
+  const started = Date.now();
+  process.stdout.write(`START RequestId: ${currentRequestId} Version: $LATEST\n`);
+  let reply;
+  try {
+    const value = await runHandler(JSON.parse(msg.event), context);
+    // Lambda serialises the response as JSON: undefined becomes null, functions vanish.
+    const json = JSON.stringify(value === undefined ? null : value);
+    reply = { type: "result", id: msg.id, ok: true, response: json === undefined ? "null" : json };
+  } catch (err) {
+    console.error(util.inspect(err));
+    reply = { type: "result", id: msg.id, ok: false, error: describe(err) };
+  }
+  process.stdout.write(`END RequestId: ${currentRequestId}\nREPORT RequestId: ${currentRequestId}\tDuration: ${Date.now() - started} ms\n`);
+  currentRequestId = "";
+  parentPort.postMessage(reply);
+});
