@@ -1,0 +1,173 @@
+/**
+ * Plays the GPU service on a loopback port, tied to the GPU instance's state in moto: it answers
+ * only once the instance has been `running` for the boot delay, as the real service would after
+ * the machine boots and the service starts.
+ *
+ * While the instance is stopped or still booting, the simulator behaves like an unreachable host:
+ * it destroys the socket without a response. Node's fetch then rejects ("fetch failed"), which is
+ * what the ingest window function counts as a failed delivery. (A real stopped instance would
+ * rather time out on connect; a reset fails the same way, without making every run wait.)
+ */
+import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import * as http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+export interface GpuServiceState {
+  /** The instance state last seen in moto (`unknown` before the first poll answers). */
+  instanceState: string;
+  serving: boolean;
+  /** When the instance was first seen running, since its last start (null while not running). */
+  runningSinceMs: number | null;
+  /** When it started serving: runningSince + bootDelay (null while not serving). */
+  servingSinceMs: number | null;
+  /** Transitions into `running` seen so far, the first observation included. */
+  starts: number;
+}
+
+export class GpuServiceSimulator {
+  private readonly ec2: EC2Client;
+  private readonly instanceId: string;
+  private readonly path: string;
+  private readonly bootDelayMs: number;
+  private readonly pollMs: number;
+  private readonly now: () => number;
+  private server?: http.Server;
+  private timer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+  private instanceState = "unknown";
+  private runningSinceMs: number | null = null;
+  private starts = 0;
+  private readonly bodies: unknown[] = [];
+  private readonly sockets = new Set<Socket>();
+
+  constructor(opts: { ec2: EC2Client; instanceId: string; path: string; bootDelayMs: number; pollMs?: number; now?: () => number }) {
+    if (!opts.path.startsWith("/")) throw new Error(`GpuServiceSimulator: path must start with /, got ${opts.path}`);
+    this.ec2 = opts.ec2;
+    this.instanceId = opts.instanceId;
+    this.path = opts.path;
+    this.bootDelayMs = Math.max(0, opts.bootDelayMs);
+    this.pollMs = opts.pollMs ?? 200;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Reads the instance's state once, then listens on a free loopback port. */
+  async start(): Promise<{ host: string; port: number }> {
+    if (this.server) throw new Error("GpuServiceSimulator already started");
+    await this.poll();
+    const server = http.createServer((req, res) => this.handle(req, res));
+    server.on("connection", (socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+    this.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(0, "127.0.0.1", () => done());
+    });
+    this.schedulePoll();
+    return { host: "127.0.0.1", port: (server.address() as AddressInfo).port };
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const server = this.server;
+    this.server = undefined;
+    await this.polling;
+    if (!server) return;
+    const closed = new Promise<void>((done) => server.close(() => done()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  state(): GpuServiceState {
+    const servingSinceMs = this.servingSince();
+    return {
+      instanceState: this.instanceState,
+      serving: servingSinceMs !== null,
+      runningSinceMs: this.runningSinceMs,
+      servingSinceMs,
+      starts: this.starts,
+    };
+  }
+
+  /** JSON bodies of the accepted POSTs, in arrival order. */
+  received(): unknown[] {
+    return [...this.bodies];
+  }
+
+  private servingSince(): number | null {
+    if (this.instanceState !== "running" || this.runningSinceMs === null) return null;
+    const since = this.runningSinceMs + this.bootDelayMs;
+    // Checked against the clock on every request, not only at polls, so serving begins on time.
+    return this.now() >= since ? since : null;
+  }
+
+  private schedulePoll(): void {
+    if (!this.server) return;
+    this.timer = setTimeout(() => {
+      this.polling = this.poll().finally(() => this.schedulePoll());
+    }, this.pollMs);
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    let state: string | undefined;
+    try {
+      const out = await this.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.instanceId] }));
+      state = out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
+    } catch (err) {
+      // A missing or terminated instance is a host that will never answer; moto being briefly
+      // unreachable keeps the last known state rather than flapping the service.
+      if ((err as { name?: string }).name === "InvalidInstanceID.NotFound") state = "terminated";
+      else return;
+    }
+    this.observe(state ?? "unknown");
+  }
+
+  private observe(state: string): void {
+    if (state === "running" && this.instanceState !== "running") {
+      // moto starts instances instantly (`pending` is never seen): the boot clock starts when
+      // the simulator first sees `running`, and a stop→start cycle restarts it.
+      this.runningSinceMs = this.now();
+      this.starts++;
+    } else if (state !== "running") {
+      this.runningSinceMs = null;
+    }
+    this.instanceState = state;
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.servingSince() === null) {
+      // Unreachable: no status line, no body; the client sees the connection drop.
+      req.socket.destroy();
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://gpu.local");
+    if (req.method !== "POST" || url.pathname !== this.path) {
+      req.resume();
+      reply(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", () => res.destroy());
+    req.on("end", () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch (err) {
+        reply(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+        return;
+      }
+      this.bodies.push(body);
+      reply(res, 200, { accepted: true });
+    });
+  }
+}
+
+function reply(res: http.ServerResponse, status: number, body: object): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
