@@ -1,11 +1,6 @@
-import {
-  DeleteMessageBatchCommand,
-  type Message,
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
-import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from "aws-lambda";
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../infra/local/sqs-record";
 import type { SqsBatchHandler } from "../../../functions/ingest/window-handler";
 
 export interface MappingTarget {
@@ -30,15 +25,14 @@ export async function pollOnce(sqs: SQSClient, target: MappingTarget, handler: S
     new ReceiveMessageCommand({
       QueueUrl: target.queueUrl,
       MaxNumberOfMessages: target.batchSize ?? 10,
-      MessageSystemAttributeNames: ["All"],
-      MessageAttributeNames: ["All"],
+      ...RECEIVE_ALL_ATTRIBUTES,
       WaitTimeSeconds: 0,
     }),
   );
   const messages = received.Messages ?? [];
   if (messages.length === 0) return null;
 
-  const event: SQSEvent = { Records: messages.map((m) => toRecord(m, target.queueArn)) };
+  const event: SQSEvent = toSqsEvent(messages, target.queueArn);
   const response = await handler(event);
 
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
@@ -53,36 +47,4 @@ export async function pollOnce(sqs: SQSClient, target: MappingTarget, handler: S
     if (out.Failed?.length) throw new Error(`delete failed: ${JSON.stringify(out.Failed)}`);
   }
   return { event, response, deleted: toDelete.map((m) => m.MessageId ?? "") };
-}
-
-function toRecord(message: Message, queueArn: string): SQSRecord {
-  const attrs = message.Attributes ?? {};
-  return {
-    messageId: message.MessageId ?? "",
-    receiptHandle: message.ReceiptHandle ?? "",
-    body: message.Body ?? "",
-    attributes: {
-      ApproximateReceiveCount: attrs.ApproximateReceiveCount ?? "1",
-      SentTimestamp: attrs.SentTimestamp ?? "",
-      SenderId: attrs.SenderId ?? "",
-      ApproximateFirstReceiveTimestamp: attrs.ApproximateFirstReceiveTimestamp ?? "",
-    },
-    messageAttributes: toLambdaAttributes(message.MessageAttributes ?? {}),
-    md5OfBody: message.MD5OfBody ?? "",
-    eventSource: "aws:sqs",
-    eventSourceARN: queueArn,
-    awsRegion: queueArn.split(":")[3] ?? "us-east-1",
-  };
-}
-
-/** Lambda spells message attributes in camelCase, unlike the SQS API. */
-function toLambdaAttributes(attributes: Record<string, MessageAttributeValue>): SQSMessageAttributes {
-  const out: SQSMessageAttributes = {};
-  for (const [name, value] of Object.entries(attributes)) {
-    out[name] = {
-      dataType: value.DataType ?? "String",
-      ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
-    };
-  }
-  return out;
 }
