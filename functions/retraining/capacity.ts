@@ -26,11 +26,3 @@ export class LaunchSlots {
     return this.running + this.taken;
   }
 }
-
-/** Thrown for a message deferred by the cap: it becomes a batch item failure and comes back later. */
-export class AtCapacityError extends Error {
-  constructor(running: number, max: number) {
-    super(`at capacity: ${running} of ${max} retraining tasks running or launching`);
-    this.name = "AtCapacityError";
-  }
-}

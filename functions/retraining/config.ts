@@ -13,7 +13,7 @@ const booleanFlag = z
   .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
   .transform((s) => /^(true|1|yes)$/i.test(s));
 
-/** Variable names and defaults follow seed 001's table; ENVIRONMENT and QUARANTINE_QUEUE_URL are the platform's. */
+/** Variable names and defaults follow seed 001's table; ENVIRONMENT, QUARANTINE_QUEUE_URL, RETRAINING_QUEUE_URL and DEFER_DELAY_SECONDS are the platform's. */
 const launcherShape = {
   ECS_CLUSTER: z.string().min(1),
   ECS_TASK_DEFINITION_ARN: z.string().min(1).optional(),
@@ -27,6 +27,10 @@ const launcherShape = {
   MAX_CONCURRENT_TASKS: envInt(1, 1000).default(5),
   ENVIRONMENT: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be a short lowercase environment name"),
   QUARANTINE_QUEUE_URL: envUrl(),
+  // The launcher's own queue: a message that must wait is re-sent there with a delay (defer.ts).
+  RETRAINING_QUEUE_URL: envUrl(),
+  // SQS's DelaySeconds range.
+  DEFER_DELAY_SECONDS: envInt(0, 900).default(60),
 };
 
 export interface LauncherConfig {
@@ -42,6 +46,10 @@ export interface LauncherConfig {
   maxConcurrentTasks: number;
   environment: string;
   quarantineQueueUrl: string;
+  /** Where deferred messages are re-sent: the queue the launcher consumes. */
+  retrainingQueueUrl: string;
+  /** DelaySeconds of a deferred copy: how long a message waits before asking for a slot again. */
+  deferDelaySeconds: number;
 }
 
 /** Seed 001's task-definition resolution: the explicit ARN wins, else the per-environment family. */
@@ -62,5 +70,7 @@ export function parseLauncherConfig(env: NodeJS.ProcessEnv): LauncherConfig {
     maxConcurrentTasks: e.MAX_CONCURRENT_TASKS,
     environment: e.ENVIRONMENT,
     quarantineQueueUrl: e.QUARANTINE_QUEUE_URL,
+    retrainingQueueUrl: e.RETRAINING_QUEUE_URL,
+    deferDelaySeconds: e.DEFER_DELAY_SECONDS,
   };
 }

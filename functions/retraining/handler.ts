@@ -8,9 +8,10 @@ import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
 import { once, processSqsBatch } from "../shared/sqs";
-import { AtCapacityError, LaunchSlots } from "./capacity";
+import { LaunchSlots } from "./capacity";
 import type { LauncherConfig } from "./config";
 import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
+import { type Lineage, lineageOf, resendDeferred } from "./defer";
 import { jobIdFor } from "./job-id";
 import { acquireLease, LeaseBusyError, leaseWindow, releaseLease } from "./lease";
 import { parseRetrainingMessage } from "./message";
@@ -38,13 +39,24 @@ export const DEFAULT_REMAINING_MS = 30_000;
 
 export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
-/** The seed's four metrics (namespace suffix RetrainingPipeline, dimension Environment). */
+/** The seed's four metrics plus deferrals (namespace suffix RetrainingPipeline, dimension Environment). */
 export const METRICS = {
   received: "SQSMessagesReceived",
   processed: "SQSMessagesProcessed",
   failed: "SQSMessagesFailed",
   launched: "ECSTasksLaunched",
+  deferred: "SQSMessagesDeferred",
 } as const;
+
+/** A valid message that must wait, and why; it is re-sent once the batch's records have run. */
+interface PendingDeferral {
+  record: SQSRecord;
+  lineage: Lineage;
+  modelName: string;
+  reason: "at_capacity" | "lease_busy";
+  running?: number;
+  max?: number;
+}
 
 /**
  * Seed 001's sqs-consumer: validate each message (malformed ones are quarantined, never
@@ -54,6 +66,11 @@ export const METRICS = {
  * The mapping runs several invocations at once, so "count, then launch" is serialised across
  * them by a lease in the state table: a batch holds it from before ListTasks until its launches
  * have returned, and a batch that cannot get it defers its valid messages.
+ *
+ * Deferring re-sends a delayed copy to the launcher's own queue and acknowledges the original
+ * (defer.ts), so waiting for capacity never spends maxReceiveCount. A copy keeps the first
+ * message's id (its origin): the job id, clientToken, state record and redelivery guard all use
+ * it, so a message keeps one job id however often it waits.
  */
 export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
   const { config, logger } = deps;
@@ -86,6 +103,8 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
       return latestLaunchedMessageIds(deps.db, table, models);
     });
 
+    const deferrals: PendingDeferral[] = [];
+
     const handleRecord = async (record: SQSRecord): Promise<void> => {
       const parsed = parsedById.get(record.messageId) ?? parseRetrainingMessage(record.body);
       if (!parsed.ok) {
@@ -94,20 +113,30 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
         return;
       }
       const { modelName, trigger } = parsed.message;
-      const messageId = record.messageId;
+      const lineage = lineageOf(record);
+      // The origin's id, not this copy's: a deferred message launches as the message first received.
+      const messageId = lineage.originMessageId;
       const jobId = jobIdFor(messageId);
 
       // Before the cap: an already-launched message must be acknowledged even when the cap is full.
       if ((await launchedIds()).get(modelName) === messageId) {
-        logStep(logger, "info", "duplicate_message_skipped", { message_id: messageId, model_name: modelName, job_id: jobId });
+        logStep(logger, "info", "duplicate_message_skipped", { message_id: record.messageId, origin_message_id: messageId, model_name: modelName, job_id: jobId });
         processed += 1;
         return;
       }
 
-      const batchSlots = await slots();
+      let batchSlots: LaunchSlots;
+      try {
+        batchSlots = await slots();
+      } catch (error) {
+        // Busy is "wait", not "broken": deferred like the cap. Other errors fail the record (retried).
+        if (!(error instanceof LeaseBusyError)) throw error;
+        deferrals.push({ record, lineage, modelName, reason: "lease_busy" });
+        return;
+      }
       if (!batchSlots.tryTake()) {
-        logStep(logger, "info", "capacity_deferred", { message_id: messageId, model_name: modelName, running: batchSlots.inUse, max_concurrent_tasks: batchSlots.max });
-        throw new AtCapacityError(batchSlots.inUse, batchSlots.max);
+        deferrals.push({ record, lineage, modelName, reason: "at_capacity", running: batchSlots.inUse, max: batchSlots.max });
+        return;
       }
 
       let taskArn: string;
@@ -146,16 +175,50 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
     } finally {
       if (leaseHeld) await giveBackLease(deps, table, holder);
     }
+    const unsent = await deferAll(deps, deferrals);
+    response = { batchItemFailures: [...response.batchItemFailures, ...unsent.map((id) => ({ itemIdentifier: id }))] };
+    const deferred = deferrals.length - unsent.length;
     const failed = response.batchItemFailures.length;
-    logStep(logger, "info", "batch_processed", { received: event.Records.length, processed, failed, launched });
+    logStep(logger, "info", "batch_processed", { received: event.Records.length, processed, failed, launched, deferred });
     deps.metrics.addDimension("Environment", config.environment);
     deps.metrics.addMetric(METRICS.received, MetricUnit.Count, event.Records.length);
     deps.metrics.addMetric(METRICS.processed, MetricUnit.Count, processed);
     deps.metrics.addMetric(METRICS.failed, MetricUnit.Count, failed);
     deps.metrics.addMetric(METRICS.launched, MetricUnit.Count, launched);
+    deps.metrics.addMetric(METRICS.deferred, MetricUnit.Count, deferred);
     deps.metrics.publishStoredMetrics();
     return response;
   };
+}
+
+/**
+ * Re-sends every deferral in SendMessageBatch calls and returns the message ids whose copy was
+ * not accepted: those become batch item failures and come back by normal redelivery.
+ */
+async function deferAll(deps: LauncherDeps, deferrals: readonly PendingDeferral[]): Promise<string[]> {
+  if (deferrals.length === 0) return [];
+  const delay = deps.config.deferDelaySeconds;
+  const outcome = await resendDeferred(deps.sqs, deps.config.retrainingQueueUrl, deferrals, delay);
+  const unsent: string[] = [];
+  for (const d of deferrals) {
+    const fields = {
+      message_id: d.record.messageId,
+      origin_message_id: d.lineage.originMessageId,
+      model_name: d.modelName,
+      reason: d.reason,
+      ...(d.reason === "at_capacity" ? { running: d.running, max_concurrent_tasks: d.max } : {}),
+      deferrals: d.lineage.deferrals + 1,
+      delay_seconds: delay,
+    };
+    const error = outcome.has(d.record.messageId) ? outcome.get(d.record.messageId) : "not sent";
+    if (error === undefined) {
+      logStep(deps.logger, "info", "capacity_deferred", fields);
+    } else {
+      logStep(deps.logger, "error", "capacity_defer_failed", { ...fields, error });
+      unsent.push(d.record.messageId);
+    }
+  }
+  return unsent;
 }
 
 /**

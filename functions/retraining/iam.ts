@@ -9,7 +9,8 @@ export type RetrainingResource =
   | "cluster-tasks" // the tasks RunTask creates in the cluster (tag-on-create)
   | "strategy-task-roles" // the task role and execution role of the task definition
   | "state-table" // RETRAINING_STATE_TABLE
-  | "quarantine-queue"; // QUARANTINE_QUEUE_URL (the retraining DLQ)
+  | "quarantine-queue" // QUARANTINE_QUEUE_URL (the retraining DLQ)
+  | "retraining-queue"; // RETRAINING_QUEUE_URL (the launcher's own queue: deferred copies)
 
 export interface IamPermission {
   readonly action: string;
@@ -26,6 +27,8 @@ export const LAUNCHER_CALLED_PERMISSIONS = [
   { action: "dynamodb:PutItem", resource: "state-table" },
   { action: "dynamodb:DeleteItem", resource: "state-table" },
   { action: "sqs:SendMessage", resource: "quarantine-queue" },
+  // Deferral (functions/retraining/defer.ts) calls SendMessageBatch, which IAM authorizes as sqs:SendMessage.
+  { action: "sqs:SendMessage", resource: "retraining-queue" },
 ] as const satisfies readonly IamPermission[];
 
 /**
@@ -40,5 +43,6 @@ export const LAUNCHER_IMPLIED_PERMISSIONS = [
 
 export const LAUNCHER_IAM_PERMISSIONS: readonly IamPermission[] = [...LAUNCHER_CALLED_PERMISSIONS, ...LAUNCHER_IMPLIED_PERMISSIONS];
 
-export const LAUNCHER_CALLED_ACTIONS: readonly string[] = LAUNCHER_CALLED_PERMISSIONS.map((p) => p.action);
-export const LAUNCHER_IAM_ACTIONS: readonly string[] = LAUNCHER_IAM_PERMISSIONS.map((p) => p.action);
+/** Distinct action names (one action may be granted on several resources). */
+export const LAUNCHER_CALLED_ACTIONS: readonly string[] = [...new Set(LAUNCHER_CALLED_PERMISSIONS.map((p) => p.action))];
+export const LAUNCHER_IAM_ACTIONS: readonly string[] = [...new Set(LAUNCHER_IAM_PERMISSIONS.map((p) => p.action))];

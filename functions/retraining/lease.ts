@@ -92,7 +92,7 @@ export async function releaseLease(db: DynamoDBDocumentClient, table: string, ho
   }
 }
 
-/** Thrown for each valid message of a batch that could not get the lease: deferred, retried later. */
+/** Thrown when a batch could not get the lease; the handler defers its valid messages (re-sent with a delay, defer.ts). */
 export class LeaseBusyError extends Error {
   constructor() {
     super("capacity lease busy: another launcher invocation is counting and launching");

@@ -20,6 +20,8 @@ export interface LauncherAccess {
   accountId: pulumi.Input<string>;
   stateTableArn: pulumi.Input<string>;
   quarantineQueueArn: pulumi.Input<string>;
+  /** The queue the launcher consumes: a message that must wait is re-sent there with a delay. */
+  retrainingQueueArn: pulumi.Input<string>;
 }
 
 /**
@@ -83,6 +85,19 @@ export function quarantineStatement(a: LauncherAccess): Statement {
   return { Sid: "QuarantineMalformed", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: a.quarantineQueueArn };
 }
 
+/** Deferral: a delayed copy of a message that must wait goes back to the launcher's own queue (SendMessageBatch). */
+export function deferStatement(a: LauncherAccess): Statement {
+  return { Sid: "DeferToOwnQueue", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: a.retrainingQueueArn };
+}
+
 export function launcherStatements(a: LauncherAccess): Statement[] {
-  return [listTasksStatement(a), runTaskStatement(a), tagOnCreateStatement(a), passTaskRolesStatement(a), stateTableStatement(a), quarantineStatement(a)];
+  return [
+    listTasksStatement(a),
+    runTaskStatement(a),
+    tagOnCreateStatement(a),
+    passTaskRolesStatement(a),
+    stateTableStatement(a),
+    quarantineStatement(a),
+    deferStatement(a),
+  ];
 }

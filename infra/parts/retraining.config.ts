@@ -60,6 +60,8 @@ export const retrainingConfigSchema = z
     launcher: launcherSchema,
     /** Most launcher tasks running at once (MAX_CONCURRENT_TASKS; seed: 5). */
     maxConcurrentTasks: z.number().int().min(1).max(1000).default(5),
+    /** Seconds a message deferred by the cap or a busy lease waits before it is tried again (DEFER_DELAY_SECONDS; SQS DelaySeconds 0–900). */
+    deferDelaySeconds: z.number().int().min(0).max(900).default(60),
     /** Launch on FARGATE_SPOT instead of FARGATE (USE_SPOT). */
     useSpot: z.boolean().default(false),
     /** Task definition family prefix; the family is `<prefix>-<environment>` (ECS_TASK_DEFINITION_FAMILY). */

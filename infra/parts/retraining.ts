@@ -139,6 +139,7 @@ export class Retraining extends pulumi.ComponentResource {
           accountId,
           stateTableArn: this.stateTable.table.arn,
           quarantineQueueArn: this.queue.dlq.arn,
+          retrainingQueueArn: this.queue.queue.arn,
         }),
         environment: {
           ECS_CLUSTER: cluster.name,
@@ -154,6 +155,9 @@ export class Retraining extends pulumi.ComponentResource {
           ENVIRONMENT: c.environment,
           // Malformed messages go straight to the retraining DLQ with their reason (DESIGN: quarantine).
           QUARANTINE_QUEUE_URL: this.queue.dlq.url,
+          // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
+          RETRAINING_QUEUE_URL: this.queue.queue.url,
+          DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
           POWERTOOLS_SERVICE_NAME: "retraining-launcher",
           POWERTOOLS_METRICS_NAMESPACE: "Encache/RetrainingPipeline",
           POWERTOOLS_LOG_LEVEL: "INFO",

@@ -9,10 +9,13 @@ import {
 } from "@aws-sdk/client-ecs";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import type { LauncherConfig } from "../../functions/retraining/config";
 import { STARTED_BY } from "../../functions/retraining/ecs";
+import { DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE } from "../../functions/retraining/defer";
 import { createLauncherHandler } from "../../functions/retraining/handler";
 import { jobIdFor } from "../../functions/retraining/job-id";
 import { CAPACITY_LEASE_KEY } from "../../functions/retraining/lease";
@@ -95,8 +98,21 @@ describe("retraining launcher against moto", () => {
       maxConcurrentTasks: 5,
       environment: "dev",
       quarantineQueueUrl: dlq.url,
+      retrainingQueueUrl: queue.url,
+      deferDelaySeconds: 60,
     };
   });
+
+  /** Every count SQS keeps for a queue, delayed messages included (deferred copies wait there). */
+  async function counts(q: Queue): Promise<{ visible: number; notVisible: number; delayed: number }> {
+    const { Attributes: a } = await world.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: q.url,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+      }),
+    );
+    return { visible: Number(a?.ApproximateNumberOfMessages), notVisible: Number(a?.ApproximateNumberOfMessagesNotVisible), delayed: Number(a?.ApproximateNumberOfMessagesDelayed) };
+  }
 
   const launcher = (overrides: Partial<LauncherConfig> = {}) =>
     createLauncherHandler({
@@ -179,8 +195,8 @@ describe("retraining launcher against moto", () => {
     const run = await pollOnce(world.sqs, { queueUrl: queue.url, queueArn: queue.arn }, launcher({ maxConcurrentTasks: 3 }));
 
     expect(await launcherTaskArns()).to.have.length(3, "1 already running + 2 launched; the stopped one does not count");
-    expect(run?.response.batchItemFailures).to.have.length(3);
-    expect(await world.depth(queue)).to.deep.equal({ visible: 0, notVisible: 3 });
+    expect(run?.response.batchItemFailures).to.deep.equal([], "the 3 that must wait are re-sent, not failed");
+    expect(await counts(queue)).to.deep.equal({ visible: 0, notVisible: 0, delayed: 3 });
   });
 
   it("holds the cap across two invocations running at once over a batch bigger than the cap", async () => {
@@ -192,7 +208,9 @@ describe("retraining launcher against moto", () => {
 
     expect(runs.map((r) => r?.event.Records.length)).to.deep.equal([6, 6]);
     expect(await launcherTaskArns()).to.have.length(3);
-    expect(runs.reduce((n, r) => n + (r?.response.batchItemFailures.length ?? 0), 0)).to.equal(9);
+    expect(runs.reduce((n, r) => n + (r?.response.batchItemFailures.length ?? 0), 0)).to.equal(0, "nothing failed");
+    expect(await counts(queue)).to.deep.equal({ visible: 0, notVisible: 0, delayed: 9 }, "the 9 others wait as delayed copies");
+    expect(await counts(dlq)).to.deep.include({ visible: 0 });
     expect((await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: CAPACITY_LEASE_KEY } }))).Item).to.equal(undefined, "released");
   });
 
@@ -202,14 +220,50 @@ describe("retraining launcher against moto", () => {
     const lease = (expiresAt: number) => db.send(new PutCommand({ TableName: TABLE, Item: { model_name: CAPACITY_LEASE_KEY, holder: "crashed", expires_at: expiresAt } }));
 
     await lease(Date.now() + 60_000);
-    const busy = await pollOnce(world.sqs, target, launcher());
-    expect(busy?.response.batchItemFailures).to.have.length(1);
+    const busy = await pollOnce(world.sqs, target, launcher({ deferDelaySeconds: 0 }));
+    expect(busy?.response.batchItemFailures).to.deep.equal([]);
     expect(await launcherTaskArns()).to.have.length(0);
 
     await lease(Date.now() - 1);
-    const again = await launcher()(busy?.event ?? { Records: [] });
-    expect(again.batchItemFailures).to.deep.equal([]);
+    const again = await pollOnce(world.sqs, target, launcher());
+    expect(again?.event.Records[0]?.messageAttributes[ORIGIN_ATTRIBUTE]?.stringValue).to.equal(busy?.event.Records[0]?.messageId, "the deferred copy");
+    expect(again?.response.batchItemFailures).to.deep.equal([]);
     expect(await launcherTaskArns()).to.have.length(1);
+  });
+
+  it("a message deferred three times never reaches the DLQ, and launches under its first message id's job id", async () => {
+    const first = await world.send(queue, JSON.stringify({ model_name: "A", trigger: "manual" }));
+    const waiting = await world.send(queue, JSON.stringify({ model_name: "B", trigger: "drift_detected" }));
+    const target = { queueUrl: queue.url, queueArn: queue.arn };
+    const handler = launcher({ maxConcurrentTasks: 1, deferDelaySeconds: 0 });
+
+    // A takes the only slot; B is deferred, then its copy twice more: three receives, maxReceiveCount 3.
+    const seen: SQSRecord[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = await pollOnce(world.sqs, target, handler);
+      expect(run?.response.batchItemFailures).to.deep.equal([]);
+      seen.push(...(run?.event.Records ?? []));
+    }
+    const copies = seen.filter((r) => r.messageAttributes[ORIGIN_ATTRIBUTE] !== undefined);
+    expect(copies.map((r) => [r.messageAttributes[ORIGIN_ATTRIBUTE]?.stringValue, r.messageAttributes[DEFERRALS_ATTRIBUTE]?.stringValue])).to.deep.equal([
+      [waiting, "1"],
+      [waiting, "2"],
+    ]);
+    expect(await counts(dlq)).to.deep.include({ visible: 0 });
+
+    const [running] = await launcherTaskArns();
+    await ecs.send(new StopTaskCommand({ cluster: CLUSTER, task: running ?? "", reason: "done" }));
+    const last = await pollOnce(world.sqs, target, handler);
+
+    expect(last?.event.Records[0]?.messageAttributes[DEFERRALS_ATTRIBUTE]?.stringValue).to.equal("3");
+    expect(last?.response.batchItemFailures).to.deep.equal([]);
+    const item = (await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: "B" } }))).Item;
+    expect(item).to.deep.include({ job_id: jobIdFor(waiting), message_id: waiting });
+    const [task] = (await ecs.send(new DescribeTasksCommand({ cluster: CLUSTER, tasks: await launcherTaskArns(), include: ["TAGS"] }))).tasks ?? [];
+    expect(task?.tags).to.deep.include({ key: "job_id", value: jobIdFor(waiting) });
+    expect((await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: "A" } }))).Item).to.deep.include({ message_id: first });
+    expect(await counts(queue)).to.deep.equal({ visible: 0, notVisible: 0, delayed: 0 });
+    expect(await counts(dlq)).to.deep.include({ visible: 0 });
   });
 
   it("a redelivered message launches no second task", async () => {

@@ -1,11 +1,11 @@
 import { ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
-import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { SendMessageBatchCommand, type SendMessageBatchCommandInput, type SendMessageBatchRequestEntry, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { mockedLauncherDeps, QUARANTINE_URL, retrainingBody } from "./support";
+import { mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "./support";
 
 type Harness = ReturnType<typeof mockedLauncherDeps>;
 
@@ -25,7 +25,17 @@ function arrange(t: Harness, running = 0): void {
   t.dbMock.on(PutCommand).resolves({});
   t.dbMock.on(DeleteCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
+  t.sqsMock.on(SendMessageBatchCommand).callsFake(acceptAll);
 }
+
+/** SendMessageBatch accepting every entry. */
+function acceptAll(input: SendMessageBatchCommandInput) {
+  return { Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: `copy-${e.Id}`, MD5OfMessageBody: "" })), Failed: [] };
+}
+
+/** Every deferred copy sent, in order, with the queue it went to. */
+const deferredCopies = (t: Harness): Array<SendMessageBatchRequestEntry & { QueueUrl?: string }> =>
+  t.sqsMock.commandCalls(SendMessageBatchCommand).flatMap((c) => (c.args[0].input.Entries ?? []).map((e) => ({ ...e, QueueUrl: c.args[0].input.QueueUrl })));
 
 const runTaskInputs = (t: Harness) => t.ecsMock.commandCalls(RunTaskCommand).map((c) => c.args[0].input as RunTaskCommandInput);
 
@@ -107,15 +117,16 @@ describe("retraining/launcher handler", () => {
       expect(t.logger.withStep("running_tasks_counted")[0]?.fields).to.include({ running: 5, max_concurrent_tasks: 10 });
     });
 
-    it("at capacity: every valid message is deferred as a batch item failure and nothing launches", async () => {
+    it("at capacity: every valid message is deferred (re-sent and acknowledged) and nothing launches", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 2 });
       arrange(t, 2);
       const records = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody())];
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
 
-      expect(res.batchItemFailures).to.deep.equal(records.map((r) => ({ itemIdentifier: r.messageId })));
+      expect(res.batchItemFailures).to.deep.equal([]);
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
+      expect(deferredCopies(t)).to.have.length(2);
       expect(t.logger.withStep("capacity_deferred")).to.have.length(2);
     });
 
@@ -127,7 +138,8 @@ describe("retraining/launcher handler", () => {
       const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
 
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(2);
-      expect(res.batchItemFailures).to.have.length(3);
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(deferredCopies(t).map((e) => e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue)).to.deep.equal(records.slice(2).map((r) => r.messageId));
       expect(t.metrics.count("ECSTasksLaunched")).to.equal(2);
     });
 
@@ -171,7 +183,7 @@ describe("retraining/launcher handler", () => {
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
     });
 
-    it("publishes the four seed metrics with the Environment dimension", async () => {
+    it("publishes the four seed metrics and SQSMessagesDeferred with the Environment dimension", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
       arrange(t);
 
@@ -183,7 +195,8 @@ describe("retraining/launcher handler", () => {
         processed: t.metrics.count("SQSMessagesProcessed"),
         failed: t.metrics.count("SQSMessagesFailed"),
         launched: t.metrics.count("ECSTasksLaunched"),
-      }).to.deep.equal({ received: 3, processed: 1, failed: 1, launched: 1 });
+        deferred: t.metrics.count("SQSMessagesDeferred"),
+      }).to.deep.equal({ received: 3, processed: 1, failed: 0, launched: 1, deferred: 1 });
       expect(t.metrics.published).to.equal(1);
     });
   });
@@ -239,7 +252,7 @@ describe("retraining/launcher handler", () => {
       expect(item?.holder).to.match(/^req-1\//);
     });
 
-    it("busy: after a bounded wait, every valid message is deferred, nothing is counted or launched, and nothing is released", async () => {
+    it("busy: after a bounded wait, every valid message is deferred by re-send, nothing is counted or launched, and nothing is released", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
       t.dbMock.on(PutCommand).rejects(conditionFailed());
@@ -247,7 +260,11 @@ describe("retraining/launcher handler", () => {
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(...valid, sqsRecord("{")));
 
-      expect(res.batchItemFailures).to.deep.equal(valid.map((r) => ({ itemIdentifier: r.messageId })));
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(deferredCopies(t).map((e) => [e.QueueUrl, e.DelaySeconds, e.MessageBody, e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue])).to.deep.equal(
+        valid.map((r) => [RETRAINING_URL, 60, r.body, r.messageId]),
+      );
+      expect(t.logger.withStep("capacity_deferred").map((l) => l.fields.reason)).to.deep.equal(["lease_busy", "lease_busy"]);
       expect(t.ecsMock.calls()).to.have.length(0);
       expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(0);
       expect(t.sqsMock.commandCalls(SendMessageCommand)).to.have.length(1, "the malformed one is still quarantined");
@@ -316,6 +333,174 @@ describe("retraining/launcher handler", () => {
     });
   });
 
+  describe("deferral: a message that must wait is re-sent with a delay and acknowledged, never failed", () => {
+    const ORIGIN = "retraining-origin-message-id";
+    const DEFERRALS = "retraining-deferrals";
+    /** A copy the launcher re-sent earlier: its lineage travels in message attributes. */
+    const copyOf = (origin: string, deferrals: number, body = retrainingBody()) =>
+      sqsRecord(body, {
+        messageAttributes: {
+          [ORIGIN]: { dataType: "String", stringValue: origin, stringListValues: [], binaryListValues: [] },
+          [DEFERRALS]: { dataType: "Number", stringValue: String(deferrals), stringListValues: [], binaryListValues: [] },
+        },
+      });
+
+    it("over the cap: re-sent to its own queue with DEFER_DELAY_SECONDS, the same body, its attributes and a lineage; acknowledged", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 2 });
+      arrange(t, 1);
+      const first = sqsRecord(retrainingBody({ model_name: "A" }));
+      const waiting = sqsRecord(retrainingBody({ model_name: "B", trigger: "manual" }), {
+        messageAttributes: {
+          producer: { dataType: "String", stringValue: "drift-monitor", stringListValues: [], binaryListValues: [] },
+          digest: { dataType: "Binary", binaryValue: Buffer.from([1, 2, 3]).toString("base64"), stringListValues: [], binaryListValues: [] },
+        },
+      });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(first, waiting));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(runTaskInputs(t).map((i) => i.clientToken)).to.deep.equal([first.messageId]);
+      const [copy, ...more] = deferredCopies(t);
+      expect(more).to.deep.equal([]);
+      expect(copy).to.deep.include({ QueueUrl: RETRAINING_URL, DelaySeconds: 60, MessageBody: waiting.body });
+      expect(copy?.MessageAttributes).to.deep.equal({
+        producer: { DataType: "String", StringValue: "drift-monitor" },
+        digest: { DataType: "Binary", BinaryValue: Buffer.from([1, 2, 3]) },
+        [ORIGIN]: { DataType: "String", StringValue: waiting.messageId },
+        [DEFERRALS]: { DataType: "Number", StringValue: "1" },
+      });
+      expect(t.logger.withStep("capacity_deferred").map((l) => l.fields)).to.deep.equal([
+        { step: "capacity_deferred", message_id: waiting.messageId, origin_message_id: waiting.messageId, model_name: "B", reason: "at_capacity", running: 2, max_concurrent_tasks: 2, deferrals: 1, delay_seconds: 60 },
+      ]);
+      expect(t.metrics.count("SQSMessagesDeferred")).to.equal(1);
+      expect(t.metrics.count("SQSMessagesFailed")).to.equal(0);
+    });
+
+    it("uses the configured delay (DEFER_DELAY_SECONDS)", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1, deferDelaySeconds: 0 });
+      arrange(t, 1);
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(deferredCopies(t).map((e) => e.DelaySeconds)).to.deep.equal([0]);
+      expect(t.logger.withStep("capacity_deferred")[0]?.fields).to.include({ delay_seconds: 0 });
+    });
+
+    it("deferred again: the count goes up and the origin id stays", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      const again = copyOf("origin-1", 1);
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(again));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      const [copy] = deferredCopies(t);
+      expect(copy?.MessageAttributes?.[ORIGIN]).to.deep.equal({ DataType: "String", StringValue: "origin-1" });
+      expect(copy?.MessageAttributes?.[DEFERRALS]).to.deep.equal({ DataType: "Number", StringValue: "2" });
+      expect(Object.keys(copy?.MessageAttributes ?? {})).to.have.length(2, "the old lineage is replaced, not carried twice");
+      expect(t.logger.withStep("capacity_deferred")[0]?.fields).to.include({ message_id: again.messageId, origin_message_id: "origin-1", deferrals: 2 });
+    });
+
+    it("a re-sent copy that launches uses the origin's id: one job id, clientToken and state record however often it waited", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const copy = copyOf("origin-7", 3, retrainingBody({ model_name: "PascalStrategy-btc" }));
+      const jobId = jobIdFor("origin-7");
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(copy));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      const [input] = runTaskInputs(t);
+      expect(input?.clientToken).to.equal("origin-7");
+      expect(input?.overrides?.containerOverrides?.[0]?.environment).to.deep.include({ name: "JOB_ID", value: jobId });
+      expect(input?.tags).to.deep.include({ key: "job_id", value: jobId });
+      expect(t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues).to.deep.include({ ":job_id": jobId, ":message_id": "origin-7" });
+      expect(deferredCopies(t)).to.deep.equal([]);
+    });
+
+    it("a copy of an origin already launched is acknowledged as a duplicate, even at capacity", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      t.dbMock.on(BatchGetCommand).resolves({ Responses: { "retraining-state": [{ model_name: "PascalStrategy", message_id: "origin-7" }] } });
+      const copy = copyOf("origin-7", 1);
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(copy));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
+      expect(deferredCopies(t)).to.deep.equal([]);
+      expect(t.logger.withStep("duplicate_message_skipped")[0]?.fields).to.include({ message_id: copy.messageId, origin_message_id: "origin-7", job_id: jobIdFor("origin-7") });
+    });
+
+    it("an origin attribute that could be no SQS message id (nor a clientToken) is ignored: the record's own id is used", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const record = copyOf("x".repeat(65), 1);
+
+      await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(runTaskInputs(t)[0]?.clientToken).to.equal(record.messageId);
+    });
+
+    const failures: Array<[string, (t: Harness) => void, (ids: string[]) => string[]]> = [
+      ["SendMessageBatch throws", (t) => t.sqsMock.on(SendMessageBatchCommand).rejects(new Error("sqs down")), (ids) => ids],
+      [
+        "SQS refuses one entry",
+        (t) =>
+          t.sqsMock.on(SendMessageBatchCommand).callsFake((input: SendMessageBatchCommandInput) => ({
+            Successful: (input.Entries ?? []).slice(1).map((e) => ({ Id: e.Id })),
+            Failed: [{ Id: input.Entries?.[0]?.Id, Code: "InvalidParameterValue", SenderFault: true, Message: "too many attributes" }],
+          })),
+        (ids) => ids.slice(0, 1),
+      ],
+      ["SQS reports an entry neither way", (t) => t.sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] }), (ids) => ids],
+    ];
+    for (const [label, fail, expectedFailed] of failures) {
+      it(`${label}: the records whose copy was not accepted stay batch item failures (normal redelivery)`, async () => {
+        const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+        arrange(t, 1);
+        fail(t);
+        const records = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody({ model_name: "Other" }))];
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
+
+        const failedIds = expectedFailed(records.map((r) => r.messageId));
+        expect(res.batchItemFailures).to.deep.equal(failedIds.map((id) => ({ itemIdentifier: id })));
+        expect(t.logger.withStep("capacity_defer_failed").map((l) => l.fields.message_id)).to.deep.equal(failedIds);
+        expect(t.metrics.count("SQSMessagesDeferred")).to.equal(records.length - failedIds.length);
+        expect(t.metrics.count("SQSMessagesFailed")).to.equal(failedIds.length);
+      });
+    }
+
+    it("more deferrals than one call takes: SendMessageBatch calls of at most 10 entries", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      const records = Array.from({ length: 23 }, (_, i) => sqsRecord(retrainingBody({ model_name: `M${i}` })));
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(...records));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(t.sqsMock.commandCalls(SendMessageBatchCommand).map((c) => c.args[0].input.Entries?.length)).to.deep.equal([10, 10, 3]);
+      expect(deferredCopies(t).map((e) => e.MessageAttributes?.[ORIGIN]?.StringValue)).to.have.members(records.map((r) => r.messageId));
+    });
+
+    it("malformed messages in a deferred batch are still quarantined, not re-sent", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      arrange(t, 1);
+      const valid = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(valid, sqsRecord("{"), sqsRecord(JSON.stringify({ model_name: "M" }))));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(deferredCopies(t).map((e) => e.MessageAttributes?.[ORIGIN]?.StringValue)).to.deep.equal([valid.messageId]);
+      const quarantined = t.sqsMock.commandCalls(SendMessageCommand).map((c) => c.args[0].input);
+      expect(quarantined.map((q) => [q.QueueUrl, q.MessageAttributes?.["quarantine-reason"]?.StringValue?.split(":")[0]])).to.have.deep.members([
+        [QUARANTINE_URL, "invalid_json"],
+        [QUARANTINE_URL, "invalid_trigger"],
+      ]);
+    });
+  });
+
   describe("error table", () => {
     const quarantined: Array<[string, string, string]> = [
       ["invalid JSON", "{not json", "invalid_json"],
@@ -367,9 +552,10 @@ describe("retraining/launcher handler", () => {
       expect(t.logger.withStep("ecs_task_launch_failed")[0]?.fields.error).to.match(/RESOURCE:ENI/);
     });
 
-    it("at capacity: batch item failure (retry)", async () => {
+    it("at capacity and the deferral cannot be sent: batch item failure (retry), nothing lost", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
       arrange(t, 1);
+      t.sqsMock.on(SendMessageBatchCommand).rejects(new Error("sqs down"));
       const record = sqsRecord(retrainingBody());
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));

@@ -8,6 +8,7 @@ import type { LauncherDeps } from "../../../functions/retraining/handler";
 import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
 
 export const QUARANTINE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/retraining-dlq";
+export const RETRAINING_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/retraining";
 
 /** RecordingMetrics plus the Environment dimension the launcher adds. */
 export class RecordingLauncherMetrics extends RecordingMetrics {
@@ -30,6 +31,8 @@ export function launcherConfig(overrides: Partial<LauncherConfig> = {}): Launche
     maxConcurrentTasks: 5,
     environment: "dev",
     quarantineQueueUrl: QUARANTINE_URL,
+    retrainingQueueUrl: RETRAINING_URL,
+    deferDelaySeconds: 60,
     ...overrides,
   };
 }

@@ -11,8 +11,8 @@ type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; 
 const children = (doc: PlanDocument, parent: Res, type: string) => doc.resources.filter((r) => r.parent === parent.urn && r.type === type);
 
 const expected = {
-  dev: { maxConcurrency: 2, maxTasks: "2", useSpot: "true", models: ["PascalStrategy"], deletionProtection: false, cpu: "1024", memory: "2048" },
-  prod: { maxConcurrency: 5, maxTasks: "5", useSpot: "false", models: ["PascalStrategy", "PascalStrategy-eth"], deletionProtection: true, cpu: "2048", memory: "8192" },
+  dev: { maxConcurrency: 2, maxTasks: "2", deferDelay: "30", useSpot: "true", models: ["PascalStrategy"], deletionProtection: false, cpu: "1024", memory: "2048" },
+  prod: { maxConcurrency: 5, maxTasks: "5", deferDelay: "120", useSpot: "false", models: ["PascalStrategy", "PascalStrategy-eth"], deletionProtection: true, cpu: "2048", memory: "8192" },
 } as const;
 
 describe("the retraining part in the program under Pulumi mocks (both stacks)", function () {
@@ -67,12 +67,16 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
           ECS_CONTAINER_NAME: "strategy",
           USE_SPOT: e.useSpot,
           MAX_CONCURRENT_TASKS: e.maxTasks,
+          DEFER_DELAY_SECONDS: e.deferDelay,
           ENVIRONMENT: stack,
           POWERTOOLS_METRICS_NAMESPACE: "Encache/RetrainingPipeline",
         });
         expect(env.ECS_TASK_DEFINITION_ARN).to.match(new RegExp(`task-definition/tradai-strategy-generic-${stack}:\\d+$`));
         for (const key of ["ECS_CLUSTER", "ECS_SUBNETS", "ECS_SECURITY_GROUPS", "RETRAINING_STATE_TABLE", "QUARANTINE_QUEUE_URL"]) expect(env[key], key).to.be.a("string").and.not.equal("");
         expect(env.ECS_SUBNETS.split(",")).to.have.length.of.at.least(2);
+        // Physical names carry the engine's suffix: the retraining queue itself, not its DLQ.
+        expect(env.RETRAINING_QUEUE_URL, "deferred copies go back to the launcher's own queue").to.match(new RegExp(`/${MOCK_ACCOUNT_ID}/retraining-[0-9a-f]{7}$`));
+        expect(env.QUARANTINE_QUEUE_URL).to.match(new RegExp(`/${MOCK_ACCOUNT_ID}/retraining-dlq-[0-9a-f]{7}$`));
       });
 
       it("declares the generic strategy task definition with its own roles, logs and container-level memory", () => {
@@ -125,6 +129,15 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const lease = statements.filter((s) => s.Action.includes("dynamodb:PutItem") || s.Action.includes("dynamodb:DeleteItem"));
         expect(lease).to.have.length(1);
         expect(lease[0]?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:dynamodb:us-east-1:${MOCK_ACCOUNT_ID}:table/retraining-state`));
+      });
+
+      it("lets the launcher send only to the retraining DLQ (quarantine) and its own queue (deferral)", () => {
+        const consumer = named(doc, "encache:compute:QueueConsumer", "retraining-launcher");
+        const [policy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
+        const sendTo = (policy?.inputs.policy as Doc).Statement.filter((s) => s.Action.includes("sqs:SendMessage")).flatMap((s) => [s.Resource].flat());
+        expect(sendTo).to.have.length(2);
+        expect(sendTo.find((arn) => /:retraining-dlq-[0-9a-f]{7}$/.test(arn)), "the DLQ").to.be.a("string");
+        expect(sendTo.find((arn) => /:retraining-[0-9a-f]{7}$/.test(arn)), "the retraining queue").to.be.a("string");
       });
     });
   }

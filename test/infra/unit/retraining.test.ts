@@ -28,6 +28,7 @@ describe("retraining config (encache:retraining)", () => {
       queueVisibilityTimeoutSeconds: 600,
       messageRetentionSeconds: 86_400,
       maxConcurrentTasks: 5,
+      deferDelaySeconds: 60,
       useSpot: false,
       taskDefinitionFamily: "tradai-strategy-generic",
       containerName: "strategy",
@@ -46,6 +47,9 @@ describe("retraining config (encache:retraining)", () => {
     ["two schedules for one model slug", "retraining.schedules", [{ modelName: "Pascal", scheduleExpression: "rate(1 day)" }, { modelName: "pascal", scheduleExpression: "rate(2 days)" }], /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/],
     ["a model name the launcher would quarantine", "retraining.schedules", [{ modelName: "-bad", scheduleExpression: "rate(1 day)" }], /encache:retraining\.schedules\[0\]\.modelName/],
     ["MAX_CONCURRENT_TASKS 0", "retraining.maxConcurrentTasks", 0, /encache:retraining\.maxConcurrentTasks/],
+    ["a defer delay above SQS's 900 s", "retraining.deferDelaySeconds", 901, /encache:retraining\.deferDelaySeconds/],
+    ["a negative defer delay", "retraining.deferDelaySeconds", -1, /encache:retraining\.deferDelaySeconds/],
+    ["a fractional defer delay", "retraining.deferDelaySeconds", 1.5, /encache:retraining\.deferDelaySeconds/],
   ];
   for (const [label, key, value, message] of bad) {
     it(`names the key for ${label}`, () => {
