@@ -148,7 +148,12 @@ export class SqsEventSource {
       }
       const batch = await this.gather();
       if (batch.length === 0) continue;
-      const done: Promise<void> = this.invokeAndSettle(batch).finally(() => this.inflight.delete(done));
+      const done: Promise<void> = this.invokeAndSettle(batch)
+        .catch((err: Error) => {
+          // Nothing here should throw; if it does, the batch simply comes back after its visibility timeout.
+          this.counters.lastError = `settle: ${err.message}`;
+        })
+        .finally(() => this.inflight.delete(done));
       this.inflight.add(done);
     }
   }

@@ -79,6 +79,9 @@ class Environment {
       // The live view owns the terminal: the sandbox's output goes to the function's log file.
       stdout: true,
       stderr: true,
+      // Not the host's flags: under `tsx` they would route the bundle through tsx's transformer
+      // (slow for a megabyte of minified JS, and nothing Lambda's runtime does).
+      execArgv: [],
     });
     this.worker.stdout.pipe(log, { end: false });
     this.worker.stderr.pipe(log, { end: false });

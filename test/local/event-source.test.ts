@@ -1,5 +1,6 @@
 import {
   CreateQueueCommand,
+  DeleteQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
@@ -277,6 +278,20 @@ describe("SqsEventSource against moto", function () {
 
     expect(stats()).to.include({ running: 0, succeeded: 1 });
     expect(await depth(queue)).to.equal(0);
+  });
+
+  it("a failed delete is counted in the stats, not thrown", async () => {
+    const queue = await createQueue({ VisibilityTimeout: "30" });
+    const { source, stats } = wire(queue, localFunction("slow", "sqs-batch.js", { environment: { SLEEP_MS: "500" } }));
+    await sendAll(queue, ["one"]);
+    source.start();
+    await waitFor("the invocation to start", () => stats().running === 1);
+
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: queue.url }));
+    await waitFor("the delete to fail", () => stats().deleteFailures === 1);
+    await source.stop();
+
+    expect(stats()).to.include({ succeeded: 1, deleteFailures: 1 });
   });
 
   it("a disabled mapping never polls", async () => {
