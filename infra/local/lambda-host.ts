@@ -31,6 +31,17 @@ export interface LambdaHostOptions {
   routes?: Record<string, string>;
   /** Each function's stdout/stderr is appended to `<logDir>/<logicalName>.log`. */
   logDir: string;
+  /**
+   * The simulated clock (`--speed`): the sandbox's `Date` reads it, so ages a function computes
+   * agree with the sped-up SQS and Scheduler timers; `getRemainingTimeInMillis` is scaled too.
+   */
+  clock?: SandboxClock;
+}
+
+/** Simulated time = t0Ms + (real − t0Ms) × speed. */
+export interface SandboxClock {
+  t0Ms: number;
+  speed: number;
 }
 
 export interface FunctionStats {
@@ -69,13 +80,13 @@ class Environment {
   private pending?: { id: number; settle: (o: Outcome) => void };
   private settleReady!: (e: ErrorInfo | null) => void;
 
-  constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream) {
+  constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock) {
     const now = new Date();
     this.logStreamName = `${now.toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
     this.ready = new Promise((r) => (this.settleReady = r));
     this.worker = new Worker(SANDBOX, {
       env: { ...env, AWS_LAMBDA_LOG_STREAM_NAME: this.logStreamName },
-      workerData: { codePath: fn.codePath, exportName: exportNameOf(fn.handler) },
+      workerData: { codePath: fn.codePath, exportName: exportNameOf(fn.handler), clock: clock ?? null },
       // The live view owns the terminal: the sandbox's output goes to the function's log file.
       stdout: true,
       stderr: true,
@@ -179,8 +190,10 @@ export class LambdaHost {
   private routes: Record<string, string>;
   private nextId = 1;
   private closed = false;
+  private readonly clock: SandboxClock | undefined;
 
   constructor(functions: LocalFunction[], opts: LambdaHostOptions) {
+    this.clock = opts.clock;
     this.routes = { ...(opts.routes ?? {}) };
     fs.mkdirSync(opts.logDir, { recursive: true });
     for (const fn of functions) {
@@ -239,7 +252,7 @@ export class LambdaHost {
     }
     if (!env) {
       slot.stats.coldStarts++;
-      env = new Environment(fn, slot.env, slot.log);
+      env = new Environment(fn, slot.env, slot.log, this.clock);
       slot.all.add(env);
       const initError = await withDeadline(env.ready, INIT_TIMEOUT_MS);
       if (initError !== null) {

@@ -17,7 +17,27 @@
 const { parentPort, workerData } = require("node:worker_threads");
 const util = require("node:util");
 
-const { codePath, exportName } = workerData;
+const { codePath, exportName, clock } = workerData;
+const realNow = Date.now.bind(Date);
+
+// The simulated clock (--speed): installed before the bundle loads, so every `Date` it makes,
+// including the SDK's and Powertools', reads simulated time. Timers stay real.
+if (clock && clock.speed > 1) {
+  const RealDate = Date;
+  const simNow = () => clock.t0Ms + (realNow() - clock.t0Ms) * clock.speed;
+  class SimDate extends RealDate {
+    constructor(...args) {
+      if (args.length === 0) super(simNow());
+      else super(...args);
+    }
+    static now() {
+      return simNow();
+    }
+  }
+  // `Date()` called without `new` returns a string; a class can't be called, a proxy can.
+  globalThis.Date = new Proxy(SimDate, { apply: () => new SimDate().toString() });
+}
+const speed = clock && clock.speed > 1 ? clock.speed : 1;
 let routes = {};
 let currentRequestId = "";
 
@@ -92,9 +112,10 @@ parentPort.on("message", async (msg) => {
   const context = {
     ...msg.context,
     callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    // The deadline is real time; the function measures in (simulated) Date time.
+    getRemainingTimeInMillis: () => Math.max(0, (deadline - realNow()) * speed),
   };
-  const started = Date.now();
+  const started = realNow();
   process.stdout.write(`START RequestId: ${currentRequestId} Version: $LATEST\n`);
   let reply;
   try {
@@ -106,7 +127,7 @@ parentPort.on("message", async (msg) => {
     console.error(util.inspect(err));
     reply = { type: "result", id: msg.id, ok: false, error: describe(err) };
   }
-  process.stdout.write(`END RequestId: ${currentRequestId}\nREPORT RequestId: ${currentRequestId}\tDuration: ${Date.now() - started} ms\n`);
+  process.stdout.write(`END RequestId: ${currentRequestId}\nREPORT RequestId: ${currentRequestId}\tDuration: ${realNow() - started} ms\n`);
   currentRequestId = "";
   parentPort.postMessage(reply);
 });

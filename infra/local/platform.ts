@@ -20,7 +20,7 @@ import { LocalScheduler } from "./scheduler";
 import { SqsClockProxy } from "./sqs-clock";
 import { deployLocally } from "./topology";
 import type { LocalFunction, LocalQueue, Topology } from "./types";
-import { WorkerServiceRunner } from "./worker-service";
+import { containerEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
 
 export interface PlatformOptions {
   stack: string;
@@ -224,10 +224,22 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
   if (!taskDefinition) throw new Error(`service ${service.logicalName}: task definition ${service.taskDefinitionArn} not found`);
+  // SDK v3 sends each SQS call to its QueueUrl's origin, which is the SQS clock proxy: point the
+  // worker's queue URLs at moto itself so its real timers meet real SQS time.
+  const direct = (url: string) => {
+    const u = new URL(url);
+    const e = new URL(endpoint);
+    u.protocol = e.protocol;
+    u.host = e.host;
+    return u.toString();
+  };
+  const env = containerEnvironment(pickContainer(taskDefinition));
+  const extraEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.endsWith("_QUEUE_URL") && /^https?:/.test(v)).map(([k, v]) => [k, direct(v)]));
   const runner = new WorkerServiceRunner({
     taskDefinition,
     count: Math.max(1, service.desiredCount),
     awsEnv: motoClientEnv(endpoint, region),
+    extraEnv,
     logDir,
     scratchRoot: path.join(options.workDir, "scratch"),
   });

@@ -144,6 +144,30 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
     expect(log).to.match(/START RequestId: [0-9a-f-]{36}/);
   });
 
+  it("runs the sandbox on the simulated clock when given one: Date and the remaining time are scaled", async () => {
+    // Prepare: simulated time started an hour ago at 60× speed, so it is 60 h ahead of real time.
+    const t0Ms = Date.now() - 3_600_000;
+    host = new LambdaHost([localFunction("clocked", "env-echo.js", { environment: { GREETING: "hi" }, timeoutSeconds: 2 })], {
+      awsEnv: AWS_ENV,
+      logDir,
+      clock: { t0Ms, speed: 60 },
+    });
+    // Act
+    const before = Date.now();
+    const out = await host.invoke("clocked-abc123", { action: "clock" });
+    // Assert
+    expect(out.kind).to.equal("ok");
+    const r = (out as { response: { now: number; constructed: number; parsed: number; isDate: boolean; called: string; remainingMs: number } }).response;
+    const expectedSim = t0Ms + (before - t0Ms) * 60;
+    expect(r.now).to.be.within(expectedSim, expectedSim + 60 * 5_000);
+    expect(r.constructed).to.be.within(expectedSim, expectedSim + 60 * 5_000);
+    expect(r.parsed).to.equal(0);
+    expect(r.isDate).to.equal(true);
+    expect(r.called).to.be.a("string");
+    // 2 s of real timeout are 120 s of simulated time.
+    expect(r.remainingMs).to.be.within(60_000, 120_000);
+  });
+
   describe("fetch routes (the VPC)", () => {
     let server: Server;
     let local: string;

@@ -1,0 +1,45 @@
+import { expect } from "chai";
+import { parseRunArgs, UsageError } from "../../infra/local/cli";
+import { SCENARIOS } from "../../infra/local/scenarios";
+
+describe("local run: command-line arguments", () => {
+  it("defaults to the dev stack, every scenario, speed 60, the default size", () => {
+    const args = parseRunArgs([], true);
+    expect(args).to.deep.include({ stack: "dev", speed: 60, size: "default", tty: true, json: false });
+    expect(args !== "help" && args.scenarios).to.deep.equal(SCENARIOS.map((s) => s.name));
+  });
+
+  it("--json keeps stdout for the document, so the live view is plain", () => {
+    const args = parseRunArgs(["--json"], true);
+    expect(args).to.deep.include({ tty: false, json: true });
+  });
+
+  it("--no-tty and a non-terminal both give plain output", () => {
+    expect(parseRunArgs(["--no-tty"], true)).to.deep.include({ tty: false });
+    expect(parseRunArgs([], false)).to.deep.include({ tty: false });
+  });
+
+  it("takes one or more --scenario", () => {
+    const first = SCENARIOS[0]?.name ?? "";
+    const args = parseRunArgs(["--scenario", first, "--size", "small", "--speed", "120"], false);
+    expect(args).to.deep.include({ scenarios: [first], size: "small", speed: 120 });
+  });
+
+  const bad: Array<[string[], RegExp]> = [
+    [["--scenario", "nope"], /--scenario nope: unknown \(have: /],
+    [["--speed", "0"], /--speed 0: must be a number from 1 to 3600/],
+    [["--speed", "fast"], /--speed fast/],
+    [["--size", "huge"], /--size huge: must be small or default/],
+    [["--stack", "../etc"], /--stack \.\.\/etc: not a stack name/],
+    [["--frobnicate"], /frobnicate/],
+  ];
+  for (const [argv, message] of bad) {
+    it(`refuses ${argv.join(" ")} with a message naming the flag`, () => {
+      expect(() => parseRunArgs(argv, false)).to.throw(UsageError, message);
+    });
+  }
+
+  it("answers --help", () => {
+    expect(parseRunArgs(["--help"], false)).to.equal("help");
+  });
+});

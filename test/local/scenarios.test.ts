@@ -1,0 +1,86 @@
+/**
+ * Every scenario at its small size, through the real CLI (`npm start` with --json), which
+ * starts its own moto, deploys the program into it and runs the platform. One run, many checks.
+ */
+import { spawn } from "node:child_process";
+import * as path from "node:path";
+import { expect } from "chai";
+import type { ScenarioSummary } from "../../infra/local/types";
+
+const ROOT = path.resolve(__dirname, "../..");
+
+interface RunDocument {
+  stack: string;
+  ok: boolean;
+  scenarios: ScenarioSummary[];
+  totals: { lost: number };
+}
+
+let run: Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> | undefined;
+
+function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> {
+  run ??= new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "infra/local/cli.ts", "--size", "small", "--json", "--speed", "60"], {
+      cwd: ROOT,
+      env: { ...process.env, AWS_ENDPOINT_URL: "", AWS_ENDPOINT_URL_SQS: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      let doc: RunDocument | undefined;
+      try {
+        doc = JSON.parse(stdout) as RunDocument;
+      } catch {
+        doc = undefined;
+      }
+      resolve({ code, doc, stderr });
+    });
+  });
+  return run;
+}
+
+async function scenario(name: string): Promise<ScenarioSummary> {
+  const { doc, stderr } = await runAll();
+  expect(doc, `no JSON document; stderr:\n${stderr}`).to.not.equal(undefined);
+  const row = doc?.scenarios.find((s) => s.scenario === name);
+  expect(row, `scenario ${name} missing from the run`).to.not.equal(undefined);
+  return row as ScenarioSummary;
+}
+
+describe("local run: every scenario, small size, through npm start --json", function () {
+  this.timeout(600_000);
+
+  it("exits 0 with every message accounted for", async () => {
+    const { code, doc, stderr } = await runAll();
+    expect(doc?.totals.lost, stderr).to.equal(0);
+    expect(doc?.ok, JSON.stringify(doc?.scenarios.map((s) => [s.scenario, s.failures]))).to.equal(true);
+    expect(code).to.equal(0);
+  });
+
+  it("ingest-gpu-outage: the DLQ consumer starts the GPU and every segment reaches it; the malformed one is quarantined", async () => {
+    const s = await scenario("ingest-gpu-outage");
+    expect(s.failures).to.deep.equal([]);
+    expect(s).to.include({ sent: 13, processed: 12, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
+    expect(s.details.gpuStarts).to.be.at.least(1);
+    expect(s.timings["GPU up → backlog drained"]).to.be.a("number");
+  });
+
+  it("retraining: every trigger launches once, never more than the cap at a time, the rest deferred", async () => {
+    const s = await scenario("retraining");
+    expect(s.failures).to.deep.equal([]);
+    expect(s).to.include({ sent: 7, processed: 6, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
+    expect(s.details.peakRunning).to.be.at.most(s.details.cap as number);
+    expect(s.details.deferrals).to.be.above(0);
+  });
+
+  it("fleet: jobs complete once, duplicates are recognised, housekeeping removes the orphan and the stale parameter", async () => {
+    const s = await scenario("fleet");
+    expect(s.failures).to.deep.equal([]);
+    expect(s).to.include({ sent: 6 + 2 + 1 + 1, processed: 6 + 2 + 1, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
+    expect(s.details.duplicatesRecognised).to.equal(2);
+  });
+});
