@@ -74,6 +74,8 @@ export interface MotoMocks extends pulumi.runtime.Mocks {
   call(args: pulumi.runtime.MockCallArgs): Promise<Record<string, unknown>>;
   /** Every custom resource answered so far, in completion order. */
   outcomes(): ProvisionOutcome[];
+  /** Every failed resource or call, in order. Pulumi wraps what newResource throws in its own errors. */
+  failures(): ProvisionError[];
 }
 
 /** A failed AWS call while provisioning, naming the resource. */
@@ -196,6 +198,12 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
   // Everything moto cannot act on is answered exactly as the offline plan answers it.
   const planMocks = createMocks(region);
   const outcomes: ProvisionOutcome[] = [];
+  const failures: ProvisionError[] = [];
+  const failed = (type: string, name: string, err: unknown): ProvisionError => {
+    const failure = new ProvisionError(type, name, err);
+    failures.push(failure);
+    return failure;
+  };
 
   let defaultNetwork: Promise<{ vpcId: string; subnetIds: string[] }> | undefined;
   const network = () =>
@@ -574,7 +582,7 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
         if (args.custom) outcomes.push(outcome);
         return result;
       } catch (err) {
-        throw new ProvisionError(args.type, args.name, err);
+        throw failed(args.type, args.name, err);
       }
     },
 
@@ -585,13 +593,14 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
           const value = await motoAmi();
           return { ...(args.inputs as Inputs), id: name, name, arn: `arn:aws:ssm:${region}::parameter${name}`, type: "String", value, insecureValue: value, version: 1 };
         } catch (err) {
-          throw new ProvisionError(args.token, name, err);
+          throw failed(args.token, name, err);
         }
       }
       return planMocks.call(args) as Record<string, unknown>;
     },
 
     outcomes: () => [...outcomes],
+    failures: () => [...failures],
   };
 }
 

@@ -40,8 +40,9 @@ export async function deployLocally(opts: DeployLocallyOptions): Promise<Topolog
   const region = files.config["aws:region"] ?? "us-east-1";
   const mocks = createMotoMocks({ region, endpoint: opts.endpoint, sqsEndpoint: opts.sqsEndpoint, codeDir: opts.codeDir });
 
-  // A failed registration surfaces as rejected outputs in the program, i.e. unhandled
-  // rejections: collect them while loading, and report the first provisioning error.
+  // A failed registration surfaces in the program as rejected outputs, i.e. unhandled
+  // rejections wrapped in Pulumi's serialization errors: collect them while loading, and
+  // report the mocks' own error, which names the resource.
   const failures: unknown[] = [];
   const onFailure = (reason: unknown) => failures.push(reason);
   process.on("unhandledRejection", onFailure);
@@ -53,18 +54,14 @@ export async function deployLocally(opts: DeployLocallyOptions): Promise<Topolog
     const mod = (await import(program)) as { default?: unknown };
     if (typeof mod.default === "function") await (mod.default as () => unknown)();
     const resources = await recorder.settle();
-    if (failures.length > 0) throw pickFailure(failures);
+    const failure = mocks.failures()[0] ?? failures[0];
+    if (failure !== undefined) throw failure;
     return buildTopology({ project: files.project, stack: opts.stack, region, resources, outcomes: mocks.outcomes(), codeDir: opts.codeDir });
   } catch (err) {
-    throw failures.length > 0 ? pickFailure([...failures, err]) : err;
+    throw mocks.failures()[0] ?? err;
   } finally {
     process.off("unhandledRejection", onFailure);
   }
-}
-
-/** The provisioning error names the resource; later rejections are its consequences. */
-function pickFailure(failures: unknown[]): unknown {
-  return failures.find((f) => f instanceof Error && f.name === "ProvisionError") ?? failures.find((f) => f instanceof Error && /ProvisionError|in moto failed/.test(f.message)) ?? failures[0];
 }
 
 // ---------------------------------------------------------------------------------------------

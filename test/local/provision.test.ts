@@ -179,7 +179,15 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
   });
 });
 
-describe("deployLocally: once per process", () => {
+describe("deployLocally: failures and the once-per-process guard", () => {
+  it("fails with the provisioning error that names the resource, not Pulumi's wrapping of it", async () => {
+    const run = await runProvisionChild(["--program", "test/local/support/provision-fixture-program.ts", "dev", os.tmpdir()]);
+
+    expect(run.code).to.equal(1);
+    expect(run.stderr).to.match(/^provisioning aws:iam\/rolePolicy:RolePolicy "fixture-orphan-policy" in moto failed: NoSuchEntity/m);
+    expect(run.stderr).not.to.include("error serializing property");
+  });
+
   it("refuses a second call with a clear error", async () => {
     const run = await runProvisionChild(["--twice", "no-such-stack", os.tmpdir()]);
 

@@ -2,25 +2,27 @@
  * Runs deployLocally in its own process (setMocks is once per process) and prints the Topology
  * as JSON on stdout; progress and errors go to stderr.
  *
- *   node --import tsx provision-child.ts <stack> <codeDir>
- *   node --import tsx provision-child.ts --twice <stack> <codeDir>   (calls deployLocally twice)
+ *   node --import tsx provision-child.ts [--program <file>] [--twice] <stack> <codeDir>
+ *
+ * --twice calls deployLocally a second time (the once-per-process guard's test).
  *
  * moto's endpoint comes from AWS_ENDPOINT_URL (the test root hook sets it), SQS's from
  * AWS_ENDPOINT_URL_SQS when set.
  */
+import { parseArgs } from "node:util";
 import { flushAndExit } from "../../../functions/shared/exit";
 import { deployLocally } from "../../../infra/local/topology";
 
 async function main(argv: string[]): Promise<number> {
-  const twice = argv[0] === "--twice";
-  const [stack, codeDir] = twice ? argv.slice(1) : argv;
+  const { values, positionals } = parseArgs({ args: argv, options: { twice: { type: "boolean" }, program: { type: "string" } }, allowPositionals: true });
+  const [stack, codeDir] = positionals;
   const endpoint = process.env.AWS_ENDPOINT_URL;
   if (!stack || !codeDir || !endpoint) {
-    process.stderr.write("usage: provision-child.ts [--twice] <stack> <codeDir> (with AWS_ENDPOINT_URL set)\n");
+    process.stderr.write("usage: provision-child.ts [--program <file>] [--twice] <stack> <codeDir> (with AWS_ENDPOINT_URL set)\n");
     return 2;
   }
-  const opts = { stack, endpoint, codeDir, sqsEndpoint: process.env.AWS_ENDPOINT_URL_SQS };
-  if (twice) {
+  const opts = { stack, endpoint, codeDir, sqsEndpoint: process.env.AWS_ENDPOINT_URL_SQS, program: values.program };
+  if (values.twice) {
     // The guard's test: whatever the first call did, the second must refuse.
     await deployLocally(opts).catch((err: unknown) => process.stderr.write(`first call: ${(err as Error).message}\n`));
     await deployLocally(opts);
