@@ -76,7 +76,6 @@ export class LocalPlatform {
       for (const stop of stoppers.reverse()) await stop().catch(() => undefined);
     };
     try {
-      const clock = new SimClock(options.speed);
       const moto = new MotoServer();
       const endpoint = await moto.start();
       stoppers.push(() => moto.stop());
@@ -104,6 +103,8 @@ export class LocalPlatform {
           `${topology.uncreated.length} recorded only (${((Date.now() - started) / 1000).toFixed(1)} s)`,
       );
 
+      // Simulated time starts with the runtime, not with moto or the deploy.
+      const clock = new SimClock(options.speed);
       const awsRegion = topology.region;
       const clientConfig = { region: awsRegion, endpoint };
       const aws: AwsClients = {
@@ -135,7 +136,6 @@ export class LocalPlatform {
         sqs: aws.sqs,
         speed: options.speed,
         queueUrlForArn,
-        now: () => clock.now(),
         onEvent: (e) => {
           if (e.kind !== "delivered") options.note(`schedule ${e.schedule}: ${e.kind}${e.detail ? ` (${e.detail})` : ""}`);
         },

@@ -8,7 +8,7 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import type { LocalPlatform } from "../platform";
 import { readSteps } from "./logs";
-import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
 const MANAGED = { Key: "runs-fleet:managed", Value: "true" };
@@ -102,15 +102,15 @@ export const fleet: Scenario = {
     const n = SIZES[ctx.size];
     const duplicates = Math.max(1, Math.floor(n / 3));
 
-    // Jobs 0..n-1 ran on the two instances; one more stays running on `busy` and keeps it busy.
+    // Jobs 0..n-1 ran on `drained` and end now; job n stays running on `busy` and keeps it busy.
     const jobId = (i: number) => `job-${ctx.runId}-${i}`;
-    const onInstance = (i: number) => (i % 2 === 0 ? f.busy : f.drained);
+    const onInstance = (i: number) => (i === n ? f.busy : f.drained);
     const now = new Date(platform.clock.now()).toISOString();
     for (let i = 0; i <= n; i++) {
       await platform.aws.dynamodb.send(
         new PutItemCommand({
           TableName: jobs.name,
-          Item: { job_id: { S: jobId(i) }, status: { S: "running" }, instance_id: { S: i === n ? f.busy : onInstance(i) }, started_at: { S: now } },
+          Item: { job_id: { S: jobId(i) }, status: { S: "running" }, instance_id: { S: onInstance(i) }, started_at: { S: now } },
         }),
       );
     }
@@ -190,10 +190,11 @@ export const fleet: Scenario = {
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
     const drainedState = await stateOf(platform.aws.ec2, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
-    if (!(await parameterExists(platform, param(f.busy)))) failures.push("the live instance's runner parameter was deleted");
+    if (!(await parameterExists(platform, param(f.busy)))) failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
 
     const dlqMessages = (await peekAll(platform, terminationDlq)).filter((m) => sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"));
-    const quarantined = dlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] !== undefined).length;
+    const quarantined = distinctQuarantined(dlqMessages).length;
+    const dlqOther = dlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] === undefined).length;
     const hkDlq = (await peekAll(platform, housekeepingDlq)).filter((m) => m.MessageId === housekeepingId).length;
     const [left, hkLeft] = await Promise.all([platform.depth(termination), platform.depth(housekeeping)]);
     const housekeepingDone = readSteps(platform, "fleet-housekeeping-consumer", "housekeeping_task_completed");
@@ -204,7 +205,7 @@ export const fleet: Scenario = {
       sent: bodies.length + (housekeepingId ? 1 : 0),
       processed: processedIds().size + operatorDone,
       quarantined,
-      inDlq: dlqMessages.length - quarantined + hkDlq,
+      inDlq: dlqOther + hkDlq,
       remaining: left.visible + left.inFlight + left.delayed + (operatorDone ? 0 : hkLeft.visible + hkLeft.inFlight),
       timings: {
         "terminations processed": since(started, terminationDone),

@@ -4,7 +4,7 @@
  * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
  */
 import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
 
@@ -32,6 +32,9 @@ export const ingestGpuOutage: Scenario = {
     // Prepare: the GPU is stopped, as it is between sessions.
     await platform.aws.ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
     await waitFor(() => gpu.state().instanceState === "stopped", { timeoutMs: 10_000 });
+    // The simulator also counts the instance's first boot at deploy time: only starts from here on are the DLQ consumer's.
+    const startsBefore = gpu.state().starts;
+    const startsNow = () => gpu.state().starts - startsBefore;
     ctx.note(`GPU ${instanceId} stopped; sending ${n} segments and 1 malformed one`);
 
     const started = Date.now();
@@ -62,17 +65,17 @@ export const ingestGpuOutage: Scenario = {
         ["quarantine", quarantine],
       ]);
       const now = Date.now();
-      if (firstInDlq === null && d && d.visible + d.inFlight > 0) firstInDlq = now;
+      if (firstInDlq === null && d && d.visible + d.inFlight > 1) firstInDlq = now;
       const g = gpu.state();
-      if (gpuRunning === null && g.runningSinceMs !== null && g.starts > 0) gpuRunning = now;
-      if (gpuServing === null && g.serving && g.starts > 0) gpuServing = now;
+      if (gpuRunning === null && g.runningSinceMs !== null && startsNow() > 0) gpuRunning = now;
+      if (gpuServing === null && g.serving && startsNow() > 0) gpuServing = now;
       const done = delivered().got.size;
       ctx.view({
         scenario: this.name,
         elapsedMs: now - started,
         progress: { done, total: n },
         queues: [q, d, qq].filter((x) => x !== undefined),
-        counters: { "delivered to GPU": done, "GPU starts": g.starts },
+        counters: { "delivered to GPU": done, "GPU starts": startsNow() },
         status: [`GPU ${instanceId}: ${g.instanceState}${g.serving ? " (serving)" : g.instanceState === "running" ? " (booting)" : ""}`],
       });
     };
@@ -86,11 +89,11 @@ export const ingestGpuOutage: Scenario = {
       return a.visible + a.inFlight + b.visible + b.inFlight === 0;
     }, { timeoutMs: 30_000, tick });
 
-    const quarantined = (await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes(sessionId));
+    const quarantined = distinctQuarantined((await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes(sessionId)));
     const [left, inDlq] = await Promise.all([platform.depth(ingest), platform.depth(dlq)]);
     const described = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
     const finalState = described.Reservations?.[0]?.Instances?.[0]?.State?.Name;
-    if (gpu.state().starts < 1) failures.push("the DLQ consumer never started the GPU");
+    if (startsNow() < 1) failures.push("the DLQ consumer never started the GPU");
     if (finalState !== "running") failures.push(`GPU ended ${finalState}, expected running`);
     if (quarantined.length !== 1) failures.push(`expected the malformed segment in quarantine, found ${quarantined.length}`);
 
@@ -104,12 +107,12 @@ export const ingestGpuOutage: Scenario = {
       inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
       remaining: left.visible + left.inFlight + left.delayed,
       timings: {
-        "first segment in DLQ": since(started, firstInDlq),
-        "GPU start requested": since(started, gpuRunning),
+        "first segments in DLQ": since(started, firstInDlq),
+        "GPU running": since(started, gpuRunning),
         "GPU serving": since(started, gpuServing),
         "GPU up → backlog drained": gpuServing !== null && drained !== null ? drained - gpuServing : null,
       },
-      details: { duplicatesDelivered: duplicates, gpuStarts: gpu.state().starts, quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
+      details: { duplicatesDelivered: duplicates, gpuStarts: startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
       failures,
     });
   },

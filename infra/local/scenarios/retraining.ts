@@ -3,7 +3,7 @@
  * than MAX_CONCURRENT_TASKS at once; the rest are deferred and launched as tasks finish.
  */
 import { readSteps } from "./logs";
-import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 5, default: 12 } as const;
 const SCHEDULED_MODEL = "PascalStrategy";
@@ -76,7 +76,7 @@ export const retraining: Scenario = {
     if (peak > cap) failures.push(`${peak} tasks ran at once, over the cap of ${cap}`);
     const deferred = readSteps(platform, "retraining-launcher", "capacity_deferred").length;
     if (expected.size > cap && deferred === 0) failures.push("nothing was deferred although the triggers exceeded the cap");
-    const quarantined = (await peekAll(platform, quarantine)).filter((m) => m.MessageAttributes?.["quarantine-reason"] !== undefined && (m.Body ?? "").includes('"model_name":""')).length;
+    const quarantined = distinctQuarantined((await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes('"model_name":""'))).length;
     if (quarantined !== 1) failures.push(`expected the malformed trigger in quarantine, found ${quarantined}`);
     const [left, inDlq] = await Promise.all([platform.depth(queue), platform.depth(dlq)]);
     return summary({

@@ -103,3 +103,18 @@ export function summary(s: Omit<ScenarioSummary, "lost">): ScenarioSummary {
 export function since(start: number, at: number | null | undefined): number | null {
   return at === null || at === undefined ? null : Math.max(0, at - start);
 }
+
+/**
+ * Quarantined messages, each counted once: a slow consumer can quarantine the same message
+ * twice (at-least-once delivery), and both copies carry its `source-message-id`.
+ */
+export function distinctQuarantined(messages: Message[]): Message[] {
+  const byId = new Map<string, Message>();
+  for (const m of messages) {
+    const reason = m.MessageAttributes?.["quarantine-reason"];
+    if (reason === undefined) continue;
+    const source = m.MessageAttributes?.["source-message-id"]?.StringValue ?? m.MessageId ?? "";
+    if (!byId.has(source)) byId.set(source, m);
+  }
+  return [...byId.values()];
+}

@@ -1,0 +1,264 @@
+/**
+ * pool (seed 004): workflows claim warm instances, the pool runs out and refill tops it up.
+ *
+ * The refill Lambda runs from its own schedule (pool-refill-<class> → the pool-refill queue);
+ * the workflows are played here with the claim library itself (`claimInstance`), with the
+ * refill function's environment (POOL_CLASSES, CLAIM_TABLE_NAME, POOL_TAG) and the stack's
+ * `encache:pool` settings (lock TTL, re-queue delay, tolerance), exactly as a claim worker
+ * would be configured. More workflows than the pool's size ask at once: the first ones claim,
+ * the rest are told `exhausted`, ask again after each refill, and all get an instance in the end.
+ */
+import { GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { REPO_ROOT } from "../../bundle";
+import { parseStackConfig } from "../../config";
+import { readStackFiles } from "../../plan/stackFiles";
+import { type ClaimDeps, type ClaimResult, claimInstance, releaseClaim } from "../../../functions/pool/claim";
+import { parseRefillConfig, type PoolClassConfig } from "../../../functions/pool/config";
+import type { LogFields, StepLogger } from "../../../functions/shared/logger";
+import type { LocalPlatform } from "../platform";
+import { type LogLine, readSteps } from "./logs";
+import { gauges, type Scenario, type ScenarioContext, since, summary, waitFor } from "./scenario";
+
+/** Workflows per size; each size is more than the class's pool size (see `workflowsFor`). */
+const SIZES = { small: 3, default: 6 } as const;
+const REFILL_FUNCTION = "pool-refill";
+/** How long one claim may keep asking the pool, in simulated time (the library's deadline). */
+const CLAIM_DEADLINE_SIM_MS = 60_000;
+
+/** The settings a claim worker takes from the stack's `encache:pool` (infra/parts/pool.ts passes none of them to the refill). */
+export interface ClaimSettings {
+  lockTtlSeconds: number;
+  requeueDelaySeconds: number;
+  tolerance: number;
+}
+
+export function claimSettings(stack: string): ClaimSettings {
+  const files = readStackFiles(REPO_ROOT, stack);
+  const raw: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(files.config)) {
+    const [namespace, name] = key.split(":", 2);
+    if (namespace !== "encache" || name === undefined) continue;
+    try {
+      raw[name] = JSON.parse(value);
+    } catch {
+      raw[name] = value;
+    }
+  }
+  const { lockTtlSeconds, requeueDelaySeconds, tolerance } = parseStackConfig(raw).pool;
+  return { lockTtlSeconds, requeueDelaySeconds, tolerance };
+}
+
+/** The claim library's log steps, kept in memory: the scenario counts adverts through them. */
+export class StepRecorder implements StepLogger {
+  readonly lines: Array<LogFields & { step?: unknown }> = [];
+  debug = (_m: string, ...f: LogFields[]) => this.push(f);
+  info = (_m: string, ...f: LogFields[]) => this.push(f);
+  warn = (_m: string, ...f: LogFields[]) => this.push(f);
+  error = (_m: string, ...f: LogFields[]) => this.push(f);
+  count(step: string): number {
+    return this.lines.filter((l) => l.step === step).length;
+  }
+  private push(fields: LogFields[]): void {
+    this.lines.push(Object.assign({}, ...fields) as LogFields);
+  }
+}
+
+const forClass = (lines: LogLine[], cls: string) => lines.filter((l) => l.resource_class === cls);
+const sumOf = (lines: LogLine[], field: string) => lines.reduce((n, l) => n + (typeof l[field] === "number" ? (l[field] as number) : 0), 0);
+
+function firstOf(times: Array<number | null>): number | null {
+  const known = times.filter((t): t is number => t !== null);
+  return known.length > 0 ? Math.min(...known) : null;
+}
+
+interface Workflow {
+  id: string;
+  result: ClaimResult | undefined;
+  exhaustedTimes: number;
+  claimedAt: number | null;
+}
+
+/**
+ * A snapshot of the advert accounting in which no refill run was half-way (between counting
+ * the pool and logging what it advertised): otherwise an advert could be on the queue before
+ * its run's `refill_completed` line, and look like one that appeared from nowhere.
+ */
+async function advertSnapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<{ sent: number; runs: number; onQueue: number; inDlq: number }> {
+  const queue = platform.queue(`pool-${cls.name}`);
+  const dlq = platform.queue(`pool-${cls.name}-dlq`);
+  for (let attempt = 0; ; attempt++) {
+    const before = forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
+    const counted = forClass(readSteps(platform, REFILL_FUNCTION, "pool_counted"), cls.name).length;
+    const [q, d] = await Promise.all([platform.depth(queue), platform.depth(dlq)]);
+    const after = forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
+    const countedAfter = forClass(readSteps(platform, REFILL_FUNCTION, "pool_counted"), cls.name).length;
+    // pool_counted is logged before a run advertises and refill_completed after: equal counts
+    // on both sides of the depth read mean no run was advertising while it was taken.
+    const settled = counted === before.length && countedAfter === after.length && before.length === after.length;
+    if (settled || attempt >= 40) {
+      return { sent: sumOf(after, "advertised"), runs: after.length, onQueue: q.visible + q.inFlight + q.delayed, inDlq: d.visible + d.inFlight + d.delayed };
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export const pool: Scenario = {
+  name: "pool",
+  title: "workflows claim warm instances, the pool runs out and refill tops it up",
+  requires: ["pool-refill"],
+  async run(ctx: ScenarioContext) {
+    const { platform } = ctx;
+    const refillEnv = platform.fn(REFILL_FUNCTION).environment;
+    const config = parseRefillConfig(refillEnv);
+    const settings = claimSettings(platform.options.stack);
+    // The first class with a non-zero size; its queue is the one the workflows drain.
+    const cls = config.classes.find((c) => c.size > 0);
+    if (!cls) throw new Error("no pool class has a size above 0");
+    const queue = platform.queue(`pool-${cls.name}`);
+    const refillQueue = platform.queue("pool-refill");
+    const failures: string[] = [];
+    const started = Date.now();
+    const k = Math.max(SIZES[ctx.size], cls.size + 2);
+    const recorder = new StepRecorder();
+    const deps: ClaimDeps = {
+      sqs: platform.aws.sqs,
+      dynamodb: platform.aws.dynamodb,
+      ec2: platform.aws.ec2,
+      clock: () => platform.clock.now(),
+      logger: recorder,
+      metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
+    };
+    const spec = { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass };
+    const claim = (w: Workflow) =>
+      claimInstance(deps, {
+        workflowId: w.id,
+        queueUrl: cls.queueUrl,
+        resourceClass: spec,
+        requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
+        claimTableName: config.claimTableName,
+        poolTag: config.poolTag,
+        lockTtlSeconds: settings.lockTtlSeconds,
+        requeueDelaySeconds: settings.requeueDelaySeconds,
+        tolerance: settings.tolerance,
+        deadline: platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
+      });
+
+    const refills = () => forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
+    const workflows: Workflow[] = Array.from({ length: k }, (_, i) => ({ id: `wf-${ctx.runId}-${i}`, result: undefined, exhaustedTimes: 0, claimedAt: null }));
+    const claimed = () => workflows.filter((w) => w.result?.outcome === "claimed");
+    const tick = async () => {
+      const qs = await gauges(platform, [
+        [`pool-${cls.name}`, queue],
+        ["pool-refill", refillQueue],
+      ]);
+      ctx.view({
+        scenario: this.name,
+        elapsedMs: Date.now() - started,
+        progress: { done: claimed().length, total: k },
+        queues: qs,
+        counters: { claimed: claimed().length, "exhausted answers": workflows.reduce((n, w) => n + w.exhaustedTimes, 0), "refill runs": refills().length },
+        status: [`class ${cls.name}: size ${cls.size}, ${k} workflows`],
+      });
+    };
+
+    // 1. The first scheduled refill fills the pool (it may have run before this scenario).
+    let poolFull: number | null = null;
+    const full = await waitFor(() => refills().some((r) => typeof r.advertised === "number" && r.advertised >= cls.size), { timeoutMs: 60_000, tick });
+    if (full) poolFull = Date.now();
+    else failures.push(`no refill run advertised ${cls.size} ${cls.name} instance(s)`);
+    ctx.note(`pool: ${cls.name} filled (size ${cls.size}); ${k} workflows claim at once`);
+
+    // 2. K workflows at once: the pool has `size` instances, so some are told `exhausted`.
+    const attempt = async (w: Workflow) => {
+      const result = await claim(w);
+      w.result = result;
+      if (result.outcome === "claimed") w.claimedAt = Date.now();
+      else w.exhaustedTimes += 1;
+    };
+    await Promise.all(workflows.map(attempt));
+    const firstRound = claimed().length;
+    if (firstRound < 1) failures.push("no workflow claimed an instance from the filled pool");
+    if (firstRound > cls.size) failures.push(`${firstRound} workflows claimed from a pool of ${cls.size}`);
+    if (workflows.every((w) => w.exhaustedTimes === 0)) failures.push(`${k} workflows on a pool of ${cls.size}, yet none was told exhausted`);
+    ctx.note(`pool: first round: ${firstRound} claimed, ${k - firstRound} exhausted; they wait for the next refill`);
+
+    // 3. The waiting workflows ask again after each refill run, until all have an instance.
+    let lastRuns = refills().length;
+    let allClaimed: number | null = null;
+    const ok = await waitFor(
+      async () => {
+        const runs = refills().length;
+        if (runs > lastRuns) {
+          lastRuns = runs;
+          await Promise.all(workflows.filter((w) => w.result?.outcome !== "claimed").map(attempt));
+        }
+        return claimed().length === k;
+      },
+      { timeoutMs: 120_000, tick },
+    );
+    if (ok) allClaimed = Date.now();
+    else failures.push(`only ${claimed().length} of ${k} workflows got an instance`);
+
+    // 4. Never one instance for two workflows: distinct ids, and each lock names its claimant.
+    const byInstance = new Map<string, string[]>();
+    for (const w of claimed()) {
+      const id = w.result?.outcome === "claimed" ? w.result.instanceId : "";
+      byInstance.set(id, [...(byInstance.get(id) ?? []), w.id]);
+    }
+    for (const [id, owners] of byInstance) if (owners.length > 1) failures.push(`instance ${id} was handed to ${owners.join(", ")}`);
+    for (const w of claimed()) {
+      const id = w.result?.outcome === "claimed" ? w.result.instanceId : "";
+      const item = await platform.aws.dynamodb.send(new GetItemCommand({ TableName: config.claimTableName, Key: { instance_id: { S: id } }, ConsistentRead: true }));
+      const owner = item.Item?.owner?.S;
+      if (owner !== w.id) failures.push(`the claim lock of ${id} names ${owner ?? "nobody"}, expected ${w.id}`);
+    }
+
+    // 5. Release every claim (own lock only); the instances become idle pool members again.
+    let released = 0;
+    for (const w of claimed()) {
+      if (w.result?.outcome === "claimed" && (await releaseClaim(deps, config.claimTableName, w.result.instanceId, w.id))) released += 1;
+    }
+    if (released !== claimed().length) failures.push(`released ${released} of ${claimed().length} claims`);
+
+    // Adverts: every one the refill sent (its `advertised` counts, all runs since start-up) either
+    // was consumed by a pickup (picked as suitable, or discarded as malformed/contradicting), or
+    // is still on the class's queue (visible, in flight or delayed), or sits in its DLQ. Re-queued
+    // unsuitable adverts are deleted and re-sent by the pickup, so they stay in "on the queue".
+    // An advert that expired by retention or vanished otherwise shows up as lost.
+    const snap = await advertSnapshot(platform, cls);
+    const picked = recorder.count("advert_suitable");
+    const discarded = recorder.count("advert_discarded");
+    const lostRaces = recorder.count("claim_lost_race");
+    const triggersInDlq = await platform.depth(platform.queue("pool-refill-dlq"));
+    if (triggersInDlq.visible + triggersInDlq.inFlight > 0) failures.push(`${triggersInDlq.visible + triggersInDlq.inFlight} refill trigger(s) in pool-refill-dlq`);
+
+    return summary({
+      scenario: this.name,
+      wallMs: Date.now() - started,
+      sent: snap.sent,
+      processed: picked + discarded,
+      quarantined: 0,
+      inDlq: snap.inDlq,
+      remaining: snap.onQueue,
+      timings: {
+        "pool filled": since(started, poolFull),
+        "first claim": since(started, firstOf(workflows.map((w) => w.claimedAt))),
+        "every workflow claimed": since(started, allClaimed),
+      },
+      details: {
+        resourceClass: cls.name,
+        poolSize: cls.size,
+        workflows: k,
+        claimedFirstRound: firstRound,
+        exhaustedAnswers: workflows.reduce((n, w) => n + w.exhaustedTimes, 0),
+        lostRaces,
+        advertsDiscarded: discarded,
+        refillRuns: snap.runs,
+        refillLeaseHeld: forClass(readSteps(platform, REFILL_FUNCTION, "refill_lease_held"), cls.name).length,
+        instancesLaunched: forClass(readSteps(platform, REFILL_FUNCTION, "pool_instances_launched"), cls.name).reduce((n, l) => n + (Array.isArray(l.instance_ids) ? l.instance_ids.length : 0), 0),
+        released,
+      },
+      failures,
+    });
+  },
+};
