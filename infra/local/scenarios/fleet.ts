@@ -147,7 +147,8 @@ export const fleet: Scenario = {
       if (terminationDone === null && done >= n + duplicates) terminationDone = Date.now();
       const simAge = platform.clock.now() - f.launchedAtMs;
       // The operator's sweep goes out once the instances are old enough for it.
-      if (orphanSent === null && simAge >= ORPHAN_AGE_SIM_MS) {
+      // …and after the terminations, so the instance whose jobs all ended is an orphan too.
+      if (orphanSent === null && terminationDone !== null && simAge >= ORPHAN_AGE_SIM_MS) {
         const [id] = await sendAll(platform, housekeeping, [
           JSON.stringify({ task_type: "orphaned_instances", timestamp: new Date(platform.clock.now()).toISOString(), params: { max_runtime_minutes: OPERATOR_MAX_RUNTIME_MINUTES } }),
         ]);
@@ -161,7 +162,7 @@ export const fleet: Scenario = {
         await platform.scheduler.fire("fleet-stale-ssm");
         ctx.note("fleet: schedule fleet-stale-ssm fired");
       }
-      if (orphanGone === null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated") orphanGone = Date.now();
+      if (orphanGone === null && orphanSent !== null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" && (await stateOf(platform.aws.ec2, f.drained)) === "terminated") orphanGone = Date.now();
       if (staleGone === null && staleFired && !(await parameterExists(platform, param(f.gone)))) staleGone = Date.now();
       ctx.view({
         scenario: this.name,
@@ -169,7 +170,7 @@ export const fleet: Scenario = {
         progress: { done: Math.min(done, n + duplicates) + (orphanGone ? 1 : 0) + (staleGone ? 1 : 0), total: n + duplicates + 2 },
         queues: qs,
         counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
-        status: [`orphan ${f.orphan}: ${orphanGone ? "terminated" : "running"}`, `stale parameter ${param(f.gone)}: ${staleGone ? "deleted" : "present"}`],
+        status: [`orphans ${f.orphan}, ${f.drained}: ${orphanGone ? "terminated" : "running"}`, `stale parameter ${param(f.gone)}: ${staleGone ? "deleted" : "present"}`],
       });
     };
     const ok = await waitFor(() => terminationDone !== null && orphanGone !== null && staleGone !== null, { timeoutMs: 180_000, tick });
@@ -209,13 +210,13 @@ export const fleet: Scenario = {
       remaining: left.visible + left.inFlight + left.delayed + (operatorDone ? 0 : hkLeft.visible + hkLeft.inFlight),
       timings: {
         "terminations processed": since(started, terminationDone),
-        "operator sweep → orphan terminated": orphanSent !== null && orphanGone !== null ? orphanGone - orphanSent : null,
+        "operator sweep → orphans terminated": orphanSent !== null && orphanGone !== null ? orphanGone - orphanSent : null,
         "stale parameter deleted": since(started, staleGone),
       },
       details: {
         duplicatesRecognised: dupes,
         housekeepingRuns: housekeepingDone.length,
-        scheduledFires: platform.scheduler.stats(),
+        scheduledFires: Object.fromEntries(Object.entries(platform.scheduler.stats()).filter(([k]) => k.startsWith("fleet-")).map(([k, v]) => [k, v.fired])),
       },
       failures,
     });
