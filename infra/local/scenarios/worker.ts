@@ -66,6 +66,21 @@ export function scaledKnobs(container: Record<string, string>, speed: number): R
   return out;
 }
 
+/**
+ * The queues were created through the SQS clock proxy, so their URLs name the proxy, and SDK v3
+ * sends each call to its QueueUrl's origin: a task using them as is would have its visibility
+ * timeouts divided by the speed while its own timers run in real time (a job's 16 s visibility
+ * becomes 1 s and the job is handed to a second task mid-run). Same path, moto's origin.
+ */
+export function directQueueUrls(container: Record<string, string>, motoEndpoint: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of ["WORK_QUEUE_URL", "QUARANTINE_QUEUE_URL"]) {
+    const value = container[key];
+    if (value) out[key] = new URL(new URL(value).pathname, motoEndpoint).toString();
+  }
+  return out;
+}
+
 function taskDefinitionOf(platform: LocalPlatform): LocalTaskDefinition {
   const service = platform.topology.services[0];
   if (!service) throw new Error("the program declares no ECS service");
@@ -102,7 +117,7 @@ export const worker: Scenario = {
       awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
       logDir,
       scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
-      extraEnv: scaledKnobs(container, platform.options.speed),
+      extraEnv: { ...scaledKnobs(container, platform.options.speed), ...directQueueUrls(container, platform.moto.endpoint) },
     });
     const started = Date.now();
     await runner.start();
