@@ -78,25 +78,67 @@ interface Workflow {
   claimedAt: number | null;
 }
 
+interface Snapshot {
+  /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
+  adverts: number;
+  advertsOnQueue: number;
+  advertsInDlq: number;
+  refillRuns: number;
+  /** Trigger messages the scheduler delivered to pool-refill (every class's schedule). */
+  triggers: number;
+  /** Triggers whose run ended: refilled, lease held, shared a batch's run, or quarantined. */
+  triggersHandled: number;
+  triggersQuarantined: number;
+  triggersOnQueue: number;
+  triggersInDlq: number;
+}
+
 /**
- * A snapshot of the advert accounting in which no refill run was half-way (between counting
- * the pool and logging what it advertised): otherwise an advert could be on the queue before
- * its run's `refill_completed` line, and look like one that appeared from nowhere.
+ * The accounting, taken at a moment when no refill was half-way: a run advertises between its
+ * `pool_counted` and `refill_completed` lines, and a trigger is on the queue (in flight) while
+ * its run logs; either would be counted twice or not at all. So the log counts and scheduler
+ * stats are read on both sides of the depth reads, and the snapshot is kept only when nothing
+ * moved and no trigger was in flight.
  */
-async function advertSnapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<{ sent: number; runs: number; onQueue: number; inDlq: number }> {
+async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<Snapshot> {
   const queue = platform.queue(`pool-${cls.name}`);
   const dlq = platform.queue(`pool-${cls.name}-dlq`);
+  const refillQueue = platform.queue("pool-refill");
+  const refillDlq = platform.queue("pool-refill-dlq");
+  const counts = () => {
+    const steps = readSteps(platform, REFILL_FUNCTION);
+    const of = (step: string) => steps.filter((l) => l.step === step);
+    const completed = forClass(of("refill_completed"), cls.name);
+    const delivered = Object.entries(platform.scheduler.stats())
+      .filter(([name]) => name.startsWith("pool-refill-"))
+      .reduce((n, [, st]) => n + st.delivered, 0);
+    return {
+      key: `${steps.length}/${delivered}`,
+      counted: forClass(of("pool_counted"), cls.name).length,
+      completed,
+      // Every class's runs: the refill queue and its DLQ are shared by the classes.
+      handled: of("refill_completed").length + of("refill_lease_held").length + of("refill_shared_run").length,
+      quarantined: of("message_quarantined").length,
+      delivered,
+    };
+  };
   for (let attempt = 0; ; attempt++) {
-    const before = forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
-    const counted = forClass(readSteps(platform, REFILL_FUNCTION, "pool_counted"), cls.name).length;
-    const [q, d] = await Promise.all([platform.depth(queue), platform.depth(dlq)]);
-    const after = forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
-    const countedAfter = forClass(readSteps(platform, REFILL_FUNCTION, "pool_counted"), cls.name).length;
-    // pool_counted is logged before a run advertises and refill_completed after: equal counts
-    // on both sides of the depth read mean no run was advertising while it was taken.
-    const settled = counted === before.length && countedAfter === after.length && before.length === after.length;
-    if (settled || attempt >= 40) {
-      return { sent: sumOf(after, "advertised"), runs: after.length, onQueue: q.visible + q.inFlight + q.delayed, inDlq: d.visible + d.inFlight + d.delayed };
+    const before = counts();
+    const [q, d, rq, rd] = await Promise.all([platform.depth(queue), platform.depth(dlq), platform.depth(refillQueue), platform.depth(refillDlq)]);
+    const after = counts();
+    const settled = before.key === after.key && after.counted === after.completed.length && rq.inFlight === 0;
+    if (settled || attempt >= 60) {
+      return {
+        adverts: sumOf(after.completed, "advertised"),
+        advertsOnQueue: q.visible + q.inFlight + q.delayed,
+        advertsInDlq: d.visible + d.inFlight + d.delayed,
+        refillRuns: after.completed.length,
+        triggers: after.delivered,
+        triggersHandled: after.handled,
+        triggersQuarantined: after.quarantined,
+        triggersOnQueue: rq.visible + rq.inFlight + rq.delayed,
+        triggersInDlq: rd.visible + rd.inFlight + rd.delayed - after.quarantined,
+      };
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -220,26 +262,28 @@ export const pool: Scenario = {
     }
     if (released !== claimed().length) failures.push(`released ${released} of ${claimed().length} claims`);
 
-    // Adverts: every one the refill sent (its `advertised` counts, all runs since start-up) either
-    // was consumed by a pickup (picked as suitable, or discarded as malformed/contradicting), or
-    // is still on the class's queue (visible, in flight or delayed), or sits in its DLQ. Re-queued
-    // unsuitable adverts are deleted and re-sent by the pickup, so they stay in "on the queue".
-    // An advert that expired by retention or vanished otherwise shows up as lost.
-    const snap = await advertSnapshot(platform, cls);
+    // Two kinds of message are counted. Adverts: every one the refill sent either was consumed
+    // by a pickup (picked as suitable, including picks that then lost the lock race, or
+    // discarded as malformed/contradicting its class), or is still on the class's queue
+    // (visible, in flight or delayed: a re-queued unsuitable advert is deleted and sent again,
+    // so it stays there), or sits in its DLQ. Refill triggers: every message the scheduler
+    // delivered to pool-refill ended in a refill run, a lease-held skip, a shared run or
+    // quarantine, or is still on that queue or in its DLQ. An advert that expired by retention,
+    // or any message that vanished otherwise, shows up as lost.
+    const snap = await snapshot(platform, cls);
     const picked = recorder.count("advert_suitable");
     const discarded = recorder.count("advert_discarded");
     const lostRaces = recorder.count("claim_lost_race");
-    const triggersInDlq = await platform.depth(platform.queue("pool-refill-dlq"));
-    if (triggersInDlq.visible + triggersInDlq.inFlight > 0) failures.push(`${triggersInDlq.visible + triggersInDlq.inFlight} refill trigger(s) in pool-refill-dlq`);
+    if (snap.triggersInDlq > 0) failures.push(`${snap.triggersInDlq} refill trigger(s) in pool-refill-dlq`);
 
     return summary({
       scenario: this.name,
       wallMs: Date.now() - started,
-      sent: snap.sent,
-      processed: picked + discarded,
-      quarantined: 0,
-      inDlq: snap.inDlq,
-      remaining: snap.onQueue,
+      sent: snap.adverts + snap.triggers,
+      processed: picked + discarded + snap.triggersHandled,
+      quarantined: snap.triggersQuarantined,
+      inDlq: snap.advertsInDlq + snap.triggersInDlq,
+      remaining: snap.advertsOnQueue + snap.triggersOnQueue,
       timings: {
         "pool filled": since(started, poolFull),
         "first claim": since(started, firstOf(workflows.map((w) => w.claimedAt))),
@@ -253,7 +297,10 @@ export const pool: Scenario = {
         exhaustedAnswers: workflows.reduce((n, w) => n + w.exhaustedTimes, 0),
         lostRaces,
         advertsDiscarded: discarded,
-        refillRuns: snap.runs,
+        advertsSent: snap.adverts,
+        advertsPickedUp: picked,
+        triggersDelivered: snap.triggers,
+        refillRuns: snap.refillRuns,
         refillLeaseHeld: forClass(readSteps(platform, REFILL_FUNCTION, "refill_lease_held"), cls.name).length,
         instancesLaunched: forClass(readSteps(platform, REFILL_FUNCTION, "pool_instances_launched"), cls.name).reduce((n, l) => n + (Array.isArray(l.instance_ids) ? l.instance_ids.length : 0), 0),
         released,

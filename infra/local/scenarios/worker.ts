@@ -30,6 +30,15 @@ const MID_JOB_MS = 2000;
 /** Stack timings divided by --speed for the scenario's tasks (never below 1 s). */
 const SCALED_KNOBS = ["WORKER_SHUTDOWN_GRACE_SECONDS", "WORKER_IDLE_WINDOW_SECONDS", "WORKER_HEARTBEAT_SECONDS", "WORKER_RETRY_DELAY_SECONDS"] as const;
 
+/**
+ * moto keeps serving a long poll whose client went away: a task that aborts its poll on going
+ * idle leaves a receiver behind for up to WaitTimeSeconds, which takes the next message, hides
+ * it for the queue's visibility timeout and raises its receive count. A given-back job can then
+ * reach the DLQ (maxReceiveCount 3) without ever running. One-second polls keep such
+ * receivers short-lived.
+ */
+const SHORT_POLL = { WORKER_WAIT_TIME_SECONDS: "1" } as const;
+
 /** The worker's JSON log lines of one task. */
 function taskLines(file: string): LogLine[] {
   if (!fs.existsSync(file)) return [];
@@ -117,7 +126,7 @@ export const worker: Scenario = {
       awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
       logDir,
       scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
-      extraEnv: { ...scaledKnobs(container, platform.options.speed), ...directQueueUrls(container, platform.moto.endpoint) },
+      extraEnv: { ...scaledKnobs(container, platform.options.speed), ...directQueueUrls(container, platform.moto.endpoint), ...SHORT_POLL },
     });
     const started = Date.now();
     await runner.start();
@@ -201,7 +210,17 @@ export const worker: Scenario = {
         });
       };
 
-      const ok = await waitFor(() => completed().size >= expected.size && interruptedDone !== null, { timeoutMs: 180_000, tick });
+      // Stops early once nothing is left to happen: the queue is empty and no job runs for 10 s
+      // (a job that reached the DLQ would otherwise keep the wait going to its deadline).
+      let quietSince: number | null = null;
+      const finishedOrStuck = async () => {
+        if (completed().size >= expected.size && interruptedDone !== null) return true;
+        const d = await platform.depth(queue);
+        const idle = interruptedDone !== null && d.visible + d.inFlight + d.delayed === 0 && tasks().every((t) => runningOn(t.view.logFile).length === 0);
+        quietSince = idle ? (quietSince ?? Date.now()) : null;
+        return quietSince !== null && Date.now() - quietSince > 10_000;
+      };
+      const ok = (await waitFor(finishedOrStuck, { timeoutMs: 180_000, tick })) && completed().size >= expected.size;
       await interrupting;
       const drained = ok ? Date.now() : null;
       if (!ok) failures.push(`timed out: ${completed().size}/${expected.size} jobs completed, ${interruptedAt === null ? "no task was interrupted" : "interrupt done"}`);
@@ -272,7 +291,7 @@ export const worker: Scenario = {
           givenBack: victim ? taskLines(victim.logFile).filter((l) => l.step === "job_returned").length : 0,
           completedPerTask: perTask,
           protectionChanges: Object.fromEntries(tasks().map((t) => [t.label, t.view.agent.history().length])),
-          scenarioTaskKnobs: scaledKnobs(container, platform.options.speed),
+          scenarioTaskKnobs: { ...scaledKnobs(container, platform.options.speed), ...SHORT_POLL },
           quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
         },
         failures,
