@@ -83,4 +83,17 @@ describe("local run: every scenario, small size, through npm start --json", func
     expect(s).to.include({ sent: 6 + 2 + 1 + 1, processed: 6 + 2 + 1, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
     expect(s.details.duplicatesRecognised).to.equal(2);
   });
+
+  it("worker: long jobs run under protection, SIGTERM hands unfinished work back, the malformed job is quarantined", async () => {
+    const s = await scenario("worker");
+    expect(s.failures).to.deep.equal([]);
+    expect(s).to.include({ sent: 9, processed: 8, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
+  });
+
+  it("pool: workflows claim warm instances, run out, and refill tops the pool up; every advert accounted for", async () => {
+    const s = await scenario("pool");
+    expect(s.failures).to.deep.equal([]);
+    expect(s.sent).to.be.above(0);
+    expect(s).to.include({ inDlq: 0, lost: 0 });
+  });
 });

@@ -1,7 +1,9 @@
 import { fleet } from "./fleet";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
+import { pool } from "./pool";
 import { retraining } from "./retraining";
 import type { Scenario } from "./scenario";
+import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, fleet];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet];
