@@ -64,7 +64,7 @@ export class Worker {
   readonly stats: WorkerStats = { received: 0, succeeded: 0, failed: 0, quarantined: 0, returned: 0 };
   private stopping = false;
   private readonly running = new Set<Running>();
-  private receiveAbort: AbortController | undefined;
+  private stopRequestedAt: number | undefined;
   private wakeUp: (() => void) | undefined;
   private idleUntil = 0;
   /** A job (not just a quarantined message) ran since the task was last idle. */
@@ -107,12 +107,18 @@ export class Worker {
         continue;
       }
       const messages = await this.receive(Math.min(10, c.concurrency - this.running.size));
-      if (this.inIdleWindow()) {
-        // A long poll that was in flight when the task went idle: starting its messages would
-        // skip the window deployments and scale-in rely on, so they go straight back.
-        await this.returnUnstarted(messages);
-        continue;
+      if (this.stopping) {
+        // The poll was in flight at SIGTERM. It is never aborted: SQS may already have handed
+        // its messages to the abandoned connection (moto does), and they would then stay
+        // invisible and spend a receive. Whatever it brings goes straight back.
+        await this.returnUnstarted(messages, "shutdown");
+        break;
       }
+      // A poll that was in flight when the task went idle may still bring messages. They are
+      // started, not given back: every give-back spends one of maxReceiveCount's receives, and
+      // with several tasks going idle at once a valid job would bounce into the DLQ. The idle
+      // window then follows those jobs instead.
+      if (messages.length > 0 && this.inIdleWindow()) logStep(this.d.logger, "info", "idle_window_deferred", { messages: messages.length, message_ids: messages.map((m) => m.MessageId) });
       for (const m of messages) this.start(m);
     }
     await this.shutdown();
@@ -122,8 +128,8 @@ export class Worker {
   stop(reason = "stop"): void {
     if (this.stopping) return;
     this.stopping = true;
+    this.stopRequestedAt = Date.now();
     logStep(this.d.logger, "info", "shutdown_started", { reason, in_flight: this.running.size });
-    this.receiveAbort?.abort();
     this.wakeUp?.();
   }
 
@@ -131,10 +137,10 @@ export class Worker {
     return this.running.size === 0 && now < this.idleUntil;
   }
 
-  private async returnUnstarted(messages: Message[]): Promise<void> {
+  private async returnUnstarted(messages: Message[], why: "shutdown"): Promise<void> {
     if (messages.length === 0) return;
     const results = await Promise.all(messages.map((m) => this.changeVisibility(m, 0, "give_back")));
-    logStep(this.d.logger, "info", "idle_window_returned", {
+    logStep(this.d.logger, "info", `${why}_returned`, {
       messages: messages.length,
       visible_again: results.filter(Boolean).length,
       message_ids: messages.map((m) => m.MessageId),
@@ -164,9 +170,11 @@ export class Worker {
     });
   }
 
+  /**
+   * One long poll, never aborted (see the loop): stop() and going idle wait for it, at most
+   * WaitTimeSeconds, and hand back what it brings.
+   */
   private async receive(max: number): Promise<Message[]> {
-    const abort = new AbortController();
-    this.receiveAbort = abort;
     try {
       const out = await this.d.sqs.send(
         new ReceiveMessageCommand({
@@ -175,17 +183,13 @@ export class Worker {
           WaitTimeSeconds: this.d.config.waitTimeSeconds,
           MessageSystemAttributeNames: ["ApproximateReceiveCount"],
         }),
-        { abortSignal: abort.signal },
       );
       return out.Messages ?? [];
     } catch (error) {
-      // Aborted by stop() or by the task going idle: not a failure.
-      if (this.stopping || abort.signal.aborted) return [];
+      if (this.stopping) return [];
       logStep(this.d.logger, "error", "receive_failed", { error: errorMessage(error) });
       await this.sleep(RECEIVE_FAILURE_PAUSE_MS);
       return [];
-    } finally {
-      this.receiveAbort = undefined;
     }
   }
 
@@ -201,8 +205,7 @@ export class Worker {
         if (this.running.size === 0 && this.workedSinceIdle) {
           this.idleUntil = Date.now() + this.d.config.idleWindowMs;
           this.workedSinceIdle = false;
-          // With N > 1 a long poll may be in flight; whatever it brings must wait for the window.
-          if (this.d.config.idleWindowMs > 0) this.receiveAbort?.abort();
+          // With N > 1 a long poll may be in flight; whatever it brings is started (see the loop).
         }
         this.publishMetrics();
         this.wakeUp?.();
@@ -331,7 +334,8 @@ export class Worker {
   }
 
   private async shutdown(): Promise<void> {
-    const graceEnds = Date.now() + this.d.config.shutdownGraceMs;
+    // From SIGTERM, not from here: the loop may have waited for its last poll first.
+    const graceEnds = (this.stopRequestedAt ?? Date.now()) + this.d.config.shutdownGraceMs;
     await this.settleBy(graceEnds);
     const unfinished = [...this.running];
     for (const entry of unfinished) entry.abort.abort(new ShutdownAbort());

@@ -236,9 +236,8 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
   const env = containerEnvironment(pickContainer(taskDefinition));
   const extraEnv: Record<string, string> = {
     ...Object.fromEntries(Object.entries(env).filter(([k, v]) => k.endsWith("_QUEUE_URL") && /^https?:/.test(v)).map(([k, v]) => [k, direct(v)])),
-    // moto keeps serving a long poll the worker aborted when it went idle, and that poll swallows
-    // the next message (raising its receive count): short polls avoid it. The shutdown grace is
-    // the stack's, on the simulated clock, so stopping the run doesn't wait 100 real seconds.
+    // The worker waits for its poll in flight on SIGTERM, and its grace is the stack's on the
+    // simulated clock: stopping the run then takes seconds, not 20 + 100 real ones.
     WORKER_WAIT_TIME_SECONDS: "1",
     WORKER_SHUTDOWN_GRACE_SECONDS: String(Math.max(1, Math.round(Number(env.WORKER_SHUTDOWN_GRACE_SECONDS ?? "100") / options.speed))),
   };

@@ -289,6 +289,31 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     expect(t.logger.withStep("shutdown_complete")[0]!.fields).to.include({ unfinished: 1 });
   });
 
+  it("on stop: never aborts the long poll in flight; what it brings is given back, not started, not swallowed", async () => {
+    // Prepare: the first poll is in flight at SIGTERM and only then brings a message (SQS had
+    // already handed it to the connection: aborting the call would leave it invisible, unseen).
+    const t = mockedWorkerDeps({ handlers: { quick: () => Promise.resolve() } });
+    arrangeQueue(t, []);
+    const late = message(job("quick"));
+    t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
+      await sleep(300);
+      return { Messages: [late] };
+    });
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    await sleep(50);
+
+    // Act
+    worker.stop("SIGTERM");
+    await running;
+
+    // Assert
+    expect(visibilityCalls(t)).to.deep.equal([[late.ReceiptHandle, 0]]);
+    expect(deleted(t)).to.deep.equal([]);
+    expect(t.logger.withStep("job_started")).to.have.length(0);
+    expect(t.logger.withStep("shutdown_returned")[0]!.fields).to.include({ messages: 1, visible_again: 1 });
+  });
+
   it("keeps polling after a failed receive (the SDK already retried)", async () => {
     const t = mockedWorkerDeps({ handlers: { quick: () => Promise.resolve() } });
     const inbox = [[message(job("quick"))]];
@@ -306,7 +331,8 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     expect(t.logger.withStep("receive_failed")).to.have.length(1);
   });
 
-  it("with N = 2, a long poll in flight when the task goes idle starts nothing: its messages go back, the window is kept", async () => {
+  it("with N = 2, a long poll in flight when the task goes idle brings a job: it is started, not given back (a give-back spends a receive), and the window follows it", async () => {
+    // Prepare
     const started: number[] = [];
     const ended: number[] = [];
     const t = mockedWorkerDeps({
@@ -326,15 +352,19 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       return { Messages: calls === 2 ? [late] : [] };
     });
     const worker = createWorker(t.deps);
+    // Act
     const running = worker.run();
     try {
-      await waitFor(() => t.logger.withStep("idle_window_returned").length === 1, 3000, "the late message given back");
+      await waitFor(() => ended.length === 2, 3000, "the late job run");
       await sleep(300);
 
-      expect(started).to.have.length(1);
-      expect(visibilityCalls(t)).to.deep.include([late.ReceiptHandle, 0]);
-      expect(receivedAt.filter((at) => at > ended[0]! + 250 && at < ended[0]! + 790)).to.deep.equal([]);
-      expect(agent.puts()).to.deep.equal([true, false]);
+      // Assert
+      expect(t.logger.withStep("idle_window_deferred")[0]!.fields).to.include({ messages: 1 });
+      expect(visibilityCalls(t).filter(([, v]) => v === 0)).to.deep.equal([]);
+      expect(deleted(t)).to.include(late.ReceiptHandle);
+      // The window follows the late job: no receive in the 250–790 ms after it ended.
+      expect(receivedAt.filter((at) => at > ended[1]! + 250 && at < ended[1]! + 790)).to.deep.equal([]);
+      expect(agent.puts()).to.deep.equal([true, false, true, false]);
     } finally {
       worker.stop("test");
       await running;
