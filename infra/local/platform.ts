@@ -102,6 +102,7 @@ export class LocalPlatform {
         `deployed stack ${topology.stack} into moto: ${topology.created.length} resources created, ` +
           `${topology.uncreated.length} recorded only (${((Date.now() - started) / 1000).toFixed(1)} s)`,
       );
+      options.note(`recorded, not created (moto can't act on them; the runtime plays mappings and schedules): ${describeUncreated(topology)}`);
 
       // Simulated time starts with the runtime, not with moto or the deploy.
       const clock = new SimClock(options.speed);
@@ -252,4 +253,14 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
   await runner.start();
   options.note(`worker service ${service.name}: ${Math.max(1, service.desiredCount)} task(s) running as local processes`);
   return runner;
+}
+
+/** `12 MetricAlarm, 8 LogGroup, …`: what the deploy recorded but left uncreated, by type. */
+export function describeUncreated(topology: Pick<Topology, "uncreated">): string {
+  const counts = new Map<string, number>();
+  for (const r of topology.uncreated) {
+    const short = r.type.split(":").at(-1) ?? r.type;
+    counts.set(short, (counts.get(short) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([t, n]) => `${n} ${t}`).join(", ") || "nothing";
 }
