@@ -11,7 +11,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { SimClock } from "./clock";
-import { EcsTaskSimulator } from "./ecs-tasks";
+import { EcsTaskSimulator, type SimTask } from "./ecs-tasks";
 import { SqsEventSource } from "./event-source";
 import { GpuServiceSimulator } from "./gpu-service";
 import { LambdaHost } from "./lambda-host";
@@ -54,6 +54,8 @@ export interface AwsClients {
 
 export class LocalPlatform {
   private readonly stoppers: Array<() => Promise<void>> = [];
+  /** Which RunTask tasks end failed (non-zero exit) rather than succeeded; scenarios set it. */
+  failTask: (t: SimTask) => boolean = () => false;
 
   private constructor(
     readonly options: PlatformOptions,
@@ -144,11 +146,14 @@ export class LocalPlatform {
       scheduler.start();
       stoppers.push(() => scheduler.stop());
 
+      const platformRef: Pick<LocalPlatform, "failTask"> = { failTask: () => false };
       const ecsTasks = new EcsTaskSimulator({
         ecs: aws.ecs,
         motoEndpoint: endpoint,
         clusters: topology.clusters.map((c) => c.arn),
         durationMs: () => clock.real(options.taskSimMs),
+        // Read at each task's end, so a scenario can decide which of its tasks fail.
+        outcome: (t) => (platformRef.failTask(t) ? "failed" : "succeeded"),
       });
       await ecsTasks.start();
       stoppers.push(() => ecsTasks.stop());
@@ -157,6 +162,8 @@ export class LocalPlatform {
       if (worker) stoppers.push(() => worker.stop());
 
       const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker);
+      // The simulator reads the platform's predicate from here on.
+      Object.defineProperty(platformRef, "failTask", { get: () => platform.failTask });
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {

@@ -75,6 +75,7 @@ describe("local run: every scenario, small size, through npm start --json", func
     expect(s).to.include({ sent: 7, processed: 6, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
     expect(s.details.peakRunning).to.be.at.most(s.details.cap as number);
     expect(s.details.deferrals).to.be.above(0);
+    expect(s.details).to.include({ tasksFailed: 1, tasksSucceeded: 5 });
   });
 
   it("fleet: jobs complete once, duplicates are recognised, housekeeping removes the orphan and the stale parameter", async () => {

@@ -32,6 +32,10 @@ export const retraining: Scenario = {
     await sendAll(platform, queue, bodies);
     ctx.note(`retraining: fired ${schedule?.logicalName ?? "no schedule"}, sent ${n} manual triggers and 1 malformed; cap ${cap}`);
     const expected = new Set([...models, ...(schedule ? [SCHEDULED_MODEL] : [])]);
+    // One training run fails (its container exits non-zero): the launcher's job ends at the
+    // launch, so a failure is the task's outcome, shown here, not a message to retry.
+    const failingModel = models[models.length - 1];
+    platform.failTask = (t) => t.tags.model_name === failingModel;
 
     let peak = 0;
     const launchedModels = () => {
@@ -75,6 +79,12 @@ export const retraining: Scenario = {
     if (twice.length > 0) failures.push(`models launched more than once: ${twice.join(", ")}`);
     if (peak > cap) failures.push(`${peak} tasks ran at once, over the cap of ${cap}`);
     const deferred = readSteps(platform, "retraining-launcher", "capacity_deferred").length;
+    // Wait for the failing model's task to end, to show the runtime failing it.
+    await waitFor(() => platform.ecsTasks.tasks().some((t) => t.tags.model_name === failingModel && t.outcome !== "running"), { timeoutMs: 60_000, tick });
+    const ours = platform.ecsTasks.tasks().filter((t) => t.tags.model_name !== undefined && expected.has(t.tags.model_name));
+    const failedTasks = ours.filter((t) => t.outcome === "failed").map((t) => t.tags.model_name);
+    if (failedTasks.length !== 1 || failedTasks[0] !== failingModel) failures.push(`expected only ${failingModel}'s task to fail, got ${failedTasks.join(", ") || "none"}`);
+    platform.failTask = () => false;
     if (expected.size > cap && deferred === 0) failures.push("nothing was deferred although the triggers exceeded the cap");
     const quarantined = distinctQuarantined((await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes('"model_name":""'))).length;
     if (quarantined !== 1) failures.push(`expected the malformed trigger in quarantine, found ${quarantined}`);
@@ -88,7 +98,14 @@ export const retraining: Scenario = {
       inDlq: quarantine === dlq ? inDlq.visible + inDlq.inFlight - quarantined : inDlq.visible + inDlq.inFlight,
       remaining: left.visible + left.inFlight + left.delayed,
       timings: { "first task launched": since(started, firstLaunch), "all triggers launched": since(started, allLaunched) },
-      details: { cap, peakRunning: peak, deferrals: deferred },
+      details: {
+        cap,
+        peakRunning: peak,
+        deferrals: deferred,
+        tasksSucceeded: ours.filter((t) => t.outcome === "succeeded").length,
+        tasksFailed: failedTasks.length,
+        tasksStillRunning: ours.filter((t) => t.outcome === "running").length,
+      },
       failures,
     });
   },
