@@ -6,6 +6,16 @@
  * alarms, log groups, ECR, autoscaling) are answered like the offline plan's mocks and left
  * uncreated; `outcomes()` says which is which.
  */
+import {
+  AddRoleToInstanceProfileCommand,
+  AttachRolePolicyCommand,
+  CreateInstanceProfileCommand,
+  CreatePolicyCommand,
+  CreateRoleCommand,
+  IAMClient,
+  PutRolePolicyCommand,
+  type Tag as IamTag,
+} from "@aws-sdk/client-iam";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -141,44 +151,8 @@ export function physicalName(args: { type: string; name: string; inputs: Inputs 
   return given ?? `${args.name}-${shortHash(args.type, args.name).slice(0, 7)}`;
 }
 
-// ---- IAM: no @aws-sdk/client-iam in package.json, so a minimal query-protocol client ----
-
-/**
- * moto routes a request by the service named in the Authorization header's credential scope
- * and does not check the signature, so an unsigned form POST reaches its IAM backend.
- */
-async function iamCall(endpoint: string, action: string, params: Record<string, string | undefined>): Promise<string> {
-  const body = new URLSearchParams({ Action: action, Version: "2010-05-08" });
-  for (const [k, v] of Object.entries(params)) if (v !== undefined) body.set(k, v);
-  const res = await fetch(endpoint, {
-    method: "POST",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded; charset=utf-8",
-      authorization: "AWS4-HMAC-SHA256 Credential=testing/20240101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=moto",
-    },
-    body,
-  });
-  const text = await res.text();
-  if (!res.ok) {
-    const err = new Error(`${action}: ${xmlField(text, "Message") ?? `HTTP ${res.status}`}`);
-    err.name = xmlField(text, "Code") ?? "IamError";
-    throw err;
-  }
-  return text;
-}
-
-function xmlField(xml: string, tag: string): string | undefined {
-  return new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1];
-}
-
-function iamTags(tags: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  Object.entries(tags).forEach(([k, v], i) => {
-    out[`Tags.member.${i + 1}.Key`] = k;
-    out[`Tags.member.${i + 1}.Value`] = v;
-  });
-  return out;
-}
+const iamTags = (tags: Record<string, string>): IamTag[] | undefined =>
+  Object.keys(tags).length === 0 ? undefined : Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
 
 const ec2Tags = (resourceType: ResourceType, tags: Record<string, string>): TagSpecification[] =>
   Object.keys(tags).length === 0 ? [] : [{ ResourceType: resourceType, Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }];
@@ -192,6 +166,7 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
   const base = { region, endpoint, credentials };
   const sqs = new SQSClient({ ...base, endpoint: opts.sqsEndpoint ?? endpoint });
   const ec2 = new EC2Client(base);
+  const iam = new IAMClient(base);
   const ecs = new ECSClient(base);
   const ddb = new DynamoDBClient(base);
   const ssm = new SSMClient(base);
@@ -488,48 +463,54 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
 
     "aws:iam/role:Role": async (args, inputs) => {
       const name = physicalName(args);
-      const xml = await iamCall(endpoint, "CreateRole", {
-        RoleName: name,
-        AssumeRolePolicyDocument: policyText(inputs, "assumeRolePolicy"),
-        Path: str(inputs, "path"),
-        Description: str(inputs, "description"),
-        MaxSessionDuration: num(inputs, "maxSessionDuration")?.toString(),
-        PermissionsBoundary: str(inputs, "permissionsBoundary"),
-        ...iamTags(tagMap(inputs)),
-      });
+      const created = await iam.send(
+        new CreateRoleCommand({
+          RoleName: name,
+          AssumeRolePolicyDocument: policyText(inputs, "assumeRolePolicy"),
+          Path: str(inputs, "path"),
+          Description: str(inputs, "description"),
+          MaxSessionDuration: num(inputs, "maxSessionDuration"),
+          PermissionsBoundary: str(inputs, "permissionsBoundary"),
+          Tags: iamTags(tagMap(inputs)),
+        }),
+      );
       for (const p of objs(inputs, "inlinePolicies")) {
-        if (str(p, "name")) await iamCall(endpoint, "PutRolePolicy", { RoleName: name, PolicyName: str(p, "name"), PolicyDocument: policyText(p, "policy") });
+        const policyName = str(p, "name");
+        if (policyName) await iam.send(new PutRolePolicyCommand({ RoleName: name, PolicyName: policyName, PolicyDocument: policyText(p, "policy") }));
       }
-      for (const policyArn of strs(inputs, "managedPolicyArns")) await iamCall(endpoint, "AttachRolePolicy", { RoleName: name, PolicyArn: policyArn });
-      return { id: name, state: { ...inputs, name, arn: xmlField(xml, "Arn") ?? `arn:aws:iam::${acct}:role/${name}`, uniqueId: xmlField(xml, "RoleId") ?? "" } };
+      for (const policyArn of strs(inputs, "managedPolicyArns")) await iam.send(new AttachRolePolicyCommand({ RoleName: name, PolicyArn: policyArn }));
+      return { id: name, state: { ...inputs, name, arn: created.Role?.Arn ?? `arn:aws:iam::${acct}:role/${name}`, uniqueId: created.Role?.RoleId ?? "" } };
     },
 
     "aws:iam/rolePolicy:RolePolicy": async (args, inputs) => {
       const name = physicalName(args);
       const role = roleName(str(inputs, "role"));
-      await iamCall(endpoint, "PutRolePolicy", { RoleName: role, PolicyName: name, PolicyDocument: policyText(inputs, "policy") });
+      await iam.send(new PutRolePolicyCommand({ RoleName: role, PolicyName: name, PolicyDocument: policyText(inputs, "policy") }));
       return { id: `${role}:${name}`, state: { ...inputs, name } };
     },
 
     "aws:iam/policy:Policy": async (args, inputs) => {
       const name = physicalName(args);
-      const xml = await iamCall(endpoint, "CreatePolicy", {
-        PolicyName: name,
-        PolicyDocument: policyText(inputs, "policy"),
-        Path: str(inputs, "path"),
-        Description: str(inputs, "description"),
-        ...iamTags(tagMap(inputs)),
-      });
-      const arn = xmlField(xml, "Arn") ?? `arn:aws:iam::${acct}:policy/${name}`;
-      return { id: arn, state: { ...inputs, name, arn, policyId: xmlField(xml, "PolicyId") ?? "" } };
+      const created = await iam.send(
+        new CreatePolicyCommand({
+          PolicyName: name,
+          PolicyDocument: policyText(inputs, "policy"),
+          Path: str(inputs, "path"),
+          Description: str(inputs, "description"),
+          Tags: iamTags(tagMap(inputs)),
+        }),
+      );
+      const arn = created.Policy?.Arn ?? `arn:aws:iam::${acct}:policy/${name}`;
+      return { id: arn, state: { ...inputs, name, arn, policyId: created.Policy?.PolicyId ?? "" } };
     },
 
     "aws:iam/instanceProfile:InstanceProfile": async (args, inputs) => {
       const name = physicalName(args);
-      const xml = await iamCall(endpoint, "CreateInstanceProfile", { InstanceProfileName: name, Path: str(inputs, "path"), ...iamTags(tagMap(inputs)) });
+      const created = await iam.send(new CreateInstanceProfileCommand({ InstanceProfileName: name, Path: str(inputs, "path"), Tags: iamTags(tagMap(inputs)) }));
       const role = str(inputs, "role");
-      if (role) await iamCall(endpoint, "AddRoleToInstanceProfile", { InstanceProfileName: name, RoleName: roleName(role) });
-      return { id: name, state: { ...inputs, name, arn: xmlField(xml, "Arn") ?? `arn:aws:iam::${acct}:instance-profile/${name}`, uniqueId: xmlField(xml, "InstanceProfileId") ?? "" } };
+      if (role) await iam.send(new AddRoleToInstanceProfileCommand({ InstanceProfileName: name, RoleName: roleName(role) }));
+      const profile = created.InstanceProfile;
+      return { id: name, state: { ...inputs, name, arn: profile?.Arn ?? `arn:aws:iam::${acct}:instance-profile/${name}`, uniqueId: profile?.InstanceProfileId ?? "" } };
     },
   };
 
@@ -538,10 +519,10 @@ export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
     const policyArn = str(inputs, "policyArn");
     const role = roleName(str(inputs, "role"));
     try {
-      await iamCall(endpoint, "AttachRolePolicy", { RoleName: role, PolicyArn: policyArn });
+      await iam.send(new AttachRolePolicyCommand({ RoleName: role, PolicyArn: policyArn }));
       outcome.created = true;
     } catch (err) {
-      if (!policyArn?.startsWith("arn:aws:iam::aws:policy/") || (err as Error).name !== "NoSuchEntity") throw err;
+      if (!policyArn?.startsWith("arn:aws:iam::aws:policy/") || !["NoSuchEntity", "NoSuchEntityException"].includes((err as Error).name)) throw err;
       outcome.notes.push(`AWS-managed ${policyArn} is not loaded in moto (start it with MOTO_IAM_LOAD_MANAGED_POLICIES=true)`);
     }
     return { id: `${role}-${shortHash(args.name).slice(0, 20)}`, state: { ...inputs } };
