@@ -101,6 +101,10 @@ async function main(argv: string[]): Promise<number> {
   const out = args.json ? process.stderr : process.stdout;
   const view = new LiveView({ tty: args.tty, stream: out, color: args.tty });
   const note = (line: string) => view.note(line);
+  // Node prints process warnings straight to stderr, through the live view. The AWS SDK's
+  // ten-line Node-version notice becomes one line; every other warning is still shown.
+  process.removeAllListeners("warning");
+  process.on("warning", (w) => note(`${w.name} ${w.message}`.includes("NodeVersionSupportWarning") ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})` : `warning: ${w.name}: ${w.message}`));
   const started = Date.now();
 
   let platform: LocalPlatform;
