@@ -64,7 +64,15 @@ export const retraining: Scenario = {
           ["retraining-dlq", dlq],
         ]),
         counters: { "tasks running": running, "tasks launched": launched, deferred: readSteps(platform, "retraining-launcher", "capacity_deferred").length },
-        status: [`cap ${cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`],
+        status: [
+          `cap ${cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`,
+          // RunTask's tasks, as the runtime sees them in moto.
+          ...platform.ecsTasks
+            .tasks()
+            .filter((t) => t.tags.model_name !== undefined && expected.has(t.tags.model_name))
+            .slice(-6)
+            .map((t) => `task ${t.taskArn.split("/").at(-1)?.slice(0, 8)} ${t.tags.model_name} (${t.tags.trigger}): ${t.outcome}`),
+        ],
       });
     };
     const ok = await waitFor(() => launchedModels().size >= expected.size, { timeoutMs: 240_000, tick });
