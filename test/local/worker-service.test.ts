@@ -7,7 +7,7 @@ import { readProtectionEnabled, TaskProtection } from "../../functions/worker/pr
 import { DEFAULT_EXPIRES_IN_MINUTES, TaskProtectionAgent } from "../../infra/local/ecs-agent";
 import { motoClientEnv } from "../../infra/local/moto";
 import type { LocalTaskDefinition } from "../../infra/local/types";
-import { containerEnvironment, pickContainer, taskEnvironment, WorkerServiceRunner } from "../../infra/local/worker-service";
+import { containerEnvironment, localTaskEnvironment, pickContainer, taskEnvironment, WorkerServiceRunner } from "../../infra/local/worker-service";
 import { RecordingLogger, RecordingMetrics } from "../functions/support/telemetry";
 import { sleep } from "../functions/worker/support/worker-deps";
 import { AwsWorld, type Queue } from "../integration/support/aws-world";
@@ -178,6 +178,34 @@ describe("local worker service: environment", () => {
   it("reads the container's name/value environment list", () => {
     expect(containerEnvironment(pickContainer(td))).to.deep.equal({ A: "1", AWS_REGION: "eu-west-1", WORKER_SCRATCH_DIR: "/scratch" });
     expect(containerEnvironment({ name: "bare" })).to.deep.equal({});
+  });
+
+  it("puts a task on moto's own origin and the run's clock: queue URLs rewritten, timers divided by the speed (at least 1 s), 1 s polls", () => {
+    // Prepare: the container as the program declares it, queue URLs on the SQS clock proxy.
+    const container = {
+      WORK_QUEUE_URL: "http://127.0.0.1:5001/123456789012/worker-abc",
+      QUARANTINE_QUEUE_URL: "http://127.0.0.1:5001/123456789012/worker-dlq-abc",
+      WORKER_SHUTDOWN_GRACE_SECONDS: "100",
+      WORKER_IDLE_WINDOW_SECONDS: "15",
+      WORKER_HEARTBEAT_SECONDS: "60",
+      WORKER_RETRY_DELAY_SECONDS: "30",
+      WORKER_WAIT_TIME_SECONDS: "20",
+      WORKER_CONCURRENCY: "2",
+    };
+    // Act
+    const env = localTaskEnvironment(container, "http://127.0.0.1:7000", 60);
+    // Assert
+    expect(env).to.deep.equal({
+      WORK_QUEUE_URL: "http://127.0.0.1:7000/123456789012/worker-abc",
+      QUARANTINE_QUEUE_URL: "http://127.0.0.1:7000/123456789012/worker-dlq-abc",
+      WORKER_SHUTDOWN_GRACE_SECONDS: "2",
+      WORKER_IDLE_WINDOW_SECONDS: "1",
+      WORKER_HEARTBEAT_SECONDS: "1",
+      WORKER_RETRY_DELAY_SECONDS: "1",
+      WORKER_WAIT_TIME_SECONDS: "1",
+    });
+    // A knob the stack leaves to the worker's default stays unset.
+    expect(localTaskEnvironment({}, "http://127.0.0.1:7000", 60)).to.deep.equal({ WORKER_WAIT_TIME_SECONDS: "1" });
   });
 
   it("layers container env < awsEnv < ECS_AGENT_URI and scratch < extraEnv, and nothing else of the host", () => {

@@ -10,15 +10,13 @@
  * whose time knobs (grace, idle window, heartbeat, retry delay) are divided by the speed, as every
  * other wait of the local run is. It interrupts one of them mid-job.
  */
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import { motoClientEnv } from "../moto";
 import type { LocalPlatform } from "../platform";
 import type { LocalTaskDefinition } from "../types";
-import { containerEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
-import type { LogLine } from "./logs";
-import { gauges, peekAll, type Scenario, type ScenarioContext, since, summary, waitFor } from "./scenario";
+import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
+import { type LogLine, readLogLines } from "./logs";
+import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 import { executablesSchema } from "../../../functions/worker/config";
 
 /** Long (interruptible) and short jobs per size. */
@@ -27,33 +25,6 @@ const SIZES = { small: { long: 4, short: 4 }, default: { long: 10, short: 20 } }
 const SHORT_TYPE = "payload-digest";
 /** Real seconds a long job must have run before the SIGTERM, so it is truly mid-job. */
 const MID_JOB_MS = 2000;
-/** Stack timings divided by --speed for the scenario's tasks (never below 1 s). */
-const SCALED_KNOBS = ["WORKER_SHUTDOWN_GRACE_SECONDS", "WORKER_IDLE_WINDOW_SECONDS", "WORKER_HEARTBEAT_SECONDS", "WORKER_RETRY_DELAY_SECONDS"] as const;
-
-/**
- * moto keeps serving a long poll whose client went away: a task that aborts its poll on going
- * idle leaves a receiver behind for up to WaitTimeSeconds, which takes the next message, hides
- * it for the queue's visibility timeout and raises its receive count. A given-back job can then
- * reach the DLQ (maxReceiveCount 3) without ever running. One-second polls keep such
- * receivers short-lived.
- */
-const SHORT_POLL = { WORKER_WAIT_TIME_SECONDS: "1" } as const;
-
-/** The worker's JSON log lines of one task. */
-function taskLines(file: string): LogLine[] {
-  if (!fs.existsSync(file)) return [];
-  const out: LogLine[] = [];
-  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      out.push(JSON.parse(line) as LogLine);
-    } catch {
-      // a partial last line while the task is still writing
-    }
-  }
-  return out;
-}
-
 /** The allow-listed long job type: a fixed `sleep`, whose argument is its duration. */
 export function longJobType(executablesJson: string | undefined): { type: string; seconds: number } | undefined {
   const parsed = executablesSchema.safeParse(JSON.parse(executablesJson ?? "{}"));
@@ -63,31 +34,6 @@ export function longJobType(executablesJson: string | undefined): { type: string
     if (/\/sleep$/.test(e.command) && e.args.length === 1 && seconds >= 4) return { type, seconds };
   }
   return undefined;
-}
-
-/** The container's own value of each time knob, divided by the speed. */
-export function scaledKnobs(container: Record<string, string>, speed: number): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const key of SCALED_KNOBS) {
-    const value = Number(container[key]);
-    if (Number.isFinite(value)) out[key] = String(Math.max(1, Math.ceil(value / speed)));
-  }
-  return out;
-}
-
-/**
- * The queues were created through the SQS clock proxy, so their URLs name the proxy, and SDK v3
- * sends each call to its QueueUrl's origin: a task using them as is would have its visibility
- * timeouts divided by the speed while its own timers run in real time (a job's 16 s visibility
- * becomes 1 s and the job is handed to a second task mid-run). Same path, moto's origin.
- */
-export function directQueueUrls(container: Record<string, string>, motoEndpoint: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const key of ["WORK_QUEUE_URL", "QUARANTINE_QUEUE_URL"]) {
-    const value = container[key];
-    if (value) out[key] = new URL(new URL(value).pathname, motoEndpoint).toString();
-  }
-  return out;
 }
 
 function taskDefinitionOf(platform: LocalPlatform): LocalTaskDefinition {
@@ -126,7 +72,8 @@ export const worker: Scenario = {
       awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
       logDir,
       scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
-      extraEnv: { ...scaledKnobs(container, platform.options.speed), ...directQueueUrls(container, platform.moto.endpoint), ...SHORT_POLL },
+      // The same local timings and moto-direct queue URLs as the service's own task.
+      extraEnv: localTaskEnvironment(container, platform.moto.endpoint, platform.options.speed),
     });
     const started = Date.now();
     await runner.start();
@@ -135,7 +82,7 @@ export const worker: Scenario = {
         ...(platform.worker?.tasks() ?? []).map((view) => ({ label: `service task ${view.index}`, view })),
         ...runner.tasks().map((view) => ({ label: `scenario task ${view.index}`, view })),
       ];
-      const booted = await waitFor(() => runner.tasks().every((t) => taskLines(t.logFile).some((l) => l.step === "worker_started")), { timeoutMs: 30_000 });
+      const booted = await waitFor(() => runner.tasks().every((t) => readLogLines(t.logFile).some((l) => l.step === "worker_started")), { timeoutMs: 30_000 });
       if (!booted) failures.push("the scenario's worker tasks never logged worker_started");
 
       // Jobs: long ones (the sleep type), short ones, and one with no payload (malformed).
@@ -146,23 +93,17 @@ export const worker: Scenario = {
         JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
       ];
       const expected = new Set([...Array.from({ length: size.long }, (_, i) => jobId("long", i)), ...Array.from({ length: size.short }, (_, i) => jobId("short", i))]);
-      // Straight to moto, as the tasks see the queue (real-time SQS).
-      for (let i = 0; i < bodies.length; i += 10) {
-        const out = await platform.aws.sqsDirect.send(
-          new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }),
-        );
-        if (out.Failed?.length) throw new Error(`send to worker failed: ${JSON.stringify(out.Failed)}`);
-      }
+      await sendAll(platform, queue, bodies);
       const sentAt = Date.now();
       ctx.note(`worker: ${size.long} long (${long.type}) + ${size.short} short jobs and 1 malformed sent; ${tasks().length} tasks polling`);
 
-      const lines = () => tasks().map((t) => ({ ...t, lines: taskLines(t.view.logFile) }));
+      const lines = () => tasks().map((t) => ({ ...t, lines: readLogLines(t.view.logFile) }));
       const ours = (l: LogLine) => typeof l.job_id === "string" && expected.has(l.job_id);
       const completions = () => lines().flatMap((t) => t.lines.filter((l) => l.step === "job_succeeded" && ours(l)).map((l) => ({ task: t.label, line: l })));
       const completed = () => new Set(completions().map((c) => String(c.line.job_id)));
       /** Jobs a task started and has not finished, failed or given back. */
       const runningOn = (file: string): LogLine[] => {
-        const all = taskLines(file);
+        const all = readLogLines(file);
         const ended = new Set(all.filter((l) => ["job_succeeded", "job_failed", "job_returned"].includes(l.step ?? "")).map((l) => String(l.message_id)));
         return all.filter((l) => l.step === "job_started" && ours(l) && !ended.has(String(l.message_id)));
       };
@@ -228,7 +169,7 @@ export const worker: Scenario = {
       // The interruption: the victim gave its unfinished jobs back, exited cleanly, released protection.
       if (victim) {
         const v = victim;
-        const vLines = taskLines(v.logFile);
+        const vLines = readLogLines(v.logFile);
         const returned = vLines.filter((l) => l.step === "job_returned" && l.visible_again === true).map((l) => String(l.job_id));
         const victimCompleted = new Set(vLines.filter((l) => l.step === "job_succeeded").map((l) => String(l.job_id)));
         for (const id of unfinishedAtSigterm) {
@@ -252,7 +193,7 @@ export const worker: Scenario = {
       let unprotectedStarts = 0;
       for (const t of tasks()) {
         const history = t.view.agent.history();
-        for (const l of taskLines(t.view.logFile).filter((x) => x.step === "job_started" && ours(x))) {
+        for (const l of readLogLines(t.view.logFile).filter((x) => x.step === "job_started" && ours(x))) {
           const at = Date.parse(String(l.timestamp));
           const before = history.filter((h) => h.atMs <= at + 5).at(-1);
           if (before?.protectionEnabled !== true) unprotectedStarts += 1;
@@ -288,10 +229,10 @@ export const worker: Scenario = {
         details: {
           longJobType: long.type,
           unfinishedAtSigterm,
-          givenBack: victim ? taskLines(victim.logFile).filter((l) => l.step === "job_returned").length : 0,
+          givenBack: victim ? readLogLines(victim.logFile).filter((l) => l.step === "job_returned").length : 0,
           completedPerTask: perTask,
           protectionChanges: Object.fromEntries(tasks().map((t) => [t.label, t.view.agent.history().length])),
-          scenarioTaskKnobs: { ...scaledKnobs(container, platform.options.speed), ...SHORT_POLL },
+          taskTimings: Object.fromEntries(Object.entries(localTaskEnvironment(container, platform.moto.endpoint, platform.options.speed)).filter(([k]) => k.startsWith("WORKER_"))),
           quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
         },
         failures,
