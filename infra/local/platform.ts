@@ -20,7 +20,7 @@ import { LocalScheduler } from "./scheduler";
 import { SqsClockProxy } from "./sqs-clock";
 import { deployLocally } from "./topology";
 import type { LocalFunction, LocalQueue, Topology } from "./types";
-import { containerEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
+import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
 
 export interface PlatformOptions {
   stack: string;
@@ -146,14 +146,15 @@ export class LocalPlatform {
       scheduler.start();
       stoppers.push(() => scheduler.stop());
 
-      const platformRef: Pick<LocalPlatform, "failTask"> = { failTask: () => false };
+      // Set once the platform exists; tasks end only after start-up, so it is there by then.
+      const built: { platform?: LocalPlatform } = {};
       const ecsTasks = new EcsTaskSimulator({
         ecs: aws.ecs,
         motoEndpoint: endpoint,
         clusters: topology.clusters.map((c) => c.arn),
         durationMs: () => clock.real(options.taskSimMs),
         // Read at each task's end, so a scenario can decide which of its tasks fail.
-        outcome: (t) => (platformRef.failTask(t) ? "failed" : "succeeded"),
+        outcome: (t) => (built.platform?.failTask(t) ? "failed" : "succeeded"),
       });
       await ecsTasks.start();
       stoppers.push(() => ecsTasks.stop());
@@ -162,8 +163,7 @@ export class LocalPlatform {
       if (worker) stoppers.push(() => worker.stop());
 
       const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker);
-      // The simulator reads the platform's predicate from here on.
-      Object.defineProperty(platformRef, "failTask", { get: () => platform.failTask });
+      built.platform = platform;
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {
@@ -232,23 +232,7 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
   if (!taskDefinition) throw new Error(`service ${service.logicalName}: task definition ${service.taskDefinitionArn} not found`);
-  // SDK v3 sends each SQS call to its QueueUrl's origin, which is the SQS clock proxy: point the
-  // worker's queue URLs at moto itself so its real timers meet real SQS time.
-  const direct = (url: string) => {
-    const u = new URL(url);
-    const e = new URL(endpoint);
-    u.protocol = e.protocol;
-    u.host = e.host;
-    return u.toString();
-  };
-  const env = containerEnvironment(pickContainer(taskDefinition));
-  const extraEnv: Record<string, string> = {
-    ...Object.fromEntries(Object.entries(env).filter(([k, v]) => k.endsWith("_QUEUE_URL") && /^https?:/.test(v)).map(([k, v]) => [k, direct(v)])),
-    // The worker waits for its poll in flight on SIGTERM, and its grace is the stack's on the
-    // simulated clock: stopping the run then takes seconds, not 20 + 100 real ones.
-    WORKER_WAIT_TIME_SECONDS: "1",
-    WORKER_SHUTDOWN_GRACE_SECONDS: String(Math.max(1, Math.round(Number(env.WORKER_SHUTDOWN_GRACE_SECONDS ?? "100") / options.speed))),
-  };
+  const extraEnv = localTaskEnvironment(containerEnvironment(pickContainer(taskDefinition)), endpoint, options.speed);
   const runner = new WorkerServiceRunner({
     taskDefinition,
     count: Math.max(1, service.desiredCount),
