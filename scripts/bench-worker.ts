@@ -4,14 +4,13 @@
  * throughput against moto with N = 1 and N = 4 jobs in flight. Starts its own moto on a free
  * loopback port and stops it at the end. Prints a table and writes .bench/worker.json.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { createServer } from "node:net";
 import * as zlib from "node:zlib";
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { bundleFunction, REPO_ROOT } from "../infra/bundle";
+import { MotoServer } from "../infra/local/moto";
 import { buildHandlers, type HandlerRegistry } from "../functions/worker/handlers";
 import { TaskProtection } from "../functions/worker/protection";
 import { createWorker } from "../functions/worker/worker";
@@ -21,38 +20,6 @@ import { RecordingLogger, RecordingMetrics } from "../test/functions/support/tel
 
 const MESSAGES = 200;
 const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startMoto(): Promise<{ proc: ChildProcess; endpoint: string }> {
-  const port = await freePort();
-  const proc = spawn(path.join(REPO_ROOT, ".venv/bin/python"), ["-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
-  const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`moto exited with ${proc.exitCode}`);
-    try {
-      const res = await fetch(`${endpoint}/moto-api/data.json`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.ok) return { proc, endpoint };
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  proc.kill("SIGTERM");
-  throw new Error("moto did not start within 20 s");
-}
 
 /** SQS calls per job on the success path, with N jobs per receive. */
 async function callsPerJob(concurrency: number): Promise<Record<string, number>> {
@@ -122,16 +89,17 @@ async function main(): Promise<void> {
   const gzip = zlib.gzipSync(bundle.code, { level: 9 }).byteLength;
   const calls = { n1: await callsPerJob(1), n4: await callsPerJob(4) };
 
-  const moto = await startMoto();
+  const moto = new MotoServer();
+  const endpoint = await moto.start();
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "bench-worker-"));
   const rates: Array<{ kind: string; n: number; perSecond: number }> = [];
   try {
-    const sqs = new SQSClient({ endpoint: moto.endpoint, region: "us-east-1", credentials: { accessKeyId: "bench", secretAccessKey: "bench" } });
+    const sqs = new SQSClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "bench", secretAccessKey: "bench" } });
     for (const kind of ["in-process", "executable"] as const) {
       for (const n of [1, 4]) rates.push({ kind, n, perSecond: await throughput(sqs, n, kind, scratch) });
     }
   } finally {
-    moto.proc.kill("SIGTERM");
+    await moto.stop();
     fs.rmSync(scratch, { recursive: true, force: true });
   }
 

@@ -16,7 +16,6 @@ import {
   PutRolePolicyCommand,
   type Tag as IamTag,
 } from "@aws-sdk/client-iam";
-import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
@@ -57,7 +56,7 @@ import {
 } from "@aws-sdk/client-ecs";
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { PutParameterCommand, SSMClient, type ParameterType } from "@aws-sdk/client-ssm";
-import { createMocks, MOCK_ACCOUNT_ID } from "../plan/mocks";
+import { createMocks, MOCK_ACCOUNT_ID, physicalName, shortHash } from "../plan/mocks";
 import { plainValue } from "../plan/record";
 
 export interface MotoMocksOptions {
@@ -141,15 +140,8 @@ const tagMap = (o: Inputs, k = "tags"): Record<string, string> =>
 const policyText = (o: Inputs, k: string): string | undefined => (typeof o[k] === "string" ? (o[k] as string) : o[k] ? JSON.stringify(o[k]) : undefined);
 const definedOnly = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-function shortHash(...parts: string[]): string {
-  return crypto.createHash("sha1").update(parts.join("\0")).digest("hex");
-}
-
-/** Pulumi auto-names `<logical>-<7 hex>`; the same deterministic scheme as the offline plan. */
-export function physicalName(args: { type: string; name: string; inputs: Inputs }, key = "name"): string {
-  const given = str(args.inputs, key);
-  return given ?? `${args.name}-${shortHash(args.type, args.name).slice(0, 7)}`;
-}
+/** Pulumi-style auto-names, the same deterministic scheme as the offline plan. */
+export { physicalName };
 
 const iamTags = (tags: Record<string, string>): IamTag[] | undefined =>
   Object.keys(tags).length === 0 ? undefined : Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));

@@ -8,12 +8,12 @@ import type * as pulumi from "@pulumi/pulumi";
  */
 export const MOCK_ACCOUNT_ID = "123456789012";
 
-function shortHash(...parts: string[]): string {
+export function shortHash(...parts: string[]): string {
   return crypto.createHash("sha1").update(parts.join("\0")).digest("hex");
 }
 
 /** Pulumi auto-names resources `<logical name>-<7 hex>`; deterministic here so plans diff cleanly. */
-function physicalName(args: pulumi.runtime.MockResourceArgs, key = "name"): string {
+export function physicalName(args: Pick<pulumi.runtime.MockResourceArgs, "type" | "name" | "inputs">, key = "name"): string {
   const given = args.inputs[key];
   return typeof given === "string" && given.length > 0 ? given : `${args.name}-${shortHash(args.type, args.name).slice(0, 7)}`;
 }

@@ -1,14 +1,12 @@
 import {
-  CreateClusterCommand,
   DescribeTasksCommand,
   ECSClient,
   ListTasksCommand,
-  RegisterTaskDefinitionCommand,
   RunTaskCommand,
   StopTaskCommand,
 } from "@aws-sdk/client-ecs";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { EC2Client } from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
@@ -21,7 +19,7 @@ import { jobIdFor } from "../../functions/retraining/job-id";
 import { CAPACITY_LEASE_KEY } from "../../functions/retraining/lease";
 import { RecordingLauncherMetrics } from "../functions/retraining/support";
 import { RecordingLogger } from "../functions/support/telemetry";
-import { AwsWorld, type Queue } from "./support/aws-world";
+import { AwsWorld, createFargateWorld, type Queue } from "./support/aws-world";
 import { pollOnce } from "./support/event-source-mapping";
 import { motoEndpoint, resetMoto } from "./support/moto";
 
@@ -58,24 +56,7 @@ describe("retraining launcher against moto", () => {
       VisibilityTimeout: "600",
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }),
     });
-    await ecs.send(
-      new CreateClusterCommand({
-        clusterName: CLUSTER,
-        capacityProviders: ["FARGATE", "FARGATE_SPOT"],
-        defaultCapacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }],
-      }),
-    );
-    // moto's RunTask needs container-level memory.
-    await ecs.send(
-      new RegisterTaskDefinitionCommand({
-        family: FAMILY,
-        requiresCompatibilities: ["FARGATE"],
-        networkMode: "awsvpc",
-        cpu: "1024",
-        memory: "2048",
-        containerDefinitions: [{ name: "strategy", image: "strategy:dev", memory: 2048, essential: true }],
-      }),
-    );
+    const network = await createFargateWorld(ecs, ec2, { cluster: CLUSTER, family: FAMILY });
     await db.send(
       new CreateTableCommand({
         TableName: TABLE,
@@ -84,15 +65,12 @@ describe("retraining launcher against moto", () => {
         AttributeDefinitions: [{ AttributeName: "model_name", AttributeType: "S" }],
       }),
     );
-    // Subnets must exist in moto's EC2 (its default VPC), and RunTask needs explicit security groups.
-    const subnets = (await ec2.send(new DescribeSubnetsCommand({}))).Subnets?.map((s) => s.SubnetId ?? "") ?? [];
-    const groups = (await ec2.send(new DescribeSecurityGroupsCommand({ GroupNames: ["default"] }))).SecurityGroups?.map((g) => g.GroupId ?? "") ?? [];
     config = {
       cluster: CLUSTER,
       taskDefinition: FAMILY,
       containerName: "strategy",
-      subnets: subnets.slice(0, 2),
-      securityGroups: groups,
+      subnets: network.subnets,
+      securityGroups: network.securityGroups,
       useSpot: true,
       stateTable: TABLE,
       maxConcurrentTasks: 5,

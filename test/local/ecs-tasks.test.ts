@@ -1,13 +1,11 @@
 import {
-  CreateClusterCommand,
   CreateServiceCommand,
   DescribeTasksCommand,
   ECSClient,
-  RegisterTaskDefinitionCommand,
   RunTaskCommand,
   StopTaskCommand,
 } from "@aws-sdk/client-ecs";
-import { DescribeSecurityGroupsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { EC2Client } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
 import type { LauncherConfig } from "../../functions/retraining/config";
 import { countRunningTasks, launchTask, runTaskInput, STARTED_BY } from "../../functions/retraining/ecs";
@@ -20,6 +18,7 @@ import {
   type SimTask,
 } from "../../infra/local/ecs-tasks";
 import { sleep } from "../functions/worker/support/worker-deps";
+import { createFargateWorld } from "../integration/support/aws-world";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";
 
 const CLUSTER = "local-cluster";
@@ -65,33 +64,13 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
     ecs = new ECSClient({});
     const ec2 = new EC2Client({});
     events = [];
-    await ecs.send(
-      new CreateClusterCommand({
-        clusterName: CLUSTER,
-        capacityProviders: ["FARGATE", "FARGATE_SPOT"],
-        defaultCapacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }],
-      }),
-    );
-    // moto's RunTask answers 500 unless the container sets memory.
-    await ecs.send(
-      new RegisterTaskDefinitionCommand({
-        family: FAMILY,
-        requiresCompatibilities: ["FARGATE"],
-        networkMode: "awsvpc",
-        cpu: "1024",
-        memory: "2048",
-        containerDefinitions: [{ name: "strategy", image: "strategy:dev", memory: 2048, essential: true }],
-      }),
-    );
-    // Subnets must exist in moto's EC2 (its default VPC), and RunTask needs security groups.
-    const subnets = (await ec2.send(new DescribeSubnetsCommand({}))).Subnets?.map((s) => s.SubnetId ?? "") ?? [];
-    const groups = (await ec2.send(new DescribeSecurityGroupsCommand({ GroupNames: ["default"] }))).SecurityGroups?.map((g) => g.GroupId ?? "") ?? [];
+    const network = await createFargateWorld(ecs, ec2, { cluster: CLUSTER, family: FAMILY });
     config = {
       cluster: CLUSTER,
       taskDefinition: FAMILY,
       containerName: "strategy",
-      subnets: subnets.slice(0, 2),
-      securityGroups: groups,
+      subnets: network.subnets,
+      securityGroups: network.securityGroups,
       useSpot: true,
       stateTable: "unused",
       maxConcurrentTasks: 5,

@@ -1,6 +1,8 @@
 import {
   DescribeImagesCommand,
   DescribeInstancesCommand,
+  DescribeSecurityGroupsCommand,
+  DescribeSubnetsCommand,
   EC2Client,
   RunInstancesCommand,
   StopInstancesCommand,
@@ -14,6 +16,7 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { CreateClusterCommand, type ECSClient, RegisterTaskDefinitionCommand } from "@aws-sdk/client-ecs";
 
 export const GPU_PARAM = "/encache/gpu/instance_id";
 export const GPU_NAME_TAG = "encache-gpu-worker";
@@ -101,4 +104,32 @@ export class AwsWorld {
     const out = await this.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
     return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
   }
+}
+
+/**
+ * A FARGATE + FARGATE_SPOT cluster with a strategy task definition that moto's RunTask accepts,
+ * and the network a launch needs: moto's RunTask answers 500 unless the container sets memory,
+ * subnets must exist in its EC2 (the default VPC's), and it wants explicit security groups.
+ */
+export async function createFargateWorld(ecs: ECSClient, ec2: EC2Client, names: { cluster: string; family: string }): Promise<{ subnets: string[]; securityGroups: string[] }> {
+  await ecs.send(
+    new CreateClusterCommand({
+      clusterName: names.cluster,
+      capacityProviders: ["FARGATE", "FARGATE_SPOT"],
+      defaultCapacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }],
+    }),
+  );
+  await ecs.send(
+    new RegisterTaskDefinitionCommand({
+      family: names.family,
+      requiresCompatibilities: ["FARGATE"],
+      networkMode: "awsvpc",
+      cpu: "1024",
+      memory: "2048",
+      containerDefinitions: [{ name: "strategy", image: "strategy:dev", memory: 2048, essential: true }],
+    }),
+  );
+  const subnets = (await ec2.send(new DescribeSubnetsCommand({}))).Subnets?.map((s) => s.SubnetId ?? "") ?? [];
+  const securityGroups = (await ec2.send(new DescribeSecurityGroupsCommand({ GroupNames: ["default"] }))).SecurityGroups?.map((g) => g.GroupId ?? "") ?? [];
+  return { subnets: subnets.slice(0, 2), securityGroups };
 }

@@ -1,5 +1,6 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { settleBatch } from "../../../infra/local/event-source";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../infra/local/sqs-record";
 import type { SqsBatchHandler } from "../../../functions/ingest/window-handler";
 
@@ -35,8 +36,9 @@ export async function pollOnce(sqs: SQSClient, target: MappingTarget, handler: S
   const event: SQSEvent = toSqsEvent(messages, target.queueArn);
   const response = await handler(event);
 
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  const toDelete = messages.filter((m) => !failed.has(m.MessageId ?? ""));
+  // The local runtime's rule for what a response deletes (an invalid one deletes nothing).
+  const settled = new Set(settleBatch({ kind: "ok", response, durationMs: 0 }, messages.map((m) => m.MessageId ?? ""), true).delete);
+  const toDelete = messages.filter((m) => settled.has(m.MessageId ?? ""));
   if (toDelete.length > 0) {
     const out = await sqs.send(
       new DeleteMessageBatchCommand({
