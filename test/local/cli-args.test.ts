@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import * as path from "node:path";
 import { expect } from "chai";
 import { parseRunArgs, UsageError } from "../../infra/local/cli";
 import { SCENARIOS } from "../../infra/local/scenarios";
@@ -42,4 +44,15 @@ describe("local run: command-line arguments", () => {
   it("answers --help", () => {
     expect(parseRunArgs(["--help"], false)).to.equal("help");
   });
+
+  it("npm start exits 2 on a bad flag, naming it, before starting anything", function () {
+    this.timeout(30_000);
+    // Act: the real entry point, as `npm start -- --speed 0` runs it.
+    const out = spawnSync(process.execPath, ["--import", "tsx", "infra/local/cli.ts", "--speed", "0"], { cwd: path.resolve(__dirname, "../.."), encoding: "utf8" });
+    // Assert
+    expect(out.status).to.equal(2);
+    expect(out.stderr).to.match(/^start: --speed 0: must be a number from 1 to 3600\nusage: npm start/m);
+    expect(out.stdout).to.equal("");
+  });
 });
+
