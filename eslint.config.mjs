@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "policy/node_modules/**", ".venv/**", "dist/**", ".bench/**"] },
+  { ignores: ["node_modules/**", "policy/node_modules/**", ".venv/**", "dist/**", ".bench/**", ".local/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
