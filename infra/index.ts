@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { loadStackConfig } from "./config";
-import { FargateCluster } from "./components/fargateCluster";
+import { FargateCluster } from "./components/fargate-cluster";
 import { Network } from "./components/network";
 import { Ingest } from "./parts/ingest";
 import { Fleet } from "./parts/fleet";

@@ -149,7 +149,7 @@ function planWallMs(stack: string, runs = 3): number {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = Date.now();
-    const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "infra/plan/cli.ts"), "--stack", stack, "--json"], {
+    const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "plan/cli.ts"), "--stack", stack, "--json"], {
       cwd: REPO_ROOT,
       encoding: "utf8",
     });

@@ -11,12 +11,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { REPO_ROOT } from "../infra/bundle";
-import { SqsEventSource } from "../infra/local/event-source";
-import { LambdaHost } from "../infra/local/lambda-host";
-import { MotoServer, motoClientEnv } from "../infra/local/moto";
-import { SqsClockProxy } from "../infra/local/sqs-clock";
-import { deployLocally } from "../infra/local/topology";
-import type { LocalFunction, LocalMapping } from "../infra/local/types";
+import { SqsEventSource } from "../local/event-source";
+import { LambdaHost } from "../local/lambda-host";
+import { MotoServer, motoClientEnv } from "../local/moto";
+import { SqsClockProxy } from "../local/sqs-clock";
+import { deployLocally } from "../local/topology";
+import type { LocalFunction, LocalMapping } from "../local/types";
 
 const REGION = "us-east-1";
 const SAMPLES = 5;

@@ -1,12 +1,12 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargateCluster";
-import { ManagedQueue } from "../components/managedQueue";
-import { QueueConsumer } from "../components/queueConsumer";
-import { QueueSchedule } from "../components/queueSchedule";
+import type { FargateCluster } from "../components/fargate-cluster";
+import { ManagedQueue } from "../components/managed-queue";
+import { QueueConsumer } from "../components/queue-consumer";
+import { QueueSchedule } from "../components/queue-schedule";
 import { Table, type TableArgs } from "../components/table";
-import { TerminalQueue } from "../components/terminalQueue";
+import { TerminalQueue } from "../components/terminal-queue";
 import { housekeepingStatements, terminationStatements } from "../iam/fleet";
 import { JOBS_TABLE } from "../../functions/fleet/jobs";
 import { HOUSEKEEPING_SCHEDULES } from "./fleet.config";

@@ -1,10 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
-import { GpuInstance } from "../components/gpuInstance";
-import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managedQueue";
-import { TerminalQueue } from "../components/terminalQueue";
-import { QueueConsumer } from "../components/queueConsumer";
+import { GpuInstance } from "../components/gpu-instance";
+import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
+import { TerminalQueue } from "../components/terminal-queue";
+import { QueueConsumer } from "../components/queue-consumer";
 import { policyDocument } from "../iam/document";
 import { dlqConsumerStatements, gpuEc2PolicyStatements, windowConsumerStatements } from "../iam/ingest";
 

@@ -1,13 +1,13 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargateCluster";
-import { PoolLaunchTemplate } from "../components/launchTemplate";
-import { ManagedQueue } from "../components/managedQueue";
-import { QueueConsumer } from "../components/queueConsumer";
-import { QueueSchedule } from "../components/queueSchedule";
+import type { FargateCluster } from "../components/fargate-cluster";
+import { PoolLaunchTemplate } from "../components/pool-launch-template";
+import { ManagedQueue } from "../components/managed-queue";
+import { QueueConsumer } from "../components/queue-consumer";
+import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
-import { TerminalQueue } from "../components/terminalQueue";
+import { TerminalQueue } from "../components/terminal-queue";
 import { assumedBy, policyDocument } from "../iam/document";
 import { claimStatements, refillStatements } from "../iam/pool";
 

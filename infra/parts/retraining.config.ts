@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { fargateSizeProblem } from "../components/ecsTaskDefinition";
+import { fargateSizeProblem } from "../components/fargate-task-definition";
 
 /**
  * `encache:retraining` (seed 001). Defaults are the seed's: queue visibility 600 s, retention

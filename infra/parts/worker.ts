@@ -2,10 +2,10 @@ import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargateCluster";
-import { ManagedQueue } from "../components/managedQueue";
-import { QueueWorkerService } from "../components/queueWorkerService";
-import { writeImageContext } from "../components/queueWorkerServiceImage";
+import type { FargateCluster } from "../components/fargate-cluster";
+import { ManagedQueue } from "../components/managed-queue";
+import { QueueWorkerService } from "../components/queue-worker-service";
+import { writeImageContext } from "../components/queue-worker-service-image";
 import { workerTaskRoleStatements } from "../iam/worker";
 import { workQueueVisibilitySeconds } from "./worker.config";
 

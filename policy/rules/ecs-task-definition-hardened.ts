@@ -1,7 +1,7 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { isRecord, numberOr } from "../lib/props";
 import { ECS_TASK_DEFINITION } from "../lib/types";
-import { containerLabel, readContainerDefinitions } from "./ecs-container-definitions";
+import { containerLabel, readContainerDefinitions } from "../lib/ecs-container-definitions";
 
 /**
  * Every container of an ECS task definition: not privileged (root on the host, and Fargate

@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { expect } from "chai";
-import { parseRunArgs, UsageError } from "../../infra/local/cli";
-import { SCENARIOS } from "../../infra/local/scenarios";
+import { parseRunArgs, UsageError } from "../../local/cli";
+import { SCENARIOS } from "../../local/scenarios";
 
 describe("local run: command-line arguments", () => {
   it("defaults to the dev stack, every scenario, speed 60, the default size", () => {
@@ -48,7 +48,7 @@ describe("local run: command-line arguments", () => {
   it("npm start exits 2 on a bad flag, naming it, before starting anything", function () {
     this.timeout(30_000);
     // Act: the real entry point, as `npm start -- --speed 0` runs it.
-    const out = spawnSync(process.execPath, ["--import", "tsx", "infra/local/cli.ts", "--speed", "0"], { cwd: path.resolve(__dirname, "../.."), encoding: "utf8" });
+    const out = spawnSync(process.execPath, ["--import", "tsx", "local/cli.ts", "--speed", "0"], { cwd: path.resolve(__dirname, "../.."), encoding: "utf8" });
     // Assert
     expect(out.status).to.equal(2);
     expect(out.stderr).to.match(/^start: --speed 0: must be a number from 1 to 3600\nusage: npm start/m);

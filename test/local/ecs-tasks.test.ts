@@ -16,7 +16,7 @@ import {
   isServiceTask,
   stopReason,
   type SimTask,
-} from "../../infra/local/ecs-tasks";
+} from "../../local/ecs-tasks";
 import { sleep } from "../functions/worker/support/worker-deps";
 import { createFargateWorld } from "../integration/support/aws-world";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";

@@ -12,10 +12,10 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { type MappingStats, settleBatch, SqsEventSource } from "../../infra/local/event-source";
-import { type InvokeResult, LambdaHost } from "../../infra/local/lambda-host";
-import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from "../../infra/local/sqs-record";
-import type { LocalFunction, LocalMapping } from "../../infra/local/types";
+import { type MappingStats, settleBatch, SqsEventSource } from "../../local/event-source";
+import { type InvokeResult, LambdaHost } from "../../local/lambda-host";
+import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from "../../local/sqs-record";
+import type { LocalFunction, LocalMapping } from "../../local/types";
 import { localFunction } from "./fixtures/functions";
 import { resetMoto } from "../integration/support/moto";
 

@@ -1,6 +1,6 @@
 import { DescribeImagesCommand, EC2Client, RunInstancesCommand, StartInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
-import { GpuServiceSimulator } from "../../infra/local/gpu-service";
+import { GpuServiceSimulator } from "../../local/gpu-service";
 import { resetMoto } from "../integration/support/moto";
 
 const PATH = "/v1/windows";

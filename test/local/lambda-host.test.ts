@@ -4,8 +4,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { type InvokeResult, LambdaHost } from "../../infra/local/lambda-host";
-import type { LocalFunction } from "../../infra/local/types";
+import { type InvokeResult, LambdaHost } from "../../local/lambda-host";
+import type { LocalFunction } from "../../local/types";
 import { localFunction } from "./fixtures/functions";
 
 const AWS_ENV = { AWS_ENDPOINT_URL: "http://127.0.0.1:1", AWS_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing" };

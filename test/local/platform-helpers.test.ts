@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
-import { ensureMotoInstalled, MotoUnavailableError } from "../../infra/local/moto";
-import { describeUncreated } from "../../infra/local/platform";
+import { ensureMotoInstalled, MotoUnavailableError } from "../../local/moto";
+import { describeUncreated } from "../../local/platform";
 
 describe("local run: start-up helpers", () => {
   it("lists what was recorded but not created, by type, most first", () => {

@@ -8,7 +8,7 @@ import { DescribeClustersCommand, DescribeServicesCommand, DescribeTaskDefinitio
 import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
-import { containersForMoto, createMotoMocks, launchTemplateData, physicalName, type MotoMocks } from "../../infra/local/provision";
+import { containersForMoto, createMotoMocks, launchTemplateData, physicalName, type MotoMocks } from "../../local/provision";
 import {
   functionNameOf,
   functionsFrom,
@@ -18,9 +18,9 @@ import {
   schedulesFrom,
   splitCreated,
   taskDefinitionsFrom,
-} from "../../infra/local/topology";
-import type { Topology } from "../../infra/local/types";
-import type { RecordedResource } from "../../infra/plan/types";
+} from "../../local/topology";
+import type { Topology } from "../../local/types";
+import type { RecordedResource } from "../../policy/testing/types";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";
 import { provisionInChild, runProvisionChild } from "./support/provision-run";
 

@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import * as path from "node:path";
 import { expect } from "chai";
-import type { ScenarioSummary } from "../../infra/local/types";
+import type { ScenarioSummary } from "../../local/types";
 
 const ROOT = path.resolve(__dirname, "../..");
 
@@ -20,7 +20,7 @@ let run: Promise<{ code: number | null; doc: RunDocument | undefined; stderr: st
 
 function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> {
   run ??= new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "infra/local/cli.ts", "--size", "small", "--json", "--speed", "60"], {
+    const child = spawn(process.execPath, ["--import", "tsx", "local/cli.ts", "--size", "small", "--json", "--speed", "60"], {
       cwd: ROOT,
       env: { ...process.env, AWS_ENDPOINT_URL: "", AWS_ENDPOINT_URL_SQS: "" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseScheduleExpression, type ScheduleExpression } from "../../infra/local/schedule-expression";
+import { parseScheduleExpression, type ScheduleExpression } from "../../local/schedule-expression";
 
 // Calendar used below (UTC): 2026-01-01 is a Thursday; Jan 31 and Feb 28 are Saturdays;
 // Feb 1, Mar 1 and May 31 are Sundays; Aug 1 is a Saturday.

@@ -12,7 +12,7 @@ import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { scaleSeconds, SqsClockProxy } from "../../infra/local/sqs-clock";
+import { scaleSeconds, SqsClockProxy } from "../../local/sqs-clock";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";
 
 const JSON_10 = "application/x-amz-json-1.0";

@@ -4,8 +4,8 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import { LiveView, renderPlainLine, renderSnapshot, renderSummaryTable, summaryDocument, type ViewTimers } from "../../infra/local/view";
-import type { LiveSnapshot, ScenarioSummary } from "../../infra/local/types";
+import { LiveView, renderPlainLine, renderSnapshot, renderSummaryTable, summaryDocument, type ViewTimers } from "../../local/view";
+import type { LiveSnapshot, ScenarioSummary } from "../../local/types";
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;

@@ -2,8 +2,8 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import type { Policies, PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { evaluatePolicies, UNKNOWN } from "../../infra/plan/evaluate";
-import type { PolicyPackConfig, RecordedResource } from "../../infra/plan/types";
+import { evaluatePolicies, UNKNOWN } from "../../policy/testing/evaluate";
+import type { PolicyPackConfig, RecordedResource } from "../../policy/testing/types";
 import { policies } from "../../policy/policies";
 import { T, U, find, ingestRecording, remove, setInput } from "./fixtures/ingest";
 

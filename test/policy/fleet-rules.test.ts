@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { evaluatePolicies, type EvaluateOptions, UNKNOWN } from "../../infra/plan/evaluate";
-import type { RecordedResource, Violation } from "../../infra/plan/types";
+import { evaluatePolicies, type EvaluateOptions, UNKNOWN } from "../../policy/testing/evaluate";
+import type { RecordedResource, Violation } from "../../policy/testing/types";
 import { policies } from "../../policy/policies";
 import { resourceTagKeys } from "../../policy/rules/ec2-terminate-tag-condition";
 import { addFleet, editStatement, findFleet, fleetRecording, fleetUrn, FT, FU, setFleetInput, TERMINATE_STATEMENT } from "./fixtures/fleet";

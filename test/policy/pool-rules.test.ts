@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { evaluatePolicies, UNKNOWN } from "../../infra/plan/evaluate";
-import type { RecordedResource, Violation } from "../../infra/plan/types";
+import { evaluatePolicies, UNKNOWN } from "../../policy/testing/evaluate";
+import type { RecordedResource, Violation } from "../../policy/testing/types";
 import { policies } from "../../policy/policies";
 import { find, setInput, U } from "./fixtures/ingest";
 import { P, poolRecording, refillStatements } from "./fixtures/pool";

@@ -1,13 +1,13 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
-import { createMocks } from "../../../infra/plan/mocks";
-import { installRecorder, type Recorder } from "../../../infra/plan/record";
+import { createMocks } from "../../../plan/mocks";
+import { installRecorder, type Recorder } from "../../../plan/record";
 
 // Component modules are loaded only after setMocks (see `before`), never by a static import.
 type Components = {
-  mq: typeof import("../../../infra/components/managedQueue");
-  qc: typeof import("../../../infra/components/queueConsumer");
-  gpu: typeof import("../../../infra/components/gpuInstance");
+  mq: typeof import("../../../infra/components/managed-queue");
+  qc: typeof import("../../../infra/components/queue-consumer");
+  gpu: typeof import("../../../infra/components/gpu-instance");
   bundle: typeof import("../../../infra/bundle");
 };
 
@@ -25,9 +25,9 @@ describe("components under Pulumi mocks (in process)", function () {
     await pulumi.runtime.setMocks(createMocks("us-east-1"), "encache", "unit", false);
     recorder = installRecorder();
     c = {
-      mq: await import("../../../infra/components/managedQueue.js"),
-      qc: await import("../../../infra/components/queueConsumer.js"),
-      gpu: await import("../../../infra/components/gpuInstance.js"),
+      mq: await import("../../../infra/components/managed-queue.js"),
+      qc: await import("../../../infra/components/queue-consumer.js"),
+      gpu: await import("../../../infra/components/gpu-instance.js"),
       bundle: await import("../../../infra/bundle.js"),
     };
   });

@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
-import type { PlanDocument } from "../../../infra/plan/render";
+import type { PlanDocument } from "../../../plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
-import { stackPlan } from "../support/runPlan";
-import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
+import { stackPlan } from "../support/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: unknown };
 

@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/iam";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
-import type { PlanDocument } from "../../../infra/plan/render";
-import { stackPlan } from "../support/runPlan";
-import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
+import type { PlanDocument } from "../../../plan/render";
+import { stackPlan } from "../support/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
 
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string | string[]; Condition?: unknown }> };
 

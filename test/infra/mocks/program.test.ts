@@ -4,10 +4,10 @@ import * as path from "node:path";
 import { expect } from "chai";
 import { REPO_ROOT } from "../../../infra/bundle";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
-import type { PlanDocument } from "../../../infra/plan/render";
+import type { PlanDocument } from "../../../plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { planJson, runPlan, stackPlan } from "../support/runPlan";
-import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
+import { planJson, runPlan, stackPlan } from "../support/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
 
@@ -210,7 +210,7 @@ describe("plan exit codes", function () {
   }
 
   it("delivers the whole --json document to a slow reader on a pipe (no truncation at exit)", () => {
-    const cli = path.join(REPO_ROOT, "infra/plan/cli.ts");
+    const cli = path.join(REPO_ROOT, "plan/cli.ts");
     const r = spawnSync("sh", ["-c", `"${process.execPath}" --import tsx "${cli}" --stack prod --json | (sleep 2; cat)`], {
       cwd: REPO_ROOT,
       encoding: "utf8",

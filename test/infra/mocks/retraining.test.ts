@@ -1,10 +1,10 @@
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
-import { MOCK_ACCOUNT_ID } from "../../../infra/plan/mocks";
-import type { PlanDocument } from "../../../infra/plan/render";
+import { MOCK_ACCOUNT_ID } from "../../../plan/mocks";
+import type { PlanDocument } from "../../../plan/render";
 import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
-import { stackPlan } from "../support/runPlan";
-import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
+import { stackPlan } from "../support/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
 
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; Resource: string | string[] }> };
 

@@ -3,10 +3,10 @@ import { parse } from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
-import type { PlanDocument } from "../../../infra/plan/render";
+import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
-import { stackPlan } from "../support/runPlan";
-import { named, ofType as of, type PlanResource as Res } from "../support/planQueries";
+import { stackPlan } from "../support/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown }> };
 type Container = Record<string, unknown> & { environment: Array<{ name: string; value: string }> };

@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { DLQ_RETENTION_SECONDS, resolveManagedQueueArgs } from "../../../infra/components/managedQueue";
-import { queueConsumerDefaults, resolveQueueConsumerSizing } from "../../../infra/components/queueConsumer";
-import { gpuInstanceDefaults, resolveGpuInstanceArgs } from "../../../infra/components/gpuInstance";
+import { DLQ_RETENTION_SECONDS, resolveManagedQueueArgs } from "../../../infra/components/managed-queue";
+import { queueConsumerDefaults, resolveQueueConsumerSizing } from "../../../infra/components/queue-consumer";
+import { gpuInstanceDefaults, resolveGpuInstanceArgs } from "../../../infra/components/gpu-instance";
 
 describe("component validators and defaults (pure, no mocks)", () => {
   describe("resolveManagedQueueArgs", () => {

@@ -1,12 +1,12 @@
 import { expect } from "chai";
 import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/iam";
-import { poolLaunchTemplateDefaults, resolvePoolLaunchTemplateArgs } from "../../../infra/components/launchTemplate";
+import { poolLaunchTemplateDefaults, resolvePoolLaunchTemplateArgs } from "../../../infra/components/pool-launch-template";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
 import { allowedActions, type Statement } from "../../../infra/iam/document";
 import { claimStatements, refillStatements } from "../../../infra/iam/pool";
 import { poolCrossFieldIssues } from "../../../infra/parts/pool.config";
 import { allowStatements, unscopedLaunchGrant } from "../../../policy/rules/ec2-launch-grants-scoped";
-import { devConfig, withValue } from "../support/stackConfig";
+import { devConfig, withValue } from "../support/stack-config";
 
 function keysOf(raw: Record<string, unknown>): string[] {
   try {

@@ -5,11 +5,11 @@ import {
   executionRoleStatements,
   fargateSizeProblem,
   resolveFargateTaskDefinitionArgs,
-} from "../../../infra/components/ecsTaskDefinition";
+} from "../../../infra/components/fargate-task-definition";
 import { allowedActions } from "../../../infra/iam/document";
 import { strategyFamily } from "../../../infra/parts/retraining";
 import { FARGATE_CPU_UNITS, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
-import { devConfig, withValue } from "../support/stackConfig";
+import { devConfig, withValue } from "../support/stack-config";
 
 function configError(raw: Record<string, unknown>): string {
   try {

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { queueScheduleDefaults, resolveQueueScheduleArgs } from "../../../infra/components/queueSchedule";
+import { queueScheduleDefaults, resolveQueueScheduleArgs } from "../../../infra/components/queue-schedule";
 import { validateTableArgs } from "../../../infra/components/table";
 
 describe("shared components: Table and QueueSchedule validators (pure)", () => {

@@ -4,7 +4,7 @@ import {
   capacityProviderStrategy,
   queueWorkerServiceDefaults,
   resolveQueueWorkerServiceArgs,
-} from "../../../infra/components/queueWorkerService";
+} from "../../../infra/components/queue-worker-service";
 
 const scaling = { minTasks: 1, maxTasks: 4, backlogPerTaskTarget: 10 };
 

@@ -1,7 +1,7 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { settleBatch } from "../../../infra/local/event-source";
-import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../infra/local/sqs-record";
+import { settleBatch } from "../../../local/event-source";
+import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../local/sqs-record";
 import type { SqsBatchHandler } from "../../../functions/ingest/window-handler";
 
 export interface MappingTarget {

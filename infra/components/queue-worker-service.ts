@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, policyDocument, type Statement } from "../iam/document";
-import type { FargateCluster } from "./fargateCluster";
+import type { FargateCluster } from "./fargate-cluster";
 
 /**
  * The marker of a task definition whose containers hold ECS task scale-in protection. The

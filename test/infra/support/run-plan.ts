@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
-import type { PlanDocument } from "../../../infra/plan/render";
+import type { PlanDocument } from "../../../plan/render";
 
 export interface PlanRun {
   code: number | null;
@@ -11,7 +11,7 @@ export interface PlanRun {
 
 /** Runs the offline plan exactly as `npm run plan -- …` does, in its own process. */
 export function runPlan(args: string[]): PlanRun {
-  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "infra/plan/cli.ts"), ...args], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "plan/cli.ts"), ...args], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     timeout: 120_000,

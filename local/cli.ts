@@ -9,8 +9,8 @@
  */
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { flushAndExit } from "../../functions/shared/exit";
-import { REPO_ROOT } from "../bundle";
+import { flushAndExit } from "../functions/shared/exit";
+import { REPO_ROOT } from "../infra/bundle";
 import { LocalPlatform } from "./platform";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize } from "./scenarios/scenario";

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { queueDepthAlarm } from "./queueDepthAlarm";
+import { queueDepthAlarm } from "./queue-depth-alarm";
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
 export const DLQ_RETENTION_SECONDS = 1_209_600;

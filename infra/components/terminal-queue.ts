@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { DLQ_RETENTION_SECONDS, QUEUE_ROLE_TAG } from "./managedQueue";
-import { queueDepthAlarm } from "./queueDepthAlarm";
+import { DLQ_RETENTION_SECONDS, QUEUE_ROLE_TAG } from "./managed-queue";
+import { queueDepthAlarm } from "./queue-depth-alarm";
 
 export type TerminalQueueRole = "quarantine" | "dlq";
 

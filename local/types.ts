@@ -2,7 +2,7 @@
  * The local run's contracts: what the Pulumi program deployed into moto (the topology), and
  * what the runtime and scenarios report. Each module of `infra/local/` reads or writes these.
  */
-import type { RecordedResource } from "../plan/types";
+import type { RecordedResource } from "../policy/testing/types";
 
 /** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
 export interface LocalFunction {

@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { TaskProtectionAgent } from "./ecs-agent";
 import type { LocalTaskDefinition } from "./types";
 
-const ROOT = path.resolve(__dirname, "../..");
+const ROOT = path.resolve(__dirname, "..");
 export const DEFAULT_WORKER_ENTRY = "functions/worker/main.ts";
 /** ECS's default when a container definition sets no stopTimeout. */
 export const ECS_DEFAULT_STOP_TIMEOUT_SECONDS = 30;

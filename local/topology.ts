@@ -8,10 +8,10 @@
  */
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { REPO_ROOT } from "../bundle";
+import { REPO_ROOT } from "../infra/bundle";
 import { installRecorder } from "../plan/record";
-import { readStackFiles } from "../plan/stackFiles";
-import type { RecordedResource } from "../plan/types";
+import { readStackFiles } from "../plan/stack-files";
+import type { RecordedResource } from "../policy/testing/types";
 import { codePathFor, createMotoMocks, type ProvisionOutcome } from "./provision";
 import type { LocalFunction, LocalInstance, LocalMapping, LocalQueue, LocalSchedule, LocalService, LocalTable, LocalTaskDefinition, Topology } from "./types";
 

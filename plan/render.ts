@@ -1,4 +1,4 @@
-import type { RecordedResource, Violation } from "./types";
+import type { RecordedResource, Violation } from "../policy/testing/types";
 
 export interface PlanDocument {
   project: string;

@@ -1,4 +1,4 @@
-import { isRecord, type Props } from "../lib/props";
+import { isRecord, type Props } from "./props";
 
 /**
  * `containerDefinitions` of an ECS task definition: pulumi-aws takes a JSON string, and the

@@ -17,7 +17,7 @@ import type { LocalTaskDefinition } from "../types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
 import { type LogLine, readLogLines } from "./logs";
 import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
-import { executablesSchema } from "../../../functions/worker/config";
+import { executablesSchema } from "../../functions/worker/config";
 
 /** Long (interruptible) and short jobs per size. */
 const SIZES = { small: { long: 4, short: 4 }, default: { long: 10, short: 20 } } as const;

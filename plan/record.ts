@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { RecordedResource } from "./types";
+import type { RecordedResource } from "../policy/testing/types";
 
 /**
  * Records every registration the program makes under Pulumi mocks. The mocks' `newResource`

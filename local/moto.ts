@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import { createServer } from "node:net";
 import * as path from "node:path";
 
-const ROOT = path.resolve(__dirname, "../..");
+const ROOT = path.resolve(__dirname, "..");
 
 export class MotoUnavailableError extends Error {
   constructor(message: string) {

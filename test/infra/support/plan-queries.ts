@@ -1,4 +1,4 @@
-import type { PlanDocument } from "../../../infra/plan/render";
+import type { PlanDocument } from "../../../plan/render";
 
 /** Lookups the mocks tests make on a `--json` plan document. */
 export type PlanResource = PlanDocument["resources"][number];

@@ -9,15 +9,15 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
-import { bundleSizes, REPO_ROOT } from "../bundle";
-import { policies } from "../../policy/policies";
-import { flushAndExit } from "../../functions/shared/exit";
-import { evaluatePolicies } from "./evaluate";
+import { bundleSizes, REPO_ROOT } from "../infra/bundle";
+import { policies } from "../policy/policies";
+import { flushAndExit } from "../functions/shared/exit";
+import { evaluatePolicies } from "../policy/testing/evaluate";
 import { createMocks } from "./mocks";
 import { installRecorder } from "./record";
 import { planDocument, renderHuman } from "./render";
-import { PlanInputError, readStackFiles } from "./stackFiles";
-import type { PolicyPackConfig } from "./types";
+import { PlanInputError, readStackFiles } from "./stack-files";
+import type { PolicyPackConfig } from "../policy/testing/types";
 
 const USAGE = "usage: npm run plan -- --stack <name> [--json] [--program <file>]";
 

@@ -9,12 +9,12 @@
  * the rest are told `exhausted`, ask again after each refill, and all get an instance in the end.
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { REPO_ROOT } from "../../bundle";
-import { parseStackConfig } from "../../config";
-import { readStackFiles } from "../../plan/stackFiles";
-import { type ClaimDeps, type ClaimResult, claimInstance, releaseClaim } from "../../../functions/pool/claim";
-import { parseRefillConfig, type PoolClassConfig } from "../../../functions/pool/config";
-import type { LogFields, StepLogger } from "../../../functions/shared/logger";
+import { REPO_ROOT } from "../../infra/bundle";
+import { parseStackConfig } from "../../infra/config";
+import { readStackFiles } from "../../plan/stack-files";
+import { type ClaimDeps, type ClaimResult, claimInstance, releaseClaim } from "../../functions/pool/claim";
+import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
+import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
 import { type LogLine, readSteps } from "./logs";
 import { gauges, type Scenario, type ScenarioContext, since, summary, waitFor } from "./scenario";
