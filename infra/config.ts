@@ -1,9 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { workerConfigSchema } from "./parts/worker.config";
+import { PRODUCT } from "../policy/contract";
+import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
-import { poolConfigSchema } from "./parts/pool.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
+import { workerConfigSchema } from "./parts/worker.config";
+import { poolConfigSchema } from "./parts/pool.config";
 
 /**
  * The stack config, validated with zod before any resource is declared.
@@ -13,34 +15,7 @@ import { fleetConfigSchema } from "./parts/fleet.config";
  * full key path (`encache:ingest.window.timeoutSeconds`).
  */
 
-export const PROJECT_NAMESPACE = "encache";
-
-/** SQS allows a visibility timeout of at most 12 hours. */
-const SQS_MAX_VISIBILITY_SECONDS = 43_200;
-/** SQS retention is 60 s to 14 days. */
-const SQS_MAX_RETENTION_SECONDS = 1_209_600;
-/** AWS advises visibility ≥ 6 × function timeout + batching window for Lambda SQS consumers. */
-export const VISIBILITY_TIMEOUT_MULTIPLIER = 6;
-
-/** `g5.xlarge`, `p4d.24xlarge`, `g6e.2xlarge`, `inf2.xlarge`… family, generation, options, a dot, a size. */
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
-
-const positiveInt = (max: number) => z.number().int().min(1).max(max);
-
-const consumerSchema = z.object({
-  /** Lambda timeout in seconds (1–900). */
-  timeoutSeconds: positiveInt(900),
-  /** Lambda memory in MB (128–10240). */
-  memoryMb: z.number().int().min(128).max(10_240).default(256),
-  /** SQS batch size (1–10000; above 10 needs a batching window). */
-  batchSize: positiveInt(10_000),
-  /** Batching window in seconds (0–300). */
-  batchingWindowSeconds: z.number().int().min(0).max(300).default(0),
-  /** Event source mapping maximum concurrency (2–1000). */
-  maxConcurrency: z.number().int().min(2).max(1000),
-});
-
-const retention = z.number().int().min(60).max(SQS_MAX_RETENTION_SECONDS);
+export const PROJECT_NAMESPACE = PRODUCT;
 
 export const stackConfigSchema = z
   .object({
@@ -76,86 +51,17 @@ export const stackConfigSchema = z
           .default(3),
       })
       .default({ maxReceiveCount: 3 }),
-    gpu: z.object({
-      /** EC2 instance type of the GPU worker. */
-      instanceType: z.string().regex(INSTANCE_TYPE, "must be an EC2 instance type such as g5.xlarge"),
-      /** Value of the instance's `Name` tag; the auto-starter's tag scan looks for it. */
-      nameTag: z.string().min(1).max(255).default("encache-gpu-worker"),
-      /** SSM parameter that holds the instance id (or the sentinel `none`). */
-      instanceIdParameter: z
-        .string()
-        .regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path")
-        .default("/encache/gpu/instance_id"),
-      /** Public SSM parameter that resolves the AMI id. */
-      amiParameter: z
-        .string()
-        .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
-        .default("/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
-      /** Root gp3 volume size in GiB. */
-      rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
-      /** TCP port of the GPU ingest service. */
-      servicePort: z.number().int().min(1).max(65_535),
-      /** HTTP path the window consumer POSTs each window to. */
-      servicePath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path"),
-      /** Per-request timeout of the POST to the GPU service, in ms. */
-      requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
-    }),
+    // The parts, 1 to 5.
+    gpu: gpuConfigSchema,
+    ingest: ingestConfigSchema,
     retraining: retrainingConfigSchema,
+    fleet: fleetConfigSchema,
     worker: workerConfigSchema,
     pool: poolConfigSchema,
-    fleet: fleetConfigSchema,
-    ingest: z.object({
-      /** Visibility timeout of the ingest queue; must cover the window consumer. */
-      queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
-      /** Retention of the ingest queue (its DLQ keeps 14 days). */
-      messageRetentionSeconds: retention.default(345_600),
-      /** Visibility timeout of the ingest DLQ; must cover the DLQ consumer. */
-      dlqVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
-      /** How long a parked DLQ message stays hidden while the GPU boots (seed: 900). */
-      dlqParkSeconds: z.number().int().min(0).max(SQS_MAX_VISIBILITY_SECONDS).default(900),
-      window: consumerSchema,
-      dlqConsumer: consumerSchema.extend({
-        /** The seed reads the DLQ one message per invocation. */
-        batchSize: z.literal(1, { message: "must be 1: the DLQ consumer parks messages one at a time (seed 000)" }),
-      }),
-    }),
-  })
-  .superRefine((cfg, ctx) => {
-    const checks: Array<{ path: (string | number)[]; visibility: number; consumer: z.infer<typeof consumerSchema>; label: string }> = [
-      { path: ["ingest", "queueVisibilityTimeoutSeconds"], visibility: cfg.ingest.queueVisibilityTimeoutSeconds, consumer: cfg.ingest.window, label: "ingest.window" },
-      { path: ["ingest", "dlqVisibilityTimeoutSeconds"], visibility: cfg.ingest.dlqVisibilityTimeoutSeconds, consumer: cfg.ingest.dlqConsumer, label: "ingest.dlqConsumer" },
-    ];
-    for (const c of checks) {
-      const needed = requiredVisibilityTimeoutSeconds(c.consumer.timeoutSeconds, c.consumer.batchingWindowSeconds);
-      if (c.visibility < needed) {
-        ctx.addIssue({
-          code: "custom",
-          path: c.path,
-          message: `must be at least ${VISIBILITY_TIMEOUT_MULTIPLIER} × ${c.label}.timeoutSeconds + ${c.label}.batchingWindowSeconds = ${needed} (got ${c.visibility})`,
-        });
-      }
-    }
-    for (const [label, consumer] of [["ingest.window", cfg.ingest.window], ["ingest.dlqConsumer", cfg.ingest.dlqConsumer]] as const) {
-      if (consumer.batchSize > 10 && consumer.batchingWindowSeconds === 0) {
-        ctx.addIssue({ code: "custom", path: [...label.split("."), "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
-      }
-    }
-    if (cfg.ingest.messageRetentionSeconds >= SQS_MAX_RETENTION_SECONDS) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["ingest", "messageRetentionSeconds"],
-        message: "must be below 14 days: the DLQ keeps 14 days and must outlive its source",
-      });
-    }
   });
 
 export type StackConfig = z.infer<typeof stackConfigSchema>;
 export type RawStackConfig = z.input<typeof stackConfigSchema>;
-
-/** Visibility a queue needs so Lambda never sees a message twice while a batch is in flight. */
-export function requiredVisibilityTimeoutSeconds(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
-  return VISIBILITY_TIMEOUT_MULTIPLIER * functionTimeoutSeconds + batchingWindowSeconds;
-}
 
 /** Thrown when the stack config is invalid; every line names a full config key. */
 export class StackConfigError extends Error {

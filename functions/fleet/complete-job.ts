@@ -1,5 +1,6 @@
 import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { JOB_STATUS_FOR, JOBS_TABLE } from "./jobs";
+import { JOBS_TABLE } from "../../policy/contract";
+import { JOB_STATUS_FOR } from "./jobs";
 import { rfc3339, type TerminationMessage } from "./messages";
 
 export type CompletionOutcome = "completed" | "duplicate";

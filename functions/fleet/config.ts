@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { FLEET_NAME_DEFAULTS } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 /** A JSON-encoded env var, validated by `schema` once parsed. */
@@ -22,8 +23,17 @@ const common = {
   RUNS_FLEET_JOB_RETENTION_DAYS: envInt(1, 3650).default(7),
 };
 
+/** `<path>/{instance_id}/config`: each runner's config parameter. */
+const runnerPath = {
+  RUNS_FLEET_RUNNER_PARAMETER_PATH: z
+    .string()
+    .regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash")
+    .default(FLEET_NAME_DEFAULTS.runnerParameterPath),
+};
+
 const terminationShape = {
   ...common,
+  ...runnerPath,
   RUNS_FLEET_TERMINATION_QUEUE_URL: envUrl(),
   /** Malformed termination messages are moved here with their reason (the queue's own DLQ). */
   RUNS_FLEET_TERMINATION_DLQ_URL: envUrl(),
@@ -31,13 +41,19 @@ const terminationShape = {
 
 const housekeepingShape = {
   ...common,
+  ...runnerPath,
+  /** The tag that makes an instance the fleet's; the orphan sweep only ever looks at tagged instances. */
+  RUNS_FLEET_MANAGED_TAG_KEY: z.string().min(1).max(127).default(FLEET_NAME_DEFAULTS.managedTagKey),
+  RUNS_FLEET_MANAGED_TAG_VALUE: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
+  /** The tag naming an instance's pool (pool_audit). */
+  RUNS_FLEET_POOL_TAG_KEY: z.string().min(1).max(127).default(FLEET_NAME_DEFAULTS.poolTagKey),
   RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: envUrl(),
   RUNS_FLEET_HOUSEKEEPING_DLQ_URL: envUrl(),
   /** A job may run this long; an instance older than this + 10 minutes with no active job is an orphan. */
   RUNS_FLEET_MAX_RUNTIME_MINUTES: envInt(1, 10_080).default(360),
   /** stale_ssm leaves younger parameters alone: their instance may not be visible to EC2 yet. */
   RUNS_FLEET_SSM_MIN_AGE_MINUTES: envInt(0, 10_080).default(15),
-  /** Pool names to audit (instances carry `runs-fleet:pool=<name>`). */
+  /** Pool names to audit (instances carry `<pool tag key>=<name>`). */
   RUNS_FLEET_POOLS: envJson(z.array(z.string().min(1).max(128))).default([]),
   /** USD per instance-hour, by instance type. */
   RUNS_FLEET_INSTANCE_PRICES: envJson(z.record(z.string(), z.number().min(0))).default({}),
@@ -50,6 +66,7 @@ export interface TerminationConfig {
   retentionDays: number;
   queueUrl: string;
   quarantineQueueUrl: string;
+  runnerParameterPath: string;
 }
 
 export interface HousekeepingConfig {
@@ -62,6 +79,9 @@ export interface HousekeepingConfig {
   pools: string[];
   instancePrices: Record<string, number>;
   timeMarginMs: number;
+  runnerParameterPath: string;
+  managedTag: { key: string; value: string };
+  poolTagKey: string;
 }
 
 export function parseTerminationConfig(env: NodeJS.ProcessEnv): TerminationConfig {
@@ -71,6 +91,7 @@ export function parseTerminationConfig(env: NodeJS.ProcessEnv): TerminationConfi
     retentionDays: e.RUNS_FLEET_JOB_RETENTION_DAYS,
     queueUrl: e.RUNS_FLEET_TERMINATION_QUEUE_URL,
     quarantineQueueUrl: e.RUNS_FLEET_TERMINATION_DLQ_URL,
+    runnerParameterPath: e.RUNS_FLEET_RUNNER_PARAMETER_PATH,
   };
 }
 
@@ -86,5 +107,8 @@ export function parseHousekeepingConfig(env: NodeJS.ProcessEnv): HousekeepingCon
     pools: e.RUNS_FLEET_POOLS,
     instancePrices: e.RUNS_FLEET_INSTANCE_PRICES,
     timeMarginMs: e.RUNS_FLEET_TIME_MARGIN_MS,
+    runnerParameterPath: e.RUNS_FLEET_RUNNER_PARAMETER_PATH,
+    managedTag: { key: e.RUNS_FLEET_MANAGED_TAG_KEY, value: e.RUNS_FLEET_MANAGED_TAG_VALUE },
+    poolTagKey: e.RUNS_FLEET_POOL_TAG_KEY,
   };
 }

@@ -10,7 +10,7 @@ import { orphanedInstances } from "./tasks/orphaned-instances";
 import { poolAudit } from "./tasks/pool-audit";
 import { staleSsm } from "./tasks/stale-ssm";
 import type { TaskDeps, TaskResult } from "./tasks/types";
-import type { SqsBatchHandler } from "./termination-handler";
+import type { SqsBatchHandler } from "../shared/sqs";
 import type { TimeBudget } from "./budget";
 
 export interface HousekeepingHandlerDeps extends TaskDeps {

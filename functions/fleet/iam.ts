@@ -1,38 +1,38 @@
+import { calledActions, type Grant } from "../../policy/contract";
+
 /**
- * The IAM actions each fleet handler's code calls, with the resource each applies to. Kept apart
- * from the entry modules because importing those parses the environment. The event source
- * mapping's own sqs:ReceiveMessage/DeleteMessage/GetQueueAttributes are not listed: the handler
- * code never calls them.
+ * The IAM grants each fleet handler's code needs, declared once, beside that code; the program
+ * binds each symbolic resource (`infra/parts/fleet.ts`). Kept apart from the entry modules, because
+ * importing those parses the environment.
  */
 export type FleetResource =
   | "jobs-table" // RUNS_FLEET_JOBS_TABLE
   | "jobs-table-indexes" // its GSIs (Query)
-  | "runner-parameters" // /runs-fleet/runners/* (and the path itself for GetParametersByPath)
-  | "managed-instances" // instances tagged runs-fleet:managed=true, by condition
+  | "runner-parameters" // <runner parameter path>/* : each runner's config parameters
+  | "runner-path" // the path itself and below: GetParametersByPath is authorised on the path
+  | "managed-instances" // instances carrying the managed tag, by condition
   | "*" // EC2 DescribeInstances supports no resource-level permissions
   | "termination-dlq" // RUNS_FLEET_TERMINATION_DLQ_URL (quarantine)
   | "housekeeping-dlq"; // RUNS_FLEET_HOUSEKEEPING_DLQ_URL (quarantine)
 
-export interface IamPermission {
-  readonly action: string;
-  readonly resource: FleetResource;
-}
+/** The termination consumer: complete the job, delete the runner's config, quarantine. */
+export const TERMINATION_GRANTS = [
+  { sid: "CompleteJob", actions: ["dynamodb:UpdateItem"], resource: "jobs-table" },
+  { sid: "DeleteRunnerConfig", actions: ["ssm:DeleteParameter"], resource: "runner-parameters" },
+  { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "termination-dlq" },
+] as const satisfies readonly Grant<FleetResource>[];
 
-export const TERMINATION_IAM_PERMISSIONS = [
-  { action: "dynamodb:UpdateItem", resource: "jobs-table" },
-  { action: "ssm:DeleteParameter", resource: "runner-parameters" },
-  { action: "sqs:SendMessage", resource: "termination-dlq" },
-] as const satisfies readonly IamPermission[];
+/** The housekeeping consumer: the four tasks' calls, and quarantine. */
+export const HOUSEKEEPING_GRANTS = [
+  { sid: "DescribeInstances", actions: ["ec2:DescribeInstances"], resource: "*" },
+  // The condition, not the ARN, scopes it: fleet instances come and go, the tag makes one the fleet's.
+  { sid: "TerminateManagedInstances", actions: ["ec2:TerminateInstances"], resource: "managed-instances" },
+  { sid: "ListRunnerParameters", actions: ["ssm:GetParametersByPath"], resource: "runner-path" },
+  { sid: "DeleteStaleRunnerParameters", actions: ["ssm:DeleteParameters"], resource: "runner-parameters" },
+  { sid: "QueryJobIndexes", actions: ["dynamodb:Query"], resource: "jobs-table-indexes" },
+  { sid: "DeleteOldJobs", actions: ["dynamodb:BatchWriteItem"], resource: "jobs-table" },
+  { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "housekeeping-dlq" },
+] as const satisfies readonly Grant<FleetResource>[];
 
-export const HOUSEKEEPING_IAM_PERMISSIONS = [
-  { action: "ec2:DescribeInstances", resource: "*" },
-  { action: "ec2:TerminateInstances", resource: "managed-instances" },
-  { action: "ssm:GetParametersByPath", resource: "runner-parameters" },
-  { action: "ssm:DeleteParameters", resource: "runner-parameters" },
-  { action: "dynamodb:Query", resource: "jobs-table-indexes" },
-  { action: "dynamodb:BatchWriteItem", resource: "jobs-table" },
-  { action: "sqs:SendMessage", resource: "housekeeping-dlq" },
-] as const satisfies readonly IamPermission[];
-
-export const TERMINATION_IAM_ACTIONS: readonly string[] = TERMINATION_IAM_PERMISSIONS.map((p) => p.action);
-export const HOUSEKEEPING_IAM_ACTIONS: readonly string[] = HOUSEKEEPING_IAM_PERMISSIONS.map((p) => p.action);
+export const TERMINATION_IAM_ACTIONS: readonly string[] = calledActions(TERMINATION_GRANTS);
+export const HOUSEKEEPING_IAM_ACTIONS: readonly string[] = calledActions(HOUSEKEEPING_GRANTS);

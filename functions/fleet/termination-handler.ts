@@ -1,10 +1,10 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { SQSRecord } from "aws-lambda";
 import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
-import { processSqsBatch } from "../shared/sqs";
+import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { markJobComplete } from "./complete-job";
 import type { TerminationConfig } from "./config";
 import { runnerConfigParameter } from "./jobs";
@@ -18,7 +18,6 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   config: TerminationConfig;
 }
 
-export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 /**
  * The `Error` dimension of `JobFailure`. Free-text errors would make every distinct message a
@@ -38,7 +37,7 @@ function publishJobMetrics(deps: FleetTelemetry, message: TerminationMessage): v
 
 /** `ParameterNotFound` is a success: the agent or an earlier delivery already removed it. */
 async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: string, messageId: string): Promise<void> {
-  const name = runnerConfigParameter(instanceId);
+  const name = runnerConfigParameter(deps.config.runnerParameterPath, instanceId);
   try {
     await deps.ssm.send(new DeleteParameterCommand({ Name: name }));
     logStep(deps.logger, "info", "ssm_parameter_deleted", { message_id: messageId, instance_id: instanceId, parameter: name });

@@ -11,7 +11,7 @@ import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
-import type { SqsBatchHandler } from "./window-handler";
+import type { SqsBatchHandler } from "../shared/sqs";
 
 export interface DlqHandlerDeps {
   ssm: SSMClient;

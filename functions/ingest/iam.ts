@@ -1,8 +1,11 @@
+import { calledActions, type Grant } from "../../policy/contract";
+
 /**
- * The IAM actions each handler's code calls, with the resource each applies to. Kept apart
- * from the handler entry modules because importing those parses the environment.
- * The event source mapping's own sqs:ReceiveMessage/DeleteMessage/GetQueueAttributes on the
- * consumed queue are not listed: the handler code never calls them.
+ * The IAM grants the ingest handlers' code needs, declared once, beside that code. The program
+ * binds each symbolic resource to ARNs (`infra/parts/ingest.ts`) and derives the roles from these
+ * lists. Kept apart from the entry modules, because importing those parses the environment. The
+ * event source mapping's own sqs:ReceiveMessage/DeleteMessage/GetQueueAttributes on the consumed
+ * queue are the platform's, not the code's (`infra/iam/document.ts`).
  */
 export type IngestResource =
   | "gpu-instance-id-parameter" // the SSM parameter named by GPU_INSTANCE_ID_PARAM
@@ -11,27 +14,39 @@ export type IngestResource =
   | "quarantine-queue" // the queue in QUARANTINE_QUEUE_URL
   | "ingest-dlq"; // the queue in INGEST_DLQ_URL
 
-export interface IamPermission {
-  readonly action: string;
-  readonly resource: IngestResource;
-}
+/** Read the id, and write it back when the tag scan finds the running instance. */
+const gpuInstanceIdParameter = {
+  sid: "GpuInstanceIdParameter",
+  actions: ["ssm:GetParameter", "ssm:PutParameter"],
+  resource: "gpu-instance-id-parameter",
+} as const satisfies Grant<IngestResource>;
 
-export const WINDOW_IAM_PERMISSIONS = [
-  { action: "ssm:GetParameter", resource: "gpu-instance-id-parameter" },
-  { action: "ssm:PutParameter", resource: "gpu-instance-id-parameter" },
-  { action: "ec2:DescribeInstances", resource: "*" },
-  { action: "sqs:SendMessage", resource: "quarantine-queue" },
-] as const satisfies readonly IamPermission[];
+const describeInstances = { sid: "DescribeInstances", actions: ["ec2:DescribeInstances"], resource: "*" } as const satisfies Grant<IngestResource>;
 
-export const DLQ_IAM_PERMISSIONS = [
-  { action: "ssm:GetParameter", resource: "gpu-instance-id-parameter" },
-  { action: "ssm:PutParameter", resource: "gpu-instance-id-parameter" },
-  { action: "ec2:DescribeInstances", resource: "*" },
-  { action: "ec2:StartInstances", resource: "gpu-instances" },
-  { action: "sqs:ChangeMessageVisibility", resource: "ingest-dlq" },
-  { action: "sqs:SendMessage", resource: "quarantine-queue" },
-] as const satisfies readonly IamPermission[];
+/** Moving a malformed message aside, with its reason. */
+const quarantineMalformed = { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "quarantine-queue" } as const satisfies Grant<IngestResource>;
 
-/** Just the action names, for building and checking roles. */
-export const WINDOW_IAM_ACTIONS: readonly string[] = WINDOW_IAM_PERMISSIONS.map((p) => p.action);
-export const DLQ_IAM_ACTIONS: readonly string[] = DLQ_IAM_PERMISSIONS.map((p) => p.action);
+/** The window consumer: resolve the GPU, write back its id, quarantine. */
+export const WINDOW_GRANTS = [gpuInstanceIdParameter, describeInstances, quarantineMalformed] as const satisfies readonly Grant<IngestResource>[];
+
+/**
+ * What "can start the GPU" means: the GPU EC2 managed policy, attached to the DLQ consumer's role
+ * as the seed's template does. StartInstances is scoped by the GPU's Name tag in its binding.
+ */
+export const GPU_EC2_GRANTS = [
+  { sid: "StartTaggedGpu", actions: ["ec2:StartInstances"], resource: "gpu-instances" },
+  describeInstances,
+] as const satisfies readonly Grant<IngestResource>[];
+
+/** The DLQ consumer's inline grants: the GPU's id, parking a message while the GPU boots, quarantine. */
+export const DLQ_INLINE_GRANTS = [
+  gpuInstanceIdParameter,
+  { sid: "ParkDlqMessage", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-dlq" },
+  quarantineMalformed,
+] as const satisfies readonly Grant<IngestResource>[];
+
+/** Everything the DLQ consumer's role holds: inline plus the GPU EC2 policy. */
+export const DLQ_GRANTS: readonly Grant<IngestResource>[] = [...DLQ_INLINE_GRANTS, ...GPU_EC2_GRANTS];
+
+export const WINDOW_IAM_ACTIONS: readonly string[] = calledActions(WINDOW_GRANTS);
+export const DLQ_IAM_ACTIONS: readonly string[] = calledActions(DLQ_GRANTS);

@@ -1,11 +1,11 @@
 import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SSMClient } from "@aws-sdk/client-ssm";
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { once, processSqsBatch } from "../shared/sqs";
+import { once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import type { WindowConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type GpuAddress, resolveGpuAddress } from "./gpu";
@@ -23,7 +23,6 @@ export interface WindowHandlerDeps {
   metrics: MetricsSink;
 }
 
-export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
   return async (event, context) => {

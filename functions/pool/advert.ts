@@ -1,13 +1,10 @@
 import { z } from "zod";
+import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
-/** Pool membership tags: launch templates set them, IAM conditions and the claim check read them. */
-export const POOL_TAG_KEY = "encache:pool";
-export const POOL_CLASS_TAG_KEY = "encache:pool-class";
 
 export const USAGE_CLASSES = ["on-demand", "spot"] as const;
 export type UsageClass = (typeof USAGE_CLASSES)[number];
 
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
 
 /**
  * An idle warm instance's advert, one SQS message on its resource class's pool queue.
@@ -26,7 +23,7 @@ const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|la
 export const AdvertSchema = z.looseObject({
   instance_id: z.string().regex(/^i-[0-9a-f]{8,17}$/, "must be an EC2 instance id"),
   resource_class: z.string().min(1),
-  instance_type: z.string().regex(INSTANCE_TYPE, "must be an EC2 instance type"),
+  instance_type: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type"),
   usage_class: z.enum(USAGE_CLASSES),
   cpu: z.number().int().positive(),
   memory_mib: z.number().int().positive(),

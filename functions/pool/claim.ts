@@ -2,7 +2,8 @@ import { DescribeInstancesCommand, type EC2Client, type Instance, StartInstances
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { logStep } from "../shared/logger";
 import { countOne } from "../shared/metrics";
-import { type Advert, POOL_CLASS_TAG_KEY, POOL_TAG_KEY, type ResourceClassSpec, type WorkflowRequirements } from "./advert";
+import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
+import { type Advert, type ResourceClassSpec, type WorkflowRequirements } from "./advert";
 import { acquireLock, releaseLock } from "./lock";
 import { DEFAULT_TOLERANCE, pickup, type PickupDeps } from "./pickup";
 

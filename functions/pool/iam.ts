@@ -1,54 +1,61 @@
+import { calledActions, grantedActions, type Grant } from "../../policy/contract";
+
 /**
- * The IAM actions the pool code calls, with the resource each applies to. Side-effect free:
- * importing the entry module would parse the environment.
+ * The IAM grants the pool code needs, declared once, beside that code; the program binds each
+ * symbolic resource (`infra/parts/pool.ts`), scoping EC2 start and launch by the pool tag.
+ * Side-effect free: importing the entry module would parse the environment.
  */
 export type PoolResource =
   | "pool-queues" // every class's pool queue
   | "claim-table" // the claim table (locks and refill leases)
   | "*" // EC2 DescribeInstances supports no resource-level permissions
   | "pool-instances" // instances tagged encache:pool=<poolTag>
-  | "pool-launch" // RunInstances: tagged instances/volumes plus the pool's templates, subnets, groups, images
-  | "instance-role" // iam:PassRole of the pool instance profile's role, to ec2.amazonaws.com only
+  | "pool-launch-created" // what RunInstances creates (instance, volumes, ENI), which must carry the pool tag
+  | "pool-launch-inputs" // what RunInstances uses: the pool's launch templates, subnet, security group, images
+  | "instance-role" // the pool instance profile's role
   | "refill-dlq"; // the refill queue's DLQ (quarantine of malformed refill messages)
 
-export interface IamPermission {
-  readonly action: string;
-  readonly resource: PoolResource;
-}
+const describeInstances = { sid: "DescribeInstances", actions: ["ec2:DescribeInstances"], resource: "*" } as const satisfies Grant<PoolResource>;
+const startPoolInstances = { sid: "StartPoolInstances", actions: ["ec2:StartInstances"], resource: "pool-instances" } as const satisfies Grant<PoolResource>;
 
-/** The claim API (pickup + lock + EC2 check): for the claim worker's role. */
-export const CLAIM_IAM_PERMISSIONS = [
-  { action: "sqs:ReceiveMessage", resource: "pool-queues" },
-  { action: "sqs:DeleteMessage", resource: "pool-queues" },
-  { action: "sqs:SendMessage", resource: "pool-queues" },
-  { action: "dynamodb:PutItem", resource: "claim-table" },
-  { action: "dynamodb:DeleteItem", resource: "claim-table" },
-  { action: "ec2:DescribeInstances", resource: "*" },
-  { action: "ec2:StartInstances", resource: "pool-instances" },
-] as const satisfies readonly IamPermission[];
+/** The claim API (pickup + lock + EC2 check): a managed policy the claim worker's role attaches. */
+export const CLAIM_GRANTS = [
+  { sid: "PickupAdverts", actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:SendMessage"], resource: "pool-queues" },
+  { sid: "ClaimTable", actions: ["dynamodb:PutItem", "dynamodb:DeleteItem"], resource: "claim-table" },
+  describeInstances,
+  startPoolInstances,
+] as const satisfies readonly Grant<PoolResource>[];
 
-/** What the refill handler's code sends. */
-export const REFILL_IAM_PERMISSIONS = [
-  { action: "dynamodb:PutItem", resource: "claim-table" },
-  { action: "dynamodb:DeleteItem", resource: "claim-table" },
-  { action: "dynamodb:BatchGetItem", resource: "claim-table" },
-  { action: "ec2:DescribeInstances", resource: "*" },
-  { action: "ec2:StartInstances", resource: "pool-instances" },
-  { action: "ec2:RunInstances", resource: "pool-launch" },
-  { action: "sqs:SendMessage", resource: "pool-queues" },
-  { action: "sqs:SendMessage", resource: "refill-dlq" },
-] as const satisfies readonly IamPermission[];
+/** The refill handler. */
+export const REFILL_GRANTS = [
+  { sid: "ClaimTable", actions: ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"], resource: "claim-table" },
+  describeInstances,
+  startPoolInstances,
+  // RunInstances authorises every resource it touches: the ones it creates must carry the pool tag
+  // in the request (the binding's condition), the ones it uses are named.
+  { sid: "RunTaggedPoolInstances", actions: ["ec2:RunInstances"], resource: "pool-launch-created" },
+  { sid: "RunFromPoolTemplates", actions: ["ec2:RunInstances"], resource: "pool-launch-inputs" },
+  // Tag-on-create needs CreateTags, and only as part of RunInstances.
+  {
+    sid: "TagOnLaunch",
+    actions: ["ec2:CreateTags"],
+    resource: "pool-launch-created",
+    condition: { StringEquals: { "ec2:CreateAction": "RunInstances" } },
+    implied: true,
+  },
+  // A template with an instance profile needs iam:PassRole on its role, and only to EC2.
+  {
+    sid: "PassInstanceRole",
+    actions: ["iam:PassRole"],
+    resource: "instance-role",
+    condition: { StringEquals: { "iam:PassedToService": "ec2.amazonaws.com" } },
+    implied: true,
+  },
+  { sid: "Advertise", actions: ["sqs:SendMessage"], resource: "pool-queues" },
+  { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "refill-dlq" },
+] as const satisfies readonly Grant<PoolResource>[];
 
-/**
- * Authorised by AWS as part of RunInstances rather than sent by the code: tag-on-create needs
- * ec2:CreateTags (conditioned on ec2:CreateAction=RunInstances), and a template with an
- * instance profile needs iam:PassRole on its role.
- */
-export const REFILL_IMPLIED_PERMISSIONS = [
-  { action: "ec2:CreateTags", resource: "pool-launch" },
-  { action: "iam:PassRole", resource: "instance-role" },
-] as const satisfies readonly IamPermission[];
-
-export const CLAIM_IAM_ACTIONS: readonly string[] = [...new Set(CLAIM_IAM_PERMISSIONS.map((p) => p.action))];
-export const REFILL_IAM_ACTIONS: readonly string[] = [...new Set(REFILL_IAM_PERMISSIONS.map((p) => p.action))];
-export const REFILL_ROLE_ACTIONS: readonly string[] = [...new Set([...REFILL_IAM_ACTIONS, ...REFILL_IMPLIED_PERMISSIONS.map((p) => p.action)])];
+export const CLAIM_IAM_ACTIONS: readonly string[] = calledActions(CLAIM_GRANTS);
+export const REFILL_IAM_ACTIONS: readonly string[] = calledActions(REFILL_GRANTS);
+/** Those plus what AWS authorises as part of RunInstances (ec2:CreateTags, iam:PassRole). */
+export const REFILL_ROLE_ACTIONS: readonly string[] = grantedActions(REFILL_GRANTS);

@@ -4,7 +4,8 @@ import { type EC2Client, type Instance, paginateDescribeInstances, RunInstancesC
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
-import { advertFor, POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "./advert";
+import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
+import { advertFor } from "./advert";
 import type { PoolClassConfig, RefillConfig } from "./config";
 import { acquireLock, LOCK_EXPIRES_AT, LOCK_KEY, releaseLock } from "./lock";
 import type { Clock } from "./pickup";

@@ -1,11 +1,11 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { SQSRecord } from "aws-lambda";
 import { logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { processSqsBatch } from "../shared/sqs";
+import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import type { RefillConfig } from "./config";
 import type { Clock } from "./pickup";
 import { refillClass, type RefillOutcome } from "./refill-class";
@@ -21,7 +21,6 @@ export interface RefillHandlerDeps {
   metrics: MetricsSink;
 }
 
-export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 /**
  * The pool-refill consumer: one scheduled message per class. A malformed message, or one

@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { once, processSqsBatch } from "../shared/sqs";
+import { once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { LaunchSlots } from "./capacity";
 import type { LauncherConfig } from "./config";
 import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
@@ -37,7 +37,6 @@ export interface LauncherDeps {
 /** Time assumed left when invoked without a Lambda context (local runs): the seed's 30 s timeout. */
 export const DEFAULT_REMAINING_MS = 30_000;
 
-export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 /** The seed's four metrics plus deferrals (namespace suffix RetrainingPipeline, dimension Environment). */
 export const METRICS = {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../policy/contract";
 
 export const TRIGGERS = ["scheduled", "drift_detected", "manual"] as const;
 export type Trigger = (typeof TRIGGERS)[number];
@@ -9,11 +10,10 @@ export type Trigger = (typeof TRIGGERS)[number];
  * letter or digit, so the strategy segment before the first `-` is never empty. A name outside
  * this set would fail RunTask on every retry; rejecting it here quarantines it at once instead.
  */
-const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,255}$/;
 
 /** Extra keys are ignored: producers may add context the launcher does not use. */
 export const RetrainingMessageSchema = z.looseObject({
-  model_name: z.string().regex(MODEL_NAME, "must be 1-256 characters of letters, digits, spaces or _.:/=+-@, starting with a letter or digit"),
+  model_name: z.string().regex(MODEL_NAME_PATTERN, `must be ${MODEL_NAME_RULE}`),
   trigger: z.enum(TRIGGERS),
 });
 

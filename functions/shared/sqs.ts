@@ -3,6 +3,9 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 
 export type SqsRecordHandler = (record: SQSRecord) => Promise<void>;
 
+/** Every SQS consumer's Lambda handler: a batch in, the partial batch response out. */
+export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
 /**
  * Runs `recordHandler` over every record; a record whose handler throws is reported in
  * batchItemFailures. A full-batch failure is reported the same way instead of throwing, so the

@@ -1,26 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { fargateSizeProblem } from "../../policy/contract";
 import { assumedBy, policyDocument, type Statement } from "../iam/document";
-
-/** Fargate's valid task sizes: CPU units → allowed memory (MiB) range and step. */
-const FARGATE_SIZES: Record<number, { min: number; max: number; step: number }> = {
-  256: { min: 512, max: 2048, step: 512 },
-  512: { min: 1024, max: 4096, step: 1024 },
-  1024: { min: 2048, max: 8192, step: 1024 },
-  2048: { min: 4096, max: 16_384, step: 1024 },
-  4096: { min: 8192, max: 30_720, step: 1024 },
-  8192: { min: 16_384, max: 61_440, step: 4096 },
-  16_384: { min: 32_768, max: 122_880, step: 8192 },
-};
-
-/** Why a CPU/memory pair is not a Fargate size, or undefined when it is. Pure. */
-export function fargateSizeProblem(cpu: number, memoryMb: number): string | undefined {
-  const size = FARGATE_SIZES[cpu];
-  if (!size) return `cpu ${cpu} is not a Fargate size (${Object.keys(FARGATE_SIZES).join(", ")})`;
-  if (memoryMb === 512 && cpu === 256) return undefined;
-  const ok = memoryMb >= size.min && memoryMb <= size.max && (memoryMb - size.min) % size.step === 0;
-  return ok ? undefined : `memory ${memoryMb} MiB does not fit cpu ${cpu}: ${size.min}..${size.max} MiB in steps of ${size.step}`;
-}
 
 /** `<account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag|@digest]` → the repository ARN; undefined for other registries. Pure. */
 export function ecrRepositoryArn(image: string): string | undefined {

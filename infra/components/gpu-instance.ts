@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy } from "../iam/document";
+import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
 export interface GpuInstanceArgs {
   /** EC2 instance type, e.g. `g5.xlarge`. */
@@ -49,7 +50,6 @@ export const gpuInstanceDefaults = {
   deletionProtection: false,
 } as const;
 
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
 /** Families with NVIDIA GPUs or AWS ML accelerators; anything else can't run the GPU service. */
 const ACCELERATED_FAMILY = /^(g[3-9][a-z]*|p[2-6][a-z]*|inf[12]|trn[12][a-z]*|dl[12][a-z]*)\./;
 
@@ -60,7 +60,7 @@ export function resolveGpuInstanceArgs(args: Pick<GpuInstanceArgs, "instanceType
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
   } as typeof gpuInstanceDefaults & { instanceType: string };
   const errors: string[] = [];
-  if (!INSTANCE_TYPE.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
+  if (!INSTANCE_TYPE_PATTERN.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
   else if (!ACCELERATED_FAMILY.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" has no GPU or ML accelerator`);
   if (!r.instanceIdParameter.startsWith("/")) errors.push("instanceIdParameter must be an absolute SSM path");
   if (!Number.isInteger(r.rootVolumeGiB) || r.rootVolumeGiB < 30) errors.push("rootVolumeGiB must be an integer ≥ 30");

@@ -1,16 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES } from "../../policy/contract";
 import { queueDepthAlarm } from "./queue-depth-alarm";
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
 export const DLQ_RETENTION_SECONDS = 1_209_600;
-/** Tag that tells operators and the policy pack which role a queue plays. */
-export const QUEUE_ROLE_TAG = "encache:queue-role";
-/**
- * The redrive's maxReceiveCount as a literal tag: the redrive policy embeds the DLQ's ARN and is
- * unknown on a first preview, so the policy pack reads this instead.
- */
-export const MAX_RECEIVE_COUNT_TAG = "encache:max-receive-count";
 
 export interface ManagedQueueArgs {
   /**
@@ -111,7 +105,7 @@ export class ManagedQueue extends pulumi.ComponentResource {
         messageRetentionSeconds: DLQ_RETENTION_SECONDS,
         visibilityTimeoutSeconds: s.dlqVisibilityTimeoutSeconds,
         sqsManagedSseEnabled: true,
-        tags: { ...tags, [QUEUE_ROLE_TAG]: "dlq" },
+        tags: { ...tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.dlq },
       },
       { parent: this },
     );
@@ -123,7 +117,7 @@ export class ManagedQueue extends pulumi.ComponentResource {
         messageRetentionSeconds: s.messageRetentionSeconds,
         sqsManagedSseEnabled: true,
         redrivePolicy: pulumi.jsonStringify({ deadLetterTargetArn: this.dlq.arn, maxReceiveCount: s.maxReceiveCount }),
-        tags: { ...tags, [QUEUE_ROLE_TAG]: "source", [MAX_RECEIVE_COUNT_TAG]: String(s.maxReceiveCount) },
+        tags: { ...tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.source, [MAX_RECEIVE_COUNT_TAG]: String(s.maxReceiveCount) },
       },
       { parent: this },
     );

@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
 export interface PoolLaunchTemplateArgs {
   /** Instance type the template launches. */
@@ -46,7 +47,6 @@ export const poolLaunchTemplateDefaults = {
   usageClass: "on-demand",
 } as const;
 
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
 
 /** Fills defaults and checks what EC2 would refuse. Pure. */
 export function resolvePoolLaunchTemplateArgs(
@@ -57,7 +57,7 @@ export function resolvePoolLaunchTemplateArgs(
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
   } as Omit<typeof poolLaunchTemplateDefaults, "usageClass"> & { usageClass: "on-demand" | "spot"; instanceType: string; membershipTags: Record<string, string> };
   const errors: string[] = [];
-  if (!INSTANCE_TYPE.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
+  if (!INSTANCE_TYPE_PATTERN.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
   if (!r.amiParameter.startsWith("/aws/service/")) errors.push("amiParameter must be a public parameter under /aws/service/");
   if (!/^\/dev\/[a-z0-9]+$/.test(r.rootDeviceName)) errors.push(`rootDeviceName "${r.rootDeviceName}" is not a device name`);
   if (!Number.isInteger(r.rootVolumeGiB) || r.rootVolumeGiB < 8) errors.push("rootVolumeGiB must be an integer ≥ 8");

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
-import { requiredVisibilityTimeoutSeconds } from "../config";
+import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 import { assumedBy, logsStatement, policyDocument, sqsEventSourceStatement, vpcAccessStatement, type Statement } from "../iam/document";
 
 export interface QueueConsumerArgs {

@@ -1,16 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, policyDocument, type Statement } from "../iam/document";
+import { TASK_PROTECTION_ENV, TASK_PROTECTION_MODE, TASK_PROTECTION_TAG } from "../../policy/contract";
 import type { FargateCluster } from "./fargate-cluster";
 
-/**
- * The marker of a task definition whose containers hold ECS task scale-in protection. The
- * component sets it as a task-definition tag (a literal, readable on a first preview) and as a
- * container env var; the policy pack's `ecs-task-protection-granted` rule keys on either.
- */
-export const TASK_PROTECTION_TAG = "encache:task-protection";
-export const TASK_PROTECTION_ENV = "ENCACHE_TASK_PROTECTION";
-export const TASK_PROTECTION_MODE = "agent-endpoint";
 
 export interface QueueWorkerScaling {
   /** Fewest tasks (≥ 1: backlog ÷ running tasks has no value at zero tasks). */

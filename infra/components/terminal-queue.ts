@@ -1,9 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { DLQ_RETENTION_SECONDS, QUEUE_ROLE_TAG } from "./managed-queue";
+import { QUEUE_ROLE_TAG, type QueueRole } from "../../policy/contract";
+import { DLQ_RETENTION_SECONDS } from "./managed-queue";
 import { queueDepthAlarm } from "./queue-depth-alarm";
 
-export type TerminalQueueRole = "quarantine" | "dlq";
+export type TerminalQueueRole = Exclude<QueueRole, "source">;
 
 export interface TerminalQueueArgs {
   /**

@@ -1,22 +1,17 @@
 import { z } from "zod";
+import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, requiredVisibilityTimeoutSeconds, SQS_MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MULTIPLIER } from "../../policy/contract";
 
 /**
  * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
  * every error names its key path (`encache:fleet.housekeeping.queueVisibilityTimeoutSeconds`).
  */
 
-/** SQS allows a visibility timeout of at most 12 hours. */
-const SQS_MAX_VISIBILITY_SECONDS = 43_200;
-/**
- * AWS advises visibility ≥ 6 × function timeout + batching window. The same rule as
- * `requiredVisibilityTimeoutSeconds` in infra/config.ts, restated here because that module
- * imports this one.
- */
-const VISIBILITY_MULTIPLIER = 6;
+
+/** An EC2 tag key that a policy may name: 1–127 characters, not in the reserved `aws:` prefix. */
+const TAG_KEY = /^(?!aws:)[\w .:/=+@-]{1,127}$/;
 
 const SCHEDULE = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$/;
 const schedule = z.string().regex(SCHEDULE, "must be rate(<n> minutes|hours|days) or cron(<6 fields>)");
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
 
 const consumer = {
   /** Visibility timeout of the consumed queue; ≥ 6 × timeoutSeconds + batchingWindowSeconds. */
@@ -65,8 +60,25 @@ export const fleetConfigSchema = z
     /** Pools pool_audit reports on (instances tagged `runs-fleet:pool=<name>`). */
     pools: z.array(z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value")).default([]),
     /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
+    /**
+     * The names operators of the original runs-fleet system rely on: the tag that makes an instance
+     * the fleet's (housekeeping's orphan sweep and TerminateInstances key on it), the tag naming an
+     * instance's pool, the SSM path of the runners' config, and the metric namespace.
+     */
+    names: z
+      .object({
+        managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-127 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
+        managedTagValue: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
+        poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-127 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
+        runnerParameterPath: z
+          .string()
+          .regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/runners")
+          .default(FLEET_NAME_DEFAULTS.runnerParameterPath),
+        metricsNamespace: z.string().regex(/^[A-Za-z0-9_./#:-]{1,255}$/, "must be a CloudWatch namespace").default(FLEET_NAME_DEFAULTS.metricsNamespace),
+      })
+      .prefault({}),
     instancePricesUsdPerHour: z
-      .record(z.string().regex(INSTANCE_TYPE, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))
+      .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))
       .default({}),
   })
   .superRefine((cfg, ctx) => {
@@ -85,11 +97,11 @@ export function fleetCrossFieldIssues(cfg: {
   const issues: Array<{ path: string[]; message: string }> = [];
   for (const key of ["termination", "housekeeping"] as const) {
     const c = cfg[key];
-    const needed = VISIBILITY_MULTIPLIER * c.timeoutSeconds + c.batchingWindowSeconds;
+    const needed = requiredVisibilityTimeoutSeconds(c.timeoutSeconds, c.batchingWindowSeconds);
     if (c.queueVisibilityTimeoutSeconds < needed) {
       issues.push({
         path: [key, "queueVisibilityTimeoutSeconds"],
-        message: `must be at least ${VISIBILITY_MULTIPLIER} × ${key}.timeoutSeconds + ${key}.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
+        message: `must be at least ${VISIBILITY_TIMEOUT_MULTIPLIER} × ${key}.timeoutSeconds + ${key}.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
       });
     }
   }

@@ -1,15 +1,16 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargate-cluster";
+import { JOBS_TABLE, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../../policy/contract";
+import { HOUSEKEEPING_GRANTS, TERMINATION_GRANTS } from "../../functions/fleet/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table, type TableArgs } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { housekeepingStatements, terminationStatements } from "../iam/fleet";
-import { JOBS_TABLE } from "../../functions/fleet/jobs";
-import { HOUSEKEEPING_SCHEDULES } from "./fleet.config";
+import type { Statement } from "../iam/document";
+import { statementsFor } from "../iam/grants";
+import { type FleetConfig, HOUSEKEEPING_SCHEDULES } from "./fleet.config";
+import { consumerSizing, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const FLEET_ENTRIES = {
@@ -17,33 +18,13 @@ export const FLEET_ENTRIES = {
   housekeeping: "functions/fleet/housekeeping.ts",
 } as const;
 
-/** The tag that marks a table holding job records; the `job-table-ttl` policy requires TTL on it. */
-export const TABLE_ROLE_TAG = "encache:table-role";
-
-/** CloudWatch namespace of the seed's metrics. */
-export const FLEET_METRICS_NAMESPACE = "RunsFleet";
-
-export interface FleetArgs {
-  config: StackConfig;
-  /** AWS region the stack deploys to (scopes the ARNs in the roles). */
-  region: string;
-  /**
-   * Accepted like every part's; unused: the fleet functions call only AWS APIs, so they run
-   * outside the VPC (no ENIs, no NAT traffic).
-   */
-  vpcId: pulumi.Input<string>;
-  /** Accepted like every part's; unused (see `vpcId`). */
-  privateSubnetIds: pulumi.Input<string[]>;
-  /**
-   * Not used by this part (it runs no ECS tasks).
-   * @default undefined
-   */
-  cluster?: FargateCluster;
-  /**
-   * Tags for every child.
-   * @default {}
-   */
-  tags?: Record<string, string>;
+/**
+ * The fleet functions call only AWS APIs, so they run outside the VPC (no ENIs, no NAT traffic):
+ * `network` and `cluster` are accepted like every part's and unused.
+ */
+export interface FleetArgs extends PartArgs {
+  /** `encache:fleet`. */
+  config: FleetConfig;
 }
 
 /**
@@ -70,6 +51,39 @@ export function housekeepingMessage(taskType: string): Record<string, unknown> {
   return { task_type: taskType, timestamp: "<aws.scheduler.scheduled-time>", params: {} };
 }
 
+/** Where the fleet grants' symbolic resources live. */
+export interface FleetAccess {
+  region: string;
+  accountId: pulumi.Input<string>;
+  tableArn: pulumi.Input<string>;
+  terminationDlqArn: pulumi.Input<string>;
+  housekeepingDlqArn: pulumi.Input<string>;
+  names: FleetConfig["names"];
+}
+
+/** The two consumers' statements, derived from the grants beside their code. Pure. */
+export function fleetStatements(a: FleetAccess): { termination: Statement[]; housekeeping: Statement[] } {
+  const ssm = (suffix: string) => pulumi.interpolate`arn:aws:ssm:${a.region}:${a.accountId}:parameter${a.names.runnerParameterPath}${suffix}`;
+  const bindings = {
+    "jobs-table": { resource: a.tableArn },
+    "jobs-table-indexes": { resource: pulumi.interpolate`${a.tableArn}/index/*` },
+    // The runners' config parameters, nothing else in SSM.
+    "runner-parameters": { resource: ssm("/*") },
+    // GetParametersByPath is authorised on the path itself.
+    "runner-path": { resource: [ssm(""), ssm("/*")] },
+    "managed-instances": {
+      resource: pulumi.interpolate`arn:aws:ec2:${a.region}:${a.accountId}:instance/*`,
+      condition: { StringEquals: { [`aws:ResourceTag/${a.names.managedTagKey}`]: a.names.managedTagValue } },
+    },
+    "*": { resource: "*" },
+    "termination-dlq": { resource: a.terminationDlqArn },
+    "housekeeping-dlq": { resource: a.housekeepingDlqArn },
+  };
+  return { termination: statementsFor(TERMINATION_GRANTS, bindings), housekeeping: statementsFor(HOUSEKEEPING_GRANTS, bindings) };
+}
+
+type Schedules = Record<(typeof HOUSEKEEPING_SCHEDULES)[number]["taskType"], QueueSchedule>;
+
 /**
  * Part 3 (seed 002), fleet lifecycle: the termination queue and its consumer (job completion,
  * runner config cleanup, job metrics), the housekeeping queue and its consumer (orphaned
@@ -81,117 +95,22 @@ export class Fleet extends pulumi.ComponentResource {
   readonly housekeepingQueue: ManagedQueue;
   readonly schedulesDlq: TerminalQueue;
   readonly jobs: Table;
-  readonly schedules: Record<(typeof HOUSEKEEPING_SCHEDULES)[number]["taskType"], QueueSchedule>;
+  readonly schedules: Schedules;
   readonly terminationConsumer: QueueConsumer;
   readonly housekeepingConsumer: QueueConsumer;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Fleet", name, {}, opts);
-    const { config: c, region } = args;
-    const f = c.fleet;
-    const tags = { ...(args.tags ?? {}), "encache:part": "fleet" };
-    const child = { parent: this };
-    const accountId = aws.getCallerIdentityOutput({}, child).accountId;
+    const part = partScope(this, name, args, "fleet");
 
-    this.jobs = new Table(
-      `${name}-jobs`,
-      {
-        ...jobsTableSpec(),
-        deletionProtection: c.deletionProtection,
-        tags: { ...tags, [TABLE_ROLE_TAG]: "jobs" },
-      },
-      child,
-    );
-
-    const queue = (suffix: string, visibilityTimeoutSeconds: number) =>
-      new ManagedQueue(
-        `${name}-${suffix}`,
-        { visibilityTimeoutSeconds, maxReceiveCount: c.queues.maxReceiveCount, alarmActions: c.alarmActions, tags },
-        child,
-      );
-    this.terminationQueue = queue("termination", f.termination.queueVisibilityTimeoutSeconds);
-    this.housekeepingQueue = queue("housekeeping", f.housekeeping.queueVisibilityTimeoutSeconds);
-
-    this.schedulesDlq = new TerminalQueue(`${name}-schedules-dlq`, { role: "dlq", alarmActions: c.alarmActions, tags }, child);
-    const schedules: Partial<Fleet["schedules"]> = {};
-    for (const { taskType, key } of HOUSEKEEPING_SCHEDULES) {
-      schedules[taskType] = new QueueSchedule(
-        `${name}-${taskType.replace(/_/g, "-")}`,
-        {
-          queueArn: this.housekeepingQueue.queue.arn,
-          scheduleExpression: f.schedules[key],
-          message: housekeepingMessage(taskType),
-          deadLetterQueueArn: this.schedulesDlq.queue.arn,
-          maximumRetryAttempts: f.schedules.maximumRetryAttempts,
-          maximumEventAgeSeconds: f.schedules.maximumEventAgeSeconds,
-          description: `Fleet housekeeping: ${taskType}`,
-          tags,
-        },
-        child,
-      );
-    }
-    this.schedules = schedules as Fleet["schedules"];
-
-    const scope = { region, accountId, tableArn: this.jobs.table.arn };
-    const common = {
-      RUNS_FLEET_JOBS_TABLE: this.jobs.table.name,
-      RUNS_FLEET_JOB_RETENTION_DAYS: String(f.jobRetentionDays),
-      POWERTOOLS_METRICS_NAMESPACE: FLEET_METRICS_NAMESPACE,
-      POWERTOOLS_LOG_LEVEL: "INFO",
-    };
-
-    this.terminationConsumer = new QueueConsumer(
-      `${name}-termination-consumer`,
-      {
-        entry: FLEET_ENTRIES.termination,
-        queueArn: this.terminationQueue.queue.arn,
-        queueVisibilityTimeoutSeconds: this.terminationQueue.settings.visibilityTimeoutSeconds,
-        statements: terminationStatements({ ...scope, quarantineQueueArn: this.terminationQueue.dlq.arn }),
-        environment: {
-          ...common,
-          RUNS_FLEET_TERMINATION_QUEUE_URL: this.terminationQueue.queue.url,
-          RUNS_FLEET_TERMINATION_DLQ_URL: this.terminationQueue.dlq.url,
-          POWERTOOLS_SERVICE_NAME: "fleet-termination",
-        },
-        timeoutSeconds: f.termination.timeoutSeconds,
-        memoryMb: f.termination.memoryMb,
-        batchSize: f.termination.batchSize,
-        batchingWindowSeconds: f.termination.batchingWindowSeconds,
-        maxConcurrency: f.termination.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
-
-    this.housekeepingConsumer = new QueueConsumer(
-      `${name}-housekeeping-consumer`,
-      {
-        entry: FLEET_ENTRIES.housekeeping,
-        queueArn: this.housekeepingQueue.queue.arn,
-        queueVisibilityTimeoutSeconds: this.housekeepingQueue.settings.visibilityTimeoutSeconds,
-        statements: housekeepingStatements({ ...scope, quarantineQueueArn: this.housekeepingQueue.dlq.arn }),
-        environment: {
-          ...common,
-          RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: this.housekeepingQueue.queue.url,
-          RUNS_FLEET_HOUSEKEEPING_DLQ_URL: this.housekeepingQueue.dlq.url,
-          RUNS_FLEET_MAX_RUNTIME_MINUTES: String(f.maxRuntimeMinutes),
-          RUNS_FLEET_SSM_MIN_AGE_MINUTES: String(f.ssmMinAgeMinutes),
-          RUNS_FLEET_POOLS: JSON.stringify(f.pools),
-          RUNS_FLEET_INSTANCE_PRICES: JSON.stringify(f.instancePricesUsdPerHour),
-          RUNS_FLEET_TIME_MARGIN_MS: String(f.housekeeping.timeMarginSeconds * 1000),
-          POWERTOOLS_SERVICE_NAME: "fleet-housekeeping",
-        },
-        timeoutSeconds: f.housekeeping.timeoutSeconds,
-        memoryMb: f.housekeeping.memoryMb,
-        batchSize: f.housekeeping.batchSize,
-        batchingWindowSeconds: f.housekeeping.batchingWindowSeconds,
-        maxConcurrency: f.housekeeping.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
+    this.jobs = createJobsTable(part);
+    ({ termination: this.terminationQueue, housekeeping: this.housekeepingQueue } = createQueues(part));
+    ({ dlq: this.schedulesDlq, schedules: this.schedules } = createSchedules(part, this.housekeepingQueue));
+    ({ termination: this.terminationConsumer, housekeeping: this.housekeepingConsumer } = createConsumers(part, {
+      jobs: this.jobs,
+      terminationQueue: this.terminationQueue,
+      housekeepingQueue: this.housekeepingQueue,
+    }));
 
     this.registerOutputs({
       terminationQueueUrl: this.terminationQueue.queue.url,
@@ -199,4 +118,122 @@ export class Fleet extends pulumi.ComponentResource {
       jobsTableName: this.jobs.table.name,
     });
   }
+}
+
+type FleetPart = PartScope<FleetArgs>;
+
+/** The jobs table, tagged as one so the pack requires its TTL. */
+function createJobsTable({ name, args, tags, parent }: FleetPart): Table {
+  return new Table(
+    `${name}-jobs`,
+    { ...jobsTableSpec(), deletionProtection: args.platform.deletionProtection, tags: { ...tags, [TABLE_ROLE_TAG]: JOBS_TABLE_ROLE } },
+    { parent },
+  );
+}
+
+/** The termination and housekeeping queues, each with its DLQ. */
+function createQueues({ name, args, tags, parent }: FleetPart): { termination: ManagedQueue; housekeeping: ManagedQueue } {
+  const { maxReceiveCount, alarmActions } = args.platform;
+  const queue = (suffix: string, visibilityTimeoutSeconds: number) =>
+    new ManagedQueue(`${name}-${suffix}`, { visibilityTimeoutSeconds, maxReceiveCount, alarmActions, tags }, { parent });
+  return {
+    termination: queue("termination", args.config.termination.queueVisibilityTimeoutSeconds),
+    housekeeping: queue("housekeeping", args.config.housekeeping.queueVisibilityTimeoutSeconds),
+  };
+}
+
+/** One Scheduler schedule per housekeeping task type, into the housekeeping queue. */
+function createSchedules({ name, args, tags, parent }: FleetPart, housekeepingQueue: ManagedQueue): { dlq: TerminalQueue; schedules: Schedules } {
+  const { schedules: s } = args.config;
+  const dlq = new TerminalQueue(`${name}-schedules-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  const schedules: Partial<Schedules> = {};
+  for (const { taskType, key } of HOUSEKEEPING_SCHEDULES) {
+    schedules[taskType] = new QueueSchedule(
+      `${name}-${taskType.replace(/_/g, "-")}`,
+      {
+        queueArn: housekeepingQueue.queue.arn,
+        scheduleExpression: s[key],
+        message: housekeepingMessage(taskType),
+        deadLetterQueueArn: dlq.queue.arn,
+        maximumRetryAttempts: s.maximumRetryAttempts,
+        maximumEventAgeSeconds: s.maximumEventAgeSeconds,
+        description: `Fleet housekeeping: ${taskType}`,
+        tags,
+      },
+      { parent },
+    );
+  }
+  return { dlq, schedules: schedules as Schedules };
+}
+
+/** The termination consumer and the housekeeping consumer. */
+function createConsumers(
+  { name, args, tags, parent }: FleetPart,
+  deps: { jobs: Table; terminationQueue: ManagedQueue; housekeepingQueue: ManagedQueue },
+): { termination: QueueConsumer; housekeeping: QueueConsumer } {
+  const f = args.config;
+  const { terminationQueue, housekeepingQueue } = deps;
+  const statements = fleetStatements({
+    region: args.region,
+    accountId: aws.getCallerIdentityOutput({}, { parent }).accountId,
+    tableArn: deps.jobs.table.arn,
+    terminationDlqArn: terminationQueue.dlq.arn,
+    housekeepingDlqArn: housekeepingQueue.dlq.arn,
+    names: f.names,
+  });
+  const environment = {
+    RUNS_FLEET_JOBS_TABLE: deps.jobs.table.name,
+    RUNS_FLEET_JOB_RETENTION_DAYS: String(f.jobRetentionDays),
+    RUNS_FLEET_RUNNER_PARAMETER_PATH: f.names.runnerParameterPath,
+    POWERTOOLS_METRICS_NAMESPACE: f.names.metricsNamespace,
+    POWERTOOLS_LOG_LEVEL: "INFO",
+  };
+  const common = { logRetentionDays: args.platform.logRetentionDays, tags };
+
+  const termination = new QueueConsumer(
+    `${name}-termination-consumer`,
+    {
+      entry: FLEET_ENTRIES.termination,
+      queueArn: terminationQueue.queue.arn,
+      queueVisibilityTimeoutSeconds: terminationQueue.settings.visibilityTimeoutSeconds,
+      statements: statements.termination,
+      environment: {
+        ...environment,
+        RUNS_FLEET_TERMINATION_QUEUE_URL: terminationQueue.queue.url,
+        RUNS_FLEET_TERMINATION_DLQ_URL: terminationQueue.dlq.url,
+        POWERTOOLS_SERVICE_NAME: "fleet-termination",
+      },
+      ...consumerSizing(f.termination),
+      ...common,
+    },
+    { parent },
+  );
+
+  const housekeeping = new QueueConsumer(
+    `${name}-housekeeping-consumer`,
+    {
+      entry: FLEET_ENTRIES.housekeeping,
+      queueArn: housekeepingQueue.queue.arn,
+      queueVisibilityTimeoutSeconds: housekeepingQueue.settings.visibilityTimeoutSeconds,
+      statements: statements.housekeeping,
+      environment: {
+        ...environment,
+        RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: housekeepingQueue.queue.url,
+        RUNS_FLEET_HOUSEKEEPING_DLQ_URL: housekeepingQueue.dlq.url,
+        RUNS_FLEET_MAX_RUNTIME_MINUTES: String(f.maxRuntimeMinutes),
+        RUNS_FLEET_SSM_MIN_AGE_MINUTES: String(f.ssmMinAgeMinutes),
+        RUNS_FLEET_POOLS: JSON.stringify(f.pools),
+        RUNS_FLEET_INSTANCE_PRICES: JSON.stringify(f.instancePricesUsdPerHour),
+        RUNS_FLEET_TIME_MARGIN_MS: String(f.housekeeping.timeMarginSeconds * 1000),
+        RUNS_FLEET_MANAGED_TAG_KEY: f.names.managedTagKey,
+        RUNS_FLEET_MANAGED_TAG_VALUE: f.names.managedTagValue,
+        RUNS_FLEET_POOL_TAG_KEY: f.names.poolTagKey,
+        POWERTOOLS_SERVICE_NAME: "fleet-housekeeping",
+      },
+      ...consumerSizing(f.housekeeping),
+      ...common,
+    },
+    { parent },
+  );
+  return { termination, housekeeping };
 }

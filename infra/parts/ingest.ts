@@ -1,12 +1,15 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { StackConfig } from "../config";
+import { metricsNamespace } from "../../policy/contract";
+import { DLQ_INLINE_GRANTS, GPU_EC2_GRANTS, WINDOW_GRANTS } from "../../functions/ingest/iam";
 import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
-import { TerminalQueue } from "../components/terminal-queue";
 import { QueueConsumer } from "../components/queue-consumer";
-import { policyDocument } from "../iam/document";
-import { dlqConsumerStatements, gpuEc2PolicyStatements, windowConsumerStatements } from "../iam/ingest";
+import { TerminalQueue } from "../components/terminal-queue";
+import { policyDocument, type Statement } from "../iam/document";
+import { statementsFor } from "../iam/grants";
+import type { GpuConfig, IngestConfig } from "./ingest.config";
+import { consumerSizing, firstSubnet, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const INGEST_ENTRIES = {
@@ -14,17 +17,41 @@ export const INGEST_ENTRIES = {
   dlq: "functions/ingest/dlq.ts",
 } as const;
 
-export interface IngestArgs {
-  config: StackConfig;
-  /** AWS region the stack deploys to (scopes the tag-conditioned StartInstances grant). */
-  region: string;
-  vpcId: pulumi.Input<string>;
-  privateSubnetIds: pulumi.Input<string[]>;
-  /**
-   * Tags for every child.
-   * @default {}
-   */
-  tags?: Record<string, string>;
+export interface IngestArgs extends PartArgs {
+  /** `encache:ingest` and `encache:gpu`. */
+  config: { ingest: IngestConfig; gpu: GpuConfig };
+}
+
+/** Where the ingest consumers' symbolic resources live. */
+export interface IngestAccess {
+  /** ARN of the SSM parameter that holds the GPU instance id. */
+  parameterArn: pulumi.Input<string>;
+  /** The queue this consumer moves malformed messages to. */
+  quarantineQueueArn: pulumi.Input<string>;
+  /** The ingest DLQ (the DLQ consumer parks its messages there). */
+  dlqArn: pulumi.Input<string>;
+}
+
+/** The consumers' inline statements, derived from the grants beside their code. Pure. */
+export function ingestStatements(a: IngestAccess): { window: Statement[]; dlq: Statement[] } {
+  const bindings = {
+    "gpu-instance-id-parameter": { resource: a.parameterArn },
+    "*": { resource: "*" },
+    "quarantine-queue": { resource: a.quarantineQueueArn },
+    "ingest-dlq": { resource: a.dlqArn },
+  };
+  return { window: statementsFor(WINDOW_GRANTS, bindings), dlq: statementsFor(DLQ_INLINE_GRANTS, bindings) };
+}
+
+/**
+ * The GPU EC2 policy's statements: StartInstances only on instances carrying the GPU's Name tag.
+ * The tag value is a literal from config, so this document is fully known at preview time. Pure.
+ */
+export function gpuEc2Statements(a: { region: string; nameTag: string }): Statement[] {
+  return statementsFor(GPU_EC2_GRANTS, {
+    "*": { resource: "*" },
+    "gpu-instances": { resource: `arn:aws:ec2:${a.region}:*:instance/*`, condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag } } },
+  });
 }
 
 /**
@@ -42,144 +69,19 @@ export class Ingest extends pulumi.ComponentResource {
 
   constructor(name: string, args: IngestArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Ingest", name, {}, opts);
-    const { config: c, region } = args;
-    const tags = { ...(args.tags ?? {}), "encache:part": "ingest" };
-    const child = { parent: this };
+    const part = partScope(this, name, args, "ingest");
 
-    this.queue = new ManagedQueue(
-      name,
-      {
-        visibilityTimeoutSeconds: c.ingest.queueVisibilityTimeoutSeconds,
-        messageRetentionSeconds: c.ingest.messageRetentionSeconds,
-        maxReceiveCount: c.queues.maxReceiveCount,
-        dlqVisibilityTimeoutSeconds: c.ingest.dlqVisibilityTimeoutSeconds,
-        alarmActions: c.alarmActions,
-        tags,
-      },
-      child,
-    );
-    this.quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: c.alarmActions, tags }, child);
-
-    const consumersSg = new aws.ec2.SecurityGroup(
-      `${name}-consumers-sg`,
-      {
-        vpcId: args.vpcId,
-        description: "Ingest consumers: egress to AWS APIs (via NAT) and to the GPU service",
-        egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs and the GPU service" }],
-        tags,
-      },
-      child,
-    );
-    const gpuSg = new aws.ec2.SecurityGroup(
-      `${name}-gpu-sg`,
-      {
-        vpcId: args.vpcId,
-        description: "GPU worker: the ingest service port, from the ingest consumers only",
-        ingress: [
-          { protocol: "tcp", fromPort: c.gpu.servicePort, toPort: c.gpu.servicePort, securityGroups: [consumersSg.id], description: "GPU ingest service" },
-        ],
-        egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SSM agent, model downloads" }],
-        tags,
-      },
-      child,
-    );
-
-    this.gpu = new GpuInstance(
-      `${name}-gpu`,
-      {
-        instanceType: c.gpu.instanceType,
-        subnetId: pulumi.output(args.privateSubnetIds).apply((ids) => {
-          const first = ids[0];
-          if (!first) throw new Error("the network has no private subnet for the GPU instance");
-          return first;
-        }),
-        securityGroupIds: [gpuSg.id],
-        amiParameter: c.gpu.amiParameter,
-        nameTag: c.gpu.nameTag,
-        instanceIdParameter: c.gpu.instanceIdParameter,
-        rootVolumeGiB: c.gpu.rootVolumeGiB,
-        deletionProtection: c.deletionProtection,
-        tags,
-      },
-      child,
-    );
-
-    this.gpuEc2Policy = new aws.iam.Policy(
-      `${name}-gpu-ec2`,
-      {
-        description: `Start the ${c.gpu.nameTag} instance (by tag) and describe instances`,
-        policy: policyDocument(gpuEc2PolicyStatements({ region, nameTag: c.gpu.nameTag })),
-        tags,
-      },
-      child,
-    );
-
-    const gpuEnv = {
-      GPU_INSTANCE_ID_PARAM: c.gpu.instanceIdParameter,
-      GPU_NAME_TAG: c.gpu.nameTag,
-      GPU_SERVICE_PORT: String(c.gpu.servicePort),
-      GPU_SERVICE_PATH: c.gpu.servicePath,
-      GPU_REQUEST_TIMEOUT_MS: String(c.gpu.requestTimeoutMs),
-      POWERTOOLS_METRICS_NAMESPACE: "Encache/Ingest",
-      POWERTOOLS_LOG_LEVEL: "INFO",
-    };
-    const vpc = { subnetIds: args.privateSubnetIds, securityGroupIds: [consumersSg.id] };
-    const parameterArn = this.gpu.instanceIdParameter.arn;
-
-    this.windowConsumer = new QueueConsumer(
-      `${name}-window`,
-      {
-        entry: INGEST_ENTRIES.window,
-        queueArn: this.queue.queue.arn,
-        queueVisibilityTimeoutSeconds: this.queue.settings.visibilityTimeoutSeconds,
-        statements: windowConsumerStatements({ parameterArn, quarantineQueueArn: this.queue.dlq.arn }),
-        environment: {
-          ...gpuEnv,
-          // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
-          QUARANTINE_QUEUE_URL: this.queue.dlq.url,
-          POWERTOOLS_SERVICE_NAME: "ingest-window",
-        },
-        timeoutSeconds: c.ingest.window.timeoutSeconds,
-        memoryMb: c.ingest.window.memoryMb,
-        batchSize: c.ingest.window.batchSize,
-        batchingWindowSeconds: c.ingest.window.batchingWindowSeconds,
-        maxConcurrency: c.ingest.window.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        vpc,
-        tags,
-      },
-      child,
-    );
-
-    this.dlqConsumer = new QueueConsumer(
-      `${name}-dlq-consumer`,
-      {
-        entry: INGEST_ENTRIES.dlq,
-        queueArn: this.queue.dlq.arn,
-        queueVisibilityTimeoutSeconds: this.queue.settings.dlqVisibilityTimeoutSeconds,
-        statements: dlqConsumerStatements({ parameterArn, quarantineQueueArn: this.quarantine.queue.arn, dlqArn: this.queue.dlq.arn }),
-        managedPolicyArns: [this.gpuEc2Policy.arn],
-        environment: {
-          ...gpuEnv,
-          INGEST_DLQ_URL: this.queue.dlq.url,
-          // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
-          QUARANTINE_QUEUE_URL: this.quarantine.queue.url,
-          DLQ_VISIBILITY_EXTENSION_SECONDS: String(c.ingest.dlqParkSeconds),
-          // Quarantine a day before the DLQ's retention would delete a message nobody took.
-          DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
-          POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",
-        },
-        timeoutSeconds: c.ingest.dlqConsumer.timeoutSeconds,
-        memoryMb: c.ingest.dlqConsumer.memoryMb,
-        batchSize: c.ingest.dlqConsumer.batchSize,
-        batchingWindowSeconds: c.ingest.dlqConsumer.batchingWindowSeconds,
-        maxConcurrency: c.ingest.dlqConsumer.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        vpc,
-        tags,
-      },
-      child,
-    );
+    ({ queue: this.queue, quarantine: this.quarantine } = createQueues(part));
+    const groups = createSecurityGroups(part);
+    this.gpu = createGpu(part, groups.gpu);
+    this.gpuEc2Policy = createGpuEc2Policy(part);
+    ({ window: this.windowConsumer, dlq: this.dlqConsumer } = createConsumers(part, {
+      queue: this.queue,
+      quarantine: this.quarantine,
+      gpu: this.gpu,
+      gpuEc2Policy: this.gpuEc2Policy,
+      consumersSg: groups.consumers,
+    }));
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
@@ -188,4 +90,151 @@ export class Ingest extends pulumi.ComponentResource {
       gpuInstanceId: this.gpu.instance.id,
     });
   }
+}
+
+type IngestPart = PartScope<IngestArgs>;
+
+/** The ingest queue with its DLQ, and the terminal quarantine queue of the DLQ consumer. */
+function createQueues({ name, args, tags, parent }: IngestPart): { queue: ManagedQueue; quarantine: TerminalQueue } {
+  const { ingest } = args.config;
+  const { platform } = args;
+  const queue = new ManagedQueue(
+    name,
+    {
+      visibilityTimeoutSeconds: ingest.queueVisibilityTimeoutSeconds,
+      messageRetentionSeconds: ingest.messageRetentionSeconds,
+      maxReceiveCount: platform.maxReceiveCount,
+      dlqVisibilityTimeoutSeconds: ingest.dlqVisibilityTimeoutSeconds,
+      alarmActions: platform.alarmActions,
+      tags,
+    },
+    { parent },
+  );
+  const quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: platform.alarmActions, tags }, { parent });
+  return { queue, quarantine };
+}
+
+/** The consumers' group, and the GPU's, which admits the service port from the consumers only. */
+function createSecurityGroups({ name, args, tags, parent }: IngestPart): { consumers: aws.ec2.SecurityGroup; gpu: aws.ec2.SecurityGroup } {
+  const { gpu } = args.config;
+  const consumers = new aws.ec2.SecurityGroup(
+    `${name}-consumers-sg`,
+    {
+      vpcId: args.network.vpcId,
+      description: "Ingest consumers: egress to AWS APIs (via NAT) and to the GPU service",
+      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs and the GPU service" }],
+      tags,
+    },
+    { parent },
+  );
+  const gpuSg = new aws.ec2.SecurityGroup(
+    `${name}-gpu-sg`,
+    {
+      vpcId: args.network.vpcId,
+      description: "GPU worker: the ingest service port, from the ingest consumers only",
+      ingress: [{ protocol: "tcp", fromPort: gpu.servicePort, toPort: gpu.servicePort, securityGroups: [consumers.id], description: "GPU ingest service" }],
+      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SSM agent, model downloads" }],
+      tags,
+    },
+    { parent },
+  );
+  return { consumers, gpu: gpuSg };
+}
+
+/** The GPU instance, and the SSM parameter that publishes its id. */
+function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.ec2.SecurityGroup): GpuInstance {
+  const { gpu } = args.config;
+  return new GpuInstance(
+    `${name}-gpu`,
+    {
+      instanceType: gpu.instanceType,
+      subnetId: firstSubnet(args.network.privateSubnetIds),
+      securityGroupIds: [securityGroup.id],
+      amiParameter: gpu.amiParameter,
+      nameTag: gpu.nameTag,
+      instanceIdParameter: gpu.instanceIdParameter,
+      rootVolumeGiB: gpu.rootVolumeGiB,
+      deletionProtection: args.platform.deletionProtection,
+      tags,
+    },
+    { parent },
+  );
+}
+
+/** What "can start the GPU" means, as a managed policy the DLQ consumer's role attaches (the seed's template does the same). */
+function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.Policy {
+  const { nameTag } = args.config.gpu;
+  return new aws.iam.Policy(
+    `${name}-gpu-ec2`,
+    { description: `Start the ${nameTag} instance (by tag) and describe instances`, policy: policyDocument(gpuEc2Statements({ region: args.region, nameTag })), tags },
+    { parent },
+  );
+}
+
+/** The window consumer (sends each window to the GPU) and the DLQ consumer (starts the GPU). */
+function createConsumers(
+  { name, args, tags, parent }: IngestPart,
+  deps: { queue: ManagedQueue; quarantine: TerminalQueue; gpu: GpuInstance; gpuEc2Policy: aws.iam.Policy; consumersSg: aws.ec2.SecurityGroup },
+): { window: QueueConsumer; dlq: QueueConsumer } {
+  const { ingest, gpu } = args.config;
+  const { queue, quarantine } = deps;
+  const gpuEnv = {
+    GPU_INSTANCE_ID_PARAM: gpu.instanceIdParameter,
+    GPU_NAME_TAG: gpu.nameTag,
+    GPU_SERVICE_PORT: String(gpu.servicePort),
+    GPU_SERVICE_PATH: gpu.servicePath,
+    GPU_REQUEST_TIMEOUT_MS: String(gpu.requestTimeoutMs),
+    POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"),
+    POWERTOOLS_LOG_LEVEL: "INFO",
+  };
+  const common = {
+    logRetentionDays: args.platform.logRetentionDays,
+    vpc: { subnetIds: args.network.privateSubnetIds, securityGroupIds: [deps.consumersSg.id] },
+    tags,
+  };
+  const access = { parameterArn: deps.gpu.instanceIdParameter.arn, dlqArn: queue.dlq.arn };
+
+  const window = new QueueConsumer(
+    `${name}-window`,
+    {
+      entry: INGEST_ENTRIES.window,
+      queueArn: queue.queue.arn,
+      queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
+      statements: ingestStatements({ ...access, quarantineQueueArn: queue.dlq.arn }).window,
+      environment: {
+        ...gpuEnv,
+        // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
+        QUARANTINE_QUEUE_URL: queue.dlq.url,
+        POWERTOOLS_SERVICE_NAME: "ingest-window",
+      },
+      ...consumerSizing(ingest.window),
+      ...common,
+    },
+    { parent },
+  );
+
+  const dlq = new QueueConsumer(
+    `${name}-dlq-consumer`,
+    {
+      entry: INGEST_ENTRIES.dlq,
+      queueArn: queue.dlq.arn,
+      queueVisibilityTimeoutSeconds: queue.settings.dlqVisibilityTimeoutSeconds,
+      statements: ingestStatements({ ...access, quarantineQueueArn: quarantine.queue.arn }).dlq,
+      managedPolicyArns: [deps.gpuEc2Policy.arn],
+      environment: {
+        ...gpuEnv,
+        INGEST_DLQ_URL: queue.dlq.url,
+        // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
+        QUARANTINE_QUEUE_URL: quarantine.queue.url,
+        DLQ_VISIBILITY_EXTENSION_SECONDS: String(ingest.dlqParkSeconds),
+        // Quarantine a day before the DLQ's retention would delete a message nobody took.
+        DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
+        POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",
+      },
+      ...consumerSizing(ingest.dlqConsumer),
+      ...common,
+    },
+    { parent },
+  );
+  return { window, dlq };
 }

@@ -1,11 +1,11 @@
 import { z } from "zod";
+import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
 /**
  * Stack config of the warm-instance pool (`encache:pool`). Composed into `infra/config.ts`;
  * every error names its key path (`encache:pool.classes.gpu-small.size`).
  */
 
-const INSTANCE_TYPE = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
 /** SQS retention minimum is 60 s; the DLQ keeps 14 days, so pool queues must stay well below. */
 const MAX_ADVERT_RETENTION_SECONDS = 86_400;
 
@@ -13,7 +13,7 @@ export const poolClassSchema = z.object({
   /** Idle warm instances the refill keeps in this class. */
   size: z.number().int().min(0).max(50),
   /** Instance types of the class; the launch template launches the first. */
-  instanceTypes: z.array(z.string().regex(INSTANCE_TYPE, "must be an EC2 instance type such as g5.xlarge")).min(1),
+  instanceTypes: z.array(z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge")).min(1),
   /** vCPUs of every instance type in the class. */
   cpu: z.number().int().min(1).max(448),
   /** Memory of every instance type in the class, MiB. */

@@ -1,47 +1,76 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargate-cluster";
-import { PoolLaunchTemplate } from "../components/pool-launch-template";
+import { CLAIM_TABLE, metricsNamespace, POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
+import { CLAIM_GRANTS, REFILL_GRANTS } from "../../functions/pool/iam";
 import { ManagedQueue } from "../components/managed-queue";
+import { PoolLaunchTemplate } from "../components/pool-launch-template";
 import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, policyDocument } from "../iam/document";
-import { claimStatements, refillStatements } from "../iam/pool";
+import { assumedBy, policyDocument, type Statement } from "../iam/document";
+import { statementsFor } from "../iam/grants";
+import { firstSubnet, type PartArgs, partScope, type PartScope } from "./part-args";
+import type { PoolClassConfig, PoolConfig } from "./pool.config";
 
 /** Handler entry points, relative to the repository root. */
 export const POOL_ENTRIES = { refill: "functions/pool/refill.ts" } as const;
-/** Tag keys that mark pool membership and class (the functions read the same keys). */
-export const POOL_TAG_KEY = "encache:pool";
-export const POOL_CLASS_TAG_KEY = "encache:pool-class";
 /** A pool queue is emptied by delete-on-receive; its visibility only covers one pickup cycle. */
 const POOL_QUEUE_VISIBILITY_SECONDS = 30;
 
-export interface PoolArgs {
-  config: StackConfig;
-  /** AWS region (scopes the tag-conditioned EC2 grants). */
-  region: string;
-  vpcId: pulumi.Input<string>;
-  privateSubnetIds: pulumi.Input<string[]>;
-  /**
-   * Unused: the pool runs EC2 instances, not tasks. Accepted so every part takes the same args.
-   * @default undefined
-   */
-  cluster?: FargateCluster;
-  /**
-   * Tags for every child.
-   * @default {}
-   */
-  tags?: Record<string, string>;
+/** The pool runs EC2 instances, not tasks: `cluster` is accepted like every part's and unused. */
+export interface PoolArgs extends PartArgs {
+  /** `encache:pool`. */
+  config: PoolConfig;
 }
 
-/** One resource class's pool: its advert queue and launch template. */
+/** One resource class's pool: its advert queue, launch template and refill schedule. */
 export interface PoolClassResources {
   queue: ManagedQueue;
   launchTemplate: PoolLaunchTemplate;
   schedule: QueueSchedule;
+}
+
+/** Where the pool grants' symbolic resources live. */
+export interface PoolAccess {
+  region: string;
+  /** Value of the `encache:pool` tag: EC2 start and launch are conditioned on it. */
+  poolTag: string;
+  tableArn: pulumi.Input<string>;
+  poolQueueArns: pulumi.Input<string>[];
+  refillDlqArn: pulumi.Input<string>;
+  launchTemplateArns: pulumi.Input<string>[];
+  subnetId: pulumi.Input<string>;
+  securityGroupArn: pulumi.Input<string>;
+  instanceRoleArn: pulumi.Input<string>;
+}
+
+/** The refill function's statements and the claim API's, derived from the grants beside their code. Pure. */
+export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Statement[] } {
+  const created = ["instance", "volume", "network-interface"].map((t) => `arn:aws:ec2:${a.region}:*:${t}/*`);
+  const bindings = {
+    "pool-queues": { resource: a.poolQueueArns },
+    "claim-table": { resource: a.tableArn },
+    "*": { resource: "*" },
+    "pool-instances": {
+      resource: `arn:aws:ec2:${a.region}:*:instance/*`,
+      condition: { StringEquals: { [`aws:ResourceTag/${POOL_TAG_KEY}`]: a.poolTag } },
+    },
+    // What RunInstances creates must carry the pool tag in the request.
+    "pool-launch-created": { resource: created, condition: { StringEquals: { [`aws:RequestTag/${POOL_TAG_KEY}`]: a.poolTag } } },
+    // What it uses is named: the pool's templates, subnet and group, and AMIs (an image is not an instance).
+    "pool-launch-inputs": {
+      resource: [
+        ...a.launchTemplateArns,
+        pulumi.interpolate`arn:aws:ec2:${a.region}:*:subnet/${a.subnetId}`,
+        a.securityGroupArn,
+        `arn:aws:ec2:${a.region}::image/*`,
+      ],
+    },
+    "instance-role": { resource: a.instanceRoleArn },
+    "refill-dlq": { resource: a.refillDlqArn },
+  };
+  return { refill: statementsFor(REFILL_GRANTS, bindings), claim: statementsFor(CLAIM_GRANTS, bindings) };
 }
 
 /**
@@ -51,7 +80,7 @@ export interface PoolClassResources {
  * attaches to use the claim API (`functions/pool/claim.ts`).
  */
 export class Pool extends pulumi.ComponentResource {
-  readonly classes: Record<string, PoolClassResources> = {};
+  readonly classes: Record<string, PoolClassResources>;
   readonly claimTable: Table;
   readonly refillQueue: ManagedQueue;
   readonly scheduleDlq: TerminalQueue;
@@ -62,172 +91,205 @@ export class Pool extends pulumi.ComponentResource {
 
   constructor(name: string, args: PoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Pool", name, {}, opts);
-    const { config: c, region } = args;
-    const p = c.pool;
-    const tags = { ...(args.tags ?? {}), "encache:part": "pool" };
-    const child = { parent: this };
+    const part = partScope(this, name, args, "pool");
 
-    this.instanceRole = new aws.iam.Role(`${name}-instance-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, child);
-    new aws.iam.RolePolicyAttachment(
-      `${name}-instance-ssm-core`,
-      { role: this.instanceRole.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
-      child,
-    );
-    this.instanceProfile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: this.instanceRole.name, tags }, child);
-
-    const instancesSg = new aws.ec2.SecurityGroup(
-      `${name}-instances-sg`,
-      {
-        vpcId: args.vpcId,
-        description: "Warm pool instances: no inbound; egress to AWS APIs and artifacts via NAT",
-        egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs (SSM, SQS), artifacts" }],
-        tags,
-      },
-      child,
-    );
-    // Pinned to one private subnet so the RunInstances grant can name it (see docs/parts/pool.md).
-    const subnetId = pulumi.output(args.privateSubnetIds).apply((ids) => {
-      const first = ids[0];
-      if (!first) throw new Error("the network has no private subnet for the warm pool");
-      return first;
+    ({ role: this.instanceRole, profile: this.instanceProfile } = createInstanceRole(part));
+    const compute = createComputeNetwork(part);
+    this.claimTable = createClaimTable(part);
+    ({ queue: this.refillQueue, scheduleDlq: this.scheduleDlq } = createRefillQueue(part));
+    this.classes = createClasses(part, { ...compute, instanceProfile: this.instanceProfile, refillQueue: this.refillQueue, scheduleDlq: this.scheduleDlq });
+    const statements = poolStatements({
+      region: args.region,
+      poolTag: args.config.poolTag,
+      tableArn: this.claimTable.table.arn,
+      poolQueueArns: Object.values(this.classes).map((r) => r.queue.queue.arn),
+      refillDlqArn: this.refillQueue.dlq.arn,
+      launchTemplateArns: Object.values(this.classes).map((r) => r.launchTemplate.template.arn),
+      subnetId: compute.subnetId,
+      securityGroupArn: compute.securityGroup.arn,
+      instanceRoleArn: this.instanceRole.arn,
     });
-
-    this.claimTable = new Table(
-      `${name}-claims`,
-      { hashKey: "instance_id", attributes: { instance_id: "S" }, ttlAttribute: "expires_at", deletionProtection: c.deletionProtection, tags },
-      child,
-    );
-
-    this.refillQueue = new ManagedQueue(
-      `${name}-refill`,
-      {
-        visibilityTimeoutSeconds: p.refill.queueVisibilityTimeoutSeconds,
-        // A refill request older than a few periods is worthless: the next schedule supersedes it.
-        messageRetentionSeconds: Math.max(60, p.refill.everyMinutes * 60 * 4),
-        maxReceiveCount: c.queues.maxReceiveCount,
-        alarmActions: c.alarmActions,
-        tags,
-      },
-      child,
-    );
-    this.scheduleDlq = new TerminalQueue(`${name}-refill-schedule-dlq`, { role: "dlq", alarmActions: c.alarmActions, tags }, child);
-
-    for (const [className, cls] of Object.entries(p.classes)) {
-      const membershipTags = { [POOL_TAG_KEY]: p.poolTag, [POOL_CLASS_TAG_KEY]: className };
-      const queue = new ManagedQueue(
-        `${name}-${className}`,
-        {
-          visibilityTimeoutSeconds: POOL_QUEUE_VISIBILITY_SECONDS,
-          messageRetentionSeconds: p.advertRetentionSeconds,
-          maxReceiveCount: c.queues.maxReceiveCount,
-          alarmActions: c.alarmActions,
-          tags: { ...tags, [POOL_CLASS_TAG_KEY]: className },
-        },
-        child,
-      );
-      const launchTemplate = new PoolLaunchTemplate(
-        `${name}-${className}-lt`,
-        {
-          instanceType: cls.instanceTypes[0]!,
-          subnetId,
-          securityGroupIds: [instancesSg.id],
-          instanceProfileArn: this.instanceProfile.arn,
-          membershipTags,
-          amiParameter: cls.amiParameter,
-          rootDeviceName: cls.rootDeviceName,
-          rootVolumeGiB: cls.rootVolumeGiB,
-          usageClass: cls.usageClass,
-          tags,
-        },
-        child,
-      );
-      const schedule = new QueueSchedule(
-        `${name}-refill-${className}`,
-        {
-          queueArn: this.refillQueue.queue.arn,
-          scheduleExpression: `rate(${p.refill.everyMinutes} ${p.refill.everyMinutes === 1 ? "minute" : "minutes"})`,
-          message: { resource_class: className, scheduled_time: "<aws.scheduler.scheduled-time>" },
-          deadLetterQueueArn: this.scheduleDlq.queue.arn,
-          // A missed run is superseded by the next one; don't retry past a period.
-          maximumEventAgeSeconds: Math.max(60, p.refill.everyMinutes * 60),
-          description: `Top the ${className} warm pool up to ${cls.size}`,
-          tags,
-        },
-        child,
-      );
-      this.classes[className] = { queue, launchTemplate, schedule };
-    }
-
-    const classList = Object.entries(this.classes);
-    const poolQueueArns = classList.map(([, r]) => r.queue.queue.arn);
-    const launchTemplateArns = classList.map(([, r]) => r.launchTemplate.template.arn);
-
-    this.refill = new QueueConsumer(
-      `${name}-refill`,
-      {
-        entry: POOL_ENTRIES.refill,
-        queueArn: this.refillQueue.queue.arn,
-        queueVisibilityTimeoutSeconds: this.refillQueue.settings.visibilityTimeoutSeconds,
-        statements: refillStatements({
-          region,
-          poolTag: p.poolTag,
-          tableArn: this.claimTable.table.arn,
-          poolQueueArns,
-          refillDlqArn: this.refillQueue.dlq.arn,
-          launchTemplateArns,
-          subnetId,
-          securityGroupArn: instancesSg.arn,
-          instanceRoleArn: this.instanceRole.arn,
-        }),
-        environment: {
-          POOL_CLASSES: pulumi.jsonStringify(
-            classList.map(([className, r]) => {
-              const cls = p.classes[className]!;
-              return {
-                name: className,
-                queueUrl: r.queue.queue.url,
-                launchTemplateId: r.launchTemplate.template.id,
-                size: cls.size,
-                instanceTypes: cls.instanceTypes,
-                cpu: cls.cpu,
-                memoryMib: cls.memoryMib,
-                usageClass: cls.usageClass,
-              };
-            }),
-          ),
-          CLAIM_TABLE_NAME: this.claimTable.table.name,
-          POOL_TAG: p.poolTag,
-          REFILL_LEASE_SECONDS: String(p.refill.timeoutSeconds),
-          QUARANTINE_QUEUE_URL: this.refillQueue.dlq.url,
-          POWERTOOLS_SERVICE_NAME: "pool-refill",
-          POWERTOOLS_METRICS_NAMESPACE: "Encache/Pool",
-          POWERTOOLS_LOG_LEVEL: "INFO",
-        },
-        timeoutSeconds: p.refill.timeoutSeconds,
-        memoryMb: p.refill.memoryMb,
-        batchSize: 1,
-        maxConcurrency: p.refill.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
-
-    this.claimPolicy = new aws.iam.Policy(
-      `${name}-claim`,
-      {
-        description: "The warm-pool claim API: pick up adverts, take claim locks, start pool-tagged instances",
-        policy: policyDocument(claimStatements({ region, poolTag: p.poolTag, tableArn: this.claimTable.table.arn, poolQueueArns })),
-        tags,
-      },
-      child,
-    );
+    this.refill = createRefill(part, { classes: this.classes, claimTable: this.claimTable, refillQueue: this.refillQueue, statements: statements.refill });
+    this.claimPolicy = createClaimPolicy(part, statements.claim);
 
     this.registerOutputs({
-      poolQueueUrls: Object.fromEntries(classList.map(([k, r]) => [k, r.queue.queue.url])),
+      poolQueueUrls: Object.fromEntries(Object.entries(this.classes).map(([k, r]) => [k, r.queue.queue.url])),
       claimTableName: this.claimTable.table.name,
       refillFunction: this.refill.function.name,
       claimPolicyArn: this.claimPolicy.arn,
     });
   }
+}
+
+type PoolPart = PartScope<PoolArgs>;
+
+/** The role and profile every pool instance runs with. */
+function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.Role; profile: aws.iam.InstanceProfile } {
+  const role = new aws.iam.Role(`${name}-instance-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent });
+  new aws.iam.RolePolicyAttachment(`${name}-instance-ssm-core`, { role: role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore }, { parent });
+  const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });
+  return { role, profile };
+}
+
+/** The instances' security group, and the one private subnet they launch in. */
+function createComputeNetwork({ name, args, tags, parent }: PoolPart): { securityGroup: aws.ec2.SecurityGroup; subnetId: pulumi.Output<string> } {
+  const securityGroup = new aws.ec2.SecurityGroup(
+    `${name}-instances-sg`,
+    {
+      vpcId: args.network.vpcId,
+      description: "Warm pool instances: no inbound; egress to AWS APIs and artifacts via NAT",
+      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs (SSM, SQS), artifacts" }],
+      tags,
+    },
+    { parent },
+  );
+  // Pinned to one private subnet so the RunInstances grant can name it (see docs/parts/pool.md).
+  return { securityGroup, subnetId: firstSubnet(args.network.privateSubnetIds) };
+}
+
+/** Per-instance claim locks and per-class refill leases, expiring by TTL. */
+function createClaimTable({ name, args, tags, parent }: PoolPart): Table {
+  const { hashKey, ttlAttribute } = CLAIM_TABLE;
+  return new Table(
+    `${name}-claims`,
+    { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags },
+    { parent },
+  );
+}
+
+/** The refill queue (fed by the schedules) and the schedules' DLQ. */
+function createRefillQueue({ name, args, tags, parent }: PoolPart): { queue: ManagedQueue; scheduleDlq: TerminalQueue } {
+  const { refill } = args.config;
+  const queue = new ManagedQueue(
+    `${name}-refill`,
+    {
+      visibilityTimeoutSeconds: refill.queueVisibilityTimeoutSeconds,
+      // A refill request older than a few periods is worthless: the next schedule supersedes it.
+      messageRetentionSeconds: Math.max(60, refill.everyMinutes * 60 * 4),
+      maxReceiveCount: args.platform.maxReceiveCount,
+      alarmActions: args.platform.alarmActions,
+      tags,
+    },
+    { parent },
+  );
+  const scheduleDlq = new TerminalQueue(`${name}-refill-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  return { queue, scheduleDlq };
+}
+
+/** Per resource class: its advert queue, its launch template and its refill schedule. */
+function createClasses(
+  part: PoolPart,
+  deps: { securityGroup: aws.ec2.SecurityGroup; subnetId: pulumi.Output<string>; instanceProfile: aws.iam.InstanceProfile; refillQueue: ManagedQueue; scheduleDlq: TerminalQueue },
+): Record<string, PoolClassResources> {
+  return Object.fromEntries(Object.entries(part.args.config.classes).map(([className, cls]) => [className, createClass(part, className, cls, deps)]));
+}
+
+function createClass(
+  { name, args, tags, parent }: PoolPart,
+  className: string,
+  cls: PoolClassConfig,
+  deps: { securityGroup: aws.ec2.SecurityGroup; subnetId: pulumi.Output<string>; instanceProfile: aws.iam.InstanceProfile; refillQueue: ManagedQueue; scheduleDlq: TerminalQueue },
+): PoolClassResources {
+  const p = args.config;
+  const queue = new ManagedQueue(
+    `${name}-${className}`,
+    {
+      visibilityTimeoutSeconds: POOL_QUEUE_VISIBILITY_SECONDS,
+      messageRetentionSeconds: p.advertRetentionSeconds,
+      maxReceiveCount: args.platform.maxReceiveCount,
+      alarmActions: args.platform.alarmActions,
+      tags: { ...tags, [POOL_CLASS_TAG_KEY]: className },
+    },
+    { parent },
+  );
+  const launchTemplate = new PoolLaunchTemplate(
+    `${name}-${className}-lt`,
+    {
+      instanceType: cls.instanceTypes[0]!,
+      subnetId: deps.subnetId,
+      securityGroupIds: [deps.securityGroup.id],
+      instanceProfileArn: deps.instanceProfile.arn,
+      membershipTags: { [POOL_TAG_KEY]: p.poolTag, [POOL_CLASS_TAG_KEY]: className },
+      amiParameter: cls.amiParameter,
+      rootDeviceName: cls.rootDeviceName,
+      rootVolumeGiB: cls.rootVolumeGiB,
+      usageClass: cls.usageClass,
+      tags,
+    },
+    { parent },
+  );
+  const minutes = p.refill.everyMinutes;
+  const schedule = new QueueSchedule(
+    `${name}-refill-${className}`,
+    {
+      queueArn: deps.refillQueue.queue.arn,
+      scheduleExpression: `rate(${minutes} ${minutes === 1 ? "minute" : "minutes"})`,
+      message: { resource_class: className, scheduled_time: "<aws.scheduler.scheduled-time>" },
+      deadLetterQueueArn: deps.scheduleDlq.queue.arn,
+      // A missed run is superseded by the next one; don't retry past a period.
+      maximumEventAgeSeconds: Math.max(60, minutes * 60),
+      description: `Top the ${className} warm pool up to ${cls.size}`,
+      tags,
+    },
+    { parent },
+  );
+  return { queue, launchTemplate, schedule };
+}
+
+/** The refill function: tops each class up to its size, one class per message. */
+function createRefill(
+  { name, args, tags, parent }: PoolPart,
+  deps: { classes: Record<string, PoolClassResources>; claimTable: Table; refillQueue: ManagedQueue; statements: Statement[] },
+): QueueConsumer {
+  const p = args.config;
+  const { refillQueue } = deps;
+  return new QueueConsumer(
+    `${name}-refill`,
+    {
+      entry: POOL_ENTRIES.refill,
+      queueArn: refillQueue.queue.arn,
+      queueVisibilityTimeoutSeconds: refillQueue.settings.visibilityTimeoutSeconds,
+      statements: deps.statements,
+      environment: {
+        POOL_CLASSES: pulumi.jsonStringify(
+          Object.entries(deps.classes).map(([className, r]) => {
+            const cls = p.classes[className]!;
+            return {
+              name: className,
+              queueUrl: r.queue.queue.url,
+              launchTemplateId: r.launchTemplate.template.id,
+              size: cls.size,
+              instanceTypes: cls.instanceTypes,
+              cpu: cls.cpu,
+              memoryMib: cls.memoryMib,
+              usageClass: cls.usageClass,
+            };
+          }),
+        ),
+        CLAIM_TABLE_NAME: deps.claimTable.table.name,
+        POOL_TAG: p.poolTag,
+        REFILL_LEASE_SECONDS: String(p.refill.timeoutSeconds),
+        QUARANTINE_QUEUE_URL: refillQueue.dlq.url,
+        POWERTOOLS_SERVICE_NAME: "pool-refill",
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Pool"),
+        POWERTOOLS_LOG_LEVEL: "INFO",
+      },
+      timeoutSeconds: p.refill.timeoutSeconds,
+      memoryMb: p.refill.memoryMb,
+      batchSize: 1,
+      maxConcurrency: p.refill.maxConcurrency,
+      logRetentionDays: args.platform.logRetentionDays,
+      tags,
+    },
+    { parent },
+  );
+}
+
+/** The claim API's grants, as a managed policy the claim worker's role attaches. */
+function createClaimPolicy({ name, tags, parent }: PoolPart, statements: Statement[]): aws.iam.Policy {
+  return new aws.iam.Policy(
+    `${name}-claim`,
+    { description: "The warm-pool claim API: pick up adverts, take claim locks, start pool-tagged instances", policy: policyDocument(statements), tags },
+    { parent },
+  );
 }

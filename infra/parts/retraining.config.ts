@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { fargateSizeProblem } from "../components/fargate-task-definition";
+import { FARGATE_CPU_UNITS, fargateSizeProblem, MODEL_NAME_PATTERN, MODEL_NAME_RULE, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 
 /**
  * `encache:retraining` (seed 001). Defaults are the seed's: queue visibility 600 s, retention
@@ -9,12 +9,6 @@ import { fargateSizeProblem } from "../components/fargate-task-definition";
 
 /** `rate(…)`, `cron(6 fields)` or `at(…)`; the QueueSchedule component checks the details again. */
 const SCHEDULE_EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
-
-/** Fargate's task CPU sizes, the keys of the shared size table (a unit test keeps them in step). */
-export const FARGATE_CPU_UNITS: readonly number[] = [256, 512, 1024, 2048, 4096, 8192, 16_384];
-
-/** The launcher's message contract: see functions/retraining/message.ts. */
-const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,255}$/;
 
 const launcherSchema = z
   .object({
@@ -33,7 +27,7 @@ const launcherSchema = z
 
 const scheduleSchema = z.object({
   /** The model the schedule retrains; sent as `model_name`. */
-  modelName: z.string().regex(MODEL_NAME, "must be a model name the launcher accepts (letters, digits, _.:/=+@- and spaces, starting with a letter or digit)"),
+  modelName: z.string().regex(MODEL_NAME_PATTERN, `must be a model name the launcher accepts: ${MODEL_NAME_RULE}`),
   /** Scheduler expression: rate(…), cron(6 fields) or at(…). */
   scheduleExpression: z.string().regex(SCHEDULE_EXPRESSION, "must be rate(N unit), cron(6 fields) or at(yyyy-mm-ddThh:mm:ss)"),
   /** Time zone of a cron expression. */
@@ -83,7 +77,7 @@ export function retrainingConfigProblems(
   c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "strategy" | "schedules">,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems: Array<{ path: Array<string | number>; message: string }> = [];
-  const needed = 6 * c.launcher.timeoutSeconds + c.launcher.batchingWindowSeconds;
+  const needed = requiredVisibilityTimeoutSeconds(c.launcher.timeoutSeconds, c.launcher.batchingWindowSeconds);
   if (c.queueVisibilityTimeoutSeconds < needed) {
     problems.push({
       path: ["queueVisibilityTimeoutSeconds"],

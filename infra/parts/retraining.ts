@@ -1,38 +1,66 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { StackConfig } from "../config";
+import { metricsNamespace, RETRAINING_STATE_TABLE } from "../../policy/contract";
+import { LAUNCHER_GRANTS } from "../../functions/retraining/iam";
 import { FargateTaskDefinition } from "../components/fargate-task-definition";
-import type { FargateCluster } from "../components/fargate-cluster";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { launcherStatements } from "../iam/retraining";
-import { scheduleSlug } from "./retraining.config";
+import type { Statement } from "../iam/document";
+import { statementsFor } from "../iam/grants";
+import { consumerSizing, type PartArgs, partScope, type PartScope } from "./part-args";
+import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
 
 /** Handler entry point, relative to the repository root. */
 export const RETRAINING_ENTRY = "functions/retraining/launcher.ts";
 
-export interface RetrainingArgs {
-  config: StackConfig;
-  /** AWS region (the awslogs driver and the task ARN pattern of the tag-on-create grant). */
-  region: string;
-  vpcId: pulumi.Input<string>;
-  /** Subnets the strategy tasks run in; they get no public IP. */
-  privateSubnetIds: pulumi.Input<string[]>;
-  /** The platform's ECS cluster (required: the launcher runs its tasks there). */
-  cluster?: FargateCluster;
-  /**
-   * Tags for every child.
-   * @default {}
-   */
-  tags?: Record<string, string>;
+export interface RetrainingArgs extends PartArgs {
+  /** `encache:retraining`. The strategy tasks run in the network's private subnets, with no public IP. */
+  config: RetrainingConfig;
 }
 
 /** `<prefix>-<environment>`: one generic strategy task definition per environment (seed 001). Pure. */
 export function strategyFamily(prefix: string, environment: string): string {
   return `${prefix}-${environment}`;
+}
+
+/** Where the launcher's symbolic resources live. */
+export interface LauncherAccess {
+  /** ARN of the platform ECS cluster. */
+  clusterArn: pulumi.Input<string>;
+  /** Name of the cluster (task ARNs are `task/<cluster name>/<id>`). */
+  clusterName: pulumi.Input<string>;
+  /** Task definition ARN without revision, i.e. the family. */
+  taskDefinitionFamilyArn: pulumi.Input<string>;
+  taskRoleArn: pulumi.Input<string>;
+  executionRoleArn: pulumi.Input<string>;
+  /** The region of the cluster, for the task ARN pattern. */
+  region: string;
+  /** The account of the cluster, for the task ARN pattern (the caller's identity). */
+  accountId: pulumi.Input<string>;
+  stateTableArn: pulumi.Input<string>;
+  quarantineQueueArn: pulumi.Input<string>;
+  /** The queue the launcher consumes: a message that must wait is re-sent there with a delay. */
+  retrainingQueueArn: pulumi.Input<string>;
+}
+
+/** The launcher's statements, derived from the grants beside its code. Pure. */
+export function launcherStatements(a: LauncherAccess): Statement[] {
+  const onCluster = { ArnEquals: { "ecs:cluster": a.clusterArn } };
+  return statementsFor(LAUNCHER_GRANTS, {
+    // ListTasks authorizes against container instances, not the cluster ARN, so a cluster ARN in
+    // Resource would deny it; AWS's own example scopes it with the ecs:cluster condition instead.
+    cluster: { resource: "*", condition: onCluster },
+    // Every revision of the strategy family, and only on the platform cluster.
+    "strategy-task-definition-family": { resource: pulumi.interpolate`${a.taskDefinitionFamilyArn}:*`, condition: onCluster },
+    "cluster-tasks": { resource: pulumi.interpolate`arn:aws:ecs:${a.region}:${a.accountId}:task/${a.clusterName}/*` },
+    "strategy-task-roles": { resource: [a.taskRoleArn, a.executionRoleArn] },
+    "state-table": { resource: a.stateTableArn },
+    "quarantine-queue": { resource: a.quarantineQueueArn },
+    "retraining-queue": { resource: a.retrainingQueueArn },
+  });
 }
 
 /**
@@ -51,134 +79,157 @@ export class Retraining extends pulumi.ComponentResource {
 
   constructor(name: string, args: RetrainingArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Retraining", name, {}, opts);
-    const { config: c, region } = args;
-    const r = c.retraining;
-    if (!args.cluster) throw new Error("Retraining: cluster is required (pass the platform FargateCluster)");
-    const cluster = args.cluster.cluster;
-    const tags = { ...(args.tags ?? {}), "encache:part": "retraining" };
-    const child = { parent: this };
-    const accountId = aws.getCallerIdentityOutput({}, child).accountId;
+    const part = partScope(this, name, args, "retraining");
 
-    this.queue = new ManagedQueue(
-      name,
-      {
-        visibilityTimeoutSeconds: r.queueVisibilityTimeoutSeconds,
-        messageRetentionSeconds: r.messageRetentionSeconds,
-        maxReceiveCount: c.queues.maxReceiveCount,
-        alarmActions: c.alarmActions,
-        tags,
-      },
-      child,
-    );
-
-    this.stateTable = new Table(
-      `${name}-state`,
-      { hashKey: "model_name", attributes: { model_name: "S" }, deletionProtection: c.deletionProtection, tags },
-      child,
-    );
-
-    this.tasksSecurityGroup = new aws.ec2.SecurityGroup(
-      `${name}-tasks-sg`,
-      {
-        vpcId: args.vpcId,
-        description: "Retraining strategy tasks: no ingress; egress to AWS APIs, the registry and data sources via NAT",
-        egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs, image pulls, data" }],
-        tags,
-      },
-      child,
-    );
-
-    this.strategyTask = new FargateTaskDefinition(
-      `${name}-strategy`,
-      {
-        family: strategyFamily(r.taskDefinitionFamily, c.environment),
-        containerName: r.containerName,
-        image: r.strategy.image,
-        region,
-        cpu: r.strategy.cpu,
-        memoryMb: r.strategy.memoryMb,
-        cpuArchitecture: r.strategy.cpuArchitecture,
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
-
-    this.scheduleDlq = new TerminalQueue(`${name}-schedule-dlq`, { role: "dlq", alarmActions: c.alarmActions, tags }, child);
-    this.schedules = r.schedules.map(
-      (s) =>
-        new QueueSchedule(
-          `${name}-schedule-${scheduleSlug(s.modelName)}`,
-          {
-            queueArn: this.queue.queue.arn,
-            scheduleExpression: s.scheduleExpression,
-            timezone: s.timezone,
-            message: { model_name: s.modelName, trigger: "scheduled" },
-            deadLetterQueueArn: this.scheduleDlq.queue.arn,
-            description: `Retrain ${s.modelName}`,
-            tags,
-          },
-          child,
-        ),
-    );
-
-    const td = this.strategyTask;
-    this.launcher = new QueueConsumer(
-      `${name}-launcher`,
-      {
-        entry: RETRAINING_ENTRY,
-        queueArn: this.queue.queue.arn,
-        queueVisibilityTimeoutSeconds: this.queue.settings.visibilityTimeoutSeconds,
-        statements: launcherStatements({
-          clusterArn: cluster.arn,
-          clusterName: cluster.name,
-          taskDefinitionFamilyArn: td.taskDefinition.arnWithoutRevision,
-          taskRoleArn: td.taskRole.arn,
-          executionRoleArn: td.executionRole.arn,
-          region,
-          accountId,
-          stateTableArn: this.stateTable.table.arn,
-          quarantineQueueArn: this.queue.dlq.arn,
-          retrainingQueueArn: this.queue.queue.arn,
-        }),
-        environment: {
-          ECS_CLUSTER: cluster.name,
-          // The deployed revision, so a launch never picks up a revision Pulumi did not make.
-          ECS_TASK_DEFINITION_ARN: td.taskDefinition.arn,
-          ECS_TASK_DEFINITION_FAMILY: r.taskDefinitionFamily,
-          ECS_SUBNETS: pulumi.output(args.privateSubnetIds).apply((ids) => ids.join(",")),
-          ECS_SECURITY_GROUPS: this.tasksSecurityGroup.id,
-          ECS_CONTAINER_NAME: r.containerName,
-          USE_SPOT: String(r.useSpot),
-          RETRAINING_STATE_TABLE: this.stateTable.table.name,
-          MAX_CONCURRENT_TASKS: String(r.maxConcurrentTasks),
-          ENVIRONMENT: c.environment,
-          // Malformed messages go straight to the retraining DLQ with their reason (DESIGN: quarantine).
-          QUARANTINE_QUEUE_URL: this.queue.dlq.url,
-          // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
-          RETRAINING_QUEUE_URL: this.queue.queue.url,
-          DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
-          POWERTOOLS_SERVICE_NAME: "retraining-launcher",
-          POWERTOOLS_METRICS_NAMESPACE: "Encache/RetrainingPipeline",
-          POWERTOOLS_LOG_LEVEL: "INFO",
-        },
-        timeoutSeconds: r.launcher.timeoutSeconds,
-        memoryMb: r.launcher.memoryMb,
-        batchSize: r.launcher.batchSize,
-        batchingWindowSeconds: r.launcher.batchingWindowSeconds,
-        maxConcurrency: r.launcher.maxConcurrency,
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
+    this.queue = createQueue(part);
+    this.stateTable = createStateTable(part);
+    ({ task: this.strategyTask, securityGroup: this.tasksSecurityGroup } = createStrategyTask(part));
+    ({ dlq: this.scheduleDlq, schedules: this.schedules } = createSchedules(part, this.queue));
+    this.launcher = createLauncher(part, {
+      queue: this.queue,
+      stateTable: this.stateTable,
+      task: this.strategyTask,
+      tasksSecurityGroup: this.tasksSecurityGroup,
+    });
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
       dlqUrl: this.queue.dlq.url,
       stateTableName: this.stateTable.table.name,
-      taskDefinitionArn: td.taskDefinition.arn,
+      taskDefinitionArn: this.strategyTask.taskDefinition.arn,
       launcherFunctionName: this.launcher.function.name,
     });
   }
+}
+
+type RetrainingPart = PartScope<RetrainingArgs>;
+
+/** The retraining queue and its DLQ. */
+function createQueue({ name, args, tags, parent }: RetrainingPart): ManagedQueue {
+  const r = args.config;
+  return new ManagedQueue(
+    name,
+    {
+      visibilityTimeoutSeconds: r.queueVisibilityTimeoutSeconds,
+      messageRetentionSeconds: r.messageRetentionSeconds,
+      maxReceiveCount: args.platform.maxReceiveCount,
+      alarmActions: args.platform.alarmActions,
+      tags,
+    },
+    { parent },
+  );
+}
+
+/** Each model's last launch (the redelivery guard) and the capacity lease. */
+function createStateTable({ name, args, tags, parent }: RetrainingPart): Table {
+  const { hashKey } = RETRAINING_STATE_TABLE;
+  return new Table(`${name}-state`, { hashKey, attributes: { [hashKey]: "S" }, deletionProtection: args.platform.deletionProtection, tags }, { parent });
+}
+
+/** The generic strategy task definition of this environment, and its tasks' security group. */
+function createStrategyTask({ name, args, tags, parent }: RetrainingPart): { task: FargateTaskDefinition; securityGroup: aws.ec2.SecurityGroup } {
+  const r = args.config;
+  const securityGroup = new aws.ec2.SecurityGroup(
+    `${name}-tasks-sg`,
+    {
+      vpcId: args.network.vpcId,
+      description: "Retraining strategy tasks: no ingress; egress to AWS APIs, the registry and data sources via NAT",
+      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs, image pulls, data" }],
+      tags,
+    },
+    { parent },
+  );
+  const task = new FargateTaskDefinition(
+    `${name}-strategy`,
+    {
+      family: strategyFamily(r.taskDefinitionFamily, args.platform.environment),
+      containerName: r.containerName,
+      image: r.strategy.image,
+      region: args.region,
+      cpu: r.strategy.cpu,
+      memoryMb: r.strategy.memoryMb,
+      cpuArchitecture: r.strategy.cpuArchitecture,
+      logRetentionDays: args.platform.logRetentionDays,
+      tags,
+    },
+    { parent },
+  );
+  return { task, securityGroup };
+}
+
+/** One Scheduler schedule per model, each sending `{model_name, trigger: "scheduled"}`. */
+function createSchedules({ name, args, tags, parent }: RetrainingPart, queue: ManagedQueue): { dlq: TerminalQueue; schedules: QueueSchedule[] } {
+  const dlq = new TerminalQueue(`${name}-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  const schedules = args.config.schedules.map(
+    (s) =>
+      new QueueSchedule(
+        `${name}-schedule-${scheduleSlug(s.modelName)}`,
+        {
+          queueArn: queue.queue.arn,
+          scheduleExpression: s.scheduleExpression,
+          timezone: s.timezone,
+          message: { model_name: s.modelName, trigger: "scheduled" },
+          deadLetterQueueArn: dlq.queue.arn,
+          description: `Retrain ${s.modelName}`,
+          tags,
+        },
+        { parent },
+      ),
+  );
+  return { dlq, schedules };
+}
+
+/** The launcher Lambda: RunTask under the concurrency cap. */
+function createLauncher(
+  { name, args, tags, parent }: RetrainingPart,
+  deps: { queue: ManagedQueue; stateTable: Table; task: FargateTaskDefinition; tasksSecurityGroup: aws.ec2.SecurityGroup },
+): QueueConsumer {
+  const r = args.config;
+  const cluster = args.cluster.cluster;
+  const { queue, stateTable, task: td } = deps;
+  return new QueueConsumer(
+    `${name}-launcher`,
+    {
+      entry: RETRAINING_ENTRY,
+      queueArn: queue.queue.arn,
+      queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
+      statements: launcherStatements({
+        clusterArn: cluster.arn,
+        clusterName: cluster.name,
+        taskDefinitionFamilyArn: td.taskDefinition.arnWithoutRevision,
+        taskRoleArn: td.taskRole.arn,
+        executionRoleArn: td.executionRole.arn,
+        region: args.region,
+        accountId: aws.getCallerIdentityOutput({}, { parent }).accountId,
+        stateTableArn: stateTable.table.arn,
+        quarantineQueueArn: queue.dlq.arn,
+        retrainingQueueArn: queue.queue.arn,
+      }),
+      environment: {
+        ECS_CLUSTER: cluster.name,
+        // The deployed revision, so a launch never picks up a revision Pulumi did not make.
+        ECS_TASK_DEFINITION_ARN: td.taskDefinition.arn,
+        ECS_TASK_DEFINITION_FAMILY: r.taskDefinitionFamily,
+        ECS_SUBNETS: pulumi.output(args.network.privateSubnetIds).apply((ids) => ids.join(",")),
+        ECS_SECURITY_GROUPS: deps.tasksSecurityGroup.id,
+        ECS_CONTAINER_NAME: r.containerName,
+        USE_SPOT: String(r.useSpot),
+        RETRAINING_STATE_TABLE: stateTable.table.name,
+        MAX_CONCURRENT_TASKS: String(r.maxConcurrentTasks),
+        ENVIRONMENT: args.platform.environment,
+        // Malformed messages go straight to the retraining DLQ with their reason (DESIGN: quarantine).
+        QUARANTINE_QUEUE_URL: queue.dlq.url,
+        // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
+        RETRAINING_QUEUE_URL: queue.queue.url,
+        DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
+        POWERTOOLS_SERVICE_NAME: "retraining-launcher",
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"),
+        POWERTOOLS_LOG_LEVEL: "INFO",
+      },
+      ...consumerSizing(r.launcher),
+      logRetentionDays: args.platform.logRetentionDays,
+      tags,
+    },
+    { parent },
+  );
 }

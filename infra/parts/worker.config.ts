@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { fargateSizeProblem, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { executablesSchema, MAX_SHUTDOWN_GRACE_SECONDS } from "../../functions/worker/config";
 import { HEARTBEAT_EXTENSION_FACTOR } from "../../functions/worker/job";
 
@@ -11,27 +12,8 @@ export const WORKER_STOP_TIMEOUT_SECONDS = 120;
  * releasing protection; the worker's env schema caps the grace at the same 105 s.
  */
 export const SHUTDOWN_MARGIN_SECONDS = WORKER_STOP_TIMEOUT_SECONDS - MAX_SHUTDOWN_GRACE_SECONDS;
-const SQS_MAX_VISIBILITY_SECONDS = 43_200;
-const SQS_MAX_RETENTION_SECONDS = 1_209_600;
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
-
-/** Fargate task sizes: CPU units → memory range and step (MiB). */
-const FARGATE_SIZES: Record<number, { min: number; max: number; step: number }> = {
-  256: { min: 512, max: 2048, step: 512 },
-  512: { min: 1024, max: 4096, step: 1024 },
-  1024: { min: 2048, max: 8192, step: 1024 },
-  2048: { min: 4096, max: 16_384, step: 1024 },
-  4096: { min: 8192, max: 30_720, step: 1024 },
-};
-
-/** Why a CPU/memory pair is not a Fargate size, or undefined when it is. Pure. */
-export function fargateSizeProblem(cpu: number, memoryMb: number): string | undefined {
-  const size = FARGATE_SIZES[cpu];
-  if (!size) return `cpu ${cpu} is not a Fargate size (${Object.keys(FARGATE_SIZES).join(", ")})`;
-  const ok = memoryMb >= size.min && memoryMb <= size.max && (memoryMb - size.min) % size.step === 0;
-  return ok ? undefined : `memory ${memoryMb} MiB does not fit cpu ${cpu}: ${size.min}..${size.max} MiB in steps of ${size.step}`;
-}
 
 /** `encache:worker`: the long-running ECS queue worker (part 4, seed 003). */
 export const workerConfigSchema = z
@@ -39,9 +21,9 @@ export const workerConfigSchema = z
     /** N: jobs one task runs at once (a receive asks for at most 10). */
     concurrency: int(1, 10),
     /** Task CPU units (a Fargate size). */
-    cpu: int(256, 4096),
+    cpu: int(256, 16_384),
     /** Task memory in MiB; also the container's hard memory limit. */
-    memoryMb: int(512, 30_720),
+    memoryMb: int(512, 122_880),
     /** Fewest tasks; at least 1, because backlog ÷ running tasks has no value at 0 tasks. */
     minTasks: int(1, 1000),
     /** Most tasks. */

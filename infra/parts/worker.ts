@@ -1,13 +1,15 @@
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
-import type { StackConfig } from "../config";
-import type { FargateCluster } from "../components/fargate-cluster";
+import { metricsNamespace } from "../../policy/contract";
+import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueWorkerService } from "../components/queue-worker-service";
 import { writeImageContext } from "../components/queue-worker-service-image";
-import { workerTaskRoleStatements } from "../iam/worker";
-import { workQueueVisibilitySeconds } from "./worker.config";
+import type { Statement } from "../iam/document";
+import { statementsFor } from "../iam/grants";
+import { type PartArgs, partScope, type PartScope } from "./part-args";
+import { WORKER_STOP_TIMEOUT_SECONDS, type WorkerConfig, workQueueVisibilitySeconds } from "./worker.config";
 
 /** The container entry, its Dockerfile and the build context the program writes, relative to the repository root. */
 export const WORKER_ENTRY = "functions/worker/main.ts";
@@ -16,18 +18,31 @@ export const WORKER_IMAGE_CONTEXT = "dist/worker-image";
 /** The writable scratch volume; the Dockerfile creates it owned by `node`. */
 export const WORKER_SCRATCH_PATH = "/scratch";
 
-export interface WorkerArgs {
-  config: StackConfig;
-  region: string;
-  vpcId: pulumi.Input<string>;
-  privateSubnetIds: pulumi.Input<string[]>;
-  /** The platform's ECS cluster; the worker adds a service to it. */
-  cluster: FargateCluster;
-  /**
-   * Tags for every child.
-   * @default {}
-   */
-  tags?: Record<string, string>;
+export interface WorkerArgs extends PartArgs {
+  /** `encache:worker`. The worker adds a service to the platform cluster. */
+  config: WorkerConfig;
+}
+
+/** `arn:aws:ecs:r:a:cluster/name` → `arn:aws:ecs:r:a:task/name/*`: every task of that cluster. Pure. */
+export function clusterTasksArn(clusterArn: string): string {
+  return `${clusterArn.replace(":cluster/", ":task/")}/*`;
+}
+
+/** Where the worker's symbolic resources live. */
+export interface WorkerTaskAccess {
+  workQueueArn: pulumi.Input<string>;
+  workDlqArn: pulumi.Input<string>;
+  /** ARN of the cluster the tasks run in; protection is granted on its tasks only. */
+  clusterArn: pulumi.Input<string>;
+}
+
+/** The task role's statements, derived from the grants beside the worker's code. Pure. */
+export function workerTaskRoleStatements(a: WorkerTaskAccess): Statement[] {
+  return statementsFor(WORKER_GRANTS, {
+    "work-queue": { resource: a.workQueueArn },
+    "work-dlq": { resource: a.workDlqArn },
+    "own-task": { resource: pulumi.output(a.clusterArn).apply(clusterTasksArn) },
+  });
 }
 
 /**
@@ -45,118 +60,12 @@ export class Worker extends pulumi.ComponentResource {
 
   constructor(name: string, args: WorkerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Worker", name, {}, opts);
-    const { config: c, region } = args;
-    const w = c.worker;
-    const tags = { ...(args.tags ?? {}), "encache:part": "worker" };
-    const child = { parent: this };
+    const part = partScope(this, name, args, "worker");
 
-    this.queue = new ManagedQueue(
-      name,
-      {
-        visibilityTimeoutSeconds: workQueueVisibilitySeconds(w),
-        messageRetentionSeconds: w.messageRetentionSeconds,
-        maxReceiveCount: c.queues.maxReceiveCount,
-        alarmActions: c.alarmActions,
-        tags,
-      },
-      child,
-    );
-
-    this.repository = new aws.ecr.Repository(
-      `${name}-images`,
-      {
-        imageTagMutability: "IMMUTABLE",
-        imageScanningConfiguration: { scanOnPush: true },
-        encryptionConfigurations: [{ encryptionType: "AES256" }],
-        forceDelete: !c.deletionProtection,
-        tags,
-      },
-      child,
-    );
-    new aws.ecr.LifecyclePolicy(
-      `${name}-images-lifecycle`,
-      {
-        repository: this.repository.name,
-        policy: JSON.stringify({
-          rules: [
-            {
-              rulePriority: 1,
-              description: `Keep the last ${w.keepImages} images`,
-              selection: { tagStatus: "any", countType: "imageCountMoreThan", countNumber: w.keepImages },
-              action: { type: "expire" },
-            },
-          ],
-        }),
-      },
-      child,
-    );
-
-    const bundle = writeImageContext(WORKER_ENTRY, WORKER_IMAGE_CONTEXT);
-    this.bundleBytes = bundle.bytes;
-    this.image = new awsx.ecr.Image(
-      `${name}-image`,
-      {
-        repositoryUrl: this.repository.repositoryUrl,
-        context: WORKER_IMAGE_CONTEXT,
-        dockerfile: WORKER_DOCKERFILE,
-        platform: "linux/amd64",
-      },
-      child,
-    );
-
-    this.service = new QueueWorkerService(
-      name,
-      {
-        cluster: args.cluster,
-        image: this.image.imageUri,
-        repositoryArn: this.repository.arn,
-        queueName: this.queue.queue.name,
-        taskRoleStatements: workerTaskRoleStatements({
-          workQueueArn: this.queue.queue.arn,
-          workDlqArn: this.queue.dlq.arn,
-          clusterArn: args.cluster.cluster.arn,
-        }),
-        vpcId: args.vpcId,
-        subnetIds: args.privateSubnetIds,
-        region,
-        cpu: w.cpu,
-        memoryMb: w.memoryMb,
-        fargateBase: w.fargateBase,
-        scratchPath: WORKER_SCRATCH_PATH,
-        stopTimeoutSeconds: 120,
-        taskProtection: true,
-        scaling: {
-          minTasks: w.minTasks,
-          maxTasks: w.maxTasks,
-          backlogPerTaskTarget: w.backlogPerTaskTarget,
-          scaleOutCooldownSeconds: w.scaleOutCooldownSeconds,
-          scaleInCooldownSeconds: w.scaleInCooldownSeconds,
-        },
-        environment: {
-          AWS_REGION: region,
-          WORK_QUEUE_URL: this.queue.queue.url,
-          QUARANTINE_QUEUE_URL: this.queue.dlq.url,
-          WORKER_CONCURRENCY: String(w.concurrency),
-          WORKER_WAIT_TIME_SECONDS: "20",
-          WORKER_IDLE_WINDOW_SECONDS: String(w.idleWindowSeconds),
-          WORKER_MAX_PROTECTED_SECONDS: String(w.maxProtectedSeconds),
-          WORKER_DEFAULT_VISIBILITY_SECONDS: String(w.defaultVisibilitySeconds),
-          WORKER_MAX_VISIBILITY_SECONDS: String(w.maxVisibilitySeconds),
-          WORKER_HEARTBEAT_SECONDS: String(w.heartbeatSeconds),
-          WORKER_RETRY_DELAY_SECONDS: String(w.retryDelaySeconds),
-          WORKER_SHUTDOWN_GRACE_SECONDS: String(w.shutdownGraceSeconds),
-          TASK_PROTECTION_EXPIRES_MINUTES: String(w.protectionExpiresMinutes),
-          WORKER_EXECUTABLES: JSON.stringify(w.executables),
-          WORKER_SCRATCH_DIR: WORKER_SCRATCH_PATH,
-          POWERTOOLS_SERVICE_NAME: "worker",
-          POWERTOOLS_METRICS_NAMESPACE: "Encache/Worker",
-          POWERTOOLS_LOG_LEVEL: "INFO",
-        },
-        logRetentionDays: c.logRetentionDays,
-        tags,
-      },
-      child,
-    );
+    this.queue = createQueue(part);
+    this.repository = createRepository(part);
+    ({ image: this.image, bundleBytes: this.bundleBytes } = createImage(part, this.repository));
+    this.service = createService(part, { queue: this.queue, repository: this.repository, image: this.image });
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
@@ -166,4 +75,124 @@ export class Worker extends pulumi.ComponentResource {
       serviceName: this.service.service.name,
     });
   }
+}
+
+type WorkerPart = PartScope<WorkerArgs>;
+
+/** The work queue and its DLQ; the visibility covers the longest job's first lease. */
+function createQueue({ name, args, tags, parent }: WorkerPart): ManagedQueue {
+  const w = args.config;
+  return new ManagedQueue(
+    name,
+    {
+      visibilityTimeoutSeconds: workQueueVisibilitySeconds(w),
+      messageRetentionSeconds: w.messageRetentionSeconds,
+      maxReceiveCount: args.platform.maxReceiveCount,
+      alarmActions: args.platform.alarmActions,
+      tags,
+    },
+    { parent },
+  );
+}
+
+/** The image repository: immutable tags, scanned on push, the last `keepImages` kept. */
+function createRepository({ name, args, tags, parent }: WorkerPart): aws.ecr.Repository {
+  const repository = new aws.ecr.Repository(
+    `${name}-images`,
+    {
+      imageTagMutability: "IMMUTABLE",
+      imageScanningConfiguration: { scanOnPush: true },
+      encryptionConfigurations: [{ encryptionType: "AES256" }],
+      forceDelete: !args.platform.deletionProtection,
+      tags,
+    },
+    { parent },
+  );
+  new aws.ecr.LifecyclePolicy(
+    `${name}-images-lifecycle`,
+    {
+      repository: repository.name,
+      policy: JSON.stringify({
+        rules: [
+          {
+            rulePriority: 1,
+            description: `Keep the last ${args.config.keepImages} images`,
+            selection: { tagStatus: "any", countType: "imageCountMoreThan", countNumber: args.config.keepImages },
+            action: { type: "expire" },
+          },
+        ],
+      }),
+    },
+    { parent },
+  );
+  return repository;
+}
+
+/** The worker bundle in a build context, built and pushed by awsx. */
+function createImage({ name, parent }: WorkerPart, repository: aws.ecr.Repository): { image: awsx.ecr.Image; bundleBytes: number } {
+  const bundle = writeImageContext(WORKER_ENTRY, WORKER_IMAGE_CONTEXT);
+  const image = new awsx.ecr.Image(
+    `${name}-image`,
+    { repositoryUrl: repository.repositoryUrl, context: WORKER_IMAGE_CONTEXT, dockerfile: WORKER_DOCKERFILE, platform: "linux/amd64" },
+    { parent },
+  );
+  return { image, bundleBytes: bundle.bytes };
+}
+
+/** The Fargate Spot service, its task roles and its backlog-per-task scaling. */
+function createService(
+  { name, args, tags, parent }: WorkerPart,
+  deps: { queue: ManagedQueue; repository: aws.ecr.Repository; image: awsx.ecr.Image },
+): QueueWorkerService {
+  const w = args.config;
+  const { queue } = deps;
+  return new QueueWorkerService(
+    name,
+    {
+      cluster: args.cluster,
+      image: deps.image.imageUri,
+      repositoryArn: deps.repository.arn,
+      queueName: queue.queue.name,
+      taskRoleStatements: workerTaskRoleStatements({ workQueueArn: queue.queue.arn, workDlqArn: queue.dlq.arn, clusterArn: args.cluster.cluster.arn }),
+      vpcId: args.network.vpcId,
+      subnetIds: args.network.privateSubnetIds,
+      region: args.region,
+      cpu: w.cpu,
+      memoryMb: w.memoryMb,
+      fargateBase: w.fargateBase,
+      scratchPath: WORKER_SCRATCH_PATH,
+      stopTimeoutSeconds: WORKER_STOP_TIMEOUT_SECONDS,
+      taskProtection: true,
+      scaling: {
+        minTasks: w.minTasks,
+        maxTasks: w.maxTasks,
+        backlogPerTaskTarget: w.backlogPerTaskTarget,
+        scaleOutCooldownSeconds: w.scaleOutCooldownSeconds,
+        scaleInCooldownSeconds: w.scaleInCooldownSeconds,
+      },
+      environment: {
+        AWS_REGION: args.region,
+        WORK_QUEUE_URL: queue.queue.url,
+        QUARANTINE_QUEUE_URL: queue.dlq.url,
+        WORKER_CONCURRENCY: String(w.concurrency),
+        WORKER_WAIT_TIME_SECONDS: "20",
+        WORKER_IDLE_WINDOW_SECONDS: String(w.idleWindowSeconds),
+        WORKER_MAX_PROTECTED_SECONDS: String(w.maxProtectedSeconds),
+        WORKER_DEFAULT_VISIBILITY_SECONDS: String(w.defaultVisibilitySeconds),
+        WORKER_MAX_VISIBILITY_SECONDS: String(w.maxVisibilitySeconds),
+        WORKER_HEARTBEAT_SECONDS: String(w.heartbeatSeconds),
+        WORKER_RETRY_DELAY_SECONDS: String(w.retryDelaySeconds),
+        WORKER_SHUTDOWN_GRACE_SECONDS: String(w.shutdownGraceSeconds),
+        TASK_PROTECTION_EXPIRES_MINUTES: String(w.protectionExpiresMinutes),
+        WORKER_EXECUTABLES: JSON.stringify(w.executables),
+        WORKER_SCRATCH_DIR: WORKER_SCRATCH_PATH,
+        POWERTOOLS_SERVICE_NAME: "worker",
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
+        POWERTOOLS_LOG_LEVEL: "INFO",
+      },
+      logRetentionDays: args.platform.logRetentionDays,
+      tags,
+    },
+    { parent },
+  );
 }

@@ -1,6 +1,7 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { isRecord } from "./props";
-import { DLQ_ROLE, EVENT_SOURCE_MAPPING, METRIC_ALARM, QUARANTINE, QUEUE, QUEUE_ROLE_TAG } from "./types";
+import { QUEUE_ROLE_TAG, QUEUE_ROLES } from "../contract";
+import { EVENT_SOURCE_MAPPING, METRIC_ALARM, QUEUE } from "./types";
 
 /**
  * Edges between resources come only from propertyDependencies: those URNs are known on a first
@@ -47,7 +48,7 @@ export function sourcesOf(resources: readonly PolicyResource[], dlq: PolicyResou
  */
 export function isTerminalSink(queue: PolicyResource): boolean {
   const tags: unknown = queue.props.tags;
-  return isRecord(tags) && (tags[QUEUE_ROLE_TAG] === QUARANTINE || tags[QUEUE_ROLE_TAG] === DLQ_ROLE);
+  return isRecord(tags) && (tags[QUEUE_ROLE_TAG] === QUEUE_ROLES.quarantine || tags[QUEUE_ROLE_TAG] === QUEUE_ROLES.dlq);
 }
 
 /** Mappings whose eventSourceArn comes from this queue. */

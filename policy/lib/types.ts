@@ -18,19 +18,9 @@ export const SQS_DEFAULT_RETENTION_SECONDS = 345600;
 export const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
 export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
 
-/** The tag that marks a quarantine queue: a terminal sink nobody consumes. */
-export const QUEUE_ROLE_TAG = "encache:queue-role";
-export const QUARANTINE = "quarantine";
-/** The same tag on a dead-letter queue (ManagedQueue DLQs and scheduler DLQs carry it). */
-export const DLQ_ROLE = "dlq";
 /** ECS: services, and the ECS targets of schedules and EventBridge rules, run tasks (parts 2 and 4). */
 export const ECS_SERVICE = "aws:ecs/service:Service";
 
-/** The tag that marks a DynamoDB table's purpose; `jobs` tables hold job records and must expire them (TTL). */
-export const TABLE_ROLE_TAG = "encache:table-role";
-export const JOBS_TABLE_ROLE = "jobs";
 export const LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate";
 /** Part 4: ECS task definitions, and the marker the QueueWorkerService sets on those whose containers hold task scale-in protection. */
 export const ECS_TASK_DEFINITION = "aws:ecs/taskDefinition:TaskDefinition";
-export const TASK_PROTECTION_TAG = "encache:task-protection";
-export const TASK_PROTECTION_ENV = "ENCACHE_TASK_PROTECTION";

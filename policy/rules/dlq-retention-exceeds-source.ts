@@ -1,6 +1,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { dlqTargets, ofType } from "../lib/graph";
 import { isRecord, numberOr, readIfKnown } from "../lib/props";
+import { MAX_RECEIVE_COUNT_TAG } from "../contract";
 import { QUEUE, SQS_DEFAULT_RETENTION_SECONDS } from "../lib/types";
 
 export const DEFAULT_MIN_MAX_RECEIVE_COUNT = 2;
@@ -12,9 +13,6 @@ interface Config {
 function retention(queue: PolicyResource): number {
   return numberOr(queue.props.messageRetentionSeconds, SQS_DEFAULT_RETENTION_SECONDS);
 }
-
-/** Tag the ManagedQueue component sets on a source queue: its maxReceiveCount, as a literal. */
-export const MAX_RECEIVE_COUNT_TAG = "encache:max-receive-count";
 
 /**
  * The redrive policy is usually built from the DLQ's ARN, so on a first preview it is unknown.

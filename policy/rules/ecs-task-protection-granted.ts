@@ -3,7 +3,8 @@ import { depsOf, ofType, uniqueByUrn } from "../lib/graph";
 import { isActionAllowed } from "../lib/iam";
 import { isRecord, readIfKnown, stringList } from "../lib/props";
 import { roleStatements } from "../lib/roles";
-import { ECS_TASK_DEFINITION, ROLE, TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../lib/types";
+import { TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../contract";
+import { ECS_TASK_DEFINITION, ROLE } from "../lib/types";
 import { containerEnvironment, readContainerDefinitions } from "../lib/ecs-container-definitions";
 
 export const DEFAULT_PROTECTION_ACTIONS = ["ecs:UpdateTaskProtection"];

@@ -1,7 +1,8 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, ofType } from "../lib/graph";
 import { isRecord, readIfKnown, stringList } from "../lib/props";
-import { DYNAMODB_TABLE, FUNCTION, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../lib/types";
+import { JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../contract";
+import { DYNAMODB_TABLE, FUNCTION } from "../lib/types";
 
 /** Env var names that hand a function the table it writes job records to. */
 export const DEFAULT_JOBS_TABLE_ENV_KEYS = ["RUNS_FLEET_JOBS_TABLE"];

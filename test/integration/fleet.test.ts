@@ -3,7 +3,10 @@ import { DescribeInstancesCommand, RunInstancesCommand } from "@aws-sdk/client-e
 import { GetParametersByPathCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-handler";
-import { JOBS_TABLE, MANAGED_TAG } from "../../functions/fleet/jobs";
+import { JOBS_TABLE } from "../../policy/contract";
+import { FLEET_NAME_DEFAULTS } from "../../policy/contract";
+
+const MANAGED_TAG = { key: FLEET_NAME_DEFAULTS.managedTagKey, value: FLEET_NAME_DEFAULTS.managedTagValue };
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
 import { RecordingLogger } from "../functions/support/telemetry";
 import { RecordingFleetMetrics } from "../functions/fleet/support";
@@ -70,7 +73,7 @@ describe("fleet consumers against moto", () => {
       sqs: world.sqs,
       logger,
       metrics,
-      config: { jobsTable: TABLE, retentionDays: 7, queueUrl: termination.url, quarantineQueueUrl: terminationDlq.url },
+      config: { jobsTable: TABLE, retentionDays: 7, queueUrl: termination.url, quarantineQueueUrl: terminationDlq.url, runnerParameterPath: FLEET_NAME_DEFAULTS.runnerParameterPath },
     });
 
   const housekeepingHandler = (now: () => Date = () => new Date()) =>
@@ -92,6 +95,9 @@ describe("fleet consumers against moto", () => {
         pools: [],
         instancePrices: {},
         timeMarginMs: 10_000,
+        runnerParameterPath: FLEET_NAME_DEFAULTS.runnerParameterPath,
+        managedTag: MANAGED_TAG,
+        poolTagKey: FLEET_NAME_DEFAULTS.poolTagKey,
       },
     });
 

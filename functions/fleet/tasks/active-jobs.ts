@@ -1,5 +1,6 @@
 import { type DynamoDBClient, paginateQuery } from "@aws-sdk/client-dynamodb";
-import { ACTIVE_JOB_STATUSES, JOBS_TABLE } from "../jobs";
+import { JOBS_TABLE } from "../../../policy/contract";
+import { ACTIVE_JOB_STATUSES } from "../jobs";
 
 /** Whether any job on this instance is still queued or running (Query on the instance_id index). */
 export async function hasActiveJob(dynamodb: DynamoDBClient, table: string, instanceId: string): Promise<boolean> {

@@ -1,7 +1,6 @@
 import { type Instance, paginateDescribeInstances, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { logStep } from "../../shared/logger";
 import { chunks } from "../budget";
-import { MANAGED_TAG } from "../jobs";
 import { MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
 import type { Task } from "./types";
@@ -29,7 +28,7 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
     { client: deps.ec2 },
     {
       Filters: [
-        { Name: `tag:${MANAGED_TAG.key}`, Values: [MANAGED_TAG.value] },
+        { Name: `tag:${deps.config.managedTag.key}`, Values: [deps.config.managedTag.value] },
         { Name: "instance-state-name", Values: ["running", "pending"] },
       ],
     },

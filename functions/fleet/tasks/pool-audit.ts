@@ -1,6 +1,5 @@
 import { type Instance, paginateDescribeInstances } from "@aws-sdk/client-ec2";
 import { logStep } from "../../shared/logger";
-import { MANAGED_TAG, POOL_TAG } from "../jobs";
 import { emitWithDimension, MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
 import type { Task, TaskDeps } from "./types";
@@ -47,15 +46,15 @@ async function poolInstances(deps: TaskDeps): Promise<Map<string, Instance[]>> {
     { client: deps.ec2 },
     {
       Filters: [
-        { Name: `tag:${MANAGED_TAG.key}`, Values: [MANAGED_TAG.value] },
-        { Name: `tag:${POOL_TAG}`, Values: deps.config.pools },
+        { Name: `tag:${deps.config.managedTag.key}`, Values: [deps.config.managedTag.value] },
+        { Name: `tag:${deps.config.poolTagKey}`, Values: deps.config.pools },
         { Name: "instance-state-name", Values: [...RUNNING, ...STOPPED] },
       ],
     },
   );
   for await (const page of pages) {
     for (const i of page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []) {
-      const pool = i.Tags?.find((t) => t.Key === POOL_TAG)?.Value;
+      const pool = i.Tags?.find((t) => t.Key === deps.config.poolTagKey)?.Value;
       if (pool !== undefined) byPool.get(pool)?.push(i);
     }
   }

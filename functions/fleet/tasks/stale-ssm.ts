@@ -2,7 +2,7 @@ import { paginateDescribeInstances } from "@aws-sdk/client-ec2";
 import { DeleteParametersCommand, paginateGetParametersByPath } from "@aws-sdk/client-ssm";
 import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
-import { instanceIdOfParameter, RUNNER_PARAMETER_PATH } from "../jobs";
+import { instanceIdOfParameter } from "../jobs";
 import { MetricUnit } from "../telemetry";
 import type { Task, TaskDeps } from "./types";
 
@@ -38,10 +38,14 @@ async function liveInstances(deps: TaskDeps, ids: string[]): Promise<Set<string>
 }
 
 /** Names of this page's parameters old enough to judge, by the instance id in their path. */
-function judgeablePage(parameters: ReadonlyArray<{ Name?: string | undefined; LastModifiedDate?: Date | undefined }>, youngerThan: number): Map<string, string[]> {
+function judgeablePage(
+  runnerParameterPath: string,
+  parameters: ReadonlyArray<{ Name?: string | undefined; LastModifiedDate?: Date | undefined }>,
+  youngerThan: number,
+): Map<string, string[]> {
   const byInstance = new Map<string, string[]>();
   for (const p of parameters) {
-    const id = p.Name ? instanceIdOfParameter(p.Name) : null;
+    const id = p.Name ? instanceIdOfParameter(runnerParameterPath, p.Name) : null;
     if (!id || !p.Name) continue;
     if (p.LastModifiedDate && p.LastModifiedDate.getTime() > youngerThan) continue;
     byInstance.set(id, [...(byInstance.get(id) ?? []), p.Name]);
@@ -90,12 +94,12 @@ export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (d
     let staleThisPass = 0;
     const pages = paginateGetParametersByPath(
       { client: deps.ssm, pageSize: SSM_PAGE_SIZE },
-      { Path: RUNNER_PARAMETER_PATH, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
+      { Path: deps.config.runnerParameterPath, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
     );
     for await (const page of pages) {
       const parameters = page.Parameters ?? [];
       listed += parameters.length;
-      const byInstance = judgeablePage(parameters, youngerThan);
+      const byInstance = judgeablePage(deps.config.runnerParameterPath, parameters, youngerThan);
       const pageStale: string[] = [];
       for (const ids of chunks([...byInstance.keys()].filter((id) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
         const live = await liveInstances(deps, ids);

@@ -30,12 +30,18 @@ describe("fleet messages", () => {
   ];
   for (const [name, id] of names) {
     it(`instanceIdOfParameter(${name}) = ${id}`, () => {
-      expect(instanceIdOfParameter(name)).to.equal(id);
+      expect(instanceIdOfParameter("/runs-fleet/runners", name)).to.equal(id);
     });
   }
 
-  it("runnerConfigParameter is the seed's path", () => {
-    expect(runnerConfigParameter("i-1")).to.equal("/runs-fleet/runners/i-1/config");
+  it("runnerConfigParameter is the seed's path under the configured root", () => {
+    expect(runnerConfigParameter("/runs-fleet/runners", "i-1")).to.equal("/runs-fleet/runners/i-1/config");
+    expect(runnerConfigParameter("/encache-dev/runners", "i-1")).to.equal("/encache-dev/runners/i-1/config");
+  });
+
+  it("instanceIdOfParameter only matches under the configured root", () => {
+    expect(instanceIdOfParameter("/encache-dev/runners", "/encache-dev/runners/i-0123456789abcdef0/config")).to.equal("i-0123456789abcdef0");
+    expect(instanceIdOfParameter("/encache-dev/runners", "/runs-fleet/runners/i-0123456789abcdef0/config")).to.equal(null);
   });
 });
 
@@ -44,7 +50,7 @@ describe("fleet env config", () => {
   const housekeeping = { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL };
 
   it("termination: defaults the retention to the seed's 7 days", () => {
-    expect(parseTerminationConfig(termination)).to.deep.equal({ jobsTable: "jobs", retentionDays: 7, queueUrl: URL, quarantineQueueUrl: URL });
+    expect(parseTerminationConfig(termination)).to.deep.equal({ jobsTable: "jobs", retentionDays: 7, queueUrl: URL, quarantineQueueUrl: URL, runnerParameterPath: "/runs-fleet/runners" });
   });
 
   it("housekeeping: parses the JSON pools and price table", () => {
@@ -52,8 +58,23 @@ describe("fleet env config", () => {
     expect(c).to.deep.include({ pools: ["a", "b"], instancePrices: { "c7g.large": 0.07 }, maxRuntimeMinutes: 90, ssmMinAgeMinutes: 15, timeMarginMs: 10_000 });
   });
 
+  it("housekeeping: reads the runs-fleet names from the environment, defaulting to the seed's", () => {
+    const names = { RUNS_FLEET_MANAGED_TAG_KEY: "encache-dev:managed", RUNS_FLEET_MANAGED_TAG_VALUE: "yes", RUNS_FLEET_POOL_TAG_KEY: "encache-dev:pool", RUNS_FLEET_RUNNER_PARAMETER_PATH: "/encache-dev/runners" };
+    expect(parseHousekeepingConfig({ ...housekeeping, ...names })).to.deep.include({
+      managedTag: { key: "encache-dev:managed", value: "yes" },
+      poolTagKey: "encache-dev:pool",
+      runnerParameterPath: "/encache-dev/runners",
+    });
+    expect(parseHousekeepingConfig(housekeeping)).to.deep.include({
+      managedTag: { key: "runs-fleet:managed", value: "true" },
+      poolTagKey: "runs-fleet:pool",
+      runnerParameterPath: "/runs-fleet/runners",
+    });
+  });
+
   const bad: Array<[string, NodeJS.ProcessEnv, RegExp]> = [
     ["a missing table", { ...housekeeping, RUNS_FLEET_JOBS_TABLE: "" }, /RUNS_FLEET_JOBS_TABLE is required/],
+    ["a relative runner path", { ...housekeeping, RUNS_FLEET_RUNNER_PARAMETER_PATH: "runners/" }, /RUNS_FLEET_RUNNER_PARAMETER_PATH is invalid/],
     ["a bad queue URL", { ...housekeeping, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: "queue" }, /RUNS_FLEET_HOUSEKEEPING_DLQ_URL is invalid/],
     ["pools that are not JSON", { ...housekeeping, RUNS_FLEET_POOLS: "a,b" }, /RUNS_FLEET_POOLS is invalid \(must be JSON/],
     ["a negative price", { ...housekeeping, RUNS_FLEET_INSTANCE_PRICES: '{"a":-1}' }, /RUNS_FLEET_INSTANCE_PRICES is invalid/],

@@ -75,6 +75,7 @@ export function terminationConfig(overrides: Partial<TerminationConfig> = {}): T
     retentionDays: 7,
     queueUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/fleet-termination",
     quarantineQueueUrl: TERMINATION_DLQ_URL,
+    runnerParameterPath: "/runs-fleet/runners",
     ...overrides,
   };
 }
@@ -90,6 +91,9 @@ export function housekeepingConfig(overrides: Partial<HousekeepingConfig> = {}):
     pools: [],
     instancePrices: {},
     timeMarginMs: 10_000,
+    runnerParameterPath: "/runs-fleet/runners",
+    managedTag: { key: "runs-fleet:managed", value: "true" },
+    poolTagKey: "runs-fleet:pool",
     ...overrides,
   };
 }

@@ -5,9 +5,7 @@ import { expect } from "chai";
 import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
 import {
   DLQ_IAM_ACTIONS,
-  DLQ_IAM_PERMISSIONS,
   WINDOW_IAM_ACTIONS,
-  WINDOW_IAM_PERMISSIONS,
 } from "../../../functions/ingest/iam";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
 import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../support/ingest-deps";
@@ -50,7 +48,6 @@ describe("ingest IAM action lists match what the code calls", () => {
     await createWindowHandler(t.deps)(sqsEvent(sqsRecord(), sqsRecord("not json")));
 
     expect([...actionsSent(t)]).to.have.members([...WINDOW_IAM_ACTIONS]);
-    expect(WINDOW_IAM_PERMISSIONS.map((p) => p.action)).to.have.members([...WINDOW_IAM_ACTIONS]);
   });
 
   it("DLQ handler: every path together sends exactly DLQ_IAM_ACTIONS", async () => {
@@ -63,6 +60,5 @@ describe("ingest IAM action lists match what the code calls", () => {
     await handler(sqsEvent(sqsRecord())); // tag scan finds a running GPU → SSM write-back
 
     expect([...actionsSent(t)]).to.have.members([...DLQ_IAM_ACTIONS]);
-    expect(DLQ_IAM_PERMISSIONS.map((p) => p.action)).to.have.members([...DLQ_IAM_ACTIONS]);
   });
 });

@@ -5,7 +5,7 @@ import { expect } from "chai";
 import type { PoolClassConfig, RefillConfig } from "../../../functions/pool/config";
 import { parseRefillConfig } from "../../../functions/pool/config";
 import { clientToken, leaseKey, refillClass } from "../../../functions/pool/refill-class";
-import { runPoolInstancesStatements } from "../../../infra/iam/pool";
+import { poolStatements } from "../../../infra/parts/pool";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
 import { FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, instanceId, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
@@ -129,14 +129,17 @@ describe("pool refill", () => {
 
   it("request-tags every resource type the tag-conditioned RunInstances grant covers, with the grant's tag value", async () => {
     const t = arrange([], 2);
-    const grant = runPoolInstancesStatements({
+    const grant = poolStatements({
+      tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/pool-claims",
+      poolQueueArns: [],
+      refillDlqArn: "arn:aws:sqs:us-east-1:123456789012:pool-refill-dlq",
       region: "us-east-1",
       poolTag: POOL_TAG,
       launchTemplateArns: ["arn:aws:ec2:us-east-1:123456789012:launch-template/lt-0123"],
       subnetId: "subnet-1",
       securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
       instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance",
-    }).find((s) => s.Sid === "RunTaggedPoolInstances");
+    }).refill.find((s) => s.Sid === "RunTaggedPoolInstances");
     const conditioned = Object.entries((grant?.Condition?.["StringEquals"] ?? {}) as Record<string, string>).filter(([k]) => k.startsWith("aws:RequestTag/"));
     const resources = ([] as unknown[]).concat(grant?.Resource).map((arn) => /:([a-z-]+)\/\*$/.exec(String(arn))?.[1]);
     expect(conditioned, "the grant conditions on a request tag").to.have.length.greaterThan(0);

@@ -3,9 +3,9 @@ import { SendMessageBatchCommand, SendMessageCommand } from "@aws-sdk/client-sqs
 import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
-import { LAUNCHER_CALLED_ACTIONS, LAUNCHER_CALLED_PERMISSIONS, LAUNCHER_IAM_ACTIONS, type RetrainingResource } from "../../../functions/retraining/iam";
+import { LAUNCHER_CALLED_ACTIONS, LAUNCHER_GRANTS, LAUNCHER_IAM_ACTIONS, type RetrainingResource } from "../../../functions/retraining/iam";
 import { allowedActions } from "../../../infra/iam/document";
-import { type LauncherAccess, launcherStatements } from "../../../infra/iam/retraining";
+import { type LauncherAccess, launcherStatements } from "../../../infra/parts/retraining";
 import { sqsEvent, sqsRecord } from "../support/sqs-events";
 import { mockedLauncherDeps, retrainingBody } from "./support";
 
@@ -85,12 +85,14 @@ describe("retraining IAM resources", () => {
     "quarantine-queue": ACCESS.quarantineQueueArn,
     "retraining-queue": ACCESS.retrainingQueueArn,
   };
-  for (const p of LAUNCHER_CALLED_PERMISSIONS) {
-    const arn = ARN_OF[p.resource];
+  for (const g of LAUNCHER_GRANTS) {
+    const arn = ARN_OF[g.resource];
     if (arn === undefined) continue;
-    it(`${p.action} on ${p.resource} is granted on that resource`, () => {
-      const granted = launcherStatements(ACCESS).some((s) => s.Action.includes(p.action) && [s.Resource].flat().includes(arn));
-      expect(granted).to.equal(true);
-    });
+    for (const action of g.actions) {
+      it(`${action} on ${g.resource} is granted on that resource`, () => {
+        const granted = launcherStatements(ACCESS).some((s) => s.Action.includes(action) && [s.Resource].flat().includes(arn));
+        expect(granted).to.equal(true);
+      });
+    }
   }
 });

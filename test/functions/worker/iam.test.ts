@@ -1,9 +1,9 @@
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
-import { AGENT_METHOD_ACTIONS, WORKER_IAM_ACTIONS, WORKER_IAM_PERMISSIONS } from "../../../functions/worker/iam";
+import { AGENT_METHOD_ACTIONS, WORKER_GRANTS, WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
 import { createWorker } from "../../../functions/worker/worker";
 import { allowedActions } from "../../../infra/iam/document";
-import { workerTaskRoleStatements } from "../../../infra/iam/worker";
+import { workerTaskRoleStatements } from "../../../infra/parts/worker";
 import { FakeEcsAgent } from "./support/agent";
 import { job, message, mockedWorkerDeps, sleep, waitFor } from "./support/worker-deps";
 
@@ -38,6 +38,6 @@ describe("worker IAM: the action list matches what the code calls", function () 
   it("the task role's statements grant exactly WORKER_IAM_ACTIONS", () => {
     const statements = workerTaskRoleStatements({ workQueueArn: "q", workDlqArn: "d", clusterArn: "arn:aws:ecs:us-east-1:123456789012:cluster/c" });
     expect(allowedActions(statements)).to.deep.equal([...WORKER_IAM_ACTIONS].sort());
-    expect(WORKER_IAM_PERMISSIONS.filter((p) => p.resource === "work-dlq").map((p) => p.action)).to.deep.equal(["sqs:SendMessage"]);
+    expect(WORKER_GRANTS.filter((g) => g.resource === "work-dlq").flatMap((g) => g.actions)).to.deep.equal(["sqs:SendMessage"]);
   });
 });

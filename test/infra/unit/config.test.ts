@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { configKey, parseStackConfig, requiredVisibilityTimeoutSeconds, StackConfigError } from "../../../infra/config";
+import { configKey, parseStackConfig, StackConfigError } from "../../../infra/config";
+import { requiredVisibilityTimeoutSeconds } from "../../../policy/contract";
 import { devConfig, withValue } from "../support/stack-config";
 
 function configError(raw: unknown): StackConfigError {

@@ -6,7 +6,7 @@ import { REPO_ROOT } from "../../../infra/bundle";
 import { validateTableArgs } from "../../../infra/components/table";
 import { parseStackConfig } from "../../../infra/config";
 import { allowedActions } from "../../../infra/iam/document";
-import { housekeepingStatements, terminateManagedStatement, terminationStatements } from "../../../infra/iam/fleet";
+import { fleetStatements } from "../../../infra/parts/fleet";
 import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
 import { housekeepingMessage, jobsTableSpec } from "../../../infra/parts/fleet";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
@@ -88,7 +88,18 @@ describe("fleet part pure pieces", () => {
     ]);
   });
 
-  const scope = { region: "us-east-1", accountId: "123456789012", tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/jobs", quarantineQueueArn: "arn:aws:sqs:us-east-1:123456789012:dlq" };
+  const names = { managedTagKey: "runs-fleet:managed", managedTagValue: "true", poolTagKey: "runs-fleet:pool", runnerParameterPath: "/runs-fleet/runners", metricsNamespace: "RunsFleet" };
+  const scope = {
+    region: "us-east-1",
+    accountId: "123456789012",
+    tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/jobs",
+    terminationDlqArn: "arn:aws:sqs:us-east-1:123456789012:termination-dlq",
+    housekeepingDlqArn: "arn:aws:sqs:us-east-1:123456789012:housekeeping-dlq",
+    names,
+  };
+  const terminationStatements = (s: typeof scope) => fleetStatements(s).termination;
+  const housekeepingStatements = (s: typeof scope) => fleetStatements(s).housekeeping;
+  const terminateManaged = (s: typeof scope) => housekeepingStatements(s).find((st) => st.Sid === "TerminateManagedInstances")!;
 
   it("the termination role grants exactly what its code calls", () => {
     expect(allowedActions(terminationStatements(scope))).to.deep.equal([...TERMINATION_IAM_ACTIONS].sort());
@@ -98,7 +109,9 @@ describe("fleet part pure pieces", () => {
     expect(allowedActions(housekeepingStatements(scope))).to.deep.equal([...HOUSEKEEPING_IAM_ACTIONS].sort());
   });
 
-  it("TerminateInstances is conditioned on runs-fleet:managed=true", () => {
-    expect(terminateManagedStatement(scope).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true" } });
+  it("TerminateInstances is conditioned on the configured managed tag (runs-fleet:managed=true by default)", () => {
+    expect(terminateManaged(scope).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true" } });
+    const renamed = { ...scope, names: { ...names, managedTagKey: "encache-dev:managed", managedTagValue: "yes" } };
+    expect(terminateManaged(renamed).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache-dev:managed": "yes" } });
   });
 });

@@ -1,30 +1,69 @@
 import { expect } from "chai";
+import type { Grant } from "../../../policy/contract";
 import { allowedActions } from "../../../infra/iam/document";
-import { dlqConsumerStatements, gpuEc2PolicyStatements, windowConsumerStatements } from "../../../infra/iam/ingest";
+import { statementsFor } from "../../../infra/iam/grants";
+import { gpuEc2Statements, ingestStatements } from "../../../infra/parts/ingest";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 
-const access = { parameterArn: "arn:param", quarantineQueueArn: "arn:quarantine", dlqArn: "arn:dlq" };
+describe("statementsFor: a role's statements derived from the grants beside the code", () => {
+  const grants = [
+    { sid: "Read", actions: ["s3:GetObject"], resource: "bucket" },
+    { sid: "Pass", actions: ["iam:PassRole"], resource: "role", condition: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } } },
+  ] as const satisfies readonly Grant[];
 
-describe("IAM as plain data (infra/iam)", () => {
+  it("makes one statement per grant, in order, with the grant's Sid and actions and the binding's resource", () => {
+    // Act
+    const statements = statementsFor(grants, { bucket: { resource: "arn:bucket" }, role: { resource: ["arn:a", "arn:b"] } });
+
+    // Assess
+    expect(statements).to.deep.equal([
+      { Sid: "Read", Effect: "Allow", Action: ["s3:GetObject"], Resource: "arn:bucket" },
+      { Sid: "Pass", Effect: "Allow", Action: ["iam:PassRole"], Resource: ["arn:a", "arn:b"], Condition: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } } },
+    ]);
+  });
+
+  it("merges the grant's conditions with the binding's, operator by operator", () => {
+    // Act
+    const [, pass] = statementsFor(grants, {
+      bucket: { resource: "arn:bucket" },
+      role: { resource: "arn:a", condition: { StringEquals: { "aws:ResourceTag/team": "ml" }, ArnEquals: { "ecs:cluster": "arn:c" } } },
+    });
+
+    // Assess
+    expect(pass!.Condition).to.deep.equal({
+      StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com", "aws:ResourceTag/team": "ml" },
+      ArnEquals: { "ecs:cluster": "arn:c" },
+    });
+  });
+
+  it("never shares the grant's action list with the statement (editing one cannot change the other)", () => {
+    const [read] = statementsFor(grants, { bucket: { resource: "arn:bucket" }, role: { resource: "arn:a" } });
+    expect(read!.Action).to.not.equal(grants[0].actions);
+  });
+});
+
+describe("ingest statements (infra/parts/ingest.ts bindings)", () => {
+  const access = { parameterArn: "arn:param", quarantineQueueArn: "arn:quarantine", dlqArn: "arn:dlq" };
+
   it("grants the window consumer exactly what its code calls", () => {
-    expect(allowedActions(windowConsumerStatements(access))).to.deep.equal([...WINDOW_IAM_ACTIONS].sort());
+    expect(allowedActions(ingestStatements(access).window)).to.deep.equal([...WINDOW_IAM_ACTIONS].sort());
   });
 
   it("grants the DLQ consumer exactly what its code calls, inline plus the GPU EC2 policy", () => {
-    const granted = allowedActions([...dlqConsumerStatements(access), ...gpuEc2PolicyStatements({ region: "us-east-1", nameTag: "gpu" })]);
+    const granted = allowedActions([...ingestStatements(access).dlq, ...gpuEc2Statements({ region: "us-east-1", nameTag: "gpu" })]);
     expect(granted).to.deep.equal([...DLQ_IAM_ACTIONS].sort());
   });
 
   it("scopes StartInstances by the Name tag condition and SSM to the one parameter", () => {
-    const [start] = gpuEc2PolicyStatements({ region: "eu-west-1", nameTag: "encache-gpu-worker" });
+    const [start] = gpuEc2Statements({ region: "eu-west-1", nameTag: "encache-gpu-worker" });
     expect(start).to.deep.include({ Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:eu-west-1:*:instance/*" });
     expect(start!.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } });
-    const ssm = windowConsumerStatements(access).filter((s) => s.Action.some((a) => a.startsWith("ssm:")));
+    const ssm = ingestStatements(access).window.filter((s) => s.Action.some((a) => a.startsWith("ssm:")));
     expect(ssm.map((s) => s.Resource)).to.deep.equal(["arn:param"]);
   });
 
   it("never uses a wildcard action", () => {
-    const all = [...windowConsumerStatements(access), ...dlqConsumerStatements(access), ...gpuEc2PolicyStatements({ region: "r", nameTag: "n" })];
-    for (const a of allowedActions(all)) expect(a).to.match(/^[a-z0-9]+:[A-Za-z]+$/);
+    const { window, dlq } = ingestStatements(access);
+    for (const a of allowedActions([...window, ...dlq, ...gpuEc2Statements({ region: "r", nameTag: "n" })])) expect(a).to.match(/^[a-z0-9]+:[A-Za-z]+$/);
   });
 });

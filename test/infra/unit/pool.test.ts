@@ -3,7 +3,10 @@ import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/
 import { poolLaunchTemplateDefaults, resolvePoolLaunchTemplateArgs } from "../../../infra/components/pool-launch-template";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
 import { allowedActions, type Statement } from "../../../infra/iam/document";
-import { claimStatements, refillStatements } from "../../../infra/iam/pool";
+import { poolStatements } from "../../../infra/parts/pool";
+
+const refillStatements = (a: Parameters<typeof poolStatements>[0]) => poolStatements(a).refill;
+const claimStatements = (a: Parameters<typeof poolStatements>[0]) => poolStatements(a).claim;
 import { poolCrossFieldIssues } from "../../../infra/parts/pool.config";
 import { allowStatements, unscopedLaunchGrant } from "../../../policy/rules/ec2-launch-grants-scoped";
 import { devConfig, withValue } from "../support/stack-config";
@@ -104,7 +107,10 @@ describe("pool IAM statements", () => {
     const s = refillStatements(args);
     expect(bySid(s, "StartPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache:pool": "encache-warm-pool-dev" } });
     expect(bySid(s, "RunTaggedPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:RequestTag/encache:pool": "encache-warm-pool-dev" } });
-    expect(bySid(s, "TagOnLaunch")?.Condition).to.deep.equal({ StringEquals: { "ec2:CreateAction": "RunInstances" } });
+    // Tagging at launch is allowed only as part of RunInstances, and only with the pool tag in the request.
+    expect(bySid(s, "TagOnLaunch")?.Condition).to.deep.equal({
+      StringEquals: { "ec2:CreateAction": "RunInstances", "aws:RequestTag/encache:pool": "encache-warm-pool-dev" },
+    });
   });
 
   it("passes only the instance role, and only to EC2", () => {

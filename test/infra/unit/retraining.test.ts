@@ -3,12 +3,12 @@ import { parseStackConfig, StackConfigError } from "../../../infra/config";
 import {
   ecrRepositoryArn,
   executionRoleStatements,
-  fargateSizeProblem,
   resolveFargateTaskDefinitionArgs,
 } from "../../../infra/components/fargate-task-definition";
 import { allowedActions } from "../../../infra/iam/document";
 import { strategyFamily } from "../../../infra/parts/retraining";
-import { FARGATE_CPU_UNITS, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { FARGATE_CPU_UNITS, fargateSizeProblem } from "../../../policy/contract";
+import { retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
 import { devConfig, withValue } from "../support/stack-config";
 
 function configError(raw: Record<string, unknown>): string {

@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
-import { fargateSizeProblem, workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/parts/worker.config";
-import { clusterTasksArn } from "../../../infra/iam/worker";
+import { fargateSizeProblem } from "../../../policy/contract";
+import { workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/parts/worker.config";
+import { clusterTasksArn } from "../../../infra/parts/worker";
 import { devConfig, withValue } from "../support/stack-config";
 
 function keysOf(raw: Record<string, unknown>): string[] {

@@ -2,7 +2,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { settleBatch } from "../../../local/event-source";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../local/sqs-record";
-import type { SqsBatchHandler } from "../../../functions/ingest/window-handler";
+import type { SqsBatchHandler } from "../../../functions/shared/sqs";
 
 export interface MappingTarget {
   queueUrl: string;

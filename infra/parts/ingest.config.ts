@@ -1,0 +1,107 @@
+import { z } from "zod";
+import {
+  INSTANCE_TYPE_PATTERN,
+  requiredVisibilityTimeoutSeconds,
+  SQS_MAX_RETENTION_SECONDS,
+  SQS_MAX_VISIBILITY_SECONDS,
+  VISIBILITY_TIMEOUT_MULTIPLIER,
+} from "../../policy/contract";
+
+/**
+ * `encache:gpu` and `encache:ingest` (part 1, seed 000): the GPU instance, and the ingest queue,
+ * its DLQ and their two consumers.
+ */
+
+
+const positiveInt = (max: number) => z.number().int().min(1).max(max);
+
+/** A Lambda queue consumer's sizing. */
+export const consumerSchema = z.object({
+  /** Lambda timeout in seconds (1–900). */
+  timeoutSeconds: positiveInt(900),
+  /** Lambda memory in MB (128–10240). */
+  memoryMb: z.number().int().min(128).max(10_240).default(256),
+  /** SQS batch size (1–10000; above 10 needs a batching window). */
+  batchSize: positiveInt(10_000),
+  /** Batching window in seconds (0–300). */
+  batchingWindowSeconds: z.number().int().min(0).max(300).default(0),
+  /** Event source mapping maximum concurrency (2–1000). */
+  maxConcurrency: z.number().int().min(2).max(1000),
+});
+export type ConsumerConfig = z.output<typeof consumerSchema>;
+
+export const gpuConfigSchema = z.object({
+  /** EC2 instance type of the GPU worker. */
+  instanceType: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge"),
+  /** Value of the instance's `Name` tag; the auto-starter's tag scan looks for it. */
+  nameTag: z.string().min(1).max(255).default("encache-gpu-worker"),
+  /** SSM parameter that holds the instance id (or the sentinel `none`). */
+  instanceIdParameter: z
+    .string()
+    .regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path")
+    .default("/encache/gpu/instance_id"),
+  /** Public SSM parameter that resolves the AMI id. */
+  amiParameter: z
+    .string()
+    .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
+    .default("/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
+  /** Root gp3 volume size in GiB. */
+  rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
+  /** TCP port of the GPU ingest service. */
+  servicePort: z.number().int().min(1).max(65_535),
+  /** HTTP path the window consumer POSTs each window to. */
+  servicePath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path"),
+  /** Per-request timeout of the POST to the GPU service, in ms. */
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+});
+export type GpuConfig = z.output<typeof gpuConfigSchema>;
+
+export const ingestConfigSchema = z
+  .object({
+    /** Visibility timeout of the ingest queue; must cover the window consumer. */
+    queueVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
+    /** Retention of the ingest queue (its DLQ keeps 14 days). */
+    messageRetentionSeconds: z.number().int().min(60).max(SQS_MAX_RETENTION_SECONDS).default(345_600),
+    /** Visibility timeout of the ingest DLQ; must cover the DLQ consumer. */
+    dlqVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
+    /** How long a parked DLQ message stays hidden while the GPU boots (seed: 900). */
+    dlqParkSeconds: z.number().int().min(0).max(SQS_MAX_VISIBILITY_SECONDS).default(900),
+    window: consumerSchema,
+    dlqConsumer: consumerSchema.extend({
+      /** The seed reads the DLQ one message per invocation. */
+      batchSize: z.literal(1, { message: "must be 1: the DLQ consumer parks messages one at a time (seed 000)" }),
+    }),
+  })
+  .superRefine((c, ctx) => {
+    for (const issue of ingestConfigProblems(c)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+  });
+export type IngestConfig = z.output<typeof ingestConfigSchema>;
+
+/** Cross-field checks, pure: paths are relative to `encache:ingest`. */
+export function ingestConfigProblems(
+  c: Pick<IngestConfig, "queueVisibilityTimeoutSeconds" | "dlqVisibilityTimeoutSeconds" | "messageRetentionSeconds" | "window" | "dlqConsumer">,
+): Array<{ path: Array<string | number>; message: string }> {
+  const problems: Array<{ path: Array<string | number>; message: string }> = [];
+  const consumers = [
+    { key: "window", visibilityKey: "queueVisibilityTimeoutSeconds", visibility: c.queueVisibilityTimeoutSeconds, consumer: c.window },
+    { key: "dlqConsumer", visibilityKey: "dlqVisibilityTimeoutSeconds", visibility: c.dlqVisibilityTimeoutSeconds, consumer: c.dlqConsumer },
+  ] as const;
+  for (const { key, visibilityKey, visibility, consumer } of consumers) {
+    const needed = requiredVisibilityTimeoutSeconds(consumer.timeoutSeconds, consumer.batchingWindowSeconds);
+    if (visibility < needed) {
+      problems.push({
+        path: [visibilityKey],
+        message: `must be at least ${VISIBILITY_TIMEOUT_MULTIPLIER} × ingest.${key}.timeoutSeconds + ingest.${key}.batchingWindowSeconds = ${needed} (got ${visibility})`,
+      });
+    }
+  }
+  for (const { key, consumer } of consumers) {
+    if (consumer.batchSize > 10 && consumer.batchingWindowSeconds === 0) {
+      problems.push({ path: [key, "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
+    }
+  }
+  if (c.messageRetentionSeconds >= SQS_MAX_RETENTION_SECONDS) {
+    problems.push({ path: ["messageRetentionSeconds"], message: "must be below 14 days: the DLQ keeps 14 days and must outlive its source" });
+  }
+  return problems;
+}

@@ -1,0 +1,84 @@
+import * as pulumi from "@pulumi/pulumi";
+import { PART_TAG } from "../../policy/contract";
+import type { StackConfig } from "../config";
+import type { FargateCluster } from "../components/fargate-cluster";
+
+/** The stack-wide settings every part applies the same way. */
+export interface PlatformSettings {
+  /** Short environment name (`dev`, `prod`), in names and tags. */
+  environment: string;
+  /** CloudWatch log retention of every function and task, in days. */
+  logRetentionDays: number;
+  /** Termination/deletion protection of stateful resources. */
+  deletionProtection: boolean;
+  /** SNS topics every DLQ depth alarm notifies. */
+  alarmActions: string[];
+  /** Receives before a message moves to its DLQ. */
+  maxReceiveCount: number;
+}
+
+/** What the composition root hands every part, besides the part's own config slice. */
+export interface PartArgs {
+  /** AWS region the stack deploys to (ARN patterns, the awslogs driver). */
+  region: string;
+  /** The platform VPC: functions and tasks run in its private subnets. */
+  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]> };
+  /** The platform's one ECS cluster (retraining tasks, the queue worker). */
+  cluster: FargateCluster;
+  platform: PlatformSettings;
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+/** The stack-wide slice of the config. Pure. */
+export function platformSettings(c: StackConfig): PlatformSettings {
+  return {
+    environment: c.environment,
+    logRetentionDays: c.logRetentionDays,
+    deletionProtection: c.deletionProtection,
+    alarmActions: c.alarmActions,
+    maxReceiveCount: c.queues.maxReceiveCount,
+  };
+}
+
+/** The first private subnet, for a single instance (the GPU). */
+export function firstSubnet(privateSubnetIds: pulumi.Input<string[]>): pulumi.Output<string> {
+  return pulumi.output(privateSubnetIds).apply((ids) => {
+    const first = ids[0];
+    if (!first) throw new Error("the network has no private subnet for the instance");
+    return first;
+  });
+}
+
+/** The five sizing fields a QueueConsumer takes, picked from a consumer's config block. Pure. */
+export function consumerSizing(c: {
+  timeoutSeconds: number;
+  memoryMb: number;
+  batchSize: number;
+  batchingWindowSeconds: number;
+  maxConcurrency: number;
+}): { timeoutSeconds: number; memoryMb: number; batchSize: number; batchingWindowSeconds: number; maxConcurrency: number } {
+  return {
+    timeoutSeconds: c.timeoutSeconds,
+    memoryMb: c.memoryMb,
+    batchSize: c.batchSize,
+    batchingWindowSeconds: c.batchingWindowSeconds,
+    maxConcurrency: c.maxConcurrency,
+  };
+}
+
+/** What every step of a part's recipe needs: its name (the prefix of child names), args, tags and parent. */
+export interface PartScope<A extends PartArgs> {
+  name: string;
+  args: A;
+  /** The part's tags: the stack's, plus `encache:part=<part>`. */
+  tags: Record<string, string>;
+  parent: pulumi.Resource;
+}
+
+export function partScope<A extends PartArgs>(parent: pulumi.Resource, name: string, args: A, part: string): PartScope<A> {
+  return { name, args, tags: { ...(args.tags ?? {}), [PART_TAG]: part }, parent };
+}

@@ -1,0 +1,12 @@
+/** SQS's own limits, which the program's config checks and the functions' env checks share. */
+/** A message's visibility timeout: at most 12 hours. */
+export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+/** A queue's retention: 60 s to 14 days. A DLQ keeps the maximum, so it outlives its source. */
+export const SQS_MAX_RETENTION_SECONDS = 1_209_600;
+/** AWS advises visibility ≥ 6 × function timeout + batching window for Lambda SQS consumers. */
+export const VISIBILITY_TIMEOUT_MULTIPLIER = 6;
+
+/** Visibility a queue needs so Lambda never sees a message twice while a batch is in flight. Pure. */
+export function requiredVisibilityTimeoutSeconds(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
+  return VISIBILITY_TIMEOUT_MULTIPLIER * functionTimeoutSeconds + batchingWindowSeconds;
+}

@@ -1,0 +1,25 @@
+/**
+ * DynamoDB table shapes: the program declares these keys and indexes, the functions read and
+ * write them, the local runtime creates them in moto.
+ */
+
+/** Part 3 (fleet): one item per job. */
+export const JOBS_TABLE = {
+  hashKey: "job_id",
+  /** Epoch seconds; DynamoDB's TTL deletes the item after it. */
+  ttlAttribute: "expires_at",
+  /**
+   * "Completed before a cutoff" as a Query. Partition: the terminal status (4 values), sort:
+   * completed_at (RFC 3339, UTC, lexically ordered). Sparse: running/queued jobs carry no
+   * completed_at, so they are not in the index at all.
+   */
+  completedIndex: { name: "status-completed_at-index", hashKey: "status", rangeKey: "completed_at" },
+  /** "Which jobs ran on this instance" (the orphan and idle checks); projects the status. */
+  instanceIndex: { name: "instance_id-index", hashKey: "instance_id" },
+} as const;
+
+/** Part 2 (retraining): one item per model (its last launch) plus the capacity lease items. */
+export const RETRAINING_STATE_TABLE = { hashKey: "model_name" } as const;
+
+/** Part 5 (pool): one claim lock or refill lease per key, expiring by TTL. */
+export const CLAIM_TABLE = { hashKey: "instance_id", ttlAttribute: "expires_at" } as const;
