@@ -1,7 +1,7 @@
 /** policy/rules/dlq-consumer-can-start-gpu.ts, against the ingest recording (its DLQ consumer and the gpu-ec2 grant). */
 import type { RecordedResource } from "../../../policy/testing/types";
 import { U, ingestRecording } from "../helpers/ingest";
-import { editInput, find, remove, setInput } from "../helpers/recording";
+import { T, doc, editInput, find, fn, mapping, queue, queueArn, remove, role, setInput, urnOf } from "../helpers/recording";
 import { evaluate, expectNoViolationOf, expectNoViolations, expectPolicies, expectViolation } from "../helpers/violations";
 
 const POLICY = "dlq-consumer-can-start-gpu";
@@ -10,6 +10,17 @@ type Doc = { Statement: Record<string, unknown>[] };
 const editDoc = (rs: RecordedResource[], urn: string, edit: (d: Doc) => void) => editInput<Doc>(rs, urn, "policy", edit);
 /** Launch grants stay tag-conditioned so that only the rule under test is exercised. */
 const onGpuTag = { StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } };
+
+const jobsDlq = urnOf(T.queue, "jobs-dlq");
+const drainFn = urnOf(T.fn, "drain");
+/** A source queue redriving to jobs-dlq, drained by a function whose role has these inline statements. */
+const drainedDlq = (...statements: Record<string, unknown>[]) => [
+  queue("jobs-dlq", { messageRetentionSeconds: 1_209_600, visibilityTimeoutSeconds: 400 }),
+  queue("jobs", { redrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn("jobs-dlq"), maxReceiveCount: 3 }) }, { deps: { redrivePolicy: [jobsDlq] } }),
+  role("drain", { inlinePolicies: [{ name: "own", policy: JSON.stringify(doc(...statements)) }] }),
+  fn("drain", { timeout: 60 }, { deps: { role: [urnOf(T.role, "drain")] } }),
+  mapping("drain", { functionResponseTypes: ["ReportBatchItemFailures"] }, { deps: { eventSourceArn: [jobsDlq], functionName: [drainFn] } }),
+];
 
 describe(POLICY, () => {
   it("passes the good ingest recording", async () => {
@@ -21,8 +32,34 @@ describe(POLICY, () => {
     expectNoViolations(violations);
   });
 
+  describe("built in one line", () => {
+    it("passes a DLQ consumer whose role may start and describe instances", async () => {
+      // Prepare
+      const rs = drainedDlq({ Effect: "Allow", Action: ["ec2:StartInstances", "ec2:DescribeInstances"], Resource: "*", Condition: onGpuTag });
+      // Act
+      const violations = await evaluate(rs);
+      // Assess: the built DLQ has no depth alarm, which is another rule's concern.
+      expectNoViolationOf(violations, POLICY);
+    });
+
+    it("fails a DLQ consumer whose role may only describe them", async () => {
+      // Prepare
+      const rs = drainedDlq({ Effect: "Allow", Action: "ec2:DescribeInstances", Resource: "*" });
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: drainFn,
+        message: /DLQ consumer 'drain' \(reads jobs-dlq\) cannot start the GPU instance: role 'drain' is not allowed ec2:StartInstances\.$/,
+        also: [["dlq-has-depth-alarm", jobsDlq]],
+      });
+    });
+  });
+
   describe("fails", () => {
-    const cases: { title: string; message?: RegExp; also?: [string, string][]; mutate: (rs: RecordedResource[]) => void }[] = [
+    const cases: { title: string; urn?: string; message?: RegExp; also?: [string, string][]; mutate: (rs: RecordedResource[]) => void }[] = [
       {
         title: "when the DLQ consumer's gpu-ec2 attachment is removed",
         message: /ingest-dlq-consumer.*ec2:StartInstances, ec2:DescribeInstances/,
@@ -50,6 +87,21 @@ describe(POLICY, () => {
           editDoc(rs, U.dlqPolicy, (d) => d.Statement.push({ Effect: "Allow", NotAction: ["ec2:*", "iam:*"], Resource: "*" }));
         },
       },
+      {
+        title: "when the consumer's role is not a Role in the stack (nothing to verify)",
+        message: /DLQ consumer 'ingest-dlq-consumer' \(reads ingest-dlq\) has a role that is not a Role in this stack/,
+        mutate: (rs) => {
+          find(rs, U.dlqFn).propertyDependencies.role = [];
+        },
+      },
+      {
+        title: "when the DLQ's mapping names no Function in the stack",
+        urn: U.dlqMapping,
+        message: /Event source mapping 'ingest-dlq-consumer' reads DLQ 'ingest-dlq' but its functionName is not/,
+        mutate: (rs) => {
+          find(rs, U.dlqMapping).propertyDependencies.functionName = [];
+        },
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {
@@ -59,7 +111,7 @@ describe(POLICY, () => {
         // Act
         const violations = await evaluate(rs);
         // Assess
-        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.dlqFn, message: c.message, also: c.also });
+        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: c.urn ?? U.dlqFn, message: c.message, also: c.also });
       });
     }
   });
