@@ -2,13 +2,14 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import type { Policies, PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { evaluatePolicies, UNKNOWN } from "../../policy/testing/evaluate";
-import type { PolicyPackConfig, RecordedResource } from "../../policy/testing/types";
-import { policies } from "../../policy/policies";
-import { T, U, find, ingestRecording, remove, setInput } from "./fixtures/ingest";
+import { evaluatePolicies, UNKNOWN } from "../../../policy/testing/evaluate";
+import type { PolicyPackConfig, RecordedResource } from "../../../policy/testing/types";
+import { policies } from "../../../policy/policies";
+import { U, ingestRecording } from "../helpers/ingest";
+import { T, find, remove, setInput } from "../helpers/recording";
 
 function loadConfig(stack: string): PolicyPackConfig {
-  const file = path.resolve(__dirname, "../../policy", `config.${stack}.json`);
+  const file = path.resolve(__dirname, "../../../policy", `config.${stack}.json`);
   return JSON.parse(readFileSync(file, "utf8")) as PolicyPackConfig;
 }
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { actionPatternMatches, isActionAllowed, isWildcardAction, readPolicyDocument, wildcardGrants } from "../../policy/lib/iam";
+import { actionPatternMatches, isActionAllowed, isWildcardAction, readPolicyDocument, wildcardGrants } from "../../../policy/lib/iam";
 
 describe("policy/lib/iam", () => {
   it("matches IAM action globs case-insensitively", () => {

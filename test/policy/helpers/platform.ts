@@ -1,0 +1,57 @@
+/**
+ * A GOOD recording for the rules several parts share (tables, schedules, terminal DLQ sinks): the
+ * ingest recording plus a state table, a scheduler DLQ with its depth alarm, and a nightly
+ * schedule that targets the ingest queue and dead-letters into that DLQ.
+ */
+import type { RecordedResource } from "../../../policy/testing/types";
+import { U, ingestRecording } from "./ingest";
+import { T, add, find, resource, setInput, urnOf } from "./recording";
+
+export const X = {
+  table: urnOf(T.table, "state"),
+  schedule: urnOf(T.schedule, "nightly"),
+  scheduleDlq: urnOf(T.queue, "schedules-dlq"),
+  scheduleDlqAlarm: urnOf(T.alarm, "schedules-dlq-depth"),
+  scheduleRole: urnOf(T.role, "nightly-role"),
+  eventTarget: urnOf(T.eventTarget, "on-event"),
+} as const;
+
+export function platformRecording(): RecordedResource[] {
+  const rs = ingestRecording();
+  add(
+    rs,
+    resource(T.table, "state", { hashKey: "model_name", attributes: [{ name: "model_name", type: "S" }], billingMode: "PAY_PER_REQUEST", pointInTimeRecovery: { enabled: true } }),
+    resource(T.queue, "schedules-dlq", { messageRetentionSeconds: 1_209_600, sqsManagedSseEnabled: true, tags: { "encache:queue-role": "dlq" } }),
+    resource(
+      T.alarm,
+      "schedules-dlq-depth",
+      { metricName: "ApproximateNumberOfMessagesVisible", namespace: "AWS/SQS", dimensions: { QueueName: "schedules-dlq" } },
+      { deps: { dimensions: [X.scheduleDlq] } },
+    ),
+    resource(T.role, "nightly-role", { assumeRolePolicy: { Version: "2012-10-17", Statement: [] } }),
+    resource(
+      T.schedule,
+      "nightly",
+      {
+        scheduleExpression: "rate(1 day)",
+        flexibleTimeWindow: { mode: "OFF" },
+        target: {
+          arn: "arn:aws:sqs:eu-west-1:123456789012:ingest",
+          roleArn: "arn:aws:iam::123456789012:role/nightly-role",
+          input: '{"trigger":"scheduled"}',
+          retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 },
+          deadLetterConfig: { arn: "arn:aws:sqs:eu-west-1:123456789012:schedules-dlq" },
+        },
+      },
+      { deps: { target: [U.ingest, X.scheduleRole, X.scheduleDlq] } },
+    ),
+  );
+  return rs;
+}
+
+/** Edits the nightly schedule's target (a copy, written back to inputs and outputs). */
+export function setTarget(rs: RecordedResource[], edit: (t: Record<string, unknown>) => void): void {
+  const t = structuredClone(find(rs, X.schedule).inputs.target) as Record<string, unknown>;
+  edit(t);
+  setInput(rs, X.schedule, "target", t);
+}

@@ -1,0 +1,61 @@
+/**
+ * Act and Assess for the rule tests: run the whole pack over a recording (as `pulumi preview
+ * --policy-pack` would), then check exactly which (policy, URN) pairs fired.
+ */
+import { expect } from "chai";
+import { evaluatePolicies, type EvaluateOptions } from "../../../policy/testing/evaluate";
+import type { RecordedResource, Violation } from "../../../policy/testing/types";
+import { policies } from "../../../policy/policies";
+
+/** Act: the whole pack, so a case also proves no OTHER rule fires on its resources. */
+export function evaluate(resources: RecordedResource[], options: EvaluateOptions = {}): Promise<Violation[]> {
+  return evaluatePolicies(resources, policies, options);
+}
+
+export interface Expected {
+  policy: string;
+  level: Violation["enforcementLevel"];
+  urn: string | null;
+  /** Some violation of `policy` (the only one, when `count` is 1) has a matching message. */
+  message?: RegExp;
+  /** How many violations `policy` reports on `urn` (default 1). */
+  count?: number;
+  /** Other (policy, URN) pairs the case legitimately trips as well. */
+  also?: [string, string][];
+}
+
+/** Assess: `policy` fired on `urn` only, at `level`, and nothing else fired but `also`. */
+export function expectViolation(violations: Violation[], e: Expected): void {
+  const dump = JSON.stringify(violations, null, 2);
+  const mine = violations.filter((v) => v.policy === e.policy);
+  expect(
+    mine.map((v) => [v.urn, v.enforcementLevel]),
+    dump,
+  ).to.deep.equal(Array.from({ length: e.count ?? 1 }, () => [e.urn, e.level]));
+  if (e.message) {
+    const re = e.message;
+    expect(
+      mine.some((v) => re.test(v.message)),
+      `no ${e.policy} message matches ${re}:\n${dump}`,
+    ).to.equal(true);
+  }
+  const fired = [...new Set(violations.map((v) => `${v.policy} ${v.urn}`))].sort();
+  const expected = [`${e.policy} ${e.urn}`, ...(e.also ?? []).map(([p, u]) => `${p} ${u}`)].sort();
+  expect(fired, dump).to.deep.equal(expected);
+}
+
+/** Assess: nothing fired at all. */
+export function expectNoViolations(violations: Violation[]): void {
+  expect(violations, JSON.stringify(violations, null, 2)).to.deep.equal([]);
+}
+
+/** Assess: `policy` did not fire (other rules may, when the case is about this one only). */
+export function expectNoViolationOf(violations: Violation[], policy: string): void {
+  const mine = violations.filter((v) => v.policy === policy);
+  expect(mine, JSON.stringify(violations, null, 2)).to.deep.equal([]);
+}
+
+/** Assess: exactly these policies fired (any URNs), listed once each in sorted order. */
+export function expectPolicies(violations: Violation[], names: string[]): void {
+  expect([...new Set(violations.map((v) => v.policy))].sort(), JSON.stringify(violations, null, 2)).to.deep.equal([...names].sort());
+}
