@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FLEET_NAME_DEFAULTS } from "../../policy/contract";
+import { type EnvName, FLEET_NAME_DEFAULTS } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 /** A JSON-encoded env var, validated by `schema` once parsed. */
@@ -37,7 +37,7 @@ const terminationShape = {
   RUNS_FLEET_TERMINATION_QUEUE_URL: envUrl(),
   /** Malformed termination messages are moved here with their reason (the queue's own DLQ). */
   RUNS_FLEET_TERMINATION_DLQ_URL: envUrl(),
-};
+} satisfies Record<EnvName<"fleet-termination">, z.ZodType>;
 
 const housekeepingShape = {
   ...common,
@@ -59,7 +59,7 @@ const housekeepingShape = {
   RUNS_FLEET_INSTANCE_PRICES: envJson(z.record(z.string(), z.number().min(0))).default({}),
   /** Stop starting new work when less than this remains of the invocation. */
   RUNS_FLEET_TIME_MARGIN_MS: envInt(0, 600_000).default(10_000),
-};
+} satisfies Record<EnvName<"fleet-housekeeping">, z.ZodType>;
 
 export interface TerminationConfig {
   jobsTable: string;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EnvName } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 const gpuShape = {
@@ -8,7 +9,7 @@ const gpuShape = {
   GPU_SERVICE_PATH: z.string().startsWith("/", "must start with /"),
   GPU_REQUEST_TIMEOUT_MS: envInt(1, 900_000).default(10_000),
   QUARANTINE_QUEUE_URL: envUrl(),
-};
+} satisfies Record<EnvName<"ingest-window">, z.ZodType>;
 
 const dlqShape = {
   ...gpuShape,
@@ -18,7 +19,7 @@ const dlqShape = {
   // A DLQ message older than this is quarantined rather than parked again: SQS would otherwise
   // delete it silently when the DLQ's 14-day retention runs out. Default: 13 days.
   DLQ_MAX_AGE_SECONDS: envInt(60, 1_209_600).default(1_123_200),
-};
+} satisfies Record<EnvName<"ingest-dlq-consumer">, z.ZodType>;
 
 export interface GpuConfig {
   instanceIdParam: string;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EnvName } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 import { USAGE_CLASSES } from "./advert";
 
@@ -33,7 +34,7 @@ const refillShape = {
   // The lease must outlive one run (the function timeout) so overlapping runs wait their turn.
   REFILL_LEASE_SECONDS: envInt(1, 3600).default(300),
   QUARANTINE_QUEUE_URL: envUrl(),
-};
+} satisfies Record<EnvName<"pool-refill">, z.ZodType>;
 
 export interface RefillConfig {
   classes: PoolClassConfig[];

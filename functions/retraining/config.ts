@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EnvName } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 /** A comma-separated list of AWS ids; blanks are dropped, and at least one must remain. */
@@ -31,7 +32,7 @@ const launcherShape = {
   RETRAINING_QUEUE_URL: envUrl(),
   // SQS's DelaySeconds range.
   DEFER_DELAY_SECONDS: envInt(0, 900).default(60),
-};
+} satisfies Record<EnvName<"retraining-launcher">, z.ZodType>;
 
 export interface LauncherConfig {
   cluster: string;

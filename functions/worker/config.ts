@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EnvName } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 /** One allow-listed executable: the job type names it, the message never does. */
@@ -53,7 +54,7 @@ const workerShape = {
   WORKER_SCRATCH_DIR: z.string().startsWith("/", "must be an absolute path").default("/scratch"),
   /** Injected by ECS (agent v1.63+). Unset outside ECS: protection is then a no-op. */
   ECS_AGENT_URI: envUrl().optional(),
-};
+} satisfies Record<EnvName<"worker"> | "ECS_AGENT_URI", z.ZodType>;
 
 /** Everything in milliseconds inside the worker, so tests can run the same code in ms. */
 export interface WorkerConfig {

@@ -10,7 +10,7 @@ import { TerminalQueue } from "../components/terminal-queue";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { type FleetConfig, HOUSEKEEPING_SCHEDULES } from "./fleet.config";
-import { consumerSizing, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const FLEET_ENTRIES = {
@@ -202,7 +202,7 @@ function createConsumers(
         RUNS_FLEET_TERMINATION_QUEUE_URL: terminationQueue.queue.url,
         RUNS_FLEET_TERMINATION_DLQ_URL: terminationQueue.dlq.url,
         POWERTOOLS_SERVICE_NAME: "fleet-termination",
-      },
+      } satisfies FunctionEnvironment<"fleet-termination">,
       ...consumerSizing(f.termination),
       ...common,
     },
@@ -229,7 +229,7 @@ function createConsumers(
         RUNS_FLEET_MANAGED_TAG_VALUE: f.names.managedTagValue,
         RUNS_FLEET_POOL_TAG_KEY: f.names.poolTagKey,
         POWERTOOLS_SERVICE_NAME: "fleet-housekeeping",
-      },
+      } satisfies FunctionEnvironment<"fleet-housekeeping">,
       ...consumerSizing(f.housekeeping),
       ...common,
     },

@@ -9,7 +9,7 @@ import { TerminalQueue } from "../components/terminal-queue";
 import { policyDocument, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import type { GpuConfig, IngestConfig } from "./ingest.config";
-import { consumerSizing, firstSubnet, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing, firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const INGEST_ENTRIES = {
@@ -206,7 +206,7 @@ function createConsumers(
         // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
         QUARANTINE_QUEUE_URL: queue.dlq.url,
         POWERTOOLS_SERVICE_NAME: "ingest-window",
-      },
+      } satisfies FunctionEnvironment<"ingest-window">,
       ...consumerSizing(ingest.window),
       ...common,
     },
@@ -230,7 +230,7 @@ function createConsumers(
         // Quarantine a day before the DLQ's retention would delete a message nobody took.
         DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
         POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",
-      },
+      } satisfies FunctionEnvironment<"ingest-dlq-consumer">,
       ...consumerSizing(ingest.dlqConsumer),
       ...common,
     },

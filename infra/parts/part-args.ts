@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { PART_TAG } from "../../policy/contract";
+import { type EnvName, type FunctionName, PART_TAG, type PowertoolsEnvName } from "../../policy/contract";
 import type { StackConfig } from "../config";
 import type { FargateCluster } from "../components/fargate-cluster";
 
@@ -82,3 +82,10 @@ export interface PartScope<A extends PartArgs> {
 export function partScope<A extends PartArgs>(parent: pulumi.Resource, name: string, args: A, part: string): PartScope<A> {
   return { name, args, tags: { ...(args.tags ?? {}), [PART_TAG]: part }, parent };
 }
+
+/**
+ * A function's environment as the program sets it: every name its code reads (the contract's
+ * list, so a missing or misspelt name fails the type-check), plus Powertools' and the SDK's own.
+ */
+export type FunctionEnvironment<F extends FunctionName> = Record<EnvName<F>, pulumi.Input<string>> &
+  Partial<Record<PowertoolsEnvName | "AWS_REGION", pulumi.Input<string>>>;

@@ -10,7 +10,7 @@ import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
 import { assumedBy, policyDocument, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
-import { firstSubnet, type PartArgs, partScope, type PartScope } from "./part-args";
+import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import type { PoolClassConfig, PoolConfig } from "./pool.config";
 
 /** Handler entry points, relative to the repository root. */
@@ -273,7 +273,7 @@ function createRefill(
         POWERTOOLS_SERVICE_NAME: "pool-refill",
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Pool"),
         POWERTOOLS_LOG_LEVEL: "INFO",
-      },
+      } satisfies FunctionEnvironment<"pool-refill">,
       timeoutSeconds: p.refill.timeoutSeconds,
       memoryMb: p.refill.memoryMb,
       batchSize: 1,

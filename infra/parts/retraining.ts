@@ -10,7 +10,7 @@ import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
-import { consumerSizing, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
 
 /** Handler entry point, relative to the repository root. */
@@ -225,7 +225,7 @@ function createLauncher(
         POWERTOOLS_SERVICE_NAME: "retraining-launcher",
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"),
         POWERTOOLS_LOG_LEVEL: "INFO",
-      },
+      } satisfies FunctionEnvironment<"retraining-launcher">,
       ...consumerSizing(r.launcher),
       logRetentionDays: args.platform.logRetentionDays,
       tags,

@@ -8,7 +8,7 @@ import { QueueWorkerService } from "../components/queue-worker-service";
 import { writeImageContext } from "../components/queue-worker-service-image";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
-import { type PartArgs, partScope, type PartScope } from "./part-args";
+import { type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { WORKER_STOP_TIMEOUT_SECONDS, type WorkerConfig, workQueueVisibilitySeconds } from "./worker.config";
 
 /** The container entry, its Dockerfile and the build context the program writes, relative to the repository root. */
@@ -189,7 +189,7 @@ function createService(
         POWERTOOLS_SERVICE_NAME: "worker",
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
         POWERTOOLS_LOG_LEVEL: "INFO",
-      },
+      } satisfies FunctionEnvironment<"worker">,
       logRetentionDays: args.platform.logRetentionDays,
       tags,
     },

@@ -10,3 +10,4 @@ export * from "./tables";
 export * from "./grants";
 export * from "./sqs";
 export * from "./fleet";
+export * from "./env";

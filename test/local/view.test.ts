@@ -413,7 +413,7 @@ describe("local run view (pure, no moto)", () => {
   });
 
   describe("summaryDocument", () => {
-    const meta = { project: "gpu-control-plane", stack: "dev", speed: 10, wallMs: 31_000 };
+    const meta = { project: "encache", stack: "dev", speed: 10, wallMs: 31_000 };
 
     it("carries the meta, the rows and their totals", () => {
       const rows = [summary(), summary({ scenario: "pool", sent: 5, processed: 4, quarantined: 0, inDlq: 0, remaining: 1, lost: 0 })];
