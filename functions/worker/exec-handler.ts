@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { createInterface } from "node:readline";
 import { logStep } from "../shared/logger";
 import type { Executable } from "./config";
-import type { JobContext } from "./handlers";
+import type { JobContext } from "./job";
 
 /** Longest stdout/stderr line logged as is; longer ones are cut, so one job can't flood the log. */
 const MAX_LINE = 4096;

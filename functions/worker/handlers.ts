@@ -1,18 +1,9 @@
-import type { StepLogger } from "../shared/logger";
 import type { Executable } from "./config";
 import { runExecutable } from "./exec-handler";
-import type { Job } from "./job";
+import type { JobHandler } from "./job";
 
-export interface JobContext {
-  job: Job;
-  messageId: string;
-  /** Aborted when the task must give the job back (SIGTERM past the grace period). */
-  signal: AbortSignal;
-  logger: StepLogger;
-}
+export type { JobContext, JobHandler } from "./job";
 
-/** Resolves when the job succeeded; throws when it failed (the message is then redelivered). */
-export type JobHandler = (ctx: JobContext) => Promise<void>;
 
 export type HandlerRegistry = ReadonlyMap<string, JobHandler>;
 

@@ -1,3 +1,4 @@
+import type { StepLogger } from "../shared/logger";
 import { z } from "zod";
 
 /** A job message: `{job_id, type, payload, estimated_seconds?}` (issue 5). */
@@ -52,3 +53,14 @@ export function initialVisibilitySeconds(
   const clamped = Math.max(1, Math.min(candidate, limits.maxVisibilitySeconds));
   return Math.max(clamped, heartbeatExtensionSeconds(limits));
 }
+
+export interface JobContext {
+  job: Job;
+  messageId: string;
+  /** Aborted when the task must give the job back (SIGTERM past the grace period). */
+  signal: AbortSignal;
+  logger: StepLogger;
+}
+
+/** Resolves when the job succeeded; throws when it failed (the message is then redelivered). */
+export type JobHandler = (ctx: JobContext) => Promise<void>;
