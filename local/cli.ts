@@ -2,13 +2,14 @@
  * The main job on the embedded default: the whole platform on moto, deployed from the Pulumi
  * program itself, driven by scenarios.
  *
- *   npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]
+ *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
+ *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]
  *
  * Exit codes: 0 every message accounted for and every scenario's expectations held; 1 a message
  * was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
  */
 import * as path from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
 import { LocalPlatform } from "./platform";
@@ -17,7 +18,21 @@ import { newRunId, type ScenarioSize } from "./scenarios/scenario";
 import type { LiveSnapshot, ScenarioSummary } from "./types";
 import { LiveView, renderSummaryTable, summaryDocument } from "./view";
 
-const USAGE = "usage: npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]";
+/** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
+export const RUN_OPTIONS = {
+  stack: { type: "string", default: "dev" },
+  scenario: { type: "string", multiple: true },
+  speed: { type: "string", default: "60" },
+  size: { type: "string", default: "default" },
+  "no-tty": { type: "boolean" },
+  json: { type: "boolean" },
+  "gpu-boot-seconds": { type: "string", default: "90" },
+  "task-seconds": { type: "string", default: "300" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsOptionsConfig;
+
+export const USAGE =
+  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -41,21 +56,7 @@ export interface RunArgs {
 export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        stack: { type: "string", default: "dev" },
-        scenario: { type: "string", multiple: true },
-        speed: { type: "string", default: "60" },
-        size: { type: "string", default: "default" },
-        "no-tty": { type: "boolean" },
-        json: { type: "boolean" },
-        "gpu-boot-seconds": { type: "string", default: "90" },
-        "task-seconds": { type: "string", default: "300" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-    }));
+    ({ values } = parseArgs({ args: argv, options: RUN_OPTIONS, strict: true }));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
