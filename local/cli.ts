@@ -2,13 +2,14 @@
  * The main job on the embedded default: the whole platform on moto, deployed from the Pulumi
  * program itself, driven by scenarios.
  *
- *   npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]
+ *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
+ *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]
  *
  * Exit codes: 0 every message accounted for and every scenario's expectations held; 1 a message
  * was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
  */
 import * as path from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
 import { LocalPlatform } from "./platform";
@@ -17,7 +18,21 @@ import { newRunId, type ScenarioSize } from "./scenarios/scenario";
 import type { LiveSnapshot, ScenarioSummary } from "./types";
 import { LiveView, renderSummaryTable, summaryDocument } from "./view";
 
-const USAGE = "usage: npm start -- [--stack dev] [--scenario <name>] [--speed <n>] [--size small|default] [--no-tty] [--json]";
+/** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
+export const RUN_OPTIONS = {
+  stack: { type: "string", default: "dev" },
+  scenario: { type: "string", multiple: true },
+  speed: { type: "string", default: "60" },
+  size: { type: "string", default: "default" },
+  "no-tty": { type: "boolean" },
+  json: { type: "boolean" },
+  "gpu-boot-seconds": { type: "string", default: "90" },
+  "task-seconds": { type: "string", default: "300" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsOptionsConfig;
+
+export const USAGE =
+  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -41,21 +56,7 @@ export interface RunArgs {
 export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        stack: { type: "string", default: "dev" },
-        scenario: { type: "string", multiple: true },
-        speed: { type: "string", default: "60" },
-        size: { type: "string", default: "default" },
-        "no-tty": { type: "boolean" },
-        json: { type: "boolean" },
-        "gpu-boot-seconds": { type: "string", default: "90" },
-        "task-seconds": { type: "string", default: "300" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-    }));
+    ({ values } = parseArgs({ args: argv, options: RUN_OPTIONS, strict: true }));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -101,30 +102,58 @@ async function main(argv: string[]): Promise<number> {
   const out = args.json ? process.stderr : process.stdout;
   const view = new LiveView({ tty: args.tty, stream: out, color: args.tty });
   const note = (line: string) => view.note(line);
-  // Node prints process warnings straight to stderr, through the live view. The AWS SDK's
-  // ten-line Node-version notice becomes one line; every other warning is still shown.
-  process.removeAllListeners("warning");
-  process.on("warning", (w) => note(`${w.name} ${w.message}`.includes("NodeVersionSupportWarning") ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})` : `warning: ${w.name}: ${w.message}`));
+  showWarningsAsNotes(note);
   const started = Date.now();
 
-  let platform: LocalPlatform;
+  const platform = await startPlatform(args, view);
+  if (platform === undefined) return 2;
+  let rows: ScenarioSummary[];
   try {
-    platform = await LocalPlatform.start({
+    rows = await runScenarios(platform, args, view);
+  } finally {
+    view.stop();
+    await platform.stop();
+  }
+
+  const doc = summaryDocument({ project: platform.topology.project, stack: args.stack, speed: args.speed, wallMs: Date.now() - started }, rows);
+  out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
+  out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
+  if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  return doc.ok ? 0 : 1;
+}
+
+/**
+ * Node prints process warnings straight to stderr, through the live view. The AWS SDK's
+ * ten-line Node-version notice becomes one line; every other warning is still shown.
+ */
+function showWarningsAsNotes(note: (line: string) => void): void {
+  process.removeAllListeners("warning");
+  process.on("warning", (w) => note(`${w.name} ${w.message}`.includes("NodeVersionSupportWarning") ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})` : `warning: ${w.name}: ${w.message}`));
+}
+
+/** The platform, or undefined when it could not start (the reason is on stderr). */
+async function startPlatform(args: RunArgs, view: LiveView): Promise<LocalPlatform | undefined> {
+  try {
+    return await LocalPlatform.start({
       stack: args.stack,
       speed: args.speed,
       workDir: path.join(REPO_ROOT, ".local", args.stack),
       gpuBootSimMs: args.gpuBootSeconds * 1000,
       taskSimMs: args.taskSeconds * 1000,
-      note,
+      note: (line) => view.note(line),
     });
   } catch (err) {
     view.stop();
     const e = err as Error;
     const known = ["StackConfigError", "PlanInputError", "MotoUnavailableError"].includes(e.name);
     process.stderr.write(`start: ${known ? e.message : `the platform failed to start: ${e.stack ?? e.message}`}\n`);
-    return 2;
+    return undefined;
   }
+}
 
+/** Prepares every selected scenario, then runs them in order; Ctrl-C stops after the current one. */
+async function runScenarios(platform: LocalPlatform, args: RunArgs, view: LiveView): Promise<ScenarioSummary[]> {
+  const note = (line: string) => view.note(line);
   const rows: ScenarioSummary[] = [];
   let interrupted = false;
   const onSigint = () => {
@@ -142,13 +171,11 @@ async function main(argv: string[]): Promise<number> {
         note(`${scenario.name}: preparation failed: ${(err as Error).message}`);
       }
     }
-    for (const name of args.scenarios) {
+    for (const scenario of selected) {
       if (interrupted) break;
-      const scenario = SCENARIOS.find((s) => s.name === name);
-      if (!scenario) continue;
       const missing = scenario.requires.filter((q) => !platform.topology.queues.some((x) => x.logicalName === q));
       if (missing.length > 0) {
-        note(`skipping ${name}: the program declares no ${missing.join(", ")}`);
+        note(`skipping ${scenario.name}: the program declares no ${missing.join(", ")}`);
         continue;
       }
       note(`▶ ${scenario.name}: ${scenario.title}`);
@@ -156,32 +183,30 @@ async function main(argv: string[]): Promise<number> {
       try {
         rows.push(await scenario.run(context()));
       } catch (err) {
-        rows.push({
-          scenario: name,
-          wallMs: Date.now() - t0,
-          sent: 0,
-          processed: 0,
-          quarantined: 0,
-          inDlq: 0,
-          remaining: 0,
-          lost: 0,
-          timings: {},
-          details: {},
-          failures: [`the scenario failed: ${(err as Error).message}`],
-        });
+        rows.push(failedRun(scenario.name, Date.now() - t0, err));
       }
     }
   } finally {
     process.removeListener("SIGINT", onSigint);
-    view.stop();
-    await platform.stop();
   }
+  return rows;
+}
 
-  const doc = summaryDocument({ project: platform.topology.project, stack: args.stack, speed: args.speed, wallMs: Date.now() - started }, rows);
-  out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
-  out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
-  if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-  return doc.ok ? 0 : 1;
+/** The summary row of a scenario that threw: nothing counted, the error as its failure. */
+function failedRun(scenario: string, wallMs: number, err: unknown): ScenarioSummary {
+  return {
+    scenario,
+    wallMs,
+    sent: 0,
+    processed: 0,
+    quarantined: 0,
+    inDlq: 0,
+    remaining: 0,
+    lost: 0,
+    timings: {},
+    details: {},
+    failures: [`the scenario failed: ${(err as Error).message}`],
+  };
 }
 
 if (require.main === module) {

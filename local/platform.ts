@@ -88,78 +88,35 @@ export class LocalPlatform {
       stoppers.push(() => proxy.stop());
 
       // This process talks to moto too (the program's mocks, the scenarios).
-      const region = "us-east-1";
-      Object.assign(process.env, motoClientEnv(endpoint, region), { AWS_ENDPOINT_URL_SQS: sqsEndpoint });
+      Object.assign(process.env, motoClientEnv(endpoint, "us-east-1"), { AWS_ENDPOINT_URL_SQS: sqsEndpoint });
       delete process.env.AWS_PROFILE;
       delete process.env.AWS_SESSION_TOKEN;
 
-      const codeDir = path.join(options.workDir, "functions");
-      const logDir = path.join(options.workDir, "logs");
-      fs.rmSync(options.workDir, { recursive: true, force: true });
-      fs.mkdirSync(logDir, { recursive: true });
-
-      const started = Date.now();
-      const topology = await deployLocally({ stack: options.stack, endpoint, sqsEndpoint, codeDir });
-      options.note(
-        `deployed stack ${topology.stack} into moto: ${topology.created.length} resources created, ` +
-          `${topology.uncreated.length} recorded only (${((Date.now() - started) / 1000).toFixed(1)} s)`,
-      );
-      options.note(`recorded, not created (moto can't act on them; the runtime plays mappings and schedules): ${describeUncreated(topology)}`);
+      const { topology, logDir } = await deploy(options, endpoint, sqsEndpoint);
 
       // Simulated time starts with the runtime, not with moto or the deploy.
       const clock = new SimClock(options.speed);
-      const awsRegion = topology.region;
-      const clientConfig = { region: awsRegion, endpoint };
-      const aws: AwsClients = {
-        sqs: new SQSClient({ region: awsRegion, endpoint: sqsEndpoint }),
-        sqsDirect: new SQSClient(clientConfig),
-        ec2: new EC2Client(clientConfig),
-        ecs: new ECSClient(clientConfig),
-        dynamodb: new DynamoDBClient(clientConfig),
-        ssm: new SSMClient(clientConfig),
-      };
+      const aws = awsClients(topology.region, endpoint, sqsEndpoint);
 
-      const lambdaEnv = { ...motoClientEnv(endpoint, awsRegion), AWS_ENDPOINT_URL_SQS: sqsEndpoint };
+      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint };
       const lambdas = new LambdaHost(topology.functions, { awsEnv: lambdaEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 
       const gpu = await startGpu(topology, aws, clock, options, lambdas);
       if (gpu) stoppers.push(() => gpu.stop());
 
-      const sources = new Map<string, SqsEventSource>();
-      for (const mapping of topology.mappings) {
-        const source = new SqsEventSource(mapping, (event) => lambdas.invoke(mapping.functionName, event), { sqs: aws.sqs, pollWaitSeconds: 1 });
-        source.start();
-        sources.set(mapping.logicalName, source);
-      }
+      const sources = startEventSources(topology, aws, lambdas);
       stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
 
-      const queueUrlForArn = (arn: string) => topology.queues.find((q) => q.arn === arn)?.url;
-      const scheduler = new LocalScheduler(topology.schedules, {
-        sqs: aws.sqs,
-        speed: options.speed,
-        queueUrlForArn,
-        onEvent: (e) => {
-          if (e.kind !== "delivered") options.note(`schedule ${e.schedule}: ${e.kind}${e.detail ? ` (${e.detail})` : ""}`);
-        },
-      });
-      scheduler.start();
+      const scheduler = startScheduler(topology, aws, options);
       stoppers.push(() => scheduler.stop());
 
       // Set once the platform exists; tasks end only after start-up, so it is there by then.
       const built: { platform?: LocalPlatform } = {};
-      const ecsTasks = new EcsTaskSimulator({
-        ecs: aws.ecs,
-        motoEndpoint: endpoint,
-        clusters: topology.clusters.map((c) => c.arn),
-        durationMs: () => clock.real(options.taskSimMs),
-        // Read at each task's end, so a scenario can decide which of its tasks fail.
-        outcome: (t) => (built.platform?.failTask(t) ? "failed" : "succeeded"),
-      });
-      await ecsTasks.start();
+      const ecsTasks = await startEcsTasks(topology, aws, endpoint, clock, options, (t) => built.platform?.failTask(t) ?? false);
       stoppers.push(() => ecsTasks.stop());
 
-      const worker = await startWorker(topology, endpoint, awsRegion, options, logDir);
+      const worker = await startWorker(topology, endpoint, topology.region, options, logDir);
       if (worker) stoppers.push(() => worker.stop());
 
       const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker);
@@ -204,6 +161,73 @@ export class LocalPlatform {
     for (const stop of this.stoppers.reverse()) await stop().catch(() => undefined);
     this.stoppers.length = 0;
   }
+}
+
+/** Deploys the program into moto from a clean work directory: the bundles go to `functions/`, the logs to `logs/`. */
+async function deploy(options: PlatformOptions, endpoint: string, sqsEndpoint: string): Promise<{ topology: Topology; logDir: string }> {
+  const codeDir = path.join(options.workDir, "functions");
+  const logDir = path.join(options.workDir, "logs");
+  fs.rmSync(options.workDir, { recursive: true, force: true });
+  fs.mkdirSync(logDir, { recursive: true });
+
+  const started = Date.now();
+  const topology = await deployLocally({ stack: options.stack, endpoint, sqsEndpoint, codeDir });
+  options.note(
+    `deployed stack ${topology.stack} into moto: ${topology.created.length} resources created, ` +
+      `${topology.uncreated.length} recorded only (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+  );
+  options.note(`recorded, not created (moto can't act on them; the runtime plays mappings and schedules): ${describeUncreated(topology)}`);
+  return { topology, logDir };
+}
+
+function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsClients {
+  const clientConfig = { region, endpoint };
+  return {
+    sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
+    sqsDirect: new SQSClient(clientConfig),
+    ec2: new EC2Client(clientConfig),
+    ecs: new ECSClient(clientConfig),
+    dynamodb: new DynamoDBClient(clientConfig),
+    ssm: new SSMClient(clientConfig),
+  };
+}
+
+/** Lambda's SQS pollers: one per event source mapping, by the mapping's logical name. */
+function startEventSources(topology: Topology, aws: AwsClients, lambdas: LambdaHost): Map<string, SqsEventSource> {
+  const sources = new Map<string, SqsEventSource>();
+  for (const mapping of topology.mappings) {
+    const source = new SqsEventSource(mapping, (event) => lambdas.invoke(mapping.functionName, event), { sqs: aws.sqs, pollWaitSeconds: 1 });
+    source.start();
+    sources.set(mapping.logicalName, source);
+  }
+  return sources;
+}
+
+/** EventBridge Scheduler's stand-in; anything but a delivery is shown to the operator. */
+function startScheduler(topology: Topology, aws: AwsClients, options: PlatformOptions): LocalScheduler {
+  const scheduler = new LocalScheduler(topology.schedules, {
+    sqs: aws.sqs,
+    speed: options.speed,
+    queueUrlForArn: (arn) => topology.queues.find((q) => q.arn === arn)?.url,
+    onEvent: (e) => {
+      if (e.kind !== "delivered") options.note(`schedule ${e.schedule}: ${e.kind}${e.detail ? ` (${e.detail})` : ""}`);
+    },
+  });
+  scheduler.start();
+  return scheduler;
+}
+
+/** RunTask's tasks end after the simulated task time; `fails` is read at each task's end, so a scenario can decide. */
+async function startEcsTasks(topology: Topology, aws: AwsClients, endpoint: string, clock: SimClock, options: PlatformOptions, fails: (t: SimTask) => boolean): Promise<EcsTaskSimulator> {
+  const ecsTasks = new EcsTaskSimulator({
+    ecs: aws.ecs,
+    motoEndpoint: endpoint,
+    clusters: topology.clusters.map((c) => c.arn),
+    durationMs: () => clock.real(options.taskSimMs),
+    outcome: (t) => (fails(t) ? "failed" : "succeeded"),
+  });
+  await ecsTasks.start();
+  return ecsTasks;
 }
 
 /** The GPU service plays on a loopback port; the Lambdas' calls to the instance's private IP are routed there. */

@@ -1,5 +1,5 @@
 /**
- * Deploys the Pulumi program into moto (the mocks of ./provision.ts) and derives the local
+ * Deploys the Pulumi program into moto (the mocks of ./provision/) and derives the local
  * runtime's Topology from the recording: the program is the single source of truth.
  *
  * `deployLocally` may run ONCE per process: `pulumi.runtime.setMocks` installs a global monitor

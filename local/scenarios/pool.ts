@@ -78,6 +78,33 @@ interface Workflow {
   claimedAt: number | null;
 }
 
+/** The id of the instance a claimed workflow holds ("" if it holds none). */
+const claimedInstance = (w: Workflow): string => (w.result?.outcome === "claimed" ? w.result.instanceId : "");
+
+/** Each instance handed to one workflow only, and its claim lock naming that workflow. */
+async function claimFailures(platform: LocalPlatform, claimTableName: string, claimed: Workflow[]): Promise<string[]> {
+  const failures: string[] = [];
+  const byInstance = new Map<string, string[]>();
+  for (const w of claimed) byInstance.set(claimedInstance(w), [...(byInstance.get(claimedInstance(w)) ?? []), w.id]);
+  for (const [id, owners] of byInstance) if (owners.length > 1) failures.push(`instance ${id} was handed to ${owners.join(", ")}`);
+  for (const w of claimed) {
+    const id = claimedInstance(w);
+    const item = await platform.aws.dynamodb.send(new GetItemCommand({ TableName: claimTableName, Key: { instance_id: { S: id } }, ConsistentRead: true }));
+    const owner = item.Item?.owner?.S;
+    if (owner !== w.id) failures.push(`the claim lock of ${id} names ${owner ?? "nobody"}, expected ${w.id}`);
+  }
+  return failures;
+}
+
+/** Releases each workflow's claim (its own lock only), one after another; how many were released. */
+async function releaseAll(deps: ClaimDeps, claimTableName: string, claimed: Workflow[]): Promise<number> {
+  let released = 0;
+  for (const w of claimed) {
+    if (w.result?.outcome === "claimed" && (await releaseClaim(deps, claimTableName, w.result.instanceId, w.id))) released += 1;
+  }
+  return released;
+}
+
 interface Snapshot {
   /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
   adverts: number;
@@ -252,24 +279,10 @@ export const pool: Scenario = {
     else failures.push(`only ${claimed().length} of ${k} workflows got an instance`);
 
     // 4. Never one instance for two workflows: distinct ids, and each lock names its claimant.
-    const byInstance = new Map<string, string[]>();
-    for (const w of claimed()) {
-      const id = w.result?.outcome === "claimed" ? w.result.instanceId : "";
-      byInstance.set(id, [...(byInstance.get(id) ?? []), w.id]);
-    }
-    for (const [id, owners] of byInstance) if (owners.length > 1) failures.push(`instance ${id} was handed to ${owners.join(", ")}`);
-    for (const w of claimed()) {
-      const id = w.result?.outcome === "claimed" ? w.result.instanceId : "";
-      const item = await platform.aws.dynamodb.send(new GetItemCommand({ TableName: config.claimTableName, Key: { instance_id: { S: id } }, ConsistentRead: true }));
-      const owner = item.Item?.owner?.S;
-      if (owner !== w.id) failures.push(`the claim lock of ${id} names ${owner ?? "nobody"}, expected ${w.id}`);
-    }
+    failures.push(...(await claimFailures(platform, config.claimTableName, claimed())));
 
     // 5. Release every claim (own lock only); the instances become idle pool members again.
-    let released = 0;
-    for (const w of claimed()) {
-      if (w.result?.outcome === "claimed" && (await releaseClaim(deps, config.claimTableName, w.result.instanceId, w.id))) released += 1;
-    }
+    const released = await releaseAll(deps, config.claimTableName, claimed());
     if (released !== claimed().length) failures.push(`released ${released} of ${claimed().length} claims`);
 
     // Two kinds of message are counted. Adverts: every one the refill sent either was consumed

@@ -49,6 +49,45 @@ interface TaskRef {
   view: WorkerTaskView;
 }
 
+/** What the SIGTERMed task must have done: give back (or finish) every unfinished job, which another task then completed; stay protected while they ran; exit 0 and release protection. */
+function interruptionFailures(at: {
+  victim: WorkerTaskView;
+  unfinishedAtSigterm: string[];
+  protectedAtSigterm: boolean;
+  exit: Awaited<ReturnType<WorkerServiceRunner["interrupt"]>> | undefined;
+  completions: Array<{ task: string; line: LogLine }>;
+}): string[] {
+  const failures: string[] = [];
+  const v = at.victim;
+  const vLines = readLogLines(v.logFile);
+  const returned = vLines.filter((l) => l.step === "job_returned" && l.visible_again === true).map((l) => String(l.job_id));
+  const victimCompleted = new Set(vLines.filter((l) => l.step === "job_succeeded").map((l) => String(l.job_id)));
+  for (const id of at.unfinishedAtSigterm) {
+    if (!returned.includes(id) && !victimCompleted.has(id)) failures.push(`${id} was running at SIGTERM but neither finished nor was given back`);
+  }
+  if (returned.length === 0) failures.push("the interrupted task gave no job back (every job finished within the grace period?)");
+  for (const id of returned) {
+    const elsewhere = at.completions.find((c) => c.line.job_id === id && c.task !== `scenario task ${v.index}`);
+    if (!elsewhere) failures.push(`${id} was given back but no other task completed it`);
+    else if (Number(elsewhere.line.receive_count ?? 0) < 2) failures.push(`${id} completed elsewhere with receive count ${String(elsewhere.line.receive_count)}`);
+  }
+  if (!at.protectedAtSigterm) failures.push("the interrupted task was not protected while its jobs ran");
+  if (at.exit?.exitCode !== 0) failures.push(`the interrupted task exited with ${at.exit?.exitCode ?? at.exit?.signal ?? "?"}, expected 0`);
+  const last = v.agent.history().at(-1);
+  if (last?.protectionEnabled !== false) failures.push("the interrupted task did not release protection on its way out");
+  return failures;
+}
+
+/** Protection must hold whenever a job runs: the jobs of ours whose job_started finds no enable as the task's last change. */
+function unprotectedJobStarts(task: WorkerTaskView, ours: (l: LogLine) => boolean): number {
+  const history = task.agent.history();
+  return readLogLines(task.logFile).filter((l) => {
+    if (l.step !== "job_started" || !ours(l)) return false;
+    const at = Date.parse(String(l.timestamp));
+    return history.filter((h) => h.atMs <= at + 5).at(-1)?.protectionEnabled !== true;
+  }).length;
+}
+
 export const worker: Scenario = {
   name: "worker",
   title: "long jobs run under protection; SIGTERM hands unfinished work back, nothing lost",
@@ -167,38 +206,10 @@ export const worker: Scenario = {
       if (!ok) failures.push(`timed out: ${completed().size}/${expected.size} jobs completed, ${interruptedAt === null ? "no task was interrupted" : "interrupt done"}`);
 
       // The interruption: the victim gave its unfinished jobs back, exited cleanly, released protection.
-      if (victim) {
-        const v = victim;
-        const vLines = readLogLines(v.logFile);
-        const returned = vLines.filter((l) => l.step === "job_returned" && l.visible_again === true).map((l) => String(l.job_id));
-        const victimCompleted = new Set(vLines.filter((l) => l.step === "job_succeeded").map((l) => String(l.job_id)));
-        for (const id of unfinishedAtSigterm) {
-          if (!returned.includes(id) && !victimCompleted.has(id)) failures.push(`${id} was running at SIGTERM but neither finished nor was given back`);
-        }
-        if (returned.length === 0) failures.push("the interrupted task gave no job back (every job finished within the grace period?)");
-        for (const id of returned) {
-          const elsewhere = completions().find((c) => c.line.job_id === id && c.task !== `scenario task ${v.index}`);
-          if (!elsewhere) failures.push(`${id} was given back but no other task completed it`);
-          else if (Number(elsewhere.line.receive_count ?? 0) < 2) failures.push(`${id} completed elsewhere with receive count ${String(elsewhere.line.receive_count)}`);
-        }
-        if (!protectedAtSigterm) failures.push("the interrupted task was not protected while its jobs ran");
-        if (exit?.exitCode !== 0) failures.push(`the interrupted task exited with ${exit?.exitCode ?? exit?.signal ?? "?"}, expected 0`);
-        const last = v.agent.history().at(-1);
-        if (last?.protectionEnabled !== false) failures.push("the interrupted task did not release protection on its way out");
-      } else {
-        failures.push("no scenario task ever had a long job mid-run to interrupt");
-      }
+      if (victim) failures.push(...interruptionFailures({ victim, unfinishedAtSigterm, protectedAtSigterm, exit, completions: completions() }));
+      else failures.push("no scenario task ever had a long job mid-run to interrupt");
 
-      // Protection held whenever a job ran: each job_started finds an enable as the task's last change.
-      let unprotectedStarts = 0;
-      for (const t of tasks()) {
-        const history = t.view.agent.history();
-        for (const l of readLogLines(t.view.logFile).filter((x) => x.step === "job_started" && ours(x))) {
-          const at = Date.parse(String(l.timestamp));
-          const before = history.filter((h) => h.atMs <= at + 5).at(-1);
-          if (before?.protectionEnabled !== true) unprotectedStarts += 1;
-        }
-      }
+      const unprotectedStarts = tasks().reduce((n, t) => n + unprotectedJobStarts(t.view, ours), 0);
       if (unprotectedStarts > 0) failures.push(`${unprotectedStarts} job(s) started while their task was unprotected`);
       const twice = [...expected].filter((id) => completions().filter((c) => c.line.job_id === id).length > 1);
       if (twice.length > 0) failures.push(`completed more than once: ${twice.join(", ")}`);

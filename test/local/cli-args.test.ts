@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { expect } from "chai";
-import { parseRunArgs, UsageError } from "../../local/cli";
+import { parseRunArgs, RUN_OPTIONS, USAGE, UsageError } from "../../local/cli";
 import { SCENARIOS } from "../../local/scenarios";
 
 describe("local run: command-line arguments", () => {
@@ -43,6 +43,22 @@ describe("local run: command-line arguments", () => {
 
   it("answers --help", () => {
     expect(parseRunArgs(["--help"], false)).to.equal("help");
+  });
+
+  // Each long flag the parser takes, and its short form when it has one.
+  const accepted = Object.entries(RUN_OPTIONS).flatMap(([name, option]) => [`--${name}`, ...("short" in option ? [`-${option.short}`] : [])]);
+
+  it("the usage text names every flag the parser accepts", () => {
+    // A whole flag: --size must not pass on the strength of a --size-x.
+    const missing = accepted.filter((flag) => !new RegExp(`(^|[\\s\\[|])${flag}(?=[\\s\\]|])`).test(USAGE));
+    expect(missing, USAGE).to.deep.equal([]);
+    expect(accepted).to.include.members(["--gpu-boot-seconds", "--task-seconds", "-h"]);
+  });
+
+  it("the usage text names no flag the parser refuses", () => {
+    const named = [...USAGE.matchAll(/(?<=[\s[|])--?[a-z][a-z-]*/g)].map((m) => m[0]);
+    expect(named).to.have.length.above(5);
+    expect(named.filter((flag) => !accepted.includes(flag))).to.deep.equal([]);
   });
 
   it("npm start exits 2 on a bad flag, naming it, before starting anything", function () {
