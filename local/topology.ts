@@ -14,6 +14,7 @@ import { readStackFiles } from "../plan/stack-files";
 import type { RecordedResource } from "../policy/testing/types";
 import { codePathFor, createMotoMocks, type ProvisionOutcome } from "./provision";
 import type { LocalFunction, LocalInstance, LocalMapping, LocalQueue, LocalSchedule, LocalService, LocalTable, LocalTaskDefinition, Topology } from "./types";
+import { QUEUE_ROLE_TAG } from "../policy/contract";
 
 export interface DeployLocallyOptions {
   stack: string;
@@ -109,7 +110,7 @@ export function functionsFrom(resources: RecordedResource[], codeDir: string): L
 export function queuesFrom(resources: RecordedResource[]): LocalQueue[] {
   return ofType(resources, "aws:sqs/queue:Queue").map((r) => {
     const redrive = parseRedrive(s(r.inputs, "redrivePolicy"));
-    const role = strMap(o(r.inputs, "tags"))["encache:queue-role"];
+    const role = strMap(o(r.inputs, "tags"))[QUEUE_ROLE_TAG];
     return {
       urn: r.urn,
       logicalName: r.name,

@@ -11,7 +11,6 @@ import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
-const MANAGED = { Key: "runs-fleet:managed", Value: "true" };
 /** The operator's one-off sweep: orphaned after 1 minute (+ the task's 10-minute grace). */
 const OPERATOR_MAX_RUNTIME_MINUTES = 1;
 const ORPHAN_AGE_SIM_MS = (OPERATOR_MAX_RUNTIME_MINUTES + 10) * 60_000 + 30_000;
@@ -35,14 +34,35 @@ async function imageId(platform: LocalPlatform): Promise<string> {
   return ami;
 }
 
-async function launch(ec2: EC2Client, ami: string, name: string): Promise<string> {
+/**
+ * The names the deployed fleet functions key on (stack config `encache:fleet.names`), read from the
+ * housekeeping function's environment as the program set it, so the scenario follows the stack.
+ */
+function fleetNames(platform: LocalPlatform): { managed: { Key: string; Value: string }; poolTagKey: string; runnerPath: string } {
+  const fn = platform.topology.functions.find((f) => f.logicalName === "fleet-housekeeping-consumer");
+  const env = fn?.environment ?? {};
+  const need = (key: string): string => {
+    const value = env[key];
+    if (!value) throw new Error(`fleet-housekeeping-consumer has no ${key} in its environment`);
+    return value;
+  };
+  return {
+    managed: { Key: need("RUNS_FLEET_MANAGED_TAG_KEY"), Value: need("RUNS_FLEET_MANAGED_TAG_VALUE") },
+    poolTagKey: need("RUNS_FLEET_POOL_TAG_KEY"),
+    runnerPath: need("RUNS_FLEET_RUNNER_PARAMETER_PATH"),
+  };
+}
+
+async function launch(platform: LocalPlatform, ami: string, name: string): Promise<string> {
+  const { managed, poolTagKey } = fleetNames(platform);
+  const ec2: EC2Client = platform.aws.ec2;
   const out = await ec2.send(
     new RunInstancesCommand({
       ImageId: ami,
       InstanceType: "c7g.large",
       MinCount: 1,
       MaxCount: 1,
-      TagSpecifications: [{ ResourceType: "instance", Tags: [MANAGED, { Key: "runs-fleet:pool", Value: "default" }, { Key: "Name", Value: name }] }],
+      TagSpecifications: [{ ResourceType: "instance", Tags: [managed, { Key: poolTagKey, Value: "default" }, { Key: "Name", Value: name }] }],
     }),
   );
   const id = out.Instances?.[0]?.InstanceId;
@@ -65,7 +85,8 @@ async function parameterExists(platform: LocalPlatform, name: string): Promise<b
   }
 }
 
-const param = (id: string) => `/runs-fleet/runners/${id}/config`;
+/** A runner's config parameter under the stack's runner path (the termination handler's runnerConfigParameter). */
+const parameterOf = (platform: LocalPlatform, id: string) => `${fleetNames(platform).runnerPath}/${id}/config`;
 
 export const fleet: Scenario = {
   name: "fleet",
@@ -77,10 +98,10 @@ export const fleet: Scenario = {
     prepared ??= (async () => {
       const { platform } = ctx;
       const ami = await imageId(platform);
-      const [busy, drained, orphan, gone] = await Promise.all(["busy", "drained", "orphan", "gone"].map((n) => launch(platform.aws.ec2, ami, `fleet-local-${n}`)));
+      const [busy, drained, orphan, gone] = await Promise.all(["busy", "drained", "orphan", "gone"].map((n) => launch(platform, ami, `fleet-local-${n}`)));
       await platform.aws.ec2.send(new TerminateInstancesCommand({ InstanceIds: [gone!] }));
       for (const id of [busy!, gone!]) {
-        await platform.aws.ssm.send(new PutParameterCommand({ Name: param(id), Value: JSON.stringify({ pool: "default" }), Type: "String", Overwrite: true }));
+        await platform.aws.ssm.send(new PutParameterCommand({ Name: parameterOf(platform, id), Value: JSON.stringify({ pool: "default" }), Type: "String", Overwrite: true }));
       }
       return { busy: busy!, drained: drained!, orphan: orphan!, gone: gone!, launchedAtMs: Date.now() };
     })();
@@ -163,14 +184,14 @@ export const fleet: Scenario = {
         ctx.note("fleet: schedule fleet-stale-ssm fired");
       }
       if (orphanGone === null && orphanSent !== null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" && (await stateOf(platform.aws.ec2, f.drained)) === "terminated") orphanGone = Date.now();
-      if (staleGone === null && staleFired && !(await parameterExists(platform, param(f.gone)))) staleGone = Date.now();
+      if (staleGone === null && staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) staleGone = Date.now();
       ctx.view({
         scenario: this.name,
         elapsedMs: Date.now() - started,
         progress: { done: Math.min(done, n + duplicates) + (orphanGone ? 1 : 0) + (staleGone ? 1 : 0), total: n + duplicates + 2 },
         queues: qs,
         counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
-        status: [`orphans ${f.orphan}, ${f.drained}: ${orphanGone ? "terminated" : "running"}`, `stale parameter ${param(f.gone)}: ${staleGone ? "deleted" : "present"}`],
+        status: [`orphans ${f.orphan}, ${f.drained}: ${orphanGone ? "terminated" : "running"}`, `stale parameter ${parameterOf(platform, f.gone)}: ${staleGone ? "deleted" : "present"}`],
       });
     };
     const ok = await waitFor(() => terminationDone !== null && orphanGone !== null && staleGone !== null, { timeoutMs: 180_000, tick });
@@ -191,7 +212,7 @@ export const fleet: Scenario = {
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
     const drainedState = await stateOf(platform.aws.ec2, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
-    if (!(await parameterExists(platform, param(f.busy)))) failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
+    if (!(await parameterExists(platform, parameterOf(platform, f.busy)))) failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
 
     const dlqMessages = (await peekAll(platform, terminationDlq)).filter((m) => sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"));
     const quarantined = distinctQuarantined(dlqMessages).length;
