@@ -1,25 +1,12 @@
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { EC2Client } from "@aws-sdk/client-ec2";
-import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
-import { logStep, type StepLogger } from "../shared/logger";
-import type { MetricsSink } from "../shared/metrics";
+import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import type { RefillConfig } from "./config";
-import type { Clock } from "./pickup";
-import { refillClass, type RefillOutcome } from "./refill-class";
+import { refillClass, type RefillDeps, type RefillOutcome } from "./refill-class";
 import { parseRefillMessage } from "./refill-message";
 
-export interface RefillHandlerDeps {
-  ec2: EC2Client;
-  dynamodb: DynamoDBClient;
-  sqs: SQSClient;
-  clock: Clock;
-  config: RefillConfig;
-  logger: StepLogger;
-  metrics: MetricsSink;
-}
+/** The handler needs exactly what refilling one class needs. */
+export type RefillHandlerDeps = RefillDeps;
 
 
 /**

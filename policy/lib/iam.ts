@@ -13,8 +13,11 @@ export interface ActionStatement {
   sid?: string;
 }
 
-/** pulumi-aws accepts `string | PolicyDocument`; the engine may hand back either. */
-export function readPolicyDocument(doc: unknown, where: string): ActionStatement[] {
+/**
+ * A document's `Statement` entries, unread. pulumi-aws accepts `string | PolicyDocument`; the
+ * engine may hand back either, and `Statement` may be one object or a list.
+ */
+export function policyStatements(doc: unknown, where: string): unknown[] {
   if (doc === undefined || doc === null || doc === "") return [];
   let parsed: unknown = doc;
   if (typeof doc === "string") {
@@ -26,8 +29,12 @@ export function readPolicyDocument(doc: unknown, where: string): ActionStatement
   }
   if (!isRecord(parsed)) throw new Error(`${where}: policy document is not an object`);
   const raw: unknown = parsed.Statement;
-  const list: unknown[] = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
-  return list.map((s, i) => readStatement(s, `${where} Statement[${i}]`));
+  return Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+}
+
+/** A document's statements, each read down to its effect, actions and resources. */
+export function readPolicyDocument(doc: unknown, where: string): ActionStatement[] {
+  return policyStatements(doc, where).map((s, i) => readStatement(s, `${where} Statement[${i}]`));
 }
 
 function readStatement(s: unknown, where: string): ActionStatement {

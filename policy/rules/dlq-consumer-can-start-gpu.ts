@@ -1,15 +1,11 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, dlqUrns, ofType, uniqueByUrn } from "../lib/graph";
 import { isActionAllowed } from "../lib/iam";
-import { stringList } from "../lib/props";
+import { requiredActions, requiredActionsSchema } from "../lib/required-actions";
 import { roleStatements } from "../lib/roles";
 import { EVENT_SOURCE_MAPPING, FUNCTION, QUEUE, ROLE } from "../lib/types";
 
 export const DEFAULT_REQUIRED_ACTIONS = ["ec2:StartInstances", "ec2:DescribeInstances"];
-
-interface Config {
-  requiredActions?: string[];
-}
 
 /**
  * The DLQ consumer's job is to wake the GPU instance so parked work can be replayed; without
@@ -21,19 +17,9 @@ export const dlqConsumerCanStartGpu: StackValidationPolicy = {
     "A Lambda consuming a dead-letter queue must be allowed ec2:StartInstances and ec2:DescribeInstances " +
     "(inline or attached policy) so it can start the GPU instance.",
   enforcementLevel: "mandatory",
-  configSchema: {
-    properties: {
-      requiredActions: {
-        type: "array",
-        items: { type: "string" },
-        default: DEFAULT_REQUIRED_ACTIONS,
-        description: "Actions a DLQ consumer's role must be granted.",
-      },
-    },
-  },
+  configSchema: requiredActionsSchema(DEFAULT_REQUIRED_ACTIONS, "Actions a DLQ consumer's role must be granted."),
   validateStack: (args, reportViolation) => {
-    const config = args.getConfig<Config>();
-    const required = config.requiredActions ? stringList(config.requiredActions) : DEFAULT_REQUIRED_ACTIONS;
+    const required = requiredActions(args, DEFAULT_REQUIRED_ACTIONS);
     const dlqs = dlqUrns(args.resources);
 
     const consumers = new Map<string, { fn: PolicyResource; queues: string[] }>();

@@ -1,5 +1,5 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
-import { actionPatternMatches, isWildcardAction } from "../lib/iam";
+import { actionPatternMatches, isWildcardAction, policyStatements } from "../lib/iam";
 import { isRecord, records, stringList } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
 
@@ -12,18 +12,7 @@ interface Config {
 
 /** The statements of a document as raw records: this rule must read `Condition`, which lib/iam drops. */
 function rawStatements(doc: unknown, where: string): Array<Record<string, unknown>> {
-  if (doc === undefined || doc === null || doc === "") return [];
-  let parsed: unknown = doc;
-  if (typeof doc === "string") {
-    try {
-      parsed = JSON.parse(doc);
-    } catch {
-      throw new Error(`${where}: policy document is not valid JSON`);
-    }
-  }
-  if (!isRecord(parsed)) throw new Error(`${where}: policy document is not an object`);
-  const raw: unknown = parsed.Statement;
-  return records(Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]);
+  return records(policyStatements(doc, where));
 }
 
 /**

@@ -1,17 +1,14 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, ofType, uniqueByUrn } from "../lib/graph";
 import { isActionAllowed } from "../lib/iam";
-import { isRecord, readIfKnown, stringList } from "../lib/props";
+import { isRecord, readIfKnown } from "../lib/props";
+import { requiredActions, requiredActionsSchema } from "../lib/required-actions";
 import { roleStatements } from "../lib/roles";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../contract";
 import { ECS_TASK_DEFINITION, ROLE } from "../lib/types";
 import { containerEnvironment, readContainerDefinitions } from "../lib/ecs-container-definitions";
 
 export const DEFAULT_PROTECTION_ACTIONS = ["ecs:UpdateTaskProtection"];
-
-interface Config {
-  requiredActions?: string[];
-}
 
 /**
  * Which marker says this task definition's containers use scale-in protection: the
@@ -36,19 +33,9 @@ export const ecsTaskProtectionGranted: StackValidationPolicy = {
     "A task definition whose containers use task scale-in protection (tag encache:task-protection or env ENCACHE_TASK_PROTECTION) " +
     "has a task role, in this stack, allowed ecs:UpdateTaskProtection.",
   enforcementLevel: "mandatory",
-  configSchema: {
-    properties: {
-      requiredActions: {
-        type: "array",
-        items: { type: "string" },
-        default: DEFAULT_PROTECTION_ACTIONS,
-        description: "Actions the task role of a protection-using task definition must be allowed.",
-      },
-    },
-  },
+  configSchema: requiredActionsSchema(DEFAULT_PROTECTION_ACTIONS, "Actions the task role of a protection-using task definition must be allowed."),
   validateStack: (args, reportViolation) => {
-    const config = args.getConfig<Config>();
-    const required = config.requiredActions ? stringList(config.requiredActions) : DEFAULT_PROTECTION_ACTIONS;
+    const required = requiredActions(args, DEFAULT_PROTECTION_ACTIONS);
     for (const td of ofType(args.resources, ECS_TASK_DEFINITION)) {
       const marker = protectionMarker(td);
       if (!marker) continue;
