@@ -68,6 +68,9 @@ function build(entry: string, options: esbuild.BuildOptions): { code: string; me
 
 let cacheDir: string | undefined;
 
+/** Where the offline plan keeps its bundles (git-ignored). */
+export const PLAN_BUNDLE_CACHE_DIR = path.join(REPO_ROOT, ".cache", "plan-bundles");
+
 /**
  * Keeps each entry's bundle in `dir` across processes (the offline plan opts in: a plan builds
  * seven bundles, each re-parsing the AWS SDK, and that was half its time). An entry is reused

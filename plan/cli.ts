@@ -9,14 +9,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
-import { bundleSizes, REPO_ROOT, useBundleCache } from "../infra/bundle";
+import { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache } from "../infra/bundle";
 import { policies } from "../policy/policies";
 import { flushAndExit } from "../functions/shared/exit";
 import { evaluatePolicies } from "../policy/testing/evaluate";
 import { createMocks } from "./mocks";
 import { installRecorder } from "./record";
 import { planDocument, renderHuman } from "./render";
-import { PlanInputError, readStackFiles } from "./stack-files";
+import { PlanInputError, readStackFiles, resolveProgram } from "./stack-files";
 import type { PolicyPackConfig } from "../policy/testing/types";
 
 const USAGE = "usage: npm run plan -- --stack <name> [--json] [--program <file>]";
@@ -48,11 +48,11 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     const files = readStackFiles(REPO_ROOT, values.stack);
-    const program = resolveProgram(values.program ?? files.main);
+    const program = resolveProgram(REPO_ROOT, values.program ?? files.main);
     const region = files.config["aws:region"] ?? "us-east-1";
 
-    // Bundles are rebuilt only when an input changed (see useBundleCache); .cache/ is git-ignored.
-    useBundleCache(path.join(REPO_ROOT, ".cache", "plan-bundles"));
+    // Bundles are rebuilt only when an input changed (see useBundleCache).
+    useBundleCache(PLAN_BUNDLE_CACHE_DIR);
     pulumi.runtime.setAllConfig(files.config, files.secretKeys);
     await pulumi.runtime.setMocks(createMocks(region), files.project, values.stack, false);
     const recorder = installRecorder();
@@ -79,17 +79,6 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return fail(describeFailure(err));
   }
-}
-
-/** `--program` takes any TypeScript program inside the checkout, and nothing outside it. */
-function resolveProgram(file: string): string {
-  const abs = path.resolve(process.cwd(), file);
-  if (!fs.existsSync(abs)) throw new PlanInputError(`--program ${file}: no such file`);
-  const real = fs.realpathSync(abs);
-  const rel = path.relative(fs.realpathSync(REPO_ROOT), real);
-  if (rel.startsWith("..") || path.isAbsolute(rel)) throw new PlanInputError(`--program ${file}: must be inside the checkout (${REPO_ROOT})`);
-  if (!/\.(ts|mts|cts)$/.test(real)) throw new PlanInputError(`--program ${file}: must be a TypeScript file`);
-  return real;
 }
 
 function readPolicyConfig(stack: string): PolicyPackConfig | undefined {

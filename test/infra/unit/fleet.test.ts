@@ -11,7 +11,7 @@ import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from
 import { housekeepingMessage, jobsTableSpec } from "../../../infra/parts/fleet";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
 import { TASK_TYPES } from "../../../functions/fleet/messages";
-import { devConfig, withValue } from "../support/stack-config";
+import { devConfig, withValue } from "../helpers/stack-config";
 
 function fleetSection(stack: string): unknown {
   const doc = parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };

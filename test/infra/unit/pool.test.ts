@@ -6,7 +6,7 @@ import { allowedActions, type Statement } from "../../../infra/iam/document";
 import { claimStatements, refillStatements } from "../../../infra/iam/pool";
 import { poolCrossFieldIssues } from "../../../infra/parts/pool.config";
 import { allowStatements, unscopedLaunchGrant } from "../../../policy/rules/ec2-launch-grants-scoped";
-import { devConfig, withValue } from "../support/stack-config";
+import { devConfig, withValue } from "../helpers/stack-config";
 
 function keysOf(raw: Record<string, unknown>): string[] {
   try {

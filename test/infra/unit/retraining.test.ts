@@ -9,7 +9,7 @@ import {
 import { allowedActions } from "../../../infra/iam/document";
 import { strategyFamily } from "../../../infra/parts/retraining";
 import { FARGATE_CPU_UNITS, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
-import { devConfig, withValue } from "../support/stack-config";
+import { devConfig, withValue } from "../helpers/stack-config";
 
 function configError(raw: Record<string, unknown>): string {
   try {

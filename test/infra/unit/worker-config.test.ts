@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
 import { fargateSizeProblem, workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/parts/worker.config";
 import { clusterTasksArn } from "../../../infra/iam/worker";
-import { devConfig, withValue } from "../support/stack-config";
+import { devConfig, withValue } from "../helpers/stack-config";
 
 function keysOf(raw: Record<string, unknown>): string[] {
   try {
