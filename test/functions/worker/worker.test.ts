@@ -11,8 +11,11 @@ import { initialVisibilitySeconds } from "../../../functions/worker/job";
 import { createWorker } from "../../../functions/worker/worker";
 import type { JobHandler } from "../../../functions/worker/handlers";
 import { FakeEcsAgent } from "./support/agent";
-import { DLQ_URL, job, message, mockedWorkerDeps, sleep, waitFor, WORK_URL } from "./support/worker-deps";
+import { DLQ_URL, job, message, mockedWorkerDeps as workerDeps, WORK_URL } from "./support/worker-deps";
+import { advance, httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
 
+/** The worker's deps, its agent calls over `node:http` (see httpFetch). */
+const mockedWorkerDeps = (options: Parameters<typeof workerDeps>[0] = {}) => workerDeps({ fetch: httpFetch, ...options });
 type Harness = ReturnType<typeof mockedWorkerDeps>;
 
 /** ReceiveMessage answers from `inbox` one batch per call, recording when each call was made. */
@@ -58,6 +61,8 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
   before(() => agent.start());
   after(() => agent.stop());
   beforeEach(() => agent.reset());
+  // Jobs, polls, heartbeats, idle windows and grace periods run on fake time.
+  useFakeTime();
 
   async function runUntil(t: Harness, done: () => boolean, what: string) {
     const worker = createWorker(t.deps);
@@ -66,7 +71,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       await waitFor(done, 5000, what);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
     return worker;
   }
@@ -200,7 +205,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       await waitFor(() => a.started() === 1 && b.started() === 1, 3000, "both jobs");
       a.open();
       await waitFor(() => deleted(t).length === 1, 3000, "job a deleted");
-      await sleep(50);
+      await advance(50);
       const whileBRuns = agent.puts();
       b.open();
       await waitFor(() => deleted(t).length === 2, 3000, "job b deleted");
@@ -210,7 +215,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(agent.puts()).to.deep.equal([true, false]);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -251,7 +256,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const running = worker.run();
     try {
       await waitFor(() => long.started() === 1, 3000, "the long job");
-      await sleep(250);
+      await advance(250);
       const receivesWhileHeld = receivedAt.filter((at) => at > Date.now() - 100).length;
       long.open();
       await waitFor(() => deleted(t).length === 1, 3000, "the delete");
@@ -259,7 +264,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(receivesWhileHeld).to.equal(0);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -278,7 +283,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const receivesBeforeStop = t.sqsMock.commandCalls(ReceiveMessageCommand).length;
 
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     expect(deleted(t)).to.deep.equal([finishing.ReceiptHandle]);
     expect(visibilityCalls(t)).to.deep.include([unfinished.ReceiptHandle, 0]);
@@ -301,11 +306,11 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     });
     const worker = createWorker(t.deps);
     const running = worker.run();
-    await sleep(50);
+    await advance(50);
 
     // Act
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     // Assert
     expect(visibilityCalls(t)).to.deep.equal([[late.ReceiptHandle, 0]]);
@@ -356,7 +361,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const running = worker.run();
     try {
       await waitFor(() => ended.length === 2, 3000, "the late job run");
-      await sleep(300);
+      await advance(300);
 
       // Assert
       expect(t.logger.withStep("idle_window_deferred")[0]!.fields).to.include({ messages: 1 });
@@ -367,7 +372,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(agent.puts()).to.deep.equal([true, false, true, false]);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -391,7 +396,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     await waitFor(() => visibilityCalls(t).length === 3, 3000, "three jobs started");
 
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     expect(maxActive).to.equal(3);
     expect(worker.stats.returned).to.equal(3);
@@ -406,8 +411,8 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     await waitFor(() => visibilityCalls(t).length === 1, 3000, "the job started");
 
     worker.stop("SIGTERM");
-    await running;
-    await sleep(1200); // the handler is still running; a live heartbeat would have extended by now
+    await until(running);
+    await advance(1200); // the handler is still running; a live heartbeat would have extended by now
 
     const calls = visibilityCalls(t);
     expect(calls.at(-1)).to.deep.equal([m.ReceiptHandle, 0]);

@@ -2,7 +2,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { WorkerConfig } from "../../../../functions/worker/config";
 import type { HandlerRegistry, JobHandler } from "../../../../functions/worker/handlers";
-import { TaskProtection } from "../../../../functions/worker/protection";
+import { TaskProtection, type AgentFetch } from "../../../../functions/worker/protection";
 import type { WorkerDeps } from "../../../../functions/worker/worker";
 import { RecordingLogger, RecordingMetrics } from "../../support/telemetry";
 
@@ -35,7 +35,9 @@ export function testWorkerConfig(overrides: Partial<WorkerConfig> = {}): WorkerC
 const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test", secretAccessKey: "test" } };
 
 /** Fresh SQS client with aws-sdk-client-mock on that instance, recorders, and a real TaskProtection. */
-export function mockedWorkerDeps(options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number } = {}) {
+export function mockedWorkerDeps(
+  options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number; fetch?: AgentFetch } = {},
+) {
   const sqs = new SQSClient(clientOptions);
   const logger = new RecordingLogger();
   const metrics = new RecordingMetrics();
@@ -45,6 +47,7 @@ export function mockedWorkerDeps(options: { config?: Partial<WorkerConfig>; hand
     expiresInMinutes: config.protectionExpiresMinutes,
     refreshIntervalMs: options.refreshIntervalMs,
     requestTimeoutMs: 1000,
+    fetch: options.fetch,
     logger,
     metrics,
   });
@@ -70,6 +73,7 @@ export function job(type: string, extra: Record<string, unknown> = {}): Record<s
   return { job_id: `job-${n}`, type, payload: { n }, ...extra };
 }
 
+/** Real time, for the integration tests against moto; unit tests use helpers/fake-time. */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `check` until true or the deadline; every wait in these tests is bounded. */
