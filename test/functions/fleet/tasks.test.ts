@@ -9,7 +9,7 @@ import { poolAudit, poolReport } from "../../../functions/fleet/tasks/pool-audit
 import { staleSsm } from "../../../functions/fleet/tasks/stale-ssm";
 import type { TaskDeps } from "../../../functions/fleet/tasks/types";
 import type { HousekeepingConfig } from "../../../functions/fleet/config";
-import { awsError, housekeepingConfig, mockedClients, TABLE } from "./support";
+import { awsError, housekeepingConfig, mockedClients, TABLE } from "../helpers/fleet-deps";
 
 const NOW = new Date("2025-11-25T12:00:00Z");
 const unlimited: TimeBudget = { exhausted: () => false };

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { LaunchSlots } from "../../../functions/retraining/capacity";
 import { parseLauncherConfig, resolveTaskDefinition } from "../../../functions/retraining/config";
 import { carriedAttributes, chunkEntries, DEFERRALS_ATTRIBUTE, entryBytes, lineageOf, MAX_BATCH_BYTES, ORIGIN_ATTRIBUTE } from "../../../functions/retraining/defer";
-import { sqsRecord } from "../support/sqs-events";
+import { sqsRecord } from "../helpers/sqs-events";
 import { EnvConfigError } from "../../../functions/shared/env";
 import { jobIdFor } from "../../../functions/retraining/job-id";
 import { parseRetrainingMessage, strategyOf } from "../../../functions/retraining/message";

@@ -5,7 +5,7 @@ import { expect } from "chai";
 import { buildHandlers } from "../../../functions/worker/handlers";
 import { ExecutableFailedError } from "../../../functions/worker/exec-handler";
 import type { Job } from "../../../functions/worker/job";
-import { RecordingLogger } from "../support/telemetry";
+import { RecordingLogger } from "../helpers/telemetry";
 
 describe("worker: the built-in handler runs an allow-listed executable", function () {
   this.timeout(10_000);

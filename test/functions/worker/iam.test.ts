@@ -4,8 +4,8 @@ import { AGENT_METHOD_ACTIONS, WORKER_IAM_ACTIONS, WORKER_IAM_PERMISSIONS } from
 import { createWorker } from "../../../functions/worker/worker";
 import { allowedActions } from "../../../infra/iam/document";
 import { workerTaskRoleStatements } from "../../../infra/iam/worker";
-import { FakeEcsAgent } from "./support/agent";
-import { job, message, mockedWorkerDeps } from "./support/worker-deps";
+import { FakeEcsAgent } from "../helpers/ecs-agent";
+import { job, message, mockedWorkerDeps } from "../helpers/worker-deps";
 import { httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
 
 describe("worker IAM: the action list matches what the code calls", function () {

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { readProtectionEnabled, refreshIntervalMs, TaskProtection } from "../../../functions/worker/protection";
-import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
-import { DEAD_AGENT_URI, FakeEcsAgent } from "./support/agent";
+import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
+import { DEAD_AGENT_URI, FakeEcsAgent } from "../helpers/ecs-agent";
 import { advance, httpFetch, useFakeTime, waitFor } from "../helpers/fake-time";
 
 describe("worker: task scale-in protection through the agent endpoint", function () {

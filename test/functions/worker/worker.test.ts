@@ -10,8 +10,8 @@ import { expect } from "chai";
 import { initialVisibilitySeconds } from "../../../functions/worker/job";
 import { createWorker } from "../../../functions/worker/worker";
 import type { JobHandler } from "../../../functions/worker/handlers";
-import { FakeEcsAgent } from "./support/agent";
-import { DLQ_URL, job, message, mockedWorkerDeps as workerDeps, WORK_URL } from "./support/worker-deps";
+import { FakeEcsAgent } from "../helpers/ecs-agent";
+import { DLQ_URL, job, message, mockedWorkerDeps as workerDeps, WORK_URL } from "../helpers/worker-deps";
 import { advance, httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
 
 /** The worker's deps, its agent calls over `node:http` (see httpFetch). */

@@ -55,7 +55,7 @@ export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<Dl
     config: testConfig(options.config),
     logger,
     metrics,
-    // One minute after the factory's SentTimestamp (test/functions/support/sqs-events.ts).
+    // One minute after the factory's SentTimestamp (test/functions/helpers/sqs-events.ts).
     now: () => 1_700_000_060_000,
   };
   return {

@@ -7,8 +7,8 @@ import { parseRefillConfig } from "../../../functions/pool/config";
 import { clientToken, leaseKey, refillClass } from "../../../functions/pool/refill-class";
 import { runPoolInstancesStatements } from "../../../infra/iam/pool";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, instanceId, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, instanceId, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
 
 const REFILL_DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/pool-refill-dlq";
 const CLS: PoolClassConfig = { name: "gpu-small", queueUrl: QUEUE_URL, launchTemplateId: "lt-0123", size: 3, instanceTypes: ["g5.xlarge"], cpu: 4, memoryMib: 16384, usageClass: "on-demand" };

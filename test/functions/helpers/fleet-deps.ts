@@ -5,7 +5,7 @@ import { SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
 import type { HousekeepingConfig, TerminationConfig } from "../../../functions/fleet/config";
 import type { DimensionedMetric, FleetMetrics } from "../../../functions/fleet/telemetry";
-import { RecordingLogger } from "../support/telemetry";
+import { RecordingLogger } from "./telemetry";
 
 export const TABLE = "fleet-jobs";
 export const TERMINATION_DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/fleet-termination-dlq";

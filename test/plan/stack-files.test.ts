@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
-import { PlanInputError, readStackFiles, SECRET_PLACEHOLDER } from "../../../plan/stack-files";
+import { PlanInputError, readStackFiles, SECRET_PLACEHOLDER } from "../../plan/stack-files";
 
 describe("plan stack-file reader", () => {
   let dir: string;

@@ -3,7 +3,7 @@ import { DescribeInstancesCommand, type DescribeInstancesCommandInput, EC2Client
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand, type SendMessageCommandInput, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { Advert, ResourceClassSpec } from "../../../functions/pool/advert";
-import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
+import { RecordingLogger, RecordingMetrics } from "./telemetry";
 
 export const QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/pool-gpu-small";
 export const TABLE = "pool-claims";

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { parseHousekeepingConfig, parseTerminationConfig } from "../../../functions/fleet/config";
 import { instanceIdOfParameter, runnerConfigParameter } from "../../../functions/fleet/jobs";
 import { HousekeepingMessageSchema, parseBody, rfc3339, TerminationMessageSchema } from "../../../functions/fleet/messages";
-import { terminationMessage } from "./support";
+import { terminationMessage } from "../helpers/fleet-deps";
 
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
 

@@ -1,10 +1,10 @@
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
-import type { WorkerConfig } from "../../../../functions/worker/config";
-import type { HandlerRegistry, JobHandler } from "../../../../functions/worker/handlers";
-import { TaskProtection, type AgentFetch } from "../../../../functions/worker/protection";
-import type { WorkerDeps } from "../../../../functions/worker/worker";
-import { RecordingLogger, RecordingMetrics } from "../../support/telemetry";
+import type { WorkerConfig } from "../../../functions/worker/config";
+import type { HandlerRegistry, JobHandler } from "../../../functions/worker/handlers";
+import { TaskProtection, type AgentFetch } from "../../../functions/worker/protection";
+import type { WorkerDeps } from "../../../functions/worker/worker";
+import { RecordingLogger, RecordingMetrics } from "./telemetry";
 
 export const WORK_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/worker";
 export const DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq";

@@ -5,7 +5,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import type { LauncherConfig } from "../../../functions/retraining/config";
 import type { LauncherDeps } from "../../../functions/retraining/handler";
-import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
+import { RecordingLogger, RecordingMetrics } from "./telemetry";
 
 export const QUARANTINE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/retraining-dlq";
 export const RETRAINING_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/retraining";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { configKey, parseStackConfig, requiredVisibilityTimeoutSeconds, StackConfigError } from "../../../infra/config";
-import { devConfig, withValue } from "../helpers/stack-config";
+import { configKey, parseStackConfig, requiredVisibilityTimeoutSeconds, StackConfigError } from "../../infra/config";
+import { devConfig, withValue } from "./helpers/stack-config";
 
 function configError(raw: unknown): StackConfigError {
   try {

@@ -8,8 +8,8 @@ import { createHousekeepingHandler } from "../../../functions/fleet/housekeeping
 import type { FleetMetrics } from "../../../functions/fleet/telemetry";
 import type * as TerminationEntry from "../../../functions/fleet/termination";
 import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { contextWithRemaining, housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { contextWithRemaining, housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "../helpers/fleet-deps";
 
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
 /** What the entry modules parse at import, plus the service name Powertools would turn into a dimension. */
