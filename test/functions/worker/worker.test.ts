@@ -7,7 +7,6 @@ import {
   type SendMessageCommandInput,
 } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
-import { initialVisibilitySeconds } from "../../../functions/worker/job";
 import { createWorker } from "../../../functions/worker/worker";
 import type { JobHandler } from "../../../functions/worker/handlers";
 import { FakeEcsAgent } from "../helpers/ecs-agent";
@@ -94,20 +93,6 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const receive = t.sqsMock.commandCalls(ReceiveMessageCommand)[0]!.args[0].input;
     expect(receive).to.include({ QueueUrl: WORK_URL, MaxNumberOfMessages: 1 });
   });
-
-  const visibilities: Array<[string, number | undefined, number, number]> = [
-    ["2 × the estimate", 90, 1000, 180],
-    ["the estimate rounded up", 0.2, 100, 1],
-    ["clamped to the maximum", 10_000, 1000, 3600],
-    ["the default without an estimate", undefined, 1000, 900],
-    ["at least one heartbeat extension (3 × 60 s) when 2 × the estimate is shorter", 10, 60_000, 180],
-    ["the maximum when even the heartbeat extension exceeds it", 10, 3_600_000, 3600],
-  ];
-  for (const [name, estimate, heartbeatMs, expected] of visibilities) {
-    it(`sets the initial visibility to ${name}`, () => {
-      expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600, heartbeatMs })).to.equal(expected);
-    });
-  }
 
   it("a short-estimate job that overruns is never visible to another task before its first heartbeat", async () => {
     // 2 × 0.1 s would give 1 s of visibility; the first heartbeat only comes after 1.5 s.
