@@ -8,14 +8,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import * as pulumi from "@pulumi/pulumi";
-import { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache } from "../infra/bundle";
-import { policies } from "../policy/policies";
 import { flushAndExit } from "../functions/shared/exit";
-import { evaluatePolicies } from "../policy/testing/evaluate";
-import { createMocks } from "./mocks";
-import { installRecorder } from "./record";
-import { planDocument, renderHuman } from "./render";
 import { PlanInputError, readStackFiles, resolveProgram } from "./stack-files";
 import type { PolicyPackConfig } from "../policy/testing/types";
 
@@ -47,6 +40,17 @@ async function main(argv: string[]): Promise<number> {
   process.on("uncaughtException", (err) => programFailures.push(err));
 
   try {
+    // Loaded only past the usage checks: Pulumi alone takes about a second to load.
+    const [pulumi, { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache }, { policies }, { evaluatePolicies }, { createMocks }, { installRecorder }, { planDocument, renderHuman }] =
+      await Promise.all([
+        import("@pulumi/pulumi"),
+        import("../infra/bundle.js"),
+        import("../policy/policies.js"),
+        import("../policy/testing/evaluate.js"),
+        import("./mocks.js"),
+        import("./record.js"),
+        import("./render.js"),
+      ]);
     const files = readStackFiles(REPO_ROOT, values.stack);
     const program = resolveProgram(REPO_ROOT, values.program ?? files.main);
     const region = files.config["aws:region"] ?? "us-east-1";
@@ -64,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
     const resources = await recorder.settle();
     if (programFailures.length > 0) throw programFailures[0];
 
-    const policyConfig = readPolicyConfig(values.stack);
+    const policyConfig = readPolicyConfig(REPO_ROOT, values.stack);
     const violations = await evaluatePolicies(resources, policies, {
       config: policyConfig,
       stackTags: {},
@@ -81,13 +85,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-function readPolicyConfig(stack: string): PolicyPackConfig | undefined {
-  const file = path.join(REPO_ROOT, "policy", `config.${stack}.json`);
+function readPolicyConfig(root: string, stack: string): PolicyPackConfig | undefined {
+  const file = path.join(root, "policy", `config.${stack}.json`);
   if (!fs.existsSync(file)) return undefined;
   try {
     return JSON.parse(fs.readFileSync(file, "utf8")) as PolicyPackConfig;
   } catch (err) {
-    throw new PlanInputError(`${path.relative(REPO_ROOT, file)}: ${(err as Error).message}`);
+    throw new PlanInputError(`${path.relative(root, file)}: ${(err as Error).message}`);
   }
 }
 
