@@ -8,20 +8,16 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import * as pulumi from "@pulumi/pulumi";
-import { bundleSizes, REPO_ROOT } from "../infra/bundle";
-import { policies } from "../policy/policies";
 import { flushAndExit } from "../functions/shared/exit";
-import { evaluatePolicies } from "../policy/testing/evaluate";
-import { createMocks } from "./mocks";
-import { installRecorder } from "./record";
-import { planDocument, renderHuman } from "./render";
-import { PlanInputError, readStackFiles } from "./stack-files";
+import { PlanInputError, readStackFiles, resolveProgram } from "./stack-files";
 import type { PolicyPackConfig } from "../policy/testing/types";
 
 const USAGE = "usage: npm run plan -- --stack <name> [--json] [--program <file>]";
 
 async function main(argv: string[]): Promise<number> {
+  // Pulumi takes `new Error().stack` for every promise it creates; mapping each through tsx's
+  // source maps cost about a second of CPU per plan. Only PLAN_DEBUG prints a stack.
+  if (!process.env.PLAN_DEBUG) process.setSourceMapsEnabled(false);
   const started = Date.now();
   let values: { stack?: string; json?: boolean; program?: string; help?: boolean };
   try {
@@ -44,10 +40,23 @@ async function main(argv: string[]): Promise<number> {
   process.on("uncaughtException", (err) => programFailures.push(err));
 
   try {
+    // Loaded only past the usage checks: Pulumi alone takes about a second to load.
+    const [pulumi, { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache }, { policies }, { evaluatePolicies }, { createMocks }, { installRecorder }, { planDocument, renderHuman }] =
+      await Promise.all([
+        import("@pulumi/pulumi"),
+        import("../infra/bundle.js"),
+        import("../policy/policies.js"),
+        import("../policy/testing/evaluate.js"),
+        import("./mocks.js"),
+        import("./record.js"),
+        import("./render.js"),
+      ]);
     const files = readStackFiles(REPO_ROOT, values.stack);
-    const program = resolveProgram(values.program ?? files.main);
+    const program = resolveProgram(REPO_ROOT, values.program ?? files.main);
     const region = files.config["aws:region"] ?? "us-east-1";
 
+    // Bundles are rebuilt only when an input changed (see useBundleCache).
+    useBundleCache(PLAN_BUNDLE_CACHE_DIR);
     pulumi.runtime.setAllConfig(files.config, files.secretKeys);
     await pulumi.runtime.setMocks(createMocks(region), files.project, values.stack, false);
     const recorder = installRecorder();
@@ -59,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
     const resources = await recorder.settle();
     if (programFailures.length > 0) throw programFailures[0];
 
-    const policyConfig = readPolicyConfig(values.stack);
+    const policyConfig = readPolicyConfig(REPO_ROOT, values.stack);
     const violations = await evaluatePolicies(resources, policies, {
       config: policyConfig,
       stackTags: {},
@@ -76,24 +85,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** `--program` takes any TypeScript program inside the checkout, and nothing outside it. */
-function resolveProgram(file: string): string {
-  const abs = path.resolve(process.cwd(), file);
-  if (!fs.existsSync(abs)) throw new PlanInputError(`--program ${file}: no such file`);
-  const real = fs.realpathSync(abs);
-  const rel = path.relative(fs.realpathSync(REPO_ROOT), real);
-  if (rel.startsWith("..") || path.isAbsolute(rel)) throw new PlanInputError(`--program ${file}: must be inside the checkout (${REPO_ROOT})`);
-  if (!/\.(ts|mts|cts)$/.test(real)) throw new PlanInputError(`--program ${file}: must be a TypeScript file`);
-  return real;
-}
-
-function readPolicyConfig(stack: string): PolicyPackConfig | undefined {
-  const file = path.join(REPO_ROOT, "policy", `config.${stack}.json`);
+function readPolicyConfig(root: string, stack: string): PolicyPackConfig | undefined {
+  const file = path.join(root, "policy", `config.${stack}.json`);
   if (!fs.existsSync(file)) return undefined;
   try {
     return JSON.parse(fs.readFileSync(file, "utf8")) as PolicyPackConfig;
   } catch (err) {
-    throw new PlanInputError(`${path.relative(REPO_ROOT, file)}: ${(err as Error).message}`);
+    throw new PlanInputError(`${path.relative(root, file)}: ${(err as Error).message}`);
   }
 }
 

@@ -48,6 +48,17 @@ export function readStackFiles(root: string, stack: string): StackFiles {
   return { project: project.name, main: typeof project.main === "string" ? project.main : "index.ts", config, secretKeys };
 }
 
+/** `--program` takes any TypeScript program inside the checkout (`root`), and nothing outside it. */
+export function resolveProgram(root: string, file: string): string {
+  const abs = path.resolve(process.cwd(), file);
+  if (!fs.existsSync(abs)) throw new PlanInputError(`--program ${file}: no such file`);
+  const real = fs.realpathSync(abs);
+  const rel = path.relative(fs.realpathSync(root), real);
+  if (rel.startsWith("..") || path.isAbsolute(rel)) throw new PlanInputError(`--program ${file}: must be inside the checkout (${root})`);
+  if (!/\.(ts|mts|cts)$/.test(real)) throw new PlanInputError(`--program ${file}: must be a TypeScript file`);
+  return real;
+}
+
 function isSecure(value: unknown): boolean {
   return typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 1 && "secure" in value;
 }

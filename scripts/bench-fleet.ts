@@ -13,8 +13,8 @@ import { bundleFunction } from "../infra/bundle";
 import { FLEET_ENTRIES } from "../infra/parts/fleet";
 import { createHousekeepingHandler } from "../functions/fleet/housekeeping-handler";
 import { createTerminationHandler } from "../functions/fleet/termination-handler";
-import { awsError, housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "../test/functions/fleet/support";
-import { sqsEvent, sqsRecord } from "../test/functions/support/sqs-events";
+import { awsError, housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "../test/functions/helpers/fleet-deps";
+import { sqsEvent, sqsRecord } from "../test/functions/helpers/sqs-events";
 
 type Harness = ReturnType<typeof mockedClients>;
 

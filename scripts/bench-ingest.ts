@@ -18,9 +18,9 @@ import { bundleFunction, REPO_ROOT } from "../infra/bundle";
 import { INGEST_ENTRIES } from "../infra/parts/ingest";
 import { createDlqHandler } from "../functions/ingest/dlq-handler";
 import { createWindowHandler } from "../functions/ingest/window-handler";
-import { FakeGpuService, loopbackOnlyFetch } from "../test/functions/support/gpu-server";
-import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../test/functions/support/ingest-deps";
-import { sqsEvent, sqsRecord, validPayload } from "../test/functions/support/sqs-events";
+import { FakeGpuService, loopbackOnlyFetch } from "../test/functions/helpers/gpu-server";
+import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../test/functions/helpers/ingest-deps";
+import { sqsEvent, sqsRecord, validPayload } from "../test/functions/helpers/sqs-events";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 

@@ -9,7 +9,7 @@ import { POOL_ENTRIES } from "../infra/parts/pool";
 import { claimInstance, type ClaimRequest } from "../functions/pool/claim";
 import { pickup } from "../functions/pool/pickup";
 import { refillClass } from "../functions/pool/refill-class";
-import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../test/functions/pool/fakes";
+import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../test/functions/helpers/pool-fakes";
 
 interface Row {
   what: string;

@@ -11,8 +11,8 @@ import { bundleFunction } from "../infra/bundle";
 import { RETRAINING_ENTRY } from "../infra/parts/retraining";
 import type { LauncherConfig } from "../functions/retraining/config";
 import { createLauncherHandler } from "../functions/retraining/handler";
-import { mockedLauncherDeps } from "../test/functions/retraining/support";
-import { sqsEvent, sqsRecord } from "../test/functions/support/sqs-events";
+import { mockedLauncherDeps } from "../test/functions/helpers/retraining-deps";
+import { sqsEvent, sqsRecord } from "../test/functions/helpers/sqs-events";
 
 interface Scenario {
   name: string;

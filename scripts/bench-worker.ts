@@ -14,9 +14,9 @@ import { MotoServer } from "../local/moto";
 import { buildHandlers, type HandlerRegistry } from "../functions/worker/handlers";
 import { TaskProtection } from "../functions/worker/protection";
 import { createWorker } from "../functions/worker/worker";
-import { testWorkerConfig } from "../test/functions/worker/support/worker-deps";
-import { job, message, mockedWorkerDeps, waitFor } from "../test/functions/worker/support/worker-deps";
-import { RecordingLogger, RecordingMetrics } from "../test/functions/support/telemetry";
+import { testWorkerConfig } from "../test/functions/helpers/worker-deps";
+import { job, message, mockedWorkerDeps, waitFor } from "../test/functions/helpers/worker-deps";
+import { RecordingLogger, RecordingMetrics } from "../test/functions/helpers/telemetry";
 
 const MESSAGES = 200;
 const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;

@@ -8,8 +8,8 @@ import { FLEET_NAME_DEFAULTS } from "../../policy/contract";
 
 const MANAGED_TAG = { key: FLEET_NAME_DEFAULTS.managedTagKey, value: FLEET_NAME_DEFAULTS.managedTagValue };
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
-import { RecordingLogger } from "../functions/support/telemetry";
-import { RecordingFleetMetrics } from "../functions/fleet/support";
+import { RecordingLogger } from "../functions/helpers/telemetry";
+import { RecordingFleetMetrics } from "../functions/helpers/fleet-deps";
 import { AwsWorld, type Queue } from "./support/aws-world";
 import { pollOnce } from "./support/event-source-mapping";
 import { resetMoto } from "./support/moto";

@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { createDlqHandler } from "../../functions/ingest/dlq-handler";
 import { createWindowHandler } from "../../functions/ingest/window-handler";
-import { FakeGpuService, loopbackOnlyFetch } from "../functions/support/gpu-server";
-import { RecordingLogger, RecordingMetrics } from "../functions/support/telemetry";
+import { FakeGpuService, loopbackOnlyFetch } from "../functions/helpers/gpu-server";
+import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { AwsWorld, GPU_NAME_TAG, GPU_PARAM, type Queue } from "./support/aws-world";
 import { pollOnce } from "./support/event-source-mapping";
 import { resetMoto } from "./support/moto";

@@ -7,7 +7,7 @@ import { claimInstance, type ClaimRequest } from "../../functions/pool/claim";
 import type { PoolClassConfig } from "../../functions/pool/config";
 import { pickup, type PickupRequest } from "../../functions/pool/pickup";
 import { refillClass } from "../../functions/pool/refill-class";
-import { RecordingLogger, RecordingMetrics } from "../functions/support/telemetry";
+import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { AwsWorld, type Queue } from "./support/aws-world";
 import { resetMoto } from "./support/moto";
 

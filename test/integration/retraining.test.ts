@@ -17,8 +17,8 @@ import { DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE } from "../../functions/retrainin
 import { createLauncherHandler } from "../../functions/retraining/handler";
 import { jobIdFor } from "../../functions/retraining/job-id";
 import { CAPACITY_LEASE_KEY } from "../../functions/retraining/lease";
-import { RecordingLauncherMetrics } from "../functions/retraining/support";
-import { RecordingLogger } from "../functions/support/telemetry";
+import { RecordingLauncherMetrics } from "../functions/helpers/retraining-deps";
+import { RecordingLogger } from "../functions/helpers/telemetry";
 import { AwsWorld, createFargateWorld, type Queue } from "./support/aws-world";
 import { pollOnce } from "./support/event-source-mapping";
 import { motoEndpoint, resetMoto } from "./support/moto";

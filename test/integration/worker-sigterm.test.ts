@@ -5,8 +5,8 @@ import * as path from "node:path";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { bundleFunction } from "../../infra/bundle";
-import { FakeEcsAgent } from "../functions/worker/support/agent";
-import { sleep, waitFor } from "../functions/worker/support/worker-deps";
+import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
+import { sleep, waitFor } from "../functions/helpers/worker-deps";
 import { AwsWorld, type Queue } from "./support/aws-world";
 import { motoEndpoint, resetMoto } from "./support/moto";
 

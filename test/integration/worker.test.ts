@@ -6,9 +6,9 @@ import { expect } from "chai";
 import { buildHandlers } from "../../functions/worker/handlers";
 import { TaskProtection } from "../../functions/worker/protection";
 import { createWorker } from "../../functions/worker/worker";
-import { FakeEcsAgent } from "../functions/worker/support/agent";
-import { testWorkerConfig, waitFor } from "../functions/worker/support/worker-deps";
-import { RecordingLogger, RecordingMetrics } from "../functions/support/telemetry";
+import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
+import { testWorkerConfig, waitFor } from "../functions/helpers/worker-deps";
+import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { AwsWorld, type Queue } from "./support/aws-world";
 import { resetMoto } from "./support/moto";
 

@@ -17,7 +17,7 @@ import {
   stopReason,
   type SimTask,
 } from "../../local/ecs-tasks";
-import { sleep } from "../functions/worker/support/worker-deps";
+import { sleep } from "../functions/helpers/worker-deps";
 import { createFargateWorld } from "../integration/support/aws-world";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";
 

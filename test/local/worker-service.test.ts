@@ -8,8 +8,8 @@ import { DEFAULT_EXPIRES_IN_MINUTES, TaskProtectionAgent } from "../../local/ecs
 import { motoClientEnv } from "../../local/moto";
 import type { LocalTaskDefinition } from "../../local/types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, taskEnvironment, WorkerServiceRunner } from "../../local/worker-service";
-import { RecordingLogger, RecordingMetrics } from "../functions/support/telemetry";
-import { sleep } from "../functions/worker/support/worker-deps";
+import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
+import { sleep } from "../functions/helpers/worker-deps";
 import { AwsWorld, type Queue } from "../integration/support/aws-world";
 import { motoEndpoint, resetMoto } from "../integration/support/moto";
 

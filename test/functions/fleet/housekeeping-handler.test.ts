@@ -4,8 +4,8 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParametersCommand, GetParametersByPathCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createHousekeepingHandler } from "../../../functions/fleet/housekeeping-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { awsError, contextWithRemaining, HOUSEKEEPING_DLQ_URL, housekeepingConfig, mockedClients } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { awsError, contextWithRemaining, HOUSEKEEPING_DLQ_URL, housekeepingConfig, mockedClients } from "../helpers/fleet-deps";
 
 const NOW = new Date("2025-11-25T12:00:00Z");
 

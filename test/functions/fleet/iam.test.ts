@@ -6,8 +6,8 @@ import { expect } from "chai";
 import { createHousekeepingHandler } from "../../../functions/fleet/housekeeping-handler";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
 import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "../helpers/fleet-deps";
 
 type Harness = ReturnType<typeof mockedClients>;
 

@@ -4,8 +4,8 @@ import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { expiresAt } from "../../../functions/fleet/complete-job";
 import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
 
 function arrange() {
   const t = mockedClients();

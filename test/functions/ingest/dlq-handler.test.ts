@@ -3,8 +3,8 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/cli
 import { GetParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
-import { DLQ_URL, fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../support/ingest-deps";
-import { sqsEvent, sqsRecord, validPayload } from "../support/sqs-events";
+import { DLQ_URL, fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../helpers/ingest-deps";
+import { sqsEvent, sqsRecord, validPayload } from "../helpers/sqs-events";
 
 type Harness = ReturnType<typeof mockedIngestDeps>;
 

@@ -15,7 +15,7 @@ import {
   NAME_TAG,
   PARAM,
   type FakeInstance,
-} from "../support/ingest-deps";
+} from "../helpers/ingest-deps";
 
 function ssmHolds(ssmMock: ReturnType<typeof mockedIngestDeps>["ssmMock"], value: string): void {
   ssmMock.on(GetParameterCommand, { Name: PARAM }).resolves({ Parameter: { Name: PARAM, Value: value } });

@@ -8,8 +8,8 @@ import {
   WINDOW_IAM_ACTIONS,
 } from "../../../functions/ingest/iam";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
-import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../support/ingest-deps";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
+import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../helpers/ingest-deps";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 
 type Harness = ReturnType<typeof mockedIngestDeps>;
 

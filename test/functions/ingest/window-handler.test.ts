@@ -3,9 +3,9 @@ import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
-import { FakeGpuService, loopbackOnlyFetch } from "../support/gpu-server";
-import { fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../support/ingest-deps";
-import { INGEST_QUEUE_ARN, sqsEvent, sqsRecord, validPayload } from "../support/sqs-events";
+import { FakeGpuService, loopbackOnlyFetch } from "../helpers/gpu-server";
+import { fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../helpers/ingest-deps";
+import { INGEST_QUEUE_ARN, sqsEvent, sqsRecord, validPayload } from "../helpers/sqs-events";
 
 type Harness = ReturnType<typeof mockedIngestDeps>;
 

@@ -2,7 +2,7 @@ import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { claimInstance, type ClaimRequest, releaseClaim } from "../../../functions/pool/claim";
-import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
+import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
 
 function arrange(instances: FakeEc2Instance[] = []) {
   const clock = new FakeClock();

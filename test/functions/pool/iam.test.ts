@@ -3,8 +3,8 @@ import { expect } from "chai";
 import { claimInstance } from "../../../functions/pool/claim";
 import { CLAIM_IAM_ACTIONS, REFILL_GRANTS, REFILL_IAM_ACTIONS } from "../../../functions/pool/iam";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { advert, FakeClaimTable, FakeClock, FakeEc2, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./fakes";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { advert, FakeClaimTable, FakeClock, FakeEc2, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
 
 /** Just what is read from a client stub: the command objects it received. */
 interface AnyStub {

@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { pickup, type PickupRequest, PickupArgumentError } from "../../../functions/pool/pickup";
-import { advert, FakeClock, FakePoolQueue, GPU_SMALL, QUEUE_URL, telemetry } from "./fakes";
+import { advert, FakeClock, FakePoolQueue, GPU_SMALL, QUEUE_URL, telemetry } from "../helpers/pool-fakes";
 
 function arrange(options: { clock?: FakeClock } = {}) {
   const clock = options.clock ?? new FakeClock();

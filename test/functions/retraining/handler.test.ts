@@ -4,8 +4,8 @@ import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-
 import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "../helpers/retraining-deps";
 
 type Harness = ReturnType<typeof mockedLauncherDeps>;
 

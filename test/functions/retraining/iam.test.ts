@@ -6,8 +6,8 @@ import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { LAUNCHER_CALLED_ACTIONS, LAUNCHER_GRANTS, LAUNCHER_IAM_ACTIONS, type RetrainingResource } from "../../../functions/retraining/iam";
 import { allowedActions } from "../../../infra/iam/document";
 import { type LauncherAccess, launcherStatements } from "../../../infra/parts/retraining";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
-import { mockedLauncherDeps, retrainingBody } from "./support";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { mockedLauncherDeps, retrainingBody } from "../helpers/retraining-deps";
 
 /** lib-dynamodb's commands are DynamoDB's *Item actions. */
 const ACTION_OF: Record<string, string> = {

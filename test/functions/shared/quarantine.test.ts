@@ -2,8 +2,8 @@ import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import { quarantine } from "../../../functions/shared/quarantine";
-import { sqsRecord } from "../support/sqs-events";
-import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
+import { sqsRecord } from "../helpers/sqs-events";
+import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
 
 const QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-quarantine";
 

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { once, processSqsBatch, approximateReceiveCount } from "../../../functions/shared/sqs";
-import { sqsEvent, sqsRecord } from "../support/sqs-events";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 
 describe("shared/sqs", () => {
   it("returns every record as a failure, instead of throwing, when the whole batch fails", async () => {

@@ -2,14 +2,13 @@ import { expect } from "chai";
 import { MAX_SHUTDOWN_GRACE_SECONDS, parseWorkerConfig } from "../../../functions/worker/config";
 import { SHUTDOWN_MARGIN_SECONDS, WORKER_STOP_TIMEOUT_SECONDS } from "../../../infra/parts/worker.config";
 import { EnvConfigError } from "../../../functions/shared/env";
-import { parseJob } from "../../../functions/worker/job";
 
 const base = {
   WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
 };
 
-describe("worker: environment and job parsing", () => {
+describe("worker: environment (functions/worker/config.ts)", () => {
   it("applies defaults and converts seconds to milliseconds", () => {
     const c = parseWorkerConfig({ ...base, WORKER_IDLE_WINDOW_SECONDS: "15", WORKER_HEARTBEAT_SECONDS: "60" });
     expect(c).to.deep.include({ concurrency: 1, waitTimeSeconds: 20, idleWindowMs: 15_000, heartbeatMs: 60_000, shutdownGraceMs: 100_000, agentUri: undefined, scratchDir: "/scratch" });
@@ -41,12 +40,4 @@ describe("worker: environment and job parsing", () => {
       expect(() => parseWorkerConfig(env)).to.throw(EnvConfigError, reason);
     });
   }
-
-  it("parses a job with and without an estimate", () => {
-    expect(parseJob('{"job_id":"j","type":"t","payload":{"a":1},"estimated_seconds":30}')).to.deep.equal({
-      ok: true,
-      job: { job_id: "j", type: "t", payload: { a: 1 }, estimated_seconds: 30 },
-    });
-    expect(parseJob('{"job_id":"j","type":"t","payload":null}').ok).to.equal(true);
-  });
 });

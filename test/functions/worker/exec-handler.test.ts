@@ -5,7 +5,7 @@ import { expect } from "chai";
 import { buildHandlers } from "../../../functions/worker/handlers";
 import { ExecutableFailedError } from "../../../functions/worker/exec-handler";
 import type { Job } from "../../../functions/worker/job";
-import { RecordingLogger } from "../support/telemetry";
+import { RecordingLogger } from "../helpers/telemetry";
 
 describe("worker: the built-in handler runs an allow-listed executable", function () {
   this.timeout(10_000);
@@ -22,7 +22,8 @@ describe("worker: the built-in handler runs an allow-listed executable", functio
     // Reads the payload from stdin, echoes it, writes a file in its working directory, and reports where it ran.
     echo: { command: "/bin/sh", args: ["-c", 'cat; echo; echo "job=$JOB_ID type=$JOB_TYPE"; echo scratch > out.txt; pwd; echo warn >&2'] },
     fail: { command: "/bin/sh", args: ["-c", "exit 3"] },
-    sleepy: { command: "/bin/sleep", args: ["30"] },
+    // Says when it runs, so the test aborts a running process without a timed wait.
+    sleepy: { command: "/bin/sh", args: ["-c", "echo started; exec sleep 30"] },
   };
   const run = (type: string, payload: unknown = { file: "a.mp4" }, signal = new AbortController().signal) => {
     const handlers = buildHandlers(allowList, scratch);
@@ -61,7 +62,8 @@ describe("worker: the built-in handler runs an allow-listed executable", functio
     const abort = new AbortController();
     const started = Date.now();
     const pending = run("sleepy", {}, abort.signal);
-    setTimeout(() => abort.abort(new Error("stopping")), 100);
+    while (!lines("stdout").includes("started")) await new Promise((r) => setImmediate(r));
+    abort.abort(new Error("stopping"));
 
     const error = await pending.then(
       () => undefined,

@@ -4,18 +4,20 @@ import { AGENT_METHOD_ACTIONS, WORKER_GRANTS, WORKER_IAM_ACTIONS } from "../../.
 import { createWorker } from "../../../functions/worker/worker";
 import { allowedActions } from "../../../infra/iam/document";
 import { workerTaskRoleStatements } from "../../../infra/parts/worker";
-import { FakeEcsAgent } from "./support/agent";
-import { job, message, mockedWorkerDeps, sleep, waitFor } from "./support/worker-deps";
+import { FakeEcsAgent } from "../helpers/ecs-agent";
+import { job, message, mockedWorkerDeps } from "../helpers/worker-deps";
+import { httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
 
 describe("worker IAM: the action list matches what the code calls", function () {
   this.timeout(10_000);
   const agent = new FakeEcsAgent();
   before(() => agent.start());
   after(() => agent.stop());
+  useFakeTime();
 
   it("every path together (start-up, a job, a malformed message, shutdown) calls exactly WORKER_IAM_ACTIONS", async () => {
     agent.protectedNow = true; // a leftover protection: start-up reads it (GET) and releases it (PUT)
-    const t = mockedWorkerDeps({ config: { agentUri: agent.uri }, handlers: { work: () => sleep(20) } });
+    const t = mockedWorkerDeps({ config: { agentUri: agent.uri }, handlers: { work: () => sleep(20) }, fetch: httpFetch });
     const inbox = [[message(job("work")), message("not json")]];
     t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
       await sleep(10);
@@ -28,7 +30,7 @@ describe("worker IAM: the action list matches what the code calls", function () 
     const running = worker.run();
     await waitFor(() => t.sqsMock.commandCalls(DeleteMessageCommand).length === 2, 5000, "both messages handled");
     worker.stop("test");
-    await running;
+    await until(running);
 
     const sqsActions = t.sqsMock.calls().map((c) => `sqs:${c.args[0].constructor.name.replace(/Command$/, "")}`);
     const agentActions = agent.requests.map((r) => AGENT_METHOD_ACTIONS[r.method]);

@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { readProtectionEnabled, refreshIntervalMs, TaskProtection } from "../../../functions/worker/protection";
-import { RecordingLogger, RecordingMetrics } from "../support/telemetry";
-import { DEAD_AGENT_URI, FakeEcsAgent } from "./support/agent";
-import { sleep, waitFor } from "./support/worker-deps";
+import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
+import { DEAD_AGENT_URI, FakeEcsAgent } from "../helpers/ecs-agent";
+import { advance, httpFetch, useFakeTime, waitFor } from "../helpers/fake-time";
 
 describe("worker: task scale-in protection through the agent endpoint", function () {
   this.timeout(10_000);
@@ -17,6 +17,8 @@ describe("worker: task scale-in protection through the agent endpoint", function
     logger = new RecordingLogger();
     metrics = new RecordingMetrics();
   });
+  // Refreshes and retries run on fake time; the agent's HTTP is real, over node:http (see httpFetch).
+  useFakeTime();
 
   const protection = (options: { agentUri?: string; refreshIntervalMs?: number; expiresInMinutes?: number; enableRetryMs?: number } = {}) =>
     new TaskProtection({
@@ -25,6 +27,7 @@ describe("worker: task scale-in protection through the agent endpoint", function
       refreshIntervalMs: options.refreshIntervalMs,
       enableRetryMs: options.enableRetryMs,
       requestTimeoutMs: 500,
+      fetch: httpFetch,
       logger,
       metrics,
     });
@@ -64,7 +67,7 @@ describe("worker: task scale-in protection through the agent endpoint", function
     await waitFor(() => agent.puts().length >= 3, 2000, "two refreshes");
     await p.release();
     const count = agent.puts().length;
-    await sleep(120);
+    await advance(120);
 
     expect(agent.puts().slice(0, 3)).to.deep.equal([true, true, true]);
     expect(agent.puts().at(-1)).to.equal(false);
@@ -113,7 +116,7 @@ describe("worker: task scale-in protection through the agent endpoint", function
     // The refresh is 60 s away: only the retry can re-enable protection within these 2 s.
     await waitFor(() => agent.protectedNow, 2000, "protection re-enabled");
     const attempts = agent.puts().length;
-    await sleep(200);
+    await advance(200);
 
     expect(attempts).to.equal(3);
     expect(agent.puts()).to.have.length(attempts);
@@ -128,7 +131,7 @@ describe("worker: task scale-in protection through the agent endpoint", function
 
     await p.acquire();
     await p.release();
-    await sleep(200);
+    await advance(200);
 
     expect(agent.puts()).to.deep.equal([true, false]);
   });

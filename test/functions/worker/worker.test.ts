@@ -7,12 +7,14 @@ import {
   type SendMessageCommandInput,
 } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
-import { initialVisibilitySeconds } from "../../../functions/worker/job";
 import { createWorker } from "../../../functions/worker/worker";
 import type { JobHandler } from "../../../functions/worker/handlers";
-import { FakeEcsAgent } from "./support/agent";
-import { DLQ_URL, job, message, mockedWorkerDeps, sleep, waitFor, WORK_URL } from "./support/worker-deps";
+import { FakeEcsAgent } from "../helpers/ecs-agent";
+import { DLQ_URL, job, message, mockedWorkerDeps as workerDeps, WORK_URL } from "../helpers/worker-deps";
+import { advance, httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
 
+/** The worker's deps, its agent calls over `node:http` (see httpFetch). */
+const mockedWorkerDeps = (options: Parameters<typeof workerDeps>[0] = {}) => workerDeps({ fetch: httpFetch, ...options });
 type Harness = ReturnType<typeof mockedWorkerDeps>;
 
 /** ReceiveMessage answers from `inbox` one batch per call, recording when each call was made. */
@@ -58,6 +60,8 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
   before(() => agent.start());
   after(() => agent.stop());
   beforeEach(() => agent.reset());
+  // Jobs, polls, heartbeats, idle windows and grace periods run on fake time.
+  useFakeTime();
 
   async function runUntil(t: Harness, done: () => boolean, what: string) {
     const worker = createWorker(t.deps);
@@ -66,7 +70,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       await waitFor(done, 5000, what);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
     return worker;
   }
@@ -89,20 +93,6 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const receive = t.sqsMock.commandCalls(ReceiveMessageCommand)[0]!.args[0].input;
     expect(receive).to.include({ QueueUrl: WORK_URL, MaxNumberOfMessages: 1 });
   });
-
-  const visibilities: Array<[string, number | undefined, number, number]> = [
-    ["2 × the estimate", 90, 1000, 180],
-    ["the estimate rounded up", 0.2, 100, 1],
-    ["clamped to the maximum", 10_000, 1000, 3600],
-    ["the default without an estimate", undefined, 1000, 900],
-    ["at least one heartbeat extension (3 × 60 s) when 2 × the estimate is shorter", 10, 60_000, 180],
-    ["the maximum when even the heartbeat extension exceeds it", 10, 3_600_000, 3600],
-  ];
-  for (const [name, estimate, heartbeatMs, expected] of visibilities) {
-    it(`sets the initial visibility to ${name}`, () => {
-      expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600, heartbeatMs })).to.equal(expected);
-    });
-  }
 
   it("a short-estimate job that overruns is never visible to another task before its first heartbeat", async () => {
     // 2 × 0.1 s would give 1 s of visibility; the first heartbeat only comes after 1.5 s.
@@ -200,7 +190,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       await waitFor(() => a.started() === 1 && b.started() === 1, 3000, "both jobs");
       a.open();
       await waitFor(() => deleted(t).length === 1, 3000, "job a deleted");
-      await sleep(50);
+      await advance(50);
       const whileBRuns = agent.puts();
       b.open();
       await waitFor(() => deleted(t).length === 2, 3000, "job b deleted");
@@ -210,7 +200,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(agent.puts()).to.deep.equal([true, false]);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -251,7 +241,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const running = worker.run();
     try {
       await waitFor(() => long.started() === 1, 3000, "the long job");
-      await sleep(250);
+      await advance(250);
       const receivesWhileHeld = receivedAt.filter((at) => at > Date.now() - 100).length;
       long.open();
       await waitFor(() => deleted(t).length === 1, 3000, "the delete");
@@ -259,7 +249,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(receivesWhileHeld).to.equal(0);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -278,7 +268,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const receivesBeforeStop = t.sqsMock.commandCalls(ReceiveMessageCommand).length;
 
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     expect(deleted(t)).to.deep.equal([finishing.ReceiptHandle]);
     expect(visibilityCalls(t)).to.deep.include([unfinished.ReceiptHandle, 0]);
@@ -301,11 +291,11 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     });
     const worker = createWorker(t.deps);
     const running = worker.run();
-    await sleep(50);
+    await advance(50);
 
     // Act
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     // Assert
     expect(visibilityCalls(t)).to.deep.equal([[late.ReceiptHandle, 0]]);
@@ -356,7 +346,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const running = worker.run();
     try {
       await waitFor(() => ended.length === 2, 3000, "the late job run");
-      await sleep(300);
+      await advance(300);
 
       // Assert
       expect(t.logger.withStep("idle_window_deferred")[0]!.fields).to.include({ messages: 1 });
@@ -367,7 +357,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       expect(agent.puts()).to.deep.equal([true, false, true, false]);
     } finally {
       worker.stop("test");
-      await running;
+      await until(running);
     }
   });
 
@@ -391,7 +381,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     await waitFor(() => visibilityCalls(t).length === 3, 3000, "three jobs started");
 
     worker.stop("SIGTERM");
-    await running;
+    await until(running);
 
     expect(maxActive).to.equal(3);
     expect(worker.stats.returned).to.equal(3);
@@ -406,8 +396,8 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     await waitFor(() => visibilityCalls(t).length === 1, 3000, "the job started");
 
     worker.stop("SIGTERM");
-    await running;
-    await sleep(1200); // the handler is still running; a live heartbeat would have extended by now
+    await until(running);
+    await advance(1200); // the handler is still running; a live heartbeat would have extended by now
 
     const calls = visibilityCalls(t);
     expect(calls.at(-1)).to.deep.equal([m.ReceiptHandle, 0]);

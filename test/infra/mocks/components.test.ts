@@ -30,7 +30,11 @@ describe("components under Pulumi mocks (in process)", function () {
       gpu: await import("../../../infra/components/gpu-instance.js"),
       bundle: await import("../../../infra/bundle.js"),
     };
+    // As in the plan: the bundle is rebuilt only when one of its inputs changed.
+    c.bundle.useBundleCache(c.bundle.PLAN_BUNDLE_CACHE_DIR);
   });
+
+  after(() => c.bundle.useBundleCache(undefined));
 
   it("ManagedQueue redrives to its DLQ after 3 receives and lets only its source redrive into the DLQ", async () => {
     const q = new c.mq.ManagedQueue("mq-a", {});

@@ -2,8 +2,8 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
-import { stackPlan } from "../support/run-plan";
-import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
+import { stackPlan } from "../helpers/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: unknown };
 
@@ -21,9 +21,9 @@ const stacks: Record<string, PlanDocument> = {};
 describe("the fleet part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
 
-  before(() => {
+  before(async () => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = stackPlan(stack);
+      const { run, doc } = await stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

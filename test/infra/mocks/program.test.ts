@@ -1,16 +1,11 @@
-import { spawnSync } from "node:child_process";
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { expect } from "chai";
-import { REPO_ROOT } from "../../../infra/bundle";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { planJson, runPlan, stackPlan } from "../support/run-plan";
-import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
+import { stackPlan } from "../helpers/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
-
 
 /** Everything a role may do: its inline RolePolicy documents plus attached managed policies. */
 function roleActions(doc: PlanDocument, role: Res): string[] {
@@ -33,9 +28,9 @@ const stacks: Record<string, PlanDocument> = {};
 describe("the program under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
 
-  before(() => {
+  before(async () => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = stackPlan(stack);
+      const { run, doc } = await stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }
@@ -160,73 +155,5 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
     };
     expect(pick("dev")).to.deep.equal({ instanceType: "g5.xlarge", deletionProtection: false, logRetention: 7, concurrency: 2, queueRetention: 345_600 });
     expect(pick("prod")).to.deep.equal({ instanceType: "g5.2xlarge", deletionProtection: true, logRetention: 90, concurrency: 20, queueRetention: 604_800 });
-  });
-});
-
-describe("plan exit codes", function () {
-  this.timeout(120_000);
-  const tmpStack = `zz-invalid-${process.pid}`;
-  const tmpFile = path.join(REPO_ROOT, `Pulumi.${tmpStack}.yaml`);
-  afterEach(() => fs.rmSync(tmpFile, { force: true }));
-
-  it("exits 1 with a violation naming the function when a DLQ consumer lacks ec2:StartInstances", () => {
-    const { run, doc } = planJson("dev", ["--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
-    expect(run.code).to.equal(1);
-    const v = doc.violations.filter((x) => x.policy === "dlq-consumer-can-start-gpu");
-    expect(v).to.have.length(1);
-    expect(v[0]!.enforcementLevel).to.equal("mandatory");
-    expect(v[0]!.urn).to.match(/aws:lambda\/function:Function::orders-dlq-consumer$/);
-    expect(v[0]!.message).to.contain("ec2:StartInstances");
-  });
-
-  it("exits 2 and names the key when the stack config holds an invalid value", () => {
-    const dev = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8");
-    fs.writeFileSync(tmpFile, dev.replace(/maxReceiveCount: 3/, "maxReceiveCount: 1"));
-    const run = runPlan(["--stack", tmpStack]);
-    expect(run.code).to.equal(2);
-    expect(run.stderr).to.contain("encache:queues.maxReceiveCount");
-    expect(run.stdout).to.equal("");
-  });
-
-  it("exits 2 and names the key when a required key is missing", () => {
-    const dev = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8");
-    fs.writeFileSync(tmpFile, dev.replace(/^\s+servicePort: 8080\n/m, ""));
-    const run = runPlan(["--stack", tmpStack, "--json"]);
-    expect(run.code).to.equal(2);
-    expect(run.stderr).to.match(/encache:gpu\.servicePort: is required/);
-  });
-
-  const usage: Array<[string, string[], RegExp]> = [
-    ["an unknown stack", ["--stack", "nope"], /Pulumi\.nope\.yaml does not exist/],
-    ["a program outside the checkout", ["--stack", "dev", "--program", "/etc/hostname"], /inside the checkout/],
-    ["no --stack", [], /--stack is required/],
-  ];
-  for (const [name, args, message] of usage) {
-    it(`exits 2 for ${name}`, () => {
-      const run = runPlan(args);
-      expect(run.code).to.equal(2);
-      expect(run.stderr).to.match(message);
-    });
-  }
-
-  it("delivers the whole --json document to a slow reader on a pipe (no truncation at exit)", () => {
-    const cli = path.join(REPO_ROOT, "plan/cli.ts");
-    const r = spawnSync("sh", ["-c", `"${process.execPath}" --import tsx "${cli}" --stack prod --json | (sleep 2; cat)`], {
-      cwd: REPO_ROOT,
-      encoding: "utf8",
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: 120_000,
-    });
-    const doc = JSON.parse(r.stdout) as PlanDocument;
-    expect(r.stdout.length).to.be.greaterThan(131_072);
-    expect(doc.summary.resources).to.equal(doc.resources.length);
-  });
-
-  it("prints the human tree for the dev stack", () => {
-    const run = runPlan(["--stack", "dev"]);
-    expect(run.code).to.equal(0);
-    expect(run.stdout).to.match(/encache:parts:Ingest {2}ingest/);
-    expect(run.stdout).to.match(/└─ aws:lambda\/eventSourceMapping:EventSourceMapping {2}ingest-dlq-consumer-mapping/);
-    expect(run.stdout).to.contain("Policy violations: none");
   });
 });

@@ -3,8 +3,8 @@ import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../..
 import { MOCK_ACCOUNT_ID } from "../../../plan/mocks";
 import type { PlanDocument } from "../../../plan/render";
 import { LAUNCHER_IAM_ACTIONS } from "../../../functions/retraining/iam";
-import { stackPlan } from "../support/run-plan";
-import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
+import { stackPlan } from "../helpers/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; Resource: string | string[] }> };
 
@@ -22,8 +22,8 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
     describe(stack, () => {
       let doc: PlanDocument;
       const e = expected[stack];
-      before(() => {
-        const { run, doc: d } = stackPlan(stack);
+      before(async () => {
+        const { run, doc: d } = await stackPlan(stack);
         expect(run.code, run.stderr).to.equal(0);
         doc = d;
       });

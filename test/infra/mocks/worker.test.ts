@@ -5,8 +5,8 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
 import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
-import { stackPlan } from "../support/run-plan";
-import { named, ofType as of, type PlanResource as Res } from "../support/plan-queries";
+import { stackPlan } from "../helpers/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown }> };
 type Container = Record<string, unknown> & { environment: Array<{ name: string; value: string }> };
@@ -27,9 +27,9 @@ const stacks: Record<string, PlanDocument> = {};
 describe("the worker part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(180_000);
 
-  before(() => {
+  before(async () => {
     for (const stack of ["dev", "prod"]) {
-      const { run, doc } = stackPlan(stack);
+      const { run, doc } = await stackPlan(stack);
       expect(run.code, run.stderr).to.equal(0);
       stacks[stack] = doc;
     }

@@ -1,0 +1,43 @@
+import { expect } from "chai";
+import { instanceIdOfParameter, runnerConfigParameter } from "../../../functions/fleet/jobs";
+import { HousekeepingMessageSchema, parseBody, rfc3339, TerminationMessageSchema } from "../../../functions/fleet/messages";
+import { terminationMessage } from "../helpers/fleet-deps";
+
+describe("fleet messages", () => {
+  it("accepts the seed's termination message and keeps an optional error", () => {
+    const r = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ error: "x" })));
+    expect(r.ok && r.value).to.deep.include({ job_id: "67890", status: "success", error: "x" });
+  });
+
+  it("accepts the scheduler's housekeeping message with <aws.scheduler.scheduled-time> filled in, params defaulting to {}", () => {
+    const r = parseBody(HousekeepingMessageSchema, JSON.stringify({ task_type: "stale_ssm", timestamp: "2025-11-25T10:00:00Z" }));
+    expect(r).to.deep.equal({ ok: true, value: { task_type: "stale_ssm", timestamp: "2025-11-25T10:00:00Z", params: {} } });
+  });
+
+  it("rfc3339 drops milliseconds so stored timestamps compare lexically", () => {
+    expect(rfc3339(new Date("2025-11-25T10:02:03.456+01:00"))).to.equal("2025-11-25T09:02:03Z");
+  });
+
+  const names: Array<[string, string | null]> = [
+    ["/runs-fleet/runners/i-0123456789abcdef0/config", "i-0123456789abcdef0"],
+    ["/runs-fleet/runners/i-01234567/token", "i-01234567"],
+    ["/runs-fleet/runners/README", null],
+    ["/runs-fleet/runners/host-1/config", null],
+    ["/other/i-0123456789abcdef0/config", null],
+  ];
+  for (const [name, id] of names) {
+    it(`instanceIdOfParameter(${name}) = ${id}`, () => {
+      expect(instanceIdOfParameter("/runs-fleet/runners", name)).to.equal(id);
+    });
+  }
+
+  it("runnerConfigParameter is the seed's path under the configured root", () => {
+    expect(runnerConfigParameter("/runs-fleet/runners", "i-1")).to.equal("/runs-fleet/runners/i-1/config");
+    expect(runnerConfigParameter("/encache-dev/runners", "i-1")).to.equal("/encache-dev/runners/i-1/config");
+  });
+
+  it("instanceIdOfParameter only matches under the configured root", () => {
+    expect(instanceIdOfParameter("/encache-dev/runners", "/encache-dev/runners/i-0123456789abcdef0/config")).to.equal("i-0123456789abcdef0");
+    expect(instanceIdOfParameter("/encache-dev/runners", "/runs-fleet/runners/i-0123456789abcdef0/config")).to.equal(null);
+  });
+});

@@ -1,0 +1,85 @@
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
+import { DescribeInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
+import { expect } from "chai";
+import { orphanCutoff, orphanedInstances } from "../../../../functions/fleet/tasks/orphaned-instances";
+import { TABLE } from "../../helpers/fleet-deps";
+import { NOW, unlimited, budgetOf, harness, id, instance, activeJobs } from "../../helpers/fleet-tasks";
+
+describe("housekeeping task orphaned_instances", () => {
+  it("cutoff is now − (max runtime + 10 min)", () => {
+    expect(orphanCutoff(NOW, 60).toISOString()).to.equal("2025-11-25T10:50:00.000Z");
+  });
+
+  const cases: Array<{ title: string; launched: number; active: boolean; terminated: boolean }> = [
+    { title: "an old instance without an active job is terminated", launched: 71, active: false, terminated: true },
+    { title: "an old instance with an active job is kept", launched: 71, active: true, terminated: false },
+    { title: "an instance younger than max runtime + 10 min is kept", launched: 69, active: false, terminated: false },
+  ];
+  for (const c of cases) {
+    it(c.title, async () => {
+      const t = harness({ maxRuntimeMinutes: 60 });
+      t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, c.launched)] }] });
+      t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+      activeJobs(t, c.active ? [id(1)] : []);
+
+      const result = await orphanedInstances(t.deps, {}, unlimited);
+
+      const terminated = t.ec2Mock.commandCalls(TerminateInstancesCommand).flatMap((x) => x.args[0].input.InstanceIds ?? []);
+      expect(terminated).to.deep.equal(c.terminated ? [id(1)] : []);
+      expect(result).to.deep.include({ complete: true, terminated: c.terminated ? 1 : 0 });
+      expect(t.metrics.named("OrphanedInstancesTerminated")[0]?.value).to.equal(c.terminated ? 1 : 0);
+    });
+  }
+
+  it("asks EC2 only for managed running/pending instances and checks the jobs table by instance_id", async () => {
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600)] }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    activeJobs(t, []);
+
+    await orphanedInstances(t.deps, {}, unlimited);
+
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.equal([
+      { Name: "tag:runs-fleet:managed", Values: ["true"] },
+      { Name: "instance-state-name", Values: ["running", "pending"] },
+    ]);
+    const query = t.dynamodbMock.commandCalls(QueryCommand)[0]!.args[0].input;
+    expect(query).to.deep.include({ TableName: TABLE, IndexName: "instance_id-index", Select: "COUNT" });
+    expect(query.FilterExpression).to.equal("#status IN (:s0, :s1)");
+  });
+
+  it("terminates in batches of 50", async () => {
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)) }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    activeJobs(t, []);
+
+    const result = await orphanedInstances(t.deps, {}, unlimited);
+
+    expect(t.ec2Mock.commandCalls(TerminateInstancesCommand).map((c) => c.args[0].input.InstanceIds?.length)).to.deep.equal([50, 50, 20]);
+    expect(result.terminated).to.equal(120);
+  });
+
+  it("params.max_runtime_minutes overrides the configured max runtime", async () => {
+    const t = harness({ maxRuntimeMinutes: 600 });
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 40)] }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    activeJobs(t, []);
+
+    const result = await orphanedInstances(t.deps, { max_runtime_minutes: 20 }, unlimited);
+
+    expect(result.terminated).to.equal(1);
+  });
+
+  it("out of time: terminates the orphans it confirmed and leaves the rest for the next run", async () => {
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600), instance(2, 600), instance(3, 600)] }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    activeJobs(t, []);
+
+    const result = await orphanedInstances(t.deps, {}, budgetOf(2));
+
+    expect(t.ec2Mock.commandCalls(TerminateInstancesCommand).flatMap((c) => c.args[0].input.InstanceIds)).to.deep.equal([id(1), id(2)]);
+    expect(result.complete).to.equal(false);
+  });
+});

@@ -1,0 +1,136 @@
+import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
+import { DeleteParametersCommand, GetParametersByPathCommand } from "@aws-sdk/client-ssm";
+import { expect } from "chai";
+import { staleSsm } from "../../../../functions/fleet/tasks/stale-ssm";
+import { awsError } from "../../helpers/fleet-deps";
+import { unlimited, budgetOf, harness, minutesAgo, id } from "../../helpers/fleet-tasks";
+
+describe("housekeeping task stale_ssm", () => {
+  const param = (n: number, ageMinutes = 60) => ({ Name: `/runs-fleet/runners/${id(n)}/config`, LastModifiedDate: minutesAgo(ageMinutes) });
+  const names = (ns: number[]) => ns.map((n) => param(n).Name);
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+  /**
+   * The runner path as SSM serves it: GetParametersByPath pages `size` at a time chained by a
+   * NextToken that is either a cursor after the last name returned (`key`) or an index into the
+   * current listing (`offset`, as moto's, which deletions shift); DeleteParameters removes.
+   */
+  function ssmPath(t: ReturnType<typeof harness>, params: Array<{ Name: string; LastModifiedDate: Date }>, token: "key" | "offset" = "key", size = 10) {
+    const store = [...params].sort((x, y) => (x.Name < y.Name ? -1 : 1));
+    t.ssmMock.on(GetParametersByPathCommand).callsFake((input: { NextToken?: string }) => {
+      const after = input.NextToken;
+      let start = after === undefined ? 0 : token === "offset" ? Number(after) : store.findIndex((p) => p.Name > after);
+      if (start < 0) start = store.length;
+      const page = store.slice(start, start + size);
+      const more = start + size < store.length;
+      return { Parameters: page, NextToken: more ? (token === "offset" ? String(start + size) : page.at(-1)!.Name) : undefined };
+    });
+    t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => {
+      const hit = input.Names.filter((n) => store.some((p) => p.Name === n));
+      for (const n of hit) store.splice(store.findIndex((p) => p.Name === n), 1);
+      return { DeletedParameters: hit, InvalidParameters: input.Names.filter((n) => !hit.includes(n)) };
+    });
+    return store;
+  }
+
+  function liveEc2(t: ReturnType<typeof harness>, live: Array<{ n: number; state?: string }>): void {
+    t.ec2Mock.on(DescribeInstancesCommand).callsFake((input: { Filters: Array<{ Values: string[] }> }) => ({
+      Reservations: [
+        {
+          Instances: live
+            .filter((l) => input.Filters[0]!.Values.includes(id(l.n)))
+            .map((l) => ({ InstanceId: id(l.n), State: { Name: l.state ?? "running" } })),
+        },
+      ],
+    }));
+  }
+
+  const deletedNames = (t: ReturnType<typeof harness>) => t.ssmMock.commandCalls(DeleteParametersCommand).map((c) => c.args[0].input.Names ?? []);
+
+  it("pages through the path 10 at a time, deleting each page's parameters of gone or terminated instances, then confirms with a pass that deletes nothing", async () => {
+    const t = harness();
+    const store = ssmPath(t, range(1, 25).map((n) => param(n)));
+    liveEc2(t, [{ n: 1 }, { n: 2, state: "terminated" }, { n: 3, state: "stopped" }]);
+
+    const result = await staleSsm(t.deps, {}, unlimited);
+
+    const listCalls = t.ssmMock.commandCalls(GetParametersByPathCommand).map((c) => c.args[0].input);
+    expect(listCalls).to.have.length(4);
+    expect(listCalls[0]).to.deep.include({ Path: "/runs-fleet/runners", Recursive: true, MaxResults: 10, WithDecryption: false });
+    // Page 1 keeps the running (1) and stopped (3) instances' parameters.
+    expect(deletedNames(t).map((d) => d.length)).to.deep.equal([8, 10, 5]);
+    expect(store.map((p) => p.Name)).to.deep.equal(names([1, 3]));
+    // The confirming pass re-lists but does not re-describe instances already found live.
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(3);
+    expect(result).to.deep.include({ complete: true, listed: 27, stale: 23, deleted: 23, passes: 2 });
+    expect(t.metrics.named("SSMParametersDeleted")[0]?.value).to.equal(23);
+  });
+
+  it("with an offset NextToken that deletions shift (moto's), later passes pick up what a pass skipped", async () => {
+    const t = harness();
+    const store = ssmPath(t, range(1, 30).map((n) => param(n)), "offset");
+    liveEc2(t, []);
+
+    const result = await staleSsm(t.deps, {}, unlimited);
+
+    expect(store).to.deep.equal([]);
+    expect(deletedNames(t)).to.deep.equal([names(range(1, 10)), names(range(21, 30)), names(range(11, 20))]);
+    expect(result).to.deep.include({ complete: true, deleted: 30, passes: 3 });
+  });
+
+  it("leaves parameters younger than the minimum age, and names that are not runner configs", async () => {
+    const t = harness({ ssmMinAgeMinutes: 15 });
+    ssmPath(t, [param(1, 5), { Name: "/runs-fleet/runners/README", LastModifiedDate: minutesAgo(600) }, param(2, 16)]);
+    liveEc2(t, []);
+
+    const result = await staleSsm(t.deps, {}, unlimited);
+
+    expect(deletedNames(t).flat()).to.deep.equal([param(2).Name]);
+    expect(result).to.deep.include({ complete: true, deleted: 1 });
+  });
+
+  it("a DescribeInstances batch that fails keeps its parameters and does not abort the task", async () => {
+    const t = harness();
+    const store = ssmPath(t, range(1, 150).map((n) => param(n)));
+    t.ec2Mock
+      .on(DescribeInstancesCommand)
+      .rejectsOnce(awsError("InvalidInstanceID.NotFound"))
+      .resolves({ Reservations: [] });
+
+    const result = await staleSsm(t.deps, {}, unlimited);
+
+    // One DescribeInstances per listed page; the failed one keeps its page's 10 parameters.
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(15);
+    expect(store.map((p) => p.Name)).to.deep.equal(names(range(1, 10)));
+    expect(result).to.deep.include({ complete: true, deleted: 140 });
+    expect(t.logger.steps()).to.include("stale_ssm_describe_failed");
+  });
+
+  it("counts only what SSM reports deleted (InvalidParameters were already gone)", async () => {
+    const t = harness();
+    const store = ssmPath(t, [param(1), param(2)]);
+    liveEc2(t, []);
+    t.ssmMock.on(DeleteParametersCommand).callsFake(() => {
+      store.splice(0, store.length);
+      return { DeletedParameters: [param(1).Name], InvalidParameters: [param(2).Name] };
+    });
+
+    const result = await staleSsm(t.deps, {}, unlimited);
+
+    expect(result).to.deep.include({ complete: true, deleted: 1 });
+  });
+
+  it("a budget that allows only one page still deletes that page's stale parameters, then stops incomplete", async () => {
+    const t = harness();
+    const store = ssmPath(t, range(1, 30).map((n) => param(n)));
+    liveEc2(t, [{ n: 4 }]);
+
+    const result = await staleSsm(t.deps, {}, budgetOf(0));
+
+    expect(t.ssmMock.commandCalls(GetParametersByPathCommand)).to.have.length(1);
+    expect(deletedNames(t).flat()).to.deep.equal(names(range(1, 10).filter((n) => n !== 4)));
+    expect(store).to.have.length(21);
+    expect(result).to.deep.include({ complete: false, listed: 10, stale: 9, deleted: 9 });
+    expect(t.metrics.named("SSMParametersDeleted")[0]?.value).to.equal(9);
+  });
+});

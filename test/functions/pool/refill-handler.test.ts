@@ -1,0 +1,73 @@
+import { RunInstancesCommand } from "@aws-sdk/client-ec2";
+import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { expect } from "chai";
+import { createRefillHandler } from "../../../functions/pool/refill-handler";
+import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
+import { REFILL_DLQ, arrange } from "../helpers/pool-refill";
+
+describe("pool refill", () => {
+  describe("handler", () => {
+    it("runs a class once per batch when several of its messages arrive together, and acknowledges them all", async () => {
+      const t = arrange([], 2);
+      const records = [sqsRecord({ resource_class: "gpu-small", scheduled_time: "a" }), sqsRecord({ resource_class: "gpu-small", scheduled_time: "b" })];
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(...records));
+
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.ec2.calls("DescribeInstancesCommand")).to.equal(1);
+      expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+      expect(t.adverts()).to.have.length(2);
+      expect(t.logger.withStep("refill_shared_run")).to.have.length(1);
+    });
+
+    it("fails every message of a class whose shared run failed", async () => {
+      const t = arrange([], 1);
+      t.ec2.mock.on(RunInstancesCommand).rejects(new Error("boom"));
+      const records = [sqsRecord({ resource_class: "gpu-small", scheduled_time: "a" }), sqsRecord({ resource_class: "gpu-small", scheduled_time: "b" })];
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(...records));
+
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).to.have.members(records.map((r) => r.messageId));
+      expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+    });
+
+    it("refills the class the scheduled message names", async () => {
+      const t = arrange([], 1);
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(sqsRecord({ resource_class: "gpu-small", scheduled_time: "2026-01-01T00:00:00Z" })));
+
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+      expect(t.metrics.published).to.equal(1);
+    });
+
+    const quarantined: Array<[string, string | Record<string, unknown>, RegExp]> = [
+      ["not JSON", "{", /not JSON/],
+      ["missing resource_class", { scheduled_time: "x" }, /resource_class/],
+      ["an unknown class", { resource_class: "tpu", scheduled_time: "x" }, /unknown resource_class tpu/],
+    ];
+    for (const [title, body, reason] of quarantined) {
+      it(`quarantines ${title} to the refill DLQ with the reason`, async () => {
+        const t = arrange();
+
+        const response = await createRefillHandler(t.deps)(sqsEvent(sqsRecord(body)));
+
+        expect(response.batchItemFailures).to.deep.equal([]);
+        const sent = t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
+        expect(sent?.QueueUrl).to.equal(REFILL_DLQ);
+        expect(sent?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(reason);
+        expect(t.ec2.mock.calls()).to.have.length(0);
+      });
+    }
+
+    it("reports a failed run as a batch item failure", async () => {
+      const t = arrange([], 1);
+      t.ec2.mock.on(RunInstancesCommand).rejects(new Error("boom"));
+      const record = sqsRecord({ resource_class: "gpu-small", scheduled_time: "x" });
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(record));
+
+      expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    });
+  });
+});

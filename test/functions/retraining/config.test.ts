@@ -1,0 +1,54 @@
+import { expect } from "chai";
+import { parseLauncherConfig, resolveTaskDefinition } from "../../../functions/retraining/config";
+import { EnvConfigError } from "../../../functions/shared/env";
+
+const ENV = {
+  ECS_CLUSTER: "platform-cluster",
+  ECS_SUBNETS: "subnet-a, subnet-b,",
+  ECS_SECURITY_GROUPS: "sg-1",
+  ENVIRONMENT: "dev",
+  RETRAINING_STATE_TABLE: "retraining-state",
+  QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining-dlq",
+  RETRAINING_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining",
+};
+
+describe("retraining/launcher units", () => {
+  describe("config (seed 001's env table)", () => {
+    it("applies the seed's defaults and resolves the family per environment", () => {
+      const c = parseLauncherConfig(ENV);
+      expect(c).to.deep.include({
+        taskDefinition: "tradai-strategy-generic-dev",
+        containerName: "strategy",
+        useSpot: false,
+        maxConcurrentTasks: 5,
+        stateTable: "retraining-state",
+        subnets: ["subnet-a", "subnet-b"],
+        securityGroups: ["sg-1"],
+        retrainingQueueUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining",
+        deferDelaySeconds: 60,
+      });
+      expect(parseLauncherConfig({ ...ENV, DEFER_DELAY_SECONDS: "0" }).deferDelaySeconds).to.equal(0);
+    });
+
+    it("prefers ECS_TASK_DEFINITION_ARN over the family", () => {
+      const arn = "arn:aws:ecs:us-east-1:123456789012:task-definition/tradai-strategy-generic-dev:7";
+      expect(parseLauncherConfig({ ...ENV, ECS_TASK_DEFINITION_ARN: arn, USE_SPOT: "TRUE" })).to.deep.include({ taskDefinition: arn, useSpot: true });
+      expect(resolveTaskDefinition(undefined, "fam", "prod")).to.equal("fam-prod");
+    });
+
+    const bad: Array<[string, Record<string, string>, RegExp]> = [
+      ["no ECS_CLUSTER", { ECS_CLUSTER: "" }, /ECS_CLUSTER is required/],
+      ["no subnets after trimming", { ECS_SUBNETS: " , " }, /ECS_SUBNETS is invalid/],
+      ["USE_SPOT not a boolean", { USE_SPOT: "maybe" }, /USE_SPOT is invalid/],
+      ["no RETRAINING_STATE_TABLE (the capacity lease lives there)", { RETRAINING_STATE_TABLE: "" }, /RETRAINING_STATE_TABLE is/],
+      ["MAX_CONCURRENT_TASKS 0", { MAX_CONCURRENT_TASKS: "0" }, /MAX_CONCURRENT_TASKS is invalid/],
+      ["no RETRAINING_QUEUE_URL (deferred messages are re-sent there)", { RETRAINING_QUEUE_URL: "" }, /RETRAINING_QUEUE_URL is required/],
+      ["DEFER_DELAY_SECONDS above SQS's 900", { DEFER_DELAY_SECONDS: "901" }, /DEFER_DELAY_SECONDS is invalid/],
+    ];
+    for (const [label, patch, message] of bad) {
+      it(`refuses ${label}`, () => {
+        expect(() => parseLauncherConfig({ ...ENV, ...patch })).to.throw(EnvConfigError, message);
+      });
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import { expect } from "chai";
+import { configKey, parseStackConfig, StackConfigError } from "../../infra/config";
+import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
+import { devConfig, withValue } from "./helpers/stack-config";
+
+function configError(raw: unknown): StackConfigError {
+  try {
+    parseStackConfig(raw);
+  } catch (err) {
+    if (err instanceof StackConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected the config to be rejected");
+}
+
+describe("stack config (infra/config.ts)", () => {
+  it("accepts the dev stack and fills defaults", () => {
+    const cfg = parseStackConfig(devConfig());
+    expect(cfg.queues.maxReceiveCount).to.equal(3);
+    expect(cfg.gpu.amiParameter).to.match(/^\/aws\/service\//);
+    expect(cfg.alarmActions).to.deep.equal([]);
+  });
+
+  it("defaults maxReceiveCount to 3 when the queues key is absent", () => {
+    const cfg = parseStackConfig(withValue(devConfig(), "queues", undefined));
+    expect(cfg.queues.maxReceiveCount).to.equal(3);
+  });
+
+  const rejected: Array<{ case: string; path: string; value: unknown; key: string; reason: RegExp }> = [
+    { case: "maxReceiveCount 1", path: "queues.maxReceiveCount", value: 1, key: "encache:queues.maxReceiveCount", reason: /at least 2/ },
+    { case: "maxReceiveCount 0", path: "queues.maxReceiveCount", value: 0, key: "encache:queues.maxReceiveCount", reason: /at least 2/ },
+    {
+      case: "ingest visibility shorter than 6 × timeout + window",
+      path: "ingest.queueVisibilityTimeoutSeconds",
+      value: 100,
+      key: "encache:ingest.queueVisibilityTimeoutSeconds",
+      reason: /at least 6 × ingest\.window\.timeoutSeconds .* = 180 \(got 100\)/,
+    },
+    {
+      case: "DLQ visibility shorter than the DLQ consumer needs",
+      path: "ingest.dlqVisibilityTimeoutSeconds",
+      value: 30,
+      key: "encache:ingest.dlqVisibilityTimeoutSeconds",
+      reason: /= 180 \(got 30\)/,
+    },
+    { case: "missing required key", path: "gpu.servicePort", value: undefined, key: "encache:gpu.servicePort", reason: /is required/ },
+    { case: "missing section", path: "ingest", value: undefined, key: "encache:ingest", reason: /is required/ },
+    { case: "malformed instance type", path: "gpu.instanceType", value: "gpu-large", key: "encache:gpu.instanceType", reason: /EC2 instance type/ },
+    { case: "DLQ consumer batch size not 1", path: "ingest.dlqConsumer.batchSize", value: 5, key: "encache:ingest.dlqConsumer.batchSize", reason: /must be 1/ },
+    { case: "maxConcurrency below Lambda's 2", path: "ingest.window.maxConcurrency", value: 1, key: "encache:ingest.window.maxConcurrency", reason: /2/ },
+    { case: "retention of 14 days leaves the DLQ no margin", path: "ingest.messageRetentionSeconds", value: 1_209_600, key: "encache:ingest.messageRetentionSeconds", reason: /below 14 days/ },
+    { case: "bad log retention", path: "logRetentionDays", value: 10, key: "encache:logRetentionDays", reason: /CloudWatch retention/ },
+    { case: "bad CIDR", path: "network.cidrBlock", value: "10.0.0.0/8", key: "encache:network.cidrBlock", reason: /CIDR/ },
+    { case: "wrong type", path: "gpu.servicePort", value: "8080", key: "encache:gpu.servicePort", reason: /number/ },
+  ];
+  for (const c of rejected) {
+    it(`rejects ${c.case}, naming ${c.key}`, () => {
+      const err = configError(withValue(devConfig(), c.path, c.value));
+      const issue = err.issues.find((i) => i.key === c.key);
+      expect(issue, `issues: ${JSON.stringify(err.issues)}`).to.not.equal(undefined);
+      expect(issue!.reason).to.match(c.reason);
+      expect(err.message).to.contain(c.key);
+    });
+  }
+
+  it("formats key paths the way Pulumi config keys read", () => {
+    expect(configKey(["ingest", "window", "timeoutSeconds"])).to.equal("encache:ingest.window.timeoutSeconds");
+    expect(configKey(["alarmActions", 0])).to.equal("encache:alarmActions[0]");
+  });
+
+  it("computes the visibility a consumer needs as 6 × timeout + window", () => {
+    expect(requiredVisibilityTimeoutSeconds(30, 5)).to.equal(185);
+  });
+});

@@ -1,0 +1,63 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { expect } from "chai";
+import { parse } from "yaml";
+import { REPO_ROOT } from "../../../infra/bundle";
+import { parseStackConfig } from "../../../infra/config";
+import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
+import { devConfig, withValue } from "../helpers/stack-config";
+
+function fleetSection(stack: string): unknown {
+  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
+  return doc.config["encache:fleet"];
+}
+
+describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
+  for (const stack of ["dev", "prod"]) {
+    it(`accepts the ${stack} stack's encache:fleet`, () => {
+      const parsed = fleetConfigSchema.parse(fleetSection(stack));
+      expect(parsed.housekeeping.batchSize).to.equal(1);
+      expect(Object.keys(parsed.schedules)).to.include.members(HOUSEKEEPING_SCHEDULES.map((s) => s.key));
+    });
+  }
+
+  it("defaults the retention to the seed's 7 days and the termination batch to its 5 workers", () => {
+    const raw = structuredClone(fleetSection("dev")) as Record<string, Record<string, unknown>>;
+    delete raw.jobRetentionDays;
+    delete raw.termination!.batchSize;
+    const parsed = fleetConfigSchema.parse(raw);
+    expect(parsed.jobRetentionDays).to.equal(7);
+    expect(parsed.termination.batchSize).to.equal(5);
+  });
+
+  const bad: Array<{ case: string; key: string; value: unknown; message: RegExp }> = [
+    { case: "a termination queue visibility below 6 × timeout", key: "fleet.termination.queueVisibilityTimeoutSeconds", value: 100, message: /must be at least 6 × termination.timeoutSeconds/ },
+    { case: "a housekeeping queue visibility below 6 × timeout", key: "fleet.housekeeping.queueVisibilityTimeoutSeconds", value: 600, message: /6 × housekeeping.timeoutSeconds/ },
+    { case: "a housekeeping batch above 1", key: "fleet.housekeeping.batchSize", value: 10, message: /must be 1/ },
+    { case: "a time margin as long as the timeout", key: "fleet.housekeeping.timeMarginSeconds", value: 300, message: /must be below housekeeping.timeoutSeconds/ },
+    { case: "a schedule that is not rate() or cron()", key: "fleet.schedules.staleSsm", value: "every hour", message: /must be rate/ },
+    { case: "a missing max runtime", key: "fleet.maxRuntimeMinutes", value: undefined, message: /is required/ },
+    { case: "a concurrency of 1 (ESM minimum is 2)", key: "fleet.termination.maxConcurrency", value: 1, message: /2/ },
+    { case: "a price keyed by something that is not an instance type", key: "fleet.instancePricesUsdPerHour", value: { big: 1 }, message: /instancePricesUsdPerHour\.big: Invalid key/ },
+  ];
+  for (const c of bad) {
+    it(`rejects ${c.case}, naming encache:${c.key}`, () => {
+      expect(() => parseStackConfig(withValue(devConfig(), c.key, c.value)))
+        .to.throw()
+        .that.satisfies((e: Error) => e.message.includes(`encache:${c.key}`) && c.message.test(e.message));
+    });
+  }
+
+  it("fleetCrossFieldIssues is empty for consistent sizing", () => {
+    const sizing = { queueVisibilityTimeoutSeconds: 180, timeoutSeconds: 30, batchingWindowSeconds: 0, batchSize: 5 };
+    expect(fleetCrossFieldIssues({ termination: sizing, housekeeping: { ...sizing, timeMarginSeconds: 10 } })).to.deep.equal([]);
+  });
+
+  it("fleetCrossFieldIssues counts the batching window", () => {
+    const sizing = { queueVisibilityTimeoutSeconds: 180, timeoutSeconds: 30, batchingWindowSeconds: 1, batchSize: 5 };
+    expect(fleetCrossFieldIssues({ termination: sizing, housekeeping: { ...sizing, timeMarginSeconds: 10 } }).map((i) => i.path.join("."))).to.deep.equal([
+      "termination.queueVisibilityTimeoutSeconds",
+      "housekeeping.queueVisibilityTimeoutSeconds",
+    ]);
+  });
+});

@@ -1,0 +1,53 @@
+import { expect } from "chai";
+import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/iam";
+import { allowedActions, type Statement } from "../../../infra/iam/document";
+import { poolStatements } from "../../../infra/parts/pool";
+
+const refillStatements = (a: Parameters<typeof poolStatements>[0]) => poolStatements(a).refill;
+const claimStatements = (a: Parameters<typeof poolStatements>[0]) => poolStatements(a).claim;
+import { allowStatements, unscopedLaunchGrant } from "../../../policy/rules/ec2-launch-grants-scoped";
+
+describe("pool IAM statements", () => {
+  const args = {
+    region: "us-east-1",
+    poolTag: "encache-warm-pool-dev",
+    tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/pool-claims",
+    poolQueueArns: ["arn:aws:sqs:us-east-1:123456789012:pool-gpu-small"],
+    refillDlqArn: "arn:aws:sqs:us-east-1:123456789012:pool-refill-dlq",
+    launchTemplateArns: ["arn:aws:ec2:us-east-1:123456789012:launch-template/lt-1"],
+    subnetId: "subnet-1",
+    securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
+    instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance-role",
+  };
+  const bySid = (statements: Statement[], sid: string) => statements.find((s) => s.Sid === sid);
+
+  it("the refill role grants exactly the refill code's actions plus those RunInstances implies", () => {
+    expect(allowedActions(refillStatements(args))).to.deep.equal([...REFILL_ROLE_ACTIONS].sort());
+  });
+
+  it("the claim policy grants exactly the claim API's actions", () => {
+    expect(allowedActions(claimStatements(args))).to.deep.equal([...CLAIM_IAM_ACTIONS].sort());
+  });
+
+  it("conditions StartInstances and the created resources of RunInstances on the pool tag", () => {
+    const s = refillStatements(args);
+    expect(bySid(s, "StartPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache:pool": "encache-warm-pool-dev" } });
+    expect(bySid(s, "RunTaggedPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:RequestTag/encache:pool": "encache-warm-pool-dev" } });
+    // Tagging at launch is allowed only as part of RunInstances, and only with the pool tag in the request.
+    expect(bySid(s, "TagOnLaunch")?.Condition).to.deep.equal({
+      StringEquals: { "ec2:CreateAction": "RunInstances", "aws:RequestTag/encache:pool": "encache-warm-pool-dev" },
+    });
+  });
+
+  it("passes only the instance role, and only to EC2", () => {
+    const pass = bySid(refillStatements(args), "PassInstanceRole");
+    expect(pass).to.deep.include({ Resource: args.instanceRoleArn, Condition: { StringEquals: { "iam:PassedToService": "ec2.amazonaws.com" } } });
+  });
+
+  it("every launch grant passes the ec2-launch-grants-scoped rule's own check", () => {
+    for (const statements of [refillStatements(args), claimStatements(args)]) {
+      const problems = allowStatements({ Statement: statements }).map(unscopedLaunchGrant).filter((p) => p !== null);
+      expect(problems).to.deep.equal([]);
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { expect } from "chai";
+import { parseStackConfig, StackConfigError } from "../../../infra/config";
+import { strategyFamily } from "../../../infra/parts/retraining";
+import { FARGATE_CPU_UNITS, fargateSizeProblem } from "../../../policy/contract";
+import { retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { devConfig, withValue } from "../helpers/stack-config";
+
+function configError(raw: Record<string, unknown>): string {
+  try {
+    parseStackConfig(raw);
+  } catch (e) {
+    if (e instanceof StackConfigError) return e.message;
+    throw e;
+  }
+  throw new Error("config was accepted");
+}
+
+describe("retraining config (encache:retraining)", () => {
+  it("fills the seed's defaults around the one required key", () => {
+    const c = retrainingConfigSchema.parse({ strategy: { image: "strategy:1" } });
+    expect(c).to.deep.include({
+      queueVisibilityTimeoutSeconds: 600,
+      messageRetentionSeconds: 86_400,
+      maxConcurrentTasks: 5,
+      deferDelaySeconds: 60,
+      useSpot: false,
+      taskDefinitionFamily: "tradai-strategy-generic",
+      containerName: "strategy",
+      schedules: [],
+    });
+    expect(c.launcher).to.deep.equal({ timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 });
+    expect(c.strategy).to.deep.include({ cpu: 1024, memoryMb: 2048 });
+  });
+
+  const bad: Array<[string, string, unknown, RegExp]> = [
+    ["visibility below 6 × timeout + window", "retraining.queueVisibilityTimeoutSeconds", 100, /encache:retraining\.queueVisibilityTimeoutSeconds: must be at least 6 × launcher\.timeoutSeconds \+ launcher\.batchingWindowSeconds = 185/],
+    ["memory that does not fit the cpu", "retraining.strategy.memoryMb", 1024, /encache:retraining\.strategy\.memoryMb: memory 1024 MiB does not fit cpu 1024/],
+    ["a cpu that is no Fargate size", "retraining.strategy.cpu", 1000, /encache:retraining\.strategy\.cpu: cpu 1000 is not a Fargate size/],
+    ["no image", "retraining.strategy.image", undefined, /encache:retraining\.strategy\.image: is required/],
+    ["a schedule expression Scheduler refuses", "retraining.schedules", [{ modelName: "M", scheduleExpression: "every day" }], /encache:retraining\.schedules\[0\]\.scheduleExpression/],
+    ["two schedules for one model slug", "retraining.schedules", [{ modelName: "Pascal", scheduleExpression: "rate(1 day)" }, { modelName: "pascal", scheduleExpression: "rate(2 days)" }], /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/],
+    ["a model name the launcher would quarantine", "retraining.schedules", [{ modelName: "-bad", scheduleExpression: "rate(1 day)" }], /encache:retraining\.schedules\[0\]\.modelName/],
+    ["MAX_CONCURRENT_TASKS 0", "retraining.maxConcurrentTasks", 0, /encache:retraining\.maxConcurrentTasks/],
+    ["a defer delay above SQS's 900 s", "retraining.deferDelaySeconds", 901, /encache:retraining\.deferDelaySeconds/],
+    ["a negative defer delay", "retraining.deferDelaySeconds", -1, /encache:retraining\.deferDelaySeconds/],
+    ["a fractional defer delay", "retraining.deferDelaySeconds", 1.5, /encache:retraining\.deferDelaySeconds/],
+  ];
+  for (const [label, key, value, message] of bad) {
+    it(`names the key for ${label}`, () => {
+      expect(configError(withValue(devConfig(), key, value))).to.match(message);
+    });
+  }
+
+  it("cross-field checks are pure and path-relative", () => {
+    const problems = retrainingConfigProblems({
+      queueVisibilityTimeoutSeconds: 600,
+      launcher: { timeoutSeconds: 30, memoryMb: 256, batchSize: 20, batchingWindowSeconds: 0, maxConcurrency: 2 },
+      strategy: { image: "i", cpu: 256, memoryMb: 512, cpuArchitecture: "X86_64" },
+      schedules: [],
+    });
+    expect(problems).to.deep.equal([{ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" }]);
+  });
+
+  it("an invalid cpu is reported at strategy.cpu only, not at strategy.memoryMb", () => {
+    const problems = retrainingConfigProblems({
+      queueVisibilityTimeoutSeconds: 600,
+      launcher: { timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 },
+      strategy: { image: "i", cpu: 1000, memoryMb: 2048, cpuArchitecture: "X86_64" },
+      schedules: [],
+    });
+    expect(problems.map((p) => p.path)).to.deep.equal([["strategy", "cpu"]]);
+  });
+
+  it("FARGATE_CPU_UNITS are exactly the cpu values the shared size check accepts", () => {
+    for (const cpu of FARGATE_CPU_UNITS) expect(fargateSizeProblem(cpu, 0), String(cpu)).to.not.match(/is not a Fargate size/);
+    for (const cpu of [0, 128, 1000, 3072, 32_768]) expect(fargateSizeProblem(cpu, 0), String(cpu)).to.match(/is not a Fargate size/);
+  });
+
+  it("slugs and families", () => {
+    expect(scheduleSlug("PascalStrategy-eth v2")).to.equal("pascalstrategy-eth-v2");
+    expect(strategyFamily("tradai-strategy-generic", "prod")).to.equal("tradai-strategy-generic-prod");
+  });
+});

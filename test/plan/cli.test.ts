@@ -1,0 +1,163 @@
+/**
+ * The CLI contract of the offline plan (docs/plan.md): exit codes, stdout/stderr, the human tree
+ * and the --json document on a pipe. At least one real child process per exit code; what needs
+ * no process (config and input validation, rendering) runs in process.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { expect } from "chai";
+import * as pulumi from "@pulumi/pulumi";
+import { REPO_ROOT } from "../../infra/bundle";
+import { loadStackConfig } from "../../infra/config";
+import { renderHuman, type PlanDocument } from "../../plan/render";
+import { PlanInputError, readStackFiles, resolveProgram } from "../../plan/stack-files";
+import { planJson, runPlan } from "../infra/helpers/run-plan";
+
+/** A stack file next to the committed ones, made from dev's with `edit` applied; removed after each test. */
+const tmpStack = `zz-invalid-${process.pid}`;
+const tmpFile = path.join(REPO_ROOT, `Pulumi.${tmpStack}.yaml`);
+function writeTmpStack(edit: (dev: string) => string): void {
+  const dev = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8");
+  const edited = edit(dev);
+  expect(edited, "the edit must change the dev stack file").to.not.equal(dev);
+  fs.writeFileSync(tmpFile, edited);
+}
+
+function thrown(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("plan CLI (child processes)", function () {
+  this.timeout(120_000);
+  afterEach(() => fs.rmSync(tmpFile, { force: true }));
+
+  it("exits 0 and prints the human tree for the dev stack", async () => {
+    const run = await runPlan(["--stack", "dev"]);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.match(/encache:parts:Ingest {2}ingest/);
+    expect(run.stdout).to.match(/└─ aws:lambda\/eventSourceMapping:EventSourceMapping {2}ingest-dlq-consumer-mapping/);
+    expect(run.stdout).to.contain("Policy violations: none");
+  });
+
+  it("exits 1 with a violation naming the function when a DLQ consumer lacks ec2:StartInstances", async () => {
+    const { run, doc } = await planJson("dev", ["--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
+    expect(run.code).to.equal(1);
+    const v = doc.violations.filter((x) => x.policy === "dlq-consumer-can-start-gpu");
+    expect(v).to.have.length(1);
+    expect(v[0]!.enforcementLevel).to.equal("mandatory");
+    expect(v[0]!.urn).to.match(/aws:lambda\/function:Function::orders-dlq-consumer$/);
+    expect(v[0]!.message).to.contain("ec2:StartInstances");
+  });
+
+  it("exits 2 and names the key when the stack config holds an invalid value", async () => {
+    writeTmpStack((dev) => dev.replace(/maxReceiveCount: 3/, "maxReceiveCount: 1"));
+    const run = await runPlan(["--stack", tmpStack]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.contain("encache:queues.maxReceiveCount");
+    expect(run.stdout).to.equal("");
+  });
+
+  it("exits 2 for no --stack", async () => {
+    const run = await runPlan([]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/--stack is required/);
+    expect(run.stdout).to.equal("");
+  });
+
+  it("exits 2 and names a bad flag, with the usage", async () => {
+    const run = await runPlan(["--stak", "dev"]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/Unknown option '--stak'/);
+    expect(run.stderr).to.match(/usage: npm run plan -- --stack <name>/);
+    expect(run.stdout).to.equal("");
+  });
+
+  it("delivers the whole --json document to a slow reader on a pipe (no truncation at exit)", () => {
+    const cli = path.join(REPO_ROOT, "plan/cli.ts");
+    const r = spawnSync("sh", ["-c", `"${process.execPath}" --import tsx "${cli}" --stack prod --json | (sleep 2; cat)`], {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 120_000,
+    });
+    const doc = JSON.parse(r.stdout) as PlanDocument;
+    expect(r.stdout.length).to.be.greaterThan(131_072);
+    expect(doc.summary.resources).to.equal(doc.resources.length);
+  });
+});
+
+// What the CLI prints for exit 2 is `plan: ` and the message of these errors (see the child tests).
+describe("plan inputs (in process)", function () {
+  this.timeout(30_000);
+  afterEach(() => fs.rmSync(tmpFile, { force: true }));
+
+  it("names the key when a required key is missing", () => {
+    writeTmpStack((dev) => dev.replace(/^\s+servicePort: 8080\n/m, ""));
+    const files = readStackFiles(REPO_ROOT, tmpStack);
+    pulumi.runtime.setAllConfig(files.config, files.secretKeys);
+    const err = thrown(() => loadStackConfig());
+    expect(err.name).to.equal("StackConfigError");
+    expect(err.message).to.match(/encache:gpu\.servicePort: is required/);
+  });
+
+  it("names an unknown stack and the known ones", () => {
+    const err = thrown(() => readStackFiles(REPO_ROOT, "nope"));
+    expect(err).to.be.instanceOf(PlanInputError);
+    expect(err.message).to.match(/Pulumi\.nope\.yaml does not exist \(stacks: .*dev.*\)/);
+  });
+
+  it("refuses a program outside the checkout, a missing one and a non-TypeScript one", () => {
+    expect(thrown(() => resolveProgram(REPO_ROOT, "/etc/hostname")).message).to.match(/inside the checkout/);
+    expect(thrown(() => resolveProgram(REPO_ROOT, "nope.ts")).message).to.match(/no such file/);
+    expect(thrown(() => resolveProgram(REPO_ROOT, "package.json")).message).to.match(/must be a TypeScript file/);
+    expect(resolveProgram(REPO_ROOT, path.join(REPO_ROOT, "test/infra/fixtures/dlq-consumer-without-ec2.ts"))).to.match(/dlq-consumer-without-ec2\.ts$/);
+  });
+});
+
+describe("renderHuman (the plan's human output)", () => {
+  const doc: PlanDocument = {
+    project: "encache",
+    stack: "dev",
+    resources: [
+      { urn: "urn:c", type: "encache:parts:Ingest", name: "ingest", parent: null, inputs: {}, dependencies: [] },
+      { urn: "urn:q", type: "aws:sqs/queue:Queue", name: "ingest-q", parent: "urn:c", inputs: {}, dependencies: [] },
+      { urn: "urn:f", type: "aws:lambda/function:Function", name: "ingest-f", parent: "urn:c", inputs: {}, dependencies: [] },
+    ],
+    violations: [
+      { policy: "rule-a", enforcementLevel: "mandatory", urn: "urn:f", message: "first line\nsecond line" },
+      { policy: "rule-b", enforcementLevel: "advisory", urn: null, message: "stack-wide" },
+    ],
+    summary: { resources: 3, mandatory: 1, advisory: 1 },
+  };
+
+  it("prints the tree by component, the bundles and each violation with its URN", () => {
+    const out = renderHuman(doc, { bundles: { "functions/ingest/window-handler.ts": 2048 }, wallMs: 1234 });
+    expect(out.split("\n")).to.include.members([
+      "Plan: project encache, stack dev (offline, Pulumi mocks)",
+      "encache:parts:Ingest  ingest",
+      "├─ aws:sqs/queue:Queue  ingest-q",
+      "└─ aws:lambda/function:Function  ingest-f",
+      "Resources: 3",
+      "  functions/ingest/window-handler.ts  2.0 KiB",
+      "  ✖ mandatory  rule-a",
+      "      urn:f",
+      "      first line",
+      "      second line",
+      "  ! advisory   rule-b",
+      "      stack-wide",
+      "1 mandatory, 1 advisory violation(s); planned in 1.2 s",
+    ]);
+  });
+
+  it("says so when there is no violation", () => {
+    const out = renderHuman({ ...doc, violations: [], summary: { resources: 3, mandatory: 0, advisory: 0 } }, { bundles: {}, wallMs: 0 });
+    expect(out).to.contain("Policy violations: none");
+    expect(out).to.not.contain("Function bundles:");
+  });
+});
