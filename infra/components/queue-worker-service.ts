@@ -231,139 +231,16 @@ export class QueueWorkerService extends pulumi.ComponentResource {
 
   constructor(name: string, args: QueueWorkerServiceArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:QueueWorkerService", name, {}, opts);
-    const r = resolveQueueWorkerServiceArgs(args);
-    this.settings = r;
-    const tags = args.tags ?? {};
-    const child = { parent: this };
+    this.settings = resolveQueueWorkerServiceArgs(args);
+    const scope: ServiceScope = { name, args, r: this.settings, tags: args.tags ?? {}, parent: this };
 
-    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: r.logRetentionDays, tags }, child);
-
-    this.taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, child);
-    const taskPolicy = new aws.iam.RolePolicy(`${name}-task-policy`, { role: this.taskRole.id, policy: policyDocument(args.taskRoleStatements) }, child);
-
-    this.executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, child);
-    const executionPolicy = new aws.iam.RolePolicy(
-      `${name}-execution-policy`,
-      {
-        role: this.executionRole.id,
-        policy: policyDocument(executionRoleStatements({ repositoryArn: args.repositoryArn, logGroupArn: this.logGroup.arn })),
-      },
-      child,
-    );
-
-    const environment = {
-      ...(args.environment ?? {}),
-      ...(r.taskProtection ? { [TASK_PROTECTION_ENV]: TASK_PROTECTION_MODE } : {}),
-    };
-    const scratchVolume = "scratch";
-    const containerDefinitions = pulumi.jsonStringify(
-      pulumi.output(environment).apply((env) => [
-        {
-          name: r.containerName,
-          image: args.image,
-          essential: true,
-          // The image's `node` user (uid 1000); never root.
-          user: "1000:1000",
-          privileged: false,
-          readonlyRootFilesystem: true,
-          memory: r.memoryMb,
-          cpu: r.cpu,
-          stopTimeout: r.stopTimeoutSeconds,
-          // An init process reaps the allow-listed executables' orphans and forwards SIGTERM.
-          linuxParameters: { initProcessEnabled: true, capabilities: { drop: ["ALL"] } },
-          mountPoints: [{ sourceVolume: scratchVolume, containerPath: r.scratchPath, readOnly: false }],
-          environment: Object.entries(env)
-            .sort(([a], [b]) => a.localeCompare(b))
-            .map(([key, value]) => ({ name: key, value })),
-          logConfiguration: {
-            logDriver: "awslogs",
-            options: { "awslogs-group": this.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": r.containerName },
-          },
-        },
-      ]),
-    );
-
-    this.taskDefinition = new aws.ecs.TaskDefinition(
-      name,
-      {
-        family: name,
-        requiresCompatibilities: ["FARGATE"],
-        networkMode: "awsvpc",
-        cpu: String(r.cpu),
-        memory: String(r.memoryMb),
-        runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: "X86_64" },
-        taskRoleArn: this.taskRole.arn,
-        executionRoleArn: this.executionRole.arn,
-        // A bind-mount volume without a host path: task-scoped ephemeral storage on Fargate.
-        volumes: [{ name: scratchVolume }],
-        containerDefinitions,
-        tags: { ...tags, ...(r.taskProtection ? { [TASK_PROTECTION_TAG]: TASK_PROTECTION_MODE } : {}) },
-      },
-      { parent: this, dependsOn: [taskPolicy, executionPolicy] },
-    );
-
-    this.securityGroup = new aws.ec2.SecurityGroup(
-      `${name}-sg`,
-      {
-        vpcId: args.vpcId,
-        description: `${name} tasks: no ingress; egress to AWS APIs through NAT`,
-        egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SQS, ECR, CloudWatch Logs, the ECS agent" }],
-        tags,
-      },
-      child,
-    );
-
-    this.service = new aws.ecs.Service(
-      name,
-      {
-        cluster: args.cluster.cluster.arn,
-        taskDefinition: this.taskDefinition.arn,
-        desiredCount: r.scaling.minTasks,
-        capacityProviderStrategies: capacityProviderStrategy(r.fargateBase),
-        networkConfiguration: { subnets: args.subnetIds, securityGroups: [this.securityGroup.id], assignPublicIp: false },
-        deploymentCircuitBreaker: { enable: true, rollback: true },
-        // New tasks start before old ones stop; protected old tasks stop only once they release.
-        deploymentMinimumHealthyPercent: 100,
-        deploymentMaximumPercent: 200,
-        enableEcsManagedTags: true,
-        propagateTags: "SERVICE",
-        tags,
-      },
-      // Autoscaling owns the desired count after creation; the strategy needs the cluster's providers.
-      { parent: this, dependsOn: [args.cluster.capacityProviders], ignoreChanges: ["desiredCount"] },
-    );
-
-    this.scalingTarget = new aws.appautoscaling.Target(
-      `${name}-scaling`,
-      {
-        serviceNamespace: "ecs",
-        scalableDimension: "ecs:service:DesiredCount",
-        resourceId: pulumi.interpolate`service/${args.cluster.cluster.name}/${this.service.name}`,
-        minCapacity: r.scaling.minTasks,
-        maxCapacity: r.scaling.maxTasks,
-        tags,
-      },
-      child,
-    );
-
-    this.scalingPolicy = new aws.appautoscaling.Policy(
-      `${name}-backlog-per-task`,
-      {
-        policyType: "TargetTrackingScaling",
-        serviceNamespace: this.scalingTarget.serviceNamespace,
-        scalableDimension: this.scalingTarget.scalableDimension,
-        resourceId: this.scalingTarget.resourceId,
-        targetTrackingScalingPolicyConfiguration: {
-          targetValue: r.scaling.backlogPerTaskTarget,
-          scaleOutCooldown: r.scaling.scaleOutCooldownSeconds,
-          scaleInCooldown: r.scaling.scaleInCooldownSeconds,
-          customizedMetricSpecification: {
-            metrics: backlogPerTaskMetrics({ queueName: args.queueName, clusterName: args.cluster.cluster.name, serviceName: this.service.name }),
-          },
-        },
-      },
-      child,
-    );
+    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: this.settings.logRetentionDays, tags: scope.tags }, { parent: this });
+    const roles = createRoles(scope, this.logGroup);
+    ({ taskRole: this.taskRole, executionRole: this.executionRole } = roles);
+    this.taskDefinition = createTaskDefinition(scope, { ...roles, logGroup: this.logGroup });
+    this.securityGroup = createSecurityGroup(scope);
+    this.service = createService(scope, this.taskDefinition, this.securityGroup);
+    ({ target: this.scalingTarget, policy: this.scalingPolicy } = createScaling(scope, this.service));
 
     this.registerOutputs({
       serviceName: this.service.name,
@@ -372,4 +249,158 @@ export class QueueWorkerService extends pulumi.ComponentResource {
       logGroupName: this.logGroup.name,
     });
   }
+}
+
+interface ServiceScope {
+  name: string;
+  args: QueueWorkerServiceArgs;
+  r: ResolvedQueueWorkerSettings;
+  tags: Record<string, string>;
+  parent: pulumi.Resource;
+}
+
+interface ServiceRoles {
+  taskRole: aws.iam.Role;
+  executionRole: aws.iam.Role;
+  /** The roles' inline policies: the task definition waits for them, so no task starts without its grants. */
+  policies: aws.iam.RolePolicy[];
+}
+
+/** The task role (exactly the workload's statements) and the execution role (image pull, logs). */
+function createRoles({ name, args, tags, parent }: ServiceScope, logGroup: aws.cloudwatch.LogGroup): ServiceRoles {
+  const taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
+  const taskPolicy = new aws.iam.RolePolicy(`${name}-task-policy`, { role: taskRole.id, policy: policyDocument(args.taskRoleStatements) }, { parent });
+  const executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
+  const executionPolicy = new aws.iam.RolePolicy(
+    `${name}-execution-policy`,
+    { role: executionRole.id, policy: policyDocument(executionRoleStatements({ repositoryArn: args.repositoryArn, logGroupArn: logGroup.arn })) },
+    { parent },
+  );
+  return { taskRole, executionRole, policies: [taskPolicy, executionPolicy] };
+}
+
+const SCRATCH_VOLUME = "scratch";
+
+/** The one hardened container: non-root, read-only root with a scratch volume, no capabilities. */
+function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, deps: ServiceRoles & { logGroup: aws.cloudwatch.LogGroup }): aws.ecs.TaskDefinition {
+  const environment = {
+    ...(args.environment ?? {}),
+    ...(r.taskProtection ? { [TASK_PROTECTION_ENV]: TASK_PROTECTION_MODE } : {}),
+  };
+  const containerDefinitions = pulumi.jsonStringify(
+    pulumi.output(environment).apply((env) => [
+      {
+        name: r.containerName,
+        image: args.image,
+        essential: true,
+        // The image's `node` user (uid 1000); never root.
+        user: "1000:1000",
+        privileged: false,
+        readonlyRootFilesystem: true,
+        memory: r.memoryMb,
+        cpu: r.cpu,
+        stopTimeout: r.stopTimeoutSeconds,
+        // An init process reaps the allow-listed executables' orphans and forwards SIGTERM.
+        linuxParameters: { initProcessEnabled: true, capabilities: { drop: ["ALL"] } },
+        mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }],
+        environment: Object.entries(env)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, value]) => ({ name: key, value })),
+        logConfiguration: {
+          logDriver: "awslogs",
+          options: { "awslogs-group": deps.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": r.containerName },
+        },
+      },
+    ]),
+  );
+  return new aws.ecs.TaskDefinition(
+    name,
+    {
+      family: name,
+      requiresCompatibilities: ["FARGATE"],
+      networkMode: "awsvpc",
+      cpu: String(r.cpu),
+      memory: String(r.memoryMb),
+      runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: "X86_64" },
+      taskRoleArn: deps.taskRole.arn,
+      executionRoleArn: deps.executionRole.arn,
+      // A bind-mount volume without a host path: task-scoped ephemeral storage on Fargate.
+      volumes: [{ name: SCRATCH_VOLUME }],
+      containerDefinitions,
+      tags: { ...tags, ...(r.taskProtection ? { [TASK_PROTECTION_TAG]: TASK_PROTECTION_MODE } : {}) },
+    },
+    { parent, dependsOn: deps.policies },
+  );
+}
+
+/** No ingress; egress to the AWS APIs through NAT. */
+function createSecurityGroup({ name, args, tags, parent }: ServiceScope): aws.ec2.SecurityGroup {
+  return new aws.ec2.SecurityGroup(
+    `${name}-sg`,
+    {
+      vpcId: args.vpcId,
+      description: `${name} tasks: no ingress; egress to AWS APIs through NAT`,
+      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SQS, ECR, CloudWatch Logs, the ECS agent" }],
+      tags,
+    },
+    { parent },
+  );
+}
+
+/** The service: Spot after `fargateBase` on-demand tasks, private, rolling back a failed deploy. */
+function createService({ name, args, r, tags, parent }: ServiceScope, taskDefinition: aws.ecs.TaskDefinition, securityGroup: aws.ec2.SecurityGroup): aws.ecs.Service {
+  return new aws.ecs.Service(
+    name,
+    {
+      cluster: args.cluster.cluster.arn,
+      taskDefinition: taskDefinition.arn,
+      desiredCount: r.scaling.minTasks,
+      capacityProviderStrategies: capacityProviderStrategy(r.fargateBase),
+      networkConfiguration: { subnets: args.subnetIds, securityGroups: [securityGroup.id], assignPublicIp: false },
+      deploymentCircuitBreaker: { enable: true, rollback: true },
+      // New tasks start before old ones stop; protected old tasks stop only once they release.
+      deploymentMinimumHealthyPercent: 100,
+      deploymentMaximumPercent: 200,
+      enableEcsManagedTags: true,
+      propagateTags: "SERVICE",
+      tags,
+    },
+    // Autoscaling owns the desired count after creation; the strategy needs the cluster's providers.
+    { parent, dependsOn: [args.cluster.capacityProviders], ignoreChanges: ["desiredCount"] },
+  );
+}
+
+/** Target tracking on backlog per task (visible messages ÷ running tasks). */
+function createScaling({ name, args, r, tags, parent }: ServiceScope, service: aws.ecs.Service): { target: aws.appautoscaling.Target; policy: aws.appautoscaling.Policy } {
+  const target = new aws.appautoscaling.Target(
+    `${name}-scaling`,
+    {
+      serviceNamespace: "ecs",
+      scalableDimension: "ecs:service:DesiredCount",
+      resourceId: pulumi.interpolate`service/${args.cluster.cluster.name}/${service.name}`,
+      minCapacity: r.scaling.minTasks,
+      maxCapacity: r.scaling.maxTasks,
+      tags,
+    },
+    { parent },
+  );
+  const policy = new aws.appautoscaling.Policy(
+    `${name}-backlog-per-task`,
+    {
+      policyType: "TargetTrackingScaling",
+      serviceNamespace: target.serviceNamespace,
+      scalableDimension: target.scalableDimension,
+      resourceId: target.resourceId,
+      targetTrackingScalingPolicyConfiguration: {
+        targetValue: r.scaling.backlogPerTaskTarget,
+        scaleOutCooldown: r.scaling.scaleOutCooldownSeconds,
+        scaleInCooldown: r.scaling.scaleInCooldownSeconds,
+        customizedMetricSpecification: {
+          metrics: backlogPerTaskMetrics({ queueName: args.queueName, clusterName: args.cluster.cluster.name, serviceName: service.name }),
+        },
+      },
+    },
+    { parent },
+  );
+  return { target, policy };
 }
