@@ -22,117 +22,137 @@ function hexId(prefix: string, args: pulumi.runtime.MockResourceArgs): string {
   return `${prefix}-${shortHash(args.type, args.name).slice(0, 17)}`;
 }
 
-export function createMocks(region: string): pulumi.runtime.Mocks {
+type Answer = { id: string | undefined; state: Record<string, unknown> };
+type Answerer = (args: pulumi.runtime.MockResourceArgs, state: (id: string, extra: Record<string, unknown>) => Answer) => Answer;
+
+/** What AWS answers for each resource type: its id and the outputs the program reads. */
+function answers(region: string): Record<string, Answerer> {
   const acct = MOCK_ACCOUNT_ID;
   return {
-    newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, unknown> } {
+    "aws:sqs/queue:Queue": (args, state) => {
+      const name = physicalName(args);
+      const url = `https://sqs.${region}.amazonaws.com/${acct}/${name}`;
+      return state(url, { name, url, arn: `arn:aws:sqs:${region}:${acct}:${name}` });
+    },
+    "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy": (args, state) => {
       const inputs = args.inputs as Record<string, unknown>;
-      const state = (id: string, extra: Record<string, unknown>) => ({ id, state: { ...inputs, ...extra } });
-      switch (args.type) {
-        case "aws:sqs/queue:Queue": {
-          const name = physicalName(args);
-          const url = `https://sqs.${region}.amazonaws.com/${acct}/${name}`;
-          return state(url, { name, url, arn: `arn:aws:sqs:${region}:${acct}:${name}` });
-        }
-        case "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy":
-          return state(String(inputs.queueUrl), {});
-        case "aws:iam/role:Role": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:iam::${acct}:role/${name}`, uniqueId: hexId("AROA", args).toUpperCase() });
-        }
-        case "aws:iam/policy:Policy": {
-          const name = physicalName(args);
-          const arn = `arn:aws:iam::${acct}:policy/${name}`;
-          return state(arn, { name, arn, policyId: hexId("ANPA", args).toUpperCase() });
-        }
-        case "aws:iam/rolePolicy:RolePolicy": {
-          const name = physicalName(args);
-          return state(`${String(inputs.role)}:${name}`, { name });
-        }
-        case "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
-          return state(`${String(inputs.role)}-${shortHash(args.name).slice(0, 20)}`, {});
-        case "aws:iam/instanceProfile:InstanceProfile": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:iam::${acct}:instance-profile/${name}` });
-        }
-        case "aws:lambda/function:Function": {
-          const name = physicalName(args);
-          const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
-          return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
-        }
-        case "aws:lambda/eventSourceMapping:EventSourceMapping": {
-          const h = shortHash(args.name);
-          const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-          return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
-        }
-        case "aws:cloudwatch/logGroup:LogGroup": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:logs:${region}:${acct}:log-group:${name}` });
-        }
-        case "aws:cloudwatch/metricAlarm:MetricAlarm": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:cloudwatch:${region}:${acct}:alarm:${name}` });
-        }
-        case "aws:ec2/instance:Instance": {
-          const id = hexId("i", args);
-          return state(id, { arn: `arn:aws:ec2:${region}:${acct}:instance/${id}`, privateIp: "10.0.1.10", instanceState: "running", publicIp: "" });
-        }
-        case "aws:ec2/securityGroup:SecurityGroup": {
-          const id = hexId("sg", args);
-          return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:security-group/${id}` });
-        }
-        case "aws:ssm/parameter:Parameter": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
-        }
-        case "aws:dynamodb/table:Table": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:dynamodb:${region}:${acct}:table/${name}` });
-        }
-        case "aws:scheduler/schedule:Schedule": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:scheduler:${region}:${acct}:schedule/default/${name}` });
-        }
-        case "aws:ecs/cluster:Cluster": {
-          const name = physicalName(args);
-          const arn = `arn:aws:ecs:${region}:${acct}:cluster/${name}`;
-          return state(arn, { name, arn });
-        }
-        case "aws:ecs/taskDefinition:TaskDefinition": {
-          const family = String(inputs.family ?? physicalName(args));
-          const arn = `arn:aws:ecs:${region}:${acct}:task-definition/${family}:1`;
-          return state(family, { arn, arnWithoutRevision: `arn:aws:ecs:${region}:${acct}:task-definition/${family}`, revision: 1 });
-        }
-        case "aws:ecs/service:Service": {
-          const name = physicalName(args);
-          return state(`arn:aws:ecs:${region}:${acct}:service/${name}`, { name });
-        }
-        case "aws:ecr/repository:Repository": {
-          const name = physicalName(args);
-          return state(name, { name, arn: `arn:aws:ecr:${region}:${acct}:repository/${name}`, repositoryUrl: `${acct}.dkr.ecr.${region}.amazonaws.com/${name}` });
-        }
-        case "aws:ec2/launchTemplate:LaunchTemplate": {
-          const id = hexId("lt", args);
-          return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
-        }
-        case "awsx:ecr:Image": {
-          // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned URI it would output.
-          const digest = crypto.createHash("sha256").update(`${args.name}\0${String(inputs.context)}`).digest("hex");
-          return { id: undefined, state: { imageUri: `${String(inputs.repositoryUrl)}@sha256:${digest}` } };
-        }
-        case "awsx:ec2:Vpc": {
-          // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
-          const azs = Number(inputs.numberOfAvailabilityZones ?? 2);
-          const subnets = (tier: string) => Array.from({ length: azs }, (_, i) => hexId(`subnet`, { ...args, name: `${args.name}-${tier}-${i}` }));
-          return { id: undefined, state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] } };
-        }
-        default: {
-          if (!args.custom) return { id: undefined, state: {} };
-          const name = physicalName(args);
-          const service = args.type.split(":")[1]?.split("/")[0] ?? "unknown";
-          return state(`${name}-id`, { name, arn: `arn:aws:${service}:${region}:${acct}:${name}` });
-        }
-      }
+      return state(String(inputs.queueUrl), {});
+    },
+    "aws:iam/role:Role": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:iam::${acct}:role/${name}`, uniqueId: hexId("AROA", args).toUpperCase() });
+    },
+    "aws:iam/policy:Policy": (args, state) => {
+      const name = physicalName(args);
+      const arn = `arn:aws:iam::${acct}:policy/${name}`;
+      return state(arn, { name, arn, policyId: hexId("ANPA", args).toUpperCase() });
+    },
+    "aws:iam/rolePolicy:RolePolicy": (args, state) => {
+      const inputs = args.inputs as Record<string, unknown>;
+      const name = physicalName(args);
+      return state(`${String(inputs.role)}:${name}`, { name });
+    },
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (args, state) => {
+      const inputs = args.inputs as Record<string, unknown>;
+      return state(`${String(inputs.role)}-${shortHash(args.name).slice(0, 20)}`, {});
+    },
+    "aws:iam/instanceProfile:InstanceProfile": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:iam::${acct}:instance-profile/${name}` });
+    },
+    "aws:lambda/function:Function": (args, state) => {
+      const name = physicalName(args);
+      const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
+      return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
+    },
+    "aws:lambda/eventSourceMapping:EventSourceMapping": (args, state) => {
+      const h = shortHash(args.name);
+      const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+      return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
+    },
+    "aws:cloudwatch/logGroup:LogGroup": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:logs:${region}:${acct}:log-group:${name}` });
+    },
+    "aws:cloudwatch/metricAlarm:MetricAlarm": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:cloudwatch:${region}:${acct}:alarm:${name}` });
+    },
+    "aws:ec2/instance:Instance": (args, state) => {
+      const id = hexId("i", args);
+      return state(id, { arn: `arn:aws:ec2:${region}:${acct}:instance/${id}`, privateIp: "10.0.1.10", instanceState: "running", publicIp: "" });
+    },
+    "aws:ec2/securityGroup:SecurityGroup": (args, state) => {
+      const id = hexId("sg", args);
+      return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:security-group/${id}` });
+    },
+    "aws:ssm/parameter:Parameter": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
+    },
+    "aws:dynamodb/table:Table": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:dynamodb:${region}:${acct}:table/${name}` });
+    },
+    "aws:scheduler/schedule:Schedule": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:scheduler:${region}:${acct}:schedule/default/${name}` });
+    },
+    "aws:ecs/cluster:Cluster": (args, state) => {
+      const name = physicalName(args);
+      const arn = `arn:aws:ecs:${region}:${acct}:cluster/${name}`;
+      return state(arn, { name, arn });
+    },
+    "aws:ecs/taskDefinition:TaskDefinition": (args, state) => {
+      const inputs = args.inputs as Record<string, unknown>;
+      const family = String(inputs.family ?? physicalName(args));
+      const arn = `arn:aws:ecs:${region}:${acct}:task-definition/${family}:1`;
+      return state(family, { arn, arnWithoutRevision: `arn:aws:ecs:${region}:${acct}:task-definition/${family}`, revision: 1 });
+    },
+    "aws:ecs/service:Service": (args, state) => {
+      const name = physicalName(args);
+      return state(`arn:aws:ecs:${region}:${acct}:service/${name}`, { name });
+    },
+    "aws:ecr/repository:Repository": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:ecr:${region}:${acct}:repository/${name}`, repositoryUrl: `${acct}.dkr.ecr.${region}.amazonaws.com/${name}` });
+    },
+    "aws:ec2/launchTemplate:LaunchTemplate": (args, state) => {
+      const id = hexId("lt", args);
+      return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
+    },
+    "awsx:ecr:Image": (args) => {
+      const inputs = args.inputs as Record<string, unknown>;
+      // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned URI it would output.
+      const digest = crypto.createHash("sha256").update(`${args.name}\0${String(inputs.context)}`).digest("hex");
+      return { id: undefined, state: { imageUri: `${String(inputs.repositoryUrl)}@sha256:${digest}` } };
+    },
+    "awsx:ec2:Vpc": (args) => {
+      const inputs = args.inputs as Record<string, unknown>;
+      // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
+      const azs = Number(inputs.numberOfAvailabilityZones ?? 2);
+      const subnets = (tier: string) => Array.from({ length: azs }, (_, i) => hexId(`subnet`, { ...args, name: `${args.name}-${tier}-${i}` }));
+      return { id: undefined, state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] } };
+    },
+  };
+}
+
+/** Any other custom resource: a name, an id and an ARN in its service's namespace. */
+function genericAnswer(region: string, args: pulumi.runtime.MockResourceArgs, state: (id: string, extra: Record<string, unknown>) => Answer): Answer {
+  if (!args.custom) return { id: undefined, state: {} };
+  const name = physicalName(args);
+  const service = args.type.split(":")[1]?.split("/")[0] ?? "unknown";
+  return state(`${name}-id`, { name, arn: `arn:aws:${service}:${region}:${MOCK_ACCOUNT_ID}:${name}` });
+}
+
+export function createMocks(region: string): pulumi.runtime.Mocks {
+  const acct = MOCK_ACCOUNT_ID;
+  const byType = answers(region);
+  return {
+    newResource(args: pulumi.runtime.MockResourceArgs): Answer {
+      const inputs = args.inputs as Record<string, unknown>;
+      const state = (id: string, extra: Record<string, unknown>): Answer => ({ id, state: { ...inputs, ...extra } });
+      return (byType[args.type] ?? ((a, st) => genericAnswer(region, a, st)))(args, state);
     },
     call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
       const inputs = args.inputs as Record<string, unknown>;
