@@ -44,7 +44,7 @@ const shared: PartArgs = {
 export const vpcId = network.vpcId;
 export const clusterName = cluster.cluster.name;
 
-// Part 1: ingest and the GPU (seed 000).
+// Part 1: ingest and the GPU (docs/parts/ingest.md).
 const ingest = new Ingest("ingest", { ...shared, config: { ingest: config.ingest, gpu: config.gpu } });
 export const ingestQueueUrl = ingest.queue.queue.url;
 export const ingestDlqUrl = ingest.queue.dlq.url;
@@ -54,7 +54,7 @@ export const gpuInstanceIdParameter = ingest.gpu.instanceIdParameter.name;
 export const ingestWindowFunction = ingest.windowConsumer.function.name;
 export const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
 
-// Part 2: the retraining launcher (seed 001).
+// Part 2: the retraining launcher (docs/parts/retraining.md).
 const retraining = new Retraining("retraining", { ...shared, config: config.retraining });
 export const retrainingQueueUrl = retraining.queue.queue.url;
 export const retrainingDlqUrl = retraining.queue.dlq.url;
@@ -63,7 +63,7 @@ export const retrainingStateTable = retraining.stateTable.table.name;
 export const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
 export const retrainingLauncherFunction = retraining.launcher.function.name;
 
-// Part 3: fleet lifecycle (seed 002).
+// Part 3: fleet lifecycle (docs/parts/fleet.md).
 const fleet = new Fleet("fleet", { ...shared, config: config.fleet });
 export const fleetTerminationQueueUrl = fleet.terminationQueue.queue.url;
 export const fleetTerminationDlqUrl = fleet.terminationQueue.dlq.url;
@@ -74,7 +74,7 @@ export const fleetJobsTable = fleet.jobs.table.name;
 export const fleetTerminationFunction = fleet.terminationConsumer.function.name;
 export const fleetHousekeepingFunction = fleet.housekeepingConsumer.function.name;
 
-// Part 4: the long-running ECS queue worker (seed 003).
+// Part 4: the long-running ECS queue worker (docs/parts/worker.md).
 const worker = new Worker("worker", { ...shared, config: config.worker });
 export const workerQueueUrl = worker.queue.queue.url;
 export const workerDlqUrl = worker.queue.dlq.url;
@@ -83,7 +83,7 @@ export const workerImageUri = worker.image.imageUri;
 export const workerServiceName = worker.service.service.name;
 export const workerTaskRoleArn = worker.service.taskRole.arn;
 
-// Part 5: the warm-instance pool (seed 004).
+// Part 5: the warm-instance pool (docs/parts/pool.md).
 const pool = new Pool("pool", { ...shared, config: config.pool });
 export const poolQueueUrls = Object.fromEntries(Object.entries(pool.classes).map(([k, r]) => [k, r.queue.queue.url]));
 export const poolClaimTableName = pool.claimTable.table.name;

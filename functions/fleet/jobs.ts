@@ -1,4 +1,4 @@
-/** Statuses a job record can have (seed 002). */
+/** Statuses a job record can have (docs/parts/fleet.md). */
 export type JobStatus = "queued" | "running" | "completed" | "failed" | "timeout" | "interrupted";
 
 /** A job in one of these is still using its instance. */

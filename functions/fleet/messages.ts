@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The message formats of seed 002, validated at the edge. A body that fails these schemas can
+ * The message formats of docs/parts/fleet.md, validated at the edge. A body that fails these schemas can
  * never succeed on a retry, so the consumers quarantine it instead of failing the record.
  */
 

@@ -24,7 +24,7 @@ export interface FleetTelemetry {
 /**
  * Powertools adds a `service` default dimension (from POWERTOOLS_SERVICE_NAME) to every metric,
  * and again to each `singleMetric()` it creates, which would put JobSuccess & co. in a dimension
- * set the seed's dashboards do not query (JobDuration {Status}, JobSuccess {}, JobFailure {Error},
+ * set the original system's dashboards do not query (JobDuration {Status}, JobSuccess {}, JobFailure {Error},
  * Pool* {PoolName}). Both the instance and its single metrics therefore clear the defaults.
  */
 class SeedDimensionMetrics extends Metrics {

@@ -50,7 +50,7 @@ async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: stri
 /**
  * One termination message: complete the job (conditional), emit the job metrics if this
  * delivery completed it, delete the runner's config parameter. Metrics come before the SSM
- * delete (the seed has them after): if the delete fails, the retry finds the job already
+ * delete (the original system has them after): if the delete fails, the retry finds the job already
  * complete, so metrics emitted after the delete would never be emitted at all.
  */
 export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatchHandler {

@@ -31,7 +31,7 @@ export const WINDOW_GRANTS = [gpuInstanceIdParameter, describeInstances, quarant
 
 /**
  * What "can start the GPU" means: the GPU EC2 managed policy, attached to the DLQ consumer's role
- * as the seed's template does. StartInstances is scoped by the GPU's Name tag in its binding.
+ * as the original system's template does. StartInstances is scoped by the GPU's Name tag in its binding.
  */
 export const GPU_EC2_GRANTS = [
   { sid: "StartTaggedGpu", actions: ["ec2:StartInstances"], resource: "gpu-instances" },

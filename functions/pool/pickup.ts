@@ -3,7 +3,7 @@ import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { type Advert, classContradiction, parseAdvert, type ResourceClassSpec, unsuitability, type WorkflowRequirements } from "./advert";
 
-/** The seed's tolerance: the same instance seen more than this many times means local exhaustion. */
+/** The original system's tolerance: the same instance seen more than this many times means local exhaustion. */
 export const DEFAULT_TOLERANCE = 5;
 /** SQS DelaySeconds limit. */
 export const MAX_REQUEUE_DELAY_SECONDS = 900;
@@ -27,7 +27,7 @@ export interface PickupRequest {
   requirements: WorkflowRequirements;
   /** DelaySeconds of a re-queued unsuitable advert (0–900). */
   requeueDelaySeconds: number;
-  /** Sightings of one instance_id allowed before local exhaustion (≥ 1; the seed's is 5). */
+  /** Sightings of one instance_id allowed before local exhaustion (≥ 1; the original system's is 5). */
   tolerance: number;
   /** Epoch ms after which no new cycle starts. */
   deadline: number;
@@ -56,7 +56,7 @@ export function validatePickupRequest(r: Pick<PickupRequest, "requeueDelaySecond
 }
 
 /**
- * The seed's pickup manager. Each cycle: short-poll one message, delete it at once, validate
+ * The original system's pickup manager. Each cycle: short-poll one message, delete it at once, validate
  * it, then discard (malformed or contradicting its class), re-queue with a delay (unsuitable)
  * or return it (suitable). Ends with global exhaustion on an empty receive, local exhaustion
  * when one instance_id is seen more than `tolerance` times, or `deadline`.
@@ -82,7 +82,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
       countOne(metrics, "PoolExhaustedGlobal");
       return { kind: "exhausted", scope: "global", cycles };
     }
-    // Delete at once: concurrent pickups must not see the same advert (seed, step 2).
+    // Delete at once: concurrent pickups must not see the same advert (docs/parts/pool.md, step 2).
     await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: request.queueUrl, ReceiptHandle: message.ReceiptHandle }));
 
     const parsed = parseAdvert(message.Body);
@@ -129,7 +129,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
 }
 
 function discard(deps: PickupDeps, messageId: string | undefined, reason: string, resourceClass: string, instanceId?: string): void {
-  // Already deleted on receipt; the seed drops malformed adverts rather than quarantining them.
+  // Already deleted on receipt; the original system drops malformed adverts rather than quarantining them.
   logStep(deps.logger, "warn", "advert_discarded", { message_id: messageId, reason, resource_class: resourceClass, instance_id: instanceId });
   countOne(deps.metrics, "AdvertsDiscarded");
 }

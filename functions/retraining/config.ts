@@ -14,7 +14,7 @@ const booleanFlag = z
   .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
   .transform((s) => /^(true|1|yes)$/i.test(s));
 
-/** Variable names and defaults follow seed 001's table; ENVIRONMENT, QUARANTINE_QUEUE_URL, RETRAINING_QUEUE_URL and DEFER_DELAY_SECONDS are the platform's. */
+/** Variable names and defaults follow docs/parts/retraining.md's table; ENVIRONMENT, QUARANTINE_QUEUE_URL, RETRAINING_QUEUE_URL and DEFER_DELAY_SECONDS are the platform's. */
 const launcherShape = {
   ECS_CLUSTER: z.string().min(1),
   ECS_TASK_DEFINITION_ARN: z.string().min(1).optional(),
@@ -23,7 +23,7 @@ const launcherShape = {
   ECS_SECURITY_GROUPS: idList("security group"),
   ECS_CONTAINER_NAME: z.string().min(1).default("strategy"),
   USE_SPOT: booleanFlag.default(false),
-  // Required, unlike the seed's table: the capacity lease that makes MAX_CONCURRENT_TASKS hold lives there.
+  // Required, unlike the original system's table: the capacity lease that makes MAX_CONCURRENT_TASKS hold lives there.
   RETRAINING_STATE_TABLE: z.string().min(3),
   MAX_CONCURRENT_TASKS: envInt(1, 1000).default(5),
   ENVIRONMENT: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be a short lowercase environment name"),
@@ -36,7 +36,7 @@ const launcherShape = {
 
 export interface LauncherConfig {
   cluster: string;
-  /** What RunTask is given: the ARN if set, else `{family}-{environment}` (seed: get_task_definition). */
+  /** What RunTask is given: the ARN if set, else `{family}-{environment}` (original: get_task_definition). */
   taskDefinition: string;
   containerName: string;
   subnets: string[];

@@ -27,8 +27,8 @@ export interface LaunchRequest {
 }
 
 /**
- * The RunTask request of seed 001: a capacity provider strategy (never `launchType`, which
- * cannot pick Spot), the container env overrides and tags of the seed, `startedBy`, no public
+ * The RunTask request of docs/parts/retraining.md: a capacity provider strategy (never `launchType`, which
+ * cannot pick Spot), the container env overrides and tags of the original system, `startedBy`, no public
  * IP, and the SQS message id as `clientToken` so a redelivered message starts no second task.
  */
 export function runTaskInput(config: LauncherConfig, r: LaunchRequest): RunTaskCommandInput {

@@ -17,7 +17,7 @@ import { acquireLease, LeaseBusyError, leaseWindow, releaseLease } from "./lease
 import { parseRetrainingMessage } from "./message";
 import { isoUtc, latestLaunchedMessageIds, recordLaunch } from "./state";
 
-/** Powertools Metrics plus the one dimension seed 001 puts on every metric. */
+/** Powertools Metrics plus the one dimension docs/parts/retraining.md puts on every metric. */
 export interface LauncherMetrics extends MetricsSink {
   addDimension(name: string, value: string): unknown;
 }
@@ -34,11 +34,11 @@ export interface LauncherDeps {
   sleep: (ms: number) => Promise<void>;
 }
 
-/** Time assumed left when invoked without a Lambda context (local runs): the seed's 30 s timeout. */
+/** Time assumed left when invoked without a Lambda context (local runs): the original system's 30 s timeout. */
 export const DEFAULT_REMAINING_MS = 30_000;
 
 
-/** The seed's four metrics plus deferrals (namespace suffix RetrainingPipeline, dimension Environment). */
+/** The original system's four metrics plus deferrals (namespace suffix RetrainingPipeline, dimension Environment). */
 export const METRICS = {
   received: "SQSMessagesReceived",
   processed: "SQSMessagesProcessed",

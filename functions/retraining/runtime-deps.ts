@@ -15,7 +15,7 @@ const sqs = new SQSClient({});
 /**
  * Seed 001 publishes with the `Environment` dimension alone. Powertools adds a `service`
  * dimension by default, which would put the metrics in a different dimension set than the
- * seed's dashboards query, so the defaults are cleared; the handler adds Environment.
+ * original system's dashboards query, so the defaults are cleared; the handler adds Environment.
  */
 export function launcherMetrics(): Metrics {
   const metrics = new Metrics();

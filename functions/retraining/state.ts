@@ -39,7 +39,7 @@ export interface LaunchRecord {
   jobId: string;
   trigger: Trigger;
   messageId: string;
-  /** ISO-8601 with offset, as the seed's record shows. */
+  /** ISO-8601 with offset, as the original system's record shows. */
   now: string;
 }
 
@@ -65,7 +65,7 @@ export async function recordLaunch(db: DynamoDBDocumentClient, table: string, r:
   );
 }
 
-/** `2024-01-01T12:00:00+00:00`: the seed's Python isoformat, seconds precision, explicit UTC offset. */
+/** `2024-01-01T12:00:00+00:00`: the original system's Python isoformat, seconds precision, explicit UTC offset. */
 export function isoUtc(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "+00:00");
 }

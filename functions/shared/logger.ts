@@ -21,7 +21,7 @@ export function createLogger(): Logger {
 }
 
 /**
- * Operators' dashboards key on a top-level `step` field whose values are the seed's names, so
+ * Operators' dashboards key on a top-level `step` field whose values are the original system's names, so
  * every step log goes through here rather than free-form messages.
  */
 export function logStep(logger: StepLogger, level: LogLevel, step: string, fields: LogFields = {}): void {

@@ -1,12 +1,12 @@
 import type { StepLogger } from "../shared/logger";
 import { z } from "zod";
 
-/** A job message: `{job_id, type, payload, estimated_seconds?}` (issue 5). */
+/** A job message: `{job_id, type, payload, estimated_seconds?}` (docs/parts/worker.md). */
 export const jobSchema = z.object({
   job_id: z.string().min(1).max(256),
   type: z.string().min(1).max(64),
   payload: z.unknown(),
-  /** The producer's estimate of the run time; visibility is 2 × this (the seed's rule). */
+  /** The producer's estimate of the run time; visibility is 2 × this (the original system's rule). */
   estimated_seconds: z.number().positive().max(43_200).optional(),
 });
 
@@ -40,7 +40,7 @@ export function heartbeatExtensionSeconds(limits: { heartbeatMs: number; maxVisi
 }
 
 /**
- * The seed's rule: a job safely finishes within 2 × its expected duration, clamped to a maximum;
+ * The original system's rule: a job safely finishes within 2 × its expected duration, clamped to a maximum;
  * without an estimate, a default. Never below one heartbeat extension: the first heartbeat comes
  * only after `heartbeatMs`, so a short estimate that the job overruns would otherwise expire
  * (and the message go to another task) before the heartbeat could extend it.

@@ -28,7 +28,7 @@ const consumer = {
 
 export const fleetConfigSchema = z
   .object({
-    /** Days a completed job record is kept: the TTL written on completion and old_jobs' cutoff (seed: 7). */
+    /** Days a completed job record is kept: the TTL written on completion and old_jobs' cutoff (original: 7). */
     jobRetentionDays: z.number().int().min(1).max(3650).default(7),
     /** Longest a job may run; orphaned_instances terminates idle managed instances older than this + 10 min. */
     maxRuntimeMinutes: z.number().int().min(1).max(10_080),
@@ -36,7 +36,7 @@ export const fleetConfigSchema = z
     ssmMinAgeMinutes: z.number().int().min(0).max(10_080).default(15),
     termination: z.object({
       ...consumer,
-      /** Messages per invocation; Powertools runs a batch in parallel, so this is the seed's worker count (5). */
+      /** Messages per invocation; Powertools runs a batch in parallel, so this is the original system's worker count (5). */
       batchSize: z.number().int().min(1).max(10).default(5),
     }),
     housekeeping: z.object({

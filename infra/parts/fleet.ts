@@ -28,7 +28,7 @@ export interface FleetArgs extends PartArgs {
 }
 
 /**
- * The jobs table's keys and indexes. The seed's `completed_at-index` has no usable partition
+ * The jobs table's keys and indexes. The original system's `completed_at-index` has no usable partition
  * key; `status-completed_at-index` partitions by terminal status (a Query per status answers
  * "completed before the cutoff"), `instance_id-index` finds an instance's jobs. Pure.
  */
@@ -46,7 +46,7 @@ export function jobsTableSpec(): Pick<TableArgs, "hashKey" | "attributes" | "glo
   };
 }
 
-/** The scheduled message of seed 002: `{task_type, timestamp, params}`; Scheduler fills in the time. */
+/** The scheduled message of docs/parts/fleet.md: `{task_type, timestamp, params}`; Scheduler fills in the time. */
 export function housekeepingMessage(taskType: string): Record<string, unknown> {
   return { task_type: taskType, timestamp: "<aws.scheduler.scheduled-time>", params: {} };
 }
@@ -85,7 +85,7 @@ export function fleetStatements(a: FleetAccess): { termination: Statement[]; hou
 type Schedules = Record<(typeof HOUSEKEEPING_SCHEDULES)[number]["taskType"], QueueSchedule>;
 
 /**
- * Part 3 (seed 002), fleet lifecycle: the termination queue and its consumer (job completion,
+ * Part 3 (docs/parts/fleet.md), fleet lifecycle: the termination queue and its consumer (job completion,
  * runner config cleanup, job metrics), the housekeeping queue and its consumer (orphaned
  * instances, stale SSM parameters, old job records, pool cost audit), one Scheduler schedule per
  * housekeeping task, and the jobs table.

@@ -8,7 +8,7 @@ import {
 } from "../../policy/contract";
 
 /**
- * `encache:gpu` and `encache:ingest` (part 1, seed 000): the GPU instance, and the ingest queue,
+ * `encache:gpu` and `encache:ingest` (part 1, docs/parts/ingest.md): the GPU instance, and the ingest queue,
  * its DLQ and their two consumers.
  */
 
@@ -64,12 +64,12 @@ export const ingestConfigSchema = z
     messageRetentionSeconds: z.number().int().min(60).max(SQS_MAX_RETENTION_SECONDS).default(345_600),
     /** Visibility timeout of the ingest DLQ; must cover the DLQ consumer. */
     dlqVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
-    /** How long a parked DLQ message stays hidden while the GPU boots (seed: 900). */
+    /** How long a parked DLQ message stays hidden while the GPU boots (original: 900). */
     dlqParkSeconds: z.number().int().min(0).max(SQS_MAX_VISIBILITY_SECONDS).default(900),
     window: consumerSchema,
     dlqConsumer: consumerSchema.extend({
-      /** The seed reads the DLQ one message per invocation. */
-      batchSize: z.literal(1, { message: "must be 1: the DLQ consumer parks messages one at a time (seed 000)" }),
+      /** The original system reads the DLQ one message per invocation. */
+      batchSize: z.literal(1, { message: "must be 1: the DLQ consumer parks messages one at a time (docs/parts/ingest.md)" }),
     }),
   })
   .superRefine((c, ctx) => {

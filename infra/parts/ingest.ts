@@ -55,7 +55,7 @@ export function gpuEc2Statements(a: { region: string; nameTag: string }): Statem
 }
 
 /**
- * Part 1 (seed 000): the ingest queue and its DLQ, the window consumer that POSTs each window
+ * Part 1 (docs/parts/ingest.md): the ingest queue and its DLQ, the window consumer that POSTs each window
  * to the GPU service, and the DLQ consumer that starts the stopped GPU instance when work is
  * waiting for it.
  */
@@ -161,7 +161,7 @@ function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.
   );
 }
 
-/** What "can start the GPU" means, as a managed policy the DLQ consumer's role attaches (the seed's template does the same). */
+/** What "can start the GPU" means, as a managed policy the DLQ consumer's role attaches (the original system's template does the same). */
 function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.Policy {
   const { nameTag } = args.config.gpu;
   return new aws.iam.Policy(

@@ -39,7 +39,7 @@ export const poolConfigSchema = z
     advertRetentionSeconds: z.number().int().min(60).max(MAX_ADVERT_RETENTION_SECONDS),
     /** DelaySeconds of a re-queued unsuitable advert (SQS: 0–900). */
     requeueDelaySeconds: z.number().int().min(0).max(900).default(5),
-    /** Sightings of one instance per pickup before local exhaustion (the seed's 5). */
+    /** Sightings of one instance per pickup before local exhaustion (the original system's 5). */
     tolerance: z.number().int().min(1).max(100).default(5),
     /** Claim lock lifetime (DynamoDB TTL), seconds. */
     lockTtlSeconds: z.number().int().min(60).max(604_800).default(3600),

@@ -74,7 +74,7 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
 }
 
 /**
- * Part 5 (seed 004): the warm-instance pool. One advert queue and one launch template per
+ * Part 5 (docs/parts/pool.md): the warm-instance pool. One advert queue and one launch template per
  * resource class, the claim table (per-instance locks and per-class refill leases), the
  * refill function fed by one schedule per class, and the managed policy a claim worker
  * attaches to use the claim API (`functions/pool/claim.ts`).

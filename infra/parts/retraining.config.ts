@@ -2,7 +2,7 @@ import { z } from "zod";
 import { FARGATE_CPU_UNITS, fargateSizeProblem, MODEL_NAME_PATTERN, MODEL_NAME_RULE, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 
 /**
- * `encache:retraining` (seed 001). Defaults are the seed's: queue visibility 600 s, retention
+ * `encache:retraining` (docs/parts/retraining.md). Defaults are the original system's: queue visibility 600 s, retention
  * 1 day, launcher 30 s / 256 MB, batch 10 with a 5 s window, 5 concurrent tasks, family
  * `tradai-strategy-generic`, container `strategy`, on-demand Fargate.
  */
@@ -12,13 +12,13 @@ const SCHEDULE_EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|
 
 const launcherSchema = z
   .object({
-    /** Lambda timeout in seconds (seed: 30). */
+    /** Lambda timeout in seconds (original: 30). */
     timeoutSeconds: z.number().int().min(1).max(900).default(30),
-    /** Lambda memory in MB (seed: 256). */
+    /** Lambda memory in MB (original: 256). */
     memoryMb: z.number().int().min(128).max(10_240).default(256),
-    /** SQS batch size (seed: 10). */
+    /** SQS batch size (original: 10). */
     batchSize: z.number().int().min(1).max(10_000).default(10),
-    /** Batching window in seconds (seed: 5). */
+    /** Batching window in seconds (original: 5). */
     batchingWindowSeconds: z.number().int().min(0).max(300).default(5),
     /** Event source mapping maximum concurrency (2–1000). */
     maxConcurrency: z.number().int().min(2).max(1000).default(2),
@@ -47,12 +47,12 @@ const strategySchema = z.object({
 
 export const retrainingConfigSchema = z
   .object({
-    /** Retraining queue visibility (seed: 600); must be ≥ 6 × launcher.timeoutSeconds + launcher.batchingWindowSeconds. */
+    /** Retraining queue visibility (original: 600); must be ≥ 6 × launcher.timeoutSeconds + launcher.batchingWindowSeconds. */
     queueVisibilityTimeoutSeconds: z.number().int().min(1).max(43_200).default(600),
-    /** Retraining queue retention (seed: 1 day); below the DLQ's 14 days. */
+    /** Retraining queue retention (original: 1 day); below the DLQ's 14 days. */
     messageRetentionSeconds: z.number().int().min(60).max(1_209_599).default(86_400),
     launcher: launcherSchema,
-    /** Most launcher tasks running at once (MAX_CONCURRENT_TASKS; seed: 5). */
+    /** Most launcher tasks running at once (MAX_CONCURRENT_TASKS; original: 5). */
     maxConcurrentTasks: z.number().int().min(1).max(1000).default(5),
     /** Seconds a message deferred by the cap or a busy lease waits before it is tried again (DEFER_DELAY_SECONDS; SQS DelaySeconds 0–900). */
     deferDelaySeconds: z.number().int().min(0).max(900).default(60),

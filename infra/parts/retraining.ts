@@ -21,7 +21,7 @@ export interface RetrainingArgs extends PartArgs {
   config: RetrainingConfig;
 }
 
-/** `<prefix>-<environment>`: one generic strategy task definition per environment (seed 001). Pure. */
+/** `<prefix>-<environment>`: one generic strategy task definition per environment (docs/parts/retraining.md). Pure. */
 export function strategyFamily(prefix: string, environment: string): string {
   return `${prefix}-${environment}`;
 }
@@ -64,7 +64,7 @@ export function launcherStatements(a: LauncherAccess): Statement[] {
 }
 
 /**
- * Part 2 (seed 001): the retraining queue and its DLQ, per-model schedules that feed it, the
+ * Part 2 (docs/parts/retraining.md): the retraining queue and its DLQ, per-model schedules that feed it, the
  * launcher Lambda that starts the generic strategy task on Fargate or Fargate Spot under a
  * concurrency cap, and the state table each launch is recorded in.
  */

@@ -15,7 +15,7 @@ export const SHUTDOWN_MARGIN_SECONDS = WORKER_STOP_TIMEOUT_SECONDS - MAX_SHUTDOW
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
-/** `encache:worker`: the long-running ECS queue worker (part 4, seed 003). */
+/** `encache:worker`: the long-running ECS queue worker (part 4, docs/parts/worker.md). */
 export const workerConfigSchema = z
   .object({
     /** N: jobs one task runs at once (a receive asks for at most 10). */

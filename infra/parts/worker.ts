@@ -46,7 +46,7 @@ export function workerTaskRoleStatements(a: WorkerTaskAccess): Statement[] {
 }
 
 /**
- * Part 4 (seed 003): a work queue with its DLQ, the worker image in ECR, and a Fargate Spot
+ * Part 4 (docs/parts/worker.md): a work queue with its DLQ, the worker image in ECR, and a Fargate Spot
  * service whose tasks long-poll the queue, hold task scale-in protection while they work, and
  * scale on backlog per task.
  */

@@ -1,5 +1,5 @@
 /**
- * fleet (seed 002): jobs complete through termination messages, duplicates included; scheduled
+ * fleet (docs/parts/fleet.md): jobs complete through termination messages, duplicates included; scheduled
  * and operator-sent housekeeping terminates orphaned instances (never one with an active job)
  * and deletes the runner parameters of instances that are gone.
  */

@@ -1,5 +1,5 @@
 /**
- * ingest-gpu-outage (seed 000): with the GPU stopped, segments fail ingest, are redriven to the
+ * ingest-gpu-outage (docs/parts/ingest.md): with the GPU stopped, segments fail ingest, are redriven to the
  * DLQ and parked there; the DLQ consumer starts the GPU; once it has booted every segment
  * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
  */

@@ -1,5 +1,5 @@
 /**
- * pool (seed 004): workflows claim warm instances, the pool runs out and refill tops it up.
+ * pool (docs/parts/pool.md): workflows claim warm instances, the pool runs out and refill tops it up.
  *
  * The refill Lambda runs from its own schedule (pool-refill-<class> → the pool-refill queue);
  * the workflows are played here with the claim library itself (`claimInstance`), with the

@@ -1,5 +1,5 @@
 /**
- * retraining (seed 001): a scheduled trigger and manual triggers become ECS tasks, never more
+ * retraining (docs/parts/retraining.md): a scheduled trigger and manual triggers become ECS tasks, never more
  * than MAX_CONCURRENT_TASKS at once; the rest are deferred and launched as tasks finish.
  */
 import { readSteps } from "./logs";

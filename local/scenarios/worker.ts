@@ -1,5 +1,5 @@
 /**
- * worker (seed 003): long jobs run under task scale-in protection; a simulated SIGTERM (a Spot
+ * worker (docs/parts/worker.md): long jobs run under task scale-in protection; a simulated SIGTERM (a Spot
  * interruption) hands unfinished work back to the queue and another task completes it, with
  * nothing lost. One malformed job is quarantined to the work queue's DLQ with a reason.
  *

@@ -2,7 +2,7 @@
  * The environment each function reads. The program sets exactly these names on the function
  * (checked by the type of `infra/parts/<part>.ts`'s environment objects) and the function's schema
  * parses exactly these (checked by `satisfies` in `functions/<part>/config.ts`), so a name cannot
- * drift on one side. Names follow the seeds: operators' runbooks and dashboards key on them.
+ * drift on one side. Names follow the original systems: operators' runbooks and dashboards key on them.
  */
 const GPU = ["GPU_INSTANCE_ID_PARAM", "GPU_NAME_TAG", "GPU_SERVICE_PORT", "GPU_SERVICE_PATH", "GPU_REQUEST_TIMEOUT_MS", "QUARANTINE_QUEUE_URL"] as const;
 const FLEET = ["RUNS_FLEET_JOBS_TABLE", "RUNS_FLEET_JOB_RETENTION_DAYS", "RUNS_FLEET_RUNNER_PARAMETER_PATH"] as const;

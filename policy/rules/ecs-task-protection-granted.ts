@@ -25,7 +25,7 @@ export function protectionMarker(td: PolicyResource): string | undefined {
 
 /**
  * A worker that calls the agent's task-protection endpoint without `ecs:UpdateTaskProtection`
- * gets an error it only logs, so scale-in kills it mid-job: the failure the seed was about.
+ * gets an error it only logs, so scale-in kills it mid-job: the failure the original system was about.
  */
 export const ecsTaskProtectionGranted: StackValidationPolicy = {
   name: "ecs-task-protection-granted",

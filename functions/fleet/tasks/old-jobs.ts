@@ -38,7 +38,7 @@ export async function batchDelete(dynamodb: DynamoDBClient, table: string, jobId
  * status/completed_at index (no Scan), deleted 25 at a time. The TTL set on completion normally
  * expires them first; this is the backstop (TTL deletion may lag by days).
  *
- * `JobRecordsArchived` (the seed's metric name, kept for its dashboards) is the number of DELETE
+ * `JobRecordsArchived` (the original system's metric name, kept for its dashboards) is the number of DELETE
  * REQUESTS ISSUED and accepted, not of records that existed: an exact count would need a
  * DeleteItem with ReturnValues per record (25x the calls, plus dynamodb:DeleteItem) for a
  * difference that only exists while TTL and this task race on the same record.

@@ -5,7 +5,7 @@ import { MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
 import type { Task } from "./types";
 
-/** The seed's grace on top of the max runtime. */
+/** The original system's grace on top of the max runtime. */
 export const ORPHAN_GRACE_MINUTES = 10;
 /** TerminateInstances takes up to 1000 ids; smaller batches keep one bad id from holding back many. */
 export const TERMINATE_BATCH_SIZE = 50;
