@@ -1,6 +1,6 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { dependsOnVia, depsOf, ofType } from "./graph";
-import { ActionStatement, readPolicyDocument } from "./iam";
+import { ActionStatement, isActionAllowed, readPolicyDocument } from "./iam";
 import { records } from "./props";
 import { IAM_POLICY, ROLE_POLICY, ROLE_POLICY_ATTACHMENT } from "./types";
 
@@ -25,4 +25,10 @@ export function roleStatements(resources: readonly PolicyResource[], role: Polic
     }
   }
   return statements;
+}
+
+/** Which of `required` none of the roles' statements allows. */
+export function missingActions(resources: readonly PolicyResource[], roles: readonly PolicyResource[], required: readonly string[]): string[] {
+  const statements = roles.flatMap((role) => roleStatements(resources, role));
+  return required.filter((action) => !isActionAllowed(statements, action));
 }

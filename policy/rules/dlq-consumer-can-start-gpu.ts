@@ -1,8 +1,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, dlqUrns, ofType, uniqueByUrn } from "../lib/graph";
-import { isActionAllowed } from "../lib/iam";
 import { requiredActions, requiredActionsSchema } from "../lib/required-actions";
-import { roleStatements } from "../lib/roles";
+import { missingActions } from "../lib/roles";
 import { EVENT_SOURCE_MAPPING, FUNCTION, QUEUE, ROLE } from "../lib/types";
 
 export const DEFAULT_REQUIRED_ACTIONS = ["ec2:StartInstances", "ec2:DescribeInstances"];
@@ -52,8 +51,7 @@ export const dlqConsumerCanStartGpu: StackValidationPolicy = {
         );
         continue;
       }
-      const statements = roles.flatMap((role) => roleStatements(args.resources, role));
-      const missing = required.filter((action) => !isActionAllowed(statements, action));
+      const missing = missingActions(args.resources, roles, required);
       if (missing.length > 0) {
         reportViolation(
           `DLQ consumer '${fn.name}' (reads ${queues.join(", ")}) cannot start the GPU instance: role ` +

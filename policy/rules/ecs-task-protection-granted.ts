@@ -1,9 +1,8 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, ofType, uniqueByUrn } from "../lib/graph";
-import { isActionAllowed } from "../lib/iam";
 import { isRecord, readIfKnown } from "../lib/props";
 import { requiredActions, requiredActionsSchema } from "../lib/required-actions";
-import { roleStatements } from "../lib/roles";
+import { missingActions } from "../lib/roles";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../contract";
 import { ECS_TASK_DEFINITION, ROLE } from "../lib/types";
 import { containerEnvironment, readContainerDefinitions } from "../lib/ecs-container-definitions";
@@ -48,8 +47,7 @@ export const ecsTaskProtectionGranted: StackValidationPolicy = {
         );
         continue;
       }
-      const statements = roles.flatMap((role) => roleStatements(args.resources, role));
-      const missing = required.filter((action) => !isActionAllowed(statements, action));
+      const missing = missingActions(args.resources, roles, required);
       if (missing.length > 0) {
         reportViolation(
           `Task definition '${td.name}' uses task scale-in protection (${marker}) but task role ` +
