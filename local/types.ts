@@ -1,6 +1,6 @@
 /**
  * The local run's contracts: what the Pulumi program deployed into moto (the topology), and
- * what the runtime and scenarios report. Each module of `infra/local/` reads or writes these.
+ * what the runtime and scenarios report. Each module of `local/` reads or writes these.
  */
 import type { RecordedResource } from "../policy/testing/types";
 

@@ -1,7 +1,7 @@
 /**
  * An IAM grant as the function code declares it, beside the code that needs it
  * (`functions/<part>/iam.ts`). Resources are symbolic (`"state-table"`): the program binds each
- * to ARNs and conditions (`infra/iam/statements.ts`), so the grant is written once and the role
+ * to ARNs and conditions (`infra/parts/<part>.ts`), so the grant is written once and the role
  * is derived from it.
  */
 export interface Grant<R extends string = string> {
