@@ -7,8 +7,10 @@ import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, requiredVisibilityTimeoutSe
  */
 
 
-/** An EC2 tag key that a policy may name: 1–127 characters, not in the reserved `aws:` prefix. */
-const TAG_KEY = /^(?!aws:)[\w .:/=+@-]{1,127}$/;
+/** An EC2 tag key: 1–128 letters, digits, spaces or `_.:/=+-@`, not in the reserved `aws:` prefix. */
+const TAG_KEY = /^(?!aws:)[\w .:/=+@-]{1,128}$/;
+/** A CloudWatch namespace (CloudWatch's characters, not starting with `:`, not the reserved `AWS/`). */
+const METRIC_NAMESPACE = /^(?!:)(?!AWS\/)[A-Za-z0-9 _./#:-]{1,255}$/;
 
 const SCHEDULE = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$/;
 const schedule = z.string().regex(SCHEDULE, "must be rate(<n> minutes|hours|days) or cron(<6 fields>)");
@@ -59,7 +61,6 @@ export const fleetConfigSchema = z
     }),
     /** Pools pool_audit reports on (instances tagged `runs-fleet:pool=<name>`). */
     pools: z.array(z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value")).default([]),
-    /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
     /**
      * The names operators of the original runs-fleet system rely on: the tag that makes an instance
      * the fleet's (housekeeping's orphan sweep and TerminateInstances key on it), the tag naming an
@@ -67,16 +68,17 @@ export const fleetConfigSchema = z
      */
     names: z
       .object({
-        managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-127 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
+        managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
         managedTagValue: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
-        poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-127 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
+        poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
         runnerParameterPath: z
           .string()
           .regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/runners")
           .default(FLEET_NAME_DEFAULTS.runnerParameterPath),
-        metricsNamespace: z.string().regex(/^[A-Za-z0-9_./#:-]{1,255}$/, "must be a CloudWatch namespace").default(FLEET_NAME_DEFAULTS.metricsNamespace),
+        metricsNamespace: z.string().regex(METRIC_NAMESPACE, "must be a CloudWatch namespace (not AWS/…)").default(FLEET_NAME_DEFAULTS.metricsNamespace),
       })
       .prefault({}),
+    /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
     instancePricesUsdPerHour: z
       .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))
       .default({}),

@@ -1,3 +1,4 @@
+import { VISIBILITY_TIMEOUT_MULTIPLIER } from "../contract";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, ofType } from "../lib/graph";
 import { numberOr } from "../lib/props";
@@ -9,7 +10,8 @@ import {
   SQS_DEFAULT_VISIBILITY_SECONDS,
 } from "../lib/types";
 
-export const DEFAULT_TIMEOUT_MULTIPLIER = 6;
+/** The program enforces the same multiplier on every consumer it declares. */
+export const DEFAULT_TIMEOUT_MULTIPLIER = VISIBILITY_TIMEOUT_MULTIPLIER;
 
 interface Config {
   timeoutMultiplier?: number;

@@ -5,6 +5,7 @@ import { parse } from "yaml";
 import { REPO_ROOT } from "../../../infra/bundle";
 import { parseStackConfig } from "../../../infra/config";
 import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
+import { FLEET_NAME_DEFAULTS } from "../../../policy/contract";
 import { devConfig, withValue } from "../helpers/stack-config";
 
 function fleetSection(stack: string): unknown {
@@ -45,6 +46,40 @@ describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
       expect(() => parseStackConfig(withValue(devConfig(), c.key, c.value)))
         .to.throw()
         .that.satisfies((e: Error) => e.message.includes(`encache:${c.key}`) && c.message.test(e.message));
+    });
+  }
+
+  it("defaults the names operators of runs-fleet rely on, and takes a stack's own", () => {
+    // Prepare
+    const raw = structuredClone(fleetSection("dev")) as Record<string, unknown>;
+    delete raw.names;
+    const own = { managedTagKey: "encache-dev:managed", managedTagValue: "yes", poolTagKey: "encache-dev:pool", runnerParameterPath: "/encache-dev/runners", metricsNamespace: "Encache/Fleet dev" };
+
+    // Act
+    const defaulted = fleetConfigSchema.parse(raw).names;
+    const configured = fleetConfigSchema.parse({ ...raw, names: own }).names;
+
+    // Assess
+    expect(defaulted).to.deep.equal(FLEET_NAME_DEFAULTS);
+    expect(configured).to.deep.equal(own);
+  });
+
+  const badNames: Array<[string, Record<string, string>, RegExp]> = [
+    ["a managed tag key in the reserved aws: prefix", { managedTagKey: "aws:managed" }, /names\.managedTagKey.*EC2 tag key/],
+    ["a managed tag key over 128 characters", { managedTagKey: "k".repeat(129) }, /names\.managedTagKey/],
+    ["an empty managed tag value", { managedTagValue: "" }, /names\.managedTagValue/],
+    ["a relative runner path", { runnerParameterPath: "runs-fleet/runners" }, /names\.runnerParameterPath.*absolute SSM path/],
+    ["a runner path with a trailing slash", { runnerParameterPath: "/runs-fleet/runners/" }, /names\.runnerParameterPath/],
+    ["a metric namespace in the reserved AWS/ prefix", { metricsNamespace: "AWS/Fleet" }, /names\.metricsNamespace.*CloudWatch namespace/],
+    ["a metric namespace starting with a colon", { metricsNamespace: ":Fleet" }, /names\.metricsNamespace/],
+  ];
+  for (const [title, names, message] of badNames) {
+    it(`rejects ${title}`, () => {
+      const raw = { ...(structuredClone(fleetSection("dev")) as Record<string, unknown>), names };
+      const result = fleetConfigSchema.safeParse(raw);
+      expect(result.success).to.equal(false);
+      const issues = result.error!.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("\n");
+      expect(issues).to.match(message);
     });
   }
 
