@@ -4,7 +4,7 @@
  *
  * `deployLocally` may run ONCE per process: `pulumi.runtime.setMocks` installs a global monitor
  * and the program module registers its resources when first imported. Tests run it in a child
- * process (test/local/support/provision-child.ts).
+ * process (test/local/helpers/provision-child.ts).
  */
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";

@@ -10,9 +10,9 @@ const MANAGED_TAG = { key: FLEET_NAME_DEFAULTS.managedTagKey, value: FLEET_NAME_
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
 import { RecordingLogger } from "../functions/helpers/telemetry";
 import { RecordingFleetMetrics } from "../functions/helpers/fleet-deps";
-import { AwsWorld, type Queue } from "./support/aws-world";
-import { pollOnce } from "./support/event-source-mapping";
-import { resetMoto } from "./support/moto";
+import { AwsWorld, type Queue } from "./helpers/aws-world";
+import { pollOnce } from "./helpers/event-source-mapping";
+import { resetMoto } from "./helpers/moto";
 
 const TABLE = "fleet-jobs";
 

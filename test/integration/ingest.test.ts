@@ -3,9 +3,9 @@ import { createDlqHandler } from "../../functions/ingest/dlq-handler";
 import { createWindowHandler } from "../../functions/ingest/window-handler";
 import { FakeGpuService, loopbackOnlyFetch } from "../functions/helpers/gpu-server";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
-import { AwsWorld, GPU_NAME_TAG, GPU_PARAM, type Queue } from "./support/aws-world";
-import { pollOnce } from "./support/event-source-mapping";
-import { resetMoto } from "./support/moto";
+import { AwsWorld, GPU_NAME_TAG, GPU_PARAM, type Queue } from "./helpers/aws-world";
+import { pollOnce } from "./helpers/event-source-mapping";
+import { resetMoto } from "./helpers/moto";
 
 const GPU_PATH = "/ingest/window";
 const payload = { sessionId: "s1", userId: "u1", windowIndex: 2, frameCount: 30, codec: "h264" };

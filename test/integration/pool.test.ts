@@ -8,8 +8,8 @@ import type { PoolClassConfig } from "../../functions/pool/config";
 import { pickup, type PickupRequest } from "../../functions/pool/pickup";
 import { refillClass } from "../../functions/pool/refill-class";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
-import { AwsWorld, type Queue } from "./support/aws-world";
-import { resetMoto } from "./support/moto";
+import { AwsWorld, type Queue } from "./helpers/aws-world";
+import { resetMoto } from "./helpers/moto";
 
 const POOL_TAG = "encache-warm-pool-it";
 const TABLE = "pool-claims";

@@ -19,9 +19,9 @@ import { jobIdFor } from "../../functions/retraining/job-id";
 import { CAPACITY_LEASE_KEY } from "../../functions/retraining/lease";
 import { RecordingLauncherMetrics } from "../functions/helpers/retraining-deps";
 import { RecordingLogger } from "../functions/helpers/telemetry";
-import { AwsWorld, createFargateWorld, type Queue } from "./support/aws-world";
-import { pollOnce } from "./support/event-source-mapping";
-import { motoEndpoint, resetMoto } from "./support/moto";
+import { AwsWorld, createFargateWorld, type Queue } from "./helpers/aws-world";
+import { pollOnce } from "./helpers/event-source-mapping";
+import { motoEndpoint, resetMoto } from "./helpers/moto";
 
 const CLUSTER = "platform-cluster";
 const FAMILY = "tradai-strategy-generic-dev";

@@ -7,8 +7,8 @@ import { expect } from "chai";
 import { bundleFunction } from "../../infra/bundle";
 import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
 import { sleep, waitFor } from "../functions/helpers/worker-deps";
-import { AwsWorld, type Queue } from "./support/aws-world";
-import { motoEndpoint, resetMoto } from "./support/moto";
+import { AwsWorld, type Queue } from "./helpers/aws-world";
+import { motoEndpoint, resetMoto } from "./helpers/moto";
 
 type LogLine = Record<string, unknown> & { step?: string };
 

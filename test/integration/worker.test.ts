@@ -9,8 +9,8 @@ import { createWorker } from "../../functions/worker/worker";
 import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
 import { testWorkerConfig, waitFor } from "../functions/helpers/worker-deps";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
-import { AwsWorld, type Queue } from "./support/aws-world";
-import { resetMoto } from "./support/moto";
+import { AwsWorld, type Queue } from "./helpers/aws-world";
+import { resetMoto } from "./helpers/moto";
 
 const MAX_RECEIVE_COUNT = 3;
 

@@ -18,8 +18,8 @@ import {
   type SimTask,
 } from "../../local/ecs-tasks";
 import { sleep } from "../functions/helpers/worker-deps";
-import { createFargateWorld } from "../integration/support/aws-world";
-import { motoEndpoint, resetMoto } from "../integration/support/moto";
+import { createFargateWorld } from "../integration/helpers/aws-world";
+import { motoEndpoint, resetMoto } from "../integration/helpers/moto";
 
 const CLUSTER = "local-cluster";
 const FAMILY = "strategy-dev";

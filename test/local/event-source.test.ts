@@ -17,7 +17,7 @@ import { type InvokeResult, LambdaHost } from "../../local/lambda-host";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from "../../local/sqs-record";
 import type { LocalFunction, LocalMapping } from "../../local/types";
 import { localFunction } from "./fixtures/functions";
-import { resetMoto } from "../integration/support/moto";
+import { resetMoto } from "../integration/helpers/moto";
 
 interface Queue {
   url: string;

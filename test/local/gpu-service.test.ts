@@ -1,7 +1,7 @@
 import { DescribeImagesCommand, EC2Client, RunInstancesCommand, StartInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
 import { GpuServiceSimulator } from "../../local/gpu-service";
-import { resetMoto } from "../integration/support/moto";
+import { resetMoto } from "../integration/helpers/moto";
 
 const PATH = "/v1/windows";
 const BOOT_MS = 30_000;

@@ -21,8 +21,8 @@ import {
 } from "../../local/topology";
 import type { Topology } from "../../local/types";
 import type { RecordedResource } from "../../policy/testing/types";
-import { motoEndpoint, resetMoto } from "../integration/support/moto";
-import { provisionInChild, runProvisionChild } from "./support/provision-run";
+import { motoEndpoint, resetMoto } from "../integration/helpers/moto";
+import { provisionInChild, runProvisionChild } from "./helpers/provision-run";
 
 const sqs = () => new SQSClient({});
 const byLogical = <T extends { logicalName: string }>(items: T[], name: string): T => {
@@ -181,7 +181,7 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
 
 describe("deployLocally: failures and the once-per-process guard", () => {
   it("fails with the provisioning error that names the resource, not Pulumi's wrapping of it", async () => {
-    const run = await runProvisionChild(["--program", "test/local/support/provision-fixture-program.ts", "dev", os.tmpdir()]);
+    const run = await runProvisionChild(["--program", "test/local/helpers/provision-fixture-program.ts", "dev", os.tmpdir()]);
 
     expect(run.code).to.equal(1);
     expect(run.stderr).to.match(/^provisioning aws:iam\/rolePolicy:RolePolicy "fixture-orphan-policy" in moto failed: NoSuchEntity/m);

@@ -2,7 +2,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, type Message, ReceiveMes
 import { expect } from "chai";
 import { LocalScheduler, type SchedulerEvent } from "../../local/scheduler";
 import type { LocalSchedule } from "../../local/types";
-import { motoEndpoint, resetMoto } from "../integration/support/moto";
+import { motoEndpoint, resetMoto } from "../integration/helpers/moto";
 
 const ARN_PREFIX = "arn:aws:sqs:us-east-1:123456789012:";
 const ALL_CONTEXT =

@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { scaleSeconds, SqsClockProxy } from "../../local/sqs-clock";
-import { motoEndpoint, resetMoto } from "../integration/support/moto";
+import { motoEndpoint, resetMoto } from "../integration/helpers/moto";
 
 const JSON_10 = "application/x-amz-json-1.0";
 

@@ -10,8 +10,8 @@ import type { LocalTaskDefinition } from "../../local/types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, taskEnvironment, WorkerServiceRunner } from "../../local/worker-service";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { sleep } from "../functions/helpers/worker-deps";
-import { AwsWorld, type Queue } from "../integration/support/aws-world";
-import { motoEndpoint, resetMoto } from "../integration/support/moto";
+import { AwsWorld, type Queue } from "../integration/helpers/aws-world";
+import { motoEndpoint, resetMoto } from "../integration/helpers/moto";
 
 async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

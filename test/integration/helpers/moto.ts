@@ -7,7 +7,7 @@ import { MotoServer, motoClientEnv } from "../../../local/moto";
 const moto = new MotoServer();
 
 export function motoEndpoint(): string {
-  if (!moto.endpoint) throw new Error("moto is not running: load test/integration/support/moto.ts with --require");
+  if (!moto.endpoint) throw new Error("moto is not running: load test/integration/helpers/moto.ts with --require");
   return moto.endpoint;
 }
 

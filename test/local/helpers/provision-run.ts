@@ -1,5 +1,5 @@
 /**
- * Runs test/local/support/provision-child.ts in a fresh Node process (deployLocally may run once
+ * Runs test/local/helpers/provision-child.ts in a fresh Node process (deployLocally may run once
  * per process) with this process's environment, which the moto root hook points at moto.
  */
 import { spawn } from "node:child_process";

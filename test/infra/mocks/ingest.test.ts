@@ -1,0 +1,127 @@
+/**
+ * Part 1 (docs/parts/ingest.md) as the program declares it: the queues, both consumers and their
+ * roles, the GPU instance and its policy, in both stacks' offline plans.
+ */
+import { expect } from "chai";
+import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
+import type { PlanDocument } from "../../../plan/render";
+import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
+import { stackPlan } from "../helpers/run-plan";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
+
+type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
+
+/** Everything a role may do: its inline RolePolicy documents plus attached managed policies. */
+function roleActions(doc: PlanDocument, role: Res): string[] {
+  const docs: Doc[] = [];
+  for (const rp of of(doc, "aws:iam/rolePolicy:RolePolicy")) if (rp.dependencies.includes(role.urn)) docs.push(rp.inputs.policy as Doc);
+  for (const att of of(doc, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")) {
+    if (!att.dependencies.includes(role.urn)) continue;
+    const policy = doc.resources.find((p) => p.type === "aws:iam/policy:Policy" && att.dependencies.includes(p.urn));
+    if (policy) docs.push(policy.inputs.policy as Doc);
+    else docs.push({ Statement: [{ Effect: "Allow", Action: `managed:${String(att.inputs.policyArn)}` }] });
+  }
+  return [...new Set(docs.flatMap((d) => d.Statement.filter((s) => s.Effect === "Allow").flatMap((s) => [s.Action].flat())))].sort();
+}
+
+/** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
+const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), vpcAccessStatement()]);
+
+const stacks: Record<string, PlanDocument> = {};
+
+describe("the ingest part under Pulumi mocks (offline plan, both stacks)", function () {
+  this.timeout(120_000);
+
+  before(async () => {
+    for (const stack of ["dev", "prod"]) {
+      const { run, doc } = await stackPlan(stack);
+      expect(run.code, run.stderr).to.equal(0);
+      stacks[stack] = doc;
+    }
+  });
+
+  for (const stack of ["dev", "prod"]) {
+    describe(`stack ${stack}`, () => {
+      const doc = () => stacks[stack]!;
+
+      it("reads the DLQ with batch size 1 and the ingest queue with the configured batch", () => {
+        const dlq = named(doc(), "aws:sqs/queue:Queue", "ingest-dlq");
+        const dlqMapping = named(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-dlq-consumer-mapping");
+        expect(dlqMapping.dependencies).to.include(dlq.urn);
+        expect(dlqMapping.inputs.batchSize).to.equal(1);
+        for (const m of of(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping")) {
+          expect(m.inputs.functionResponseTypes).to.deep.equal(["ReportBatchItemFailures"]);
+        }
+      });
+
+      it("gives each consumer's role exactly the actions its code calls, and no others", () => {
+        const window = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-window-role"));
+        const dlq = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-dlq-consumer-role"));
+        expect(window).to.deep.equal([...new Set([...WINDOW_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+        expect(dlq).to.deep.equal([...new Set([...DLQ_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+        expect(window).to.not.include("ec2:StartInstances");
+      });
+
+      it("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {
+        const policy = named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2");
+        const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
+        expect(attachment.dependencies).to.include(policy.urn);
+        const start = (policy.inputs.policy as { Statement: Array<Record<string, unknown>> }).Statement.find((s) => s.Sid === "StartTaggedGpu");
+        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } });
+      });
+
+      it("wires the functions' environment to the right queues and the GPU", () => {
+        const env = (name: string) => (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
+        const url = (name: string) => `https://sqs.us-east-1.amazonaws.com/123456789012/${name}-`;
+        const dlqEnv = env("ingest-dlq-consumer");
+        expect(dlqEnv.INGEST_DLQ_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
+        expect(dlqEnv.QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-quarantine")));
+        expect(dlqEnv.DLQ_VISIBILITY_EXTENSION_SECONDS).to.equal("900");
+        expect(dlqEnv.DLQ_MAX_AGE_SECONDS).to.equal("1123200");
+        expect(env("ingest-window").QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
+        for (const e of [dlqEnv, env("ingest-window")]) {
+          expect(e).to.include({ GPU_INSTANCE_ID_PARAM: "/encache/gpu/instance_id", GPU_NAME_TAG: "encache-gpu-worker", GPU_SERVICE_PORT: "8080" });
+        }
+      });
+
+      it("hardens the GPU instance and publishes its id in SSM", () => {
+        const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
+        expect(gpu.inputs).to.deep.include({ associatePublicIpAddress: false });
+        expect(gpu.inputs.metadataOptions).to.deep.include({ httpTokens: "required" });
+        expect(gpu.inputs.rootBlockDevice).to.deep.include({ encrypted: true, volumeType: "gp3" });
+        expect(gpu.inputs).to.not.have.property("keyName");
+        expect(gpu.inputs).to.not.have.property("userData");
+        expect(gpu.inputs.ami).to.equal("ami-0123456789abcdef0");
+        expect((gpu.inputs.tags as Record<string, string>).Name).to.equal("encache-gpu-worker");
+        const param = named(doc(), "aws:ssm/parameter:Parameter", "ingest-gpu-instance-id");
+        expect(param.inputs.name).to.equal("/encache/gpu/instance_id");
+        expect(param.dependencies).to.include(gpu.urn);
+        // Pulumi must never own the run state: the auto-starter starts it, idleness stops it.
+        expect(doc().resources.some((r) => r.type === "aws:ec2/instanceState:InstanceState")).to.equal(false);
+      });
+
+      it("puts a depth alarm on the DLQ and on the quarantine queue", () => {
+        const alarms = of(doc(), "aws:cloudwatch/metricAlarm:MetricAlarm");
+        for (const q of ["ingest-dlq", "ingest-quarantine"]) {
+          const queue = named(doc(), "aws:sqs/queue:Queue", q);
+          expect(alarms.some((a) => a.dependencies.includes(queue.urn) && a.inputs.metricName === "ApproximateNumberOfMessagesVisible"), q).to.equal(true);
+        }
+      });
+    });
+  }
+
+  it("differs between dev and prod where real stacks do", () => {
+    const pick = (stack: string) => {
+      const d = stacks[stack]!;
+      return {
+        instanceType: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.instanceType,
+        deletionProtection: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.disableApiTermination,
+        logRetention: named(d, "aws:cloudwatch/logGroup:LogGroup", "ingest-window-logs").inputs.retentionInDays,
+        concurrency: (named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-window-mapping").inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency,
+        queueRetention: named(d, "aws:sqs/queue:Queue", "ingest").inputs.messageRetentionSeconds,
+      };
+    };
+    expect(pick("dev")).to.deep.equal({ instanceType: "g5.xlarge", deletionProtection: false, logRetention: 7, concurrency: 2, queueRetention: 345_600 });
+    expect(pick("prod")).to.deep.equal({ instanceType: "g5.2xlarge", deletionProtection: true, logRetention: 90, concurrency: 20, queueRetention: 604_800 });
+  });
+});
