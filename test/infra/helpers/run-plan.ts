@@ -73,3 +73,19 @@ export const mochaHooks = {
     for (const stack of STACKS) void stackPlan(stack);
   },
 };
+
+/**
+ * Both committed stacks' plans, filled by a `before` hook registered in the calling suite; a plan
+ * that did not exit 0 fails that hook with its stderr.
+ */
+export function useStackPlans(): Record<string, PlanDocument> {
+  const docs: Record<string, PlanDocument> = {};
+  before(async () => {
+    for (const stack of STACKS) {
+      const { run, doc } = await stackPlan(stack);
+      if (run.code !== 0) throw new Error(`plan --stack ${stack} exited ${run.code}:\n${run.stderr}`);
+      docs[stack] = doc;
+    }
+  });
+  return docs;
+}

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
-import { stackPlan } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: string | string[]; Condition?: unknown };
@@ -16,18 +16,10 @@ const actionsOf = (statements: Statement[]) => [...new Set(statements.filter((s)
 /** Fleet consumers run outside the VPC: the poller's actions and log writes only. */
 const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group")]);
 const TASKS = ["orphaned_instances", "stale_ssm", "old_jobs", "pool_audit"];
-const stacks: Record<string, PlanDocument> = {};
-
 describe("the fleet part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
 
-  before(async () => {
-    for (const stack of ["dev", "prod"]) {
-      const { run, doc } = await stackPlan(stack);
-      expect(run.code, run.stderr).to.equal(0);
-      stacks[stack] = doc;
-    }
-  });
+  const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"]) {
     describe(`stack ${stack}`, () => {

@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { stackPlan } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
@@ -27,18 +27,10 @@ function roleActions(doc: PlanDocument, role: Res): string[] {
 /** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
 const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), vpcAccessStatement()]);
 
-const stacks: Record<string, PlanDocument> = {};
-
 describe("the ingest part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
 
-  before(async () => {
-    for (const stack of ["dev", "prod"]) {
-      const { run, doc } = await stackPlan(stack);
-      expect(run.code, run.stderr).to.equal(0);
-      stacks[stack] = doc;
-    }
-  });
+  const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"]) {
     describe(`stack ${stack}`, () => {

@@ -1,8 +1,7 @@
 import { expect } from "chai";
 import { CLAIM_IAM_ACTIONS, REFILL_ROLE_ACTIONS } from "../../../functions/pool/iam";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
-import type { PlanDocument } from "../../../plan/render";
-import { stackPlan } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string | string[]; Condition?: unknown }> };
@@ -20,15 +19,7 @@ const EXPECTED = {
 
 describe("pool part in the program under Pulumi mocks (both stacks)", function () {
   this.timeout(120_000);
-  const stacks: Record<string, PlanDocument> = {};
-
-  before(async () => {
-    for (const stack of ["dev", "prod"]) {
-      const { run, doc } = await stackPlan(stack);
-      expect(run.code, run.stderr).to.equal(0);
-      stacks[stack] = doc;
-    }
-  });
+    const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"] as const) {
     describe(`stack ${stack}`, () => {

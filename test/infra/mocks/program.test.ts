@@ -1,21 +1,12 @@
 import { expect } from "chai";
-import type { PlanDocument } from "../../../plan/render";
-import { stackPlan } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
 import { ofType as of } from "../helpers/plan-queries";
 
 /** The composition root (infra/index.ts) as a whole; each part has a file of its own beside this. */
-const stacks: Record<string, PlanDocument> = {};
-
 describe("the program under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
 
-  before(async () => {
-    for (const stack of ["dev", "prod"]) {
-      const { run, doc } = await stackPlan(stack);
-      expect(run.code, run.stderr).to.equal(0);
-      stacks[stack] = doc;
-    }
-  });
+  const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"]) {
     describe(`stack ${stack}`, () => {

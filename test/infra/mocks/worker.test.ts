@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
 import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
-import { stackPlan } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resource: unknown }> };
@@ -22,18 +22,10 @@ function stackWorkerConfig(stack: string): Record<string, number> {
   return file.config["encache:worker"]!;
 }
 
-const stacks: Record<string, PlanDocument> = {};
-
 describe("the worker part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(180_000);
 
-  before(async () => {
-    for (const stack of ["dev", "prod"]) {
-      const { run, doc } = await stackPlan(stack);
-      expect(run.code, run.stderr).to.equal(0);
-      stacks[stack] = doc;
-    }
-  });
+  const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"]) {
     describe(`stack ${stack}`, () => {
