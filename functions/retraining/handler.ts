@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ECSClient } from "@aws-sdk/client-ecs";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import type { SQSBatchResponse, SQSRecord } from "aws-lambda";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
@@ -14,7 +14,7 @@ import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from
 import { type Lineage, lineageOf, resendDeferred } from "./defer";
 import { jobIdFor } from "./job-id";
 import { acquireLease, LeaseBusyError, leaseWindow, releaseLease } from "./lease";
-import { parseRetrainingMessage } from "./message";
+import { type MessageParseResult, parseRetrainingMessage, type RetrainingMessage } from "./message";
 import { isoUtc, latestLaunchedMessageIds, recordLaunch } from "./state";
 
 /** Powertools Metrics plus the one dimension docs/parts/retraining.md puts on every metric. */
@@ -57,6 +57,15 @@ interface PendingDeferral {
   max?: number;
 }
 
+/** A valid message on its way to a launch, under its origin's id and job id. */
+interface LaunchJob {
+  record: SQSRecord;
+  lineage: Lineage;
+  message: RetrainingMessage;
+  messageId: string;
+  jobId: string;
+}
+
 /**
  * Seed 001's sqs-consumer: validate each message (malformed ones are quarantined, never
  * retried), count running tasks once per batch, defer what exceeds MAX_CONCURRENT_TASKS, launch
@@ -72,122 +81,171 @@ interface PendingDeferral {
  * it, so a message keeps one job id however often it waits.
  */
 export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
-  const { config, logger } = deps;
   return async (event, context) => {
-    let launched = 0;
-    let processed = 0;
-    const table = config.stateTable;
-    const holder = `${context?.awsRequestId ?? "local"}/${randomUUID()}`;
-    let leaseHeld = false;
-    // Lease, then one ListTasks (paginated) per batch, and only if some message needs a slot.
-    const slots = once(async () => {
-      const clock = () => deps.now().getTime();
-      const window = leaseWindow(clock(), context?.getRemainingTimeInMillis() ?? DEFAULT_REMAINING_MS);
-      const attempts = await acquireLease(deps.db, table, holder, { now: clock, sleep: deps.sleep, ...window });
-      if (attempts === false) {
-        logStep(logger, "warn", "capacity_lease_busy", { holder, waited_until: new Date(window.waitUntil).toISOString() });
-        throw new LeaseBusyError();
-      }
-      leaseHeld = true;
-      logStep(logger, "info", "capacity_lease_acquired", { holder, attempts, expires_at: new Date(window.expiresAt).toISOString() });
-      const running = await countRunningTasks(deps.ecs, config.cluster);
-      logStep(logger, "info", "running_tasks_counted", { running, max_concurrent_tasks: config.maxConcurrentTasks });
-      return new LaunchSlots(running, config.maxConcurrentTasks);
-    });
-
-    // Every body is parsed once; the redelivery check reads the state of all their models at once.
-    const parsedById = new Map(event.Records.map((r) => [r.messageId, parseRetrainingMessage(r.body)] as const));
-    const launchedIds = once(async () => {
-      const models = [...parsedById.values()].flatMap((p) => (p.ok ? [p.message.modelName] : []));
-      return latestLaunchedMessageIds(deps.db, table, models);
-    });
-
-    const deferrals: PendingDeferral[] = [];
-
-    const handleRecord = async (record: SQSRecord): Promise<void> => {
-      const parsed = parsedById.get(record.messageId) ?? parseRetrainingMessage(record.body);
-      if (!parsed.ok) {
-        // Seed: "skip, no retry". DESIGN: skipped means quarantined with its reason, never lost.
-        await quarantine(deps.sqs, config.quarantineQueueUrl, record, `${parsed.reason}: ${parsed.detail}`, deps);
-        return;
-      }
-      const { modelName, trigger } = parsed.message;
-      const lineage = lineageOf(record);
-      // The origin's id, not this copy's: a deferred message launches as the message first received.
-      const messageId = lineage.originMessageId;
-      const jobId = jobIdFor(messageId);
-
-      // Before the cap: an already-launched message must be acknowledged even when the cap is full.
-      if ((await launchedIds()).get(modelName) === messageId) {
-        logStep(logger, "info", "duplicate_message_skipped", { message_id: record.messageId, origin_message_id: messageId, model_name: modelName, job_id: jobId });
-        processed += 1;
-        return;
-      }
-
-      let batchSlots: LaunchSlots;
-      try {
-        batchSlots = await slots();
-      } catch (error) {
-        // Busy is "wait", not "broken": deferred like the cap. Other errors fail the record (retried).
-        if (!(error instanceof LeaseBusyError)) throw error;
-        deferrals.push({ record, lineage, modelName, reason: "lease_busy" });
-        return;
-      }
-      if (!batchSlots.tryTake()) {
-        deferrals.push({ record, lineage, modelName, reason: "at_capacity", running: batchSlots.inUse, max: batchSlots.max });
-        return;
-      }
-
-      let taskArn: string;
-      try {
-        const task = await launchTask(deps.ecs, runTaskInput(config, { message: parsed.message, messageId, jobId }));
-        taskArn = task.taskArn;
-      } catch (error) {
-        batchSlots.release();
-        logStep(logger, "error", "ecs_task_launch_failed", { message_id: messageId, model_name: modelName, error: errorMessage(error) });
-        throw error;
-      }
-      launched += 1;
-      logStep(logger, "info", "ecs_task_launched", {
-        message_id: messageId,
-        model_name: modelName,
-        job_id: jobId,
-        task_arn: taskArn,
-        trigger,
-        capacity_provider: capacityProviderFor(config.useSpot),
-      });
-
-      try {
-        await recordLaunch(deps.db, table, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
-      } catch (error) {
-        // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
-        logStep(logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
-        throw error;
-      }
-      logStep(logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
-      processed += 1;
-    };
-
-    let response: SQSBatchResponse;
-    try {
-      response = await processSqsBatch(event, handleRecord, context);
-    } finally {
-      if (leaseHeld) await giveBackLease(deps, table, holder);
-    }
-    const unsent = await deferAll(deps, deferrals);
-    response = { batchItemFailures: [...response.batchItemFailures, ...unsent.map((id) => ({ itemIdentifier: id }))] };
-    const deferred = deferrals.length - unsent.length;
-    const failed = response.batchItemFailures.length;
-    logStep(logger, "info", "batch_processed", { received: event.Records.length, processed, failed, launched, deferred });
-    deps.metrics.addDimension("Environment", config.environment);
-    deps.metrics.addMetric(METRICS.received, MetricUnit.Count, event.Records.length);
-    deps.metrics.addMetric(METRICS.processed, MetricUnit.Count, processed);
-    deps.metrics.addMetric(METRICS.failed, MetricUnit.Count, failed);
-    deps.metrics.addMetric(METRICS.launched, MetricUnit.Count, launched);
-    deps.metrics.addMetric(METRICS.deferred, MetricUnit.Count, deferred);
-    deps.metrics.publishStoredMetrics();
-    return response;
+    const batch = new LauncherBatch(deps, event.Records, context);
+    const response = await batch.processRecords(event, context);
+    const unsent = await deferAll(deps, batch.deferrals);
+    const withUnsent = { batchItemFailures: [...response.batchItemFailures, ...unsent.map((id) => ({ itemIdentifier: id }))] };
+    reportBatch(deps, batch, { received: event.Records.length, failed: withUnsent.batchItemFailures.length, deferred: batch.deferrals.length - unsent.length });
+    return withUnsent;
   };
+}
+
+/** One invocation's state: its lease holder, counters, the once-per-batch lookups and the deferrals it collects. */
+class LauncherBatch {
+  launched = 0;
+  processed = 0;
+  readonly deferrals: PendingDeferral[] = [];
+  private leaseHeld = false;
+  private readonly table: string;
+  private readonly holder: string;
+  private readonly parsedById: Map<string, MessageParseResult>;
+  /** Lease, then one ListTasks (paginated) per batch, and only if some message needs a slot. */
+  private readonly slots: () => Promise<LaunchSlots>;
+  /** Every body is parsed once; the redelivery check reads the state of all their models at once. */
+  private readonly launchedIds: () => Promise<Map<string, string>>;
+
+  constructor(
+    private readonly deps: LauncherDeps,
+    records: readonly SQSRecord[],
+    private readonly context: Context | undefined,
+  ) {
+    this.table = deps.config.stateTable;
+    this.holder = `${context?.awsRequestId ?? "local"}/${randomUUID()}`;
+    this.slots = once(() => this.takeLeaseAndCount());
+    this.parsedById = new Map(records.map((r) => [r.messageId, parseRetrainingMessage(r.body)] as const));
+    this.launchedIds = once(async () => {
+      const models = [...this.parsedById.values()].flatMap((p) => (p.ok ? [p.message.modelName] : []));
+      return latestLaunchedMessageIds(deps.db, this.table, models);
+    });
+  }
+
+  /** Runs every record, then gives the lease back whatever happened. */
+  async processRecords(event: SQSEvent, context: Context | undefined): Promise<SQSBatchResponse> {
+    try {
+      return await processSqsBatch(event, (record) => this.handleRecord(record), context);
+    } finally {
+      if (this.leaseHeld) await giveBackLease(this.deps, this.table, this.holder);
+    }
+  }
+
+  private async takeLeaseAndCount(): Promise<LaunchSlots> {
+    const { deps, holder } = this;
+    const { config, logger } = deps;
+    const clock = () => deps.now().getTime();
+    const window = leaseWindow(clock(), this.context?.getRemainingTimeInMillis() ?? DEFAULT_REMAINING_MS);
+    const attempts = await acquireLease(deps.db, this.table, holder, { now: clock, sleep: deps.sleep, ...window });
+    if (attempts === false) {
+      logStep(logger, "warn", "capacity_lease_busy", { holder, waited_until: new Date(window.waitUntil).toISOString() });
+      throw new LeaseBusyError();
+    }
+    this.leaseHeld = true;
+    logStep(logger, "info", "capacity_lease_acquired", { holder, attempts, expires_at: new Date(window.expiresAt).toISOString() });
+    const running = await countRunningTasks(deps.ecs, config.cluster);
+    logStep(logger, "info", "running_tasks_counted", { running, max_concurrent_tasks: config.maxConcurrentTasks });
+    return new LaunchSlots(running, config.maxConcurrentTasks);
+  }
+
+  private async handleRecord(record: SQSRecord): Promise<void> {
+    const parsed = this.parsedById.get(record.messageId) ?? parseRetrainingMessage(record.body);
+    if (!parsed.ok) {
+      // Seed: "skip, no retry". DESIGN: skipped means quarantined with its reason, never lost.
+      await quarantine(this.deps.sqs, this.deps.config.quarantineQueueUrl, record, `${parsed.reason}: ${parsed.detail}`, this.deps);
+      return;
+    }
+    const lineage = lineageOf(record);
+    // The origin's id, not this copy's: a deferred message launches as the message first received.
+    const messageId = lineage.originMessageId;
+    const job: LaunchJob = { record, lineage, message: parsed.message, messageId, jobId: jobIdFor(messageId) };
+    if (await this.alreadyLaunched(job)) return;
+    const slots = await this.takeSlot(job);
+    if (!slots) return;
+    const taskArn = await this.launch(job, slots);
+    await this.record(job, taskArn);
+  }
+
+  /** Before the cap: an already-launched message must be acknowledged even when the cap is full. */
+  private async alreadyLaunched(job: LaunchJob): Promise<boolean> {
+    const { modelName } = job.message;
+    if ((await this.launchedIds()).get(modelName) !== job.messageId) return false;
+    logStep(this.deps.logger, "info", "duplicate_message_skipped", { message_id: job.record.messageId, origin_message_id: job.messageId, model_name: modelName, job_id: job.jobId });
+    this.processed += 1;
+    return true;
+  }
+
+  /** The batch's slots with one taken, or undefined when the job was deferred instead. */
+  private async takeSlot(job: LaunchJob): Promise<LaunchSlots | undefined> {
+    const { record, lineage } = job;
+    const { modelName } = job.message;
+    let batchSlots: LaunchSlots;
+    try {
+      batchSlots = await this.slots();
+    } catch (error) {
+      // Busy is "wait", not "broken": deferred like the cap. Other errors fail the record (retried).
+      if (!(error instanceof LeaseBusyError)) throw error;
+      this.deferrals.push({ record, lineage, modelName, reason: "lease_busy" });
+      return undefined;
+    }
+    if (!batchSlots.tryTake()) {
+      this.deferrals.push({ record, lineage, modelName, reason: "at_capacity", running: batchSlots.inUse, max: batchSlots.max });
+      return undefined;
+    }
+    return batchSlots;
+  }
+
+  private async launch(job: LaunchJob, slots: LaunchSlots): Promise<string> {
+    const { deps } = this;
+    const { messageId, jobId, message } = job;
+    const { modelName, trigger } = message;
+    let taskArn: string;
+    try {
+      const task = await launchTask(deps.ecs, runTaskInput(deps.config, { message, messageId, jobId }));
+      taskArn = task.taskArn;
+    } catch (error) {
+      slots.release();
+      logStep(deps.logger, "error", "ecs_task_launch_failed", { message_id: messageId, model_name: modelName, error: errorMessage(error) });
+      throw error;
+    }
+    this.launched += 1;
+    logStep(deps.logger, "info", "ecs_task_launched", {
+      message_id: messageId,
+      model_name: modelName,
+      job_id: jobId,
+      task_arn: taskArn,
+      trigger,
+      capacity_provider: capacityProviderFor(deps.config.useSpot),
+    });
+    return taskArn;
+  }
+
+  private async record(job: LaunchJob, taskArn: string): Promise<void> {
+    const { deps } = this;
+    const { messageId, jobId } = job;
+    const { modelName, trigger } = job.message;
+    try {
+      await recordLaunch(deps.db, this.table, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
+    } catch (error) {
+      // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
+      logStep(deps.logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
+      throw error;
+    }
+    logStep(deps.logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
+    this.processed += 1;
+  }
+}
+
+/** The batch_processed log line and the batch's metrics. */
+function reportBatch(deps: LauncherDeps, batch: LauncherBatch, counts: { received: number; failed: number; deferred: number }): void {
+  const { received, failed, deferred } = counts;
+  const { processed, launched } = batch;
+  logStep(deps.logger, "info", "batch_processed", { received, processed, failed, launched, deferred });
+  deps.metrics.addDimension("Environment", deps.config.environment);
+  deps.metrics.addMetric(METRICS.received, MetricUnit.Count, received);
+  deps.metrics.addMetric(METRICS.processed, MetricUnit.Count, processed);
+  deps.metrics.addMetric(METRICS.failed, MetricUnit.Count, failed);
+  deps.metrics.addMetric(METRICS.launched, MetricUnit.Count, launched);
+  deps.metrics.addMetric(METRICS.deferred, MetricUnit.Count, deferred);
+  deps.metrics.publishStoredMetrics();
 }
 
 /**

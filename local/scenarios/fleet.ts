@@ -7,6 +7,7 @@ import { DescribeInstancesCommand, type EC2Client, RunInstancesCommand, Terminat
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import type { LocalPlatform } from "../platform";
+import type { LocalQueue, QueueGauge, ScenarioSummary } from "../types";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
@@ -109,137 +110,214 @@ export const fleet: Scenario = {
   },
 
   async run(ctx: ScenarioContext) {
-    const { platform } = ctx;
     await this.prepare?.(ctx);
-    const f = await (prepared as Promise<Fleet>);
+    const run = new FleetRun(ctx, this.name, await (prepared as Promise<Fleet>));
+    await run.seedRunningJobs();
+    await run.sendTerminations();
+    await run.waitForTerminationsAndHousekeeping();
+    await run.checkJobStatuses();
+    await run.checkDuplicatesAndInstances();
+    return run.report();
+  },
+};
+
+/** One play of the scenario: its queues, the messages it sent, when each expectation was met and the failures found. */
+class FleetRun {
+  readonly failures: string[] = [];
+  private readonly platform: LocalPlatform;
+  private readonly jobsTable: string;
+  private readonly termination: LocalQueue;
+  private readonly terminationDlq: LocalQueue;
+  private readonly housekeeping: LocalQueue;
+  private readonly housekeepingDlq: LocalQueue;
+  private readonly started: number;
+  private readonly n: number;
+  private readonly duplicates: number;
+  /** When the jobs started (simulated), as written to the jobs table and the messages. */
+  private now = "";
+  private bodies: string[] = [];
+  private sentIds = new Set<string>();
+  private terminationDone: number | null = null;
+  private orphanSent: number | null = null;
+  private orphanGone: number | null = null;
+  private staleGone: number | null = null;
+  private housekeepingId = "";
+  private staleFired = false;
+  private dupes = 0;
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+    private readonly f: Fleet,
+  ) {
+    const { platform } = ctx;
+    this.platform = platform;
     const jobs = platform.topology.tables.find((t) => t.logicalName === "fleet-jobs");
     if (!jobs) throw new Error("the program declares no fleet-jobs table");
-    const termination = platform.queue("fleet-termination");
-    const terminationDlq = platform.queue("fleet-termination-dlq");
-    const housekeeping = platform.queue("fleet-housekeeping");
-    const housekeepingDlq = platform.queue("fleet-housekeeping-dlq");
-    const failures: string[] = [];
-    const started = Date.now();
-    const n = SIZES[ctx.size];
-    const duplicates = Math.max(1, Math.floor(n / 3));
+    this.jobsTable = jobs.name;
+    this.termination = platform.queue("fleet-termination");
+    this.terminationDlq = platform.queue("fleet-termination-dlq");
+    this.housekeeping = platform.queue("fleet-housekeeping");
+    this.housekeepingDlq = platform.queue("fleet-housekeeping-dlq");
+    this.started = Date.now();
+    this.n = SIZES[ctx.size];
+    this.duplicates = Math.max(1, Math.floor(this.n / 3));
+  }
 
-    // Jobs 0..n-1 ran on `drained` and end now; job n stays running on `busy` and keeps it busy.
-    const jobId = (i: number) => `job-${ctx.runId}-${i}`;
-    const onInstance = (i: number) => (i === n ? f.busy : f.drained);
-    const now = new Date(platform.clock.now()).toISOString();
-    for (let i = 0; i <= n; i++) {
-      await platform.aws.dynamodb.send(
+  /** Jobs 0..n-1 ran on `drained` and end now; job n stays running on `busy` and keeps it busy. */
+  async seedRunningJobs(): Promise<void> {
+    this.now = new Date(this.platform.clock.now()).toISOString();
+    for (let i = 0; i <= this.n; i++) {
+      await this.platform.aws.dynamodb.send(
         new PutItemCommand({
-          TableName: jobs.name,
-          Item: { job_id: { S: jobId(i) }, status: { S: "running" }, instance_id: { S: onInstance(i) }, started_at: { S: now } },
+          TableName: this.jobsTable,
+          Item: { job_id: { S: this.jobId(i) }, status: { S: "running" }, instance_id: { S: this.onInstance(i) }, started_at: { S: this.now } },
         }),
       );
     }
-    const message = (i: number) =>
-      JSON.stringify({
-        instance_id: onInstance(i),
-        job_id: jobId(i),
-        status: i === 1 ? "failure" : "success",
-        exit_code: i === 1 ? 2 : 0,
-        duration_seconds: 60 + i,
-        started_at: now,
-        completed_at: new Date(platform.clock.now()).toISOString(),
-        ...(i === 1 ? { error: "exit status 2" } : {}),
-      });
-    const bodies = [...Array.from({ length: n }, (_, i) => message(i)), ...Array.from({ length: duplicates }, (_, i) => message(i)), JSON.stringify({ job_id: "no-instance" })];
-    const sentIds = new Set(await sendAll(platform, termination, bodies));
-    ctx.note(`fleet: ${n} termination messages, ${duplicates} duplicates and 1 malformed sent`);
+  }
 
-    const processedIds = () => new Set(readSteps(platform, "fleet-termination-consumer", "termination_processed").map((l) => String(l.message_id)).filter((id) => sentIds.has(id)));
-    let terminationDone: number | null = null;
-    let orphanSent: number | null = null;
-    let orphanGone: number | null = null;
-    let staleGone: number | null = null;
-    let housekeepingId = "";
-    let staleFired = false;
-    const tick = async () => {
-      const qs = await gauges(platform, [
-        ["termination", termination],
-        ["termination-dlq", terminationDlq],
-        ["housekeeping", housekeeping],
-        ["housekeeping-dlq", housekeepingDlq],
-      ]);
-      const done = processedIds().size;
-      if (terminationDone === null && done >= n + duplicates) terminationDone = Date.now();
-      const simAge = platform.clock.now() - f.launchedAtMs;
-      // The operator's sweep goes out once the instances are old enough for it.
-      // …and after the terminations, so the instance whose jobs all ended is an orphan too.
-      if (orphanSent === null && terminationDone !== null && simAge >= ORPHAN_AGE_SIM_MS) {
-        const [id] = await sendAll(platform, housekeeping, [
-          JSON.stringify({ task_type: "orphaned_instances", timestamp: new Date(platform.clock.now()).toISOString(), params: { max_runtime_minutes: OPERATOR_MAX_RUNTIME_MINUTES } }),
-        ]);
-        housekeepingId = id ?? "";
-        orphanSent = Date.now();
-        ctx.note(`fleet: operator sweep sent (orphaned after ${OPERATOR_MAX_RUNTIME_MINUTES} min); instances are ${(simAge / 60_000).toFixed(0)} simulated minutes old`);
-      }
-      // stale_ssm runs from its own schedule, fired now instead of waiting 6 simulated hours.
-      if (!staleFired && simAge >= 16 * 60_000) {
-        staleFired = true;
-        await platform.scheduler.fire("fleet-stale-ssm");
-        ctx.note("fleet: schedule fleet-stale-ssm fired");
-      }
-      if (orphanGone === null && orphanSent !== null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" && (await stateOf(platform.aws.ec2, f.drained)) === "terminated") orphanGone = Date.now();
-      if (staleGone === null && staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) staleGone = Date.now();
-      ctx.view({
-        scenario: this.name,
-        elapsedMs: Date.now() - started,
-        progress: { done: Math.min(done, n + duplicates) + (orphanGone ? 1 : 0) + (staleGone ? 1 : 0), total: n + duplicates + 2 },
-        queues: qs,
-        counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
-        status: [`orphans ${f.orphan}, ${f.drained}: ${orphanGone ? "terminated" : "running"}`, `stale parameter ${parameterOf(platform, f.gone)}: ${staleGone ? "deleted" : "present"}`],
-      });
-    };
-    const ok = await waitFor(() => terminationDone !== null && orphanGone !== null && staleGone !== null, { timeoutMs: 180_000, tick });
-    if (!ok) failures.push(`timed out: terminations ${processedIds().size}/${n + duplicates}, orphan ${orphanGone ? "gone" : "running"}, stale parameter ${staleGone ? "gone" : "present"}`);
+  async sendTerminations(): Promise<void> {
+    const { n, duplicates } = this;
+    this.bodies = [...Array.from({ length: n }, (_, i) => this.message(i)), ...Array.from({ length: duplicates }, (_, i) => this.message(i)), JSON.stringify({ job_id: "no-instance" })];
+    this.sentIds = new Set(await sendAll(this.platform, this.termination, this.bodies));
+    this.ctx.note(`fleet: ${n} termination messages, ${duplicates} duplicates and 1 malformed sent`);
+  }
+
+  async waitForTerminationsAndHousekeeping(): Promise<void> {
+    const ok = await waitFor(() => this.terminationDone !== null && this.orphanGone !== null && this.staleGone !== null, { timeoutMs: 180_000, tick: this.tick });
+    if (!ok) this.failures.push(`timed out: terminations ${this.processedIds().size}/${this.n + this.duplicates}, orphan ${this.orphanGone ? "gone" : "running"}, stale parameter ${this.staleGone ? "gone" : "present"}`);
     // The operator's message is acknowledged once its task completed.
-    await waitFor(() => readSteps(platform, "fleet-housekeeping-consumer", "housekeeping_task_completed").some((l) => l.message_id === housekeepingId), { timeoutMs: 30_000, tick });
+    await waitFor(() => readSteps(this.platform, "fleet-housekeeping-consumer", "housekeeping_task_completed").some((l) => l.message_id === this.housekeepingId), { timeoutMs: 30_000, tick: this.tick });
+  }
 
-    // Expectations beyond the counts.
-    for (let i = 0; i < n; i++) {
-      const item = await platform.aws.dynamodb.send(new GetItemCommand({ TableName: jobs.name, Key: { job_id: { S: jobId(i) } }, ConsistentRead: true }));
+  /** Expectations beyond the counts: every ended job has its final status. */
+  async checkJobStatuses(): Promise<void> {
+    for (let i = 0; i < this.n; i++) {
+      const item = await this.platform.aws.dynamodb.send(new GetItemCommand({ TableName: this.jobsTable, Key: { job_id: { S: this.jobId(i) } }, ConsistentRead: true }));
       const status = item.Item?.status?.S;
       const want = i === 1 ? "failed" : "completed";
-      if (status !== want) failures.push(`${jobId(i)} is ${status}, expected ${want}`);
+      if (status !== want) this.failures.push(`${this.jobId(i)} is ${status}, expected ${want}`);
     }
-    const dupes = readSteps(platform, "fleet-termination-consumer", "termination_processed").filter((l) => sentIds.has(String(l.message_id)) && l.duplicate === true).length;
-    if (dupes !== duplicates) failures.push(`${dupes} deliveries were recognised as duplicates, expected ${duplicates}`);
+  }
+
+  async checkDuplicatesAndInstances(): Promise<void> {
+    const { platform, f, failures } = this;
+    this.dupes = readSteps(platform, "fleet-termination-consumer", "termination_processed").filter((l) => this.sentIds.has(String(l.message_id)) && l.duplicate === true).length;
+    if (this.dupes !== this.duplicates) failures.push(`${this.dupes} deliveries were recognised as duplicates, expected ${this.duplicates}`);
     const busyState = await stateOf(platform.aws.ec2, f.busy);
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
     const drainedState = await stateOf(platform.aws.ec2, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
     if (!(await parameterExists(platform, parameterOf(platform, f.busy)))) failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
+  }
 
-    const dlqMessages = (await peekAll(platform, terminationDlq)).filter((m) => sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"));
+  async report(): Promise<ScenarioSummary> {
+    const { platform, started, housekeepingId } = this;
+    const dlqMessages = (await peekAll(platform, this.terminationDlq)).filter((m) => this.sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"));
     const quarantined = distinctQuarantined(dlqMessages).length;
     const dlqOther = dlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] === undefined).length;
-    const hkDlq = (await peekAll(platform, housekeepingDlq)).filter((m) => m.MessageId === housekeepingId).length;
-    const [left, hkLeft] = await Promise.all([platform.depth(termination), platform.depth(housekeeping)]);
+    const hkDlq = (await peekAll(platform, this.housekeepingDlq)).filter((m) => m.MessageId === housekeepingId).length;
+    const [left, hkLeft] = await Promise.all([platform.depth(this.termination), platform.depth(this.housekeeping)]);
     const housekeepingDone = readSteps(platform, "fleet-housekeeping-consumer", "housekeeping_task_completed");
     const operatorDone = housekeepingDone.some((l) => l.message_id === housekeepingId) ? 1 : 0;
     return summary({
       scenario: this.name,
       wallMs: Date.now() - started,
-      sent: bodies.length + (housekeepingId ? 1 : 0),
-      processed: processedIds().size + operatorDone,
+      sent: this.bodies.length + (housekeepingId ? 1 : 0),
+      processed: this.processedIds().size + operatorDone,
       quarantined,
       inDlq: dlqOther + hkDlq,
       remaining: left.visible + left.inFlight + left.delayed + (operatorDone ? 0 : hkLeft.visible + hkLeft.inFlight),
       timings: {
-        "terminations processed": since(started, terminationDone),
-        "operator sweep → orphans terminated": orphanSent !== null && orphanGone !== null ? orphanGone - orphanSent : null,
-        "stale parameter deleted": since(started, staleGone),
+        "terminations processed": since(started, this.terminationDone),
+        "operator sweep → orphans terminated": this.orphanSent !== null && this.orphanGone !== null ? this.orphanGone - this.orphanSent : null,
+        "stale parameter deleted": since(started, this.staleGone),
       },
       details: {
-        duplicatesRecognised: dupes,
+        duplicatesRecognised: this.dupes,
         housekeepingRuns: housekeepingDone.length,
         scheduledFires: Object.fromEntries(Object.entries(platform.scheduler.stats()).filter(([k]) => k.startsWith("fleet-")).map(([k, v]) => [k, v.fired])),
       },
-      failures,
+      failures: this.failures,
     });
-  },
-};
+  }
+
+  private jobId(i: number): string {
+    return `job-${this.ctx.runId}-${i}`;
+  }
+
+  private onInstance(i: number): string {
+    return i === this.n ? this.f.busy : this.f.drained;
+  }
+
+  private message(i: number): string {
+    return JSON.stringify({
+      instance_id: this.onInstance(i),
+      job_id: this.jobId(i),
+      status: i === 1 ? "failure" : "success",
+      exit_code: i === 1 ? 2 : 0,
+      duration_seconds: 60 + i,
+      started_at: this.now,
+      completed_at: new Date(this.platform.clock.now()).toISOString(),
+      ...(i === 1 ? { error: "exit status 2" } : {}),
+    });
+  }
+
+  private processedIds(): Set<string> {
+    return new Set(readSteps(this.platform, "fleet-termination-consumer", "termination_processed").map((l) => String(l.message_id)).filter((id) => this.sentIds.has(id)));
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const qs = await gauges(this.platform, [
+      ["termination", this.termination],
+      ["termination-dlq", this.terminationDlq],
+      ["housekeeping", this.housekeeping],
+      ["housekeeping-dlq", this.housekeepingDlq],
+    ]);
+    const done = this.processedIds().size;
+    if (this.terminationDone === null && done >= this.n + this.duplicates) this.terminationDone = Date.now();
+    const simAge = this.platform.clock.now() - this.f.launchedAtMs;
+    await this.sendOperatorSweep(simAge);
+    await this.fireStaleSchedule(simAge);
+    await this.noteWhatIsGone();
+    this.showProgress(qs, done, simAge);
+  };
+
+  /** The operator's sweep goes out once the instances are old enough for it, and after the terminations, so the instance whose jobs all ended is an orphan too. */
+  private async sendOperatorSweep(simAge: number): Promise<void> {
+    if (this.orphanSent !== null || this.terminationDone === null || simAge < ORPHAN_AGE_SIM_MS) return;
+    const [id] = await sendAll(this.platform, this.housekeeping, [
+      JSON.stringify({ task_type: "orphaned_instances", timestamp: new Date(this.platform.clock.now()).toISOString(), params: { max_runtime_minutes: OPERATOR_MAX_RUNTIME_MINUTES } }),
+    ]);
+    this.housekeepingId = id ?? "";
+    this.orphanSent = Date.now();
+    this.ctx.note(`fleet: operator sweep sent (orphaned after ${OPERATOR_MAX_RUNTIME_MINUTES} min); instances are ${(simAge / 60_000).toFixed(0)} simulated minutes old`);
+  }
+
+  /** stale_ssm runs from its own schedule, fired now instead of waiting 6 simulated hours. */
+  private async fireStaleSchedule(simAge: number): Promise<void> {
+    if (this.staleFired || simAge < 16 * 60_000) return;
+    this.staleFired = true;
+    await this.platform.scheduler.fire("fleet-stale-ssm");
+    this.ctx.note("fleet: schedule fleet-stale-ssm fired");
+  }
+
+  private async noteWhatIsGone(): Promise<void> {
+    const { platform, f } = this;
+    if (this.orphanGone === null && this.orphanSent !== null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" && (await stateOf(platform.aws.ec2, f.drained)) === "terminated") this.orphanGone = Date.now();
+    if (this.staleGone === null && this.staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) this.staleGone = Date.now();
+  }
+
+  private showProgress(qs: QueueGauge[], done: number, simAge: number): void {
+    const { n, duplicates, f } = this;
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: Date.now() - this.started,
+      progress: { done: Math.min(done, n + duplicates) + (this.orphanGone ? 1 : 0) + (this.staleGone ? 1 : 0), total: n + duplicates + 2 },
+      queues: qs,
+      counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
+      status: [`orphans ${f.orphan}, ${f.drained}: ${this.orphanGone ? "terminated" : "running"}`, `stale parameter ${parameterOf(this.platform, f.gone)}: ${this.staleGone ? "deleted" : "present"}`],
+    });
+  }
+}

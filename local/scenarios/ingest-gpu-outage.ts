@@ -4,6 +4,9 @@
  * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
  */
 import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
+import type { GpuServiceSimulator } from "../gpu-service";
+import type { LocalPlatform } from "../platform";
+import type { LocalQueue, ScenarioSummary } from "../types";
 import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
@@ -18,102 +21,143 @@ export const ingestGpuOutage: Scenario = {
   title: "GPU down: ingest fails, DLQ consumer starts the GPU, backlog drains",
   requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
   async run(ctx: ScenarioContext) {
+    const run = new OutageRun(ctx, this.name);
+    await run.stopGpu();
+    await run.sendSegments();
+    await run.waitForBacklogDrained();
+    return run.report();
+  },
+};
+
+/** One play of the scenario: the GPU and queues, the segments sent, when each stage was reached and the failures found. */
+class OutageRun {
+  readonly failures: string[] = [];
+  private readonly platform: LocalPlatform;
+  private readonly gpu: GpuServiceSimulator;
+  private readonly ingest: LocalQueue;
+  private readonly dlq: LocalQueue;
+  private readonly quarantine: LocalQueue;
+  private readonly instanceId: string;
+  private readonly n: number;
+  private readonly sessionId: string;
+  /** The simulator also counts the instance's first boot at deploy time: only starts from here on are the DLQ consumer's. */
+  private startsBefore = 0;
+  private started = 0;
+  private bodies: string[] = [];
+  private firstInDlq: number | null = null;
+  private gpuRunning: number | null = null;
+  private gpuServing: number | null = null;
+  private drained: number | null = null;
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+  ) {
     const { platform } = ctx;
+    this.platform = platform;
     const gpu = platform.gpu;
     if (!gpu) throw new Error("the program declares no GPU instance");
-    const ingest = platform.queue("ingest");
-    const dlq = platform.queue("ingest-dlq");
-    const quarantine = platform.queue("ingest-quarantine");
-    const instanceId = platform.topology.instances.find((i) => i.logicalName.includes("gpu"))?.id ?? "";
-    const failures: string[] = [];
-    const n = SIZES[ctx.size];
-    const sessionId = `outage-${ctx.runId}`;
+    this.gpu = gpu;
+    this.ingest = platform.queue("ingest");
+    this.dlq = platform.queue("ingest-dlq");
+    this.quarantine = platform.queue("ingest-quarantine");
+    this.instanceId = platform.topology.instances.find((i) => i.logicalName.includes("gpu"))?.id ?? "";
+    this.n = SIZES[ctx.size];
+    this.sessionId = `outage-${ctx.runId}`;
+  }
 
-    // Prepare: the GPU is stopped, as it is between sessions.
-    await platform.aws.ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
-    await waitFor(() => gpu.state().instanceState === "stopped", { timeoutMs: 10_000 });
-    // The simulator also counts the instance's first boot at deploy time: only starts from here on are the DLQ consumer's.
-    const startsBefore = gpu.state().starts;
-    const startsNow = () => gpu.state().starts - startsBefore;
-    ctx.note(`GPU ${instanceId} stopped; sending ${n} segments and 1 malformed one`);
+  /** Prepare: the GPU is stopped, as it is between sessions. */
+  async stopGpu(): Promise<void> {
+    await this.platform.aws.ec2.send(new StopInstancesCommand({ InstanceIds: [this.instanceId] }));
+    await waitFor(() => this.gpu.state().instanceState === "stopped", { timeoutMs: 10_000 });
+    this.startsBefore = this.gpu.state().starts;
+    this.ctx.note(`GPU ${this.instanceId} stopped; sending ${this.n} segments and 1 malformed one`);
+  }
 
-    const started = Date.now();
-    const bodies = Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: i, frameCount: 30 }));
-    bodies.push(JSON.stringify({ sessionId, windowIndex: "not-a-number" }));
-    await sendAll(platform, ingest, bodies);
+  async sendSegments(): Promise<void> {
+    const { sessionId } = this;
+    this.started = Date.now();
+    this.bodies = Array.from({ length: this.n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: i, frameCount: 30 }));
+    this.bodies.push(JSON.stringify({ sessionId, windowIndex: "not-a-number" }));
+    await sendAll(this.platform, this.ingest, this.bodies);
+  }
 
-    let firstInDlq: number | null = null;
-    let gpuRunning: number | null = null;
-    let gpuServing: number | null = null;
-    let drained: number | null = null;
-    const delivered = () => {
-      const got = new Set<number>();
-      let duplicates = 0;
-      for (const body of gpu.received()) {
-        const s = body as Partial<Segment>;
-        if (s.sessionId !== sessionId || typeof s.windowIndex !== "number") continue;
-        if (got.has(s.windowIndex)) duplicates += 1;
-        got.add(s.windowIndex);
-      }
-      return { got, duplicates };
-    };
-
-    const tick = async () => {
-      const [q, d, qq] = await gauges(platform, [
-        ["ingest", ingest],
-        ["ingest-dlq", dlq],
-        ["quarantine", quarantine],
-      ]);
-      const now = Date.now();
-      if (firstInDlq === null && d && d.visible + d.inFlight > 1) firstInDlq = now;
-      const g = gpu.state();
-      if (gpuRunning === null && g.runningSinceMs !== null && startsNow() > 0) gpuRunning = now;
-      if (gpuServing === null && g.serving && startsNow() > 0) gpuServing = now;
-      const done = delivered().got.size;
-      ctx.view({
-        scenario: this.name,
-        elapsedMs: now - started,
-        progress: { done, total: n },
-        queues: [q, d, qq].filter((x) => x !== undefined),
-        counters: { "delivered to GPU": done, "GPU starts": startsNow() },
-        status: [`GPU ${instanceId}: ${g.instanceState}${g.serving ? " (serving)" : g.instanceState === "running" ? " (booting)" : ""}`],
-      });
-    };
-
-    const ok = await waitFor(() => delivered().got.size >= n, { timeoutMs: 240_000, tick });
-    if (ok) drained = Date.now();
-    else failures.push(`only ${delivered().got.size} of ${n} segments reached the GPU`);
+  async waitForBacklogDrained(): Promise<void> {
+    const ok = await waitFor(() => this.delivered().got.size >= this.n, { timeoutMs: 240_000, tick: this.tick });
+    if (ok) this.drained = Date.now();
+    else this.failures.push(`only ${this.delivered().got.size} of ${this.n} segments reached the GPU`);
     // Let the runtime acknowledge the last batches before counting what is left.
     await waitFor(async () => {
-      const [a, b] = await Promise.all([platform.depth(ingest), platform.depth(dlq)]);
+      const [a, b] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
       return a.visible + a.inFlight + b.visible + b.inFlight === 0;
-    }, { timeoutMs: 30_000, tick });
+    }, { timeoutMs: 30_000, tick: this.tick });
+  }
 
-    const quarantined = distinctQuarantined((await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes(sessionId)));
-    const [left, inDlq] = await Promise.all([platform.depth(ingest), platform.depth(dlq)]);
-    const described = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
+  async report(): Promise<ScenarioSummary> {
+    const { platform, started, failures } = this;
+    const quarantined = distinctQuarantined((await peekAll(platform, this.quarantine)).filter((m) => (m.Body ?? "").includes(this.sessionId)));
+    const [left, inDlq] = await Promise.all([platform.depth(this.ingest), platform.depth(this.dlq)]);
+    const described = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.instanceId] }));
     const finalState = described.Reservations?.[0]?.Instances?.[0]?.State?.Name;
-    if (startsNow() < 1) failures.push("the DLQ consumer never started the GPU");
+    if (this.startsNow() < 1) failures.push("the DLQ consumer never started the GPU");
     if (finalState !== "running") failures.push(`GPU ended ${finalState}, expected running`);
     if (quarantined.length !== 1) failures.push(`expected the malformed segment in quarantine, found ${quarantined.length}`);
 
-    const { got, duplicates } = delivered();
+    const { got, duplicates } = this.delivered();
     return summary({
       scenario: this.name,
       wallMs: Date.now() - started,
-      sent: bodies.length,
+      sent: this.bodies.length,
       processed: got.size,
       quarantined: quarantined.length,
       inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
       remaining: left.visible + left.inFlight + left.delayed,
       timings: {
-        "first segments in DLQ": since(started, firstInDlq),
-        "GPU running": since(started, gpuRunning),
-        "GPU serving": since(started, gpuServing),
-        "GPU up → backlog drained": gpuServing !== null && drained !== null ? drained - gpuServing : null,
+        "first segments in DLQ": since(started, this.firstInDlq),
+        "GPU running": since(started, this.gpuRunning),
+        "GPU serving": since(started, this.gpuServing),
+        "GPU up → backlog drained": this.gpuServing !== null && this.drained !== null ? this.drained - this.gpuServing : null,
       },
-      details: { duplicatesDelivered: duplicates, gpuStarts: startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
+      details: { duplicatesDelivered: duplicates, gpuStarts: this.startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
       failures,
     });
-  },
-};
+  }
+
+  private startsNow(): number {
+    return this.gpu.state().starts - this.startsBefore;
+  }
+
+  private delivered(): { got: Set<number>; duplicates: number } {
+    const got = new Set<number>();
+    let duplicates = 0;
+    for (const body of this.gpu.received()) {
+      const s = body as Partial<Segment>;
+      if (s.sessionId !== this.sessionId || typeof s.windowIndex !== "number") continue;
+      if (got.has(s.windowIndex)) duplicates += 1;
+      got.add(s.windowIndex);
+    }
+    return { got, duplicates };
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const [q, d, qq] = await gauges(this.platform, [
+      ["ingest", this.ingest],
+      ["ingest-dlq", this.dlq],
+      ["quarantine", this.quarantine],
+    ]);
+    const now = Date.now();
+    if (this.firstInDlq === null && d && d.visible + d.inFlight > 1) this.firstInDlq = now;
+    const g = this.gpu.state();
+    if (this.gpuRunning === null && g.runningSinceMs !== null && this.startsNow() > 0) this.gpuRunning = now;
+    if (this.gpuServing === null && g.serving && this.startsNow() > 0) this.gpuServing = now;
+    const done = this.delivered().got.size;
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: now - this.started,
+      progress: { done, total: this.n },
+      queues: [q, d, qq].filter((x) => x !== undefined),
+      counters: { "delivered to GPU": done, "GPU starts": this.startsNow() },
+      status: [`GPU ${this.instanceId}: ${g.instanceState}${g.serving ? " (serving)" : g.instanceState === "running" ? " (booting)" : ""}`],
+    });
+  };
+}

@@ -12,10 +12,11 @@ import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { REPO_ROOT } from "../../infra/bundle";
 import { parseStackConfig } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
-import { type ClaimDeps, type ClaimResult, claimInstance, releaseClaim } from "../../functions/pool/claim";
+import { type ClaimDeps, type ClaimRequest, type ClaimResult, claimInstance, releaseClaim } from "../../functions/pool/claim";
 import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
 import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
+import type { LocalQueue, ScenarioSummary } from "../types";
 import { type LogLine, readSteps } from "./logs";
 import { gauges, type Scenario, type ScenarioContext, since, summary, waitFor } from "./scenario";
 
@@ -176,128 +177,156 @@ export const pool: Scenario = {
   title: "workflows claim warm instances, the pool runs out and refill tops it up",
   requires: ["pool-refill"],
   async run(ctx: ScenarioContext) {
+    const run = new PoolRun(ctx, this.name);
+    await run.waitForFullPool();
+    await run.claimAllAtOnce();
+    await run.claimAfterEachRefill();
+    await run.checkClaims();
+    await run.releaseClaims();
+    return run.report();
+  },
+};
+
+/** One play of the scenario: the class it drains, its workflows, what each round found and the failures. */
+class PoolRun {
+  readonly failures: string[] = [];
+  private readonly platform: LocalPlatform;
+  private readonly config: ReturnType<typeof parseRefillConfig>;
+  private readonly cls: PoolClassConfig;
+  private readonly queue: LocalQueue;
+  private readonly refillQueue: LocalQueue;
+  private readonly started: number;
+  /** How many workflows ask at once: more than the class's pool size. */
+  private readonly k: number;
+  private readonly recorder = new StepRecorder();
+  private readonly deps: ClaimDeps;
+  private readonly claimRequest: (w: Workflow) => ClaimRequest;
+  private readonly workflows: Workflow[];
+  private poolFull: number | null = null;
+  private firstRound = 0;
+  private refillsDuringRound = 0;
+  private allClaimed: number | null = null;
+  private released = 0;
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+  ) {
     const { platform } = ctx;
-    const refillEnv = platform.fn(REFILL_FUNCTION).environment;
-    const config = parseRefillConfig(refillEnv);
+    this.platform = platform;
+    const config = parseRefillConfig(platform.fn(REFILL_FUNCTION).environment);
+    this.config = config;
     const settings = claimSettings(platform.options.stack);
     // The first class with a non-zero size; its queue is the one the workflows drain.
     const cls = config.classes.find((c) => c.size > 0);
     if (!cls) throw new Error("no pool class has a size above 0");
-    const queue = platform.queue(`pool-${cls.name}`);
-    const refillQueue = platform.queue("pool-refill");
-    const failures: string[] = [];
-    const started = Date.now();
-    const k = Math.max(SIZES[ctx.size], cls.size + 2);
-    const recorder = new StepRecorder();
-    const deps: ClaimDeps = {
+    this.cls = cls;
+    this.queue = platform.queue(`pool-${cls.name}`);
+    this.refillQueue = platform.queue("pool-refill");
+    this.started = Date.now();
+    this.k = Math.max(SIZES[ctx.size], cls.size + 2);
+    this.deps = {
       sqs: platform.aws.sqs,
       dynamodb: platform.aws.dynamodb,
       ec2: platform.aws.ec2,
       clock: () => platform.clock.now(),
-      logger: recorder,
+      logger: this.recorder,
       metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
     };
     const spec = { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass };
-    const claim = (w: Workflow) =>
-      claimInstance(deps, {
-        workflowId: w.id,
-        queueUrl: cls.queueUrl,
-        resourceClass: spec,
-        requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
-        claimTableName: config.claimTableName,
-        poolTag: config.poolTag,
-        lockTtlSeconds: settings.lockTtlSeconds,
-        requeueDelaySeconds: settings.requeueDelaySeconds,
-        tolerance: settings.tolerance,
-        deadline: platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
-      });
+    this.claimRequest = (w) => ({
+      workflowId: w.id,
+      queueUrl: cls.queueUrl,
+      resourceClass: spec,
+      requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
+      claimTableName: config.claimTableName,
+      poolTag: config.poolTag,
+      lockTtlSeconds: settings.lockTtlSeconds,
+      requeueDelaySeconds: settings.requeueDelaySeconds,
+      tolerance: settings.tolerance,
+      deadline: platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
+    });
+    this.workflows = Array.from({ length: this.k }, (_, i) => ({ id: `wf-${ctx.runId}-${i}`, result: undefined, exhaustedTimes: 0, claimedAt: null }));
+  }
 
-    const refills = () => forClass(readSteps(platform, REFILL_FUNCTION, "refill_completed"), cls.name);
-    const workflows: Workflow[] = Array.from({ length: k }, (_, i) => ({ id: `wf-${ctx.runId}-${i}`, result: undefined, exhaustedTimes: 0, claimedAt: null }));
-    const claimed = () => workflows.filter((w) => w.result?.outcome === "claimed");
-    const tick = async () => {
-      const qs = await gauges(platform, [
-        [`pool-${cls.name}`, queue],
-        ["pool-refill", refillQueue],
-      ]);
-      ctx.view({
-        scenario: this.name,
-        elapsedMs: Date.now() - started,
-        progress: { done: claimed().length, total: k },
-        queues: qs,
-        counters: { claimed: claimed().length, "exhausted answers": workflows.reduce((n, w) => n + w.exhaustedTimes, 0), "refill runs": refills().length },
-        status: [`class ${cls.name}: size ${cls.size}, ${k} workflows`],
-      });
-    };
+  /** 1. The first scheduled refill fills the pool (it may have run before this scenario). */
+  async waitForFullPool(): Promise<void> {
+    const { cls } = this;
+    const full = await waitFor(() => this.refills().some((r) => typeof r.advertised === "number" && r.advertised >= cls.size), { timeoutMs: 60_000, tick: this.tick });
+    if (full) this.poolFull = Date.now();
+    else this.failures.push(`no refill run advertised ${cls.size} ${cls.name} instance(s)`);
+    this.ctx.note(`pool: ${cls.name} filled (size ${cls.size}); ${this.k} workflows claim at once`);
+  }
 
-    // 1. The first scheduled refill fills the pool (it may have run before this scenario).
-    let poolFull: number | null = null;
-    const full = await waitFor(() => refills().some((r) => typeof r.advertised === "number" && r.advertised >= cls.size), { timeoutMs: 60_000, tick });
-    if (full) poolFull = Date.now();
-    else failures.push(`no refill run advertised ${cls.size} ${cls.name} instance(s)`);
-    ctx.note(`pool: ${cls.name} filled (size ${cls.size}); ${k} workflows claim at once`);
-
-    // 2. K workflows at once: the pool has `size` instances, so some are told `exhausted`.
-    const attempt = async (w: Workflow) => {
-      const result = await claim(w);
-      w.result = result;
-      if (result.outcome === "claimed") w.claimedAt = Date.now();
-      else w.exhaustedTimes += 1;
-    };
-    const runsBeforeRound = refills().length;
-    await Promise.all(workflows.map(attempt));
-    const firstRound = claimed().length;
+  /** 2. K workflows at once: the pool has `size` instances, so some are told `exhausted`. */
+  async claimAllAtOnce(): Promise<void> {
+    const { cls, k } = this;
+    const runsBeforeRound = this.refills().length;
+    await Promise.all(this.workflows.map((w) => this.attempt(w)));
+    const firstRound = this.claimed().length;
+    this.firstRound = firstRound;
     // Let a refill run that overlapped the round finish (its trigger leaves the queue only then).
     await waitFor(async () => {
-      const d = await platform.depth(refillQueue);
+      const d = await this.platform.depth(this.refillQueue);
       return d.visible + d.inFlight === 0;
     }, { timeoutMs: 15_000 });
     // A scheduled refill (every 5 simulated minutes) may top the pool up while the round runs;
     // each run adds at most `size` instances, so that is all the round may claim beyond the first fill.
-    const refillsDuringRound = refills().length - runsBeforeRound;
+    const refillsDuringRound = this.refills().length - runsBeforeRound;
+    this.refillsDuringRound = refillsDuringRound;
     const claimable = cls.size * (1 + refillsDuringRound);
-    if (firstRound < 1) failures.push("no workflow claimed an instance from the filled pool");
-    if (firstRound > claimable) failures.push(`${firstRound} workflows claimed from a pool of ${cls.size} topped up by ${refillsDuringRound} refill run(s)`);
-    if (workflows.every((w) => w.exhaustedTimes === 0)) failures.push(`${k} workflows on a pool of ${cls.size}, yet none was told exhausted`);
-    ctx.note(`pool: first round: ${firstRound} claimed, ${k - firstRound} exhausted; they wait for the next refill`);
+    if (firstRound < 1) this.failures.push("no workflow claimed an instance from the filled pool");
+    if (firstRound > claimable) this.failures.push(`${firstRound} workflows claimed from a pool of ${cls.size} topped up by ${refillsDuringRound} refill run(s)`);
+    if (this.workflows.every((w) => w.exhaustedTimes === 0)) this.failures.push(`${k} workflows on a pool of ${cls.size}, yet none was told exhausted`);
+    this.ctx.note(`pool: first round: ${firstRound} claimed, ${k - firstRound} exhausted; they wait for the next refill`);
+  }
 
-    // 3. The waiting workflows ask again after each refill run, until all have an instance.
-    let lastRuns = refills().length;
-    let allClaimed: number | null = null;
+  /** 3. The waiting workflows ask again after each refill run, until all have an instance. */
+  async claimAfterEachRefill(): Promise<void> {
+    let lastRuns = this.refills().length;
     const ok = await waitFor(
       async () => {
-        const runs = refills().length;
+        const runs = this.refills().length;
         if (runs > lastRuns) {
           lastRuns = runs;
-          await Promise.all(workflows.filter((w) => w.result?.outcome !== "claimed").map(attempt));
+          await Promise.all(this.workflows.filter((w) => w.result?.outcome !== "claimed").map((w) => this.attempt(w)));
         }
-        return claimed().length === k;
+        return this.claimed().length === this.k;
       },
-      { timeoutMs: 120_000, tick },
+      { timeoutMs: 120_000, tick: this.tick },
     );
-    if (ok) allClaimed = Date.now();
-    else failures.push(`only ${claimed().length} of ${k} workflows got an instance`);
+    if (ok) this.allClaimed = Date.now();
+    else this.failures.push(`only ${this.claimed().length} of ${this.k} workflows got an instance`);
+  }
 
-    // 4. Never one instance for two workflows: distinct ids, and each lock names its claimant.
-    failures.push(...(await claimFailures(platform, config.claimTableName, claimed())));
+  /** 4. Never one instance for two workflows: distinct ids, and each lock names its claimant. */
+  async checkClaims(): Promise<void> {
+    this.failures.push(...(await claimFailures(this.platform, this.config.claimTableName, this.claimed())));
+  }
 
-    // 5. Release every claim (own lock only); the instances become idle pool members again.
-    const released = await releaseAll(deps, config.claimTableName, claimed());
-    if (released !== claimed().length) failures.push(`released ${released} of ${claimed().length} claims`);
+  /** 5. Release every claim (own lock only); the instances become idle pool members again. */
+  async releaseClaims(): Promise<void> {
+    this.released = await releaseAll(this.deps, this.config.claimTableName, this.claimed());
+    if (this.released !== this.claimed().length) this.failures.push(`released ${this.released} of ${this.claimed().length} claims`);
+  }
 
-    // Two kinds of message are counted. Adverts: every one the refill sent either was consumed
-    // by a pickup (picked as suitable, including picks that then lost the lock race, or
-    // discarded as malformed/contradicting its class), or is still on the class's queue
-    // (visible, in flight or delayed: a re-queued unsuitable advert is deleted and sent again,
-    // so it stays there), or sits in its DLQ. Refill triggers: every message the scheduler
-    // delivered to pool-refill ended in a refill run, a lease-held skip, a shared run or
-    // quarantine, or is still on that queue or in its DLQ. An advert that expired by retention,
-    // or any message that vanished otherwise, shows up as lost.
+  /**
+   * Two kinds of message are counted. Adverts: every one the refill sent either was consumed
+   * by a pickup (picked as suitable, including picks that then lost the lock race, or
+   * discarded as malformed/contradicting its class), or is still on the class's queue
+   * (visible, in flight or delayed: a re-queued unsuitable advert is deleted and sent again,
+   * so it stays there), or sits in its DLQ. Refill triggers: every message the scheduler
+   * delivered to pool-refill ended in a refill run, a lease-held skip, a shared run or
+   * quarantine, or is still on that queue or in its DLQ. An advert that expired by retention,
+   * or any message that vanished otherwise, shows up as lost.
+   */
+  async report(): Promise<ScenarioSummary> {
+    const { platform, cls, started, workflows } = this;
     const snap = await snapshot(platform, cls);
-    const picked = recorder.count("advert_suitable");
-    const discarded = recorder.count("advert_discarded");
-    const lostRaces = recorder.count("claim_lost_race");
-    if (snap.triggersInDlq > 0) failures.push(`${snap.triggersInDlq} refill trigger(s) in pool-refill-dlq`);
+    const picked = this.recorder.count("advert_suitable");
+    const discarded = this.recorder.count("advert_discarded");
+    const lostRaces = this.recorder.count("claim_lost_race");
+    if (snap.triggersInDlq > 0) this.failures.push(`${snap.triggersInDlq} refill trigger(s) in pool-refill-dlq`);
 
     return summary({
       scenario: this.name,
@@ -308,16 +337,16 @@ export const pool: Scenario = {
       inDlq: snap.advertsInDlq + snap.triggersInDlq,
       remaining: snap.advertsOnQueue + snap.triggersOnQueue,
       timings: {
-        "pool filled": since(started, poolFull),
+        "pool filled": since(started, this.poolFull),
         "first claim": since(started, firstOf(workflows.map((w) => w.claimedAt))),
-        "every workflow claimed": since(started, allClaimed),
+        "every workflow claimed": since(started, this.allClaimed),
       },
       details: {
         resourceClass: cls.name,
         poolSize: cls.size,
-        workflows: k,
-        claimedFirstRound: firstRound,
-        refillsDuringFirstRound: refillsDuringRound,
+        workflows: this.k,
+        claimedFirstRound: this.firstRound,
+        refillsDuringFirstRound: this.refillsDuringRound,
         exhaustedAnswers: workflows.reduce((n, w) => n + w.exhaustedTimes, 0),
         lostRaces,
         advertsDiscarded: discarded,
@@ -327,9 +356,40 @@ export const pool: Scenario = {
         refillRuns: snap.refillRuns,
         refillLeaseHeld: forClass(readSteps(platform, REFILL_FUNCTION, "refill_lease_held"), cls.name).length,
         instancesLaunched: forClass(readSteps(platform, REFILL_FUNCTION, "pool_instances_launched"), cls.name).reduce((n, l) => n + (Array.isArray(l.instance_ids) ? l.instance_ids.length : 0), 0),
-        released,
+        released: this.released,
       },
-      failures,
+      failures: this.failures,
     });
-  },
-};
+  }
+
+  private async attempt(w: Workflow): Promise<void> {
+    const result = await claimInstance(this.deps, this.claimRequest(w));
+    w.result = result;
+    if (result.outcome === "claimed") w.claimedAt = Date.now();
+    else w.exhaustedTimes += 1;
+  }
+
+  private refills(): LogLine[] {
+    return forClass(readSteps(this.platform, REFILL_FUNCTION, "refill_completed"), this.cls.name);
+  }
+
+  private claimed(): Workflow[] {
+    return this.workflows.filter((w) => w.result?.outcome === "claimed");
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const { cls } = this;
+    const qs = await gauges(this.platform, [
+      [`pool-${cls.name}`, this.queue],
+      ["pool-refill", this.refillQueue],
+    ]);
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: Date.now() - this.started,
+      progress: { done: this.claimed().length, total: this.k },
+      queues: qs,
+      counters: { claimed: this.claimed().length, "exhausted answers": this.workflows.reduce((n, w) => n + w.exhaustedTimes, 0), "refill runs": this.refills().length },
+      status: [`class ${cls.name}: size ${cls.size}, ${this.k} workflows`],
+    });
+  };
+}

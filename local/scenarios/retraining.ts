@@ -2,6 +2,9 @@
  * retraining (docs/parts/retraining.md): a scheduled trigger and manual triggers become ECS tasks, never more
  * than MAX_CONCURRENT_TASKS at once; the rest are deferred and launched as tasks finish.
  */
+import type { SimTask } from "../ecs-tasks";
+import type { LocalPlatform } from "../platform";
+import type { LocalQueue, LocalSchedule, ScenarioSummary } from "../types";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
 
@@ -13,108 +16,169 @@ export const retraining: Scenario = {
   title: "scheduled and manual triggers launch tasks up to the cap; the rest wait for capacity",
   requires: ["retraining", "retraining-dlq"],
   async run(ctx: ScenarioContext) {
-    const { platform } = ctx;
-    const queue = platform.queue("retraining");
-    const dlq = platform.queue("retraining-dlq");
-    const launcher = platform.fn("retraining-launcher");
-    const cap = Number(launcher.environment.MAX_CONCURRENT_TASKS ?? "5");
-    const quarantine = platform.topology.queues.find((q) => q.url === launcher.environment.QUARANTINE_QUEUE_URL) ?? dlq;
-    const schedule = platform.topology.schedules.find((s) => (s.target.input ?? "").includes(SCHEDULED_MODEL));
-    const failures: string[] = [];
-    const n = SIZES[ctx.size];
-    const started = Date.now();
+    const run = new RetrainingRun(ctx, this.name);
+    await run.sendTriggers();
+    await run.waitForEveryLaunch();
+    run.checkLaunches();
+    await run.checkFailingTask();
+    return run.report();
+  },
+};
 
-    const models = Array.from({ length: n }, (_, i) => `Local-${ctx.runId}-${i}`);
-    const bodies = models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
-    bodies.push(JSON.stringify({ model_name: "", trigger: "manual" }));
+/** One play of the scenario: the launcher's cap and queues, the triggers sent, what launched and the failures found. */
+class RetrainingRun {
+  readonly failures: string[] = [];
+  private readonly platform: LocalPlatform;
+  private readonly queue: LocalQueue;
+  private readonly dlq: LocalQueue;
+  private readonly quarantine: LocalQueue;
+  private readonly cap: number;
+  private readonly schedule: LocalSchedule | undefined;
+  private readonly n: number;
+  private readonly started: number;
+  private readonly models: string[];
+  private readonly bodies: string[];
+  private readonly expected: Set<string>;
+  /** One training run fails (its container exits non-zero); see sendTriggers. */
+  private readonly failingModel: string | undefined;
+  private peak = 0;
+  private allLaunched: number | null = null;
+  private firstLaunch: number | null = null;
+  /** Taken once every trigger launched: models and their task counts, and the deferrals logged. */
+  private launched = new Map<string, number>();
+  private deferred = 0;
+  /** Taken once the failing model's task ended: the run's tasks, and how many failed. */
+  private tasksAtEnd: SimTask[] = [];
+  private tasksFailed = 0;
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+  ) {
+    const { platform } = ctx;
+    this.platform = platform;
+    this.queue = platform.queue("retraining");
+    this.dlq = platform.queue("retraining-dlq");
+    const launcher = platform.fn("retraining-launcher");
+    this.cap = Number(launcher.environment.MAX_CONCURRENT_TASKS ?? "5");
+    this.quarantine = platform.topology.queues.find((q) => q.url === launcher.environment.QUARANTINE_QUEUE_URL) ?? this.dlq;
+    this.schedule = platform.topology.schedules.find((s) => (s.target.input ?? "").includes(SCHEDULED_MODEL));
+    this.n = SIZES[ctx.size];
+    this.started = Date.now();
+    this.models = Array.from({ length: this.n }, (_, i) => `Local-${ctx.runId}-${i}`);
+    this.bodies = this.models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
+    this.bodies.push(JSON.stringify({ model_name: "", trigger: "manual" }));
+    this.expected = new Set([...this.models, ...(this.schedule ? [SCHEDULED_MODEL] : [])]);
+    this.failingModel = this.models[this.models.length - 1];
+  }
+
+  async sendTriggers(): Promise<void> {
+    const { platform, schedule } = this;
     if (schedule) await platform.scheduler.fire(schedule.logicalName);
-    else failures.push(`no schedule for ${SCHEDULED_MODEL} in the program`);
-    await sendAll(platform, queue, bodies);
-    ctx.note(`retraining: fired ${schedule?.logicalName ?? "no schedule"}, sent ${n} manual triggers and 1 malformed; cap ${cap}`);
-    const expected = new Set([...models, ...(schedule ? [SCHEDULED_MODEL] : [])]);
+    else this.failures.push(`no schedule for ${SCHEDULED_MODEL} in the program`);
+    await sendAll(platform, this.queue, this.bodies);
+    this.ctx.note(`retraining: fired ${schedule?.logicalName ?? "no schedule"}, sent ${this.n} manual triggers and 1 malformed; cap ${this.cap}`);
     // One training run fails (its container exits non-zero): the launcher's job ends at the
     // launch, so a failure is the task's outcome, shown here, not a message to retry.
-    const failingModel = models[models.length - 1];
+    const failingModel = this.failingModel;
     platform.failTask = (t) => t.tags.model_name === failingModel;
+  }
 
-    let peak = 0;
-    const launchedModels = () => {
-      const seen = new Map<string, number>();
-      for (const t of platform.ecsTasks.tasks()) {
-        const model = t.tags.model_name;
-        if (model === undefined || !expected.has(model)) continue;
-        seen.set(model, (seen.get(model) ?? 0) + 1);
-      }
-      return seen;
-    };
-    let allLaunched: number | null = null;
-    let firstLaunch: number | null = null;
-    const tick = async () => {
-      const running = platform.ecsTasks.tasks().filter((t) => t.outcome === "running" && t.tags.model_name !== undefined && expected.has(t.tags.model_name)).length;
-      peak = Math.max(peak, running);
-      const launched = launchedModels().size;
-      if (firstLaunch === null && launched > 0) firstLaunch = Date.now();
-      if (allLaunched === null && launched >= expected.size) allLaunched = Date.now();
-      ctx.view({
-        scenario: this.name,
-        elapsedMs: Date.now() - started,
-        progress: { done: launched, total: expected.size },
-        queues: await gauges(platform, [
-          ["retraining", queue],
-          ["retraining-dlq", dlq],
-        ]),
-        counters: { "tasks running": running, "tasks launched": launched, deferred: readSteps(platform, "retraining-launcher", "capacity_deferred").length },
-        status: [
-          `cap ${cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`,
-          // RunTask's tasks, as the runtime sees them in moto.
-          ...platform.ecsTasks
-            .tasks()
-            .filter((t) => t.tags.model_name !== undefined && expected.has(t.tags.model_name))
-            .slice(-6)
-            .map((t) => `task ${t.taskArn.split("/").at(-1)?.slice(0, 8)} ${t.tags.model_name} (${t.tags.trigger}): ${t.outcome}`),
-        ],
-      });
-    };
-    const ok = await waitFor(() => launchedModels().size >= expected.size, { timeoutMs: 240_000, tick });
-    if (!ok) failures.push(`only ${launchedModels().size} of ${expected.size} triggers launched a task`);
+  async waitForEveryLaunch(): Promise<void> {
+    const ok = await waitFor(() => this.launchedModels().size >= this.expected.size, { timeoutMs: 240_000, tick: this.tick });
+    if (!ok) this.failures.push(`only ${this.launchedModels().size} of ${this.expected.size} triggers launched a task`);
     await waitFor(async () => {
-      const d = await platform.depth(queue);
+      const d = await this.platform.depth(this.queue);
       return d.visible + d.inFlight + d.delayed === 0;
-    }, { timeoutMs: 30_000, tick });
+    }, { timeoutMs: 30_000, tick: this.tick });
+  }
 
-    const launched = launchedModels();
-    const twice = [...launched].filter(([, count]) => count > 1).map(([m]) => m);
-    if (twice.length > 0) failures.push(`models launched more than once: ${twice.join(", ")}`);
-    if (peak > cap) failures.push(`${peak} tasks ran at once, over the cap of ${cap}`);
-    const deferred = readSteps(platform, "retraining-launcher", "capacity_deferred").length;
-    // Wait for the failing model's task to end, to show the runtime failing it.
-    await waitFor(() => platform.ecsTasks.tasks().some((t) => t.tags.model_name === failingModel && t.outcome !== "running"), { timeoutMs: 60_000, tick });
-    const ours = platform.ecsTasks.tasks().filter((t) => t.tags.model_name !== undefined && expected.has(t.tags.model_name));
-    const failedTasks = ours.filter((t) => t.outcome === "failed").map((t) => t.tags.model_name);
-    if (failedTasks.length !== 1 || failedTasks[0] !== failingModel) failures.push(`expected only ${failingModel}'s task to fail, got ${failedTasks.join(", ") || "none"}`);
+  /** Each model launched once, never more than the cap at once. */
+  checkLaunches(): void {
+    this.launched = this.launchedModels();
+    const twice = [...this.launched].filter(([, count]) => count > 1).map(([m]) => m);
+    if (twice.length > 0) this.failures.push(`models launched more than once: ${twice.join(", ")}`);
+    if (this.peak > this.cap) this.failures.push(`${this.peak} tasks ran at once, over the cap of ${this.cap}`);
+    this.deferred = readSteps(this.platform, "retraining-launcher", "capacity_deferred").length;
+  }
+
+  /** Wait for the failing model's task to end, to show the runtime failing it. */
+  async checkFailingTask(): Promise<void> {
+    const { platform, failingModel } = this;
+    await waitFor(() => platform.ecsTasks.tasks().some((t) => t.tags.model_name === failingModel && t.outcome !== "running"), { timeoutMs: 60_000, tick: this.tick });
+    this.tasksAtEnd = this.ours();
+    const failedTasks = this.tasksAtEnd.filter((t) => t.outcome === "failed").map((t) => t.tags.model_name);
+    this.tasksFailed = failedTasks.length;
+    if (failedTasks.length !== 1 || failedTasks[0] !== failingModel) this.failures.push(`expected only ${failingModel}'s task to fail, got ${failedTasks.join(", ") || "none"}`);
     platform.failTask = () => false;
-    if (expected.size > cap && deferred === 0) failures.push("nothing was deferred although the triggers exceeded the cap");
+  }
+
+  async report(): Promise<ScenarioSummary> {
+    const { platform, started, quarantine, dlq, cap, deferred } = this;
+    if (this.expected.size > cap && deferred === 0) this.failures.push("nothing was deferred although the triggers exceeded the cap");
     const quarantined = distinctQuarantined((await peekAll(platform, quarantine)).filter((m) => (m.Body ?? "").includes('"model_name":""'))).length;
-    if (quarantined !== 1) failures.push(`expected the malformed trigger in quarantine, found ${quarantined}`);
-    const [left, inDlq] = await Promise.all([platform.depth(queue), platform.depth(dlq)]);
+    if (quarantined !== 1) this.failures.push(`expected the malformed trigger in quarantine, found ${quarantined}`);
+    const [left, inDlq] = await Promise.all([platform.depth(this.queue), platform.depth(dlq)]);
+    const ours = this.tasksAtEnd;
     return summary({
       scenario: this.name,
       wallMs: Date.now() - started,
-      sent: bodies.length + (schedule ? 1 : 0),
-      processed: launched.size,
+      sent: this.bodies.length + (this.schedule ? 1 : 0),
+      processed: this.launched.size,
       quarantined,
       inDlq: quarantine === dlq ? inDlq.visible + inDlq.inFlight - quarantined : inDlq.visible + inDlq.inFlight,
       remaining: left.visible + left.inFlight + left.delayed,
-      timings: { "first task launched": since(started, firstLaunch), "all triggers launched": since(started, allLaunched) },
+      timings: { "first task launched": since(started, this.firstLaunch), "all triggers launched": since(started, this.allLaunched) },
       details: {
         cap,
-        peakRunning: peak,
+        peakRunning: this.peak,
         deferrals: deferred,
         tasksSucceeded: ours.filter((t) => t.outcome === "succeeded").length,
-        tasksFailed: failedTasks.length,
+        tasksFailed: this.tasksFailed,
         tasksStillRunning: ours.filter((t) => t.outcome === "running").length,
       },
-      failures,
+      failures: this.failures,
     });
-  },
-};
+  }
+
+  /** The run's ECS tasks (those of the models it expects). */
+  private ours(): SimTask[] {
+    return this.platform.ecsTasks.tasks().filter((t) => t.tags.model_name !== undefined && this.expected.has(t.tags.model_name));
+  }
+
+  private launchedModels(): Map<string, number> {
+    const seen = new Map<string, number>();
+    for (const t of this.platform.ecsTasks.tasks()) {
+      const model = t.tags.model_name;
+      if (model === undefined || !this.expected.has(model)) continue;
+      seen.set(model, (seen.get(model) ?? 0) + 1);
+    }
+    return seen;
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const { platform } = this;
+    const running = this.ours().filter((t) => t.outcome === "running").length;
+    this.peak = Math.max(this.peak, running);
+    const launched = this.launchedModels().size;
+    if (this.firstLaunch === null && launched > 0) this.firstLaunch = Date.now();
+    if (this.allLaunched === null && launched >= this.expected.size) this.allLaunched = Date.now();
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: Date.now() - this.started,
+      progress: { done: launched, total: this.expected.size },
+      queues: await gauges(platform, [
+        ["retraining", this.queue],
+        ["retraining-dlq", this.dlq],
+      ]),
+      counters: { "tasks running": running, "tasks launched": launched, deferred: readSteps(platform, "retraining-launcher", "capacity_deferred").length },
+      status: [
+        `cap ${this.cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`,
+        // RunTask's tasks, as the runtime sees them in moto.
+        ...this.ours()
+          .slice(-6)
+          .map((t) => `task ${t.taskArn.split("/").at(-1)?.slice(0, 8)} ${t.tags.model_name} (${t.tags.trigger}): ${t.outcome}`),
+      ],
+    });
+  };
+}

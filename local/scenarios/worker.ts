@@ -13,7 +13,7 @@
 import * as path from "node:path";
 import { motoClientEnv } from "../moto";
 import type { LocalPlatform } from "../platform";
-import type { LocalTaskDefinition } from "../types";
+import type { LocalQueue, LocalTaskDefinition, QueueGauge, ScenarioSummary } from "../types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
 import { type LogLine, readLogLines } from "./logs";
 import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
@@ -93,163 +93,249 @@ export const worker: Scenario = {
   title: "long jobs run under protection; SIGTERM hands unfinished work back, nothing lost",
   requires: ["worker", "worker-dlq"],
   async run(ctx: ScenarioContext) {
-    const { platform } = ctx;
-    const queue = platform.queue("worker");
-    const dlq = platform.queue("worker-dlq");
-    const td = taskDefinitionOf(platform);
-    const container = containerEnvironment(pickContainer(td));
-    const long = longJobType(container.WORKER_EXECUTABLES);
-    if (!long) throw new Error("the stack allows no fixed `sleep` job type (encache:worker.executables), so no job outlives the SIGTERM");
-    const failures: string[] = [];
-    const size = SIZES[ctx.size];
-
-    // Two more tasks of the service, with the stack's waits scaled to the run's speed.
-    const logDir = path.join(platform.options.workDir, "logs", "worker-scenario");
-    const runner = new WorkerServiceRunner({
-      taskDefinition: td,
-      count: 2,
-      awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
-      logDir,
-      scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
-      // The same local timings and moto-direct queue URLs as the service's own task.
-      extraEnv: localTaskEnvironment(container, platform.moto.endpoint, platform.options.speed),
-    });
-    const started = Date.now();
-    await runner.start();
+    const run = new WorkerRun(ctx, this.name);
+    run.started = Date.now();
+    await run.runner.start();
     try {
-      const tasks = (): TaskRef[] => [
-        ...(platform.worker?.tasks() ?? []).map((view) => ({ label: `service task ${view.index}`, view })),
-        ...runner.tasks().map((view) => ({ label: `scenario task ${view.index}`, view })),
-      ];
-      const booted = await waitFor(() => runner.tasks().every((t) => readLogLines(t.logFile).some((l) => l.step === "worker_started")), { timeoutMs: 30_000 });
-      if (!booted) failures.push("the scenario's worker tasks never logged worker_started");
-
-      // Jobs: long ones (the sleep type), short ones, and one with no payload (malformed).
-      const jobId = (kind: string, i: number) => `${kind}-${ctx.runId}-${i}`;
-      const bodies = [
-        ...Array.from({ length: size.long }, (_, i) => JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds })),
-        ...Array.from({ length: size.short }, (_, i) => JSON.stringify({ job_id: jobId("short", i), type: SHORT_TYPE, payload: { n: i }, estimated_seconds: 1 })),
-        JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
-      ];
-      const expected = new Set([...Array.from({ length: size.long }, (_, i) => jobId("long", i)), ...Array.from({ length: size.short }, (_, i) => jobId("short", i))]);
-      await sendAll(platform, queue, bodies);
-      const sentAt = Date.now();
-      ctx.note(`worker: ${size.long} long (${long.type}) + ${size.short} short jobs and 1 malformed sent; ${tasks().length} tasks polling`);
-
-      const lines = () => tasks().map((t) => ({ ...t, lines: readLogLines(t.view.logFile) }));
-      const ours = (l: LogLine) => typeof l.job_id === "string" && expected.has(l.job_id);
-      const completions = () => lines().flatMap((t) => t.lines.filter((l) => l.step === "job_succeeded" && ours(l)).map((l) => ({ task: t.label, line: l })));
-      const completed = () => new Set(completions().map((c) => String(c.line.job_id)));
-      /** Jobs a task started and has not finished, failed or given back. */
-      const runningOn = (file: string): LogLine[] => {
-        const all = readLogLines(file);
-        const ended = new Set(all.filter((l) => ["job_succeeded", "job_failed", "job_returned"].includes(l.step ?? "")).map((l) => String(l.message_id)));
-        return all.filter((l) => l.step === "job_started" && ours(l) && !ended.has(String(l.message_id)));
-      };
-
-      let interruptedAt: number | null = null;
-      let interruptedDone: number | null = null;
-      let victim: WorkerTaskView | undefined;
-      let unfinishedAtSigterm: string[] = [];
-      let protectedAtSigterm = false;
-      let exit: Awaited<ReturnType<WorkerServiceRunner["interrupt"]>> | undefined;
-      let interrupting: Promise<void> | undefined;
-      const tick = async () => {
-        const qs = await gauges(platform, [
-          ["worker", queue],
-          ["worker-dlq", dlq],
-        ]);
-        // SIGTERM to a scenario task once one of its long jobs is mid-run.
-        if (!interrupting) {
-          for (const t of runner.tasks()) {
-            const longRunning = runningOn(t.logFile).filter((l) => l.type === long.type && Date.now() - Date.parse(String(l.timestamp)) >= MID_JOB_MS);
-            if (longRunning.length === 0) continue;
-            victim = t;
-            unfinishedAtSigterm = runningOn(t.logFile).map((l) => String(l.job_id));
-            protectedAtSigterm = t.agent.state().protectionEnabled;
-            interruptedAt = Date.now();
-            ctx.note(`worker: SIGTERM to scenario task ${t.index} (pid ${t.pid}) with ${unfinishedAtSigterm.length} job(s) running: ${unfinishedAtSigterm.join(", ")}`);
-            interrupting = runner.interrupt(t.index).then((r) => {
-              exit = r;
-              interruptedDone = Date.now();
-            });
-            break;
-          }
-        }
-        const done = completed().size;
-        ctx.view({
-          scenario: this.name,
-          elapsedMs: Date.now() - started,
-          progress: { done, total: expected.size },
-          queues: qs,
-          counters: { completed: done, "jobs running": tasks().reduce((n, t) => n + runningOn(t.view.logFile).length, 0) },
-          status: tasks().map(
-            (t) =>
-              `${t.label}: ${t.view.exitCode !== null || t.view.signal !== null ? `exited (${t.view.exitCode ?? t.view.signal})` : "running"}, protection ${t.view.agent.state().protectionEnabled ? "on" : "off"}`,
-          ),
-        });
-      };
-
-      // Stops early once nothing is left to happen: the queue is empty and no job runs for 10 s
-      // (a job that reached the DLQ would otherwise keep the wait going to its deadline).
-      let quietSince: number | null = null;
-      const finishedOrStuck = async () => {
-        if (completed().size >= expected.size && interruptedDone !== null) return true;
-        const d = await platform.depth(queue);
-        const idle = interruptedDone !== null && d.visible + d.inFlight + d.delayed === 0 && tasks().every((t) => runningOn(t.view.logFile).length === 0);
-        quietSince = idle ? (quietSince ?? Date.now()) : null;
-        return quietSince !== null && Date.now() - quietSince > 10_000;
-      };
-      const ok = (await waitFor(finishedOrStuck, { timeoutMs: 180_000, tick })) && completed().size >= expected.size;
-      await interrupting;
-      const drained = ok ? Date.now() : null;
-      if (!ok) failures.push(`timed out: ${completed().size}/${expected.size} jobs completed, ${interruptedAt === null ? "no task was interrupted" : "interrupt done"}`);
-
-      // The interruption: the victim gave its unfinished jobs back, exited cleanly, released protection.
-      if (victim) failures.push(...interruptionFailures({ victim, unfinishedAtSigterm, protectedAtSigterm, exit, completions: completions() }));
-      else failures.push("no scenario task ever had a long job mid-run to interrupt");
-
-      const unprotectedStarts = tasks().reduce((n, t) => n + unprotectedJobStarts(t.view, ours), 0);
-      if (unprotectedStarts > 0) failures.push(`${unprotectedStarts} job(s) started while their task was unprotected`);
-      const twice = [...expected].filter((id) => completions().filter((c) => c.line.job_id === id).length > 1);
-      if (twice.length > 0) failures.push(`completed more than once: ${twice.join(", ")}`);
-
-      // Accounting. Quarantined: in the DLQ with a reason; anything else there is an exhausted job.
-      await waitFor(async () => {
-        const d = await platform.depth(queue);
-        return d.visible + d.inFlight + d.delayed === 0;
-      }, { timeoutMs: 15_000, tick });
-      const inDlqMessages = (await peekAll(platform, dlq)).filter((m) => (m.Body ?? "").includes(ctx.runId));
-      const quarantined = inDlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] !== undefined);
-      if (quarantined.length !== 1) failures.push(`expected the malformed job in quarantine, found ${quarantined.length}`);
-      const left = await platform.depth(queue);
-      const perTask = Object.fromEntries(lines().map((t) => [t.label, t.lines.filter((l) => l.step === "job_succeeded" && ours(l)).length]));
-      return summary({
-        scenario: this.name,
-        wallMs: Date.now() - started,
-        sent: bodies.length,
-        processed: completed().size,
-        quarantined: quarantined.length,
-        inDlq: inDlqMessages.length - quarantined.length,
-        remaining: left.visible + left.inFlight + left.delayed,
-        timings: {
-          "SIGTERM sent": since(sentAt, interruptedAt),
-          "SIGTERM → task exited": interruptedAt !== null && interruptedDone !== null ? interruptedDone - interruptedAt : null,
-          "every job completed": since(sentAt, drained),
-        },
-        details: {
-          longJobType: long.type,
-          unfinishedAtSigterm,
-          givenBack: victim ? readLogLines(victim.logFile).filter((l) => l.step === "job_returned").length : 0,
-          completedPerTask: perTask,
-          protectionChanges: Object.fromEntries(tasks().map((t) => [t.label, t.view.agent.history().length])),
-          taskTimings: Object.fromEntries(Object.entries(localTaskEnvironment(container, platform.moto.endpoint, platform.options.speed)).filter(([k]) => k.startsWith("WORKER_"))),
-          quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
-        },
-        failures,
-      });
+      await run.waitForBoot();
+      await run.sendJobs();
+      const drained = await run.waitForEveryJob();
+      run.checkInterruption();
+      run.checkEveryJobRanOnceProtected();
+      await run.waitForQueueEmpty();
+      return await run.report(drained);
     } finally {
-      await runner.stop();
+      await run.runner.stop();
     }
   },
 };
+
+/** The jobs one run sends (long ones of the sleep type, short ones, one with no payload) and the ids expected to complete. */
+function jobsFor(runId: string, size: { long: number; short: number }, long: { type: string; seconds: number }): { bodies: string[]; expected: Set<string> } {
+  const jobId = (kind: string, i: number) => `${kind}-${runId}-${i}`;
+  const bodies = [
+    ...Array.from({ length: size.long }, (_, i) => JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds })),
+    ...Array.from({ length: size.short }, (_, i) => JSON.stringify({ job_id: jobId("short", i), type: SHORT_TYPE, payload: { n: i }, estimated_seconds: 1 })),
+    JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
+  ];
+  const expected = new Set([...Array.from({ length: size.long }, (_, i) => jobId("long", i)), ...Array.from({ length: size.short }, (_, i) => jobId("short", i))]);
+  return { bodies, expected };
+}
+
+/** The SIGTERM the scenario sends, and what it found at that moment. */
+interface Interruption {
+  at: number | null;
+  done: number | null;
+  victim?: WorkerTaskView;
+  unfinishedAtSigterm: string[];
+  protectedAtSigterm: boolean;
+  exit?: Awaited<ReturnType<WorkerServiceRunner["interrupt"]>>;
+  pending?: Promise<void>;
+}
+
+/** One play of the scenario: its queues, its two extra tasks, the jobs it sent, the interruption and the failures found. */
+class WorkerRun {
+  readonly failures: string[] = [];
+  readonly runner: WorkerServiceRunner;
+  started = 0;
+  private sentAt = 0;
+  private readonly platform: LocalPlatform;
+  private readonly queue: LocalQueue;
+  private readonly dlq: LocalQueue;
+  private readonly container: Record<string, string>;
+  private readonly long: { type: string; seconds: number };
+  private readonly size: { long: number; short: number };
+  private readonly bodies: string[];
+  private readonly expected: Set<string>;
+  private readonly interruption: Interruption = { at: null, done: null, unfinishedAtSigterm: [], protectedAtSigterm: false };
+  /** Set while the queue is empty and no job runs; see finishedOrStuck. */
+  private quietSince: number | null = null;
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+  ) {
+    const { platform } = ctx;
+    this.platform = platform;
+    this.queue = platform.queue("worker");
+    this.dlq = platform.queue("worker-dlq");
+    const td = taskDefinitionOf(platform);
+    this.container = containerEnvironment(pickContainer(td));
+    const long = longJobType(this.container.WORKER_EXECUTABLES);
+    if (!long) throw new Error("the stack allows no fixed `sleep` job type (encache:worker.executables), so no job outlives the SIGTERM");
+    this.long = long;
+    this.size = SIZES[ctx.size];
+    // Two more tasks of the service, with the stack's waits scaled to the run's speed.
+    this.runner = new WorkerServiceRunner({
+      taskDefinition: td,
+      count: 2,
+      awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
+      logDir: path.join(platform.options.workDir, "logs", "worker-scenario"),
+      scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
+      // The same local timings and moto-direct queue URLs as the service's own task.
+      extraEnv: this.taskTimingEnv(),
+    });
+    ({ bodies: this.bodies, expected: this.expected } = jobsFor(ctx.runId, this.size, long));
+  }
+
+  async waitForBoot(): Promise<void> {
+    const booted = await waitFor(() => this.runner.tasks().every((t) => readLogLines(t.logFile).some((l) => l.step === "worker_started")), { timeoutMs: 30_000 });
+    if (!booted) this.failures.push("the scenario's worker tasks never logged worker_started");
+  }
+
+  async sendJobs(): Promise<void> {
+    await sendAll(this.platform, this.queue, this.bodies);
+    this.sentAt = Date.now();
+    this.ctx.note(`worker: ${this.size.long} long (${this.long.type}) + ${this.size.short} short jobs and 1 malformed sent; ${this.tasks().length} tasks polling`);
+  }
+
+  /** Waits (interrupting one task on the way) until every job completed; returns when, or null on a timeout. */
+  async waitForEveryJob(): Promise<number | null> {
+    const ok = (await waitFor(() => this.finishedOrStuck(), { timeoutMs: 180_000, tick: this.tick })) && this.completed().size >= this.expected.size;
+    await this.interruption.pending;
+    if (!ok) this.failures.push(`timed out: ${this.completed().size}/${this.expected.size} jobs completed, ${this.interruption.at === null ? "no task was interrupted" : "interrupt done"}`);
+    return ok ? Date.now() : null;
+  }
+
+  /** The interruption: the victim gave its unfinished jobs back, exited cleanly, released protection. */
+  checkInterruption(): void {
+    const { victim, unfinishedAtSigterm, protectedAtSigterm, exit } = this.interruption;
+    if (victim) this.failures.push(...interruptionFailures({ victim, unfinishedAtSigterm, protectedAtSigterm, exit, completions: this.completions() }));
+    else this.failures.push("no scenario task ever had a long job mid-run to interrupt");
+  }
+
+  checkEveryJobRanOnceProtected(): void {
+    const unprotectedStarts = this.tasks().reduce((n, t) => n + unprotectedJobStarts(t.view, this.ours), 0);
+    if (unprotectedStarts > 0) this.failures.push(`${unprotectedStarts} job(s) started while their task was unprotected`);
+    const twice = [...this.expected].filter((id) => this.completions().filter((c) => c.line.job_id === id).length > 1);
+    if (twice.length > 0) this.failures.push(`completed more than once: ${twice.join(", ")}`);
+  }
+
+  async waitForQueueEmpty(): Promise<void> {
+    await waitFor(async () => {
+      const d = await this.platform.depth(this.queue);
+      return d.visible + d.inFlight + d.delayed === 0;
+    }, { timeoutMs: 15_000, tick: this.tick });
+  }
+
+  /** Accounting. Quarantined: in the DLQ with a reason; anything else there is an exhausted job. */
+  async report(drained: number | null): Promise<ScenarioSummary> {
+    const inDlqMessages = (await peekAll(this.platform, this.dlq)).filter((m) => (m.Body ?? "").includes(this.ctx.runId));
+    const quarantined = inDlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] !== undefined);
+    if (quarantined.length !== 1) this.failures.push(`expected the malformed job in quarantine, found ${quarantined.length}`);
+    const left = await this.platform.depth(this.queue);
+    const perTask = Object.fromEntries(this.lines().map((t) => [t.label, t.lines.filter((l) => l.step === "job_succeeded" && this.ours(l)).length]));
+    const { at, done, victim, unfinishedAtSigterm } = this.interruption;
+    return summary({
+      scenario: this.name,
+      wallMs: Date.now() - this.started,
+      sent: this.bodies.length,
+      processed: this.completed().size,
+      quarantined: quarantined.length,
+      inDlq: inDlqMessages.length - quarantined.length,
+      remaining: left.visible + left.inFlight + left.delayed,
+      timings: {
+        "SIGTERM sent": since(this.sentAt, at),
+        "SIGTERM → task exited": at !== null && done !== null ? done - at : null,
+        "every job completed": since(this.sentAt, drained),
+      },
+      details: {
+        longJobType: this.long.type,
+        unfinishedAtSigterm,
+        givenBack: victim ? readLogLines(victim.logFile).filter((l) => l.step === "job_returned").length : 0,
+        completedPerTask: perTask,
+        protectionChanges: Object.fromEntries(this.tasks().map((t) => [t.label, t.view.agent.history().length])),
+        taskTimings: Object.fromEntries(Object.entries(this.taskTimingEnv()).filter(([k]) => k.startsWith("WORKER_"))),
+        quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
+      },
+      failures: this.failures,
+    });
+  }
+
+  private taskTimingEnv(): Record<string, string> {
+    return localTaskEnvironment(this.container, this.platform.moto.endpoint, this.platform.options.speed);
+  }
+
+  private tasks(): TaskRef[] {
+    return [
+      ...(this.platform.worker?.tasks() ?? []).map((view) => ({ label: `service task ${view.index}`, view })),
+      ...this.runner.tasks().map((view) => ({ label: `scenario task ${view.index}`, view })),
+    ];
+  }
+
+  private lines(): Array<TaskRef & { lines: LogLine[] }> {
+    return this.tasks().map((t) => ({ ...t, lines: readLogLines(t.view.logFile) }));
+  }
+
+  private readonly ours = (l: LogLine): boolean => typeof l.job_id === "string" && this.expected.has(l.job_id);
+
+  private completions(): Array<{ task: string; line: LogLine }> {
+    return this.lines().flatMap((t) => t.lines.filter((l) => l.step === "job_succeeded" && this.ours(l)).map((l) => ({ task: t.label, line: l })));
+  }
+
+  private completed(): Set<string> {
+    return new Set(this.completions().map((c) => String(c.line.job_id)));
+  }
+
+  /** Jobs a task started and has not finished, failed or given back. */
+  private runningOn(file: string): LogLine[] {
+    const all = readLogLines(file);
+    const ended = new Set(all.filter((l) => ["job_succeeded", "job_failed", "job_returned"].includes(l.step ?? "")).map((l) => String(l.message_id)));
+    return all.filter((l) => l.step === "job_started" && this.ours(l) && !ended.has(String(l.message_id)));
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const qs = await gauges(this.platform, [
+      ["worker", this.queue],
+      ["worker-dlq", this.dlq],
+    ]);
+    if (!this.interruption.pending) this.interruptOneMidJob();
+    this.showProgress(qs);
+  };
+
+  /** SIGTERM to a scenario task once one of its long jobs is mid-run. */
+  private interruptOneMidJob(): void {
+    const it = this.interruption;
+    for (const t of this.runner.tasks()) {
+      const longRunning = this.runningOn(t.logFile).filter((l) => l.type === this.long.type && Date.now() - Date.parse(String(l.timestamp)) >= MID_JOB_MS);
+      if (longRunning.length === 0) continue;
+      it.victim = t;
+      it.unfinishedAtSigterm = this.runningOn(t.logFile).map((l) => String(l.job_id));
+      it.protectedAtSigterm = t.agent.state().protectionEnabled;
+      it.at = Date.now();
+      this.ctx.note(`worker: SIGTERM to scenario task ${t.index} (pid ${t.pid}) with ${it.unfinishedAtSigterm.length} job(s) running: ${it.unfinishedAtSigterm.join(", ")}`);
+      it.pending = this.runner.interrupt(t.index).then((r) => {
+        it.exit = r;
+        it.done = Date.now();
+      });
+      break;
+    }
+  }
+
+  private showProgress(qs: QueueGauge[]): void {
+    const done = this.completed().size;
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: Date.now() - this.started,
+      progress: { done, total: this.expected.size },
+      queues: qs,
+      counters: { completed: done, "jobs running": this.tasks().reduce((n, t) => n + this.runningOn(t.view.logFile).length, 0) },
+      status: this.tasks().map(
+        (t) =>
+          `${t.label}: ${t.view.exitCode !== null || t.view.signal !== null ? `exited (${t.view.exitCode ?? t.view.signal})` : "running"}, protection ${t.view.agent.state().protectionEnabled ? "on" : "off"}`,
+      ),
+    });
+  }
+
+  /**
+   * Stops early once nothing is left to happen: the queue is empty and no job runs for 10 s
+   * (a job that reached the DLQ would otherwise keep the wait going to its deadline).
+   */
+  private async finishedOrStuck(): Promise<boolean> {
+    if (this.completed().size >= this.expected.size && this.interruption.done !== null) return true;
+    const d = await this.platform.depth(this.queue);
+    const idle = this.interruption.done !== null && d.visible + d.inFlight + d.delayed === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
+    this.quietSince = idle ? (this.quietSince ?? Date.now()) : null;
+    return this.quietSince !== null && Date.now() - this.quietSince > 10_000;
+  }
+}
