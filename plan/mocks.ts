@@ -27,6 +27,11 @@ type Answerer = (args: pulumi.runtime.MockResourceArgs, state: (id: string, extr
 
 /** What AWS answers for each resource type: its id and the outputs the program reads. */
 function answers(region: string): Record<string, Answerer> {
+  return { ...messagingAnswers(region), ...iamAnswers(), ...computeAnswers(region), ...dataAnswers(region), ...componentAnswers() };
+}
+
+/** Queues, functions and their event sources, logs and alarms, schedules. */
+function messagingAnswers(region: string): Record<string, Answerer> {
   const acct = MOCK_ACCOUNT_ID;
   return {
     "aws:sqs/queue:Queue": (args, state) => {
@@ -38,6 +43,35 @@ function answers(region: string): Record<string, Answerer> {
       const inputs = args.inputs as Record<string, unknown>;
       return state(String(inputs.queueUrl), {});
     },
+    "aws:lambda/function:Function": (args, state) => {
+      const name = physicalName(args);
+      const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
+      return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
+    },
+    "aws:lambda/eventSourceMapping:EventSourceMapping": (args, state) => {
+      const h = shortHash(args.name);
+      const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+      return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
+    },
+    "aws:cloudwatch/logGroup:LogGroup": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:logs:${region}:${acct}:log-group:${name}` });
+    },
+    "aws:cloudwatch/metricAlarm:MetricAlarm": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:cloudwatch:${region}:${acct}:alarm:${name}` });
+    },
+    "aws:scheduler/schedule:Schedule": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:scheduler:${region}:${acct}:schedule/default/${name}` });
+    },
+  };
+}
+
+/** Roles, policies and instance profiles. */
+function iamAnswers(): Record<string, Answerer> {
+  const acct = MOCK_ACCOUNT_ID;
+  return {
     "aws:iam/role:Role": (args, state) => {
       const name = physicalName(args);
       return state(name, { name, arn: `arn:aws:iam::${acct}:role/${name}`, uniqueId: hexId("AROA", args).toUpperCase() });
@@ -60,24 +94,13 @@ function answers(region: string): Record<string, Answerer> {
       const name = physicalName(args);
       return state(name, { name, arn: `arn:aws:iam::${acct}:instance-profile/${name}` });
     },
-    "aws:lambda/function:Function": (args, state) => {
-      const name = physicalName(args);
-      const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
-      return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
-    },
-    "aws:lambda/eventSourceMapping:EventSourceMapping": (args, state) => {
-      const h = shortHash(args.name);
-      const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-      return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
-    },
-    "aws:cloudwatch/logGroup:LogGroup": (args, state) => {
-      const name = physicalName(args);
-      return state(name, { name, arn: `arn:aws:logs:${region}:${acct}:log-group:${name}` });
-    },
-    "aws:cloudwatch/metricAlarm:MetricAlarm": (args, state) => {
-      const name = physicalName(args);
-      return state(name, { name, arn: `arn:aws:cloudwatch:${region}:${acct}:alarm:${name}` });
-    },
+  };
+}
+
+/** EC2, ECS and ECR. */
+function computeAnswers(region: string): Record<string, Answerer> {
+  const acct = MOCK_ACCOUNT_ID;
+  return {
     "aws:ec2/instance:Instance": (args, state) => {
       const id = hexId("i", args);
       return state(id, { arn: `arn:aws:ec2:${region}:${acct}:instance/${id}`, privateIp: "10.0.1.10", instanceState: "running", publicIp: "" });
@@ -86,17 +109,9 @@ function answers(region: string): Record<string, Answerer> {
       const id = hexId("sg", args);
       return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:security-group/${id}` });
     },
-    "aws:ssm/parameter:Parameter": (args, state) => {
-      const name = physicalName(args);
-      return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
-    },
-    "aws:dynamodb/table:Table": (args, state) => {
-      const name = physicalName(args);
-      return state(name, { name, arn: `arn:aws:dynamodb:${region}:${acct}:table/${name}` });
-    },
-    "aws:scheduler/schedule:Schedule": (args, state) => {
-      const name = physicalName(args);
-      return state(name, { name, arn: `arn:aws:scheduler:${region}:${acct}:schedule/default/${name}` });
+    "aws:ec2/launchTemplate:LaunchTemplate": (args, state) => {
+      const id = hexId("lt", args);
+      return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
     },
     "aws:ecs/cluster:Cluster": (args, state) => {
       const name = physicalName(args);
@@ -117,10 +132,27 @@ function answers(region: string): Record<string, Answerer> {
       const name = physicalName(args);
       return state(name, { name, arn: `arn:aws:ecr:${region}:${acct}:repository/${name}`, repositoryUrl: `${acct}.dkr.ecr.${region}.amazonaws.com/${name}` });
     },
-    "aws:ec2/launchTemplate:LaunchTemplate": (args, state) => {
-      const id = hexId("lt", args);
-      return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });
+  };
+}
+
+/** SSM parameters and DynamoDB tables. */
+function dataAnswers(region: string): Record<string, Answerer> {
+  const acct = MOCK_ACCOUNT_ID;
+  return {
+    "aws:ssm/parameter:Parameter": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:ssm:${region}:${acct}:parameter${name.startsWith("/") ? "" : "/"}${name}` });
     },
+    "aws:dynamodb/table:Table": (args, state) => {
+      const name = physicalName(args);
+      return state(name, { name, arn: `arn:aws:dynamodb:${region}:${acct}:table/${name}` });
+    },
+  };
+}
+
+/** awsx's remote components: under mocks their children are not run, so answer with their outputs. */
+function componentAnswers(): Record<string, Answerer> {
+  return {
     "awsx:ecr:Image": (args) => {
       const inputs = args.inputs as Record<string, unknown>;
       // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned URI it would output.
