@@ -301,7 +301,7 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
         cpu: r.cpu,
         stopTimeout: r.stopTimeoutSeconds,
         // An init process reaps the allow-listed executables' orphans and forwards SIGTERM.
-        linuxParameters: { initProcessEnabled: true, capabilities: { drop: ["ALL"] } },
+        linuxParameters: { initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } },
         mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }],
         environment: Object.entries(env)
           .sort(([a], [b]) => a.localeCompare(b))

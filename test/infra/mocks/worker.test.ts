@@ -91,6 +91,9 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
         const c = container();
         expect(c).to.deep.include({ user: "1000:1000", privileged: false, readonlyRootFilesystem: true, memory: cfg().memoryMb, stopTimeout: 120 });
         expect(c.mountPoints).to.deep.equal([{ sourceVolume: "scratch", containerPath: "/scratch", readOnly: false }]);
+        // The shape AWS stores: an absent `add` comes back as [], and the provider would then see a
+        // difference and register a new revision on every `pulumi up`.
+        expect(c.linuxParameters).to.deep.equal({ initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } });
         expect((c.logConfiguration as { logDriver: string }).logDriver).to.equal("awslogs");
         expect(env()).to.include({ ENCACHE_TASK_PROTECTION: "agent-endpoint", WORKER_SCRATCH_DIR: "/scratch", WORKER_CONCURRENCY: String(cfg().concurrency) });
         expect(JSON.parse(env().WORKER_EXECUTABLES!)).to.deep.equal(cfg().executables);
