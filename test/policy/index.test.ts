@@ -6,7 +6,7 @@
  */
 import { expect } from "chai";
 import { ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { AnalyzerClient, AnalyzerService } from "@pulumi/pulumi/proto/analyzer_grpc_pb";
@@ -15,14 +15,28 @@ import { policies } from "../../policy/policies";
 
 const ROOT = path.resolve(__dirname, "../..");
 const POLICY_DIR = path.join(ROOT, "policy");
-const RUNNER = require.resolve("@pulumi/pulumi/cmd/run-policy-pack");
+/**
+ * With the pack's own install (`npm ci --omit=dev --prefix policy`, as a user runs before
+ * `pulumi preview --policy-pack policy`), the runner and everything it loads come from
+ * policy/node_modules alone, as under the CLI. Without it, the root's packages stand in.
+ */
+const OWN_INSTALL = existsSync(path.join(POLICY_DIR, "node_modules", "@pulumi", "pulumi"));
+const RUNNER = OWN_INSTALL
+  ? require.resolve("@pulumi/pulumi/cmd/run-policy-pack", { paths: [POLICY_DIR] })
+  : require.resolve("@pulumi/pulumi/cmd/run-policy-pack");
+
+function withoutNodePath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.NODE_PATH;
+  return copy;
+}
 
 function startPack(): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     // The engine address is unused by a policy pack but required by the runner's argument list.
     const child = spawn(process.execPath, [RUNNER, "127.0.0.1:0", "."], {
       cwd: POLICY_DIR,
-      env: { ...process.env, NODE_PATH: path.join(ROOT, "node_modules") },
+      env: OWN_INSTALL ? withoutNodePath(process.env) : { ...process.env, NODE_PATH: path.join(ROOT, "node_modules") },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
