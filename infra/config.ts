@@ -1,11 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { PRODUCT } from "../policy/contract";
+import { PRODUCT, retentionNeededSeconds } from "../policy/contract";
+import { managedQueueDefaults } from "./components/managed-queue";
 import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
-import { workerConfigSchema } from "./parts/worker.config";
-import { poolConfigSchema } from "./parts/pool.config";
+import { workerConfigSchema, workQueueVisibilitySeconds } from "./parts/worker.config";
+import { POOL_QUEUE_VISIBILITY_SECONDS, poolConfigSchema, refillRetentionSeconds } from "./parts/pool.config";
 
 /**
  * The stack config, validated with zod before any resource is declared.
@@ -58,9 +59,68 @@ export const stackConfigSchema = z
     fleet: fleetConfigSchema,
     worker: workerConfigSchema,
     pool: poolConfigSchema,
+  })
+  .superRefine((cfg, ctx) => {
+    for (const issue of queueRetentionProblems(cfg)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
   });
 
 export type StackConfig = z.infer<typeof stackConfigSchema>;
+
+/** One queue with a DLQ, as the parts declare it: where its retention and visibility come from. */
+interface QueueBudget {
+  queue: string;
+  retentionSeconds: number;
+  /** The keys the retention is set or derived from. */
+  retentionFrom: string;
+  visibilitySeconds: number;
+  visibilityFrom: string;
+  /** Where the error is reported: the key a user would change. */
+  path: Array<string | number>;
+}
+
+/** Every source queue of the five parts, with the config keys behind its numbers. Pure. */
+export function queueBudgets(cfg: Pick<StackConfig, "ingest" | "retraining" | "fleet" | "worker" | "pool">): QueueBudget[] {
+  const fleetRetention = managedQueueDefaults.messageRetentionSeconds;
+  return [
+    { queue: "ingest", retentionSeconds: cfg.ingest.messageRetentionSeconds, retentionFrom: "ingest.messageRetentionSeconds", visibilitySeconds: cfg.ingest.queueVisibilityTimeoutSeconds, visibilityFrom: "ingest.queueVisibilityTimeoutSeconds", path: ["ingest", "messageRetentionSeconds"] },
+    { queue: "retraining", retentionSeconds: cfg.retraining.messageRetentionSeconds, retentionFrom: "retraining.messageRetentionSeconds", visibilitySeconds: cfg.retraining.queueVisibilityTimeoutSeconds, visibilityFrom: "retraining.queueVisibilityTimeoutSeconds", path: ["retraining", "messageRetentionSeconds"] },
+    ...(["termination", "housekeeping"] as const).map((key) => ({
+      queue: `fleet-${key}`,
+      retentionSeconds: fleetRetention,
+      retentionFrom: "the ManagedQueue default",
+      visibilitySeconds: cfg.fleet[key].queueVisibilityTimeoutSeconds,
+      visibilityFrom: `fleet.${key}.queueVisibilityTimeoutSeconds`,
+      path: ["fleet", key, "queueVisibilityTimeoutSeconds"],
+    })),
+    { queue: "worker", retentionSeconds: cfg.worker.messageRetentionSeconds, retentionFrom: "worker.messageRetentionSeconds", visibilitySeconds: workQueueVisibilitySeconds(cfg.worker), visibilityFrom: "worker.heartbeatSeconds and worker.maxVisibilitySeconds", path: ["worker", "messageRetentionSeconds"] },
+    {
+      queue: "pool-refill",
+      retentionSeconds: refillRetentionSeconds(cfg.pool.refill),
+      retentionFrom: cfg.pool.refill.messageRetentionSeconds === undefined ? "4 × pool.refill.everyMinutes (set pool.refill.messageRetentionSeconds to choose it)" : "pool.refill.messageRetentionSeconds",
+      visibilitySeconds: cfg.pool.refill.queueVisibilityTimeoutSeconds,
+      visibilityFrom: "pool.refill.queueVisibilityTimeoutSeconds",
+      path: ["pool", "refill", cfg.pool.refill.messageRetentionSeconds === undefined ? "queueVisibilityTimeoutSeconds" : "messageRetentionSeconds"],
+    },
+    { queue: "pool-<class>", retentionSeconds: cfg.pool.advertRetentionSeconds, retentionFrom: "pool.advertRetentionSeconds", visibilitySeconds: POOL_QUEUE_VISIBILITY_SECONDS, visibilityFrom: "the pool queues' fixed visibility", path: ["pool", "advertRetentionSeconds"] },
+  ];
+}
+
+/**
+ * A queue with a DLQ must keep a message through all its receives, or a failing message expires
+ * before it reaches the DLQ and nobody is told. Pure.
+ */
+export function queueRetentionProblems(cfg: Pick<StackConfig, "queues" | "ingest" | "retraining" | "fleet" | "worker" | "pool">): Array<{ path: Array<string | number>; message: string }> {
+  const receives = cfg.queues.maxReceiveCount;
+  return queueBudgets(cfg)
+    .filter((q) => q.retentionSeconds < retentionNeededSeconds(q.visibilitySeconds, receives))
+    .map((q) => ({
+      path: q.path,
+      message:
+        `the ${q.queue} queue keeps a message ${q.retentionSeconds} s (${q.retentionFrom}), less than its receives need: ` +
+        `queues.maxReceiveCount × visibility = ${receives} × ${q.visibilitySeconds} s (${q.visibilityFrom}) = ${retentionNeededSeconds(q.visibilitySeconds, receives)} s; ` +
+        "a failing message would expire before it reaches its DLQ",
+    }));
+}
 export type RawStackConfig = z.input<typeof stackConfigSchema>;
 
 /** Thrown when the stack config is invalid; every line names a full config key. */

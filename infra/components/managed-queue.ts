@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES } from "../../policy/contract";
+import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES, retentionNeededSeconds } from "../../policy/contract";
 import { queueDepthAlarm } from "./queue-depth-alarm";
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
@@ -72,6 +72,13 @@ export function resolveManagedQueueArgs(args: ManagedQueueArgs): ResolvedManaged
   if (resolved.maxReceiveCount === 1) errors.push("maxReceiveCount must never be 1");
   if (resolved.messageRetentionSeconds >= DLQ_RETENTION_SECONDS) {
     errors.push(`messageRetentionSeconds must be below the DLQ's ${DLQ_RETENTION_SECONDS} s, or messages expire on arrival in the DLQ`);
+  }
+  const needed = retentionNeededSeconds(resolved.visibilityTimeoutSeconds, resolved.maxReceiveCount);
+  if (resolved.messageRetentionSeconds < needed) {
+    errors.push(
+      `messageRetentionSeconds must cover every receive: ≥ maxReceiveCount × visibilityTimeoutSeconds = ${needed} (got ${resolved.messageRetentionSeconds}), ` +
+        "or a failing message expires before it reaches the DLQ",
+    );
   }
   if (errors.length > 0) throw new Error(`ManagedQueue: ${errors.join("; ")}`);
   return resolved;

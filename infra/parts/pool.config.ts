@@ -53,6 +53,12 @@ export const poolConfigSchema = z
       maxConcurrency: z.number().int().min(2).max(1000).default(2),
       /** Refill queue visibility timeout; ≥ 6 × timeoutSeconds. */
       queueVisibilityTimeoutSeconds: z.number().int().min(1).max(43_200),
+      /**
+       * Refill queue retention; it must cover `queues.maxReceiveCount` receives of
+       * `queueVisibilityTimeoutSeconds` each.
+       * @default 4 refill periods (4 × everyMinutes × 60 s, at least 60 s): a request older than that is superseded
+       */
+      messageRetentionSeconds: z.number().int().min(60).max(1_209_599).optional(),
     }),
     /** One pool (queue + launch template + schedule) per resource class. */
     classes: z
@@ -65,6 +71,14 @@ export const poolConfigSchema = z
 
 export type PoolConfig = z.infer<typeof poolConfigSchema>;
 export type PoolClassConfig = z.infer<typeof poolClassSchema>;
+
+/** A pool queue is emptied by delete-on-receive; its visibility only covers one pickup cycle. */
+export const POOL_QUEUE_VISIBILITY_SECONDS = 30;
+
+/** The refill queue's retention: the configured value, else four refill periods. Pure. */
+export function refillRetentionSeconds(refill: Pick<PoolConfig["refill"], "everyMinutes" | "messageRetentionSeconds">): number {
+  return refill.messageRetentionSeconds ?? Math.max(60, refill.everyMinutes * 60 * 4);
+}
 
 /** Checks across keys, pure so tests call it directly. Paths are relative to `encache:pool`. */
 export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSeconds" | "refill">): Array<{ path: string[]; message: string }> {

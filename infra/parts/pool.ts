@@ -11,12 +11,10 @@ import { TerminalQueue } from "../components/terminal-queue";
 import { assumedBy, policyDocument, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
-import type { PoolClassConfig, PoolConfig } from "./pool.config";
+import { POOL_QUEUE_VISIBILITY_SECONDS, type PoolClassConfig, type PoolConfig, refillRetentionSeconds } from "./pool.config";
 
 /** Handler entry points, relative to the repository root. */
 export const POOL_ENTRIES = { refill: "functions/pool/refill.ts" } as const;
-/** A pool queue is emptied by delete-on-receive; its visibility only covers one pickup cycle. */
-const POOL_QUEUE_VISIBILITY_SECONDS = 30;
 
 /** The pool runs EC2 instances, not tasks: `cluster` is accepted like every part's and unused. */
 export interface PoolArgs extends PartArgs {
@@ -165,7 +163,7 @@ function createRefillQueue({ name, args, tags, parent }: PoolPart): { queue: Man
     {
       visibilityTimeoutSeconds: refill.queueVisibilityTimeoutSeconds,
       // A refill request older than a few periods is worthless: the next schedule supersedes it.
-      messageRetentionSeconds: Math.max(60, refill.everyMinutes * 60 * 4),
+      messageRetentionSeconds: refillRetentionSeconds(refill),
       maxReceiveCount: args.platform.maxReceiveCount,
       alarmActions: args.platform.alarmActions,
       tags,

@@ -10,3 +10,12 @@ export const VISIBILITY_TIMEOUT_MULTIPLIER = 6;
 export function requiredVisibilityTimeoutSeconds(functionTimeoutSeconds: number, batchingWindowSeconds: number): number {
   return VISIBILITY_TIMEOUT_MULTIPLIER * functionTimeoutSeconds + batchingWindowSeconds;
 }
+
+/**
+ * How long a message with a DLQ must be kept so its last receive can happen: every receive may
+ * hide it for the whole visibility timeout. A shorter retention lets SQS delete a failing message
+ * before its last receive, so it never reaches the DLQ and nobody is told. Pure.
+ */
+export function retentionNeededSeconds(visibilityTimeoutSeconds: number, maxReceiveCount: number): number {
+  return visibilityTimeoutSeconds * maxReceiveCount;
+}

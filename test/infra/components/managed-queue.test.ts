@@ -15,7 +15,15 @@ describe("component validators and defaults (pure, no mocks)", () => {
       ["retention equal to the DLQ's", { messageRetentionSeconds: DLQ_RETENTION_SECONDS }, /below the DLQ/],
       ["visibility over 12 h", { visibilityTimeoutSeconds: 43_201 }, /visibilityTimeoutSeconds/],
       ["retention under 60 s", { messageRetentionSeconds: 59 }, /messageRetentionSeconds/],
+      [
+        "retention shorter than maxReceiveCount × visibility (a failing message would expire before its DLQ)",
+        { messageRetentionSeconds: 1799, visibilityTimeoutSeconds: 600, maxReceiveCount: 3 },
+        /must cover every receive: ≥ maxReceiveCount × visibilityTimeoutSeconds = 1800 \(got 1799\)/,
+      ],
     ];
+    it("accepts a retention exactly as long as every receive", () => {
+      expect(resolveManagedQueueArgs({ messageRetentionSeconds: 1800, visibilityTimeoutSeconds: 600, maxReceiveCount: 3 }).messageRetentionSeconds).to.equal(1800);
+    });
     for (const [name, args, reason] of bad) {
       it(`rejects ${name}`, () => expect(() => resolveManagedQueueArgs(args)).to.throw(reason));
     }
