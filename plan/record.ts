@@ -18,6 +18,7 @@ interface RegisterRequest {
   getDependenciesList(): string[];
   getIgnorechangesList(): string[];
   getPropertydependenciesMap(): { forEach(cb: (value: { getUrnsList(): string[] }, key: string) => void): void };
+  getProtect(): boolean | undefined;
 }
 interface RegisterResponse {
   getUrn(): string;
@@ -59,6 +60,8 @@ export function installRecorder(): Recorder {
       inputs: deserialize(req.getObject()),
       dependencies: [...new Set(req.getDependenciesList())],
       propertyDependencies,
+      // Children inherit protect from their parent in the SDK, so what arrives here is final.
+      protect: req.getProtect() ?? false,
       ...(req.getIgnorechangesList().length > 0 ? { ignoreChanges: [...req.getIgnorechangesList()] } : {}),
     };
     original(req, (err, resp) => {

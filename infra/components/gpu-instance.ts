@@ -116,7 +116,9 @@ export class GpuInstance extends pulumi.ComponentResource {
         tags: { ...tags, Name: r.nameTag },
         volumeTags: { ...tags, Name: r.nameTag },
       },
-      { parent: this, ignoreChanges: ["ami"] },
+      // protect: the provider turns termination protection off before it deletes, so `disableApiTermination`
+      // alone does not stop a `--replace`, a subnet change or `destroy` from terminating the GPU and its volume.
+      { parent: this, ignoreChanges: ["ami"], protect: r.deletionProtection },
     );
 
     this.instanceIdParameter = new aws.ssm.Parameter(

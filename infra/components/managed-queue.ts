@@ -39,6 +39,11 @@ export interface ManagedQueueArgs {
    */
   alarmActions?: pulumi.Input<string>[];
   /**
+   * Mark the DLQ `protect`, so Pulumi will not delete it (or the failed messages in it).
+   * @default false
+   */
+  protectDlq?: boolean;
+  /**
    * Tags for every child.
    * @default {}
    */
@@ -54,13 +59,14 @@ export const managedQueueDefaults = {
   maxReceiveCount: 3,
   dlqVisibilityTimeoutSeconds: 30,
   dlqAlarmThreshold: 1,
+  protectDlq: false,
 } as const;
 
 /** Fills defaults and rejects values SQS would refuse or that would lose messages. Pure. */
 export function resolveManagedQueueArgs(args: ManagedQueueArgs): ResolvedManagedQueueArgs {
   const resolved = { ...managedQueueDefaults, ...stripUndefined(args) };
   const errors: string[] = [];
-  const inRange = (key: keyof typeof managedQueueDefaults, min: number, max: number) => {
+  const inRange = (key: Exclude<keyof typeof managedQueueDefaults, "protectDlq">, min: number, max: number) => {
     const v = resolved[key];
     if (!Number.isInteger(v) || v < min || v > max) errors.push(`${key} must be an integer in ${min}..${max} (got ${v})`);
   };
@@ -114,7 +120,8 @@ export class ManagedQueue extends pulumi.ComponentResource {
         sqsManagedSseEnabled: true,
         tags: { ...tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.dlq },
       },
-      { parent: this },
+      // What waits in a DLQ is the only copy of work that failed; deleting the queue deletes it.
+      { parent: this, protect: s.protectDlq },
     );
 
     this.queue = new aws.sqs.Queue(

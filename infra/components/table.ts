@@ -34,7 +34,8 @@ export interface TableArgs {
    */
   ttlAttribute?: string;
   /**
-   * Refuse `DeleteTable` (prod).
+   * Refuse `DeleteTable` (prod), and mark the table `protect` so Pulumi itself will not delete or
+   * replace it: the provider would otherwise switch deletion protection off first.
    * @default false
    */
   deletionProtection?: boolean;
@@ -92,7 +93,7 @@ export class Table extends pulumi.ComponentResource {
         deletionProtectionEnabled: args.deletionProtection ?? false,
         tags: args.tags ?? {},
       },
-      { parent: this },
+      { parent: this, protect: args.deletionProtection ?? false },
     );
     this.registerOutputs({ tableName: this.table.name, tableArn: this.table.arn });
   }

@@ -18,6 +18,11 @@ export interface TerminalQueueArgs {
    */
   alarmActions?: pulumi.Input<string>[];
   /**
+   * Mark the queue `protect`: what waits here is the only copy of work that failed or was malformed.
+   * @default false
+   */
+  protect?: boolean;
+  /**
    * Tags for every child.
    * @default {}
    */
@@ -48,7 +53,7 @@ export class TerminalQueue extends pulumi.ComponentResource {
         sqsManagedSseEnabled: true,
         tags: { ...tags, [QUEUE_ROLE_TAG]: args.role },
       },
-      { parent: this },
+      { parent: this, protect: args.protect ?? false },
     );
     this.alarm = queueDepthAlarm(
       `${name}-depth`,

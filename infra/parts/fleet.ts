@@ -133,9 +133,9 @@ function createJobsTable({ name, args, tags, parent }: FleetPart): Table {
 
 /** The termination and housekeeping queues, each with its DLQ. */
 function createQueues({ name, args, tags, parent }: FleetPart): { termination: ManagedQueue; housekeeping: ManagedQueue } {
-  const { maxReceiveCount, alarmActions } = args.platform;
+  const { maxReceiveCount, alarmActions, deletionProtection: protectDlq } = args.platform;
   const queue = (suffix: string, visibilityTimeoutSeconds: number) =>
-    new ManagedQueue(`${name}-${suffix}`, { visibilityTimeoutSeconds, maxReceiveCount, alarmActions, tags }, { parent });
+    new ManagedQueue(`${name}-${suffix}`, { visibilityTimeoutSeconds, maxReceiveCount, alarmActions, protectDlq, tags }, { parent });
   return {
     termination: queue("termination", args.config.termination.queueVisibilityTimeoutSeconds),
     housekeeping: queue("housekeeping", args.config.housekeeping.queueVisibilityTimeoutSeconds),
@@ -145,7 +145,7 @@ function createQueues({ name, args, tags, parent }: FleetPart): { termination: M
 /** One Scheduler schedule per housekeeping task type, into the housekeeping queue. */
 function createSchedules({ name, args, tags, parent }: FleetPart, housekeepingQueue: ManagedQueue): { dlq: TerminalQueue; schedules: Schedules } {
   const { schedules: s } = args.config;
-  const dlq = new TerminalQueue(`${name}-schedules-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  const dlq = new TerminalQueue(`${name}-schedules-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
   const schedules: Partial<Schedules> = {};
   for (const { taskType, key } of HOUSEKEEPING_SCHEDULES) {
     schedules[taskType] = new QueueSchedule(

@@ -106,11 +106,12 @@ function createQueues({ name, args, tags, parent }: IngestPart): { queue: Manage
       maxReceiveCount: platform.maxReceiveCount,
       dlqVisibilityTimeoutSeconds: ingest.dlqVisibilityTimeoutSeconds,
       alarmActions: platform.alarmActions,
+      protectDlq: platform.deletionProtection,
       tags,
     },
     { parent },
   );
-  const quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: platform.alarmActions, tags }, { parent });
+  const quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags }, { parent });
   return { queue, quarantine };
 }
 

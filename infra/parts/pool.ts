@@ -166,11 +166,12 @@ function createRefillQueue({ name, args, tags, parent }: PoolPart): { queue: Man
       messageRetentionSeconds: refillRetentionSeconds(refill),
       maxReceiveCount: args.platform.maxReceiveCount,
       alarmActions: args.platform.alarmActions,
+      protectDlq: args.platform.deletionProtection,
       tags,
     },
     { parent },
   );
-  const scheduleDlq = new TerminalQueue(`${name}-refill-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  const scheduleDlq = new TerminalQueue(`${name}-refill-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
   return { queue, scheduleDlq };
 }
 
@@ -196,6 +197,7 @@ function createClass(
       messageRetentionSeconds: p.advertRetentionSeconds,
       maxReceiveCount: args.platform.maxReceiveCount,
       alarmActions: args.platform.alarmActions,
+      protectDlq: args.platform.deletionProtection,
       tags: { ...tags, [POOL_CLASS_TAG_KEY]: className },
     },
     { parent },

@@ -114,6 +114,7 @@ function createQueue({ name, args, tags, parent }: RetrainingPart): ManagedQueue
       messageRetentionSeconds: r.messageRetentionSeconds,
       maxReceiveCount: args.platform.maxReceiveCount,
       alarmActions: args.platform.alarmActions,
+      protectDlq: args.platform.deletionProtection,
       tags,
     },
     { parent },
@@ -159,7 +160,7 @@ function createStrategyTask({ name, args, tags, parent }: RetrainingPart): { tas
 
 /** One Scheduler schedule per model, each sending `{model_name, trigger: "scheduled"}`. */
 function createSchedules({ name, args, tags, parent }: RetrainingPart, queue: ManagedQueue): { dlq: TerminalQueue; schedules: QueueSchedule[] } {
-  const dlq = new TerminalQueue(`${name}-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, tags }, { parent });
+  const dlq = new TerminalQueue(`${name}-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
   const schedules = args.config.schedules.map(
     (s) =>
       new QueueSchedule(

@@ -89,6 +89,7 @@ function createQueue({ name, args, tags, parent }: WorkerPart): ManagedQueue {
       messageRetentionSeconds: w.messageRetentionSeconds,
       maxReceiveCount: args.platform.maxReceiveCount,
       alarmActions: args.platform.alarmActions,
+      protectDlq: args.platform.deletionProtection,
       tags,
     },
     { parent },
@@ -106,7 +107,8 @@ function createRepository({ name, args, tags, parent }: WorkerPart): aws.ecr.Rep
       forceDelete: !args.platform.deletionProtection,
       tags,
     },
-    { parent },
+    // The running service pulls its image from here; a replaced repository loses every image.
+    { parent, protect: args.platform.deletionProtection },
   );
   new aws.ecr.LifecyclePolicy(
     `${name}-images-lifecycle`,

@@ -105,7 +105,7 @@ function policyProps(raw: Record<string, unknown>, urn: string): Record<string, 
 
 function resourceOptions(r: RecordedResource): PolicyResourceOptions {
   const opts: PolicyResourceOptions = {
-    protect: false,
+    protect: r.protect ?? false,
     ignoreChanges: [],
     aliases: [],
     customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },

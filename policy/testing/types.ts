@@ -20,6 +20,8 @@ export interface RecordedResource {
   dependencies: string[];
   /** Input key → URNs whose outputs flowed into that input. */
   propertyDependencies: Record<string, string[]>;
+  /** Resource option `protect`: the engine refuses to delete or replace the resource. Absent means false. */
+  protect?: boolean;
   /** Resource option `ignoreChanges`, when set (not part of the `--json` contract). */
   ignoreChanges?: string[];
 }

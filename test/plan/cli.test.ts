@@ -125,9 +125,9 @@ describe("renderHuman (the plan's human output)", () => {
     project: "encache",
     stack: "dev",
     resources: [
-      { urn: "urn:c", type: "encache:parts:Ingest", name: "ingest", parent: null, inputs: {}, dependencies: [] },
-      { urn: "urn:q", type: "aws:sqs/queue:Queue", name: "ingest-q", parent: "urn:c", inputs: {}, dependencies: [] },
-      { urn: "urn:f", type: "aws:lambda/function:Function", name: "ingest-f", parent: "urn:c", inputs: {}, dependencies: [] },
+      { urn: "urn:c", type: "encache:parts:Ingest", name: "ingest", parent: null, inputs: {}, dependencies: [], protect: false },
+      { urn: "urn:q", type: "aws:sqs/queue:Queue", name: "ingest-q", parent: "urn:c", inputs: {}, dependencies: [], protect: false },
+      { urn: "urn:f", type: "aws:lambda/function:Function", name: "ingest-f", parent: "urn:c", inputs: {}, dependencies: [], protect: false },
     ],
     violations: [
       { policy: "rule-a", enforcementLevel: "mandatory", urn: "urn:f", message: "first line\nsecond line" },

@@ -24,7 +24,8 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         });
         expect(d.summary.mandatory, JSON.stringify(d.violations)).to.equal(0);
         for (const r of d.resources) {
-          expect(r).to.have.keys(["urn", "type", "name", "parent", "inputs", "dependencies"]);
+          expect(r).to.have.keys(["urn", "type", "name", "parent", "inputs", "dependencies", "protect"]);
+          expect(r.protect).to.be.a("boolean");
           expect(r.urn).to.match(new RegExp(`^urn:pulumi:${stack}::encache::`));
         }
       });
@@ -63,4 +64,27 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
     });
   }
 
+  it("protects prod's stateful resources from Pulumi itself, and nothing in dev", () => {
+    // Prepare: what must survive a --replace, a subnet change or a destroy in prod.
+    const stateful = (r: { type: string; name: string }) =>
+      r.type === "aws:ec2/instance:Instance" ||
+      r.type === "aws:dynamodb/table:Table" ||
+      r.type === "aws:ecr/repository:Repository" ||
+      (r.type === "aws:sqs/queue:Queue" && /(-dlq|-quarantine)$/.test(r.name));
+
+    // Act
+    const prodProtected = stacks.prod!.resources.filter((r) => r.protect).map((r) => `${r.type} ${r.name}`).sort();
+    const prodStateful = stacks.prod!.resources.filter(stateful).map((r) => `${r.type} ${r.name}`).sort();
+
+    // Assess
+    expect(prodProtected).to.deep.equal(prodStateful);
+    expect(prodProtected).to.include.members([
+      "aws:ec2/instance:Instance ingest-gpu",
+      "aws:dynamodb/table:Table fleet-jobs",
+      "aws:ecr/repository:Repository worker-images",
+      "aws:sqs/queue:Queue ingest-dlq",
+      "aws:sqs/queue:Queue ingest-quarantine",
+    ]);
+    expect(stacks.dev!.resources.filter((r) => r.protect)).to.deep.equal([]);
+  });
 });
