@@ -71,6 +71,15 @@ export function resolvePoolLaunchTemplateArgs(
  * detailed monitoring, and pool membership/class tags on the template and on everything it
  * creates. The refill function launches from its default version.
  */
+/**
+ * The AMI as EC2 resolves it at each launch (`resolve:ssm:`), not as the deploy saw it: the
+ * template then stays the same when a new AMI is published, so an `up` adds no template version,
+ * and every refill launches the current image. Pure.
+ */
+export function amiResolvedAtLaunch(amiParameter: string): string {
+  return `resolve:ssm:${amiParameter}`;
+}
+
 export class PoolLaunchTemplate extends pulumi.ComponentResource {
   readonly template: aws.ec2.LaunchTemplate;
 
@@ -78,13 +87,12 @@ export class PoolLaunchTemplate extends pulumi.ComponentResource {
     super("encache:compute:PoolLaunchTemplate", name, {}, opts);
     const r = resolvePoolLaunchTemplateArgs(args);
     const tags = { ...(args.tags ?? {}), ...r.membershipTags };
-    const ami = aws.ssm.getParameterOutput({ name: r.amiParameter }, { parent: this });
 
     this.template = new aws.ec2.LaunchTemplate(
       name,
       {
         description: `Warm pool instances (${r.instanceType})`,
-        imageId: ami.value,
+        imageId: amiResolvedAtLaunch(r.amiParameter),
         instanceType: r.instanceType,
         iamInstanceProfile: { arn: args.instanceProfileArn },
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1, instanceMetadataTags: "enabled" },

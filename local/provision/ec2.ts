@@ -105,13 +105,21 @@ async function runInstancesInput(ctx: ProvisionContext, inputs: Inputs): Promise
   };
 }
 
+/**
+ * EC2 resolves a `resolve:ssm:` image at each launch; moto does not, so the local template names
+ * moto's AMI instead, the one the SSM parameter would resolve to here.
+ */
+async function withLocalAmi(ctx: ProvisionContext, data: RequestLaunchTemplateData): Promise<RequestLaunchTemplateData> {
+  return data.ImageId?.startsWith("resolve:ssm:") ? { ...data, ImageId: await ctx.motoAmi() } : data;
+}
+
 async function launchTemplate(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise<Result> {
   const name = physicalName(args);
   const created = await ctx.ec2.send(
     new CreateLaunchTemplateCommand({
       LaunchTemplateName: name,
       VersionDescription: str(inputs, "description"),
-      LaunchTemplateData: launchTemplateData(inputs),
+      LaunchTemplateData: await withLocalAmi(ctx, launchTemplateData(inputs)),
       TagSpecifications: ec2Tags("launch-template", tagMap(inputs)),
     }),
   );

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { poolLaunchTemplateDefaults, resolvePoolLaunchTemplateArgs } from "../../../infra/components/pool-launch-template";
+import { amiResolvedAtLaunch, poolLaunchTemplateDefaults, resolvePoolLaunchTemplateArgs } from "../../../infra/components/pool-launch-template";
 
 describe("PoolLaunchTemplate args", () => {
   it("fills the defaults", () => {
@@ -18,4 +18,9 @@ describe("PoolLaunchTemplate args", () => {
   for (const [title, args, message] of invalid) {
     it(`rejects ${title}`, () => expect(() => resolvePoolLaunchTemplateArgs(args)).to.throw(message));
   }
+  it("names the AMI by its SSM parameter, for EC2 to resolve at each launch", () => {
+    expect(amiResolvedAtLaunch("/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64")).to.equal(
+      "resolve:ssm:/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
+    );
+  });
 });

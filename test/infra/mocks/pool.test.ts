@@ -81,6 +81,8 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
           const specs = lt.inputs.tagSpecifications as Array<{ resourceType: string; tags: Record<string, string> }>;
           expect(specs.map((s) => s.resourceType)).to.deep.equal(["instance", "volume", "network-interface"]);
           expect(specs.every((s) => s.tags["encache:pool-class"] === c)).to.equal(true);
+          // EC2 resolves the AMI at each launch: a new AMI release changes nothing in the template.
+          expect(lt.inputs.imageId).to.match(/^resolve:ssm:\/aws\/service\//);
         }
       });
 
