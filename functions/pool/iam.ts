@@ -12,6 +12,7 @@ export type PoolResource =
   | "pool-instances" // instances tagged encache:pool=<poolTag>
   | "pool-launch-created" // what RunInstances creates (instance, volumes, ENI), which must carry the pool tag
   | "pool-launch-inputs" // what RunInstances uses: the pool's launch templates, subnet, security group, images
+  | "pool-spot-requests" // the Spot request RunInstances creates for a Spot class's template
   | "instance-role" // the pool instance profile's role
   | "refill-dlq"; // the refill queue's DLQ (quarantine of malformed refill messages)
 
@@ -35,6 +36,9 @@ export const REFILL_GRANTS = [
   // in the request (the binding's condition), the ones it uses are named.
   { sid: "RunTaggedPoolInstances", actions: ["ec2:RunInstances"], resource: "pool-launch-created" },
   { sid: "RunFromPoolTemplates", actions: ["ec2:RunInstances"], resource: "pool-launch-inputs" },
+  // A Spot class's template makes RunInstances create a Spot request, which IAM authorises too;
+  // without it every Spot refill is denied. It launches nothing the statements above do not allow.
+  { sid: "RunSpotRequests", actions: ["ec2:RunInstances"], resource: "pool-spot-requests" },
   // Tag-on-create needs CreateTags, and only as part of RunInstances.
   {
     sid: "TagOnLaunch",

@@ -41,6 +41,8 @@ export interface PoolAccess {
   subnetId: pulumi.Input<string>;
   securityGroupArn: pulumi.Input<string>;
   instanceRoleArn: pulumi.Input<string>;
+  /** Whether any class launches Spot: only then is the Spot-request grant declared. */
+  hasSpotClass: boolean;
 }
 
 /** The refill function's statements and the claim API's, derived from the grants beside their code. Pure. */
@@ -66,9 +68,11 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
       ],
     },
     "instance-role": { resource: a.instanceRoleArn },
+    "pool-spot-requests": { resource: `arn:aws:ec2:${a.region}:*:spot-instances-request/*` },
     "refill-dlq": { resource: a.refillDlqArn },
   };
-  return { refill: statementsFor(REFILL_GRANTS, bindings), claim: statementsFor(CLAIM_GRANTS, bindings) };
+  const refillGrants = a.hasSpotClass ? REFILL_GRANTS : REFILL_GRANTS.filter((g) => g.resource !== "pool-spot-requests");
+  return { refill: statementsFor(refillGrants, bindings), claim: statementsFor(CLAIM_GRANTS, bindings) };
 }
 
 /**
@@ -106,6 +110,7 @@ export class Pool extends pulumi.ComponentResource {
       subnetId: compute.subnetId,
       securityGroupArn: compute.securityGroup.arn,
       instanceRoleArn: this.instanceRole.arn,
+      hasSpotClass: Object.values(args.config.classes).some((c) => c.usageClass === "spot"),
     });
     this.refill = createRefill(part, { classes: this.classes, claimTable: this.claimTable, refillQueue: this.refillQueue, statements: statements.refill });
     this.claimPolicy = createClaimPolicy(part, statements.claim);

@@ -18,6 +18,7 @@ describe("pool IAM statements", () => {
     subnetId: "subnet-1",
     securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
     instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance-role",
+    hasSpotClass: true,
   };
   const bySid = (statements: Statement[], sid: string) => statements.find((s) => s.Sid === sid);
 
@@ -49,5 +50,15 @@ describe("pool IAM statements", () => {
       const problems = allowStatements({ Statement: statements }).map(unscopedLaunchGrant).filter((p) => p !== null);
       expect(problems).to.deep.equal([]);
     }
+  });
+
+  it("lets RunInstances create the Spot request of a Spot class, and declares it only when a class is Spot", () => {
+    // Act
+    const withSpot = bySid(refillStatements(args), "RunSpotRequests");
+    const withoutSpot = bySid(refillStatements({ ...args, hasSpotClass: false }), "RunSpotRequests");
+
+    // Assess
+    expect(withSpot).to.deep.include({ Action: ["ec2:RunInstances"], Resource: "arn:aws:ec2:us-east-1:*:spot-instances-request/*" });
+    expect(withoutSpot).to.equal(undefined);
   });
 });
