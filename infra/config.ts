@@ -18,6 +18,9 @@ import { POOL_QUEUE_VISIBILITY_SECONDS, poolConfigSchema, refillRetentionSeconds
 
 export const PROJECT_NAMESPACE = PRODUCT;
 
+/** CloudWatch's PutMetricAlarm takes at most 5 AlarmActions; every depth alarm gets these and no other. */
+export const MAX_ALARM_ACTIONS = 5;
+
 export const stackConfigSchema = z
   .object({
     /** Short environment name, used in tags and resource names. */
@@ -32,7 +35,10 @@ export const stackConfigSchema = z
     /** Turn on termination/deletion protection for stateful resources (prod). */
     deletionProtection: z.boolean().default(false),
     /** SNS topic ARNs notified by every DLQ depth alarm. */
-    alarmActions: z.array(z.string().regex(/^arn:aws[a-z-]*:sns:/, "must be an SNS topic ARN")).default([]),
+    alarmActions: z
+      .array(z.string().regex(/^arn:aws[a-z-]*:sns:/, "must be an SNS topic ARN"))
+      .max(MAX_ALARM_ACTIONS, `must name at most ${MAX_ALARM_ACTIONS} topics: CloudWatch takes 5 actions per alarm state, and the program adds none of its own`)
+      .default([]),
     network: z.object({
       /** IPv4 CIDR of the platform VPC. */
       cidrBlock: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|2[0-4])$/, "must be an IPv4 CIDR between /16 and /24"),

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, policyDocument } from "../iam/document";
+import { scheduleExpressionProblem } from "../../policy/contract";
 
 export interface QueueScheduleArgs {
   /** ARN of the SQS queue the schedule sends to. */
@@ -43,7 +44,6 @@ export interface QueueScheduleArgs {
 
 export const queueScheduleDefaults = { maximumRetryAttempts: 3, maximumEventAgeSeconds: 3600, timezone: "UTC" } as const;
 
-const EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
 
 /** Fills defaults and checks what Scheduler would refuse. Pure. */
 export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "scheduleExpression" | "maximumRetryAttempts" | "maximumEventAgeSeconds" | "timezone">) {
@@ -52,9 +52,8 @@ export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "schedule
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
   } as typeof queueScheduleDefaults & { scheduleExpression: string };
   const errors: string[] = [];
-  if (!EXPRESSION.test(r.scheduleExpression)) errors.push(`scheduleExpression "${r.scheduleExpression}" is not rate(…), cron(6 fields) or at(…)`);
-  const rate = /^rate\((\d+) /.exec(r.scheduleExpression);
-  if (rate && Number(rate[1]) < 1) errors.push("a rate must be at least 1");
+  const problem = scheduleExpressionProblem(r.scheduleExpression);
+  if (problem) errors.push(`scheduleExpression "${r.scheduleExpression}": ${problem}`);
   if (!Number.isInteger(r.maximumRetryAttempts) || r.maximumRetryAttempts < 0 || r.maximumRetryAttempts > 185) errors.push("maximumRetryAttempts must be 0..185");
   if (!Number.isInteger(r.maximumEventAgeSeconds) || r.maximumEventAgeSeconds < 60 || r.maximumEventAgeSeconds > 86_400) errors.push("maximumEventAgeSeconds must be 60..86400");
   if (errors.length > 0) throw new Error(`QueueSchedule: ${errors.join("; ")}`);

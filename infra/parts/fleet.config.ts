@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, requiredVisibilityTimeoutSeconds, SQS_MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MULTIPLIER } from "../../policy/contract";
+import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, scheduleExpressionProblem, requiredVisibilityTimeoutSeconds, SQS_MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MULTIPLIER } from "../../policy/contract";
 
 /**
  * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
@@ -12,8 +12,10 @@ const TAG_KEY = /^(?!aws:)[\w .:/=+@-]{1,128}$/;
 /** A CloudWatch namespace (CloudWatch's characters, not starting with `:`, not the reserved `AWS/`). */
 const METRIC_NAMESPACE = /^(?!:)(?!AWS\/)[A-Za-z0-9 _./#:-]{1,255}$/;
 
-const SCHEDULE = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$/;
-const schedule = z.string().regex(SCHEDULE, "must be rate(<n> minutes|hours|days) or cron(<6 fields>)");
+const schedule = z.string().superRefine((expression, ctx) => {
+  const problem = scheduleExpressionProblem(expression, { allowAt: false });
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
 
 const consumer = {
   /** Visibility timeout of the consumed queue; ≥ 6 × timeoutSeconds + batchingWindowSeconds. */

@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { FARGATE_CPU_UNITS, fargateSizeProblem, MODEL_NAME_PATTERN, MODEL_NAME_RULE, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
+import {
+  FARGATE_CPU_UNITS,
+  fargateSizeProblem,
+  MODEL_NAME_PATTERN,
+  MODEL_NAME_RULE,
+  requiredVisibilityTimeoutSeconds,
+  scheduleExpressionProblem,
+} from "../../policy/contract";
 
 /**
  * `encache:retraining` (docs/parts/retraining.md). Defaults are the original system's: queue visibility 600 s, retention
@@ -7,8 +14,6 @@ import { FARGATE_CPU_UNITS, fargateSizeProblem, MODEL_NAME_PATTERN, MODEL_NAME_R
  * `tradai-strategy-generic`, container `strategy`, on-demand Fargate.
  */
 
-/** `rate(…)`, `cron(6 fields)` or `at(…)`; the QueueSchedule component checks the details again. */
-const SCHEDULE_EXPRESSION = /^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\)|at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\))$/;
 
 const launcherSchema = z
   .object({
@@ -29,7 +34,10 @@ const scheduleSchema = z.object({
   /** The model the schedule retrains; sent as `model_name`. */
   modelName: z.string().regex(MODEL_NAME_PATTERN, `must be a model name the launcher accepts: ${MODEL_NAME_RULE}`),
   /** Scheduler expression: rate(…), cron(6 fields) or at(…). */
-  scheduleExpression: z.string().regex(SCHEDULE_EXPRESSION, "must be rate(N unit), cron(6 fields) or at(yyyy-mm-ddThh:mm:ss)"),
+  scheduleExpression: z.string().superRefine((expression, ctx) => {
+    const problem = scheduleExpressionProblem(expression);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
   /** Time zone of a cron expression. */
   timezone: z.string().min(1).default("UTC"),
 });
@@ -74,7 +82,7 @@ export type RetrainingConfig = z.output<typeof retrainingConfigSchema>;
 
 /** Cross-field checks, pure: paths are relative to `encache:retraining`. */
 export function retrainingConfigProblems(
-  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "strategy" | "schedules">,
+  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "strategy" | "schedules"> & Partial<Pick<RetrainingConfig, "useSpot">>,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems: Array<{ path: Array<string | number>; message: string }> = [];
   const needed = requiredVisibilityTimeoutSeconds(c.launcher.timeoutSeconds, c.launcher.batchingWindowSeconds);
@@ -90,6 +98,9 @@ export function retrainingConfigProblems(
   const size = fargateSizeProblem(c.strategy.cpu, c.strategy.memoryMb);
   // The shared check names cpu when cpu itself is no Fargate size, else memory that does not fit it.
   if (size) problems.push({ path: ["strategy", FARGATE_CPU_UNITS.includes(c.strategy.cpu) ? "memoryMb" : "cpu"], message: size });
+  if (c.useSpot && c.strategy.cpuArchitecture === "ARM64") {
+    problems.push({ path: ["strategy", "cpuArchitecture"], message: "must be X86_64 when useSpot is true: Fargate Spot runs no ARM64 tasks" });
+  }
   const seen = new Map<string, number>();
   c.schedules.forEach((s, i) => {
     const slug = scheduleSlug(s.modelName);

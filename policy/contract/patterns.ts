@@ -7,3 +7,26 @@ export const MODEL_NAME_RULE = "1-256 characters of letters, digits, spaces or _
 
 /** An EC2 instance type: `g5.xlarge`, `p4d.24xlarge`, `inf2.xlarge`… family, generation, options, a dot, a size. */
 export const INSTANCE_TYPE_PATTERN = /^[a-z]+[0-9][a-z0-9-]*\.[0-9]*(nano|micro|small|medium|large|xlarge|metal(-[0-9]+xl)?)$/;
+
+const RATE = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/;
+const CRON = /^cron\((\S+) (\S+) (\S+) (\S+) (\S+) (\S+)\)$/;
+const AT = /^at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\)$/;
+
+/**
+ * Why EventBridge Scheduler would refuse an expression, or undefined. A cron has six fields, and
+ * exactly one of day-of-month and day-of-week is `?` (a value or `*` in one needs `?` in the
+ * other). `at(…)` is a one-off, which recurring housekeeping does not allow. Pure.
+ */
+export function scheduleExpressionProblem(expression: string, options: { allowAt: boolean } = { allowAt: true }): string | undefined {
+  const forms = options.allowAt ? "rate(N unit), cron(6 fields) or at(yyyy-mm-ddThh:mm:ss)" : "rate(N unit) or cron(6 fields)";
+  const rate = RATE.exec(expression);
+  if (rate) return Number(rate[1]) >= 1 ? undefined : "a rate must be at least 1";
+  const cron = CRON.exec(expression);
+  if (cron) {
+    const [dayOfMonth, dayOfWeek] = [cron[3], cron[5]];
+    if ((dayOfMonth === "?") === (dayOfWeek === "?")) return "a cron needs ? in exactly one of day-of-month and day-of-week, such as cron(0 3 * * ? *)";
+    return undefined;
+  }
+  if (options.allowAt && AT.test(expression)) return undefined;
+  return `must be ${forms}`;
+}

@@ -1,0 +1,45 @@
+import { expect } from "chai";
+import { parseStackConfig, StackConfigError } from "../../infra/config";
+import { devConfig, withValue } from "./helpers/stack-config";
+
+function rejection(raw: Record<string, unknown>): string {
+  try {
+    parseStackConfig(raw);
+  } catch (err) {
+    if (err instanceof StackConfigError) return err.message;
+    throw err;
+  }
+  throw new Error("expected the config to be rejected");
+}
+
+/** Config the validators once accepted and AWS rejects: each fails the plan naming its key. */
+describe("stack config refuses what AWS would refuse", () => {
+  const topic = (i: number) => `arn:aws:sns:us-east-1:123456789012:ops-${i}`;
+  const cases: Array<{ title: string; edits: Array<[string, unknown]>; key: string; reason: RegExp }> = [
+    { title: "a 256-CPU strategy task with 1536 MiB", edits: [["retraining.strategy.cpu", 256], ["retraining.strategy.memoryMb", 1536]], key: "encache:retraining.strategy.memoryMb", reason: /one of 512, 1024, 2048 MiB/ },
+    { title: "a 256-CPU worker with 1536 MiB", edits: [["worker.cpu", 256], ["worker.memoryMb", 1536]], key: "encache:worker", reason: /one of 512, 1024, 2048 MiB/ },
+    { title: "an ARM64 strategy on Fargate Spot", edits: [["retraining.useSpot", true], ["retraining.strategy.cpuArchitecture", "ARM64"]], key: "encache:retraining.strategy.cpuArchitecture", reason: /Fargate Spot runs no ARM64 tasks/ },
+    { title: "a retraining cron without ? in day-of-month or day-of-week", edits: [["retraining.schedules", [{ modelName: "PascalStrategy", scheduleExpression: "cron(0 3 * * * *)" }]]], key: "encache:retraining.schedules[0].scheduleExpression", reason: /\? in exactly one/ },
+    { title: "a housekeeping cron with ? in both day fields", edits: [["fleet.schedules.staleSsm", "cron(0 3 ? * ? *)"]], key: "encache:fleet.schedules.staleSsm", reason: /\? in exactly one/ },
+    { title: "a one-off at() for recurring housekeeping", edits: [["fleet.schedules.oldJobs", "at(2027-01-01T00:00:00)"]], key: "encache:fleet.schedules.oldJobs", reason: /rate\(N unit\) or cron\(6 fields\)/ },
+    { title: "six alarm topics (CloudWatch takes five)", edits: [["alarmActions", [1, 2, 3, 4, 5, 6].map(topic)]], key: "encache:alarmActions", reason: /at most 5 topics/ },
+  ];
+  for (const c of cases) {
+    it(`rejects ${c.title}, naming ${c.key}`, () => {
+      // Prepare
+      let raw = devConfig();
+      for (const [key, value] of c.edits) raw = withValue(raw, key, value);
+
+      // Act
+      const message = rejection(raw);
+
+      // Assess
+      expect(message).to.include(c.key);
+      expect(message).to.match(c.reason);
+    });
+  }
+
+  it("accepts five alarm topics", () => {
+    expect(parseStackConfig(withValue(devConfig(), "alarmActions", [1, 2, 3, 4, 5].map(topic))).alarmActions).to.have.length(5);
+  });
+});
