@@ -60,6 +60,18 @@ export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "schedule
   return r;
 }
 
+/** Pulumi auto-names a resource `<logical name>-<7 hex>`: 8 characters more than its logical name. */
+const AUTO_NAME_SUFFIX = 8;
+/** IAM role names and Scheduler schedule names are both at most 64 characters. */
+const NAME_LIMIT = 64;
+
+/** Why the schedule's or its role's physical name would exceed AWS's 64 characters, or undefined. Pure. */
+export function autoNamesOverLimit(name: string): string | undefined {
+  const longest = `${name}-role`;
+  const length = longest.length + AUTO_NAME_SUFFIX;
+  return length > NAME_LIMIT ? `the role's name ${longest}-xxxxxxx would be ${length} characters; IAM and Scheduler allow ${NAME_LIMIT}` : undefined;
+}
+
 /**
  * An EventBridge Scheduler schedule that sends a fixed message to an SQS queue, with a retry
  * policy and a dead-letter queue, under a role that may send to exactly those two queues.
@@ -73,6 +85,8 @@ export class QueueSchedule extends pulumi.ComponentResource {
   constructor(name: string, args: QueueScheduleArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:scheduling:QueueSchedule", name, {}, opts);
     const r = resolveQueueScheduleArgs(args);
+    const tooLong = autoNamesOverLimit(name);
+    if (tooLong) throw new Error(`QueueSchedule ${name}: ${tooLong}`);
     const tags = args.tags ?? {};
 
     this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com"), tags }, { parent: this });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import {
   FARGATE_CPU_UNITS,
@@ -111,11 +112,23 @@ export function retrainingConfigProblems(
   return problems;
 }
 
-/** A resource-name-safe form of a model name: `PascalStrategy-v2` → `pascalstrategy-v2`. Pure. */
+/**
+ * The longest slug whose schedule still fits AWS's names after Pulumi's 8-character auto-name
+ * suffix: `retraining-schedule-<slug>-role` must stay within IAM's 64 (and the schedule within
+ * Scheduler's 64).
+ */
+export const MAX_SCHEDULE_SLUG = 64 - 8 - "retraining-schedule-".length - "-role".length;
+
+/**
+ * A resource-name-safe form of a model name: `PascalStrategy-v2` → `pascalstrategy-v2`. A longer
+ * one is cut and given a hash of the whole name, so it stays unique and deterministic. Pure.
+ */
 export function scheduleSlug(modelName: string): string {
-  return modelName
+  const slug = modelName
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 48);
+    .replace(/^-+|-+$/g, "");
+  if (slug.length <= MAX_SCHEDULE_SLUG) return slug;
+  const hash = createHash("sha256").update(modelName, "utf8").digest("hex").slice(0, 6);
+  return `${slug.slice(0, MAX_SCHEDULE_SLUG - hash.length - 1).replace(/-+$/, "")}-${hash}`;
 }

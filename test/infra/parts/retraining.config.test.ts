@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
 import { strategyFamily } from "../../../infra/parts/retraining";
 import { FARGATE_CPU_UNITS, fargateSizeProblem } from "../../../policy/contract";
-import { retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { MAX_SCHEDULE_SLUG, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
+import { autoNamesOverLimit } from "../../../infra/components/queue-schedule";
 import { devConfig, withValue } from "../helpers/stack-config";
 
 function configError(raw: Record<string, unknown>): string {
@@ -79,5 +80,27 @@ describe("retraining config (encache:retraining)", () => {
   it("slugs and families", () => {
     expect(scheduleSlug("PascalStrategy-eth v2")).to.equal("pascalstrategy-eth-v2");
     expect(strategyFamily("tradai-strategy-generic", "prod")).to.equal("tradai-strategy-generic-prod");
+  });
+
+  it("shortens a long model name's slug deterministically, so the schedule and its role fit AWS's 64 characters", () => {
+    // Prepare: the longest model name the launcher accepts, and two that differ only at the end.
+    const longest = `M${"x".repeat(255)}`;
+    const a = `${"PascalStrategy-".repeat(4)}a`;
+    const b = `${"PascalStrategy-".repeat(4)}b`;
+
+    // Act
+    const slugs = [longest, a, b].map(scheduleSlug);
+
+    // Assess
+    for (const slug of slugs) {
+      expect(slug.length).to.be.at.most(MAX_SCHEDULE_SLUG);
+      expect(autoNamesOverLimit(`retraining-schedule-${slug}`)).to.equal(undefined);
+    }
+    expect(slugs[1]).to.not.equal(slugs[2]);
+    expect(scheduleSlug(a)).to.equal(slugs[1]);
+  });
+
+  it("the QueueSchedule guard names a logical name whose role would exceed 64 characters", () => {
+    expect(autoNamesOverLimit(`retraining-schedule-${"x".repeat(32)}`)).to.match(/would be 65 characters; IAM and Scheduler allow 64/);
   });
 });
