@@ -1,4 +1,6 @@
 import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 
 /**
@@ -121,8 +123,11 @@ function computeAnswers(region: string): Record<string, Answerer> {
     "aws:ecs/taskDefinition:TaskDefinition": (args, state) => {
       const inputs = args.inputs as Record<string, unknown>;
       const family = String(inputs.family ?? physicalName(args));
-      const arn = `arn:aws:ecs:${region}:${acct}:task-definition/${family}:1`;
-      return state(family, { arn, arnWithoutRevision: `arn:aws:ecs:${region}:${acct}:task-definition/${family}`, revision: 1 });
+      // ECS registers a new revision whenever the definition changes; a number derived from the
+      // containers stands in for it, so whatever points at the revision changes with it.
+      const revision = (parseInt(shortHash(String(inputs.containerDefinitions ?? "")).slice(0, 6), 16) % 9999) + 1;
+      const arn = `arn:aws:ecs:${region}:${acct}:task-definition/${family}:${revision}`;
+      return state(family, { arn, arnWithoutRevision: `arn:aws:ecs:${region}:${acct}:task-definition/${family}`, revision });
     },
     "aws:ecs/service:Service": (args, state) => {
       const name = physicalName(args);
@@ -155,8 +160,10 @@ function componentAnswers(): Record<string, Answerer> {
   return {
     "awsx:ecr:Image": (args) => {
       const inputs = args.inputs as Record<string, unknown>;
-      // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned URI it would output.
-      const digest = crypto.createHash("sha256").update(`${args.name}\0${String(inputs.context)}`).digest("hex");
+      // A remote component: under mocks nothing is built or pushed, so answer with the digest-pinned
+      // URI it would output, derived from what a build reads (the context's files and the
+      // Dockerfile), not from their paths: a code change must change the image, as it does on AWS.
+      const digest = buildDigest(String(inputs.context), String(inputs.dockerfile ?? ""), String(inputs.imageTag ?? ""));
       return { id: undefined, state: { imageUri: `${String(inputs.repositoryUrl)}@sha256:${digest}` } };
     },
     "awsx:ec2:Vpc": (args) => {
@@ -167,6 +174,22 @@ function componentAnswers(): Record<string, Answerer> {
       return { id: undefined, state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] } };
     },
   };
+}
+
+/** What a Docker build of `context` would be identified by: the content of every file it reads. */
+function buildDigest(context: string, dockerfile: string, tag: string): string {
+  const hash = crypto.createHash("sha256").update(tag);
+  const files = (dir: string): string[] =>
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      // A concurrent plan's half-written bundle (writeImageContext renames it into place) is not context.
+      .filter((e) => !e.name.endsWith(".tmp"))
+      .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  const root = path.resolve(context);
+  for (const file of [...(fs.existsSync(root) ? files(root) : []), ...(dockerfile && fs.existsSync(dockerfile) ? [path.resolve(dockerfile)] : [])].sort()) {
+    hash.update(path.relative(root, file)).update("\0").update(fs.readFileSync(file)).update("\0");
+  }
+  return hash.digest("hex");
 }
 
 /** Any other custom resource: a name, an id and an ARN in its service's namespace. */

@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { bundleFunction, REPO_ROOT, type FunctionBundle } from "../bundle";
@@ -20,4 +21,15 @@ export function writeImageContext(entry: string, contextDir: string, fileName = 
     fs.renameSync(tmp, target);
   }
   return bundle;
+}
+
+/**
+ * The image's tag, from what goes into the build: the bundle, the Dockerfile and the platform. An
+ * immutable ECR repository refuses to overwrite a tag, so the tag must change exactly when the
+ * image does; awsx's default tag hashes the context's path instead, and a code change would then
+ * fail the second deploy. Pure.
+ */
+export function imageContentTag(build: { code: string; dockerfile: string; platform: string }): string {
+  const hash = crypto.createHash("sha256").update(build.code).update("\0").update(build.dockerfile).update("\0").update(build.platform).digest("hex");
+  return `sha-${hash.slice(0, 32)}`;
 }

@@ -55,7 +55,11 @@ export const workerConfigSchema = z
     /** The handler allow-list: job type → absolute executable path and fixed arguments. */
     executables: executablesSchema.refine((e) => Object.keys(e).length > 0, "must allow at least one executable"),
     /** Images kept in the ECR repository. */
-    keepImages: int(1, 1000).default(10),
+    /**
+     * Images the repository keeps. At least 2: during a deploy the service still runs the previous
+     * image, and a rollback needs it, so it must not expire the moment the new one is pushed.
+     */
+    keepImages: z.number().int().min(2, "must be at least 2: the running service and a rollback still need the previous image").max(1000).default(10),
   })
   .superRefine((c, ctx) => {
     for (const issue of workerConfigIssues(c)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });

@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
@@ -5,7 +7,8 @@ import { metricsNamespace } from "../../policy/contract";
 import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueWorkerService } from "../components/queue-worker-service";
-import { writeImageContext } from "../components/queue-worker-service-image";
+import { imageContentTag, writeImageContext } from "../components/queue-worker-service-image";
+import { REPO_ROOT } from "../bundle";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -133,9 +136,18 @@ function createRepository({ name, args, tags, parent }: WorkerPart): aws.ecr.Rep
 /** The worker bundle in a build context, built and pushed by awsx. */
 function createImage({ name, parent }: WorkerPart, repository: aws.ecr.Repository): { image: awsx.ecr.Image; bundleBytes: number } {
   const bundle = writeImageContext(WORKER_ENTRY, WORKER_IMAGE_CONTEXT);
+  const platform = "linux/amd64";
+  const dockerfile = fs.readFileSync(path.join(REPO_ROOT, WORKER_DOCKERFILE), "utf8");
   const image = new awsx.ecr.Image(
     `${name}-image`,
-    { repositoryUrl: repository.repositoryUrl, context: WORKER_IMAGE_CONTEXT, dockerfile: WORKER_DOCKERFILE, platform: "linux/amd64" },
+    {
+      repositoryUrl: repository.repositoryUrl,
+      context: WORKER_IMAGE_CONTEXT,
+      dockerfile: WORKER_DOCKERFILE,
+      platform,
+      // Content-addressed: a new tag exactly when the image changes (the repository is immutable).
+      imageTag: imageContentTag({ code: bundle.code, dockerfile, platform }),
+    },
     { parent },
   );
   return { image, bundleBytes: bundle.bytes };
