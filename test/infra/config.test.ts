@@ -1,17 +1,8 @@
 import { expect } from "chai";
-import { configKey, parseStackConfig, StackConfigError } from "../../infra/config";
+import { configKey, parseStackConfig } from "../../infra/config";
 import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
-import { devConfig, withValue } from "./helpers/stack-config";
+import { configError, devConfig, withValue } from "./helpers/stack-config";
 
-function configError(raw: unknown): StackConfigError {
-  try {
-    parseStackConfig(raw);
-  } catch (err) {
-    if (err instanceof StackConfigError) return err;
-    throw err;
-  }
-  throw new Error("expected the config to be rejected");
-}
 
 describe("stack config (infra/config.ts)", () => {
   it("accepts the dev stack and fills defaults", () => {

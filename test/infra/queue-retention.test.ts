@@ -1,30 +1,13 @@
 import { expect } from "chai";
-import * as fs from "node:fs";
-import * as path from "node:path";
-import { parse } from "yaml";
-import { REPO_ROOT } from "../../infra/bundle";
-import { parseStackConfig, queueBudgets, StackConfigError } from "../../infra/config";
-import { devConfig, withValue } from "./helpers/stack-config";
+import { parseStackConfig, queueBudgets } from "../../infra/config";
+import { configError, devConfig, stackConfig, withValue } from "./helpers/stack-config";
 
 /** The prod stack's config as the program sees it (unqualified keys). */
-function prodConfig(): Record<string, unknown> {
-  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.prod.yaml"), "utf8")) as { config: Record<string, unknown> };
-  return Object.fromEntries(Object.entries(doc.config).filter(([k]) => k.startsWith("encache:")).map(([k, v]) => [k.slice("encache:".length), v]));
-}
 
-function rejection(raw: Record<string, unknown>): string {
-  try {
-    parseStackConfig(raw);
-  } catch (err) {
-    if (err instanceof StackConfigError) return err.message;
-    throw err;
-  }
-  throw new Error("expected the config to be rejected");
-}
 
 describe("queue retention covers every receive (infra/config.ts queueRetentionProblems)", () => {
   it("both committed stacks keep every queue's messages through all their receives", () => {
-    for (const raw of [devConfig(), prodConfig()]) {
+    for (const raw of [devConfig(), stackConfig("prod")]) {
       const cfg = parseStackConfig(raw);
       for (const q of queueBudgets(cfg)) {
         expect(q.retentionSeconds, q.queue).to.be.at.least(q.visibilitySeconds * cfg.queues.maxReceiveCount);
@@ -46,10 +29,10 @@ describe("queue retention covers every receive (infra/config.ts queueRetentionPr
 
   it("rejects prod's refill queue without its retention: four 2-minute periods are less than 3 × 540 s", () => {
     // Prepare: the committed prod config as it was before pool.refill.messageRetentionSeconds.
-    const raw = withValue(prodConfig(), "pool.refill.messageRetentionSeconds", undefined);
+    const raw = withValue(stackConfig("prod"), "pool.refill.messageRetentionSeconds", undefined);
 
     // Act
-    const message = rejection(raw);
+    const message = configError(raw).message;
 
     // Assess
     expect(message).to.include("encache:pool.refill.queueVisibilityTimeoutSeconds:");
@@ -72,7 +55,7 @@ describe("queue retention covers every receive (infra/config.ts queueRetentionPr
       for (const [key, value] of c.edits) raw = withValue(raw, key, value);
 
       // Act
-      const message = rejection(raw);
+      const message = configError(raw).message;
 
       // Assess
       expect(message).to.include(`${c.key}:`);

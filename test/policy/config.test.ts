@@ -1,15 +1,11 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parse } from "yaml";
 import { REPO_ROOT } from "../../infra/bundle";
 import { parseStackConfig } from "../../infra/config";
+import { stackConfig } from "../infra/helpers/stack-config";
 
 /** The stack's config as the program sees it (unqualified `encache:` keys). */
-function stackConfig(stack: string): Record<string, unknown> {
-  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
-  return Object.fromEntries(Object.entries(doc.config).filter(([k]) => k.startsWith("encache:")).map(([k, v]) => [k.slice("encache:".length), v]));
-}
 
 describe("each stack's policy pack config follows the stack's names", () => {
   for (const stack of ["dev", "prod"]) {

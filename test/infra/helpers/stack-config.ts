@@ -2,13 +2,41 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../../../infra/bundle";
+import { parseStackConfig, StackConfigError } from "../../../infra/config";
 
-/** The dev stack's config as the program sees it (unqualified keys), to mutate in tests. */
-export function devConfig(): Record<string, unknown> {
-  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8")) as { config: Record<string, unknown> };
+/** A committed stack's config as the program sees it (unqualified `encache:` keys), to mutate in tests. */
+export function stackConfig(stack: string): Record<string, unknown> {
+  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(doc.config)) if (k.startsWith("encache:")) out[k.slice("encache:".length)] = v;
   return out;
+}
+
+/** The dev stack's config (see stackConfig). */
+export function devConfig(): Record<string, unknown> {
+  return stackConfig("dev");
+}
+
+/** The error the program's config check throws for `raw`; fails the test when it accepts it. */
+export function configError(raw: unknown): StackConfigError {
+  try {
+    parseStackConfig(raw);
+  } catch (err) {
+    if (err instanceof StackConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected the config to be rejected");
+}
+
+/** Every `key: reason` the config check reports for `raw`; empty when it accepts it. */
+export function configIssues(raw: unknown): string[] {
+  try {
+    parseStackConfig(raw);
+    return [];
+  } catch (err) {
+    if (err instanceof StackConfigError) return err.issues.map((i) => `${i.key}: ${i.reason}`);
+    throw err;
+  }
 }
 
 /** Sets `value` at a dotted path in a deep copy; `undefined` deletes the key. */

@@ -1,17 +1,10 @@
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { expect } from "chai";
-import { parse } from "yaml";
-import { REPO_ROOT } from "../../../infra/bundle";
 import { parseStackConfig } from "../../../infra/config";
 import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
 import { FLEET_NAME_DEFAULTS } from "../../../policy/contract";
-import { devConfig, withValue } from "../helpers/stack-config";
+import { devConfig, stackConfig, withValue } from "../helpers/stack-config";
 
-function fleetSection(stack: string): unknown {
-  const doc = parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, unknown> };
-  return doc.config["encache:fleet"];
-}
+const fleetSection = (stack: string): unknown => stackConfig(stack).fleet;
 
 describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
   for (const stack of ["dev", "prod"]) {

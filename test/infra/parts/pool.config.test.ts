@@ -1,17 +1,8 @@
 import { expect } from "chai";
-import { parseStackConfig, StackConfigError } from "../../../infra/config";
+import { parseStackConfig } from "../../../infra/config";
 import { poolCrossFieldIssues } from "../../../infra/parts/pool.config";
-import { devConfig, withValue } from "../helpers/stack-config";
+import { configIssues, devConfig, withValue } from "../helpers/stack-config";
 
-function keysOf(raw: Record<string, unknown>): string[] {
-  try {
-    parseStackConfig(raw);
-  } catch (e) {
-    if (e instanceof StackConfigError) return e.issues.map((i) => `${i.key}: ${i.reason}`);
-    throw e;
-  }
-  return [];
-}
 
 describe("pool config (encache:pool)", () => {
   it("accepts the dev stack and fills the defaults", () => {
@@ -37,7 +28,7 @@ describe("pool config (encache:pool)", () => {
   ];
   for (const [path, value, message] of bad) {
     it(`names the key for ${path} = ${JSON.stringify(value)}`, () => {
-      const issues = keysOf(withValue(devConfig(), path, value));
+      const issues = configIssues(withValue(devConfig(), path, value));
       expect(issues.some((i) => message.test(i)), issues.join("\n")).to.equal(true);
     });
   }
@@ -46,7 +37,7 @@ describe("pool config (encache:pool)", () => {
     const config = devConfig();
     const pool = structuredClone(config.pool) as { classes: Record<string, unknown> };
     pool.classes["GPU_Big"] = pool.classes["gpu-small"];
-    expect(keysOf({ ...config, pool }).join("\n")).to.match(/encache:pool\.classes\.GPU_Big: /);
+    expect(configIssues({ ...config, pool }).join("\n")).to.match(/encache:pool\.classes\.GPU_Big: /);
   });
 
   it("cross-field checks are pure and relative to encache:pool", () => {

@@ -1,19 +1,10 @@
 import { expect } from "chai";
-import { parseStackConfig, StackConfigError } from "../../../infra/config";
+import { parseStackConfig } from "../../../infra/config";
 import { fargateSizeProblem } from "../../../policy/contract";
 import { workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/parts/worker.config";
 import { clusterTasksArn } from "../../../infra/parts/worker";
-import { devConfig, withValue } from "../helpers/stack-config";
+import { configIssues, devConfig, withValue } from "../helpers/stack-config";
 
-function keysOf(raw: Record<string, unknown>): string[] {
-  try {
-    parseStackConfig(raw);
-  } catch (e) {
-    if (e instanceof StackConfigError) return e.issues.map((i) => `${i.key}: ${i.reason}`);
-    throw e;
-  }
-  return [];
-}
 
 describe("worker config (encache:worker)", () => {
   it("accepts the dev stack's worker section", () => {
@@ -36,7 +27,7 @@ describe("worker config (encache:worker)", () => {
   ];
   for (const [name, key, value, reason] of bad) {
     it(`rejects ${name}, naming the key`, () => {
-      const issues = keysOf(withValue(devConfig(), key, value));
+      const issues = configIssues(withValue(devConfig(), key, value));
       expect(issues.some((i) => reason.test(i)), issues.join("\n")).to.equal(true);
     });
   }
