@@ -13,6 +13,7 @@ export type PoolResource =
   | "pool-launch-created" // what RunInstances creates (instance, volumes, ENI), which must carry the pool tag
   | "pool-launch-inputs" // what RunInstances uses: the pool's launch templates, subnet, security group, images
   | "pool-spot-requests" // the Spot request RunInstances creates for a Spot class's template
+  | "pool-ami-parameters" // the public SSM parameters the templates name as their AMI (resolve:ssm:)
   | "instance-role" // the pool instance profile's role
   | "refill-dlq"; // the refill queue's DLQ (quarantine of malformed refill messages)
 
@@ -39,6 +40,9 @@ export const REFILL_GRANTS = [
   // A Spot class's template makes RunInstances create a Spot request, which IAM authorises too;
   // without it every Spot refill is denied. It launches nothing the statements above do not allow.
   { sid: "RunSpotRequests", actions: ["ec2:RunInstances"], resource: "pool-spot-requests" },
+  // The templates name their AMI as resolve:ssm:<parameter>; EC2 reads the parameter with the
+  // caller's rights when it launches, so the caller needs ssm:GetParameters on it.
+  { sid: "ResolveTemplateAmi", actions: ["ssm:GetParameters"], resource: "pool-ami-parameters", implied: true },
   // Tag-on-create needs CreateTags, and only as part of RunInstances.
   {
     sid: "TagOnLaunch",

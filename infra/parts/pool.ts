@@ -43,6 +43,8 @@ export interface PoolAccess {
   instanceRoleArn: pulumi.Input<string>;
   /** Whether any class launches Spot: only then is the Spot-request grant declared. */
   hasSpotClass: boolean;
+  /** The public SSM parameters the classes' templates resolve their AMI from. */
+  amiParameters: string[];
 }
 
 /** The refill function's statements and the claim API's, derived from the grants beside their code. Pure. */
@@ -69,6 +71,8 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
     },
     "instance-role": { resource: a.instanceRoleArn },
     "pool-spot-requests": { resource: `arn:aws:ec2:${a.region}:*:spot-instances-request/*` },
+    // Public parameters live in no account: their ARNs have an empty account field.
+    "pool-ami-parameters": { resource: [...new Set(a.amiParameters)].sort().map((p) => `arn:aws:ssm:${a.region}::parameter${p}`) },
     "refill-dlq": { resource: a.refillDlqArn },
   };
   const refillGrants = a.hasSpotClass ? REFILL_GRANTS : REFILL_GRANTS.filter((g) => g.resource !== "pool-spot-requests");
@@ -111,6 +115,7 @@ export class Pool extends pulumi.ComponentResource {
       securityGroupArn: compute.securityGroup.arn,
       instanceRoleArn: this.instanceRole.arn,
       hasSpotClass: Object.values(args.config.classes).some((c) => c.usageClass === "spot"),
+      amiParameters: Object.values(args.config.classes).map((c) => c.amiParameter),
     });
     this.refill = createRefill(part, { classes: this.classes, claimTable: this.claimTable, refillQueue: this.refillQueue, statements: statements.refill });
     this.claimPolicy = createClaimPolicy(part, statements.claim);

@@ -79,9 +79,9 @@ describe("pool IAM action lists match what the code calls", () => {
 
     expect(ec2.mock.commandCalls(RunInstancesCommand)).to.have.length(1);
     expect(actionsSent([["sqs", queue.mock], ["ec2", ec2.mock], ["dynamodb", table.mock]])).to.deep.equal([...REFILL_IAM_ACTIONS].sort());
-    // Implied by RunInstances (tag-on-create, the template's instance profile), never sent by the code.
+    // Implied by RunInstances (tag-on-create, the template's instance profile, its resolve:ssm: AMI), never sent by the code.
     const implied = REFILL_GRANTS.filter((g) => "implied" in g && g.implied).flatMap((g) => g.actions);
-    expect(implied).to.have.members(["ec2:CreateTags", "iam:PassRole"]);
+    expect(implied).to.have.members(["ec2:CreateTags", "iam:PassRole", "ssm:GetParameters"]);
     expect(implied.filter((a) => REFILL_IAM_ACTIONS.includes(a))).to.deep.equal([]);
   });
 });

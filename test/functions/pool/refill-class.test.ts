@@ -113,6 +113,7 @@ describe("pool refill", () => {
       securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
       instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance",
       hasSpotClass: false,
+      amiParameters: [],
     }).refill.find((s) => s.Sid === "RunTaggedPoolInstances");
     const conditioned = Object.entries((grant?.Condition?.["StringEquals"] ?? {}) as Record<string, string>).filter(([k]) => k.startsWith("aws:RequestTag/"));
     const resources = ([] as unknown[]).concat(grant?.Resource).map((arn) => /:([a-z-]+)\/\*$/.exec(String(arn))?.[1]);

@@ -19,6 +19,7 @@ describe("pool IAM statements", () => {
     securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
     instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance-role",
     hasSpotClass: true,
+    amiParameters: ["/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"],
   };
   const bySid = (statements: Statement[], sid: string) => statements.find((s) => s.Sid === sid);
 
@@ -60,5 +61,16 @@ describe("pool IAM statements", () => {
     // Assess
     expect(withSpot).to.deep.include({ Action: ["ec2:RunInstances"], Resource: "arn:aws:ec2:us-east-1:*:spot-instances-request/*" });
     expect(withoutSpot).to.equal(undefined);
+  });
+
+  it("lets RunInstances read the public AMI parameters the templates resolve at launch, and no other parameter", () => {
+    // Act
+    const resolve = bySid(refillStatements(args), "ResolveTemplateAmi");
+
+    // Assess: one ARN per distinct parameter, with the empty account of a public parameter.
+    expect(resolve).to.deep.include({
+      Action: ["ssm:GetParameters"],
+      Resource: ["arn:aws:ssm:us-east-1::parameter/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"],
+    });
   });
 });
