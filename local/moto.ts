@@ -54,12 +54,18 @@ export class MotoServer {
   private readonly stopOnExit = () => this.kill();
   endpoint = "";
 
-  /** Starts moto on a free loopback port and waits until it answers. */
-  async start(opts: { python?: string; readyTimeoutMs?: number } = {}): Promise<string> {
+  /**
+   * Starts moto on a free loopback port and waits until it answers. It runs through
+   * `local/moto-server.py`, which makes each DynamoDB and SSM request atomic as AWS does: moto's own
+   * backends take no lock, so two concurrent conditional writes could both pass their condition.
+   * `env` is added to the server's environment (tests set MOTO_SWITCH_INTERVAL there).
+   */
+  async start(opts: { python?: string; readyTimeoutMs?: number; env?: Record<string, string> } = {}): Promise<string> {
     const python = opts.python ?? ensureMotoInstalled();
     const port = await freeLoopbackPort();
-    this.child = spawn(python, ["-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)], {
+    this.child = spawn(python, [path.join(ROOT, "local/moto-server.py"), "-H", "127.0.0.1", "-p", String(port)], {
       cwd: ROOT,
+      env: { ...process.env, ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
       // Ctrl-C in a terminal reaches the whole process group: moto must outlive us just long
       // enough for the final summary, and is stopped by stop().

@@ -1,0 +1,118 @@
+/**
+ * The local AWS must refuse what AWS refuses. moto applies a conditional write in two steps on a
+ * request thread; local/moto-server.py runs each DynamoDB and SSM request under a lock so that
+ * concurrent writers cannot both pass one condition. MOTO_SWITCH_INTERVAL makes the interleaving
+ * that is rare at Python's default likely: without the lock, rounds here see two winners.
+ */
+import { CreateTableCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { expect } from "chai";
+import { MotoServer, motoClientEnv } from "../../local/moto";
+
+const ROUNDS = 60;
+const WRITERS = 4;
+
+interface Race {
+  name: string;
+  /** Prepares round `round`; returns one conditional write per writer, resolving true when it won. */
+  prepare(round: number): Promise<Array<() => Promise<boolean>>>;
+}
+
+const lostCondition = (names: string[]) => (error: unknown) => {
+  if (error instanceof Error && names.includes(error.name)) return false;
+  throw error;
+};
+
+describe("local AWS (moto-server.py): one winner per conditional write, as on AWS", function () {
+  this.timeout(120_000);
+  const moto = new MotoServer();
+  let dynamodb: DynamoDBClient;
+  let ssm: SSMClient;
+
+  before(async () => {
+    const endpoint = await moto.start({ env: { MOTO_SWITCH_INTERVAL: "0.000001" } });
+    const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY } = motoClientEnv(endpoint, "us-east-1");
+    const config = { endpoint, region: "us-east-1", credentials: { accessKeyId: AWS_ACCESS_KEY_ID!, secretAccessKey: AWS_SECRET_ACCESS_KEY! }, maxAttempts: 1 };
+    dynamodb = new DynamoDBClient(config);
+    ssm = new SSMClient(config);
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: "jobs",
+        KeySchema: [{ AttributeName: "job_id", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "job_id", AttributeType: "S" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
+  });
+
+  after(async () => {
+    dynamodb?.destroy();
+    ssm?.destroy();
+    await moto.stop();
+  });
+
+  const races: Race[] = [
+    {
+      name: "DynamoDB UpdateItem with a ConditionExpression",
+      async prepare(round) {
+        const Key = { job_id: { S: `job-${round}` } };
+        await dynamodb.send(new PutItemCommand({ TableName: "jobs", Item: { ...Key, status: { S: "running" } } }));
+        return Array.from({ length: WRITERS }, (_, writer) => () =>
+          dynamodb
+            .send(
+              new UpdateItemCommand({
+                TableName: "jobs",
+                Key,
+                UpdateExpression: "SET #status = :done, #by = :by",
+                ConditionExpression: "#status = :running",
+                ExpressionAttributeNames: { "#status": "status", "#by": "completed_by" },
+                ExpressionAttributeValues: { ":done": { S: "completed" }, ":running": { S: "running" }, ":by": { N: String(writer) } },
+              }),
+            )
+            .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
+        );
+      },
+    },
+    {
+      name: "DynamoDB PutItem with attribute_not_exists",
+      async prepare(round) {
+        return Array.from({ length: WRITERS }, (_, writer) => () =>
+          dynamodb
+            .send(
+              new PutItemCommand({
+                TableName: "jobs",
+                Item: { job_id: { S: `lease-${round}` }, owner: { N: String(writer) } },
+                ConditionExpression: "attribute_not_exists(job_id)",
+              }),
+            )
+            .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
+        );
+      },
+    },
+    {
+      name: "SSM PutParameter without Overwrite",
+      async prepare(round) {
+        return Array.from({ length: WRITERS }, (_, writer) => () =>
+          ssm
+            .send(new PutParameterCommand({ Name: `/race/${round}`, Value: String(writer), Type: "String" }))
+            .then(() => true, lostCondition(["ParameterAlreadyExists"])),
+        );
+      },
+    },
+  ];
+
+  for (const race of races) {
+    it(`${race.name}: ${ROUNDS} rounds of ${WRITERS} concurrent writers`, async () => {
+      // Prepare
+      const winnersPerRound: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const writers = await race.prepare(round);
+        // Act
+        const won = await Promise.all(writers.map((write) => write()));
+        winnersPerRound.push(won.filter(Boolean).length);
+      }
+      // Assess
+      expect(winnersPerRound.filter((n) => n !== 1), "rounds without exactly one winner").to.deep.equal([]);
+    });
+  }
+});
