@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { PRODUCT, retentionNeededSeconds } from "../policy/contract";
+import { stackScopeProblems, withStackScopedDefaults } from "./stack-scope";
 import { managedQueueDefaults } from "./components/managed-queue";
 import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
@@ -21,7 +22,8 @@ export const PROJECT_NAMESPACE = PRODUCT;
 /** CloudWatch's PutMetricAlarm takes at most 5 AlarmActions; every depth alarm gets these and no other. */
 export const MAX_ALARM_ACTIONS = 5;
 
-export const stackConfigSchema = z
+/** The stack config's keys and their rules, before the stack-scoped names are derived (see stack-scope.ts). */
+const stackConfigObject = z
   .object({
     /** Short environment name, used in tags and resource names. */
     environment: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be 2–16 lowercase letters, digits or dashes"),
@@ -68,9 +70,13 @@ export const stackConfigSchema = z
   })
   .superRefine((cfg, ctx) => {
     for (const issue of queueRetentionProblems(cfg)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+    for (const issue of stackScopeProblems(cfg)) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
   });
 
-export type StackConfig = z.infer<typeof stackConfigSchema>;
+/** The stack config: the names two stacks must not share are derived from the environment when unset. */
+export const stackConfigSchema = z.preprocess(withStackScopedDefaults, stackConfigObject);
+
+export type StackConfig = z.output<typeof stackConfigObject>;
 
 /** One queue with a DLQ, as the parts declare it: where its retention and visibility come from. */
 interface QueueBudget {
@@ -127,7 +133,7 @@ export function queueRetentionProblems(cfg: Pick<StackConfig, "queues" | "ingest
         "a failing message would expire before it reaches its DLQ",
     }));
 }
-export type RawStackConfig = z.input<typeof stackConfigSchema>;
+export type RawStackConfig = z.input<typeof stackConfigObject>;
 
 /** Thrown when the stack config is invalid; every line names a full config key. */
 export class StackConfigError extends Error {
@@ -168,7 +174,7 @@ export function configKey(path: ReadonlyArray<PropertyKey>): string {
 }
 
 /** The top-level keys the schema knows, so unknown keys in a stack file are reported, not ignored. */
-const TOP_LEVEL_KEYS = Object.keys(stackConfigSchema.shape) as Array<keyof RawStackConfig>;
+const TOP_LEVEL_KEYS = Object.keys(stackConfigObject.shape) as Array<keyof RawStackConfig>;
 
 /**
  * Reads every `encache:*` key from the running stack and validates it. Call this first,
@@ -187,8 +193,35 @@ export function loadStackConfig(): StackConfig {
     }
     raw[key] = decodeConfigValue(value);
   }
-  if (issues.length > 0) throw new StackConfigError(issues);
-  return parseStackConfig(raw);
+  const accounts = allowedAccountIdsProblem(all[ALLOWED_ACCOUNTS_KEY]);
+  if (accounts) issues.push({ key: ALLOWED_ACCOUNTS_KEY, reason: accounts });
+  try {
+    const config = parseStackConfig(raw);
+    if (issues.length > 0) throw new StackConfigError(issues);
+    return config;
+  } catch (err) {
+    // Every problem at once: one `pulumi up` names them all.
+    if (err instanceof StackConfigError && err.issues !== issues) throw new StackConfigError([...issues, ...err.issues]);
+    throw err;
+  }
+}
+
+/** The AWS provider's own guard: it refuses to act in any account not listed. */
+export const ALLOWED_ACCOUNTS_KEY = "aws:allowedAccountIds";
+
+/**
+ * Every stack names the account it may deploy to, so credentials for the wrong account (dev's
+ * profile while deploying prod, or the reverse) fail before anything is created. `value` is the
+ * config value as Pulumi hands it over (a JSON-encoded list). Pure.
+ */
+export function allowedAccountIdsProblem(value: string | undefined): string | undefined {
+  const howTo = `set it in Pulumi.<stack>.yaml, or: pulumi config set --path '${ALLOWED_ACCOUNTS_KEY}[0]' <12-digit account id>`;
+  if (value === undefined) return `is required: name the account this stack deploys to (${howTo})`;
+  const ids = decodeConfigValue(value);
+  if (!Array.isArray(ids) || ids.length === 0) return `must be a non-empty list of account ids (${howTo})`;
+  const bad = ids.filter((id) => typeof id !== "string" || !/^\d{12}$/.test(id));
+  if (bad.length > 0) return `${bad.map((id) => JSON.stringify(id)).join(", ")}: each must be a 12-digit account id as a string (quote it in YAML)`;
+  return undefined;
 }
 
 /** Pulumi hands every value over as a string; objects, numbers and booleans arrive JSON-encoded. */

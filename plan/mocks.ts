@@ -1,7 +1,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 
 /**
  * Mocks that answer like AWS would: every resource gets a realistic id, ARN, name and (for
@@ -14,14 +14,19 @@ export function shortHash(...parts: string[]): string {
   return crypto.createHash("sha1").update(parts.join("\0")).digest("hex");
 }
 
-/** Pulumi auto-names resources `<logical name>-<7 hex>`; deterministic here so plans diff cleanly. */
+/**
+ * Pulumi auto-names resources `<logical name>-<7 random hex>`, so two stacks of one program never
+ * share an auto-name. Here the suffix hashes the stack, the type and the name: deterministic, so
+ * plans diff cleanly, and distinct per stack as on the real engine, so a test comparing two
+ * stacks sees only the names the program chose itself.
+ */
 export function physicalName(args: Pick<pulumi.runtime.MockResourceArgs, "type" | "name" | "inputs">, key = "name"): string {
   const given = args.inputs[key];
-  return typeof given === "string" && given.length > 0 ? given : `${args.name}-${shortHash(args.type, args.name).slice(0, 7)}`;
+  return typeof given === "string" && given.length > 0 ? given : `${args.name}-${shortHash(pulumi.getStack(), args.type, args.name).slice(0, 7)}`;
 }
 
 function hexId(prefix: string, args: pulumi.runtime.MockResourceArgs): string {
-  return `${prefix}-${shortHash(args.type, args.name).slice(0, 17)}`;
+  return `${prefix}-${shortHash(pulumi.getStack(), args.type, args.name).slice(0, 17)}`;
 }
 
 type Answer = { id: string | undefined; state: Record<string, unknown> };
@@ -51,7 +56,7 @@ function messagingAnswers(region: string): Record<string, Answerer> {
       return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
     },
     "aws:lambda/eventSourceMapping:EventSourceMapping": (args, state) => {
-      const h = shortHash(args.name);
+      const h = shortHash(pulumi.getStack(), args.type, args.name);
       const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
       return state(uuid, { uuid, arn: `arn:aws:lambda:${region}:${acct}:event-source-mapping:${uuid}`, state: "Enabled" });
     },

@@ -3,7 +3,7 @@ import type { RecordedResource, Violation } from "../policy/testing/types";
 export interface PlanDocument {
   project: string;
   stack: string;
-  resources: Array<Pick<RecordedResource, "urn" | "type" | "name" | "parent" | "inputs" | "dependencies"> & { protect: boolean }>;
+  resources: Array<Pick<RecordedResource, "urn" | "type" | "name" | "parent" | "inputs" | "dependencies"> & { protect: boolean; arn?: string }>;
   violations: Violation[];
   summary: { resources: number; mandatory: number; advisory: number };
 }
@@ -13,7 +13,16 @@ export function planDocument(project: string, stack: string, resources: Recorded
   return {
     project,
     stack,
-    resources: resources.map(({ urn, type, name, parent, inputs, dependencies, protect }) => ({ urn, type, name, parent, inputs, dependencies, protect: protect ?? false })),
+    resources: resources.map(({ urn, type, name, parent, inputs, dependencies, protect, outputs }) => ({
+      urn,
+      type,
+      name,
+      parent,
+      inputs,
+      dependencies,
+      protect: protect ?? false,
+      ...(typeof outputs?.arn === "string" ? { arn: outputs.arn } : {}),
+    })),
     violations,
     summary: {
       resources: resources.length,

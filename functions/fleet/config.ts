@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type EnvName, FLEET_NAME_DEFAULTS } from "../../policy/contract";
+import { ENVIRONMENT_TAG, type EnvName, FLEET_NAME_DEFAULTS } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
 
 /** A JSON-encoded env var, validated by `schema` once parsed. */
@@ -23,12 +23,9 @@ const common = {
   RUNS_FLEET_JOB_RETENTION_DAYS: envInt(1, 3650).default(7),
 };
 
-/** `<path>/{instance_id}/config`: each runner's config parameter. */
+/** `<path>/{instance_id}/config`: each runner's config parameter. Per stack, so never defaulted. */
 const runnerPath = {
-  RUNS_FLEET_RUNNER_PARAMETER_PATH: z
-    .string()
-    .regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash")
-    .default(FLEET_NAME_DEFAULTS.runnerParameterPath),
+  RUNS_FLEET_RUNNER_PARAMETER_PATH: z.string().regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash"),
 };
 
 const terminationShape = {
@@ -47,6 +44,11 @@ const housekeepingShape = {
   RUNS_FLEET_MANAGED_TAG_VALUE: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
   /** The tag naming an instance's pool (pool_audit). */
   RUNS_FLEET_POOL_TAG_KEY: z.string().min(1).max(127).default(FLEET_NAME_DEFAULTS.poolTagKey),
+  /**
+   * The stack's environment. The sweeps look only at instances tagged `encache:environment=<this>`
+   * as well as managed, and TerminateInstances is conditioned on it: dev's sweep never sees prod's.
+   */
+  RUNS_FLEET_ENVIRONMENT: z.string().regex(/^[a-z][a-z0-9-]{1,15}$/, "must be the stack's environment name"),
   RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: envUrl(),
   RUNS_FLEET_HOUSEKEEPING_DLQ_URL: envUrl(),
   /** A job may run this long; an instance older than this + 10 minutes with no active job is an orphan. */
@@ -81,6 +83,8 @@ export interface HousekeepingConfig {
   timeMarginMs: number;
   runnerParameterPath: string;
   managedTag: { key: string; value: string };
+  /** `encache:environment=<the stack's>`: the second tag every swept instance must carry. */
+  environmentTag: { key: string; value: string };
   poolTagKey: string;
 }
 
@@ -109,6 +113,7 @@ export function parseHousekeepingConfig(env: NodeJS.ProcessEnv): HousekeepingCon
     timeMarginMs: e.RUNS_FLEET_TIME_MARGIN_MS,
     runnerParameterPath: e.RUNS_FLEET_RUNNER_PARAMETER_PATH,
     managedTag: { key: e.RUNS_FLEET_MANAGED_TAG_KEY, value: e.RUNS_FLEET_MANAGED_TAG_VALUE },
+    environmentTag: { key: ENVIRONMENT_TAG, value: e.RUNS_FLEET_ENVIRONMENT },
     poolTagKey: e.RUNS_FLEET_POOL_TAG_KEY,
   };
 }

@@ -16,15 +16,15 @@ export interface GpuInstanceArgs {
    */
   amiParameter?: string;
   /**
-   * Value of the `Name` tag; the auto-starter's tag scan finds the instance by it.
-   * @default "encache-gpu-worker"
+   * Value of the `Name` tag; the auto-starter's tag scan and its StartInstances grant find the
+   * instance by it. No default: two GPUs in one account must not share it (infra/stack-scope.ts).
    */
-  nameTag?: string;
+  nameTag: string;
   /**
-   * SSM parameter that publishes the instance id to the functions.
-   * @default "/encache/gpu/instance_id"
+   * SSM parameter that publishes the instance id to the functions. No default: SSM names are
+   * unique per account and region, so each stack needs its own.
    */
-  instanceIdParameter?: string;
+  instanceIdParameter: string;
   /**
    * Size of the encrypted gp3 root volume, in GiB.
    * @default 100
@@ -44,8 +44,6 @@ export interface GpuInstanceArgs {
 
 export const gpuInstanceDefaults = {
   amiParameter: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-  nameTag: "encache-gpu-worker",
-  instanceIdParameter: "/encache/gpu/instance_id",
   rootVolumeGiB: 100,
   deletionProtection: false,
 } as const;
@@ -58,7 +56,7 @@ export function resolveGpuInstanceArgs(args: Pick<GpuInstanceArgs, "instanceType
   const r = {
     ...gpuInstanceDefaults,
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
-  } as typeof gpuInstanceDefaults & { instanceType: string };
+  } as typeof gpuInstanceDefaults & { instanceType: string; nameTag: string; instanceIdParameter: string };
   const errors: string[] = [];
   if (!INSTANCE_TYPE_PATTERN.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
   else if (!ACCELERATED_FAMILY.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" has no GPU or ML accelerator`);

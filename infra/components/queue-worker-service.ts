@@ -36,6 +36,11 @@ export interface QueueWorkerServiceArgs {
   subnetIds: pulumi.Input<pulumi.Input<string>[]>;
   /** Region of the log group, for the awslogs driver. */
   region: string;
+  /**
+   * Task definition family. No default: a family is shared by everything in the account and
+   * region that registers into it, so each stack needs its own.
+   */
+  family: string;
   scaling: QueueWorkerScaling;
   /**
    * Task CPU units.
@@ -114,7 +119,7 @@ export interface ResolvedQueueWorkerSettings {
 
 /** Fills defaults and refuses what ECS or Application Auto Scaling would refuse. Pure. */
 export function resolveQueueWorkerServiceArgs(
-  args: Pick<QueueWorkerServiceArgs, "cpu" | "memoryMb" | "fargateBase" | "scratchPath" | "stopTimeoutSeconds" | "taskProtection" | "containerName" | "logRetentionDays" | "scaling">,
+  args: Pick<QueueWorkerServiceArgs, "family" | "cpu" | "memoryMb" | "fargateBase" | "scratchPath" | "stopTimeoutSeconds" | "taskProtection" | "containerName" | "logRetentionDays" | "scaling">,
 ): ResolvedQueueWorkerSettings {
   const d = queueWorkerServiceDefaults;
   const s = args.scaling;
@@ -149,6 +154,7 @@ export function resolveQueueWorkerServiceArgs(
   if (!(r.scaling.backlogPerTaskTarget > 0)) errors.push("scaling.backlogPerTaskTarget must be above 0");
   if (!/^\/[A-Za-z0-9_.\-/]+$/.test(r.scratchPath) || r.scratchPath === "/") errors.push("scratchPath must be an absolute path below /");
   if (!/^[A-Za-z0-9_-]{1,255}$/.test(r.containerName)) errors.push("containerName must be 1-255 letters, digits, _ or -");
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(args.family)) errors.push(`family "${args.family}" must be 1-255 letters, digits, _ or -`);
   if (errors.length > 0) throw new Error(`QueueWorkerService: ${errors.join("; ")}`);
   return r;
 }
@@ -316,7 +322,7 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
   return new aws.ecs.TaskDefinition(
     name,
     {
-      family: name,
+      family: args.family,
       requiresCompatibilities: ["FARGATE"],
       networkMode: "awsvpc",
       cpu: String(r.cpu),

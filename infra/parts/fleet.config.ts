@@ -73,13 +73,14 @@ export const fleetConfigSchema = z
         managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
         managedTagValue: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
         poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
-        runnerParameterPath: z
-          .string()
-          .regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/runners")
-          .default(FLEET_NAME_DEFAULTS.runnerParameterPath),
+        /**
+         * Where each runner's config lives; termination and stale_ssm delete under it, so it carries
+         * the environment (infra/stack-scope.ts).
+         * @default `/runs-fleet/<environment>/runners`
+         */
+        runnerParameterPath: z.string().regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/dev/runners"),
         metricsNamespace: z.string().regex(METRIC_NAMESPACE, "must be a CloudWatch namespace (not AWS/…)").default(FLEET_NAME_DEFAULTS.metricsNamespace),
-      })
-      .prefault({}),
+      }),
     /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
     instancePricesUsdPerHour: z
       .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))

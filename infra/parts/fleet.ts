@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { JOBS_TABLE, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../../policy/contract";
+import { ENVIRONMENT_TAG, JOBS_TABLE, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../../policy/contract";
 import { HOUSEKEEPING_GRANTS, TERMINATION_GRANTS } from "../../functions/fleet/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
@@ -59,6 +59,8 @@ export interface FleetAccess {
   terminationDlqArn: pulumi.Input<string>;
   housekeepingDlqArn: pulumi.Input<string>;
   names: FleetConfig["names"];
+  /** The stack's environment: a fleet instance must carry `encache:environment=<it>` to be terminated. */
+  environment: string;
 }
 
 /** The two consumers' statements, derived from the grants beside their code. Pure. */
@@ -73,7 +75,8 @@ export function fleetStatements(a: FleetAccess): { termination: Statement[]; hou
     "runner-path": { resource: [ssm(""), ssm("/*")] },
     "managed-instances": {
       resource: pulumi.interpolate`arn:aws:ec2:${a.region}:${a.accountId}:instance/*`,
-      condition: { StringEquals: { [`aws:ResourceTag/${a.names.managedTagKey}`]: a.names.managedTagValue } },
+      // Both tags: managed makes an instance the fleet's, the environment makes it this stack's fleet.
+      condition: { StringEquals: { [`aws:ResourceTag/${a.names.managedTagKey}`]: a.names.managedTagValue, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: a.environment } },
     },
     "*": { resource: "*" },
     "termination-dlq": { resource: a.terminationDlqArn },
@@ -180,6 +183,7 @@ function createConsumers(
     terminationDlqArn: terminationQueue.dlq.arn,
     housekeepingDlqArn: housekeepingQueue.dlq.arn,
     names: f.names,
+    environment: args.platform.environment,
   });
   const environment = {
     RUNS_FLEET_JOBS_TABLE: deps.jobs.table.name,
@@ -228,6 +232,7 @@ function createConsumers(
         RUNS_FLEET_MANAGED_TAG_KEY: f.names.managedTagKey,
         RUNS_FLEET_MANAGED_TAG_VALUE: f.names.managedTagValue,
         RUNS_FLEET_POOL_TAG_KEY: f.names.poolTagKey,
+        RUNS_FLEET_ENVIRONMENT: args.platform.environment,
         POWERTOOLS_SERVICE_NAME: "fleet-housekeeping",
       } satisfies FunctionEnvironment<"fleet-housekeeping">,
       ...consumerSizing(f.housekeeping),

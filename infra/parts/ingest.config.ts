@@ -33,13 +33,17 @@ export type ConsumerConfig = z.output<typeof consumerSchema>;
 export const gpuConfigSchema = z.object({
   /** EC2 instance type of the GPU worker. */
   instanceType: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge"),
-  /** Value of the instance's `Name` tag; the auto-starter's tag scan looks for it. */
-  nameTag: z.string().min(1).max(255).default("encache-gpu-worker"),
-  /** SSM parameter that holds the instance id (or the sentinel `none`). */
-  instanceIdParameter: z
-    .string()
-    .regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path")
-    .default("/encache/gpu/instance_id"),
+  /**
+   * Value of the instance's `Name` tag; the auto-starter's tag scan and StartInstances grant key on
+   * it, so it carries the environment (infra/stack-scope.ts).
+   * @default `encache-gpu-worker-<environment>`
+   */
+  nameTag: z.string().min(1).max(255),
+  /**
+   * SSM parameter that holds the instance id (or the sentinel `none`); one per stack.
+   * @default `/encache/<environment>/gpu/instance_id`
+   */
+  instanceIdParameter: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path"),
   /** Public SSM parameter that resolves the AMI id. */
   amiParameter: z
     .string()

@@ -33,8 +33,12 @@ export const poolClassSchema = z.object({
 
 export const poolConfigSchema = z
   .object({
-    /** Value of the `encache:pool` tag; IAM conditions on EC2 start/run key on it. */
-    poolTag: z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value").default("encache-warm-pool"),
+    /**
+     * Value of the `encache:pool` tag; IAM conditions on EC2 start/run key on it, so it carries the
+     * environment (infra/stack-scope.ts).
+     * @default `encache-warm-pool-<environment>`
+     */
+    poolTag: z.string().regex(/^[A-Za-z0-9_.:/=+@-]{1,128}$/, "must be a valid tag value"),
     /** Pool queue retention: adverts go stale, so short (60 s – 1 day); 1–2 refill periods. */
     advertRetentionSeconds: z.number().int().min(60).max(MAX_ADVERT_RETENTION_SECONDS),
     /** DelaySeconds of a re-queued unsuitable advert (SQS: 0–900). */

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
-import { metricsNamespace } from "../../policy/contract";
+import { metricsNamespace, PRODUCT } from "../../policy/contract";
 import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueWorkerService } from "../components/queue-worker-service";
@@ -171,6 +171,8 @@ function createService(
       vpcId: args.network.vpcId,
       subnetIds: args.network.privateSubnetIds,
       region: args.region,
+      // One family per stack: dev's revisions never land in prod's family.
+      family: `${PRODUCT}-${name}-${args.platform.environment}`,
       cpu: w.cpu,
       memoryMb: w.memoryMb,
       fargateBase: w.fargateBase,

@@ -6,6 +6,7 @@
 import { DescribeInstancesCommand, type EC2Client, RunInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
+import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, QueueGauge, ScenarioSummary } from "../types";
 import { readSteps } from "./logs";
@@ -39,7 +40,7 @@ async function imageId(platform: LocalPlatform): Promise<string> {
  * The names the deployed fleet functions key on (stack config `encache:fleet.names`), read from the
  * housekeeping function's environment as the program set it, so the scenario follows the stack.
  */
-function fleetNames(platform: LocalPlatform): { managed: { Key: string; Value: string }; poolTagKey: string; runnerPath: string } {
+function fleetNames(platform: LocalPlatform): { managed: { Key: string; Value: string }; environment: { Key: string; Value: string }; poolTagKey: string; runnerPath: string } {
   const fn = platform.topology.functions.find((f) => f.logicalName === "fleet-housekeeping-consumer");
   const env = fn?.environment ?? {};
   const need = (key: string): string => {
@@ -49,13 +50,15 @@ function fleetNames(platform: LocalPlatform): { managed: { Key: string; Value: s
   };
   return {
     managed: { Key: need("RUNS_FLEET_MANAGED_TAG_KEY"), Value: need("RUNS_FLEET_MANAGED_TAG_VALUE") },
+    // The sweep looks only at the stack's own fleet: managed, and tagged with the stack's environment.
+    environment: { Key: ENVIRONMENT_TAG, Value: need("RUNS_FLEET_ENVIRONMENT") },
     poolTagKey: need("RUNS_FLEET_POOL_TAG_KEY"),
     runnerPath: need("RUNS_FLEET_RUNNER_PARAMETER_PATH"),
   };
 }
 
 async function launch(platform: LocalPlatform, ami: string, name: string): Promise<string> {
-  const { managed, poolTagKey } = fleetNames(platform);
+  const { managed, environment, poolTagKey } = fleetNames(platform);
   const ec2: EC2Client = platform.aws.ec2;
   const out = await ec2.send(
     new RunInstancesCommand({
@@ -63,7 +66,7 @@ async function launch(platform: LocalPlatform, ami: string, name: string): Promi
       InstanceType: "c7g.large",
       MinCount: 1,
       MaxCount: 1,
-      TagSpecifications: [{ ResourceType: "instance", Tags: [managed, { Key: poolTagKey, Value: "default" }, { Key: "Name", Value: name }] }],
+      TagSpecifications: [{ ResourceType: "instance", Tags: [managed, environment, { Key: poolTagKey, Value: "default" }, { Key: "Name", Value: name }] }],
     }),
   );
   const id = out.Instances?.[0]?.InstanceId;

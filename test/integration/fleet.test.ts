@@ -3,10 +3,12 @@ import { DescribeInstancesCommand, RunInstancesCommand } from "@aws-sdk/client-e
 import { GetParametersByPathCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-handler";
-import { JOBS_TABLE } from "../../policy/contract";
-import { FLEET_NAME_DEFAULTS } from "../../policy/contract";
+import { ENVIRONMENT_TAG, FLEET_NAME_DEFAULTS, JOBS_TABLE } from "../../policy/contract";
 
 const MANAGED_TAG = { key: FLEET_NAME_DEFAULTS.managedTagKey, value: FLEET_NAME_DEFAULTS.managedTagValue };
+/** The stack under test is dev; an instance of prod's fleet carries the same managed tag. */
+const ENVIRONMENT_TAG_OF = (environment: string) => ({ key: ENVIRONMENT_TAG, value: environment });
+const RUNNER_PATH = "/runs-fleet/dev/runners";
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
 import { RecordingLogger } from "../functions/helpers/telemetry";
 import { RecordingFleetMetrics } from "../functions/helpers/fleet-deps";
@@ -73,7 +75,7 @@ describe("fleet consumers against moto", () => {
       sqs: world.sqs,
       logger,
       metrics,
-      config: { jobsTable: TABLE, retentionDays: 7, queueUrl: termination.url, quarantineQueueUrl: terminationDlq.url, runnerParameterPath: FLEET_NAME_DEFAULTS.runnerParameterPath },
+      config: { jobsTable: TABLE, retentionDays: 7, queueUrl: termination.url, quarantineQueueUrl: terminationDlq.url, runnerParameterPath: RUNNER_PATH },
     });
 
   const housekeepingHandler = (now: () => Date = () => new Date()) =>
@@ -95,8 +97,9 @@ describe("fleet consumers against moto", () => {
         pools: [],
         instancePrices: {},
         timeMarginMs: 10_000,
-        runnerParameterPath: FLEET_NAME_DEFAULTS.runnerParameterPath,
+        runnerParameterPath: RUNNER_PATH,
         managedTag: MANAGED_TAG,
+        environmentTag: ENVIRONMENT_TAG_OF("dev"),
         poolTagKey: FLEET_NAME_DEFAULTS.poolTagKey,
       },
     });
@@ -129,9 +132,9 @@ describe("fleet consumers against moto", () => {
   }
 
   it("a duplicate termination message leaves one completion and one set of metrics", async () => {
-    const instanceId = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value })).id;
+    const instanceId = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value, [ENVIRONMENT_TAG]: "dev" })).id;
     await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "67890" }, status: { S: "running" }, instance_id: { S: instanceId } } }));
-    await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/runners/${instanceId}/config`, Value: "{}", Type: "String" }));
+    await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/dev/runners/${instanceId}/config`, Value: "{}", Type: "String" }));
     const body = JSON.stringify({
       instance_id: instanceId,
       job_id: "67890",
@@ -157,7 +160,7 @@ describe("fleet consumers against moto", () => {
     expect(metrics.named("JobDuration")).to.have.length(1);
     expect(metrics.named("JobSuccess")).to.have.length(1);
     expect(metrics.named("JobFailure")).to.have.length(0);
-    expect((await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/runners", Recursive: true }))).Parameters).to.deep.equal([]);
+    expect((await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/dev/runners", Recursive: true }))).Parameters).to.deep.equal([]);
     expect(await world.depth(termination)).to.deep.equal({ visible: 0, notVisible: 0 });
   });
 
@@ -171,11 +174,13 @@ describe("fleet consumers against moto", () => {
     expect(await world.depth(termination)).to.deep.equal({ visible: 0, notVisible: 0 });
   });
 
-  it("orphaned_instances terminates an old orphan and keeps one with an active job, a young one and an unmanaged one", async () => {
-    const managed = { [MANAGED_TAG.key]: MANAGED_TAG.value };
+  it("orphaned_instances terminates an old orphan and keeps one with an active job, a young one, an unmanaged one and another stack's", async () => {
+    const managed = { [MANAGED_TAG.key]: MANAGED_TAG.value, [ENVIRONMENT_TAG]: "dev" };
     const orphan = await launch(managed);
     const busy = await launch(managed);
     const unmanaged = await launch({ Name: "someone-else" });
+    // prod's fleet in the same account: managed, old, no job in dev's table. Not dev's to sweep.
+    const prods = await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value, [ENVIRONMENT_TAG]: "prod" });
     // moto stamps LaunchTime with the current second; a young instance must launch a second later.
     await new Promise((r) => setTimeout(r, 1100));
     const young = await launch(managed);
@@ -194,21 +199,22 @@ describe("fleet consumers against moto", () => {
     expect(await state(busy.id)).to.equal("running");
     expect(await state(young.id)).to.equal("running");
     expect(await state(unmanaged.id)).to.equal("running");
+    expect(await state(prods.id)).to.equal("running");
     expect(metrics.named("OrphanedInstancesTerminated").map((m) => m.value)).to.deep.equal([1]);
     expect(logger.withStep("orphan_skipped_active_job")[0]?.fields).to.include({ instance_id: busy.id });
   });
 
   it("stale_ssm cleans 25 stale parameters across pages and keeps a live instance's", async () => {
-    const live = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value })).id;
+    const live = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value, [ENVIRONMENT_TAG]: "dev" })).id;
     const gone = Array.from({ length: 25 }, (_, i) => `i-${(0xabc000 + i).toString(16).padStart(17, "0")}`);
     for (const id of [live, ...gone]) {
-      await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/runners/${id}/config`, Value: "{}", Type: "String" }));
+      await world.ssm.send(new PutParameterCommand({ Name: `/runs-fleet/dev/runners/${id}/config`, Value: "{}", Type: "String" }));
     }
 
     await runHousekeeping("stale_ssm");
 
-    const left = (await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/runners", Recursive: true }))).Parameters ?? [];
-    expect(left.map((p) => p.Name)).to.deep.equal([`/runs-fleet/runners/${live}/config`]);
+    const left = (await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/dev/runners", Recursive: true }))).Parameters ?? [];
+    expect(left.map((p) => p.Name)).to.deep.equal([`/runs-fleet/dev/runners/${live}/config`]);
     expect(metrics.named("SSMParametersDeleted").map((m) => m.value)).to.deep.equal([25]);
     // moto's NextToken is an offset that deletions shift: complete only after a pass that deleted nothing.
     expect(logger.withStep("housekeeping_task_completed")[0]?.fields).to.include({ deleted: 25, stale: 25, complete: true });

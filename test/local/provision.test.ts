@@ -88,11 +88,11 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     const gpu = byLogical(topology.instances, "ingest-gpu");
 
     const described = await new EC2Client({}).send(new DescribeInstancesCommand({ InstanceIds: [gpu.id] }));
-    const param = await new SSMClient({}).send(new GetParameterCommand({ Name: "/encache/gpu/instance_id" }));
+    const param = await new SSMClient({}).send(new GetParameterCommand({ Name: "/encache/dev/gpu/instance_id" }));
 
     const instance = described.Reservations?.[0]?.Instances?.[0];
     expect(instance?.InstanceId).to.equal(gpu.id);
-    expect(instance?.Tags?.find((t) => t.Key === "Name")?.Value).to.equal("encache-gpu-worker");
+    expect(instance?.Tags?.find((t) => t.Key === "Name")?.Value).to.equal("encache-gpu-worker-dev");
     expect(param.Parameter?.Value).to.equal(gpu.id);
   });
 

@@ -63,6 +63,18 @@ describe("plan CLI (child processes)", function () {
     expect(run.stdout).to.equal("");
   });
 
+  it("exits 2 naming aws:allowedAccountIds when a stack does not name its account, and a GPU parameter shared across stacks", async () => {
+    writeTmpStack((dev) =>
+      dev
+        .replace(/  aws:allowedAccountIds:\n    - "\d{12}"\n/, "")
+        .replace("    instanceType: g5.xlarge\n", "    instanceType: g5.xlarge\n    instanceIdParameter: /encache/gpu/instance_id\n"),
+    );
+    const run = await runPlan(["--stack", tmpStack]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.contain("aws:allowedAccountIds: is required");
+    expect(run.stderr).to.match(/encache:gpu\.instanceIdParameter: "\/encache\/gpu\/instance_id" must contain the environment "dev"/);
+  });
+
   it("exits 2 for no --stack", async () => {
     const run = await runPlan([]);
     expect(run.code).to.equal(2);

@@ -29,6 +29,7 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
     {
       Filters: [
         { Name: `tag:${deps.config.managedTag.key}`, Values: [deps.config.managedTag.value] },
+        { Name: `tag:${deps.config.environmentTag.key}`, Values: [deps.config.environmentTag.value] },
         { Name: "instance-state-name", Values: ["running", "pending"] },
       ],
     },

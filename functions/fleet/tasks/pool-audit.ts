@@ -47,6 +47,7 @@ async function poolInstances(deps: TaskDeps): Promise<Map<string, Instance[]>> {
     {
       Filters: [
         { Name: `tag:${deps.config.managedTag.key}`, Values: [deps.config.managedTag.value] },
+        { Name: `tag:${deps.config.environmentTag.key}`, Values: [deps.config.environmentTag.value] },
         { Name: `tag:${deps.config.poolTagKey}`, Values: deps.config.pools },
         { Name: "instance-state-name", Values: [...RUNNING, ...STOPPED] },
       ],

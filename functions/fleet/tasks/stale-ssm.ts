@@ -66,7 +66,7 @@ async function deleteParameters(deps: TaskDeps, names: string[]): Promise<number
 }
 
 /**
- * Parameters under /runs-fleet/runners/ whose instance no longer exists (or is terminated) are
+ * Parameters under the runner path (/runs-fleet/<environment>/runners/) whose instance no longer exists (or is terminated) are
  * deleted, 10 per call. Parameters younger than the minimum age are left alone: their instance
  * may not be visible to DescribeInstances yet.
  *

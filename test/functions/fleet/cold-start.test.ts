@@ -3,6 +3,8 @@ import { resolve } from "node:path";
 import { expect } from "chai";
 
 const root = resolve(__dirname, "../../..");
+/** What the program always sets per stack: no default would be safe. */
+const STACK = { RUNS_FLEET_RUNNER_PARAMETER_PATH: "/runs-fleet/dev/runners" };
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
 
 /** Loads an entry module in a fresh process, as Lambda's cold start does. */
@@ -29,8 +31,8 @@ describe("fleet entry modules at cold start", function () {
 
   it("termination.ts and housekeeping.ts export a handler when the environment is complete", async () => {
     const [termination, housekeeping] = await Promise.all([
-      loadEntry("./functions/fleet/termination.ts", { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_TERMINATION_QUEUE_URL: URL, RUNS_FLEET_TERMINATION_DLQ_URL: URL }),
-      loadEntry("./functions/fleet/housekeeping.ts", { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL }),
+      loadEntry("./functions/fleet/termination.ts", { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_TERMINATION_QUEUE_URL: URL, RUNS_FLEET_TERMINATION_DLQ_URL: URL, ...STACK }),
+      loadEntry("./functions/fleet/housekeeping.ts", { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL, RUNS_FLEET_ENVIRONMENT: "dev", ...STACK }),
     ]);
 
     expect(termination.stdout.trim(), termination.stderr).to.equal("function");

@@ -4,11 +4,12 @@ import { parseHousekeepingConfig, parseTerminationConfig } from "../../../functi
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
 
 describe("fleet env config", () => {
-  const termination = { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_TERMINATION_QUEUE_URL: URL, RUNS_FLEET_TERMINATION_DLQ_URL: URL };
-  const housekeeping = { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL };
+  const stack = { RUNS_FLEET_RUNNER_PARAMETER_PATH: "/runs-fleet/dev/runners" };
+  const termination = { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_TERMINATION_QUEUE_URL: URL, RUNS_FLEET_TERMINATION_DLQ_URL: URL, ...stack };
+  const housekeeping = { RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL, RUNS_FLEET_ENVIRONMENT: "dev", ...stack };
 
   it("termination: defaults the retention to the seed's 7 days", () => {
-    expect(parseTerminationConfig(termination)).to.deep.equal({ jobsTable: "jobs", retentionDays: 7, queueUrl: URL, quarantineQueueUrl: URL, runnerParameterPath: "/runs-fleet/runners" });
+    expect(parseTerminationConfig(termination)).to.deep.equal({ jobsTable: "jobs", retentionDays: 7, queueUrl: URL, quarantineQueueUrl: URL, runnerParameterPath: "/runs-fleet/dev/runners" });
   });
 
   it("housekeeping: parses the JSON pools and price table", () => {
@@ -16,7 +17,7 @@ describe("fleet env config", () => {
     expect(c).to.deep.include({ pools: ["a", "b"], instancePrices: { "c7g.large": 0.07 }, maxRuntimeMinutes: 90, ssmMinAgeMinutes: 15, timeMarginMs: 10_000 });
   });
 
-  it("housekeeping: reads the runs-fleet names from the environment, defaulting to the seed's", () => {
+  it("housekeeping: reads the runs-fleet names from the environment, defaulting the tags to the seed's", () => {
     const names = { RUNS_FLEET_MANAGED_TAG_KEY: "encache-dev:managed", RUNS_FLEET_MANAGED_TAG_VALUE: "yes", RUNS_FLEET_POOL_TAG_KEY: "encache-dev:pool", RUNS_FLEET_RUNNER_PARAMETER_PATH: "/encache-dev/runners" };
     expect(parseHousekeepingConfig({ ...housekeeping, ...names })).to.deep.include({
       managedTag: { key: "encache-dev:managed", value: "yes" },
@@ -25,14 +26,18 @@ describe("fleet env config", () => {
     });
     expect(parseHousekeepingConfig(housekeeping)).to.deep.include({
       managedTag: { key: "runs-fleet:managed", value: "true" },
+      environmentTag: { key: "encache:environment", value: "dev" },
       poolTagKey: "runs-fleet:pool",
-      runnerParameterPath: "/runs-fleet/runners",
+      runnerParameterPath: "/runs-fleet/dev/runners",
     });
   });
 
   const bad: Array<[string, NodeJS.ProcessEnv, RegExp]> = [
     ["a missing table", { ...housekeeping, RUNS_FLEET_JOBS_TABLE: "" }, /RUNS_FLEET_JOBS_TABLE is required/],
     ["a relative runner path", { ...housekeeping, RUNS_FLEET_RUNNER_PARAMETER_PATH: "runners/" }, /RUNS_FLEET_RUNNER_PARAMETER_PATH is invalid/],
+    // Both are per stack: a default would be shared by every stack in the account.
+    ["no runner path", { ...housekeeping, RUNS_FLEET_RUNNER_PARAMETER_PATH: undefined }, /RUNS_FLEET_RUNNER_PARAMETER_PATH is required/],
+    ["no environment", { ...housekeeping, RUNS_FLEET_ENVIRONMENT: undefined }, /RUNS_FLEET_ENVIRONMENT is required/],
     ["a bad queue URL", { ...housekeeping, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: "queue" }, /RUNS_FLEET_HOUSEKEEPING_DLQ_URL is invalid/],
     ["pools that are not JSON", { ...housekeeping, RUNS_FLEET_POOLS: "a,b" }, /RUNS_FLEET_POOLS is invalid \(must be JSON/],
     ["a negative price", { ...housekeeping, RUNS_FLEET_INSTANCE_PRICES: '{"a":-1}' }, /RUNS_FLEET_INSTANCE_PRICES is invalid/],

@@ -45,7 +45,7 @@ describe("fleet IAM action lists match what the code calls", () => {
       Reservations: [{ Instances: [{ InstanceId: "i-0123456789abcdef0", LaunchTime: old, State: { Name: "running" }, Tags: [{ Key: "runs-fleet:pool", Value: "p" }] }] }],
     });
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
-    t.ssmMock.on(GetParametersByPathCommand).resolves({ Parameters: [{ Name: "/runs-fleet/runners/i-00000000000000001/config", LastModifiedDate: old }] });
+    t.ssmMock.on(GetParametersByPathCommand).resolves({ Parameters: [{ Name: "/runs-fleet/dev/runners/i-00000000000000001/config", LastModifiedDate: old }] });
     t.ssmMock.on(DeleteParametersCommand).resolves({});
     t.dynamodbMock.on(QueryCommand).resolves({ Items: [{ job_id: { S: "j" } }], Count: 0 });
     t.dynamodbMock.on(BatchWriteItemCommand).resolves({});

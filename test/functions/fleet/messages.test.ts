@@ -19,25 +19,25 @@ describe("fleet messages", () => {
   });
 
   const names: Array<[string, string | null]> = [
-    ["/runs-fleet/runners/i-0123456789abcdef0/config", "i-0123456789abcdef0"],
-    ["/runs-fleet/runners/i-01234567/token", "i-01234567"],
-    ["/runs-fleet/runners/README", null],
-    ["/runs-fleet/runners/host-1/config", null],
+    ["/runs-fleet/dev/runners/i-0123456789abcdef0/config", "i-0123456789abcdef0"],
+    ["/runs-fleet/dev/runners/i-01234567/token", "i-01234567"],
+    ["/runs-fleet/dev/runners/README", null],
+    ["/runs-fleet/dev/runners/host-1/config", null],
     ["/other/i-0123456789abcdef0/config", null],
   ];
   for (const [name, id] of names) {
     it(`instanceIdOfParameter(${name}) = ${id}`, () => {
-      expect(instanceIdOfParameter("/runs-fleet/runners", name)).to.equal(id);
+      expect(instanceIdOfParameter("/runs-fleet/dev/runners", name)).to.equal(id);
     });
   }
 
   it("runnerConfigParameter is the seed's path under the configured root", () => {
-    expect(runnerConfigParameter("/runs-fleet/runners", "i-1")).to.equal("/runs-fleet/runners/i-1/config");
+    expect(runnerConfigParameter("/runs-fleet/dev/runners", "i-1")).to.equal("/runs-fleet/dev/runners/i-1/config");
     expect(runnerConfigParameter("/encache-dev/runners", "i-1")).to.equal("/encache-dev/runners/i-1/config");
   });
 
   it("instanceIdOfParameter only matches under the configured root", () => {
     expect(instanceIdOfParameter("/encache-dev/runners", "/encache-dev/runners/i-0123456789abcdef0/config")).to.equal("i-0123456789abcdef0");
-    expect(instanceIdOfParameter("/encache-dev/runners", "/runs-fleet/runners/i-0123456789abcdef0/config")).to.equal(null);
+    expect(instanceIdOfParameter("/encache-dev/runners", "/runs-fleet/dev/runners/i-0123456789abcdef0/config")).to.equal(null);
   });
 });

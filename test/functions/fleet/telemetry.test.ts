@@ -21,6 +21,8 @@ const ENV: Record<string, string> = {
   RUNS_FLEET_TERMINATION_DLQ_URL: URL,
   RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL,
   RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL,
+  RUNS_FLEET_RUNNER_PARAMETER_PATH: "/runs-fleet/dev/runners",
+  RUNS_FLEET_ENVIRONMENT: "dev",
 };
 
 interface EmfLine {

@@ -43,7 +43,7 @@ describe("fleet termination handler", () => {
           ":running": { S: "running" },
           ":ttl": { N: String(expiresAt("2025-11-25T10:02:03Z", 7)) },
         });
-        expect(t.ssmMock.commandCalls(DeleteParameterCommand)[0]!.args[0].input).to.deep.equal({ Name: "/runs-fleet/runners/i-0123456789abcdef0/config" });
+        expect(t.ssmMock.commandCalls(DeleteParameterCommand)[0]!.args[0].input).to.deep.equal({ Name: "/runs-fleet/dev/runners/i-0123456789abcdef0/config" });
         expect(t.metrics.named("JobDuration")).to.deep.equal([{ name: "JobDuration", unit: "Seconds", value: 123, dimensions: { Status: c.status } }]);
         expect(t.metrics.named(c.outcome.name).map((m) => m.dimensions)).to.deep.equal([c.outcome.dimensions]);
         expect(t.metrics.emitted).to.have.length(2);

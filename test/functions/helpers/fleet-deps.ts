@@ -75,7 +75,7 @@ export function terminationConfig(overrides: Partial<TerminationConfig> = {}): T
     retentionDays: 7,
     queueUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/fleet-termination",
     quarantineQueueUrl: TERMINATION_DLQ_URL,
-    runnerParameterPath: "/runs-fleet/runners",
+    runnerParameterPath: "/runs-fleet/dev/runners",
     ...overrides,
   };
 }
@@ -91,8 +91,9 @@ export function housekeepingConfig(overrides: Partial<HousekeepingConfig> = {}):
     pools: [],
     instancePrices: {},
     timeMarginMs: 10_000,
-    runnerParameterPath: "/runs-fleet/runners",
+    runnerParameterPath: "/runs-fleet/dev/runners",
     managedTag: { key: "runs-fleet:managed", value: "true" },
+    environmentTag: { key: "encache:environment", value: "dev" },
     poolTagKey: "runs-fleet:pool",
     ...overrides,
   };

@@ -3,6 +3,7 @@ import * as path from "node:path";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../../../infra/bundle";
 import { parseStackConfig, StackConfigError } from "../../../infra/config";
+import { withStackScopedDefaults } from "../../../infra/stack-scope";
 
 /** A committed stack's config as the program sees it (unqualified `encache:` keys), to mutate in tests. */
 export function stackConfig(stack: string): Record<string, unknown> {
@@ -10,6 +11,14 @@ export function stackConfig(stack: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(doc.config)) if (k.startsWith("encache:")) out[k.slice("encache:".length)] = v;
   return out;
+}
+
+/**
+ * A committed stack's config with the stack-scoped names derived (infra/stack-scope.ts), as the
+ * parts' own schemas receive it: for tests that parse one part's slice.
+ */
+export function scopedStackConfig(stack: string): Record<string, unknown> {
+  return withStackScopedDefaults(stackConfig(stack)) as Record<string, unknown>;
 }
 
 /** The dev stack's config (see stackConfig). */
@@ -39,12 +48,12 @@ export function configIssues(raw: unknown): string[] {
   }
 }
 
-/** Sets `value` at a dotted path in a deep copy; `undefined` deletes the key. */
+/** Sets `value` at a dotted path in a deep copy, creating missing objects on the way; `undefined` deletes the key. */
 export function withValue(config: Record<string, unknown>, dotted: string, value: unknown): Record<string, unknown> {
   const copy = structuredClone(config);
   const keys = dotted.split(".");
   let node = copy as Record<string, unknown>;
-  for (const k of keys.slice(0, -1)) node = node[k] as Record<string, unknown>;
+  for (const k of keys.slice(0, -1)) node = (node[k] ??= {}) as Record<string, unknown>;
   const last = keys[keys.length - 1]!;
   if (value === undefined) delete node[last];
   else node[last] = value;

@@ -91,7 +91,13 @@ describe("components under Pulumi mocks (in process)", function () {
   });
 
   it("GpuInstance reads its AMI from SSM and ignores AMI drift so `pulumi up` never replaces or restarts it", async () => {
-    const g = new c.gpu.GpuInstance("gpu-a", { instanceType: "g5.xlarge", subnetId: "subnet-1", securityGroupIds: ["sg-1"] });
+    const g = new c.gpu.GpuInstance("gpu-a", {
+      instanceType: "g5.xlarge",
+      nameTag: "encache-gpu-worker-unit",
+      instanceIdParameter: "/encache/unit/gpu/instance_id",
+      subnetId: "subnet-1",
+      securityGroupIds: ["sg-1"],
+    });
     const [ami, tokens] = await Promise.all([promiseOf(g.instance.ami), promiseOf(g.instance.metadataOptions)]);
     expect(ami).to.equal("ami-0123456789abcdef0");
     expect(tokens.httpTokens).to.equal("required");

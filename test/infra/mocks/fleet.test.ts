@@ -90,16 +90,16 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
         expect(housekeeping).to.deep.equal([...new Set([...HOUSEKEEPING_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
       });
 
-      it("scopes TerminateInstances by the managed tag, SSM to /runs-fleet/runners/ and the table actions to the jobs table", () => {
+      it("scopes TerminateInstances by the managed and environment tags, SSM to the stack's runner path and the table actions to the jobs table", () => {
         const statements = statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-housekeeping-consumer-role"));
         const terminate = statements.find((s) => [s.Action].flat().includes("ec2:TerminateInstances"))!;
-        expect(terminate.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true" } });
+        expect(terminate.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": stack } });
         expect(terminate.Resource).to.equal("arn:aws:ec2:us-east-1:123456789012:instance/*");
         const ssm = [
           ...statements,
           ...statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-termination-consumer-role")),
         ].filter((s) => [s.Action].flat().some((a) => a.startsWith("ssm:")));
-        for (const r of ssm.flatMap((s) => [s.Resource].flat())) expect(r).to.match(/^arn:aws:ssm:us-east-1:123456789012:parameter\/runs-fleet\/runners(\/\*)?$/);
+        for (const r of ssm.flatMap((s) => [s.Resource].flat())) expect(r).to.match(new RegExp(`^arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners(/\\*)?$`));
         const tableArn = "arn:aws:dynamodb:us-east-1:123456789012:table/fleet-jobs-";
         for (const s of statements.filter((x) => [x.Action].flat().some((a) => a.startsWith("dynamodb:")))) {
           for (const r of [s.Resource].flat()) expect(r.startsWith(tableArn)).to.equal(true);

@@ -59,7 +59,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
         expect(attachment.dependencies).to.include(policy.urn);
         const start = (policy.inputs.policy as { Statement: Array<Record<string, unknown>> }).Statement.find((s) => s.Sid === "StartTaggedGpu");
-        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } });
+        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": `encache-gpu-worker-${stack}` } });
       });
 
       it("wires the functions' environment to the right queues and the GPU", () => {
@@ -72,7 +72,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         expect(dlqEnv.DLQ_MAX_AGE_SECONDS).to.equal("1123200");
         expect(env("ingest-window").QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
         for (const e of [dlqEnv, env("ingest-window")]) {
-          expect(e).to.include({ GPU_INSTANCE_ID_PARAM: "/encache/gpu/instance_id", GPU_NAME_TAG: "encache-gpu-worker", GPU_SERVICE_PORT: "8080" });
+          expect(e).to.include({ GPU_INSTANCE_ID_PARAM: `/encache/${stack}/gpu/instance_id`, GPU_NAME_TAG: `encache-gpu-worker-${stack}`, GPU_SERVICE_PORT: "8080" });
         }
       });
 
@@ -84,9 +84,9 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         expect(gpu.inputs).to.not.have.property("keyName");
         expect(gpu.inputs).to.not.have.property("userData");
         expect(gpu.inputs.ami).to.equal("ami-0123456789abcdef0");
-        expect((gpu.inputs.tags as Record<string, string>).Name).to.equal("encache-gpu-worker");
+        expect((gpu.inputs.tags as Record<string, string>).Name).to.equal(`encache-gpu-worker-${stack}`);
         const param = named(doc(), "aws:ssm/parameter:Parameter", "ingest-gpu-instance-id");
-        expect(param.inputs.name).to.equal("/encache/gpu/instance_id");
+        expect(param.inputs.name).to.equal(`/encache/${stack}/gpu/instance_id`);
         expect(param.dependencies).to.include(gpu.urn);
         // Pulumi must never own the run state: the auto-starter starts it, idleness stops it.
         expect(doc().resources.some((r) => r.type === "aws:ec2/instanceState:InstanceState")).to.equal(false);

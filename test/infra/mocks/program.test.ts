@@ -24,8 +24,10 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         });
         expect(d.summary.mandatory, JSON.stringify(d.violations)).to.equal(0);
         for (const r of d.resources) {
-          expect(r).to.have.keys(["urn", "type", "name", "parent", "inputs", "dependencies", "protect"]);
+          const keys = ["urn", "type", "name", "parent", "inputs", "dependencies", "protect"];
+          expect(r).to.have.keys(r.arn === undefined ? keys : [...keys, "arn"]);
           expect(r.protect).to.be.a("boolean");
+          if (r.arn !== undefined) expect(r.arn).to.match(/^arn:aws:[a-z0-9-]+:/);
           expect(r.urn).to.match(new RegExp(`^urn:pulumi:${stack}::encache::`));
         }
       });

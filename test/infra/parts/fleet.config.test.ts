@@ -2,9 +2,9 @@ import { expect } from "chai";
 import { parseStackConfig } from "../../../infra/config";
 import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
 import { FLEET_NAME_DEFAULTS } from "../../../policy/contract";
-import { devConfig, stackConfig, withValue } from "../helpers/stack-config";
+import { devConfig, scopedStackConfig, withValue } from "../helpers/stack-config";
 
-const fleetSection = (stack: string): unknown => stackConfig(stack).fleet;
+const fleetSection = (stack: string): unknown => scopedStackConfig(stack).fleet;
 
 describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
   for (const stack of ["dev", "prod"]) {
@@ -43,17 +43,17 @@ describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
   }
 
   it("defaults the names operators of runs-fleet rely on, and takes a stack's own", () => {
-    // Prepare
+    // Prepare: the runner path is the stack's (derived from the environment before this schema runs).
     const raw = structuredClone(fleetSection("dev")) as Record<string, unknown>;
-    delete raw.names;
+    const runnerParameterPath = "/runs-fleet/dev/runners";
     const own = { managedTagKey: "encache-dev:managed", managedTagValue: "yes", poolTagKey: "encache-dev:pool", runnerParameterPath: "/encache-dev/runners", metricsNamespace: "Encache/Fleet dev" };
 
     // Act
-    const defaulted = fleetConfigSchema.parse(raw).names;
+    const defaulted = fleetConfigSchema.parse({ ...raw, names: { runnerParameterPath } }).names;
     const configured = fleetConfigSchema.parse({ ...raw, names: own }).names;
 
     // Assess
-    expect(defaulted).to.deep.equal(FLEET_NAME_DEFAULTS);
+    expect(defaulted).to.deep.equal({ ...FLEET_NAME_DEFAULTS, runnerParameterPath });
     expect(configured).to.deep.equal(own);
   });
 
@@ -68,7 +68,7 @@ describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
   ];
   for (const [title, names, message] of badNames) {
     it(`rejects ${title}`, () => {
-      const raw = { ...(structuredClone(fleetSection("dev")) as Record<string, unknown>), names };
+      const raw = { ...(structuredClone(fleetSection("dev")) as Record<string, unknown>), names: { runnerParameterPath: "/runs-fleet/dev/runners", ...names } };
       const result = fleetConfigSchema.safeParse(raw);
       expect(result.success).to.equal(false);
       const issues = result.error!.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("\n");

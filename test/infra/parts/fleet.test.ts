@@ -26,7 +26,7 @@ describe("fleet part pure pieces", () => {
     ]);
   });
 
-  const names = { managedTagKey: "runs-fleet:managed", managedTagValue: "true", poolTagKey: "runs-fleet:pool", runnerParameterPath: "/runs-fleet/runners", metricsNamespace: "RunsFleet" };
+  const names = { managedTagKey: "runs-fleet:managed", managedTagValue: "true", poolTagKey: "runs-fleet:pool", runnerParameterPath: "/runs-fleet/dev/runners", metricsNamespace: "RunsFleet" };
   const scope = {
     region: "us-east-1",
     accountId: "123456789012",
@@ -34,6 +34,7 @@ describe("fleet part pure pieces", () => {
     terminationDlqArn: "arn:aws:sqs:us-east-1:123456789012:termination-dlq",
     housekeepingDlqArn: "arn:aws:sqs:us-east-1:123456789012:housekeeping-dlq",
     names,
+    environment: "dev",
   };
   const terminationStatements = (s: typeof scope) => fleetStatements(s).termination;
   const housekeepingStatements = (s: typeof scope) => fleetStatements(s).housekeeping;
@@ -47,9 +48,9 @@ describe("fleet part pure pieces", () => {
     expect(allowedActions(housekeepingStatements(scope))).to.deep.equal([...HOUSEKEEPING_IAM_ACTIONS].sort());
   });
 
-  it("TerminateInstances is conditioned on the configured managed tag (runs-fleet:managed=true by default)", () => {
-    expect(terminateManaged(scope).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true" } });
-    const renamed = { ...scope, names: { ...names, managedTagKey: "encache-dev:managed", managedTagValue: "yes" } };
-    expect(terminateManaged(renamed).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache-dev:managed": "yes" } });
+  it("TerminateInstances is conditioned on the configured managed tag and the stack's environment tag", () => {
+    expect(terminateManaged(scope).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": "dev" } });
+    const renamed = { ...scope, environment: "prod", names: { ...names, managedTagKey: "encache-dev:managed", managedTagValue: "yes" } };
+    expect(terminateManaged(renamed).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache-dev:managed": "yes", "aws:ResourceTag/encache:environment": "prod" } });
   });
 });

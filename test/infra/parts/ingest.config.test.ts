@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { gpuConfigSchema, ingestConfigProblems, ingestConfigSchema } from "../../../infra/parts/ingest.config";
-import { devConfig } from "../helpers/stack-config";
+import { devConfig, scopedStackConfig } from "../helpers/stack-config";
 
 type IngestInput = Parameters<typeof ingestConfigProblems>[0];
 
@@ -18,13 +18,13 @@ function ingest(overrides: Partial<IngestInput> = {}): IngestInput {
 }
 
 describe("ingest stack config (infra/parts/ingest.config.ts)", () => {
-  it("accepts the dev stack's encache:gpu and encache:ingest, with the original system's defaults", () => {
+  it("accepts the dev stack's encache:gpu and encache:ingest, with the stack's own GPU names", () => {
     // Act
-    const gpu = gpuConfigSchema.parse(devConfig().gpu);
+    const gpu = gpuConfigSchema.parse(scopedStackConfig("dev").gpu);
     const part = ingestConfigSchema.parse(devConfig().ingest);
 
     // Assess
-    expect(gpu).to.include({ nameTag: "encache-gpu-worker", instanceIdParameter: "/encache/gpu/instance_id" });
+    expect(gpu).to.include({ nameTag: "encache-gpu-worker-dev", instanceIdParameter: "/encache/dev/gpu/instance_id" });
     expect(part.dlqParkSeconds).to.equal(900);
     expect(part.dlqConsumer.batchSize).to.equal(1);
   });

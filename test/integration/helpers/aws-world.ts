@@ -18,8 +18,8 @@ import {
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { CreateClusterCommand, type ECSClient, RegisterTaskDefinitionCommand } from "@aws-sdk/client-ecs";
 
-export const GPU_PARAM = "/encache/gpu/instance_id";
-export const GPU_NAME_TAG = "encache-gpu-worker";
+export const GPU_PARAM = "/encache/dev/gpu/instance_id";
+export const GPU_NAME_TAG = "encache-gpu-worker-dev";
 
 export interface Queue {
   url: string;

@@ -41,6 +41,8 @@ describe("housekeeping task orphaned_instances", () => {
 
     expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.equal([
       { Name: "tag:runs-fleet:managed", Values: ["true"] },
+      // The stack's own fleet only: another stack's managed instances have no job in this table.
+      { Name: "tag:encache:environment", Values: ["dev"] },
       { Name: "instance-state-name", Values: ["running", "pending"] },
     ]);
     const query = t.dynamodbMock.commandCalls(QueryCommand)[0]!.args[0].input;

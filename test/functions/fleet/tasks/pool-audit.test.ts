@@ -49,6 +49,7 @@ describe("housekeeping task pool_audit", () => {
 
     expect(result).to.deep.equal({ complete: true, pools: 2 });
     expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.include({ Name: "tag:runs-fleet:pool", Values: ["default", "gpu"] });
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.include({ Name: "tag:encache:environment", Values: ["dev"] });
     expect(t.logger.withStep("pool_audit_report").map((e) => e.fields)).to.deep.equal([
       { step: "pool_audit_report", pool: "default", running: 2, stopped: 0, idle: 1, compute_cost_usd_per_hour: 0.2, idle_cost_usd_per_hour: 0.1, utilization_percent: 50 },
       { step: "pool_audit_report", pool: "gpu", running: 1, stopped: 1, idle: 1, compute_cost_usd_per_hour: 1, idle_cost_usd_per_hour: 1, utilization_percent: 0 },

@@ -6,7 +6,7 @@ import { awsError } from "../../helpers/fleet-deps";
 import { unlimited, budgetOf, harness, minutesAgo, id } from "../../helpers/fleet-tasks";
 
 describe("housekeeping task stale_ssm", () => {
-  const param = (n: number, ageMinutes = 60) => ({ Name: `/runs-fleet/runners/${id(n)}/config`, LastModifiedDate: minutesAgo(ageMinutes) });
+  const param = (n: number, ageMinutes = 60) => ({ Name: `/runs-fleet/dev/runners/${id(n)}/config`, LastModifiedDate: minutesAgo(ageMinutes) });
   const names = (ns: number[]) => ns.map((n) => param(n).Name);
   const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -56,7 +56,7 @@ describe("housekeeping task stale_ssm", () => {
 
     const listCalls = t.ssmMock.commandCalls(GetParametersByPathCommand).map((c) => c.args[0].input);
     expect(listCalls).to.have.length(4);
-    expect(listCalls[0]).to.deep.include({ Path: "/runs-fleet/runners", Recursive: true, MaxResults: 10, WithDecryption: false });
+    expect(listCalls[0]).to.deep.include({ Path: "/runs-fleet/dev/runners", Recursive: true, MaxResults: 10, WithDecryption: false });
     // Page 1 keeps the running (1) and stopped (3) instances' parameters.
     expect(deletedNames(t).map((d) => d.length)).to.deep.equal([8, 10, 5]);
     expect(store.map((p) => p.Name)).to.deep.equal(names([1, 3]));
@@ -80,7 +80,7 @@ describe("housekeeping task stale_ssm", () => {
 
   it("leaves parameters younger than the minimum age, and names that are not runner configs", async () => {
     const t = harness({ ssmMinAgeMinutes: 15 });
-    ssmPath(t, [param(1, 5), { Name: "/runs-fleet/runners/README", LastModifiedDate: minutesAgo(600) }, param(2, 16)]);
+    ssmPath(t, [param(1, 5), { Name: "/runs-fleet/dev/runners/README", LastModifiedDate: minutesAgo(600) }, param(2, 16)]);
     liveEc2(t, []);
 
     const result = await staleSsm(t.deps, {}, unlimited);
