@@ -66,7 +66,7 @@ describe("plan CLI (child processes)", function () {
   it("exits 2 naming aws:allowedAccountIds when a stack does not name its account, and a GPU parameter shared across stacks", async () => {
     writeTmpStack((dev) =>
       dev
-        .replace(/  aws:allowedAccountIds:\n    - "\d{12}"\n/, "")
+        .replace(/ {2}aws:allowedAccountIds:\n {4}- "\d{12}"\n/, "")
         .replace("    instanceType: g5.xlarge\n", "    instanceType: g5.xlarge\n    instanceIdParameter: /encache/gpu/instance_id\n"),
     );
     const run = await runPlan(["--stack", tmpStack]);
