@@ -46,8 +46,28 @@ const stackConfigObject = z
       cidrBlock: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|2[0-4])$/, "must be an IPv4 CIDR between /16 and /24"),
       /** NAT gateways: one shared (cheap, dev) or one per AZ (resilient, prod). */
       natGateways: z.enum(["Single", "OnePerAz"]).default("Single"),
-      /** How many availability zones to spread subnets over. */
-      availabilityZones: z.number().int().min(2).max(3).default(2),
+      /**
+       * How many availability zones to spread subnets over, when they are not pinned by ID.
+       * @default the number of availabilityZoneIds, else 2
+       */
+      availabilityZones: z.number().int().min(2).max(3).optional(),
+      /**
+       * The zones, by AZ ID (`use1-az1`): the same physical zone in every account, unlike a name.
+       * Pin zones where the GPU instance types and Lambda in a VPC are offered
+       * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
+       */
+      availabilityZoneIds: z
+        .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
+        .min(2, "must name at least 2 zones")
+        .max(3, "must name at most 3 zones")
+        .refine((ids) => new Set(ids).size === ids.length, "must not name a zone twice")
+        .optional(),
+    })
+    .superRefine((network, ctx) => {
+      const ids = network.availabilityZoneIds;
+      if (ids && network.availabilityZones !== undefined && network.availabilityZones !== ids.length) {
+        ctx.addIssue({ code: "custom", path: ["availabilityZones"], message: `is ${network.availabilityZones} but availabilityZoneIds names ${ids.length} zones; drop one of the two` });
+      }
     }),
     queues: z
       .object({

@@ -1,6 +1,10 @@
 /**
  * The composition root: the stack config, the shared network and cluster, then parts 1 to 5 in
  * order, each with its own config slice, and the stack outputs.
+ *
+ * The program is an async function (Pulumi calls an exported function and makes the object it
+ * returns the stack outputs): the network's zones are pinned by AZ ID, and awsx's VPC takes zone
+ * names, which only an AWS call can map the IDs to, before the VPC is declared.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
@@ -8,6 +12,7 @@ import { ENVIRONMENT_TAG, STACK_TAG } from "../policy/contract";
 import { FargateCluster } from "./components/fargate-cluster";
 import { Network } from "./components/network";
 import { loadStackConfig } from "./config";
+import { zoneNamesFor } from "./network-zones";
 import { Fleet } from "./parts/fleet";
 import { Ingest } from "./parts/ingest";
 import { type PartArgs, platformSettings } from "./parts/part-args";
@@ -15,77 +20,116 @@ import { Pool } from "./parts/pool";
 import { Retraining } from "./parts/retraining";
 import { Worker } from "./parts/worker";
 
-// Validate everything first: a bad value must fail before a single resource is declared.
-const config = loadStackConfig();
+export = async () => {
+  // Validate everything first: a bad value must fail before a single resource is declared.
+  const config = loadStackConfig();
 
-const region = aws.config.region;
-if (!region) throw new Error("aws:region: is required (set it with `pulumi config set aws:region <region>`)");
+  const region = aws.config.region;
+  if (!region) throw new Error("aws:region: is required (set it with `pulumi config set aws:region <region>`)");
 
-const tags = { [ENVIRONMENT_TAG]: config.environment, [STACK_TAG]: pulumi.getStack() };
+  const tags = { [ENVIRONMENT_TAG]: config.environment, [STACK_TAG]: pulumi.getStack() };
 
-const network = new Network("platform", {
-  cidrBlock: config.network.cidrBlock,
-  natGateways: config.network.natGateways,
-  availabilityZones: config.network.availabilityZones,
-  tags,
-});
+  const network = new Network("platform", {
+    cidrBlock: config.network.cidrBlock,
+    natGateways: config.network.natGateways,
+    availabilityZones: config.network.availabilityZones,
+    ...(config.network.availabilityZoneIds ? { availabilityZoneNames: await zoneNamesFor(config.network.availabilityZoneIds) } : {}),
+    tags,
+  });
 
-// One ECS cluster for every part that runs tasks (retraining launcher, queue worker).
-const cluster = new FargateCluster("platform-cluster", { tags });
+  // One ECS cluster for every part that runs tasks (retraining launcher, queue worker).
+  const cluster = new FargateCluster("platform-cluster", { tags });
 
-const shared: PartArgs = {
-  region,
-  network: { vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds },
-  cluster,
-  platform: platformSettings(config),
-  tags,
+  const shared: PartArgs = {
+    region,
+    network: { vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds },
+    cluster,
+    platform: platformSettings(config),
+    tags,
+  };
+
+  const vpcId = network.vpcId;
+  const clusterName = cluster.cluster.name;
+
+  // Part 1: ingest and the GPU (docs/parts/ingest.md).
+  const ingest = new Ingest("ingest", { ...shared, config: { ingest: config.ingest, gpu: config.gpu } });
+  const ingestQueueUrl = ingest.queue.queue.url;
+  const ingestDlqUrl = ingest.queue.dlq.url;
+  const ingestQuarantineUrl = ingest.quarantine.queue.url;
+  const gpuInstanceId = ingest.gpu.instance.id;
+  const gpuInstanceIdParameter = ingest.gpu.instanceIdParameter.name;
+  const ingestWindowFunction = ingest.windowConsumer.function.name;
+  const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
+
+  // Part 2: the retraining launcher (docs/parts/retraining.md).
+  const retraining = new Retraining("retraining", { ...shared, config: config.retraining });
+  const retrainingQueueUrl = retraining.queue.queue.url;
+  const retrainingDlqUrl = retraining.queue.dlq.url;
+  const retrainingScheduleDlqUrl = retraining.scheduleDlq.queue.url;
+  const retrainingStateTable = retraining.stateTable.table.name;
+  const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
+  const retrainingLauncherFunction = retraining.launcher.function.name;
+
+  // Part 3: fleet lifecycle (docs/parts/fleet.md).
+  const fleet = new Fleet("fleet", { ...shared, config: config.fleet });
+  const fleetTerminationQueueUrl = fleet.terminationQueue.queue.url;
+  const fleetTerminationDlqUrl = fleet.terminationQueue.dlq.url;
+  const fleetHousekeepingQueueUrl = fleet.housekeepingQueue.queue.url;
+  const fleetHousekeepingDlqUrl = fleet.housekeepingQueue.dlq.url;
+  const fleetSchedulesDlqUrl = fleet.schedulesDlq.queue.url;
+  const fleetJobsTable = fleet.jobs.table.name;
+  const fleetTerminationFunction = fleet.terminationConsumer.function.name;
+  const fleetHousekeepingFunction = fleet.housekeepingConsumer.function.name;
+
+  // Part 4: the long-running ECS queue worker (docs/parts/worker.md).
+  const worker = new Worker("worker", { ...shared, config: config.worker });
+  const workerQueueUrl = worker.queue.queue.url;
+  const workerDlqUrl = worker.queue.dlq.url;
+  const workerRepositoryUrl = worker.repository.repositoryUrl;
+  const workerImageUri = worker.image.imageUri;
+  const workerServiceName = worker.service.service.name;
+  const workerTaskRoleArn = worker.service.taskRole.arn;
+
+  // Part 5: the warm-instance pool (docs/parts/pool.md).
+  const pool = new Pool("pool", { ...shared, config: config.pool });
+  const poolQueueUrls = Object.fromEntries(Object.entries(pool.classes).map(([k, r]) => [k, r.queue.queue.url]));
+  const poolClaimTableName = pool.claimTable.table.name;
+  const poolRefillFunction = pool.refill.function.name;
+  const poolClaimPolicyArn = pool.claimPolicy.arn;
+
+  return {
+    vpcId,
+    clusterName,
+    ingestQueueUrl,
+    ingestDlqUrl,
+    ingestQuarantineUrl,
+    gpuInstanceId,
+    gpuInstanceIdParameter,
+    ingestWindowFunction,
+    ingestDlqConsumerFunction,
+    retrainingQueueUrl,
+    retrainingDlqUrl,
+    retrainingScheduleDlqUrl,
+    retrainingStateTable,
+    retrainingTaskDefinitionArn,
+    retrainingLauncherFunction,
+    fleetTerminationQueueUrl,
+    fleetTerminationDlqUrl,
+    fleetHousekeepingQueueUrl,
+    fleetHousekeepingDlqUrl,
+    fleetSchedulesDlqUrl,
+    fleetJobsTable,
+    fleetTerminationFunction,
+    fleetHousekeepingFunction,
+    workerQueueUrl,
+    workerDlqUrl,
+    workerRepositoryUrl,
+    workerImageUri,
+    workerServiceName,
+    workerTaskRoleArn,
+    poolQueueUrls,
+    poolClaimTableName,
+    poolRefillFunction,
+    poolClaimPolicyArn,
+  };
 };
-
-export const vpcId = network.vpcId;
-export const clusterName = cluster.cluster.name;
-
-// Part 1: ingest and the GPU (docs/parts/ingest.md).
-const ingest = new Ingest("ingest", { ...shared, config: { ingest: config.ingest, gpu: config.gpu } });
-export const ingestQueueUrl = ingest.queue.queue.url;
-export const ingestDlqUrl = ingest.queue.dlq.url;
-export const ingestQuarantineUrl = ingest.quarantine.queue.url;
-export const gpuInstanceId = ingest.gpu.instance.id;
-export const gpuInstanceIdParameter = ingest.gpu.instanceIdParameter.name;
-export const ingestWindowFunction = ingest.windowConsumer.function.name;
-export const ingestDlqConsumerFunction = ingest.dlqConsumer.function.name;
-
-// Part 2: the retraining launcher (docs/parts/retraining.md).
-const retraining = new Retraining("retraining", { ...shared, config: config.retraining });
-export const retrainingQueueUrl = retraining.queue.queue.url;
-export const retrainingDlqUrl = retraining.queue.dlq.url;
-export const retrainingScheduleDlqUrl = retraining.scheduleDlq.queue.url;
-export const retrainingStateTable = retraining.stateTable.table.name;
-export const retrainingTaskDefinitionArn = retraining.strategyTask.taskDefinition.arn;
-export const retrainingLauncherFunction = retraining.launcher.function.name;
-
-// Part 3: fleet lifecycle (docs/parts/fleet.md).
-const fleet = new Fleet("fleet", { ...shared, config: config.fleet });
-export const fleetTerminationQueueUrl = fleet.terminationQueue.queue.url;
-export const fleetTerminationDlqUrl = fleet.terminationQueue.dlq.url;
-export const fleetHousekeepingQueueUrl = fleet.housekeepingQueue.queue.url;
-export const fleetHousekeepingDlqUrl = fleet.housekeepingQueue.dlq.url;
-export const fleetSchedulesDlqUrl = fleet.schedulesDlq.queue.url;
-export const fleetJobsTable = fleet.jobs.table.name;
-export const fleetTerminationFunction = fleet.terminationConsumer.function.name;
-export const fleetHousekeepingFunction = fleet.housekeepingConsumer.function.name;
-
-// Part 4: the long-running ECS queue worker (docs/parts/worker.md).
-const worker = new Worker("worker", { ...shared, config: config.worker });
-export const workerQueueUrl = worker.queue.queue.url;
-export const workerDlqUrl = worker.queue.dlq.url;
-export const workerRepositoryUrl = worker.repository.repositoryUrl;
-export const workerImageUri = worker.image.imageUri;
-export const workerServiceName = worker.service.service.name;
-export const workerTaskRoleArn = worker.service.taskRole.arn;
-
-// Part 5: the warm-instance pool (docs/parts/pool.md).
-const pool = new Pool("pool", { ...shared, config: config.pool });
-export const poolQueueUrls = Object.fromEntries(Object.entries(pool.classes).map(([k, r]) => [k, r.queue.queue.url]));
-export const poolClaimTableName = pool.claimTable.table.name;
-export const poolRefillFunction = pool.refill.function.name;
-export const poolClaimPolicyArn = pool.claimPolicy.arn;

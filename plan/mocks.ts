@@ -205,6 +205,21 @@ function genericAnswer(region: string, args: pulumi.runtime.MockResourceArgs, st
   return state(`${name}-id`, { name, arn: `arn:aws:${service}:${region}:${MOCK_ACCOUNT_ID}:${name}` });
 }
 
+/**
+ * The region's zones as DescribeAvailabilityZones answers, honouring a `zone-id` filter. Zone
+ * `<prefix>-azN` is named `<region><letter N>` here; in a real account the pairing differs.
+ */
+function availabilityZones(region: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  // us-east-1 → use1, eu-west-2 → euw2: AWS's AZ ID prefix for the common regions.
+  const [area = "", direction = "", number = ""] = region.split("-");
+  const prefix = `${area}${direction[0] ?? ""}${number}`;
+  const all = Array.from({ length: 6 }, (_, i) => ({ id: `${prefix}-az${i + 1}`, name: `${region}${"abcdef"[i]}` }));
+  const filters = (inputs.filters as Array<{ name: string; values: string[] }> | undefined) ?? [];
+  const wanted = filters.find((f) => f.name === "zone-id")?.values;
+  const zones = wanted ? all.filter((z) => wanted.includes(z.id)) : all.slice(0, 3);
+  return { names: zones.map((z) => z.name), zoneIds: zones.map((z) => z.id), id: region };
+}
+
 export function createMocks(region: string): pulumi.runtime.Mocks {
   const acct = MOCK_ACCOUNT_ID;
   const byType = answers(region);
@@ -226,7 +241,7 @@ export function createMocks(region: string): pulumi.runtime.Mocks {
         case "aws:index/getPartition:getPartition":
           return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
         case "aws:index/getAvailabilityZones:getAvailabilityZones":
-          return { names: ["a", "b", "c"].map((s) => `${region}${s}`), zoneIds: ["az1", "az2", "az3"], id: region };
+          return availabilityZones(region, inputs);
         default:
           return inputs;
       }

@@ -15,6 +15,12 @@ export interface NetworkArgs {
    */
   availabilityZones?: number;
   /**
+   * The zones by name, in this account (see infra/network-zones.ts); when set, `availabilityZones`
+   * is not used.
+   * @default the region's first `availabilityZones` zones
+   */
+  availabilityZoneNames?: string[];
+  /**
    * Tags for every child.
    * @default {}
    */
@@ -35,7 +41,7 @@ export class Network extends pulumi.ComponentResource {
       `${name}-vpc`,
       {
         cidrBlock: args.cidrBlock,
-        numberOfAvailabilityZones: args.availabilityZones ?? 2,
+        ...(args.availabilityZoneNames ? { availabilityZoneNames: args.availabilityZoneNames } : { numberOfAvailabilityZones: args.availabilityZones ?? 2 }),
         natGateways: { strategy: args.natGateways ?? "Single" },
         subnetStrategy: "Auto",
         enableDnsHostnames: true,

@@ -28,7 +28,9 @@ const ec2Tags = (resourceType: ResourceType, tags: Record<string, string>): TagS
 /** A remote component: moto's default VPC, because ECS RunTask and RunInstances need subnets that exist in moto. */
 async function vpc(ctx: ProvisionContext, _args: Args, inputs: Inputs): Promise<Result> {
   const { vpcId, subnetIds } = await ctx.defaultNetwork();
-  const azs = Math.max(1, Math.min(num(inputs, "numberOfAvailabilityZones") ?? 2, Math.floor(subnetIds.length / 2) || 1));
+  const named = strs(inputs, "availabilityZoneNames").length;
+  const wanted = named > 0 ? named : (num(inputs, "numberOfAvailabilityZones") ?? 2);
+  const azs = Math.max(1, Math.min(wanted, Math.floor(subnetIds.length / 2) || 1));
   const privateSubnetIds = subnetIds.slice(0, azs);
   const publicSubnetIds = subnetIds.length >= 2 * azs ? subnetIds.slice(azs, 2 * azs) : privateSubnetIds;
   return { id: undefined, state: { vpcId, privateSubnetIds, publicSubnetIds, isolatedSubnetIds: [] } };

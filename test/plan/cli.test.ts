@@ -75,6 +75,13 @@ describe("plan CLI (child processes)", function () {
     expect(run.stderr).to.match(/encache:gpu\.instanceIdParameter: "\/encache\/gpu\/instance_id" must contain the environment "dev"/);
   });
 
+  it("exits 2 naming encache:network.availabilityZoneIds when a pinned zone is not one of the account's", async () => {
+    writeTmpStack((dev) => dev.replace("availabilityZoneIds: [use1-az1, use1-az2]", "availabilityZoneIds: [use1-az1, use1-az9]"));
+    const run = await runPlan(["--stack", tmpStack]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/encache:network\.availabilityZoneIds: use1-az9: not an available zone of us-east-1/);
+  });
+
   it("exits 2 for no --stack", async () => {
     const run = await runPlan([]);
     expect(run.code).to.equal(2);

@@ -32,6 +32,14 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         }
       });
 
+      it("spreads the VPC over the zones the stack pins by AZ ID, by this account's names, in that order", () => {
+        // The plan's mocks name zone use1-azN us-east-1<Nth letter>; a real account pairs them its own way.
+        const want = { dev: ["us-east-1a", "us-east-1b"], prod: ["us-east-1a", "us-east-1b", "us-east-1d"] }[stack];
+        const [vpc] = of(doc(), "awsx:ec2:Vpc");
+        expect(vpc?.inputs.availabilityZoneNames).to.deep.equal(want);
+        expect(vpc?.inputs).to.not.have.property("numberOfAvailabilityZones");
+      });
+
       it("declares the five parts in order, 1 to 5, each a component of its own", () => {
         const parts = doc().resources.filter((r) => r.type.startsWith("encache:parts:"));
         expect(parts.map((r) => r.type)).to.deep.equal([
