@@ -1,7 +1,10 @@
 /**
  * The offline plan: Pulumi's preview and policy check without credentials or the CLI.
  *
- *   npm run plan -- --stack <name> [--json] [--program <file>]
+ *   npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--program <file>]
+ *
+ * Without --first-preview it plans an update of an existing stack: every output known. With it, a
+ * stack that does not exist yet, as the engine would preview it (policy/testing/engine.ts).
  *
  * Exit codes: 0 no mandatory violation, 1 at least one, 2 the program or its config failed.
  */
@@ -12,18 +15,25 @@ import { flushAndExit } from "../functions/shared/exit";
 import { PlanInputError, readStackFiles, resolveProgram } from "./stack-files";
 import type { PolicyPackConfig } from "../policy/testing/types";
 
-const USAGE = "usage: npm run plan -- --stack <name> [--json] [--program <file>]";
+const USAGE = "usage: npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--program <file>]";
 
 async function main(argv: string[]): Promise<number> {
   // Pulumi takes `new Error().stack` for every promise it creates; mapping each through tsx's
   // source maps cost about a second of CPU per plan. Only PLAN_DEBUG prints a stack.
   if (!process.env.PLAN_DEBUG) process.setSourceMapsEnabled(false);
   const started = Date.now();
-  let values: { stack?: string; json?: boolean; program?: string; help?: boolean };
+  let values: { stack?: string; json?: boolean; program?: string; help?: boolean; "first-preview"?: boolean; sarif?: string };
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { stack: { type: "string" }, json: { type: "boolean" }, program: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        stack: { type: "string" },
+        json: { type: "boolean" },
+        program: { type: "string" },
+        "first-preview": { type: "boolean" },
+        sarif: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
       strict: true,
     }));
   } catch (err) {
@@ -41,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     // Loaded only past the usage checks: Pulumi alone takes about a second to load.
-    const [pulumi, { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache }, { policies }, { evaluatePolicies }, { createMocks }, { installRecorder }, { planDocument, renderHuman }] =
+    const [pulumi, { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache }, { policies }, { evaluatePolicies }, { createMocks }, { installRecorder }, { planDocument, renderHuman }, engine] =
       await Promise.all([
         import("@pulumi/pulumi"),
         import("../infra/bundle.js"),
@@ -50,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
         import("./mocks.js"),
         import("./record.js"),
         import("./render.js"),
+        import("../policy/testing/engine.js"),
       ]);
     const files = readStackFiles(REPO_ROOT, values.stack);
     const program = resolveProgram(REPO_ROOT, values.program ?? files.main);
@@ -58,7 +69,10 @@ async function main(argv: string[]): Promise<number> {
     // Bundles are rebuilt only when an input changed (see useBundleCache).
     useBundleCache(PLAN_BUNDLE_CACHE_DIR);
     pulumi.runtime.setAllConfig(files.config, files.secretKeys);
-    await pulumi.runtime.setMocks(createMocks(region), files.project, values.stack, false);
+    // PLAN_SDK_PREVIEW=1 (with --first-preview): let the SDK itself make the unknowns, with the mocks
+    // answering as providers do on a first preview; tests compare it with the engine model.
+    const sdkPreview = values["first-preview"] === true && process.env.PLAN_SDK_PREVIEW === "1";
+    await pulumi.runtime.setMocks(createMocks(region, { preview: sdkPreview }), files.project, values.stack, sdkPreview);
     const recorder = installRecorder();
 
     // The program is loaded only now, after setMocks: a static import would run it before.
@@ -68,12 +82,16 @@ async function main(argv: string[]): Promise<number> {
     const resources = await recorder.settle();
     if (programFailures.length > 0) throw programFailures[0];
 
+    // The pack judges what the engine would hand it: inputs after the provider's Check, and on a
+    // first preview every value the providers compute at create time unknown.
+    const firstPreview = values["first-preview"] === true;
+    const view = sdkPreview ? engine.updateView(resources) : firstPreview ? engine.firstPreview(resources) : engine.updateView(resources);
     const policyConfig = readPolicyConfig(REPO_ROOT, values.stack);
-    const violations = await evaluatePolicies(resources, policies, {
+    const violations = await evaluatePolicies(view, policies, {
       config: policyConfig,
       stackTags: {},
     });
-    const doc = planDocument(files.project, values.stack, resources, violations);
+    const doc = planDocument(files.project, values.stack, firstPreview ? view : resources, violations, { firstPreview });
     if (values.json) {
       process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     } else {

@@ -220,14 +220,24 @@ function availabilityZones(region: string, inputs: Record<string, unknown>): Rec
   return { names: zones.map((z) => z.name), zoneIds: zones.map((z) => z.id), id: region };
 }
 
-export function createMocks(region: string): pulumi.runtime.Mocks {
+/**
+ * `preview`: answer as a provider does on a first preview, for a resource about to be created: its
+ * inputs and the auto-name Check assigns, nothing it computes at create time, no id. Run with
+ * `setMocks(…, preview = true)`, the SDK then leaves every output not returned unknown. The plan's
+ * `--first-preview` derives the same view from an ordinary plan (policy/testing/engine.ts); this
+ * mode exists to check that model against the SDK (test/plan/engine-model.test.ts).
+ */
+export function createMocks(region: string, opts: { preview?: boolean } = {}): pulumi.runtime.Mocks {
   const acct = MOCK_ACCOUNT_ID;
   const byType = answers(region);
   return {
     newResource(args: pulumi.runtime.MockResourceArgs): Answer {
       const inputs = args.inputs as Record<string, unknown>;
       const state = (id: string, extra: Record<string, unknown>): Answer => ({ id, state: { ...inputs, ...extra } });
-      return (byType[args.type] ?? ((a, st) => genericAnswer(region, a, st)))(args, state);
+      const answer = (byType[args.type] ?? ((a, st) => genericAnswer(region, a, st)))(args, state);
+      if (!opts.preview || !args.custom) return opts.preview ? { id: undefined, state: { ...inputs } } : answer;
+      const name = answer.state.name;
+      return { id: "", state: { ...inputs, ...(name !== undefined && !("name" in inputs) ? { name } : {}) } };
     },
     call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
       const inputs = args.inputs as Record<string, unknown>;

@@ -1,4 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
+import { isUnknown } from "@pulumi/pulumi/output";
+import { UNKNOWN_STRING } from "../policy/testing/engine";
 import type { RecordedResource } from "../policy/testing/types";
 
 /**
@@ -67,7 +69,8 @@ export function installRecorder(): Recorder {
     original(req, (err, resp) => {
       pending--;
       if (!err && resp) {
-        const rec: RecordedResource = { urn: resp.getUrn(), ...base, outputs: deserialize(resp.getObject()) };
+        const id = (resp as RegisterResponse & { getId?(): string }).getId?.() ?? "";
+        const rec: RecordedResource = { urn: resp.getUrn(), ...base, outputs: deserialize(resp.getObject()), ...(id ? { id } : {}) };
         records.push(rec);
         byUrn.set(rec.urn, rec);
       }
@@ -120,6 +123,9 @@ export async function plainValue<T>(value: T): Promise<T> {
 }
 
 async function toPlain(v: unknown): Promise<unknown> {
+  // On a preview the SDK deserialises a value not yet known to its `unknown` marker; the recording
+  // keeps the engine's wire placeholder instead, which the policy SDK turns back into an unknown.
+  if (isUnknown(v)) return UNKNOWN_STRING;
   if (v === null || v === undefined || typeof v !== "object") return v;
   if (pulumi.asset.Archive.isInstance(v)) {
     const archive = v as pulumi.asset.Archive & { assets?: Promise<Record<string, unknown>>; path?: Promise<string> };

@@ -3,25 +3,39 @@ import type { RecordedResource, Violation } from "../policy/testing/types";
 export interface PlanDocument {
   project: string;
   stack: string;
+  /** `update`: a preview of an existing stack (every output known); `first-preview`: of one that does not exist yet. */
+  mode: "update" | "first-preview";
   resources: Array<Pick<RecordedResource, "urn" | "type" | "name" | "parent" | "inputs" | "dependencies"> & { protect: boolean; arn?: string }>;
   violations: Violation[];
   summary: { resources: number; mandatory: number; advisory: number };
 }
 
 /** The `--json` contract of docs/plan.md: nothing else goes to stdout. */
-export function planDocument(project: string, stack: string, resources: RecordedResource[], violations: Violation[]): PlanDocument {
+/** The engine's placeholder for a value unknown on this preview, as the plan's JSON shows it. */
+export const UNKNOWN_IN_JSON = "[unknown]";
+const UNKNOWN_PLACEHOLDER = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
+function readable(value: unknown): unknown {
+  if (value === UNKNOWN_PLACEHOLDER) return UNKNOWN_IN_JSON;
+  if (Array.isArray(value)) return value.map(readable);
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, readable(v)]));
+  return value;
+}
+
+export function planDocument(project: string, stack: string, resources: RecordedResource[], violations: Violation[], opts: { firstPreview?: boolean } = {}): PlanDocument {
   return {
     project,
     stack,
+    mode: opts.firstPreview ? "first-preview" : "update",
     resources: resources.map(({ urn, type, name, parent, inputs, dependencies, protect, outputs }) => ({
       urn,
       type,
       name,
       parent,
-      inputs,
+      inputs: readable(inputs) as Record<string, unknown>,
       dependencies,
       protect: protect ?? false,
-      ...(typeof outputs?.arn === "string" ? { arn: outputs.arn } : {}),
+      ...(typeof outputs?.arn === "string" && outputs.arn !== UNKNOWN_PLACEHOLDER ? { arn: outputs.arn } : {}),
     })),
     violations,
     summary: {

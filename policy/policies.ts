@@ -18,6 +18,8 @@ import { sqsMappingReportsBatchItemFailures } from "./rules/sqs-mapping-reports-
 import { visibilityTimeoutCoversConsumer } from "./rules/visibility-timeout-covers-consumer";
 import { launchTemplateHardened } from "./rules/launch-template-hardened";
 import { ec2LaunchGrantsScoped } from "./rules/ec2-launch-grants-scoped";
+import { documentsVisibleOnPreview } from "./rules/documents-visible-on-preview";
+import { declaredDocumentsMatch } from "./rules/declared-documents-match";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -40,4 +42,6 @@ export const policies: Policies = [
   jobTableTtl,
   launchTemplateHardened,
   ec2LaunchGrantsScoped,
+  documentsVisibleOnPreview,
+  declaredDocumentsMatch,
 ];

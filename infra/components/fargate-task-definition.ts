@@ -1,7 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { fargateSizeProblem } from "../../policy/contract";
-import { assumedBy, policyDocument, type Statement } from "../iam/document";
+import { assumedBy, type Statement } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import { declare } from "./declared-document";
 
 /** `<account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag|@digest]` → the repository ARN; undefined for other registries. Pure. */
 export function ecrRepositoryArn(image: string): string | undefined {
@@ -136,7 +138,10 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
     this.executionRole = new aws.iam.Role(`${name}-execution`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent: this });
     const executionPolicy = new aws.iam.RolePolicy(
       `${name}-execution-policy`,
-      { role: this.executionRole.id, policy: policyDocument(executionRoleStatements({ image: args.image, logGroupArn: this.logGroup.arn })) },
+      {
+        role: this.executionRole.id,
+        policy: declaredPolicy(executionRoleStatements({ image: args.image, logGroupArn: this.logGroup.arn }), { resource: `${name}-execution-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }),
+      },
       { parent: this },
     );
 
@@ -144,7 +149,13 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
     const taskStatements = args.taskRoleStatements ?? [];
     const taskPolicies =
       taskStatements.length > 0
-        ? [new aws.iam.RolePolicy(`${name}-task-policy`, { role: this.taskRole.id, policy: policyDocument(taskStatements) }, { parent: this })]
+        ? [
+            new aws.iam.RolePolicy(
+              `${name}-task-policy`,
+              { role: this.taskRole.id, policy: declaredPolicy(taskStatements, { resource: `${name}-task-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+              { parent: this },
+            ),
+          ]
         : [];
 
     const environment = Object.entries(args.environment ?? {}).map(([key, value]) => ({ name: key, value }));
@@ -159,9 +170,11 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
         runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: r.cpuArchitecture },
         executionRoleArn: this.executionRole.arn,
         taskRoleArn: this.taskRole.arn,
-        containerDefinitions: pulumi.jsonStringify([
-          {
-            name: args.containerName,
+        containerDefinitions: pulumi.jsonStringify(
+          declare(
+            [
+              {
+                name: args.containerName,
             image: args.image,
             essential: true,
             memory: r.memoryMb,
@@ -172,7 +185,10 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
               options: { "awslogs-group": this.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": args.containerName },
             },
           },
-        ]),
+            ],
+            { resource: name, resourceType: "aws:ecs/taskDefinition:TaskDefinition", property: "containerDefinitions", parent: this },
+          ),
+        ),
         tags,
       },
       // The execution role must be able to pull and log before the first task starts.

@@ -2,7 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
 import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
-import { assumedBy, logsStatement, policyDocument, sqsEventSourceStatement, vpcAccessStatement, type Statement } from "../iam/document";
+import { assumedBy, logsStatement, sqsEventSourceStatement, vpcAccessStatement, type Statement } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 
 export interface QueueConsumerArgs {
   /** ARN of the queue this function consumes. */
@@ -153,7 +154,11 @@ export class QueueConsumer extends pulumi.ComponentResource {
       logsStatement(this.logGroup.arn),
       ...(args.vpc ? [vpcAccessStatement()] : []),
     ];
-    const inline = new aws.iam.RolePolicy(`${name}-policy`, { role: this.role.id, policy: policyDocument(statements) }, { parent: this });
+    const inline = new aws.iam.RolePolicy(
+      `${name}-policy`,
+      { role: this.role.id, policy: declaredPolicy(statements, { resource: `${name}-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { parent: this },
+    );
     const attachments = (args.managedPolicyArns ?? []).map(
       (policyArn, i) => new aws.iam.RolePolicyAttachment(`${name}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }),
     );

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, policyDocument } from "../iam/document";
+import { assumedBy } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { scheduleExpressionProblem } from "../../policy/contract";
 
 export interface QueueScheduleArgs {
@@ -94,10 +95,11 @@ export class QueueSchedule extends pulumi.ComponentResource {
       `${name}-policy`,
       {
         role: this.role.id,
-        policy: policyDocument([
+        policy: declaredPolicy(
           // Scheduler sends to the DLQ with the schedule's own role.
-          { Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] },
-        ]),
+          [{ Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] }],
+          { resource: `${name}-policy`, resourceType: ROLE_POLICY_TYPE, parent: this },
+        ),
       },
       { parent: this },
     );

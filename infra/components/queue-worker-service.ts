@@ -1,6 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, policyDocument, type Statement } from "../iam/document";
+import { assumedBy, type Statement } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import { declare } from "./declared-document";
+
+const TASK_DEFINITION_TYPE = "aws:ecs/taskDefinition:TaskDefinition";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_MODE, TASK_PROTECTION_TAG } from "../../policy/contract";
 import type { FargateCluster } from "./fargate-cluster";
 
@@ -275,11 +279,22 @@ interface ServiceRoles {
 /** The task role (exactly the workload's statements) and the execution role (image pull, logs). */
 function createRoles({ name, args, tags, parent }: ServiceScope, logGroup: aws.cloudwatch.LogGroup): ServiceRoles {
   const taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
-  const taskPolicy = new aws.iam.RolePolicy(`${name}-task-policy`, { role: taskRole.id, policy: policyDocument(args.taskRoleStatements) }, { parent });
+  const taskPolicy = new aws.iam.RolePolicy(
+    `${name}-task-policy`,
+    { role: taskRole.id, policy: declaredPolicy(args.taskRoleStatements, { resource: `${name}-task-policy`, resourceType: ROLE_POLICY_TYPE, parent }) },
+    { parent },
+  );
   const executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
   const executionPolicy = new aws.iam.RolePolicy(
     `${name}-execution-policy`,
-    { role: executionRole.id, policy: policyDocument(executionRoleStatements({ repositoryArn: args.repositoryArn, logGroupArn: logGroup.arn })) },
+    {
+      role: executionRole.id,
+      policy: declaredPolicy(executionRoleStatements({ repositoryArn: args.repositoryArn, logGroupArn: logGroup.arn }), {
+        resource: `${name}-execution-policy`,
+        resourceType: ROLE_POLICY_TYPE,
+        parent,
+      }),
+    },
     { parent },
   );
   return { taskRole, executionRole, policies: [taskPolicy, executionPolicy] };
@@ -293,8 +308,10 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
     ...(args.environment ?? {}),
     ...(r.taskProtection ? { [TASK_PROTECTION_ENV]: TASK_PROTECTION_MODE } : {}),
   };
-  const containerDefinitions = pulumi.jsonStringify(
-    pulumi.output(environment).apply((env) => [
+  // A plain structure with outputs as leaves (not built inside an apply), so its declaration keeps
+  // every known field readable on a first preview.
+  const containers = declare(
+    [
       {
         name: r.containerName,
         image: args.image,
@@ -309,7 +326,7 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
         // An init process reaps the allow-listed executables' orphans and forwards SIGTERM.
         linuxParameters: { initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } },
         mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }],
-        environment: Object.entries(env)
+        environment: Object.entries(environment)
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([key, value]) => ({ name: key, value })),
         logConfiguration: {
@@ -317,8 +334,10 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
           options: { "awslogs-group": deps.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": r.containerName },
         },
       },
-    ]),
+    ],
+    { resource: name, resourceType: TASK_DEFINITION_TYPE, property: "containerDefinitions", parent },
   );
+  const containerDefinitions = pulumi.jsonStringify(containers);
   return new aws.ecs.TaskDefinition(
     name,
     {

@@ -6,7 +6,8 @@ import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { TerminalQueue } from "../components/terminal-queue";
-import { policyDocument, type Statement } from "../iam/document";
+import { type Statement } from "../iam/document";
+import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { statementsFor } from "../iam/grants";
 import type { GpuConfig, IngestConfig } from "./ingest.config";
 import { consumerSizing, firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -167,7 +168,11 @@ function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.P
   const { nameTag } = args.config.gpu;
   return new aws.iam.Policy(
     `${name}-gpu-ec2`,
-    { description: `Start the ${nameTag} instance (by tag) and describe instances`, policy: policyDocument(gpuEc2Statements({ region: args.region, nameTag })), tags },
+    {
+      description: `Start the ${nameTag} instance (by tag) and describe instances`,
+      policy: declaredPolicy(gpuEc2Statements({ region: args.region, nameTag }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
+      tags,
+    },
     { parent },
   );
 }

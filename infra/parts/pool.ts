@@ -8,7 +8,8 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, policyDocument, type Statement } from "../iam/document";
+import { assumedBy, type Statement } from "../iam/document";
+import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { POOL_QUEUE_VISIBILITY_SECONDS, type PoolClassConfig, type PoolConfig, refillRetentionSeconds } from "./pool.config";
@@ -299,7 +300,11 @@ function createRefill(
 function createClaimPolicy({ name, tags, parent }: PoolPart, statements: Statement[]): aws.iam.Policy {
   return new aws.iam.Policy(
     `${name}-claim`,
-    { description: "The warm-pool claim API: pick up adverts, take claim locks, start pool-tagged instances", policy: policyDocument(statements), tags },
+    {
+      description: "The warm-pool claim API: pick up adverts, take claim locks, start pool-tagged instances",
+      policy: declaredPolicy(statements, { resource: `${name}-claim`, resourceType: MANAGED_POLICY_TYPE, parent }),
+      tags,
+    },
     { parent },
   );
 }

@@ -11,3 +11,4 @@ export * from "./grants";
 export * from "./sqs";
 export * from "./fleet";
 export * from "./env";
+export * from "./declarations";

@@ -1,4 +1,4 @@
-import { isRecord, type Props } from "./props";
+import { isRecord, readIfKnown, type Props } from "./props";
 
 /**
  * `containerDefinitions` of an ECS task definition: pulumi-aws takes a JSON string, and the
@@ -23,7 +23,12 @@ export function containerEnvironment(container: Props): Record<string, string> {
   const env: unknown = container.environment;
   const out: Record<string, string> = {};
   if (!Array.isArray(env)) return out;
-  for (const e of env) if (isRecord(e) && typeof e.name === "string") out[e.name] = typeof e.value === "string" ? e.value : "";
+  for (const e of env) {
+    if (!isRecord(e) || typeof e.name !== "string") continue;
+    // A declared container's value may be an output, unknown on a first preview; its name is known.
+    const value = readIfKnown(() => e.value);
+    out[e.name] = typeof value === "string" ? value : "";
+  }
   return out;
 }
 

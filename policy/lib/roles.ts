@@ -1,6 +1,7 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { dependsOnVia, depsOf, ofType } from "./graph";
 import { ActionStatement, isActionAllowed, readPolicyDocument } from "./iam";
+import { documentOf } from "./documents";
 import { records } from "./props";
 import { IAM_POLICY, ROLE_POLICY, ROLE_POLICY_ATTACHMENT } from "./types";
 
@@ -15,13 +16,14 @@ export function roleStatements(resources: readonly PolicyResource[], role: Polic
   records(role.props.inlinePolicies).forEach((p, i) => {
     statements.push(...readPolicyDocument(p.policy, `${role.name} inlinePolicies[${i}]`));
   });
+  // A policy unknown on a first preview is read from its declaration (lib/documents.ts).
   for (const rp of ofType(resources, ROLE_POLICY)) {
-    if (dependsOnVia(rp, "role", role)) statements.push(...readPolicyDocument(rp.props.policy, rp.name));
+    if (dependsOnVia(rp, "role", role)) statements.push(...readPolicyDocument(documentOf(resources, rp, "policy"), rp.name));
   }
   for (const att of ofType(resources, ROLE_POLICY_ATTACHMENT)) {
     if (!dependsOnVia(att, "role", role)) continue;
     for (const policy of depsOf(att, "policyArn", IAM_POLICY)) {
-      statements.push(...readPolicyDocument(policy.props.policy, policy.name));
+      statements.push(...readPolicyDocument(documentOf(resources, policy, "policy"), policy.name));
     }
   }
   return statements;

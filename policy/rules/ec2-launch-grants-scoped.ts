@@ -1,7 +1,8 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { actionPatternMatches } from "../lib/iam";
-import { isRecord, readIfKnown, records, stringList } from "../lib/props";
+import { isRecord, readIfKnown, stringList } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+import { carriesIdentityPolicy, identityDocuments } from "../lib/documents";
 
 /** The actions that put an instance in a running state: who may call them decides what runs and is billed. */
 export const LAUNCH_ACTIONS = ["ec2:RunInstances", "ec2:StartInstances"];
@@ -77,11 +78,6 @@ export function unscopedLaunchGrant(s: GrantStatement): string | null {
   return `${actions.join(", ")} on ${broad.join(", ")} without a tag condition`;
 }
 
-function documents(type: string, props: Record<string, unknown>): unknown[] {
-  if (type === ROLE) return records(props.inlinePolicies).map((p) => p.policy);
-  return [props.policy];
-}
-
 /**
  * An EC2 RunInstances/StartInstances grant carries a tag condition (aws:ResourceTag/…,
  * aws:RequestTag/…, ec2:ResourceTag/…) or names specific resources. Without either, the role
@@ -94,11 +90,11 @@ export const ec2LaunchGrantsScoped: ResourceValidationPolicy = {
     "(not `*` or every instance).",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
-    if (args.type !== ROLE && args.type !== ROLE_POLICY && args.type !== IAM_POLICY) {
-      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY} and ${IAM_POLICY}`);
+    if (!carriesIdentityPolicy(args.type, args.props)) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
     const props: Record<string, unknown> = args.props;
-    for (const doc of documents(args.type, props)) {
+    for (const { doc } of identityDocuments(args.type, args.name, props)) {
       for (const s of allowStatements(doc)) {
         const problem = unscopedLaunchGrant(s);
         if (problem) reportViolation(`'${args.name}'${s.sid ? ` statement ${s.sid}` : ""} grants ${problem}; condition it on the instances' tags or name them.`);

@@ -2,6 +2,7 @@ import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { actionPatternMatches, isWildcardAction, policyStatements } from "../lib/iam";
 import { isRecord, records, stringList } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+import { carriesIdentityPolicy, identityDocuments } from "../lib/documents";
 
 export const TERMINATE_ACTION = "ec2:TerminateInstances";
 const RESOURCE_TAG_KEY = /^(aws|ec2):ResourceTag\/(.+)$/i;
@@ -83,15 +84,12 @@ export const ec2TerminateTagCondition: ResourceValidationPolicy = {
     },
   },
   validateResource: (args, reportViolation) => {
-    if (args.type !== ROLE && args.type !== ROLE_POLICY && args.type !== IAM_POLICY) {
-      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY} and ${IAM_POLICY}`);
+    if (!carriesIdentityPolicy(args.type, args.props)) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
     const allowedKeys = stringList(args.getConfig<Config>().tagKeys);
     const props: Record<string, unknown> = args.props;
-    const statements =
-      args.type === ROLE
-        ? records(props.inlinePolicies).flatMap((p, i) => rawStatements(p.policy, `${args.name} inlinePolicies[${i}]`))
-        : rawStatements(props.policy, args.name);
+    const statements = identityDocuments(args.type, args.name, props).flatMap(({ doc, where }) => rawStatements(doc, where));
     statements.forEach((s, i) => {
       if (!grantsTerminate(s)) return;
       const keys = resourceTagKeys(s.Condition);

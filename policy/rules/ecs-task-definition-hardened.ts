@@ -1,6 +1,8 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { isRecord, numberOr } from "../lib/props";
 import { ECS_TASK_DEFINITION } from "../lib/types";
+import { DECLARED_DOCUMENT_TYPE } from "../contract";
+import { isUnknown, standsIn } from "../lib/documents";
 import { containerLabel, readContainerDefinitions } from "../lib/ecs-container-definitions";
 
 /**
@@ -14,10 +16,14 @@ export const ecsTaskDefinitionHardened: ResourceValidationPolicy = {
   description: "ECS task definitions: no privileged container; every container has a logConfiguration with a logDriver and a container-level memory limit.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
-    if (args.type !== ECS_TASK_DEFINITION) args.notApplicable(`applies to ${ECS_TASK_DEFINITION}`);
     const props: Record<string, unknown> = args.props;
-    const name = args.name;
-    const containers = readContainerDefinitions(props.containerDefinitions, `Task definition '${name}'`);
+    const declared = args.type === DECLARED_DOCUMENT_TYPE && props.resourceType === ECS_TASK_DEFINITION && props.property === "containerDefinitions";
+    if (args.type !== ECS_TASK_DEFINITION && !declared) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
+    // Unknown on a first preview (it holds the image URI and ARNs): its declaration is judged instead.
+    if (!declared && isUnknown(() => props.containerDefinitions)) return;
+    if (declared && !standsIn(() => props.document)) return;
+    const name = declared ? `${String(props.resource)} (declared)` : args.name;
+    const containers = readContainerDefinitions(declared ? props.document : props.containerDefinitions, `Task definition '${name}'`);
     if (containers.length === 0) reportViolation(`Task definition '${name}' has no container definitions.`);
     containers.forEach((c, i) => {
       const label = `Task definition '${name}' container ${containerLabel(c, i)}`;

@@ -3,6 +3,7 @@ import { depsOf, ofType, uniqueByUrn } from "../lib/graph";
 import { isRecord, readIfKnown } from "../lib/props";
 import { requiredActions, requiredActionsSchema } from "../lib/required-actions";
 import { missingActions } from "../lib/roles";
+import { documentOf } from "../lib/documents";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_TAG } from "../contract";
 import { ECS_TASK_DEFINITION, ROLE } from "../lib/types";
 import { containerEnvironment, readContainerDefinitions } from "../lib/ecs-container-definitions";
@@ -14,10 +15,10 @@ export const DEFAULT_PROTECTION_ACTIONS = ["ecs:UpdateTaskProtection"];
  * `encache:task-protection` tag (a literal, known on a first preview) or the
  * `ENCACHE_TASK_PROTECTION` env var of a container (read only when known).
  */
-export function protectionMarker(td: PolicyResource): string | undefined {
+export function protectionMarker(resources: readonly PolicyResource[], td: PolicyResource): string | undefined {
   const tags: unknown = td.props.tags;
   if (isRecord(tags) && typeof tags[TASK_PROTECTION_TAG] === "string") return `tag ${TASK_PROTECTION_TAG}`;
-  const containers = readIfKnown(() => readContainerDefinitions(td.props.containerDefinitions, td.name));
+  const containers = readIfKnown(() => readContainerDefinitions(documentOf(resources, td, "containerDefinitions"), td.name));
   const marked = (containers ?? []).some((c) => TASK_PROTECTION_ENV in containerEnvironment(c));
   return marked ? `env ${TASK_PROTECTION_ENV}` : undefined;
 }
@@ -36,7 +37,7 @@ export const ecsTaskProtectionGranted: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const required = requiredActions(args, DEFAULT_PROTECTION_ACTIONS);
     for (const td of ofType(args.resources, ECS_TASK_DEFINITION)) {
-      const marker = protectionMarker(td);
+      const marker = protectionMarker(args.resources, td);
       if (!marker) continue;
       const roles = uniqueByUrn(depsOf(td, "taskRoleArn", ROLE));
       if (roles.length === 0) {

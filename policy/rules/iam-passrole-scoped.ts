@@ -1,7 +1,8 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { actionPatternMatches, isWildcardAction } from "../lib/iam";
-import { isRecord, readIfKnown, records, stringList, type Props } from "../lib/props";
+import { isRecord, readIfKnown, stringList, type Props } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+import { carriesIdentityPolicy, identityDocuments, statementRecords } from "../lib/documents";
 
 interface Config {
   requirePassedToService?: boolean;
@@ -11,21 +12,8 @@ interface Config {
 const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/;
 
 /** The raw statements of an identity policy, Resource and Condition included (lib/iam drops them on purpose). */
-function rawStatements(type: string, props: Props): Props[] {
-  const docs: unknown[] = type === ROLE ? records(props.inlinePolicies).map((p) => p.policy) : [props.policy];
-  return docs.flatMap((doc) => {
-    let parsed: unknown = doc;
-    if (typeof doc === "string") {
-      try {
-        parsed = JSON.parse(doc);
-      } catch {
-        return [];
-      }
-    }
-    if (!isRecord(parsed)) return [];
-    const s: unknown = parsed.Statement;
-    return Array.isArray(s) ? records(s) : isRecord(s) ? [s] : [];
-  });
+function rawStatements(type: string, name: string, props: Props): Props[] {
+  return identityDocuments(type, name, props).flatMap(({ doc }) => statementRecords(doc));
 }
 
 /**
@@ -85,11 +73,11 @@ export const iamPassroleScoped: ResourceValidationPolicy = {
     },
   },
   validateResource: (args, reportViolation) => {
-    if (args.type !== ROLE && args.type !== ROLE_POLICY && args.type !== IAM_POLICY) {
-      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY} and ${IAM_POLICY}`);
+    if (!carriesIdentityPolicy(args.type, args.props)) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
     const requireService = args.getConfig<Config>().requirePassedToService !== false;
-    rawStatements(args.type, args.props).forEach((s, i) => {
+    rawStatements(args.type, args.name, args.props).forEach((s, i) => {
       if (!grantsPassRole(s)) return;
       const label = typeof s.Sid === "string" ? s.Sid : `Statement[${i}]`;
       for (const bad of badResources(s)) {

@@ -1,6 +1,7 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { ActionStatement, readPolicyDocument, wildcardGrants } from "../lib/iam";
-import { records, stringList } from "../lib/props";
+import { stringList } from "../lib/props";
+import { carriesIdentityPolicy, identityDocuments } from "../lib/documents";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
 
 interface Config {
@@ -9,10 +10,7 @@ interface Config {
 
 /** Identity-policy statements of the resource; trust (assume-role) policies are resource policies and exempt. */
 function identityStatements(type: string, name: string, props: Record<string, unknown>): ActionStatement[] {
-  if (type === ROLE) {
-    return records(props.inlinePolicies).flatMap((p, i) => readPolicyDocument(p.policy, `${name} inlinePolicies[${i}]`));
-  }
-  return readPolicyDocument(props.policy, name);
+  return identityDocuments(type, name, props).flatMap(({ doc, where }) => readPolicyDocument(doc, where));
 }
 
 /** Least privilege: each role lists the actions its function calls, never a whole service. */
@@ -32,8 +30,8 @@ export const noWildcardIamActions: ResourceValidationPolicy = {
     },
   },
   validateResource: (args, reportViolation) => {
-    if (args.type !== ROLE && args.type !== ROLE_POLICY && args.type !== IAM_POLICY) {
-      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY} and ${IAM_POLICY}`);
+    if (!carriesIdentityPolicy(args.type, args.props)) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
     const exempt = stringList(args.getConfig<Config>().allowedWildcards);
     const props: Record<string, unknown> = args.props;

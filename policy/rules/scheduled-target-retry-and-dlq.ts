@@ -21,7 +21,8 @@ export const scheduledTargetRetryAndDlq: ResourceValidationPolicy = {
         reportViolation(`Schedule '${args.name}' has no target.`);
         return;
       }
-      holder = { ...target };
+      // Not a spread: that would read target.arn, unknown on a first preview, which this rule never needs.
+      holder = target;
     } else if (args.type === EVENT_TARGET) {
       holder = args.props;
     } else {

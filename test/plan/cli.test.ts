@@ -55,6 +55,29 @@ describe("plan CLI (child processes)", function () {
     expect(v[0]!.message).to.contain("ec2:StartInstances");
   });
 
+  for (const mode of [[], ["--first-preview"]]) {
+    it(`exits 1 on prod${mode.length ? " on a first preview" : ""} when a DLQ consumer lacks ec2:StartInstances, judged from its declared policy`, async () => {
+      const { run, doc } = await planJson("prod", [...mode, "--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
+      expect(run.code).to.equal(1);
+      expect(doc.mode).to.equal(mode.length ? "first-preview" : "update");
+      const v = doc.violations.filter((x) => x.policy === "dlq-consumer-can-start-gpu");
+      expect(v.map((x) => [x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([["mandatory", "orders-dlq-consumer"]]);
+    });
+  }
+
+  it("a first preview of a program without declarations: prod fails closed, dev only warns, and an update judges the policy", async () => {
+    const program = ["--program", "test/infra/fixtures/dlq-consumer-undeclared.ts"];
+    const [prodFirst, devFirst, devUpdate] = await Promise.all([
+      planJson("prod", ["--first-preview", ...program]),
+      planJson("dev", ["--first-preview", ...program]),
+      planJson("dev", program),
+    ]);
+    const levels = (d: typeof prodFirst.doc) => d.violations.map((x) => `${x.policy} ${x.enforcementLevel}`).sort();
+    expect([prodFirst.run.code, levels(prodFirst.doc)]).to.deep.equal([1, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview mandatory"]]);
+    expect([devFirst.run.code, levels(devFirst.doc)]).to.deep.equal([0, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview advisory"]]);
+    expect([devUpdate.run.code, levels(devUpdate.doc)]).to.deep.equal([1, ["ec2-launch-grants-scoped mandatory"]]);
+  });
+
   it("exits 2 and names the key when the stack config holds an invalid value", async () => {
     writeTmpStack((dev) => dev.replace(/maxReceiveCount: 3/, "maxReceiveCount: 1"));
     const run = await runPlan(["--stack", tmpStack]);
@@ -143,6 +166,7 @@ describe("renderHuman (the plan's human output)", () => {
   const doc: PlanDocument = {
     project: "encache",
     stack: "dev",
+    mode: "update",
     resources: [
       { urn: "urn:c", type: "encache:parts:Ingest", name: "ingest", parent: null, inputs: {}, dependencies: [], protect: false },
       { urn: "urn:q", type: "aws:sqs/queue:Queue", name: "ingest-q", parent: "urn:c", inputs: {}, dependencies: [], protect: false },

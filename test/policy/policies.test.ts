@@ -1,55 +1,38 @@
 /**
- * policy/policies.ts: the whole pack over each part's GOOD recording reports nothing, on an
- * update and on a first preview (when ARNs, URLs and redrive JSON are still unknown). Each
- * rule's own cases live in rules/<rule>.test.ts.
+ * policy/policies.ts: the whole pack over each part's GOOD recording reports nothing, on a preview
+ * of an existing stack and on a first preview (policy/testing/engine.ts: ARNs, URLs and ids
+ * unknown, and so every IAM document and container definition built from them). Each rule's own
+ * cases live in rules/<rule>.test.ts; test/policy/both-modes.test.ts catches each mandatory
+ * rule's mutation in both modes.
  */
-import { UNKNOWN } from "../../policy/testing/evaluate";
 import type { RecordedResource } from "../../policy/testing/types";
-import { FU, fleetRecording } from "./helpers/fleet";
-import { asFirstPreview, ingestRecording } from "./helpers/ingest";
+import { fleetRecording } from "./helpers/fleet";
+import { ingestRecording } from "./helpers/ingest";
 import { platformRecording } from "./helpers/platform";
 import { poolRecording } from "./helpers/pool";
-import { find, setInput } from "./helpers/recording";
 import { retrainingRecording } from "./helpers/retraining";
 import { workerRecording } from "./helpers/worker";
-import { evaluate, expectNoViolations } from "./helpers/violations";
-
-/** The fleet's first preview: the jobs table's ARN in its consumers' role policies is unknown. */
-function fleetFirstPreview(): RecordedResource[] {
-  const rs = fleetRecording();
-  for (const urn of [FU.housekeepingPolicy, FU.terminationPolicy]) {
-    const doc = structuredClone(find(rs, urn).inputs.policy) as { Statement: Record<string, unknown>[] };
-    for (const s of doc.Statement) if (String(s.Resource).includes("dynamodb")) s.Resource = UNKNOWN.unknownStringValue;
-    setInput(rs, urn, "policy", doc);
-  }
-  return rs;
-}
-
-function ingestFirstPreview(): RecordedResource[] {
-  const rs = ingestRecording();
-  asFirstPreview(rs, UNKNOWN.unknownStringValue);
-  return rs;
-}
+import { evaluate, expectNoViolations, type Mode } from "./helpers/violations";
 
 describe("policies: the whole pack over the good recordings", () => {
   const recordings: [string, () => RecordedResource[]][] = [
     ["ingest", ingestRecording],
-    ["ingest on a first preview, when ARNs and redrive JSON are unknown", ingestFirstPreview],
     ["fleet", fleetRecording],
-    ["fleet on a first preview, when the table ARN in the roles is still unknown", fleetFirstPreview],
     ["pool (with ingest's tag-conditioned StartInstances)", poolRecording],
     ["retraining", retrainingRecording],
     ["worker", workerRecording],
     ["platform (ingest plus a table, a scheduler DLQ and a schedule)", platformRecording],
   ];
-  for (const [title, recording] of recordings) {
-    it(`reports nothing for ${title}`, async () => {
-      // Prepare
-      const rs = recording();
-      // Act
-      const violations = await evaluate(rs);
-      // Assess
-      expectNoViolations(violations);
-    });
+  for (const mode of ["update", "first-preview"] as Mode[]) {
+    for (const [title, recording] of recordings) {
+      it(`reports nothing for ${title}, on ${mode === "update" ? "a preview of an existing stack" : "a first preview"}`, async () => {
+        // Prepare
+        const rs = recording();
+        // Act
+        const violations = await evaluate(rs, { mode });
+        // Assess
+        expectNoViolations(violations);
+      });
+    }
   }
 });

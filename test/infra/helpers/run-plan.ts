@@ -10,10 +10,11 @@ export interface PlanRun {
 }
 
 /** Runs the offline plan exactly as `npm run plan -- …` does, in its own process (asynchronously, so plans can overlap). */
-export function runPlan(args: string[]): Promise<PlanRun> {
+export function runPlan(args: string[], env: Record<string, string> = {}): Promise<PlanRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "plan/cli.ts"), ...args], {
       cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const stdout: Buffer[] = [];
@@ -32,8 +33,8 @@ export function runPlan(args: string[]): Promise<PlanRun> {
   });
 }
 
-export async function planJson(stack: string, extra: string[] = []): Promise<{ run: PlanRun; doc: PlanDocument }> {
-  const run = await runPlan(["--stack", stack, "--json", ...extra]);
+export async function planJson(stack: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ run: PlanRun; doc: PlanDocument }> {
+  const run = await runPlan(["--stack", stack, "--json", ...extra], env);
   let doc: PlanDocument;
   try {
     doc = JSON.parse(run.stdout) as PlanDocument;

@@ -14,7 +14,8 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
 
       it("prints the --json contract and no mandatory violation", () => {
         const d = doc();
-        expect(d).to.have.keys(["project", "stack", "resources", "violations", "summary"]);
+        expect(d).to.have.keys(["project", "stack", "mode", "resources", "violations", "summary"]);
+        expect(d.mode).to.equal("update");
         expect(d.project).to.equal("encache");
         expect(d.stack).to.equal(stack);
         expect(d.summary).to.deep.equal({

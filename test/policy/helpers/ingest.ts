@@ -237,23 +237,3 @@ function build(): RecordedResource[] {
 export function ingestRecording(): RecordedResource[] {
   return structuredClone(build());
 }
-
-/** The first-preview shape: every ARN, URL and name-derived input is unknown. */
-export function asFirstPreview(resources: RecordedResource[], unknownString: string): void {
-  const unknownKeys = new Set(["eventSourceArn", "functionName", "role", "policyArn", "redrivePolicy", "queueUrl", "redriveAllowPolicy"]);
-  for (const r of resources) {
-    for (const bag of [r.inputs, r.outputs]) {
-      for (const key of Object.keys(bag)) {
-        if (unknownKeys.has(key) && (r.propertyDependencies[key]?.length ?? 0) > 0) bag[key] = unknownString;
-      }
-      if (r.type === T.alarm) bag.dimensions = { QueueName: unknownString };
-      const doc = bag.policy;
-      if ((r.type === T.rolePolicy || r.type === T.policy) && typeof doc === "object" && doc !== null) {
-        for (const s of (doc as { Statement: Record<string, unknown>[] }).Statement) {
-          if (typeof s.Resource === "string" && s.Resource.startsWith("arn:")) s.Resource = unknownString;
-        }
-      }
-    }
-    for (const key of ["arn", "url", "id"]) if (r.custom && key in r.outputs) r.outputs[key] = unknownString;
-  }
-}

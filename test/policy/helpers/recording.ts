@@ -13,6 +13,7 @@
  * The good part recordings (ingest.ts, fleet.ts, ...) are built from these, and the mutation
  * helpers at the end (find, setInput, remove, add) edit any recording in place.
  */
+import { DECLARED_DOCUMENT_TYPE } from "../../../policy/contract";
 import type { RecordedResource } from "../../../policy/testing/types";
 
 export const STACK = "dev";
@@ -196,4 +197,47 @@ export function remove(resources: RecordedResource[], urn: string): void {
 
 export function add(resources: RecordedResource[], ...added: RecordedResource[]): void {
   resources.push(...added);
+}
+
+/** The documents the program declares beside their resources (infra/iam/declared.ts, infra/components/declared-document.ts). */
+const DECLARED: Readonly<Record<string, string>> = { [T.rolePolicy]: "policy", [T.policy]: "policy", [T.taskDefinition]: "containerDefinitions" };
+
+/**
+ * The recording as the program registers it: each RolePolicy's and Policy's `policy` and each task
+ * definition's `containerDefinitions` also declared in a DeclaredDocument sibling, built from the same
+ * value (so a mutation of the document is a mutation of both, as in the program). A resource that
+ * already has a declaration keeps it: the tests of `declared-documents-match` build mismatched ones.
+ */
+export function withDeclarations(resources: readonly RecordedResource[]): RecordedResource[] {
+  const out = [...resources];
+  for (const r of resources) {
+    const property = DECLARED[r.type];
+    if (!property || !(property in r.inputs)) continue;
+    const name = `${r.name}-declared`;
+    if (resources.some((d) => d.type === DECLARED_DOCUMENT_TYPE && d.parent === r.parent && d.name === name)) continue;
+    const value = r.inputs[property];
+    let document: unknown = value;
+    if (typeof value === "string") {
+      try {
+        document = JSON.parse(value);
+      } catch {
+        document = value;
+      }
+    }
+    const props = { resource: r.name, resourceType: r.type, property, document };
+    const deps = r.propertyDependencies[property] ?? [];
+    const parentType = r.urn.split("::")[2]!.split("$").slice(0, -1).join("$") || null;
+    out.push({
+      urn: urnOf(DECLARED_DOCUMENT_TYPE, name, parentType),
+      type: DECLARED_DOCUMENT_TYPE,
+      name,
+      parent: r.parent,
+      custom: false,
+      inputs: props,
+      outputs: structuredClone(props),
+      dependencies: [...deps],
+      propertyDependencies: { document: [...deps] },
+    });
+  }
+  return out;
 }

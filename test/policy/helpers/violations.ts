@@ -4,12 +4,24 @@
  */
 import { expect } from "chai";
 import { evaluatePolicies, type EvaluateOptions } from "../../../policy/testing/evaluate";
+import { firstPreview, updateView } from "../../../policy/testing/engine";
 import type { RecordedResource, Violation } from "../../../policy/testing/types";
 import { policies } from "../../../policy/policies";
+import { withDeclarations } from "./recording";
 
-/** Act: the whole pack, so a case also proves no OTHER rule fires on its resources. */
-export function evaluate(resources: RecordedResource[], options: EvaluateOptions = {}): Promise<Violation[]> {
-  return evaluatePolicies(resources, policies, options);
+export type Mode = "update" | "first-preview";
+
+/**
+ * Act: the whole pack, so a case also proves no OTHER rule fires on its resources, over what the
+ * engine would hand it (policy/testing/engine.ts, the offline plan's model): a preview of an
+ * existing stack or `up` by default, or a first preview. The recording gets the program's
+ * declarations first.
+ */
+export function evaluate(resources: RecordedResource[], options: EvaluateOptions & { mode?: Mode; declare?: boolean } = {}): Promise<Violation[]> {
+  const { mode = "update", declare = true, ...rest } = options;
+  // `declare: false` plays a program that puts no DeclaredDocument beside its documents.
+  const declared = declare ? withDeclarations(resources) : resources;
+  return evaluatePolicies(mode === "first-preview" ? firstPreview(declared) : updateView(declared), policies, rest);
 }
 
 export interface Expected {

@@ -1,9 +1,8 @@
 /** policy/rules/ecs-task-protection-granted.ts: a task definition using scale-in protection has a task role allowed ecs:UpdateTaskProtection. */
-import { UNKNOWN } from "../../../policy/testing/evaluate";
 import type { RecordedResource } from "../../../policy/testing/types";
 import { W, setContainer, workerRecording } from "../helpers/worker";
 import { T, doc, editInput, find, role, setInput, taskDefinition, urnOf } from "../helpers/recording";
-import { evaluate, expectNoViolationOf, expectNoViolations, expectViolation } from "../helpers/violations";
+import { evaluate, expectNoViolations, expectViolation } from "../helpers/violations";
 
 const POLICY = "ecs-task-protection-granted";
 
@@ -40,21 +39,13 @@ describe(POLICY, () => {
     expectNoViolations(violations);
   });
 
-  it("judges by the tag on a first preview (role ARNs and container definitions unknown)", async () => {
+  it("judges by the tag and the declared task role policy on a first preview (role ARNs and container definitions unknown)", async () => {
     // Prepare
     const rs = workerRecording();
-    setInput(rs, W.taskDefinition, "taskRoleArn", UNKNOWN.unknownStringValue);
-    setInput(rs, W.taskDefinition, "containerDefinitions", UNKNOWN.unknownStringValue);
     // Act
-    const violations = await evaluate(rs);
-    // Assess: this rule passes; only the container rule, which must read the definitions, cannot run yet.
-    expectNoViolationOf(violations, POLICY);
-    expectViolation(violations, {
-      policy: "ecs-task-definition-hardened",
-      level: "advisory",
-      urn: W.taskDefinition,
-      message: /can't run policy 'ecs-task-definition-hardened' during preview/,
-    });
+    const violations = await evaluate(rs, { mode: "first-preview" });
+    // Assess: the container rule reads the declared container definitions, so nothing is left undecided.
+    expectNoViolations(violations);
   });
 
   describe("built in one line", () => {

@@ -1,0 +1,51 @@
+import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import { DECLARED_DOCUMENT_TYPE } from "../contract";
+import { knownValue } from "../lib/documents";
+
+/** A document as data: a JSON string is parsed (the provider's Check hands documents over as strings). */
+function asData(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+function sibling(resources: readonly PolicyResource[], d: PolicyResource): PolicyResource | undefined {
+  return resources.find(
+    (r) => r.type !== DECLARED_DOCUMENT_TYPE && r.name === d.props.resource && r.type === d.props.resourceType && (r.parent?.urn ?? null) === (d.parent?.urn ?? null),
+  );
+}
+
+/**
+ * The declarations the rules judge on a first preview must be what is deployed. Once both are known
+ * (a later preview, and at `up` before anything is created or updated), each declared document must
+ * equal its resource's input, or a grant could pass the gate on its declaration and differ in AWS.
+ */
+export const declaredDocumentsMatch: StackValidationPolicy = {
+  name: "declared-documents-match",
+  description: "Each DeclaredDocument names a sibling resource, and, once both are known, equals that resource's document.",
+  enforcementLevel: "mandatory",
+  validateStack: (args, reportViolation) => {
+    for (const d of args.resources.filter((r) => r.type === DECLARED_DOCUMENT_TYPE)) {
+      const property = String(d.props.property);
+      const target = sibling(args.resources, d);
+      if (!target) {
+        reportViolation(`DeclaredDocument '${d.name}' declares ${property} of ${String(d.props.resourceType)} '${String(d.props.resource)}', which this stack does not have beside it.`, d.urn);
+        continue;
+      }
+      // Nothing to compare until both are known: the declaration is what the rules judged meanwhile.
+      const declared = knownValue(() => d.props.document);
+      const actual = knownValue(() => asData(target.props[property]));
+      if (!declared || !actual || actual.value === undefined) continue;
+      if (JSON.stringify(declared.value) !== JSON.stringify(actual.value)) {
+        reportViolation(
+          `${target.type.split(":").pop()} '${target.name}': its ${property} differs from its declaration '${d.name}', which the rules judged on the first preview. ` +
+            "Build both from one value (infra/iam/declared.ts, infra/components/declared-document.ts).",
+          target.urn,
+        );
+      }
+    }
+  },
+};
