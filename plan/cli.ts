@@ -20,7 +20,8 @@ const USAGE = "usage: npm run plan -- --stack <name> [--first-preview] [--json] 
 async function main(argv: string[]): Promise<number> {
   // Pulumi takes `new Error().stack` for every promise it creates; mapping each through tsx's
   // source maps cost about a second of CPU per plan. Only PLAN_DEBUG prints a stack.
-  if (!process.env.PLAN_DEBUG) process.setSourceMapsEnabled(false);
+  // SARIF needs them: a violation points at the TypeScript line that declared the resource.
+  if (!process.env.PLAN_DEBUG && !argv.includes("--sarif")) process.setSourceMapsEnabled(false);
   const started = Date.now();
   let values: { stack?: string; json?: boolean; program?: string; help?: boolean; "first-preview"?: boolean; sarif?: string };
   try {
@@ -92,6 +93,12 @@ async function main(argv: string[]): Promise<number> {
       stackTags: {},
     });
     const doc = planDocument(files.project, values.stack, firstPreview ? view : resources, violations, { firstPreview });
+    if (values.sarif) {
+      const { sarifLog } = await import("./sarif.js");
+      const version = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+      const log = sarifLog({ stack: values.stack, mode: doc.mode, violations, resources, policies, root: REPO_ROOT, toolVersion: version });
+      fs.writeFileSync(path.resolve(process.cwd(), values.sarif), `${JSON.stringify(log, null, 2)}\n`);
+    }
     if (values.json) {
       process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     } else {

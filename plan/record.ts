@@ -21,6 +21,8 @@ interface RegisterRequest {
   getIgnorechangesList(): string[];
   getPropertydependenciesMap(): { forEach(cb: (value: { getUrnsList(): string[] }, key: string) => void): void };
   getProtect(): boolean | undefined;
+  /** Where the program declared the resource (the SDK takes it from the constructor's stack frame). */
+  getSourceposition?(): { getUri(): string; getLine(): number; getColumn(): number } | undefined;
 }
 interface RegisterResponse {
   getUrn(): string;
@@ -64,6 +66,7 @@ export function installRecorder(): Recorder {
       propertyDependencies,
       // Children inherit protect from their parent in the SDK, so what arrives here is final.
       protect: req.getProtect() ?? false,
+      ...sourcePositionOf(req),
       ...(req.getIgnorechangesList().length > 0 ? { ignoreChanges: [...req.getIgnorechangesList()] } : {}),
     };
     original(req, (err, resp) => {
@@ -104,6 +107,12 @@ export function installRecorder(): Recorder {
       );
     },
   };
+}
+
+function sourcePositionOf(req: RegisterRequest): { sourcePosition?: { uri: string; line: number; column: number } } {
+  const pos = req.getSourceposition?.();
+  if (!pos || !pos.getUri()) return {};
+  return { sourcePosition: { uri: pos.getUri(), line: pos.getLine(), column: pos.getColumn() } };
 }
 
 function deserialize(struct: unknown): Record<string, unknown> {

@@ -16,6 +16,8 @@ export interface RecordedResource {
   inputs: Record<string, unknown>;
   /** What the mock returned as state: inputs plus realistic id/arn/url/name. */
   outputs: Record<string, unknown>;
+  /** Where the program declared it: a file URI, 1-based line and column (from the SDK's RegisterResourceRequest). */
+  sourcePosition?: { uri: string; line: number; column: number };
   /** The id the mock returned (custom resources); absent in hand-built fixtures that need none. */
   id?: string;
   /** Every URN this resource depends on (property dependencies and dependsOn). */

@@ -5,6 +5,7 @@
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
@@ -64,6 +65,20 @@ describe("plan CLI (child processes)", function () {
       expect(v.map((x) => [x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([["mandatory", "orders-dlq-consumer"]]);
     });
   }
+
+  it("--sarif writes the violations as SARIF 2.1.0, each at the TypeScript line that declared its resource", async () => {
+    const file = path.join(os.tmpdir(), `plan-${process.pid}.sarif`);
+    const run = await runPlan(["--stack", "prod", "--first-preview", "--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts", "--sarif", file]);
+    expect(run.code).to.equal(1);
+    const log = JSON.parse(fs.readFileSync(file, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string; level: string; locations: Array<{ physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } } }> }> }> };
+    fs.rmSync(file, { force: true });
+    expect(log.version).to.equal("2.1.0");
+    const [result] = log.runs[0]!.results;
+    expect(result).to.deep.include({ ruleId: "dlq-consumer-can-start-gpu", level: "error" });
+    const at = result!.locations[0]!.physicalLocation;
+    const line = fs.readFileSync(path.join(REPO_ROOT, at.artifactLocation.uri), "utf8").split("\n")[at.region.startLine - 1];
+    expect(line).to.contain("new aws.lambda.Function(");
+  });
 
   it("a first preview of a program without declarations: prod fails closed, dev only warns, and an update judges the policy", async () => {
     const program = ["--program", "test/infra/fixtures/dlq-consumer-undeclared.ts"];

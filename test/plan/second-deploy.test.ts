@@ -62,6 +62,8 @@ describe("a second deploy after a worker code change", function () {
       "aws:ecs/service:Service worker",
       "aws:ecs/taskDefinition:TaskDefinition worker",
       "awsx:ecr:Image worker-image",
+      // The declaration of the task definition's containers (for the policy pack); it creates nothing in AWS.
+      "encache:policy:DeclaredDocument worker-declared",
     ]);
     const tag = (doc: PlanDocument) => doc.resources.find((r) => r.type === "awsx:ecr:Image")!.inputs.imageTag;
     expect(tag(after)).to.match(/^sha-[0-9a-f]{32}$/);
