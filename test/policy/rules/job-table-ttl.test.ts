@@ -1,9 +1,8 @@
 /** policy/rules/job-table-ttl.ts: a table holding job records (by tag, or by the function env that reads it) expires them. */
-import { UNKNOWN } from "../../../policy/testing/evaluate";
 import type { RecordedResource } from "../../../policy/testing/types";
 import { FU, fleetRecording, fleetResource } from "../helpers/fleet";
 import { T, add, fn, setInput, table, urnOf } from "../helpers/recording";
-import { evaluate, expectNoViolations, expectViolation } from "../helpers/violations";
+import { evaluate, expectNoViolations, expectViolation, type Mode } from "../helpers/violations";
 
 const POLICY = "job-table-ttl";
 
@@ -50,7 +49,7 @@ describe(POLICY, () => {
   });
 
   describe("fails", () => {
-    const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
+    const cases: { title: string; message: RegExp; mode?: Mode; mutate: (rs: RecordedResource[]) => void }[] = [
       {
         title: "a jobs table without TTL",
         message: /Job table 'fleet-jobs' \(tag encache:table-role=jobs\) must expire its records/,
@@ -65,12 +64,12 @@ describe(POLICY, () => {
         },
       },
       {
-        title: "an untagged jobs table without TTL on a first preview (the env value, the table name, still unknown)",
+        title: "an untagged jobs table without TTL on a first preview (the env value, the table name, unknown in the model)",
         message: /env RUNS_FLEET_JOBS_TABLE/,
+        mode: "first-preview",
         mutate: (rs) => {
           setInput(rs, FU.jobs, "ttl", undefined);
           setInput(rs, FU.jobs, "tags", { "encache:part": "fleet" });
-          setInput(rs, FU.terminationFunction, "environment", { variables: { RUNS_FLEET_JOBS_TABLE: UNKNOWN.unknownStringValue } });
         },
       },
       { title: "a jobs table with TTL disabled", message: /ttl.enabled/, mutate: (rs) => setInput(rs, FU.jobs, "ttl", { attributeName: "expires_at", enabled: false }) },
@@ -81,7 +80,7 @@ describe(POLICY, () => {
         const rs = fleetRecording();
         c.mutate(rs);
         // Act
-        const violations = await evaluate(rs);
+        const violations = await evaluate(rs, { mode: c.mode ?? "update" });
         // Assess
         expectViolation(violations, { policy: POLICY, level: "mandatory", urn: FU.jobs, message: c.message });
       });
