@@ -20,6 +20,7 @@ import { launchTemplateHardened } from "./rules/launch-template-hardened";
 import { ec2LaunchGrantsScoped } from "./rules/ec2-launch-grants-scoped";
 import { documentsVisibleOnPreview } from "./rules/documents-visible-on-preview";
 import { declaredDocumentsMatch } from "./rules/declared-documents-match";
+import { trustPolicyConfusedDeputy } from "./rules/trust-policy-confused-deputy";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -44,4 +45,5 @@ export const policies: Policies = [
   ec2LaunchGrantsScoped,
   documentsVisibleOnPreview,
   declaredDocumentsMatch,
+  trustPolicyConfusedDeputy,
 ];

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { fargateSizeProblem } from "../../policy/contract";
-import { assumedBy, type Statement } from "../iam/document";
+import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { declare } from "./declared-document";
 
@@ -135,7 +135,8 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
 
     this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: r.logRetentionDays, tags }, { parent: this });
 
-    this.executionRole = new aws.iam.Role(`${name}-execution`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent: this });
+    const trust = trustScope(this);
+    this.executionRole = new aws.iam.Role(`${name}-execution`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent: this });
     const executionPolicy = new aws.iam.RolePolicy(
       `${name}-execution-policy`,
       {
@@ -145,7 +146,7 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
       { parent: this },
     );
 
-    this.taskRole = new aws.iam.Role(`${name}-task`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent: this });
+    this.taskRole = new aws.iam.Role(`${name}-task`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent: this });
     const taskStatements = args.taskRoleStatements ?? [];
     const taskPolicies =
       taskStatements.length > 0

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy } from "../iam/document";
+import { assumedBy, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { scheduleExpressionProblem } from "../../policy/contract";
 
@@ -90,7 +90,7 @@ export class QueueSchedule extends pulumi.ComponentResource {
     if (tooLong) throw new Error(`QueueSchedule ${name}: ${tooLong}`);
     const tags = args.tags ?? {};
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com"), tags }, { parent: this });
+    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com", trustScope(this)), tags }, { parent: this });
     const policy = new aws.iam.RolePolicy(
       `${name}-policy`,
       {

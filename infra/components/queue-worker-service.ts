@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, type Statement } from "../iam/document";
+import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { declare } from "./declared-document";
 
@@ -278,13 +278,14 @@ interface ServiceRoles {
 
 /** The task role (exactly the workload's statements) and the execution role (image pull, logs). */
 function createRoles({ name, args, tags, parent }: ServiceScope, logGroup: aws.cloudwatch.LogGroup): ServiceRoles {
-  const taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
+  const trust = trustScope(parent);
+  const taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent });
   const taskPolicy = new aws.iam.RolePolicy(
     `${name}-task-policy`,
     { role: taskRole.id, policy: declaredPolicy(args.taskRoleStatements, { resource: `${name}-task-policy`, resourceType: ROLE_POLICY_TYPE, parent }) },
     { parent },
   );
-  const executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com"), tags }, { parent });
+  const executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent });
   const executionPolicy = new aws.iam.RolePolicy(
     `${name}-execution-policy`,
     {

@@ -1,4 +1,4 @@
-import type * as aws from "@pulumi/aws";
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 /**
@@ -24,12 +24,57 @@ export function allowedActions(statements: Statement[]): string[] {
   return [...new Set(statements.filter((s) => s.Effect === "Allow").flatMap((s) => s.Action))].sort();
 }
 
-/** Trust policy for a role assumed by one AWS service. */
-export function assumedBy(service: string): aws.types.input.iam.PolicyDocument {
+/**
+ * Where a service assumes the role on this stack's behalf, for the confused-deputy conditions AWS
+ * documents for that service. Lambda and EC2 document none, so their trust policies carry none:
+ * a condition the service does not set would silently break the role.
+ */
+export interface TrustScope {
+  accountId: pulumi.Input<string>;
+  region: pulumi.Input<string>;
+}
+
+/**
+ * The source ARN each guarded service sets when it assumes a role: ECS any ARN of the account's ECS
+ * in the region (AWS's task-role and execution-role guidance), Scheduler its schedule group (the
+ * platform's schedules use the default group).
+ */
+export const TRUST_SOURCE_ARNS: Readonly<Record<string, (s: { accountId: string; region: string }) => string>> = {
+  "ecs-tasks.amazonaws.com": (s) => `arn:aws:ecs:${s.region}:${s.accountId}:*`,
+  "scheduler.amazonaws.com": (s) => `arn:aws:scheduler:${s.region}:${s.accountId}:schedule-group/default`,
+};
+
+/**
+ * Trust policy for a role assumed by one AWS service. With `scope`, and for a service AWS documents
+ * the conditions for, only requests on behalf of this account (aws:SourceAccount) and from that
+ * service's own resources (aws:SourceArn) may assume it.
+ */
+export function assumedBy(service: string, scope?: TrustScope): aws.types.input.iam.PolicyDocument {
+  const sourceArn = TRUST_SOURCE_ARNS[service];
+  const guarded = scope && sourceArn;
   return {
     Version: "2012-10-17",
-    Statement: [{ Effect: "Allow", Principal: { Service: service }, Action: "sts:AssumeRole" }],
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: { Service: service },
+        Action: "sts:AssumeRole",
+        ...(guarded
+          ? {
+              Condition: {
+                StringEquals: { "aws:SourceAccount": scope.accountId },
+                ArnLike: { "aws:SourceArn": pulumi.all([scope.accountId, scope.region]).apply(([accountId, region]) => sourceArn({ accountId, region })) },
+              },
+            }
+          : {}),
+      },
+    ],
   };
+}
+
+/** This stack's account and region, from invokes (known on every preview), for `assumedBy`. */
+export function trustScope(parent: pulumi.Resource): TrustScope {
+  return { accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, region: aws.getRegionOutput({}, { parent }).region };
 }
 
 /** Actions the Lambda SQS poller performs with the function's role (not the function's code). */

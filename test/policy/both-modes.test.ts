@@ -64,6 +64,11 @@ const CASES: Case[] = [
       }),
   },
   {
+    rule: "trust-policy-confused-deputy",
+    recording: workerRecording,
+    mutate: (rs) => editInput<Doc>(rs, W.taskRole, "assumeRolePolicy", (d) => delete d.Statement[0]!.Condition),
+  },
+  {
     rule: "declared-documents-match",
     recording: ingestRecording,
     // A declaration that says less than the policy grants: the rules would judge the wrong grants.

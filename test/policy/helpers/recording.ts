@@ -148,7 +148,13 @@ export function doc(...statements: Record<string, unknown>[]): { Version: string
 }
 
 export const lambdaTrust = doc({ Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" });
-export const ecsTasksTrust = doc({ Effect: "Allow", Principal: { Service: "ecs-tasks.amazonaws.com" }, Action: "sts:AssumeRole" });
+/** ECS tasks may assume the role only for this account's ECS (trust-policy-confused-deputy). */
+export const ecsTasksTrust = doc({
+  Effect: "Allow",
+  Principal: { Service: "ecs-tasks.amazonaws.com" },
+  Action: "sts:AssumeRole",
+  Condition: { StringEquals: { "aws:SourceAccount": ACCOUNT }, ArnLike: { "aws:SourceArn": `arn:aws:ecs:${REGION}:${ACCOUNT}:*` } },
+});
 
 // ---- Mutations (every good recording is a fresh copy, so tests edit it in place) ----
 
