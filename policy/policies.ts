@@ -21,6 +21,9 @@ import { ec2LaunchGrantsScoped } from "./rules/ec2-launch-grants-scoped";
 import { documentsVisibleOnPreview } from "./rules/documents-visible-on-preview";
 import { declaredDocumentsMatch } from "./rules/declared-documents-match";
 import { trustPolicyConfusedDeputy } from "./rules/trust-policy-confused-deputy";
+import { ec2RunInstancesViaLaunchTemplate } from "./rules/ec2-run-instances-via-launch-template";
+import { iamArnsNameAccount } from "./rules/iam-arns-name-account";
+import { instanceRoleNoManagedPolicies } from "./rules/instance-role-no-managed-policies";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -46,4 +49,7 @@ export const policies: Policies = [
   documentsVisibleOnPreview,
   declaredDocumentsMatch,
   trustPolicyConfusedDeputy,
+  ec2RunInstancesViaLaunchTemplate,
+  iamArnsNameAccount,
+  instanceRoleNoManagedPolicies,
 ];

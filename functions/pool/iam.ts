@@ -11,6 +11,8 @@ export type PoolResource =
   | "*" // EC2 DescribeInstances supports no resource-level permissions
   | "pool-instances" // instances tagged encache:pool=<poolTag>
   | "pool-launch-created" // what RunInstances creates (instance, volumes, ENI), which must carry the pool tag
+  | "pool-launch-instances" // the instances RunInstances creates: pool-tagged, from a pool template, of a pool instance type
+  | "pool-launch-attachments" // the volumes and ENIs it creates with them: pool-tagged, from a pool template
   | "pool-launch-inputs" // what RunInstances uses: the pool's launch templates, subnet, security group, images
   | "pool-spot-requests" // the Spot request RunInstances creates for a Spot class's template
   | "pool-ami-parameters" // the public SSM parameters the templates name as their AMI (resolve:ssm:)
@@ -34,8 +36,11 @@ export const REFILL_GRANTS = [
   describeInstances,
   startPoolInstances,
   // RunInstances authorises every resource it touches: the ones it creates must carry the pool tag
-  // in the request (the binding's condition), the ones it uses are named.
-  { sid: "RunTaggedPoolInstances", actions: ["ec2:RunInstances"], resource: "pool-launch-created" },
+  // in the request, the ones it uses are named, and every one of them only through one of the
+  // pool's launch templates (the bindings' ec2:LaunchTemplate condition): the role cannot launch
+  // another AMI, instance type or user data with the pool's instance role.
+  { sid: "RunTaggedPoolInstances", actions: ["ec2:RunInstances"], resource: "pool-launch-instances" },
+  { sid: "RunTaggedPoolAttachments", actions: ["ec2:RunInstances"], resource: "pool-launch-attachments" },
   { sid: "RunFromPoolTemplates", actions: ["ec2:RunInstances"], resource: "pool-launch-inputs" },
   // A Spot class's template makes RunInstances create a Spot request, which IAM authorises too;
   // without it every Spot refill is denied. It launches nothing the statements above do not allow.

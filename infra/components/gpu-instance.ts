@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy } from "../iam/document";
+import { assumedBy, sessionManagerStatement } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
 export interface GpuInstanceArgs {
@@ -89,9 +90,10 @@ export class GpuInstance extends pulumi.ComponentResource {
     const tags = args.tags ?? {};
 
     this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
-    new aws.iam.RolePolicyAttachment(
-      `${name}-ssm-core`,
-      { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
+    // Session Manager only: the GPU service itself calls no AWS API.
+    new aws.iam.RolePolicy(
+      `${name}-session-manager`,
+      { role: this.role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
       { parent: this },
     );
     const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });

@@ -77,6 +77,21 @@ export function trustScope(parent: pulumi.Resource): TrustScope {
   return { accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, region: aws.getRegionOutput({}, { parent }).region };
 }
 
+/**
+ * What the SSM agent needs for Session Manager, and nothing else of AmazonSSMManagedInstanceCore
+ * (whose other 20 actions let an instance read every plain parameter of the account). The five
+ * are AWS's own minimal Session Manager instance policy; none of them has resource-level
+ * permissions but UpdateInstanceInformation, which AWS's example also grants on `*`.
+ */
+export function sessionManagerStatement(): Statement {
+  return {
+    Sid: "SessionManager",
+    Effect: "Allow",
+    Action: ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
+    Resource: "*",
+  };
+}
+
 /** Actions the Lambda SQS poller performs with the function's role (not the function's code). */
 export function sqsEventSourceStatement(queueArn: pulumi.Input<string>): Statement {
   return {

@@ -1,4 +1,4 @@
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import type { Grant } from "../../policy/contract";
 import type { Statement } from "./document";
 
@@ -8,7 +8,13 @@ import type { Statement } from "./document";
  */
 export interface Binding {
   resource: pulumi.Input<string> | pulumi.Input<string>[];
-  condition?: Record<string, Record<string, pulumi.Input<string>>>;
+  /** A value may be a list (IAM ORs its values), and an output (a launch template's ARN). */
+  condition?: Record<string, Record<string, pulumi.Input<string> | pulumi.Input<string>[]>>;
+}
+
+/** An ARN from its parts: a plain string when every part is one (pure callers and their tests), else an output. */
+export function arnOf(...parts: pulumi.Input<string>[]): pulumi.Input<string> {
+  return parts.every((p): p is string => typeof p === "string") ? parts.join("") : pulumi.concat(...parts);
 }
 
 /** One binding for every symbolic resource the grants name, and no other. */
@@ -42,10 +48,11 @@ function mergeConditions(
   fromBinding: Binding["condition"],
 ): Statement["Condition"] | undefined {
   if (!fromGrant && !fromBinding) return undefined;
-  const merged: Record<string, Record<string, string>> = {};
+  const merged: Record<string, Record<string, string | string[]>> = {};
   for (const source of [fromGrant ?? {}, fromBinding ?? {}]) {
     for (const [operator, entries] of Object.entries(source)) {
-      merged[operator] = { ...merged[operator], ...(entries as Record<string, string>) };
+      // Typed as literals for the Statement; pulumi-aws resolves the outputs inside (see above).
+      merged[operator] = { ...merged[operator], ...(entries as Record<string, string | string[]>) };
     }
   }
   return merged;

@@ -8,7 +8,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { TerminalQueue } from "../components/terminal-queue";
 import { type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
-import { statementsFor } from "../iam/grants";
+import { arnOf, statementsFor } from "../iam/grants";
 import type { GpuConfig, IngestConfig } from "./ingest.config";
 import { consumerSizing, firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
@@ -48,10 +48,10 @@ export function ingestStatements(a: IngestAccess): { window: Statement[]; dlq: S
  * The GPU EC2 policy's statements: StartInstances only on instances carrying the GPU's Name tag.
  * The tag value is a literal from config, so this document is fully known at preview time. Pure.
  */
-export function gpuEc2Statements(a: { region: string; nameTag: string }): Statement[] {
+export function gpuEc2Statements(a: { region: string; accountId: pulumi.Input<string>; nameTag: string }): Statement[] {
   return statementsFor(GPU_EC2_GRANTS, {
     "*": { resource: "*" },
-    "gpu-instances": { resource: `arn:aws:ec2:${a.region}:*:instance/*`, condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag } } },
+    "gpu-instances": { resource: arnOf("arn:aws:ec2:", a.region, ":", a.accountId, ":instance/*"), condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag } } },
   });
 }
 
@@ -170,7 +170,7 @@ function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.P
     `${name}-gpu-ec2`,
     {
       description: `Start the ${nameTag} instance (by tag) and describe instances`,
-      policy: declaredPolicy(gpuEc2Statements({ region: args.region, nameTag }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
+      policy: declaredPolicy(gpuEc2Statements({ region: args.region, accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, nameTag }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
       tags,
     },
     { parent },

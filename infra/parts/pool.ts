@@ -8,9 +8,9 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, type Statement } from "../iam/document";
-import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
-import { statementsFor } from "../iam/grants";
+import { assumedBy, sessionManagerStatement, type Statement } from "../iam/document";
+import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
+import { arnOf, statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { POOL_QUEUE_VISIBILITY_SECONDS, type PoolClassConfig, type PoolConfig, refillRetentionSeconds } from "./pool.config";
 
@@ -33,6 +33,10 @@ export interface PoolClassResources {
 /** Where the pool grants' symbolic resources live. */
 export interface PoolAccess {
   region: string;
+  /** Every EC2 ARN names the account (no `*`). */
+  accountId: pulumi.Input<string>;
+  /** The instance types the classes' templates launch: RunInstances is limited to them. */
+  instanceTypes: string[];
   /** Value of the `encache:pool` tag: EC2 start and launch are conditioned on it. */
   poolTag: string;
   tableArn: pulumi.Input<string>;
@@ -50,28 +54,34 @@ export interface PoolAccess {
 
 /** The refill function's statements and the claim API's, derived from the grants beside their code. Pure. */
 export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Statement[] } {
-  const created = ["instance", "volume", "network-interface"].map((t) => `arn:aws:ec2:${a.region}:*:${t}/*`);
+  const ec2 = (resource: pulumi.Input<string>) => arnOf("arn:aws:ec2:", a.region, ":", a.accountId, ":", resource);
+  const created = ["instance", "volume", "network-interface"].map((t) => ec2(`${t}/*`));
+  const poolTagged = { [`aws:RequestTag/${POOL_TAG_KEY}`]: a.poolTag };
+  // Present on every resource a RunInstances from a template touches (AWS's "require a launch template" example).
+  const fromPoolTemplate = { "ec2:LaunchTemplate": a.launchTemplateArns };
   const bindings = {
     "pool-queues": { resource: a.poolQueueArns },
     "claim-table": { resource: a.tableArn },
     "*": { resource: "*" },
     "pool-instances": {
-      resource: `arn:aws:ec2:${a.region}:*:instance/*`,
+      resource: ec2("instance/*"),
       condition: { StringEquals: { [`aws:ResourceTag/${POOL_TAG_KEY}`]: a.poolTag } },
     },
-    // What RunInstances creates must carry the pool tag in the request.
-    "pool-launch-created": { resource: created, condition: { StringEquals: { [`aws:RequestTag/${POOL_TAG_KEY}`]: a.poolTag } } },
-    // What it uses is named: the pool's templates, subnet and group, and AMIs (an image is not an instance).
+    // What RunInstances creates must carry the pool tag in the request (CreateTags on create, too).
+    "pool-launch-created": { resource: created, condition: { StringEquals: poolTagged } },
+    "pool-launch-instances": {
+      resource: ec2("instance/*"),
+      condition: { StringEquals: { ...poolTagged, "ec2:InstanceType": [...new Set(a.instanceTypes)].sort() }, ArnLike: fromPoolTemplate },
+    },
+    "pool-launch-attachments": { resource: [ec2("volume/*"), ec2("network-interface/*")], condition: { StringEquals: poolTagged, ArnLike: fromPoolTemplate } },
+    // What it uses is named: the pool's templates, subnet and group, and AMIs (an image belongs to no
+    // account of ours: its ARN has none). The templates resolve the AMI at launch, so no AMI id is known.
     "pool-launch-inputs": {
-      resource: [
-        ...a.launchTemplateArns,
-        pulumi.interpolate`arn:aws:ec2:${a.region}:*:subnet/${a.subnetId}`,
-        a.securityGroupArn,
-        `arn:aws:ec2:${a.region}::image/*`,
-      ],
+      resource: [...a.launchTemplateArns, ec2(arnOf("subnet/", a.subnetId)), a.securityGroupArn, `arn:aws:ec2:${a.region}::image/*`],
+      condition: { ArnLike: fromPoolTemplate },
     },
     "instance-role": { resource: a.instanceRoleArn },
-    "pool-spot-requests": { resource: `arn:aws:ec2:${a.region}:*:spot-instances-request/*` },
+    "pool-spot-requests": { resource: ec2("spot-instances-request/*"), condition: { ArnLike: fromPoolTemplate } },
     // Public parameters live in no account: their ARNs have an empty account field.
     "pool-ami-parameters": { resource: [...new Set(a.amiParameters)].sort().map((p) => `arn:aws:ssm:${a.region}::parameter${p}`) },
     "refill-dlq": { resource: a.refillDlqArn },
@@ -107,6 +117,8 @@ export class Pool extends pulumi.ComponentResource {
     this.classes = createClasses(part, { ...compute, instanceProfile: this.instanceProfile, refillQueue: this.refillQueue, scheduleDlq: this.scheduleDlq });
     const statements = poolStatements({
       region: args.region,
+      accountId: aws.getCallerIdentityOutput({}, { parent: this }).accountId,
+      instanceTypes: Object.values(args.config.classes).flatMap((c) => c.instanceTypes),
       poolTag: args.config.poolTag,
       tableArn: this.claimTable.table.arn,
       poolQueueArns: Object.values(this.classes).map((r) => r.queue.queue.arn),
@@ -135,7 +147,12 @@ type PoolPart = PartScope<PoolArgs>;
 /** The role and profile every pool instance runs with. */
 function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.Role; profile: aws.iam.InstanceProfile } {
   const role = new aws.iam.Role(`${name}-instance-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent });
-  new aws.iam.RolePolicyAttachment(`${name}-instance-ssm-core`, { role: role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore }, { parent });
+  // Session Manager only: a pool instance's workload brings its own credentials.
+  new aws.iam.RolePolicy(
+    `${name}-instance-session-manager`,
+    { role: role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
+    { parent },
+  );
   const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });
   return { role, profile };
 }

@@ -15,7 +15,7 @@ import { FU, editStatement, fleetRecording } from "./helpers/fleet";
 import { U, ingestRecording } from "./helpers/ingest";
 import { X, platformRecording, setTarget } from "./helpers/platform";
 import { P, poolRecording } from "./helpers/pool";
-import { T, add, doc, editInput, queue, remove, rolePolicy, setInput, urnOf } from "./helpers/recording";
+import { T, add, attachment, doc, editInput, queue, remove, role, rolePolicy, setInput, urnOf } from "./helpers/recording";
 import { R, retrainingRecording } from "./helpers/retraining";
 import { W, setContainer, workerRecording } from "./helpers/worker";
 import { evaluate, type Mode } from "./helpers/violations";
@@ -67,6 +67,24 @@ const CASES: Case[] = [
     rule: "trust-policy-confused-deputy",
     recording: workerRecording,
     mutate: (rs) => editInput<Doc>(rs, W.taskRole, "assumeRolePolicy", (d) => delete d.Statement[0]!.Condition),
+  },
+  {
+    rule: "ec2-run-instances-via-launch-template",
+    recording: poolRecording,
+    mutate: (rs) => editInput<Doc>(rs, P.refillPolicy, "policy", (d) => delete (statementWith(d, "ec2:RunInstances").Condition as Record<string, unknown>).ArnLike),
+  },
+  {
+    rule: "iam-arns-name-account",
+    recording: poolRecording,
+    mutate: (rs) => editInput<Doc>(rs, P.claimPolicy, "policy", (d) => (statementWith(d, "ec2:StartInstances").Resource = "arn:aws:ec2:eu-west-1:*:instance/*")),
+  },
+  {
+    rule: "instance-role-no-managed-policies",
+    recording: ingestRecording,
+    mutate: (rs) => {
+      add(rs, role("gpu-role", { assumeRolePolicy: doc({ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }) }));
+      add(rs, attachment("gpu-ssm-core", { role: "gpu-role", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" }, { deps: { role: [urnOf(T.role, "gpu-role")] } }));
+    },
   },
   {
     rule: "declared-documents-match",

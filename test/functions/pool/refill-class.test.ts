@@ -107,6 +107,8 @@ describe("pool refill", () => {
       poolQueueArns: [],
       refillDlqArn: "arn:aws:sqs:us-east-1:123456789012:pool-refill-dlq",
       region: "us-east-1",
+      accountId: "123456789012",
+      instanceTypes: ["g5.xlarge"],
       poolTag: POOL_TAG,
       launchTemplateArns: ["arn:aws:ec2:us-east-1:123456789012:launch-template/lt-0123"],
       subnetId: "subnet-1",

@@ -104,7 +104,11 @@ describe("components under Pulumi mocks (in process)", function () {
     const resources = await recorder.settle();
     const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-a");
     expect(instance?.ignoreChanges).to.deep.equal(["ami"]);
-    const attach = resources.find((r) => r.name === "gpu-a-ssm-core");
-    expect(attach?.inputs.policyArn).to.equal("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
+    // Session Manager's five actions, not AmazonSSMManagedInstanceCore (which reads every parameter).
+    expect(resources.some((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && r.parent === instance?.parent)).to.equal(false);
+    const sessionManager = resources.find((r) => r.name === "gpu-a-session-manager");
+    expect((sessionManager?.inputs.policy as { Statement: Array<{ Action: string[] }> }).Statement.map((s) => s.Action)).to.deep.equal([
+      ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
+    ]);
   });
 });

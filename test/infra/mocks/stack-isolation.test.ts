@@ -42,6 +42,13 @@ const UNSCOPABLE_ACTIONS: Record<string, string> = {
   "ec2:AssignPrivateIpAddresses": "Lambda VPC access",
   "ec2:UnassignPrivateIpAddresses": "Lambda VPC access",
   "ec2:DescribeSubnets": "Lambda VPC access",
+  // Session Manager (infra/iam/document.ts sessionManagerStatement): the agent registers and opens
+  // channels for the calling instance only; AWS's minimal instance policy grants these on `*`.
+  "ssm:UpdateInstanceInformation": "Session Manager: acts on the calling instance",
+  "ssmmessages:CreateControlChannel": "Session Manager: no resource types",
+  "ssmmessages:CreateDataChannel": "Session Manager: no resource types",
+  "ssmmessages:OpenControlChannel": "Session Manager: no resource types",
+  "ssmmessages:OpenDataChannel": "Session Manager: no resource types",
 };
 
 function policyStatements(doc: PlanDocument): Array<{ where: string; statement: IamStatement }> {

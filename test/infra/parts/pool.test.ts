@@ -10,6 +10,8 @@ import { allowStatements, unscopedLaunchGrant } from "../../../policy/rules/ec2-
 describe("pool IAM statements", () => {
   const args = {
     region: "us-east-1",
+    accountId: "123456789012",
+    instanceTypes: ["g5.xlarge", "g6.xlarge", "g5.xlarge"],
     poolTag: "encache-warm-pool-dev",
     tableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/pool-claims",
     poolQueueArns: ["arn:aws:sqs:us-east-1:123456789012:pool-gpu-small"],
@@ -34,11 +36,29 @@ describe("pool IAM statements", () => {
   it("conditions StartInstances and the created resources of RunInstances on the pool tag", () => {
     const s = refillStatements(args);
     expect(bySid(s, "StartPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache:pool": "encache-warm-pool-dev" } });
-    expect(bySid(s, "RunTaggedPoolInstances")?.Condition).to.deep.equal({ StringEquals: { "aws:RequestTag/encache:pool": "encache-warm-pool-dev" } });
+    expect(bySid(s, "RunTaggedPoolInstances")?.Condition).to.deep.equal({
+      StringEquals: { "aws:RequestTag/encache:pool": "encache-warm-pool-dev", "ec2:InstanceType": ["g5.xlarge", "g6.xlarge"] },
+      ArnLike: { "ec2:LaunchTemplate": args.launchTemplateArns },
+    });
+    expect(bySid(s, "RunTaggedPoolAttachments")?.Condition).to.deep.equal({
+      StringEquals: { "aws:RequestTag/encache:pool": "encache-warm-pool-dev" },
+      ArnLike: { "ec2:LaunchTemplate": args.launchTemplateArns },
+    });
     // Tagging at launch is allowed only as part of RunInstances, and only with the pool tag in the request.
     expect(bySid(s, "TagOnLaunch")?.Condition).to.deep.equal({
       StringEquals: { "ec2:CreateAction": "RunInstances", "aws:RequestTag/encache:pool": "encache-warm-pool-dev" },
     });
+  });
+
+  it("launches only through the pool's own launch templates: every RunInstances grant carries ec2:LaunchTemplate", () => {
+    const runs = refillStatements(args).filter((s) => s.Action.includes("ec2:RunInstances"));
+    expect(runs.map((s) => s.Sid)).to.deep.equal(["RunTaggedPoolInstances", "RunTaggedPoolAttachments", "RunFromPoolTemplates", "RunSpotRequests"]);
+    for (const s of runs) expect(s.Condition?.ArnLike, s.Sid).to.deep.equal({ "ec2:LaunchTemplate": args.launchTemplateArns });
+  });
+
+  it("names the account in every EC2 ARN (an image's ARN has none: AMIs belong to no account of ours)", () => {
+    const arns = [...refillStatements(args), ...claimStatements(args)].flatMap((s) => [s.Resource].flat()).map(String).filter((a) => a.startsWith("arn:aws:ec2:"));
+    expect(arns.filter((a) => a.split(":")[4] !== "123456789012")).to.deep.equal(["arn:aws:ec2:us-east-1::image/*"]);
   });
 
   it("passes only the instance role, and only to EC2", () => {
@@ -59,7 +79,7 @@ describe("pool IAM statements", () => {
     const withoutSpot = bySid(refillStatements({ ...args, hasSpotClass: false }), "RunSpotRequests");
 
     // Assess
-    expect(withSpot).to.deep.include({ Action: ["ec2:RunInstances"], Resource: "arn:aws:ec2:us-east-1:*:spot-instances-request/*" });
+    expect(withSpot).to.deep.include({ Action: ["ec2:RunInstances"], Resource: "arn:aws:ec2:us-east-1:123456789012:spot-instances-request/*" });
     expect(withoutSpot).to.equal(undefined);
   });
 

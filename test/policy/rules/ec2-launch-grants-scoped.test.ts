@@ -7,7 +7,7 @@ import { evaluate, expectNoViolations, expectViolation } from "../helpers/violat
 
 const POLICY = "ec2-launch-grants-scoped";
 
-const start = (extra: Record<string, unknown> = {}) => ({ Effect: "Allow", Action: "ec2:StartInstances", Resource: "arn:aws:ec2:eu-west-1:*:instance/*", ...extra });
+const start = (extra: Record<string, unknown> = {}) => ({ Effect: "Allow", Action: "ec2:StartInstances", Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*", ...extra });
 
 describe(POLICY, () => {
   it("passes the good pool recording (with ingest's tag-conditioned StartInstances)", async () => {
@@ -60,7 +60,7 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.policy, "starter"), message: /'starter' grants ec2:StartInstances on arn:aws:ec2:eu-west-1:\*:instance\/\* without a tag condition/ });
+      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.policy, "starter"), message: /'starter' grants ec2:StartInstances on arn:aws:ec2:eu-west-1:123456789012:instance\/\* without a tag condition/ });
     });
   });
 
@@ -69,7 +69,9 @@ describe(POLICY, () => {
       {
         title: "RunInstances on every instance without a tag condition (RolePolicy)",
         urn: P.refillPolicy,
-        message: /statement RunTaggedPoolInstances grants ec2:RunInstances on arn:aws:ec2:eu-west-1:\*:instance\/\* without a tag condition/,
+        message: /statement RunTaggedPoolInstances grants ec2:RunInstances on arn:aws:ec2:eu-west-1:123456789012:instance\/\* without a tag condition/,
+        // Dropping the whole condition drops the launch-template one too.
+        also: [["ec2-run-instances-via-launch-template", P.refillPolicy]],
         mutate: (rs) => {
           const statements = refillStatements();
           delete (statements[2] as { Condition?: unknown }).Condition;
@@ -87,20 +89,24 @@ describe(POLICY, () => {
         urn: P.claimPolicy,
         message: /ec2:StartInstances/,
         mutate: (rs) =>
-          setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:*:*:instance/*", Condition: { StringEquals: { "ec2:Region": "eu-west-1" } } }]),
+          setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:*:123456789012:instance/*", Condition: { StringEquals: { "ec2:Region": "eu-west-1" } } }]),
       },
       {
         title: "a wildcard action that covers both (ec2:*Instances) on an instance wildcard",
         urn: P.claimPolicy,
         message: /ec2:RunInstances, ec2:StartInstances/,
         // ec2:*Instances covers ec2:TerminateInstances too, unconditioned.
-        also: [["ec2-terminate-tag-condition", P.claimPolicy]],
+        also: [
+          ["ec2-terminate-tag-condition", P.claimPolicy],
+          ["ec2-run-instances-via-launch-template", P.claimPolicy],
+        ],
         mutate: (rs) => setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:*Instances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*" }]),
       },
       {
         title: "an unconditioned grant in a Role's inlinePolicies given as a JSON string",
         urn: P.refillRole,
         message: /'pool-refill-role' grants ec2:RunInstances on \*/,
+        also: [["ec2-run-instances-via-launch-template", P.refillRole]],
         mutate: (rs) =>
           setInput(rs, P.refillRole, "inlinePolicies", [
             { name: "run", policy: JSON.stringify({ Version: "2012-10-17", Statement: { Effect: "Allow", Action: "ec2:RunInstances", Resource: "*" } }) },
@@ -112,7 +118,7 @@ describe(POLICY, () => {
         message: /statement StartGpu grants ec2:StartInstances/,
         mutate: (rs) =>
           setStatements(rs, U.gpuPolicy, [
-            { Sid: "StartGpu", Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:eu-west-1:*:instance/*" },
+            { Sid: "StartGpu", Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*" },
             { Sid: "DescribeInstances", Effect: "Allow", Action: ["ec2:DescribeInstances"], Resource: "*" },
           ]),
       },

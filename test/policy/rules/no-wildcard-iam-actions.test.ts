@@ -59,8 +59,11 @@ describe(POLICY, () => {
       {
         title: "`*` in the attached customer-managed Policy",
         urn: U.gpuPolicy,
-        // `*` also grants RunInstances/StartInstances on every instance, unconditioned.
-        also: [["ec2-launch-grants-scoped", U.gpuPolicy]],
+        // `*` also grants RunInstances/StartInstances on every instance, unconditioned, and not from a template.
+        also: [
+          ["ec2-launch-grants-scoped", U.gpuPolicy],
+          ["ec2-run-instances-via-launch-template", U.gpuPolicy],
+        ],
         mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (d.Statement[1].Action = "*")),
       },
       {
