@@ -24,6 +24,7 @@ import { trustPolicyConfusedDeputy } from "./rules/trust-policy-confused-deputy"
 import { ec2RunInstancesViaLaunchTemplate } from "./rules/ec2-run-instances-via-launch-template";
 import { iamArnsNameAccount } from "./rules/iam-arns-name-account";
 import { instanceRoleNoManagedPolicies } from "./rules/instance-role-no-managed-policies";
+import { ecsContainerLeastPrivilege } from "./rules/ecs-container-least-privilege";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -52,4 +53,5 @@ export const policies: Policies = [
   ec2RunInstancesViaLaunchTemplate,
   iamArnsNameAccount,
   instanceRoleNoManagedPolicies,
+  ecsContainerLeastPrivilege,
 ];

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { fargateSizeProblem } from "../../policy/contract";
+import { fargateSizeProblem, HARDENING_WAIVED_LABEL } from "../../policy/contract";
 import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { declare } from "./declared-document";
@@ -75,10 +75,54 @@ export interface FargateTaskDefinitionArgs {
    */
   logRetentionDays?: number;
   /**
+   * The container's hardening: a read-only root filesystem (with a writable scratch volume), a
+   * non-root user, every Linux capability dropped. Each can be turned off for an image that needs
+   * it; what is off is listed in the container's `encache.hardening-waived` label.
+   * @default { readOnlyRootFilesystem: true, user: "1000:1000", dropAllCapabilities: true, scratchPath: "/tmp" }
+   */
+  hardening?: ContainerHardening;
+  /**
    * Tags for every child.
    * @default {}
    */
   tags?: Record<string, string>;
+}
+
+export interface ContainerHardening {
+  /** @default true */
+  readOnlyRootFilesystem?: boolean;
+  /** The user (and group) the container runs as; `null` leaves the image's own. @default "1000:1000" */
+  user?: string | null;
+  /** @default true */
+  dropAllCapabilities?: boolean;
+  /** Where the writable scratch volume is mounted when the root filesystem is read-only. @default "/tmp" */
+  scratchPath?: string;
+}
+
+export const containerHardeningDefaults = { readOnlyRootFilesystem: true, user: "1000:1000", dropAllCapabilities: true, scratchPath: "/tmp" } as const;
+
+const SCRATCH_VOLUME = "scratch";
+
+/**
+ * The container-definition fields of a hardening, and the label naming what is waived. Pure.
+ * A root user (`0`, `root`) or the image's own (`null`) counts as waived.
+ */
+export function hardenedContainerFields(h: ContainerHardening = {}): Record<string, unknown> {
+  const r = { ...containerHardeningDefaults, ...Object.fromEntries(Object.entries(h).filter(([, v]) => v !== undefined)) } as {
+    readOnlyRootFilesystem: boolean;
+    user: string | null;
+    dropAllCapabilities: boolean;
+    scratchPath: string;
+  };
+  const rootUser = r.user === null || /^(0|root)(:|$)/.test(r.user);
+  const waived = [...(r.readOnlyRootFilesystem ? [] : ["readonlyRootFilesystem"]), ...(rootUser ? ["user"] : []), ...(r.dropAllCapabilities ? [] : ["capabilities"])];
+  return {
+    readonlyRootFilesystem: r.readOnlyRootFilesystem,
+    ...(r.user !== null ? { user: r.user } : {}),
+    ...(r.dropAllCapabilities ? { linuxParameters: { capabilities: { add: [], drop: ["ALL"] } } } : {}),
+    ...(r.readOnlyRootFilesystem ? { mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }] } : {}),
+    ...(waived.length > 0 ? { dockerLabels: { [HARDENING_WAIVED_LABEL]: waived.join(",") } } : {}),
+  };
 }
 
 export const fargateTaskDefinitionDefaults = {
@@ -160,6 +204,7 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
         : [];
 
     const environment = Object.entries(args.environment ?? {}).map(([key, value]) => ({ name: key, value }));
+    const hardened = hardenedContainerFields(args.hardening);
     this.taskDefinition = new aws.ecs.TaskDefinition(
       name,
       {
@@ -169,6 +214,8 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
         cpu: String(r.cpu),
         memory: String(r.memoryMb),
         runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: r.cpuArchitecture },
+        // A bind-mount volume without a host path: task-scoped ephemeral storage, the read-only root's scratch.
+        ...("mountPoints" in hardened ? { volumes: [{ name: SCRATCH_VOLUME }] } : {}),
         executionRoleArn: this.executionRole.arn,
         taskRoleArn: this.taskRole.arn,
         containerDefinitions: pulumi.jsonStringify(
@@ -178,6 +225,7 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
                 name: args.containerName,
             image: args.image,
             essential: true,
+            ...hardened,
             memory: r.memoryMb,
             stopTimeout: r.stopTimeoutSeconds,
             environment,

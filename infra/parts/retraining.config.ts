@@ -52,6 +52,23 @@ const strategySchema = z.object({
   memoryMb: z.number().int().default(2048),
   /** CPU architecture of the image. */
   cpuArchitecture: z.enum(["X86_64", "ARM64"]).default("X86_64"),
+  /**
+   * The strategy container's hardening. The image comes from outside this repository, so each
+   * default can be turned off for an image that needs it (one that writes outside /tmp, needs
+   * root, or a capability); the container's `encache.hardening-waived` label then says so.
+   */
+  hardening: z
+    .object({
+      /** A read-only root filesystem, with a writable scratch volume at `scratchPath`. */
+      readOnlyRootFilesystem: z.boolean().default(true),
+      /** The user[:group] to run as; `null` runs as the image's own user, which may be root. */
+      user: z.string().regex(/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, "must be user or user:group").nullable().default("1000:1000"),
+      /** Drop every Linux capability. */
+      dropAllCapabilities: z.boolean().default(true),
+      /** Where the scratch volume is mounted. */
+      scratchPath: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute path").default("/tmp"),
+    })
+    .prefault({}),
 });
 
 export const retrainingConfigSchema = z
@@ -83,7 +100,7 @@ export type RetrainingConfig = z.output<typeof retrainingConfigSchema>;
 
 /** Cross-field checks, pure: paths are relative to `encache:retraining`. */
 export function retrainingConfigProblems(
-  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "strategy" | "schedules"> & Partial<Pick<RetrainingConfig, "useSpot">>,
+  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "schedules"> & { strategy: Omit<RetrainingConfig["strategy"], "hardening"> } & Partial<Pick<RetrainingConfig, "useSpot">>,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems: Array<{ path: Array<string | number>; message: string }> = [];
   const needed = requiredVisibilityTimeoutSeconds(c.launcher.timeoutSeconds, c.launcher.batchingWindowSeconds);

@@ -150,6 +150,7 @@ function createStrategyTask({ name, args, tags, parent }: RetrainingPart): { tas
       cpu: r.strategy.cpu,
       memoryMb: r.strategy.memoryMb,
       cpuArchitecture: r.strategy.cpuArchitecture,
+      hardening: r.strategy.hardening,
       logRetentionDays: args.platform.logRetentionDays,
       tags,
     },

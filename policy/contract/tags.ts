@@ -29,6 +29,15 @@ export type QueueRole = (typeof QUEUE_ROLES)[keyof typeof QUEUE_ROLES];
  */
 export const MAX_RECEIVE_COUNT_TAG = `${PRODUCT}:max-receive-count`;
 
+/**
+ * A container whose stack config turned a hardening default off carries this Docker label, listing
+ * what is off (`readonlyRootFilesystem`, `user`, `capabilities`): the waiver is in the container
+ * definition itself, where a reviewer and the policy pack see it, on every preview.
+ */
+export const HARDENING_WAIVED_LABEL = `${PRODUCT}.hardening-waived`;
+export const HARDENING_CHECKS = ["readonlyRootFilesystem", "user", "capabilities"] as const;
+export type HardeningCheck = (typeof HARDENING_CHECKS)[number];
+
 /** What a DynamoDB table holds; `jobs` tables hold job records and must expire them (TTL). */
 export const TABLE_ROLE_TAG = `${PRODUCT}:table-role`;
 export const JOBS_TABLE_ROLE = "jobs";

@@ -80,11 +80,17 @@ describe("plan CLI (child processes)", function () {
     expect(line).to.contain("new aws.lambda.Function(");
   });
 
-  it("exits 1 on a program that breaks each IAM hardening rule, naming all four", async () => {
-    const { run, doc } = await planJson("prod", ["--program", "test/infra/fixtures/iam-hardening-broken.ts"]);
+  it("exits 1 on a program that breaks each hardening rule, naming all five", async () => {
+    const { run, doc } = await planJson("prod", ["--program", "test/infra/fixtures/hardening-broken.ts"]);
     expect(run.code).to.equal(1);
     const mandatory = [...new Set(doc.violations.filter((v) => v.enforcementLevel === "mandatory").map((v) => v.policy))].sort();
-    expect(mandatory).to.include.members(["ec2-run-instances-via-launch-template", "iam-arns-name-account", "instance-role-no-managed-policies", "trust-policy-confused-deputy"]);
+    expect(mandatory).to.include.members([
+      "ec2-run-instances-via-launch-template",
+      "iam-arns-name-account",
+      "instance-role-no-managed-policies",
+      "trust-policy-confused-deputy",
+      "ecs-container-least-privilege",
+    ]);
   });
 
   it("a first preview of a program without declarations: prod fails closed, dev only warns, and an update judges the policy", async () => {

@@ -86,6 +86,7 @@ const CASES: Case[] = [
       add(rs, attachment("gpu-ssm-core", { role: "gpu-role", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" }, { deps: { role: [urnOf(T.role, "gpu-role")] } }));
     },
   },
+  { rule: "ecs-container-least-privilege", recording: workerRecording, mutate: (rs) => setContainer(rs, (c) => delete c.readonlyRootFilesystem) },
   {
     rule: "declared-documents-match",
     recording: ingestRecording,

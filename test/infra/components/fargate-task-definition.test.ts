@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
+import { hardenedContainerFields, ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
 import { fargateSizeProblem } from "../../../policy/contract";
 import { allowedActions } from "../../../infra/iam/document";
 
@@ -40,4 +40,32 @@ describe("FargateTaskDefinition validators", () => {
     ]);
     expect(allowedActions(executionRoleStatements({ image: "ghcr.io/x/strategy:1", logGroupArn: "arn:lg" }))).to.deep.equal(["logs:CreateLogStream", "logs:PutLogEvents"]);
   });
+});
+
+describe("hardenedContainerFields (pure)", () => {
+  const load = async () => ({ hardenedContainerFields });
+
+  it("hardens by default: read-only root with a /tmp scratch mount, uid 1000, no capabilities, no waiver", async () => {
+    const { hardenedContainerFields } = await load();
+    expect(hardenedContainerFields()).to.deep.equal({
+      readonlyRootFilesystem: true,
+      user: "1000:1000",
+      linuxParameters: { capabilities: { add: [], drop: ["ALL"] } },
+      mountPoints: [{ sourceVolume: "scratch", containerPath: "/tmp", readOnly: false }],
+    });
+  });
+
+  const waivers: Array<[string, Record<string, unknown>, string]> = [
+    ["a writable root", { readOnlyRootFilesystem: false }, "readonlyRootFilesystem"],
+    ["the image's own user", { user: null }, "user"],
+    ["root", { user: "0:0" }, "user"],
+    ["capabilities kept", { dropAllCapabilities: false }, "capabilities"],
+    ["all three", { readOnlyRootFilesystem: false, user: "root", dropAllCapabilities: false }, "readonlyRootFilesystem,user,capabilities"],
+  ];
+  for (const [title, hardening, label] of waivers) {
+    it(`names ${title} in the encache.hardening-waived label`, async () => {
+      const { hardenedContainerFields } = await load();
+      expect((hardenedContainerFields(hardening) as { dockerLabels?: Record<string, string> }).dockerLabels).to.deep.equal({ "encache.hardening-waived": label });
+    });
+  }
 });

@@ -27,6 +27,7 @@ export function workerContainer(overrides: Record<string, unknown> = {}): Record
     user: "1000:1000",
     privileged: false,
     readonlyRootFilesystem: true,
+    linuxParameters: { initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } },
     memory: 1024,
     stopTimeout: 120,
     mountPoints: [{ sourceVolume: "scratch", containerPath: "/scratch", readOnly: false }],

@@ -17,9 +17,9 @@ describe(POLICY, () => {
   });
 
   describe("built in one line", () => {
-    it("passes a logged, memory-limited container", async () => {
+    it("passes a logged, memory-limited (and least-privileged) container", async () => {
       // Prepare
-      const rs = [taskDefinition("td", { containerDefinitions: JSON.stringify([{ name: "app", memory: 512, logConfiguration: { logDriver: "awslogs" } }]) })];
+      const rs = [taskDefinition("td", { containerDefinitions: JSON.stringify([{ name: "app", memory: 512, readonlyRootFilesystem: true, user: "1000:1000", linuxParameters: { capabilities: { add: [], drop: ["ALL"] } }, logConfiguration: { logDriver: "awslogs" } }]) })];
       // Act
       const violations = await evaluate(rs);
       // Assess

@@ -10,7 +10,7 @@ type Doc = { Statement: Record<string, unknown>[] };
 const withoutProtectionGrant = (rs: RecordedResource[]) =>
   editInput<Doc>(rs, W.taskPolicy, "policy", (d) => (d.Statement = d.Statement.filter((s) => s.Sid !== "OwnTaskScaleInProtection")));
 
-const container = JSON.stringify([{ name: "app", memory: 512, logConfiguration: { logDriver: "awslogs" } }]);
+const container = JSON.stringify([{ name: "app", memory: 512, readonlyRootFilesystem: true, user: "1000:1000", linuxParameters: { capabilities: { add: [], drop: ["ALL"] } }, logConfiguration: { logDriver: "awslogs" } }]);
 /** A task definition tagged as using protection, whose task role has these inline statements. */
 const protectedTask = (...statements: Record<string, unknown>[]) => [
   role("task", { inlinePolicies: [{ name: "own", policy: JSON.stringify(doc(...statements)) }] }),
