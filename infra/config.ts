@@ -19,6 +19,10 @@ import { POOL_QUEUE_VISIBILITY_SECONDS, poolConfigSchema, refillRetentionSeconds
 
 export const PROJECT_NAMESPACE = PRODUCT;
 
+/** The security groups whose egress the stack config may widen (`network.extraEgress.<group>`). */
+export const EGRESS_GROUPS = ["ingestConsumers", "ingestGpu", "retrainingTasks", "worker", "poolInstances"] as const;
+export type EgressGroup = (typeof EGRESS_GROUPS)[number];
+
 /** CloudWatch's PutMetricAlarm takes at most 5 AlarmActions; every depth alarm gets these and no other. */
 export const MAX_ALARM_ACTIONS = 5;
 
@@ -56,6 +60,30 @@ const stackConfigObject = z
        * Pin zones where the GPU instance types and Lambda in a VPC are offered
        * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
        */
+      /**
+       * Egress beyond HTTPS that a group's members need, per group: operators decide, so none by
+       * default (the GPU's model downloads, the strategy image's data sources…).
+       */
+      extraEgress: z
+        .object(
+          Object.fromEntries(
+            EGRESS_GROUPS.map((g) => [
+              g,
+              z
+                .array(
+                  z.object({
+                    protocol: z.enum(["tcp", "udp"]),
+                    fromPort: z.number().int().min(0).max(65_535),
+                    toPort: z.number().int().min(0).max(65_535),
+                    cidrBlocks: z.array(z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR")).min(1),
+                    description: z.string().min(1).max(255),
+                  }),
+                )
+                .default([]),
+            ]),
+          ) as Record<EgressGroup, z.ZodDefault<z.ZodArray<z.ZodObject<{ protocol: z.ZodEnum<{ tcp: "tcp"; udp: "udp" }>; fromPort: z.ZodNumber; toPort: z.ZodNumber; cidrBlocks: z.ZodArray<z.ZodString>; description: z.ZodString }>>>>,
+        )
+        .prefault({}),
       availabilityZoneIds: z
         .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
         .min(2, "must name at least 2 zones")

@@ -33,6 +33,7 @@ export = async () => {
     cidrBlock: config.network.cidrBlock,
     natGateways: config.network.natGateways,
     availabilityZones: config.network.availabilityZones,
+    flowLogRetentionDays: config.logRetentionDays,
     ...(config.network.availabilityZoneIds ? { availabilityZoneNames: await zoneNamesFor(config.network.availabilityZoneIds) } : {}),
     tags,
   });
@@ -42,7 +43,7 @@ export = async () => {
 
   const shared: PartArgs = {
     region,
-    network: { vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds },
+    network: { vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds, cidrBlock: config.network.cidrBlock, extraEgress: config.network.extraEgress },
     cluster,
     platform: platformSettings(config),
     tags,

@@ -25,6 +25,8 @@ import { ec2RunInstancesViaLaunchTemplate } from "./rules/ec2-run-instances-via-
 import { iamArnsNameAccount } from "./rules/iam-arns-name-account";
 import { instanceRoleNoManagedPolicies } from "./rules/instance-role-no-managed-policies";
 import { ecsContainerLeastPrivilege } from "./rules/ecs-container-least-privilege";
+import { sgEgressRestricted } from "./rules/sg-egress-restricted";
+import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -54,4 +56,7 @@ export const policies: Policies = [
   iamArnsNameAccount,
   instanceRoleNoManagedPolicies,
   ecsContainerLeastPrivilege,
+  sgEgressRestricted,
+  vpcFlowLogs,
+  vpcDefaultSgClosed,
 ];

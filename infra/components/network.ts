@@ -1,5 +1,8 @@
+import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
+import { assumedBy, trustScope } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 
 export interface NetworkArgs {
   /** IPv4 CIDR of the VPC. */
@@ -21,6 +24,11 @@ export interface NetworkArgs {
    */
   availabilityZoneNames?: string[];
   /**
+   * Days the VPC flow logs are kept in CloudWatch Logs.
+   * @default 14
+   */
+  flowLogRetentionDays?: number;
+  /**
    * Tags for every child.
    * @default {}
    */
@@ -30,6 +38,8 @@ export interface NetworkArgs {
 /**
  * The platform VPC: public subnets for the NAT gateways only, private subnets for everything
  * we run. Functions in the private subnets reach AWS APIs through NAT; nothing gets a public IP.
+ * Every flow (accepted and rejected) is logged to CloudWatch Logs, and the VPC's default security
+ * group has no rules, so nothing that lands in it by mistake can talk.
  */
 export class Network extends pulumi.ComponentResource {
   readonly vpcId: pulumi.Output<string>;
@@ -51,6 +61,33 @@ export class Network extends pulumi.ComponentResource {
     );
     this.vpcId = vpc.vpcId;
     this.privateSubnetIds = vpc.privateSubnetIds;
+    const tags = args.tags ?? {};
+
+    // Takes over the default group AWS creates with the VPC and removes its rules.
+    new aws.ec2.DefaultSecurityGroup(`${name}-default-sg`, { vpcId: this.vpcId, ingress: [], egress: [], tags }, { parent: this });
+
+    const flowLogs = new aws.cloudwatch.LogGroup(`${name}-flow-logs`, { retentionInDays: args.flowLogRetentionDays ?? 14, tags }, { parent: this });
+    const role = new aws.iam.Role(`${name}-flow-logs-role`, { assumeRolePolicy: assumedBy("vpc-flow-logs.amazonaws.com", trustScope(this)), tags }, { parent: this });
+    const policy = new aws.iam.RolePolicy(
+      `${name}-flow-logs-policy`,
+      {
+        role: role.id,
+        policy: declaredPolicy(
+          [
+            // AWS's flow-log delivery role, on the one log group.
+            { Sid: "DeliverFlowLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"], Resource: pulumi.interpolate`${flowLogs.arn}:*` },
+            { Sid: "FindLogGroup", Effect: "Allow", Action: ["logs:DescribeLogGroups"], Resource: pulumi.interpolate`${flowLogs.arn}:*` },
+          ],
+          { resource: `${name}-flow-logs-policy`, resourceType: ROLE_POLICY_TYPE, parent: this },
+        ),
+      },
+      { parent: this },
+    );
+    new aws.ec2.FlowLog(
+      `${name}-flow-log`,
+      { vpcId: this.vpcId, trafficType: "ALL", logDestinationType: "cloud-watch-logs", logDestination: flowLogs.arn, iamRoleArn: role.arn, maxAggregationInterval: 600, tags },
+      { parent: this, dependsOn: [policy] },
+    );
     this.registerOutputs({ vpcId: this.vpcId, privateSubnetIds: this.privateSubnetIds });
   }
 }

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, type Statement, trustScope } from "../iam/document";
+import { assumedBy, httpsEgress, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { declare } from "./declared-document";
 
@@ -40,6 +40,11 @@ export interface QueueWorkerServiceArgs {
   subnetIds: pulumi.Input<pulumi.Input<string>[]>;
   /** Region of the log group, for the awslogs driver. */
   region: string;
+  /**
+   * Egress beyond HTTPS that the workload needs (the stack config's `network.extraEgress.worker`).
+   * @default []
+   */
+  extraEgress?: Array<{ protocol: string; fromPort: number; toPort: number; cidrBlocks: string[]; description: string }>;
   /**
    * Task definition family. No default: a family is shared by everything in the account and
    * region that registers into it, so each stack needs its own.
@@ -366,7 +371,8 @@ function createSecurityGroup({ name, args, tags, parent }: ServiceScope): aws.ec
     {
       vpcId: args.vpcId,
       description: `${name} tasks: no ingress; egress to AWS APIs through NAT`,
-      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SQS, ECR, CloudWatch Logs, the ECS agent" }],
+      // The task-protection endpoint is the ECS agent's, link-local, which security groups do not filter.
+      egress: [httpsEgress("SQS, ECR, CloudWatch Logs through NAT"), ...(args.extraEgress ?? [])],
       tags,
     },
     { parent },

@@ -42,7 +42,13 @@ export interface TrustScope {
 export const TRUST_SOURCE_ARNS: Readonly<Record<string, (s: { accountId: string; region: string }) => string>> = {
   "ecs-tasks.amazonaws.com": (s) => `arn:aws:ecs:${s.region}:${s.accountId}:*`,
   "scheduler.amazonaws.com": (s) => `arn:aws:scheduler:${s.region}:${s.accountId}:schedule-group/default`,
+  "vpc-flow-logs.amazonaws.com": (s) => `arn:aws:ec2:${s.region}:${s.accountId}:vpc-flow-log/*`,
 };
+
+/** Egress to AWS APIs (and registries) over HTTPS: what every group here needs; anywhere, since no VPC endpoint serves every API. */
+export function httpsEgress(description: string) {
+  return { protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], description };
+}
 
 /**
  * Trust policy for a role assumed by one AWS service. With `scope`, and for a service AWS documents

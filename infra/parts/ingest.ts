@@ -6,7 +6,7 @@ import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { TerminalQueue } from "../components/terminal-queue";
-import { type Statement } from "../iam/document";
+import { httpsEgress, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import type { GpuConfig, IngestConfig } from "./ingest.config";
@@ -124,7 +124,12 @@ function createSecurityGroups({ name, args, tags, parent }: IngestPart): { consu
     {
       vpcId: args.network.vpcId,
       description: "Ingest consumers: egress to AWS APIs (via NAT) and to the GPU service",
-      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs and the GPU service" }],
+      egress: [
+        httpsEgress("AWS APIs (SQS, SSM, EC2, CloudWatch) through NAT"),
+        // The GPU's address is its own, inside the VPC; the GPU group admits the port from this group only.
+        { protocol: "tcp", fromPort: gpu.servicePort, toPort: gpu.servicePort, cidrBlocks: [args.network.cidrBlock], description: "the GPU ingest service" },
+        ...args.network.extraEgress.ingestConsumers,
+      ],
       tags,
     },
     { parent },
@@ -135,7 +140,7 @@ function createSecurityGroups({ name, args, tags, parent }: IngestPart): { consu
       vpcId: args.network.vpcId,
       description: "GPU worker: the ingest service port, from the ingest consumers only",
       ingress: [{ protocol: "tcp", fromPort: gpu.servicePort, toPort: gpu.servicePort, securityGroups: [consumers.id], description: "GPU ingest service" }],
-      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "SSM agent, model downloads" }],
+      egress: [httpsEgress("the SSM agent (Session Manager)"), ...args.network.extraEgress.ingestGpu],
       tags,
     },
     { parent },

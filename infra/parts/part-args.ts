@@ -21,8 +21,11 @@ export interface PlatformSettings {
 export interface PartArgs {
   /** AWS region the stack deploys to (ARN patterns, the awslogs driver). */
   region: string;
-  /** The platform VPC: functions and tasks run in its private subnets. */
-  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]> };
+  /**
+   * The platform VPC: functions and tasks run in its private subnets. Its CIDR scopes traffic
+   * between the platform's own groups; `extraEgress` is what the stack config opens beyond HTTPS.
+   */
+  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]>; cidrBlock: string; extraEgress: StackConfig["network"]["extraEgress"] };
   /** The platform's one ECS cluster (retraining tasks, the queue worker). */
   cluster: FargateCluster;
   platform: PlatformSettings;

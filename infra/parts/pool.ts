@@ -8,7 +8,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, sessionManagerStatement, type Statement } from "../iam/document";
+import { assumedBy, httpsEgress, sessionManagerStatement, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -164,7 +164,7 @@ function createComputeNetwork({ name, args, tags, parent }: PoolPart): { securit
     {
       vpcId: args.network.vpcId,
       description: "Warm pool instances: no inbound; egress to AWS APIs and artifacts via NAT",
-      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs (SSM, SQS), artifacts" }],
+      egress: [httpsEgress("AWS APIs (SSM, SQS) through NAT"), ...args.network.extraEgress.poolInstances],
       tags,
     },
     { parent },

@@ -8,7 +8,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import type { Statement } from "../iam/document";
+import { httpsEgress, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { consumerSizing, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
@@ -135,7 +135,7 @@ function createStrategyTask({ name, args, tags, parent }: RetrainingPart): { tas
     {
       vpcId: args.network.vpcId,
       description: "Retraining strategy tasks: no ingress; egress to AWS APIs, the registry and data sources via NAT",
-      egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs, image pulls, data" }],
+      egress: [httpsEgress("AWS APIs and image pulls through NAT"), ...args.network.extraEgress.retrainingTasks],
       tags,
     },
     { parent },

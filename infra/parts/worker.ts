@@ -173,6 +173,7 @@ function createService(
       region: args.region,
       // One family per stack: dev's revisions never land in prod's family.
       family: `${PRODUCT}-${name}-${args.platform.environment}`,
+      extraEgress: args.network.extraEgress.worker,
       cpu: w.cpu,
       memoryMb: w.memoryMb,
       fargateBase: w.fargateBase,

@@ -88,6 +88,13 @@ const CASES: Case[] = [
   },
   { rule: "ecs-container-least-privilege", recording: workerRecording, mutate: (rs) => setContainer(rs, (c) => delete c.readonlyRootFilesystem) },
   {
+    rule: "sg-egress-restricted",
+    recording: platformRecording,
+    mutate: (rs) => editInput<Array<Record<string, unknown>>>(rs, X.consumersSg, "egress", (e) => e.push({ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] })),
+  },
+  { rule: "vpc-flow-logs", recording: platformRecording, mutate: (rs) => remove(rs, X.flowLog) },
+  { rule: "vpc-default-sg-closed", recording: platformRecording, mutate: (rs) => setInput(rs, X.defaultSg, "egress", [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }]) },
+  {
     rule: "declared-documents-match",
     recording: ingestRecording,
     // A declaration that says less than the policy grants: the rules would judge the wrong grants.

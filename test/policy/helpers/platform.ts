@@ -14,12 +14,38 @@ export const X = {
   scheduleDlqAlarm: urnOf(T.alarm, "schedules-dlq-depth"),
   scheduleRole: urnOf(T.role, "nightly-role"),
   eventTarget: urnOf(T.eventTarget, "on-event"),
+  vpc: urnOf("awsx:ec2:Vpc", "platform-vpc"),
+  flowLog: urnOf("aws:ec2/flowLog:FlowLog", "platform-flow-log"),
+  defaultSg: urnOf("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", "platform-default-sg"),
+  consumersSg: urnOf("aws:ec2/securityGroup:SecurityGroup", "ingest-consumers-sg"),
 } as const;
+
+/** The network as the Network component and the parts declare it: flow logs, a closed default group, HTTPS-only egress. */
+function network(): RecordedResource[] {
+  return [
+    resource("awsx:ec2:Vpc", "platform-vpc", { cidrBlock: "10.40.0.0/16" }, { state: { vpcId: "vpc-0123" } }),
+    resource("aws:ec2/flowLog:FlowLog", "platform-flow-log", { vpcId: "vpc-0123", trafficType: "ALL", logDestinationType: "cloud-watch-logs" }, { deps: { vpcId: [X.vpc] } }),
+    resource("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", "platform-default-sg", { vpcId: "vpc-0123", ingress: [], egress: [] }, { deps: { vpcId: [X.vpc] } }),
+    resource(
+      "aws:ec2/securityGroup:SecurityGroup",
+      "ingest-consumers-sg",
+      {
+        vpcId: "vpc-0123",
+        egress: [
+          { protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], description: "AWS APIs" },
+          { protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.40.0.0/16"], description: "the GPU ingest service" },
+        ],
+      },
+      { deps: { vpcId: [X.vpc] } },
+    ),
+  ];
+}
 
 export function platformRecording(): RecordedResource[] {
   const rs = ingestRecording();
   add(
     rs,
+    ...network(),
     resource(T.table, "state", { hashKey: "model_name", attributes: [{ name: "model_name", type: "S" }], billingMode: "PAY_PER_REQUEST", pointInTimeRecovery: { enabled: true } }),
     resource(T.queue, "schedules-dlq", { messageRetentionSeconds: 1_209_600, sqsManagedSseEnabled: true, tags: { "encache:queue-role": "dlq" } }),
     resource(
