@@ -40,11 +40,24 @@ const stackConfigObject = z
       }),
     /** Turn on termination/deletion protection for stateful resources (prod). */
     deletionProtection: z.boolean().default(false),
-    /** SNS topic ARNs notified by every DLQ depth alarm. */
+    /** More SNS topic ARNs every alarm notifies, besides the stack's own alert topic. */
     alarmActions: z
       .array(z.string().regex(/^arn:aws[a-z-]*:sns:/, "must be an SNS topic ARN"))
-      .max(MAX_ALARM_ACTIONS, `must name at most ${MAX_ALARM_ACTIONS} topics: CloudWatch takes 5 actions per alarm state, and the program adds none of its own`)
+      .max(MAX_ALARM_ACTIONS - 1, `must name at most ${MAX_ALARM_ACTIONS - 1} topics: CloudWatch takes 5 actions per alarm state, and the program adds the stack's alert topic`)
       .default([]),
+    /** Who the stack's alert topic tells. An email subscription stays pending until confirmed. */
+    alerts: z
+      .object({
+        subscriptions: z
+          .array(
+            z.object({
+              protocol: z.enum(["email", "email-json", "https", "sqs", "lambda", "sms"]),
+              endpoint: z.string().min(3),
+            }),
+          )
+          .default([]),
+      })
+      .prefault({}),
     network: z.object({
       /** IPv4 CIDR of the platform VPC. */
       cidrBlock: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|2[0-4])$/, "must be an IPv4 CIDR between /16 and /24"),

@@ -9,6 +9,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ENVIRONMENT_TAG, STACK_TAG } from "../policy/contract";
+import { AlertTopic } from "./components/alert-topic";
 import { FargateCluster } from "./components/fargate-cluster";
 import { Network } from "./components/network";
 import { loadStackConfig } from "./config";
@@ -38,6 +39,13 @@ export = async () => {
     tags,
   });
 
+  // Every alarm of every part notifies this topic (and any topics config adds).
+  const alerts = new AlertTopic("platform-alerts", {
+    accountId: aws.getCallerIdentityOutput().accountId,
+    subscriptions: config.alerts.subscriptions,
+    tags,
+  });
+
   // One ECS cluster for every part that runs tasks (retraining launcher, queue worker).
   const cluster = new FargateCluster("platform-cluster", { tags });
 
@@ -45,11 +53,12 @@ export = async () => {
     region,
     network: { vpcId: network.vpcId, privateSubnetIds: network.privateSubnetIds, cidrBlock: config.network.cidrBlock, extraEgress: config.network.extraEgress },
     cluster,
-    platform: platformSettings(config),
+    platform: platformSettings(config, alerts.topic.arn),
     tags,
   };
 
   const vpcId = network.vpcId;
+  const alertTopicArn = alerts.topic.arn;
   const clusterName = cluster.cluster.name;
 
   // Part 1: ingest and the GPU (docs/parts/ingest.md).
@@ -100,6 +109,7 @@ export = async () => {
 
   return {
     vpcId,
+    alertTopicArn,
     clusterName,
     ingestQueueUrl,
     ingestDlqUrl,

@@ -27,6 +27,7 @@ import { instanceRoleNoManagedPolicies } from "./rules/instance-role-no-managed-
 import { ecsContainerLeastPrivilege } from "./rules/ecs-container-least-privilege";
 import { sgEgressRestricted } from "./rules/sg-egress-restricted";
 import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
+import { alarmsHaveActions } from "./rules/alarms-have-actions";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -59,4 +60,5 @@ export const policies: Policies = [
   sgEgressRestricted,
   vpcFlowLogs,
   vpcDefaultSgClosed,
+  alarmsHaveActions,
 ];

@@ -11,8 +11,8 @@ export interface PlatformSettings {
   logRetentionDays: number;
   /** Termination/deletion protection of stateful resources. */
   deletionProtection: boolean;
-  /** SNS topics every DLQ depth alarm notifies. */
-  alarmActions: string[];
+  /** SNS topics every alarm notifies: the stack's alert topic, then the config's `alarmActions`. */
+  alarmActions: pulumi.Input<string>[];
   /** Receives before a message moves to its DLQ. */
   maxReceiveCount: number;
 }
@@ -37,12 +37,12 @@ export interface PartArgs {
 }
 
 /** The stack-wide slice of the config. Pure. */
-export function platformSettings(c: StackConfig): PlatformSettings {
+export function platformSettings(c: StackConfig, alertTopicArn?: pulumi.Input<string>): PlatformSettings {
   return {
     environment: c.environment,
     logRetentionDays: c.logRetentionDays,
     deletionProtection: c.deletionProtection,
-    alarmActions: c.alarmActions,
+    alarmActions: [...(alertTopicArn ? [alertTopicArn] : []), ...c.alarmActions],
     maxReceiveCount: c.queues.maxReceiveCount,
   };
 }

@@ -94,6 +94,7 @@ const CASES: Case[] = [
   },
   { rule: "vpc-flow-logs", recording: platformRecording, mutate: (rs) => remove(rs, X.flowLog) },
   { rule: "vpc-default-sg-closed", recording: platformRecording, mutate: (rs) => setInput(rs, X.defaultSg, "egress", [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }]) },
+  { rule: "alarms-have-actions", recording: ingestRecording, mutate: (rs) => setInput(rs, U.dlqAlarm, "alarmActions", []) },
   {
     rule: "declared-documents-match",
     recording: ingestRecording,

@@ -41,6 +41,18 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         expect(vpc?.inputs).to.not.have.property("numberOfAvailabilityZones");
       });
 
+      it("has every alarm notify the stack's alert topic, which only this account's CloudWatch may publish to", () => {
+        const topic = of(doc(), "aws:sns/topic:Topic").find((t) => t.name === "platform-alerts");
+        expect(topic?.arn).to.be.a("string");
+        const alarms = of(doc(), "aws:cloudwatch/metricAlarm:MetricAlarm");
+        expect(alarms.length).to.be.greaterThan(5);
+        for (const a of alarms) expect(a.inputs.alarmActions, a.name).to.include(topic!.arn);
+        const policy = JSON.parse(String(of(doc(), "aws:sns/topicPolicy:TopicPolicy")[0]!.inputs.policy)) as { Statement: Array<Record<string, unknown>> };
+        expect(policy.Statement[0]).to.deep.include({ Principal: { Service: "cloudwatch.amazonaws.com" }, Condition: { StringEquals: { "aws:SourceAccount": "123456789012" } } });
+        const subscriptions = of(doc(), "aws:sns/topicSubscription:TopicSubscription").map((s) => `${String(s.inputs.protocol)}:${String(s.inputs.endpoint)}`);
+        expect(subscriptions).to.deep.equal(stack === "prod" ? ["email:platform-oncall@example.com"] : []);
+      });
+
       it("declares the five parts in order, 1 to 5, each a component of its own", () => {
         const parts = doc().resources.filter((r) => r.type.startsWith("encache:parts:"));
         expect(parts.map((r) => r.type)).to.deep.equal([

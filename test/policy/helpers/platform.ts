@@ -5,7 +5,7 @@
  */
 import type { RecordedResource } from "../../../policy/testing/types";
 import { U, ingestRecording } from "./ingest";
-import { T, add, find, resource, setInput, urnOf } from "./recording";
+import { ALERT_TOPIC_ARN, T, add, find, resource, setInput, urnOf } from "./recording";
 
 export const X = {
   table: urnOf(T.table, "state"),
@@ -51,7 +51,7 @@ export function platformRecording(): RecordedResource[] {
     resource(
       T.alarm,
       "schedules-dlq-depth",
-      { metricName: "ApproximateNumberOfMessagesVisible", namespace: "AWS/SQS", dimensions: { QueueName: "schedules-dlq" } },
+      { metricName: "ApproximateNumberOfMessagesVisible", namespace: "AWS/SQS", dimensions: { QueueName: "schedules-dlq" }, alarmActions: [ALERT_TOPIC_ARN] },
       { deps: { dimensions: [X.scheduleDlq] } },
     ),
     resource(T.role, "nightly-role", { assumeRolePolicy: { Version: "2012-10-17", Statement: [] } }),

@@ -132,7 +132,10 @@ export const managedPolicy = (name: string, inputs: Inputs, o: Opts = {}) =>
 export const attachment = (name: string, inputs: Inputs, o: Opts = {}) => build(T.attachment, name, inputs, o);
 export const fn = (name: string, inputs: Inputs = {}, o: Opts = {}) => build(T.fn, name, inputs, o, { arn: arnOf("lambda", `function:${name}`), name });
 export const mapping = (name: string, inputs: Inputs = {}, o: Opts = {}) => build(T.mapping, name, inputs, o, { uuid: `${name}-uuid` });
-export const alarm = (name: string, inputs: Inputs, o: Opts = {}) => build(T.alarm, name, inputs, o, { arn: arnOf("cloudwatch", `alarm:${name}`) });
+/** The stack's alert topic, which every alarm of the program notifies. */
+export const ALERT_TOPIC_ARN = arnOf("sns", "platform-alerts");
+export const alarm = (name: string, inputs: Inputs, o: Opts = {}) =>
+  build(T.alarm, name, { alarmActions: [ALERT_TOPIC_ARN], ...inputs }, o, { arn: arnOf("cloudwatch", `alarm:${name}`) });
 export const logGroup = (name: string, inputs: Inputs = {}, o: Opts = {}) => build(T.logGroup, name, inputs, o);
 export const table = (name: string, inputs: Inputs = {}, o: Opts = {}) => build(T.table, name, inputs, o);
 export const schedule = (name: string, inputs: Inputs, o: Opts = {}) => build(T.schedule, name, inputs, o);
