@@ -1,7 +1,7 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { DECLARED_DOCUMENT_TYPE } from "../contract";
 import { isRecord, isUnknownValueError, records } from "./props";
-import { IAM_POLICY, ROLE, ROLE_POLICY } from "./types";
+import { ECS_TASK_DEFINITION, IAM_POLICY, ROLE, ROLE_POLICY } from "./types";
 
 /**
  * Where the rules read JSON documents (IAM policies, container definitions). On a first preview the
@@ -107,6 +107,25 @@ export function identityDocuments(type: string, name: string, props: Record<stri
   }
   if (isUnknown(() => props.policy)) return [];
   return [{ doc: props.policy, where: name }];
+}
+
+/** Each statement of each identity policy of a resource, with a label naming its document and Sid (or index). */
+export function forEachIdentityStatement(type: string, name: string, props: Record<string, unknown>, visit: (statement: Record<string, unknown>, label: string) => void): void {
+  for (const { doc, where } of identityDocuments(type, name, props)) {
+    statementRecords(doc).forEach((s, i) => visit(s, `'${where}' ${typeof s.Sid === "string" ? `statement ${s.Sid}` : `Statement[${i}]`}`));
+  }
+}
+
+/**
+ * The container definitions a rule judges on this resource: a task definition's own when known, or
+ * the declaration standing in for them on a first preview. `undefined` when the resource is neither,
+ * or when its counterpart is the one judged now (so nothing is reported twice).
+ */
+export function judgedContainerDefinitions(type: string, name: string, props: Record<string, unknown>): { name: string; value: unknown } | undefined {
+  const declared = type === DECLARED_DOCUMENT_TYPE && props.resourceType === ECS_TASK_DEFINITION && props.property === "containerDefinitions";
+  if (declared) return standsIn(() => props.document) ? { name: `${String(props.resource)} (declared)`, value: props.document } : undefined;
+  if (type !== ECS_TASK_DEFINITION || isUnknown(() => props.containerDefinitions)) return undefined;
+  return { name, value: props.containerDefinitions };
 }
 
 /** Statement records of a document (string or object), Resource and Condition included. */

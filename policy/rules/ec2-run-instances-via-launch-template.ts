@@ -1,5 +1,5 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
-import { carriesIdentityPolicy, identityDocuments, statementRecords } from "../lib/documents";
+import { carriesIdentityPolicy, forEachIdentityStatement } from "../lib/documents";
 import { actionPatternMatches } from "../lib/iam";
 import { isRecord, readIfKnown, stringList } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
@@ -46,18 +46,15 @@ export const ec2RunInstancesViaLaunchTemplate: ResourceValidationPolicy = {
     if (!carriesIdentityPolicy(args.type, args.props)) {
       args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
-    for (const { doc, where } of identityDocuments(args.type, args.name, args.props)) {
-      statementRecords(doc).forEach((s, i) => {
-        if (s.Effect !== "Allow" || s.NotAction !== undefined) return;
-        if (!stringList(s.Action).some((p) => actionPatternMatches(p, "ec2:RunInstances"))) return;
-        const label = `'${where}' ${typeof s.Sid === "string" ? `statement ${s.Sid}` : `Statement[${i}]`}`;
-        const values = launchTemplateValues(readIfKnown(() => s.Condition));
-        if (values === undefined) {
-          reportViolation(`${label} allows ec2:RunInstances without an ec2:LaunchTemplate condition: the role could launch any image, type and user data.`);
-        } else if (values.some((v) => v !== "unknown" && ANY_TEMPLATE.test(v))) {
-          reportViolation(`${label} allows ec2:RunInstances from any launch template (${values.filter((v) => v !== "unknown" && ANY_TEMPLATE.test(v)).join(", ")}): name the templates.`);
-        }
-      });
-    }
+    forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
+      if (s.Effect !== "Allow" || s.NotAction !== undefined) return;
+      if (!stringList(s.Action).some((p) => actionPatternMatches(p, "ec2:RunInstances"))) return;
+      const values = launchTemplateValues(readIfKnown(() => s.Condition));
+      if (values === undefined) {
+        reportViolation(`${label} allows ec2:RunInstances without an ec2:LaunchTemplate condition: the role could launch any image, type and user data.`);
+      } else if (values.some((v) => v !== "unknown" && ANY_TEMPLATE.test(v))) {
+        reportViolation(`${label} allows ec2:RunInstances from any launch template (${values.filter((v) => v !== "unknown" && ANY_TEMPLATE.test(v)).join(", ")}): name the templates.`);
+      }
+    });
   },
 };

@@ -1,7 +1,7 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { DECLARED_DOCUMENT_TYPE, HARDENING_WAIVED_LABEL } from "../contract";
 import { containerLabel, readContainerDefinitions } from "../lib/ecs-container-definitions";
-import { isUnknown, standsIn } from "../lib/documents";
+import { judgedContainerDefinitions } from "../lib/documents";
 import { isRecord, readIfKnown, stringList } from "../lib/props";
 import { ECS_TASK_DEFINITION } from "../lib/types";
 
@@ -26,13 +26,11 @@ export const ecsContainerLeastPrivilege: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     const props: Record<string, unknown> = args.props;
-    const declared = args.type === DECLARED_DOCUMENT_TYPE && props.resourceType === ECS_TASK_DEFINITION && props.property === "containerDefinitions";
-    if (args.type !== ECS_TASK_DEFINITION && !declared) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
-    // Unknown on a first preview: its declaration is judged instead.
-    if (!declared && isUnknown(() => props.containerDefinitions)) return;
-    if (declared && !standsIn(() => props.document)) return;
-    const name = declared ? `${String(props.resource)} (declared)` : args.name;
-    readContainerDefinitions(declared ? props.document : props.containerDefinitions, `Task definition '${name}'`).forEach((c, i) => {
+    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
+    const judged = judgedContainerDefinitions(args.type, args.name, props);
+    if (!judged) return;
+    const { name } = judged;
+    readContainerDefinitions(judged.value, `Task definition '${name}'`).forEach((c, i) => {
       const label = `Task definition '${name}' container ${containerLabel(c, i)}`;
       const off = waived(c);
       if (!off.includes("readonlyRootFilesystem") && c.readonlyRootFilesystem !== true) reportViolation(`${label} has a writable root filesystem: set readonlyRootFilesystem with a scratch volume.`);

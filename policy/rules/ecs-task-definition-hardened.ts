@@ -2,7 +2,7 @@ import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { isRecord, numberOr } from "../lib/props";
 import { ECS_TASK_DEFINITION } from "../lib/types";
 import { DECLARED_DOCUMENT_TYPE } from "../contract";
-import { isUnknown, standsIn } from "../lib/documents";
+import { judgedContainerDefinitions } from "../lib/documents";
 import { containerLabel, readContainerDefinitions } from "../lib/ecs-container-definitions";
 
 /**
@@ -17,13 +17,12 @@ export const ecsTaskDefinitionHardened: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     const props: Record<string, unknown> = args.props;
-    const declared = args.type === DECLARED_DOCUMENT_TYPE && props.resourceType === ECS_TASK_DEFINITION && props.property === "containerDefinitions";
-    if (args.type !== ECS_TASK_DEFINITION && !declared) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
+    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
     // Unknown on a first preview (it holds the image URI and ARNs): its declaration is judged instead.
-    if (!declared && isUnknown(() => props.containerDefinitions)) return;
-    if (declared && !standsIn(() => props.document)) return;
-    const name = declared ? `${String(props.resource)} (declared)` : args.name;
-    const containers = readContainerDefinitions(declared ? props.document : props.containerDefinitions, `Task definition '${name}'`);
+    const judged = judgedContainerDefinitions(args.type, args.name, props);
+    if (!judged) return;
+    const { name } = judged;
+    const containers = readContainerDefinitions(judged.value, `Task definition '${name}'`);
     if (containers.length === 0) reportViolation(`Task definition '${name}' has no container definitions.`);
     containers.forEach((c, i) => {
       const label = `Task definition '${name}' container ${containerLabel(c, i)}`;

@@ -1,5 +1,5 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
-import { carriesIdentityPolicy, identityDocuments, statementRecords } from "../lib/documents";
+import { carriesIdentityPolicy, forEachIdentityStatement } from "../lib/documents";
 import { readIfKnown } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
 
@@ -22,20 +22,16 @@ export const iamArnsNameAccount: ResourceValidationPolicy = {
     if (!carriesIdentityPolicy(args.type, args.props)) {
       args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
     }
-    for (const { doc, where } of identityDocuments(args.type, args.name, args.props)) {
-      statementRecords(doc).forEach((s, i) => {
-        const resource = readIfKnown(() => s.Resource);
-        const list: unknown[] = Array.isArray(resource) ? resource : resource === undefined ? [] : [resource];
-        for (let j = 0; j < list.length; j += 1) {
-          // An unknown ARN is an output of a declared resource, with that resource's own account.
-          const arn = readIfKnown(() => list[j]);
-          if (typeof arn !== "string") continue;
-          const account = accountOf(arn);
-          if (account !== undefined && account.includes("*")) {
-            reportViolation(`'${where}' ${typeof s.Sid === "string" ? `statement ${s.Sid}` : `Statement[${i}]`} grants on ${arn}, in any account: name the account.`);
-          }
-        }
-      });
-    }
+    forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
+      const resource = readIfKnown(() => s.Resource);
+      const list: unknown[] = Array.isArray(resource) ? resource : resource === undefined ? [] : [resource];
+      for (let j = 0; j < list.length; j += 1) {
+        // An unknown ARN is an output of a declared resource, with that resource's own account.
+        const arn = readIfKnown(() => list[j]);
+        if (typeof arn !== "string") continue;
+        const account = accountOf(arn);
+        if (account !== undefined && account.includes("*")) reportViolation(`${label} grants on ${arn}, in any account: name the account.`);
+      }
+    });
   },
 };
