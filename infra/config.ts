@@ -19,9 +19,18 @@ import { POOL_QUEUE_VISIBILITY_SECONDS, poolConfigSchema, refillRetentionSeconds
 
 export const PROJECT_NAMESPACE = PRODUCT;
 
-/** The security groups whose egress the stack config may widen (`network.extraEgress.<group>`). */
-export const EGRESS_GROUPS = ["ingestConsumers", "ingestGpu", "retrainingTasks", "worker", "poolInstances"] as const;
-export type EgressGroup = (typeof EGRESS_GROUPS)[number];
+/** Egress one security group's members need beyond HTTPS (`network.extraEgress.<group>`): none unless an operator opens it. */
+const extraEgressRules = z
+  .array(
+    z.object({
+      protocol: z.enum(["tcp", "udp"]),
+      fromPort: z.number().int().min(0).max(65_535),
+      toPort: z.number().int().min(0).max(65_535),
+      cidrBlocks: z.array(z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR")).min(1),
+      description: z.string().min(1).max(255),
+    }),
+  )
+  .default([]);
 
 /** CloudWatch's PutMetricAlarm takes at most 5 AlarmActions; every depth alarm gets these and no other. */
 export const MAX_ALARM_ACTIONS = 5;
@@ -69,34 +78,23 @@ const stackConfigObject = z
        */
       availabilityZones: z.number().int().min(2).max(3).optional(),
       /**
-       * The zones, by AZ ID (`use1-az1`): the same physical zone in every account, unlike a name.
-       * Pin zones where the GPU instance types and Lambda in a VPC are offered
-       * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
-       */
-      /**
        * Egress beyond HTTPS that a group's members need, per group: operators decide, so none by
        * default (the GPU's model downloads, the strategy image's data sources…).
        */
       extraEgress: z
-        .object(
-          Object.fromEntries(
-            EGRESS_GROUPS.map((g) => [
-              g,
-              z
-                .array(
-                  z.object({
-                    protocol: z.enum(["tcp", "udp"]),
-                    fromPort: z.number().int().min(0).max(65_535),
-                    toPort: z.number().int().min(0).max(65_535),
-                    cidrBlocks: z.array(z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR")).min(1),
-                    description: z.string().min(1).max(255),
-                  }),
-                )
-                .default([]),
-            ]),
-          ) as Record<EgressGroup, z.ZodDefault<z.ZodArray<z.ZodObject<{ protocol: z.ZodEnum<{ tcp: "tcp"; udp: "udp" }>; fromPort: z.ZodNumber; toPort: z.ZodNumber; cidrBlocks: z.ZodArray<z.ZodString>; description: z.ZodString }>>>>,
-        )
+        .object({
+          ingestConsumers: extraEgressRules,
+          ingestGpu: extraEgressRules,
+          retrainingTasks: extraEgressRules,
+          worker: extraEgressRules,
+          poolInstances: extraEgressRules,
+        })
         .prefault({}),
+      /**
+       * The zones, by AZ ID (`use1-az1`): the same physical zone in every account, unlike a name.
+       * Pin zones where the GPU instance types and Lambda in a VPC are offered
+       * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
+       */
       availabilityZoneIds: z
         .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
         .min(2, "must name at least 2 zones")

@@ -1,3 +1,4 @@
+import { UNKNOWN_STRING } from "../policy/testing/engine";
 import type { RecordedResource, Violation } from "../policy/testing/types";
 
 export interface PlanDocument {
@@ -13,10 +14,9 @@ export interface PlanDocument {
 /** The `--json` contract of docs/plan.md: nothing else goes to stdout. */
 /** The engine's placeholder for a value unknown on this preview, as the plan's JSON shows it. */
 export const UNKNOWN_IN_JSON = "[unknown]";
-const UNKNOWN_PLACEHOLDER = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
 function readable(value: unknown): unknown {
-  if (value === UNKNOWN_PLACEHOLDER) return UNKNOWN_IN_JSON;
+  if (value === UNKNOWN_STRING) return UNKNOWN_IN_JSON;
   if (Array.isArray(value)) return value.map(readable);
   if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, readable(v)]));
   return value;
@@ -35,7 +35,7 @@ export function planDocument(project: string, stack: string, resources: Recorded
       inputs: readable(inputs) as Record<string, unknown>,
       dependencies,
       protect: protect ?? false,
-      ...(typeof outputs?.arn === "string" && outputs.arn !== UNKNOWN_PLACEHOLDER ? { arn: outputs.arn } : {}),
+      ...(typeof outputs?.arn === "string" && outputs.arn !== UNKNOWN_STRING ? { arn: outputs.arn } : {}),
     })),
     violations,
     summary: {

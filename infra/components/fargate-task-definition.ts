@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { fargateSizeProblem, HARDENING_WAIVED_LABEL } from "../../policy/contract";
+import { fargateSizeProblem } from "../../policy/contract";
+import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
 import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { declare } from "./declared-document";
@@ -86,43 +87,6 @@ export interface FargateTaskDefinitionArgs {
    * @default {}
    */
   tags?: Record<string, string>;
-}
-
-export interface ContainerHardening {
-  /** @default true */
-  readOnlyRootFilesystem?: boolean;
-  /** The user (and group) the container runs as; `null` leaves the image's own. @default "1000:1000" */
-  user?: string | null;
-  /** @default true */
-  dropAllCapabilities?: boolean;
-  /** Where the writable scratch volume is mounted when the root filesystem is read-only. @default "/tmp" */
-  scratchPath?: string;
-}
-
-export const containerHardeningDefaults = { readOnlyRootFilesystem: true, user: "1000:1000", dropAllCapabilities: true, scratchPath: "/tmp" } as const;
-
-const SCRATCH_VOLUME = "scratch";
-
-/**
- * The container-definition fields of a hardening, and the label naming what is waived. Pure.
- * A root user (`0`, `root`) or the image's own (`null`) counts as waived.
- */
-export function hardenedContainerFields(h: ContainerHardening = {}): Record<string, unknown> {
-  const r = { ...containerHardeningDefaults, ...Object.fromEntries(Object.entries(h).filter(([, v]) => v !== undefined)) } as {
-    readOnlyRootFilesystem: boolean;
-    user: string | null;
-    dropAllCapabilities: boolean;
-    scratchPath: string;
-  };
-  const rootUser = r.user === null || /^(0|root)(:|$)/.test(r.user);
-  const waived = [...(r.readOnlyRootFilesystem ? [] : ["readonlyRootFilesystem"]), ...(rootUser ? ["user"] : []), ...(r.dropAllCapabilities ? [] : ["capabilities"])];
-  return {
-    readonlyRootFilesystem: r.readOnlyRootFilesystem,
-    ...(r.user !== null ? { user: r.user } : {}),
-    ...(r.dropAllCapabilities ? { linuxParameters: { capabilities: { add: [], drop: ["ALL"] } } } : {}),
-    ...(r.readOnlyRootFilesystem ? { mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }] } : {}),
-    ...(waived.length > 0 ? { dockerLabels: { [HARDENING_WAIVED_LABEL]: waived.join(",") } } : {}),
-  };
 }
 
 export const fargateTaskDefinitionDefaults = {

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, httpsEgress, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import { hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
 import { declare } from "./declared-document";
 
 const TASK_DEFINITION_TYPE = "aws:ecs/taskDefinition:TaskDefinition";
@@ -306,8 +307,6 @@ function createRoles({ name, args, tags, parent }: ServiceScope, logGroup: aws.c
   return { taskRole, executionRole, policies: [taskPolicy, executionPolicy] };
 }
 
-const SCRATCH_VOLUME = "scratch";
-
 /** The one hardened container: non-root, read-only root with a scratch volume, no capabilities. */
 function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, deps: ServiceRoles & { logGroup: aws.cloudwatch.LogGroup }): aws.ecs.TaskDefinition {
   const environment = {
@@ -322,16 +321,13 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
         name: r.containerName,
         image: args.image,
         essential: true,
-        // The image's `node` user (uid 1000); never root.
-        user: "1000:1000",
         privileged: false,
-        readonlyRootFilesystem: true,
+        // Read-only root with the scratch volume, the image's `node` user (uid 1000), no capabilities,
+        // and an init process that reaps the allow-listed executables' orphans and forwards SIGTERM.
+        ...hardenedContainerFields({ scratchPath: r.scratchPath, initProcess: true }),
         memory: r.memoryMb,
         cpu: r.cpu,
         stopTimeout: r.stopTimeoutSeconds,
-        // An init process reaps the allow-listed executables' orphans and forwards SIGTERM.
-        linuxParameters: { initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } },
-        mountPoints: [{ sourceVolume: SCRATCH_VOLUME, containerPath: r.scratchPath, readOnly: false }],
         environment: Object.entries(environment)
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([key, value]) => ({ name: key, value })),

@@ -12,6 +12,31 @@ function asData(value: unknown): unknown {
   }
 }
 
+/**
+ * Whether `actual` says everything `declared` says: the same values at every declared key, lists of
+ * the same length element by element. Keys only `actual` has are allowed: for container definitions
+ * the provider stores what ECS returns, with its defaults filled in (`cpu: 0`, `portMappings: []`,
+ * `volumesFrom: []`…), so a stack's state never equals the program's document to the letter.
+ */
+export function saysAllOf(actual: unknown, declared: unknown): boolean {
+  if (Array.isArray(declared)) return Array.isArray(actual) && actual.length === declared.length && declared.every((d, i) => saysAllOf(actual[i], d));
+  if (typeof declared === "object" && declared !== null) {
+    if (typeof actual !== "object" || actual === null || Array.isArray(actual)) return false;
+    return Object.entries(declared).every(([k, v]) => saysAllOf((actual as Record<string, unknown>)[k], v));
+  }
+  return actual === declared;
+}
+
+/**
+ * IAM documents must equal their declaration: the provider keeps the configured JSON in state while
+ * AWS's copy is equivalent, and a key the declaration lacks (a NotResource, a second Action) would be
+ * a grant the rules never judged. Container definitions must say all their declaration says (see
+ * saysAllOf); what ECS adds are its defaults, not grants.
+ */
+function matches(property: string, actual: unknown, declared: unknown): boolean {
+  return property === "containerDefinitions" ? saysAllOf(actual, declared) : JSON.stringify(actual) === JSON.stringify(declared);
+}
+
 function sibling(resources: readonly PolicyResource[], d: PolicyResource): PolicyResource | undefined {
   return resources.find(
     (r) => r.type !== DECLARED_DOCUMENT_TYPE && r.name === d.props.resource && r.type === d.props.resourceType && (r.parent?.urn ?? null) === (d.parent?.urn ?? null),
@@ -39,7 +64,7 @@ export const declaredDocumentsMatch: StackValidationPolicy = {
       const declared = knownValue(() => d.props.document);
       const actual = knownValue(() => asData(target.props[property]));
       if (!declared || !actual || actual.value === undefined) continue;
-      if (JSON.stringify(declared.value) !== JSON.stringify(actual.value)) {
+      if (!matches(property, actual.value, declared.value)) {
         reportViolation(
           `${target.type.split(":").pop()} '${target.name}': its ${property} differs from its declaration '${d.name}', which the rules judged on the first preview. ` +
             "Build both from one value (infra/iam/declared.ts, infra/components/declared-document.ts).",

@@ -137,6 +137,24 @@ describe("plan CLI (child processes)", function () {
     expect(run.stderr).to.match(/encache:network\.availabilityZoneIds: use1-az9: not an available zone of us-east-1/);
   });
 
+  it("wires the stack's extra egress into its group, and a hardening waiver into the container's label, which the pack accepts", async () => {
+    writeTmpStack((dev) =>
+      dev
+        .replace("  encache:network:\n", "  encache:network:\n    extraEgress:\n      ingestGpu:\n        - { protocol: tcp, fromPort: 443, toPort: 443, cidrBlocks: [203.0.113.0/24], description: model mirror }\n")
+        .replace("    strategy:\n", "    strategy:\n      hardening:\n        user: null\n"),
+    );
+    const { run, doc } = await planJson(tmpStack);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(doc.summary.mandatory).to.equal(0);
+    const gpuSg = doc.resources.find((r) => r.type === "aws:ec2/securityGroup:SecurityGroup" && r.name === "ingest-gpu-sg");
+    expect(gpuSg?.inputs.egress).to.deep.include({ protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["203.0.113.0/24"], description: "model mirror" });
+    const strategy = doc.resources.find((r) => r.type === "aws:ecs/taskDefinition:TaskDefinition" && r.name === "retraining-strategy");
+    const [container] = JSON.parse(String(strategy?.inputs.containerDefinitions)) as Array<Record<string, unknown>>;
+    expect(container).to.not.have.property("user");
+    expect(container!.dockerLabels).to.deep.equal({ "encache.hardening-waived": "user" });
+    expect(container!.readonlyRootFilesystem).to.equal(true);
+  });
+
   it("exits 2 for no --stack", async () => {
     const run = await runPlan([]);
     expect(run.code).to.equal(2);

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { hardenedContainerFields, ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
+import { hardenedContainerFields } from "../../../infra/components/container-hardening";
+import { ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
 import { fargateSizeProblem } from "../../../policy/contract";
 import { allowedActions } from "../../../infra/iam/document";
 
@@ -52,6 +53,14 @@ describe("hardenedContainerFields (pure)", () => {
       user: "1000:1000",
       linuxParameters: { capabilities: { add: [], drop: ["ALL"] } },
       mountPoints: [{ sourceVolume: "scratch", containerPath: "/tmp", readOnly: false }],
+    });
+  });
+
+  it("adds an init process beside the dropped capabilities when asked (the queue worker)", async () => {
+    const { hardenedContainerFields } = await load();
+    expect(hardenedContainerFields({ scratchPath: "/scratch", initProcess: true })).to.deep.include({
+      linuxParameters: { initProcessEnabled: true, capabilities: { add: [], drop: ["ALL"] } },
+      mountPoints: [{ sourceVolume: "scratch", containerPath: "/scratch", readOnly: false }],
     });
   });
 
