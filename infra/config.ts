@@ -32,6 +32,9 @@ const extraEgressRules = z
   )
   .default([]);
 
+/** The services AWS offers gateway endpoints for. */
+export const GATEWAY_ENDPOINT_SERVICES = ["s3", "dynamodb"] as const;
+
 /** CloudWatch's PutMetricAlarm takes at most 5 AlarmActions; every depth alarm gets these and no other. */
 export const MAX_ALARM_ACTIONS = 5;
 
@@ -95,6 +98,22 @@ const stackConfigObject = z
        * Pin zones where the GPU instance types and Lambda in a VPC are offered
        * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
        */
+      /**
+       * Gateway endpoints in every route table: free, and S3 (ECR's image layers) and DynamoDB
+       * traffic then stays off the NAT gateway and its per-GB charge. `[]` routes it through NAT.
+       */
+      gatewayEndpoints: z
+        .array(z.enum(GATEWAY_ENDPOINT_SERVICES))
+        .refine((s) => new Set(s).size === s.length, "must not name a service twice")
+        .default([...GATEWAY_ENDPOINT_SERVICES]),
+      /**
+       * Interface endpoints (PrivateLink) by service, e.g. `sqs`, `ecr.api`, `ecr.dkr`, `logs`: each
+       * costs about $7.30 a month per zone plus $0.01 per GB, so none unless an operator asks.
+       */
+      interfaceEndpoints: z
+        .array(z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)*$/, "must be a service's endpoint name such as sqs or ecr.dkr"))
+        .refine((s) => new Set(s).size === s.length, "must not name a service twice")
+        .default([]),
       availabilityZoneIds: z
         .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
         .min(2, "must name at least 2 zones")

@@ -35,6 +35,9 @@ export = async () => {
     natGateways: config.network.natGateways,
     availabilityZones: config.network.availabilityZones,
     flowLogRetentionDays: config.logRetentionDays,
+    region,
+    gatewayEndpoints: config.network.gatewayEndpoints,
+    interfaceEndpoints: config.network.interfaceEndpoints,
     ...(config.network.availabilityZoneIds ? { availabilityZoneNames: await zoneNamesFor(config.network.availabilityZoneIds) } : {}),
     tags,
   });

@@ -28,6 +28,7 @@ import { ecsContainerLeastPrivilege } from "./rules/ecs-container-least-privileg
 import { sgEgressRestricted } from "./rules/sg-egress-restricted";
 import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
 import { alarmsHaveActions } from "./rules/alarms-have-actions";
+import { iamStarResourceUnscopableOnly } from "./rules/iam-star-resource-unscopable-only";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -61,4 +62,5 @@ export const policies: Policies = [
   vpcFlowLogs,
   vpcDefaultSgClosed,
   alarmsHaveActions,
+  iamStarResourceUnscopableOnly,
 ];

@@ -23,6 +23,19 @@ export interface NetworkArgs {
    * @default the region's first `availabilityZones` zones
    */
   availabilityZoneNames?: string[];
+  /** The stack's region, for the endpoints' service names (`com.amazonaws.<region>.<service>`). */
+  region: string;
+  /**
+   * Gateway endpoints (`s3`, `dynamodb`), added to every route table of the VPC.
+   * @default []
+   */
+  gatewayEndpoints?: readonly string[];
+  /**
+   * Interface endpoints by service (`sqs`, `ecr.dkr`…), one network interface per zone in the
+   * private subnets, private DNS on, reachable on 443 from inside the VPC only.
+   * @default []
+   */
+  interfaceEndpoints?: readonly string[];
   /**
    * Days the VPC flow logs are kept in CloudWatch Logs.
    * @default 14
@@ -36,8 +49,22 @@ export interface NetworkArgs {
 }
 
 /**
+ * The VPC endpoints awsx creates: gateway endpoints for S3 and DynamoDB (free) and the interface
+ * endpoints the stack asks for. Pure, so the specs are tested without mocks.
+ */
+export function vpcEndpointSpecs(args: Pick<NetworkArgs, "region" | "gatewayEndpoints" | "interfaceEndpoints" | "tags">): awsx.types.input.ec2.VpcEndpointSpecArgs[] {
+  const serviceName = (service: string) => `com.amazonaws.${args.region}.${service}`;
+  const tags = args.tags ?? {};
+  return [
+    ...(args.gatewayEndpoints ?? []).map((s) => ({ serviceName: serviceName(s), vpcEndpointType: "Gateway", tags })),
+    ...(args.interfaceEndpoints ?? []).map((s) => ({ serviceName: serviceName(s), vpcEndpointType: "Interface", privateDnsEnabled: true, tags })),
+  ];
+}
+
+/**
  * The platform VPC: public subnets for the NAT gateways only, private subnets for everything
- * we run. Functions in the private subnets reach AWS APIs through NAT; nothing gets a public IP.
+ * we run. Functions in the private subnets reach S3 and DynamoDB through gateway endpoints and
+ * other AWS APIs through NAT (or the interface endpoints the stack asks for); nothing gets a public IP.
  * Every flow (accepted and rejected) is logged to CloudWatch Logs, and the VPC's default security
  * group has no rules, so nothing that lands in it by mistake can talk.
  */
@@ -55,6 +82,10 @@ export class Network extends pulumi.ComponentResource {
         natGateways: { strategy: args.natGateways ?? "Single" },
         subnetStrategy: "Auto",
         enableDnsHostnames: true,
+        // awsx then fills each endpoint's route tables (gateway) or private subnets and an
+        // HTTPS-from-the-VPC security group (interface) from the resources it generates.
+        vpcEndpointStrategy: "Auto",
+        vpcEndpointSpecs: vpcEndpointSpecs(args),
         tags: args.tags ?? {},
       },
       { parent: this },

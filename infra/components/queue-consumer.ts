@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
 import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
-import { assumedBy, logsStatement, sqsEventSourceStatement, vpcAccessStatement, type Statement } from "../iam/document";
+import { assumedBy, logsStatement, sqsEventSourceStatement, trustScope, vpcAccessStatements, type Statement } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 
 export interface QueueConsumerArgs {
@@ -152,7 +152,7 @@ export class QueueConsumer extends pulumi.ComponentResource {
       ...args.statements,
       sqsEventSourceStatement(args.queueArn),
       logsStatement(this.logGroup.arn),
-      ...(args.vpc ? [vpcAccessStatement()] : []),
+      ...(args.vpc ? vpcAccessStatements(trustScope(this), args.vpc) : []),
     ];
     const inline = new aws.iam.RolePolicy(
       `${name}-policy`,

@@ -10,6 +10,8 @@ describe("stack config (infra/config.ts)", () => {
     expect(cfg.queues.maxReceiveCount).to.equal(3);
     expect(cfg.gpu.amiParameter).to.match(/^\/aws\/service\//);
     expect(cfg.alarmActions).to.deep.equal([]);
+    expect(cfg.network.gatewayEndpoints).to.deep.equal(["s3", "dynamodb"]);
+    expect(cfg.network.interfaceEndpoints).to.deep.equal([]);
   });
 
   it("defaults maxReceiveCount to 3 when the queues key is absent", () => {
@@ -42,6 +44,9 @@ describe("stack config (infra/config.ts)", () => {
     { case: "retention of 14 days leaves the DLQ no margin", path: "ingest.messageRetentionSeconds", value: 1_209_600, key: "encache:ingest.messageRetentionSeconds", reason: /below 14 days/ },
     { case: "bad log retention", path: "logRetentionDays", value: 10, key: "encache:logRetentionDays", reason: /CloudWatch retention/ },
     { case: "bad CIDR", path: "network.cidrBlock", value: "10.0.0.0/8", key: "encache:network.cidrBlock", reason: /CIDR/ },
+    { case: "a gateway endpoint AWS does not offer", path: "network.gatewayEndpoints", value: ["sqs"], key: "encache:network.gatewayEndpoints[0]", reason: /s3|dynamodb/ },
+    { case: "an interface endpoint named twice", path: "network.interfaceEndpoints", value: ["sqs", "sqs"], key: "encache:network.interfaceEndpoints", reason: /twice/ },
+    { case: "an interface endpoint given as a full service name", path: "network.interfaceEndpoints", value: ["com.amazonaws.us-east-1.SQS"], key: "encache:network.interfaceEndpoints[0]", reason: /endpoint name/ },
     { case: "wrong type", path: "gpu.servicePort", value: "8080", key: "encache:gpu.servicePort", reason: /number/ },
   ];
   for (const c of rejected) {

@@ -80,7 +80,7 @@ describe("plan CLI (child processes)", function () {
     expect(line).to.contain("new aws.lambda.Function(");
   });
 
-  it("exits 1 on a program that breaks each hardening rule, naming all nine", async () => {
+  it("exits 1 on a program that breaks each hardening rule, naming all ten", async () => {
     const { run, doc } = await planJson("prod", ["--program", "test/infra/fixtures/hardening-broken.ts"]);
     expect(run.code).to.equal(1);
     const mandatory = [...new Set(doc.violations.filter((v) => v.enforcementLevel === "mandatory").map((v) => v.policy))].sort();
@@ -94,6 +94,7 @@ describe("plan CLI (child processes)", function () {
       "vpc-flow-logs",
       "vpc-default-sg-closed",
       "alarms-have-actions",
+      "iam-star-resource-unscopable-only",
     ]);
   });
 

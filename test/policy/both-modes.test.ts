@@ -79,6 +79,11 @@ const CASES: Case[] = [
     mutate: (rs) => editInput<Doc>(rs, P.claimPolicy, "policy", (d) => (statementWith(d, "ec2:StartInstances").Resource = "arn:aws:ec2:eu-west-1:*:instance/*")),
   },
   {
+    rule: "iam-star-resource-unscopable-only",
+    recording: ingestRecording,
+    mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (statementWith(d, "ec2:DescribeInstances").Action = ["ec2:DescribeInstances", "ec2:StopInstances"])),
+  },
+  {
     rule: "instance-role-no-managed-policies",
     recording: ingestRecording,
     mutate: (rs) => {

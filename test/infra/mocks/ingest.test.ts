@@ -3,7 +3,7 @@
  * roles, the GPU instance and its policy, in both stacks' offline plans.
  */
 import { expect } from "chai";
-import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatement } from "../../../infra/iam/document";
+import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { useStackPlans } from "../helpers/run-plan";
@@ -25,7 +25,7 @@ function roleActions(doc: PlanDocument, role: Res): string[] {
 }
 
 /** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
-const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), vpcAccessStatement()]);
+const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), ...vpcAccessStatements({ accountId: "a", region: "r" }, { subnetIds: [], securityGroupIds: [] })]);
 
 describe("the ingest part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
@@ -52,6 +52,24 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         expect(window).to.deep.equal([...new Set([...WINDOW_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
         expect(dlq).to.deep.equal([...new Set([...DLQ_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
         expect(window).to.not.include("ec2:StartInstances");
+      });
+
+      it("scopes the Lambda VPC ENI grants to this account's interfaces and the function's own subnets and group", () => {
+        // Prepare
+        const fn = named(doc(), "aws:lambda/function:Function", "ingest-dlq-consumer");
+        const vpc = fn.inputs.vpcConfig as { subnetIds: string[]; securityGroupIds: string[] };
+        const policy = named(doc(), "aws:iam/rolePolicy:RolePolicy", "ingest-dlq-consumer-policy").inputs.policy as { Statement: Array<{ Sid: string; Action: string[]; Resource: unknown }> };
+        const bySid = (sid: string) => policy.Statement.find((s) => s.Sid === sid);
+        const eni = "arn:aws:ec2:us-east-1:123456789012:network-interface/*";
+        // Assess
+        expect(vpc.subnetIds).to.have.length.greaterThan(0);
+        expect(bySid("LambdaVpcDescribe")).to.deep.include({ Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: "*" });
+        expect(bySid("LambdaVpcCreateEni")?.Resource).to.have.members([
+          eni,
+          ...vpc.subnetIds.map((id) => `arn:aws:ec2:us-east-1:123456789012:subnet/${id}`),
+          ...vpc.securityGroupIds.map((id) => `arn:aws:ec2:us-east-1:123456789012:security-group/${id}`),
+        ]);
+        expect(bySid("LambdaVpcManageEni")).to.deep.include({ Action: ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"], Resource: eni });
       });
 
       it("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {

@@ -41,6 +41,17 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         expect(vpc?.inputs).to.not.have.property("numberOfAvailabilityZones");
       });
 
+      it("keeps S3 and DynamoDB traffic off the NAT with gateway endpoints that awsx routes in every route table", () => {
+        const [vpc] = of(doc(), "awsx:ec2:Vpc");
+        expect(vpc?.inputs.vpcEndpointStrategy).to.equal("Auto");
+        const specs = vpc?.inputs.vpcEndpointSpecs as Array<Record<string, unknown>>;
+        expect(specs.map((s) => [s.serviceName, s.vpcEndpointType])).to.deep.equal([
+          ["com.amazonaws.us-east-1.s3", "Gateway"],
+          ["com.amazonaws.us-east-1.dynamodb", "Gateway"],
+        ]);
+        for (const s of specs) expect(s).to.not.have.property("routeTableIds");
+      });
+
       it("has every alarm notify the stack's alert topic, which only this account's CloudWatch may publish to", () => {
         const topic = of(doc(), "aws:sns/topic:Topic").find((t) => t.name === "platform-alerts");
         expect(topic?.arn).to.be.a("string");

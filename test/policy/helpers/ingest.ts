@@ -183,7 +183,7 @@ function build(): RecordedResource[] {
       window: 5,
       statements: [
         { Sid: "Quarantine", Effect: "Allow", Action: "sqs:SendMessage", Resource: queueArn("ingest-quarantine") },
-        { Sid: "ReadInstanceId", Effect: "Allow", Action: ["ssm:GetParameter"], Resource: "*" },
+        { Sid: "ReadInstanceId", Effect: "Allow", Action: ["ssm:GetParameter"], Resource: arn("ssm", "parameter/encache/dev/gpu/instance_id") },
       ],
       environment: { QUARANTINE_QUEUE_URL: queueUrl("ingest-quarantine"), GPU_INSTANCE_PARAMETER: "/encache/dev/gpu/instance_id" },
     }),

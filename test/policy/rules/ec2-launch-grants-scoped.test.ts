@@ -82,6 +82,7 @@ describe(POLICY, () => {
         title: "StartInstances on `*` (managed Policy)",
         urn: P.claimPolicy,
         message: /grants ec2:StartInstances on \*/,
+        also: [["iam-star-resource-unscopable-only", P.claimPolicy]],
         mutate: (rs) => setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: "ec2:StartInstances", Resource: "*" }]),
       },
       {
@@ -106,7 +107,10 @@ describe(POLICY, () => {
         title: "an unconditioned grant in a Role's inlinePolicies given as a JSON string",
         urn: P.refillRole,
         message: /'pool-refill-role' grants ec2:RunInstances on \*/,
-        also: [["ec2-run-instances-via-launch-template", P.refillRole]],
+        also: [
+          ["ec2-run-instances-via-launch-template", P.refillRole],
+          ["iam-star-resource-unscopable-only", P.refillRole],
+        ],
         mutate: (rs) =>
           setInput(rs, P.refillRole, "inlinePolicies", [
             { name: "run", policy: JSON.stringify({ Version: "2012-10-17", Statement: { Effect: "Allow", Action: "ec2:RunInstances", Resource: "*" } }) },

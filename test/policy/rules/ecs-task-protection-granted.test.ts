@@ -51,7 +51,7 @@ describe(POLICY, () => {
   describe("built in one line", () => {
     it("passes a protected task whose role allows ecs:UpdateTaskProtection", async () => {
       // Prepare
-      const rs = protectedTask({ Effect: "Allow", Action: "ecs:UpdateTaskProtection", Resource: "*" });
+      const rs = protectedTask({ Effect: "Allow", Action: "ecs:UpdateTaskProtection", Resource: "arn:aws:ecs:eu-west-1:123456789012:task/c/*" });
       // Act
       const violations = await evaluate(rs);
       // Assess
@@ -60,7 +60,7 @@ describe(POLICY, () => {
 
     it("fails a protected task whose role only reads the protection", async () => {
       // Prepare
-      const rs = protectedTask({ Effect: "Allow", Action: "ecs:GetTaskProtection", Resource: "*" });
+      const rs = protectedTask({ Effect: "Allow", Action: "ecs:GetTaskProtection", Resource: "arn:aws:ecs:eu-west-1:123456789012:task/c/*" });
       // Act
       const violations = await evaluate(rs);
       // Assess

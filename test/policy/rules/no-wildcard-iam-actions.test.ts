@@ -20,7 +20,7 @@ describe(POLICY, () => {
 
   describe("built in one line", () => {
     const cases: { title: string; resources: () => RecordedResource[]; urn?: string; message?: RegExp }[] = [
-      { title: "passes a RolePolicy that lists its actions", resources: () => [rolePolicy("reader", { policy: doc({ Effect: "Allow", Action: ["s3:GetObject"], Resource: "*" }) })] },
+      { title: "passes a RolePolicy that lists its actions", resources: () => [rolePolicy("reader", { policy: doc({ Effect: "Allow", Action: ["s3:GetObject"], Resource: "arn:aws:s3:::bucket/*" }) })] },
       { title: "passes a Deny of `*`", resources: () => [managedPolicy("fence", { policy: doc({ Effect: "Deny", Action: "*", Resource: "*" }) })] },
       {
         title: "fails a RolePolicy granting s3:*",

@@ -1,0 +1,67 @@
+import type { ResourceValidationPolicy } from "@pulumi/policy";
+import { carriesIdentityPolicy, forEachIdentityStatement, isUnknown } from "../lib/documents";
+import { readIfKnown } from "../lib/props";
+import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+
+interface Config {
+  unscopableActions?: string[];
+}
+
+/**
+ * Actions AWS authorizes on no resource type (the Service Authorization Reference lists none for
+ * them), so `*` is the only Resource that works. A trailing `*` matches a prefix: every EC2
+ * Describe call is such an action.
+ */
+export const UNSCOPABLE_ACTIONS = [
+  "ec2:Describe*",
+  "ecr:GetAuthorizationToken",
+  // Session Manager's agent channel; AWS's minimal instance policy grants these on `*`.
+  "ssm:UpdateInstanceInformation",
+  "ssmmessages:CreateControlChannel",
+  "ssmmessages:CreateDataChannel",
+  "ssmmessages:OpenControlChannel",
+  "ssmmessages:OpenDataChannel",
+  "sts:GetCallerIdentity",
+  "cloudwatch:PutMetricData",
+] as const;
+
+function matches(action: string, patterns: readonly string[]): boolean {
+  const a = action.toLowerCase();
+  return patterns.some((p) => (p.endsWith("*") ? a.startsWith(p.slice(0, -1).toLowerCase()) : a === p.toLowerCase()));
+}
+
+/**
+ * `Resource: "*"` is right only where AWS offers nothing narrower. On any other action it grants
+ * every resource of that type in every account a resource policy lets the role into, which is how
+ * the Lambda VPC actions sat on `*` although four of them name an interface, subnet or group.
+ * A statement with a condition is scoped by it (ListTasks by `ecs:cluster`, a tag condition), and
+ * the rules on those conditions judge it.
+ */
+export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
+  name: "iam-star-resource-unscopable-only",
+  description: "An Allow statement on Resource `*` without a condition grants only actions that have no resource-level permissions (unscopableActions).",
+  enforcementLevel: "mandatory",
+  configSchema: {
+    properties: {
+      unscopableActions: { type: "array", items: { type: "string" }, default: [...UNSCOPABLE_ACTIONS], description: "Actions that may be granted on `*`; a trailing `*` matches a prefix." },
+    },
+  },
+  validateResource: (args, reportViolation) => {
+    if (!carriesIdentityPolicy(args.type, args.props)) {
+      args.notApplicable(`applies to ${ROLE}, ${ROLE_POLICY}, ${IAM_POLICY} and their declared documents`);
+    }
+    const allowed = args.getConfig<Config>().unscopableActions ?? [...UNSCOPABLE_ACTIONS];
+    forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
+      // An unknown condition is still a condition: it scopes the statement, and it is judged once known.
+      if (readIfKnown(() => s.Effect) !== "Allow" || isUnknown(() => s.Condition) || s.Condition !== undefined) return;
+      const resource = readIfKnown(() => s.Resource);
+      const list: unknown[] = Array.isArray(resource) ? resource : [resource];
+      if (!list.some((r) => readIfKnown(() => r) === "*")) return;
+      const action = readIfKnown(() => s.Action);
+      const actions = (Array.isArray(action) ? action : [action]).filter((a): a is string => typeof a === "string");
+      // A wildcard action is no-wildcard-iam-actions' to report.
+      const scopable = actions.filter((a) => !a.includes("*") && !matches(a, allowed));
+      if (scopable.length > 0) reportViolation(`${label} grants ${scopable.join(", ")} on "*": name the resources (these actions have resource-level permissions) or scope them with a condition.`);
+    });
+  },
+};

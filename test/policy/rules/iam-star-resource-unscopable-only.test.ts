@@ -1,0 +1,58 @@
+/** policy/rules/iam-star-resource-unscopable-only.ts: `*` only for actions AWS cannot scope. */
+import { expect } from "chai";
+import { UNSCOPABLE_ACTIONS } from "../../../policy/rules/iam-star-resource-unscopable-only";
+import { U, ingestRecording } from "../helpers/ingest";
+import { doc, editInput, managedPolicy, urnOf, T } from "../helpers/recording";
+import { evaluate, expectNoViolations, expectViolation } from "../helpers/violations";
+
+const POLICY = "iam-star-resource-unscopable-only";
+type Doc = { Statement: Array<Record<string, unknown>> };
+const onStar = (name: string, statement: Record<string, unknown>) => managedPolicy(name, { policy: doc({ Effect: "Allow", Resource: "*", ...statement }) });
+
+describe(POLICY, () => {
+  it("passes the ingest part, whose only `*` grant is DescribeInstances", async () => {
+    expectNoViolations(await evaluate(ingestRecording()));
+  });
+
+  const passing: Array<[string, Record<string, unknown>]> = [
+    ["every EC2 Describe call (a prefix)", { Action: ["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"] }],
+    ["ECR's token and Session Manager's channels", { Action: ["ecr:GetAuthorizationToken", "ssm:UpdateInstanceInformation", "ssmmessages:OpenDataChannel"] }],
+    ["a scopable action narrowed by a condition (ListTasks by cluster)", { Action: ["ecs:ListTasks"], Condition: { ArnEquals: { "ecs:cluster": "arn:aws:ecs:eu-west-1:123456789012:cluster/c" } } }],
+    ["a Deny on `*`", { Effect: "Deny", Action: ["ec2:TerminateInstances"] }],
+  ];
+  for (const [what, statement] of passing) {
+    it(`passes ${what}`, async () => {
+      expectNoViolations(await evaluate([onStar("p", statement)]));
+    });
+  }
+
+  const failing: Array<[string, Record<string, unknown>, RegExp]> = [
+    ["the Lambda VPC actions that name an interface", { Action: ["ec2:DescribeSubnets", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface"] }, /grants ec2:CreateNetworkInterface, ec2:DeleteNetworkInterface on "\*"/],
+    ["a parameter read", { Action: "ssm:GetParameter" }, /grants ssm:GetParameter on "\*"/],
+    ["`*` among named resources", { Action: ["sqs:SendMessage"], Resource: ["arn:aws:sqs:eu-west-1:123456789012:q", "*"] }, /sqs:SendMessage/],
+    ["a look-alike of a Describe prefix", { Action: ["ec2:DeleteSubnet"] }, /ec2:DeleteSubnet/],
+  ];
+  for (const [what, statement, message] of failing) {
+    it(`fails ${what}`, async () => {
+      // Act
+      const violations = await evaluate([onStar("p", statement)]);
+      // Assess
+      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.policy, "p"), message });
+    });
+  }
+
+  it("fails a scopable action added to the GPU policy's `*` statement", async () => {
+    // Prepare
+    const rs = ingestRecording();
+    editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (d.Statement.find((s) => s.Sid === "DescribeInstances")!.Action = ["ec2:DescribeInstances", "ec2:StopInstances"]));
+    // Act
+    const violations = await evaluate(rs);
+    // Assess
+    expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.gpuPolicy, message: /statement DescribeInstances grants ec2:StopInstances on "\*"/ });
+  });
+
+  it("keeps its default list to actions without resource-level permissions", () => {
+    expect(UNSCOPABLE_ACTIONS.every((a) => /^[a-z0-9]+:[A-Za-z]+\*?$/.test(a))).to.equal(true);
+    expect(UNSCOPABLE_ACTIONS).to.not.include("ec2:CreateNetworkInterface");
+  });
+});
