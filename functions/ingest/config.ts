@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { EnvName } from "../../policy/contract";
 import { envInt, envUrl, parseEnv } from "../shared/env";
+import type { ParkConfig } from "./park";
 
 const gpuShape = {
   GPU_INSTANCE_ID_PARAM: z.string().startsWith("/", "must start with /").default("/encache/gpu/instance_id"),
@@ -19,6 +20,11 @@ const dlqShape = {
   // A DLQ message older than this is quarantined rather than parked again: SQS would otherwise
   // delete it silently when the DLQ's 14-day retention runs out. Default: 13 days.
   DLQ_MAX_AGE_SECONDS: envInt(60, 1_209_600).default(1_123_200),
+  // While the GPU boots, parks are this short, so the backlog drains within one park of the
+  // service answering (≤ 45 s keeps that under a minute with the poller's latency).
+  DLQ_BOOT_PARK_SECONDS: envInt(1, 45).default(20),
+  DLQ_CAPACITY_RETRY_SECONDS: envInt(1, 43_200).default(120),
+  DLQ_BOOT_GRACE_SECONDS: envInt(0, 3600).default(600),
 } satisfies Record<EnvName<"ingest-dlq-consumer">, z.ZodType>;
 
 export interface GpuConfig {
@@ -32,9 +38,8 @@ export interface GpuConfig {
 
 export type WindowConfig = GpuConfig;
 
-export interface DlqConfig extends GpuConfig {
+export interface DlqConfig extends GpuConfig, ParkConfig {
   dlqUrl: string;
-  visibilityExtensionSeconds: number;
   maxAgeSeconds: number;
 }
 
@@ -60,5 +65,8 @@ export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {
     dlqUrl: parsed.INGEST_DLQ_URL,
     visibilityExtensionSeconds: parsed.DLQ_VISIBILITY_EXTENSION_SECONDS,
     maxAgeSeconds: parsed.DLQ_MAX_AGE_SECONDS,
+    bootParkSeconds: parsed.DLQ_BOOT_PARK_SECONDS,
+    capacityRetrySeconds: parsed.DLQ_CAPACITY_RETRY_SECONDS,
+    bootGraceSeconds: parsed.DLQ_BOOT_GRACE_SECONDS,
   };
 }

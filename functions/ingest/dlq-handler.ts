@@ -8,7 +8,8 @@ import { quarantine } from "../shared/quarantine";
 import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch } from "../shared/sqs";
 import type { DlqConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
-import { type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
+import { type AutostartOutcome, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
+import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./park";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
 import type { SqsBatchHandler } from "../shared/sqs";
@@ -38,12 +39,16 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
     );
     const runningGpu = async () => (await gpuLookup()).address;
     // The start attempt reuses what the availability check read; after a failed check it reads afresh.
-    const startGpuOnce = once(async () => {
-      if ((await tryStartGpu(deps, (await gpuLookup()).seen)) === "attempted") countOne(deps.metrics, "GpuAutostartAttempted");
+    const startGpuOnce = once(async (): Promise<AutostartOutcome> => {
+      const outcome = await tryStartGpu(deps, (await gpuLookup()).seen);
+      if (outcome === "attempted") countOne(deps.metrics, "GpuAutostartAttempted");
+      if (outcome === "insufficient_capacity") countOne(deps.metrics, "GpuStartInsufficientCapacity");
+      return outcome;
     });
+    const now = deps.now ?? Date.now;
 
-    const park = async (record: SQSRecord): Promise<void> => {
-      const extendedSeconds = deps.config.visibilityExtensionSeconds;
+    const park = async (record: SQSRecord, reason: ParkReason): Promise<void> => {
+      const extendedSeconds = parkSeconds(reason, deps.config);
       try {
         await deps.sqs.send(
           new ChangeMessageVisibilityCommand({
@@ -64,7 +69,7 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
         message_id: record.messageId,
         extended_seconds: extendedSeconds,
         receive_count: approximateReceiveCount(record),
-        reason: "gpu_unavailable",
+        reason: reason === "unavailable" ? "gpu_unavailable" : `gpu_${reason}`,
       });
       countOne(deps.metrics, "DlqMessagesParked");
     };
@@ -76,7 +81,7 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
         return;
       }
       // The DLQ has no DLQ of its own: a message the GPU never took would expire here unseen.
-      const ageSeconds = messageAgeSeconds(record, (deps.now ?? Date.now)());
+      const ageSeconds = messageAgeSeconds(record, now());
       if (ageSeconds >= deps.config.maxAgeSeconds) {
         const reason = `expiring_in_dlq: ${ageSeconds} s old, limit ${deps.config.maxAgeSeconds} s, ${approximateReceiveCount(record)} receives`;
         await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, reason, deps);
@@ -84,12 +89,19 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       }
       const gpu = await runningGpu();
       if (gpu) {
-        await deliverWindow(deps, record, parsed.payload, gpu);
+        try {
+          await deliverWindow(deps, record, parsed.payload, gpu);
+        } catch (error) {
+          // A service that refuses right after its instance started is booting: park briefly so
+          // this message is back soon after it answers. Otherwise the failure retries as before.
+          if (stillBooting(gpu.launchTime, now(), deps.config)) await park(record, "booting");
+          throw error;
+        }
         return;
       }
-      await startGpuOnce();
-      await park(record);
-      throw new GpuUnavailableError(`message ${record.messageId} parked: GPU unavailable`);
+      const reason = parkReasonFor(await startGpuOnce());
+      await park(record, reason);
+      throw new GpuUnavailableError(`message ${record.messageId} parked: GPU ${reason}`);
     };
 
     try {

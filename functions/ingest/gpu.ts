@@ -21,6 +21,8 @@ export interface GpuLookupDeps {
 export interface GpuAddress {
   instanceId: string;
   privateIp: string;
+  /** When the instance last entered `pending`: a service that refuses soon after is still booting. */
+  launchTime?: Date;
 }
 
 export class GpuUnavailableError extends Error {
@@ -82,10 +84,17 @@ async function findInstanceByTag(deps: GpuLookupDeps, state: "stopped" | "runnin
 
 function runningAddress(instance: Instance | null): GpuAddress | null {
   if (instance?.State?.Name !== "running" || !instance.InstanceId || !instance.PrivateIpAddress) return null;
-  return { instanceId: instance.InstanceId, privateIp: instance.PrivateIpAddress };
+  return { instanceId: instance.InstanceId, privateIp: instance.PrivateIpAddress, ...(instance.LaunchTime ? { launchTime: instance.LaunchTime } : {}) };
 }
 
-export type AutostartOutcome = "attempted" | "skipped" | "no_instance_found" | "failed";
+/**
+ * - `attempted`: StartInstances accepted; `skipped`: already pending or running.
+ * - `stopping`: StartInstances refused with IncorrectInstanceState (the instance is still stopping,
+ *   for example after an idle stop); a start a few seconds later succeeds.
+ * - `insufficient_capacity`: EC2 has no capacity for the type in the zone now; retried later.
+ * - `no_instance_found`, `failed`: nothing to start, or any other error.
+ */
+export type AutostartOutcome = "attempted" | "skipped" | "stopping" | "insufficient_capacity" | "no_instance_found" | "failed";
 
 interface StartCandidate {
   instanceId: string;
@@ -127,6 +136,11 @@ export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): P
       logStep(deps.logger, "info", "gpu_autostart_no_instance_found");
       return "no_instance_found";
     }
+    if (candidate.state === "stopping") {
+      // StartInstances would only be refused (IncorrectInstanceState); the next return starts it.
+      logStep(deps.logger, "info", "gpu_autostart_stopping", { instance_id: candidate.instanceId });
+      return "stopping";
+    }
     if (STARTING_OR_RUNNING.has(candidate.state)) {
       logStep(deps.logger, "info", "gpu_autostart_skipped", {
         instance_id: candidate.instanceId,
@@ -134,7 +148,14 @@ export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): P
       });
       return "skipped";
     }
-    await deps.ec2.send(new StartInstancesCommand({ InstanceIds: [candidate.instanceId] }));
+    try {
+      await deps.ec2.send(new StartInstancesCommand({ InstanceIds: [candidate.instanceId] }));
+    } catch (error) {
+      const refused = startRefusal(error);
+      if (!refused) throw error;
+      logStep(deps.logger, refused === "stopping" ? "info" : "warn", `gpu_autostart_${refused}`, { instance_id: candidate.instanceId, error: errorMessage(error) });
+      return refused;
+    }
     logStep(deps.logger, "info", "gpu_autostart_attempted", {
       instance_id: candidate.instanceId,
       source: candidate.source,
@@ -144,6 +165,13 @@ export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): P
     logStep(deps.logger, "error", "gpu_autostart_failed", { error: errorMessage(error) });
     return "failed";
   }
+}
+
+/** The two StartInstances refusals that mean "try again soon" rather than "broken". */
+function startRefusal(error: unknown): "stopping" | "insufficient_capacity" | undefined {
+  if (hasErrorName(error, "IncorrectInstanceState")) return "stopping";
+  if (hasErrorName(error, "InsufficientInstanceCapacity")) return "insufficient_capacity";
+  return undefined;
 }
 
 /**

@@ -70,6 +70,16 @@ export const ingestConfigSchema = z
     dlqVisibilityTimeoutSeconds: positiveInt(SQS_MAX_VISIBILITY_SECONDS),
     /** How long a parked DLQ message stays hidden while the GPU boots (original: 900). */
     dlqParkSeconds: z.number().int().min(0).max(SQS_MAX_VISIBILITY_SECONDS).default(900),
+    /**
+     * How long a parked DLQ message stays hidden while the GPU boots (a start was accepted, it is
+     * pending or stopping, or its service does not answer yet). At most 45, so the parked backlog
+     * is delivered within a minute of the service answering.
+     */
+    dlqBootParkSeconds: z.number().int().min(1).max(45, "must be at most 45: the parked backlog must drain within a minute of the GPU answering").default(20),
+    /** How long a parked message waits when EC2 had no capacity for the GPU's type (the start is retried then). */
+    dlqCapacityRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(120),
+    /** A running GPU whose service refuses within this many seconds of launch is treated as booting. */
+    gpuBootGraceSeconds: z.number().int().min(0).max(3600).default(600),
     window: consumerSchema,
     dlqConsumer: consumerSchema.extend({
       /** The original system reads the DLQ one message per invocation. */

@@ -238,6 +238,9 @@ function createConsumers(
         // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
         QUARANTINE_QUEUE_URL: quarantine.queue.url,
         DLQ_VISIBILITY_EXTENSION_SECONDS: String(ingest.dlqParkSeconds),
+        DLQ_BOOT_PARK_SECONDS: String(ingest.dlqBootParkSeconds),
+        DLQ_CAPACITY_RETRY_SECONDS: String(ingest.dlqCapacityRetrySeconds),
+        DLQ_BOOT_GRACE_SECONDS: String(ingest.gpuBootGraceSeconds),
         // Quarantine a day before the DLQ's retention would delete a message nobody took.
         DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
         POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",

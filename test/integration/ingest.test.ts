@@ -60,11 +60,11 @@ describe("ingest consumers against moto", () => {
   const dlqConsumer = () =>
     createDlqHandler({
       ...baseDeps(),
-      config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200 },
+      config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200, bootParkSeconds: 20, capacityRetrySeconds: 120, bootGraceSeconds: 600 },
     });
   const windowConsumer = () => createWindowHandler({ ...baseDeps(), config: gpuConfig(dlq.url) });
 
-  it("DLQ, GPU stopped: starts the registered instance and parks the message for 900 s", async () => {
+  it("DLQ, GPU stopped: starts the registered instance and parks the message for the boot park (20 s)", async () => {
     const gpuId = await world.launchGpu("stopped");
     await world.setGpuParam(gpuId);
     const messageId = await world.send(dlq, JSON.stringify(payload));
@@ -74,6 +74,7 @@ describe("ingest consumers against moto", () => {
     expect(run?.response.batchItemFailures).to.deep.equal([{ itemIdentifier: messageId }]);
     expect(await world.instanceState(gpuId)).to.equal("running");
     expect(logger.withStep("gpu_autostart_attempted")[0]?.fields).to.include({ instance_id: gpuId, source: "ssm" });
+    expect(logger.withStep("dlq_visibility_extended")[0]?.fields).to.include({ extended_seconds: 20, reason: "gpu_booting" });
     expect(await world.receiveAll(dlq), "parked, so not receivable").to.have.length(0);
     expect(await world.depth(dlq)).to.deep.equal({ visible: 0, notVisible: 1 });
     expect(gpu.requests).to.have.length(0);

@@ -24,6 +24,9 @@ export function testConfig(overrides: Partial<DlqConfig> = {}): DlqConfig {
     dlqUrl: DLQ_URL,
     visibilityExtensionSeconds: 900,
     maxAgeSeconds: 1_123_200,
+    bootParkSeconds: 20,
+    capacityRetrySeconds: 120,
+    bootGraceSeconds: 600,
     ...overrides,
   };
 }
@@ -74,6 +77,7 @@ export interface FakeInstance {
   state: "pending" | "running" | "stopping" | "stopped" | "shutting-down" | "terminated";
   ip?: string;
   nameTag?: string;
+  launchTime?: Date;
 }
 
 export function describeReply(...instances: FakeInstance[]): DescribeInstancesCommandOutput {
@@ -86,6 +90,7 @@ export function describeReply(...instances: FakeInstance[]): DescribeInstancesCo
               InstanceId: i.id,
               State: { Name: i.state },
               ...(i.ip ? { PrivateIpAddress: i.ip } : {}),
+              ...(i.launchTime ? { LaunchTime: i.launchTime } : {}),
             })),
           },
         ]

@@ -20,7 +20,7 @@ const gpuDown = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "s
 const gpuUp = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "running", ip: "10.1.2.3" }]);
 
 describe("ingest/dlq handler", () => {
-  it("AC-5 GPU down: tries to start it once, then extends visibility to 900 s and reports the item failure", async () => {
+  it("AC-5 GPU down: tries to start it once, then parks the message while it boots (20 s, not the long park) and reports the item failure", async () => {
     const t = mockedIngestDeps();
     gpuDown(t);
     const record = sqsRecord(validPayload({ frameCount: 30 }), {
@@ -32,7 +32,7 @@ describe("ingest/dlq handler", () => {
 
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
     expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).to.deep.equal([
-      { QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 900 },
+      { QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 20 },
     ]);
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
     // The seed's order: the start attempt precedes the visibility change.
@@ -41,9 +41,9 @@ describe("ingest/dlq handler", () => {
     expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields).to.deep.equal({
       step: "dlq_visibility_extended",
       message_id: record.messageId,
-      extended_seconds: 900,
+      extended_seconds: 20,
       receive_count: 4,
-      reason: "gpu_unavailable",
+      reason: "gpu_booting",
     });
     expect(t.metrics.count("GpuAutostartAttempted")).to.equal(1);
     expect(t.metrics.count("DlqMessagesParked")).to.equal(1);
@@ -137,9 +137,9 @@ describe("ingest/dlq handler", () => {
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
   });
 
-  it("uses DLQ_VISIBILITY_EXTENSION_SECONDS from config", async () => {
+  it("uses DLQ_VISIBILITY_EXTENSION_SECONDS from config for the long park", async () => {
     const t = mockedIngestDeps({ config: { visibilityExtensionSeconds: 120 } });
-    gpuDown(t);
+    arrangeGpu(t, "none", []);
 
     await createDlqHandler(t.deps)(sqsEvent(sqsRecord()));
 
@@ -215,6 +215,79 @@ describe("ingest/dlq handler", () => {
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
     expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
     expect(String(t.logger.withStep("window_failed")[0]?.fields.error)).to.contain("503");
+  });
+
+  describe("how long a message parks, by what the GPU is doing", () => {
+    // The records factory sends at 1_700_000_000_000; a minute later the message is young.
+    const NOW = 1_700_000_060_000;
+    const ec2Error = (name: string) => Object.assign(new Error(name), { name });
+    const cases: Array<{ title: string; arrange: (t: Harness) => void; seconds: number | null; reason?: string; metric?: string; starts?: number }> = [
+      { title: "a start was accepted (booting)", arrange: gpuDown, seconds: 20, reason: "gpu_booting", metric: "GpuAutostartAttempted", starts: 1 },
+      { title: "already pending (booting, no second start)", arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "pending" }]), seconds: 20, reason: "gpu_booting", starts: 0 },
+      { title: "still stopping after an idle stop (no doomed StartInstances)", arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopping" }]), seconds: 20, reason: "gpu_booting", starts: 0 },
+      {
+        title: "StartInstances refused with IncorrectInstanceState (it began stopping meanwhile)",
+        arrange: (t) => {
+          gpuDown(t);
+          t.ec2Mock.on(StartInstancesCommand).rejects(ec2Error("IncorrectInstanceState"));
+        },
+        seconds: 20,
+        reason: "gpu_booting",
+        starts: 1,
+      },
+      {
+        title: "no capacity for the type (retried at the capacity pace, counted)",
+        arrange: (t) => {
+          gpuDown(t);
+          t.ec2Mock.on(StartInstancesCommand).rejects(ec2Error("InsufficientInstanceCapacity"));
+        },
+        seconds: 120,
+        reason: "gpu_capacity",
+        metric: "GpuStartInsufficientCapacity",
+        starts: 1,
+      },
+      {
+        title: "StartInstances failed otherwise (the long park)",
+        arrange: (t) => {
+          gpuDown(t);
+          t.ec2Mock.on(StartInstancesCommand).rejects(ec2Error("UnauthorizedOperation"));
+        },
+        seconds: 900,
+        reason: "gpu_unavailable",
+        starts: 1,
+      },
+      { title: "no instance at all (the long park)", arrange: (t) => arrangeGpu(t, "none", []), seconds: 900, reason: "gpu_unavailable", starts: 0 },
+      {
+        title: "running since 2 minutes, service refusing (booting)",
+        arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "running", ip: "10.1.2.3", launchTime: new Date(NOW - 120_000) }]),
+        seconds: 20,
+        reason: "gpu_booting",
+        starts: 0,
+      },
+      {
+        title: "running since an hour, service refusing (no park: the failure retries as before)",
+        arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "running", ip: "10.1.2.3", launchTime: new Date(NOW - 3_600_000) }]),
+        seconds: null,
+        starts: 0,
+      },
+    ];
+    for (const c of cases) {
+      it(`${c.title}: ${c.seconds === null ? "not parked" : `${c.seconds} s`}`, async () => {
+        // Prepare
+        const t = mockedIngestDeps({ fetch: async () => Promise.reject(new TypeError("fetch failed")) });
+        c.arrange(t);
+        const record = sqsRecord(validPayload(), { receiptHandle: "r1" });
+        // Act
+        const result = await createDlqHandler({ ...t.deps, now: () => NOW })(sqsEvent(record));
+        // Assess
+        expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        const parks = t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((x) => x.args[0].input.VisibilityTimeout);
+        expect(parks).to.deep.equal(c.seconds === null ? [] : [c.seconds]);
+        if (c.reason) expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields.reason).to.equal(c.reason);
+        if (c.metric) expect(t.metrics.count(c.metric)).to.equal(1);
+        expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(c.starts ?? 0);
+      });
+    }
   });
 
   it("publishes the stored metrics once per invocation", async () => {
