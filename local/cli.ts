@@ -5,8 +5,9 @@
  *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
  *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]
  *
- * Exit codes: 0 every message accounted for and every scenario's expectations held; 1 a message
- * was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
+ * Exit codes: 0 every message accounted for and every scenario's expectations held (alarms that
+ * would have fired are reported, not failed on: scenarios quarantine messages on purpose); 1 a
+ * message was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
  */
 import * as path from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
@@ -16,7 +17,7 @@ import { LocalPlatform } from "./platform";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize } from "./scenarios/scenario";
 import type { LiveSnapshot, ScenarioSummary } from "./types";
-import { LiveView, renderSummaryTable, summaryDocument } from "./view";
+import { LiveView, renderAlarmReport, renderSummaryTable, summaryDocument } from "./view";
 
 /** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
 export const RUN_OPTIONS = {
@@ -115,8 +116,10 @@ async function main(argv: string[]): Promise<number> {
     await platform.stop();
   }
 
-  const doc = summaryDocument({ project: platform.topology.project, stack: args.stack, speed: args.speed, wallMs: Date.now() - started }, rows);
+  const alarms = platform.alarms.report();
+  const doc = summaryDocument({ project: platform.topology.project, stack: args.stack, speed: args.speed, wallMs: Date.now() - started }, rows, alarms);
   out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
+  out.write(`${renderAlarmReport(alarms, { color: args.tty })}\n`);
   out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
   if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   return doc.ok ? 0 : 1;

@@ -38,9 +38,13 @@ export class GpuServiceSimulator {
   private runningSinceMs: number | null = null;
   private starts = 0;
   private readonly bodies: unknown[] = [];
+  private readonly statusPath: string;
+  private readonly speed: number;
+  /** When the service last received a window (real ms), for its status's idleSeconds. */
+  private lastWorkMs: number | null = null;
   private readonly sockets = new Set<Socket>();
 
-  constructor(opts: { ec2: EC2Client; instanceId: string; path: string; bootDelayMs: number; pollMs?: number; now?: () => number }) {
+  constructor(opts: { ec2: EC2Client; instanceId: string; path: string; bootDelayMs: number; pollMs?: number; now?: () => number; statusPath?: string; speed?: number }) {
     if (!opts.path.startsWith("/")) throw new Error(`GpuServiceSimulator: path must start with /, got ${opts.path}`);
     this.ec2 = opts.ec2;
     this.instanceId = opts.instanceId;
@@ -48,6 +52,9 @@ export class GpuServiceSimulator {
     this.bootDelayMs = Math.max(0, opts.bootDelayMs);
     this.pollMs = opts.pollMs ?? 200;
     this.now = opts.now ?? Date.now;
+    this.statusPath = opts.statusPath ?? "/status";
+    // idleSeconds is reported in the platform's (simulated) seconds, as the idle check reads its clock.
+    this.speed = opts.speed ?? 1;
   }
 
   /** Reads the instance's state once, then listens on a free loopback port. */
@@ -144,6 +151,13 @@ export class GpuServiceSimulator {
       return;
     }
     const url = new URL(req.url ?? "/", "http://gpu.local");
+    if (req.method === "GET" && url.pathname === this.statusPath) {
+      req.resume();
+      // Windows are handled synchronously here, so none is ever active between requests.
+      const since = Math.max(this.lastWorkMs ?? 0, this.servingSince() ?? 0);
+      reply(res, 200, { active: 0, idleSeconds: Math.max(0, ((this.now() - since) * this.speed) / 1000) });
+      return;
+    }
     if (req.method !== "POST" || url.pathname !== this.path) {
       req.resume();
       reply(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
@@ -161,6 +175,7 @@ export class GpuServiceSimulator {
         return;
       }
       this.bodies.push(body);
+      this.lastWorkMs = this.now();
       reply(res, 200, { accepted: true });
     });
   }

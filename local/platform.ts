@@ -1,15 +1,19 @@
 /**
  * The whole platform, running locally: moto as AWS, the Pulumi program deployed into it, and
  * the runtime that plays what moto can't (Lambda's SQS pollers, Scheduler, the ECS agent and
- * task lifecycle, the GPU service). Scenarios drive it; the CLI shows it.
+ * task lifecycle, the GPU service, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows it.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SNSClient } from "@aws-sdk/client-sns";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
+import { MOCK_ACCOUNT_ID } from "../plan/mocks";
+import { AlarmWatcher } from "./alarm-watch";
 import { SimClock } from "./clock";
 import { EcsTaskSimulator, type SimTask } from "./ecs-tasks";
 import { SqsEventSource } from "./event-source";
@@ -50,6 +54,8 @@ export interface AwsClients {
   ecs: ECSClient;
   dynamodb: DynamoDBClient;
   ssm: SSMClient;
+  sns: SNSClient;
+  cloudwatch: CloudWatchClient;
 }
 
 export class LocalPlatform {
@@ -69,6 +75,8 @@ export class LocalPlatform {
     readonly ecsTasks: EcsTaskSimulator,
     readonly gpu: GpuServiceSimulator | undefined,
     readonly worker: WorkerServiceRunner | undefined,
+    /** Which alarms would have fired: `alarms.report()`, also after `stop()`. */
+    readonly alarms: AlarmWatcher,
   ) {}
 
   /** Starts moto, deploys the program into it and starts every local stand-in. */
@@ -119,7 +127,11 @@ export class LocalPlatform {
       const worker = await startWorker(topology, endpoint, topology.region, options, logDir);
       if (worker) stoppers.push(() => worker.stop());
 
-      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker);
+      // Stopped first (stoppers run in reverse): its last state changes still reach moto.
+      const alarms = startAlarmWatcher(topology, aws, clock, options);
+      stoppers.push(() => alarms.stop());
+
+      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms);
       built.platform = platform;
       platform.stoppers.push(...stoppers);
       return platform;
@@ -189,6 +201,8 @@ function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsC
     ecs: new ECSClient(clientConfig),
     dynamodb: new DynamoDBClient(clientConfig),
     ssm: new SSMClient(clientConfig),
+    sns: new SNSClient(clientConfig),
+    cloudwatch: new CloudWatchClient(clientConfig),
   };
 }
 
@@ -241,6 +255,8 @@ async function startGpu(topology: Topology, aws: AwsClients, clock: SimClock, op
     instanceId: instance.id,
     path: window.environment.GPU_SERVICE_PATH ?? "/",
     bootDelayMs: clock.real(options.gpuBootSimMs),
+    statusPath: topology.functions.find((f) => f.environment.GPU_STATUS_PATH !== undefined)?.environment.GPU_STATUS_PATH ?? "/status",
+    speed: clock.speed,
   });
   const address = await gpu.start();
   const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
@@ -270,7 +286,26 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
   return runner;
 }
 
-/** `12 MetricAlarm, 8 LogGroup, …`: what the deploy recorded but left uncreated, by type. */
+/** CloudWatch's stand-in for the program's alarms: queue-depth samples in, state changes published to the alert topic. */
+function startAlarmWatcher(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions): AlarmWatcher {
+  const watcher = new AlarmWatcher({
+    alarms: topology.alarms,
+    queues: topology.queues,
+    topics: topology.topics,
+    created: topology.created,
+    clock,
+    sqs: aws.sqsDirect,
+    sns: aws.sns,
+    cloudwatch: aws.cloudwatch,
+    account: MOCK_ACCOUNT_ID,
+    region: topology.region,
+    note: options.note,
+  });
+  watcher.start();
+  return watcher;
+}
+
+/** `8 LogGroup, 8 RedriveAllowPolicy, …`: what the deploy recorded but left uncreated, by type. */
 export function describeUncreated(topology: Pick<Topology, "uncreated">): string {
   const counts = new Map<string, number>();
   for (const r of topology.uncreated) {

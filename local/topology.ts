@@ -13,7 +13,7 @@ import { installRecorder } from "../plan/record";
 import { readStackFiles } from "../plan/stack-files";
 import type { RecordedResource } from "../policy/testing/types";
 import { codePathFor, createMotoMocks, type ProvisionOutcome } from "./provision";
-import type { LocalFunction, LocalInstance, LocalMapping, LocalQueue, LocalSchedule, LocalService, LocalTable, LocalTaskDefinition, Topology } from "./types";
+import type { LocalAlarm, LocalFunction, LocalInstance, LocalMapping, LocalQueue, LocalSchedule, LocalService, LocalTable, LocalTaskDefinition, LocalTopic, Topology } from "./types";
 import { QUEUE_ROLE_TAG } from "../policy/contract";
 
 export interface DeployLocallyOptions {
@@ -89,6 +89,13 @@ function need(r: RecordedResource, value: string | undefined, what: string): str
   if (value === undefined || value === "") throw new Error(`${r.type} "${r.name}" (${r.urn}) has no ${what} in the recording`);
   return value;
 }
+
+function needNumber(r: RecordedResource, value: number | undefined, what: string): number {
+  if (value === undefined) throw new Error(`${r.type} "${r.name}" (${r.urn}) has no ${what} in the recording`);
+  return value;
+}
+
+const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 /** Lambda's default timeout and memory, when the program leaves them out. */
 const LAMBDA_DEFAULTS = { timeout: 3, memorySize: 128 };
@@ -251,6 +258,57 @@ export function clustersFrom(resources: RecordedResource[]): Topology["clusters"
   }));
 }
 
+export function topicsFrom(resources: RecordedResource[]): LocalTopic[] {
+  const subscriptions = ofType(resources, "aws:sns/topicSubscription:TopicSubscription");
+  return ofType(resources, "aws:sns/topic:Topic").map((r) => {
+    const arn = need(r, s(r.outputs, "arn"), "arn");
+    return {
+      urn: r.urn,
+      logicalName: r.name,
+      name: need(r, s(r.outputs, "name"), "name"),
+      arn,
+      subscriptions: subscriptions
+        .filter((x) => s(x.inputs, "topic") === arn)
+        .map((x) => ({ protocol: need(x, s(x.inputs, "protocol"), "protocol"), endpoint: need(x, s(x.inputs, "endpoint"), "endpoint") })),
+    };
+  });
+}
+
+/**
+ * Every metric alarm, with CloudWatch's defaults filled in. A metric-math alarm has no single
+ * metric (its namespace, metric and statistic are empty); the alarm evaluator says so.
+ */
+export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
+  return ofType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm").map((r) => {
+    const namespace = s(r.inputs, "namespace") ?? "";
+    const dimensions = strMap(o(r.inputs, "dimensions"));
+    const evaluationPeriods = needNumber(r, n(r.inputs, "evaluationPeriods"), "evaluationPeriods");
+    const description = s(r.inputs, "alarmDescription");
+    // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
+    const threshold = n(r.inputs, "threshold");
+    return {
+      urn: r.urn,
+      logicalName: r.name,
+      name: need(r, s(r.outputs, "name"), "name"),
+      arn: need(r, s(r.outputs, "arn"), "arn"),
+      ...(description !== undefined ? { description } : {}),
+      namespace,
+      metricName: s(r.inputs, "metricName") ?? "",
+      dimensions,
+      ...(namespace === "AWS/SQS" && dimensions.QueueName !== undefined ? { queueName: dimensions.QueueName } : {}),
+      statistic: s(r.inputs, "statistic") ?? s(r.inputs, "extendedStatistic") ?? "",
+      periodSeconds: n(r.inputs, "period") ?? 0,
+      evaluationPeriods,
+      datapointsToAlarm: n(r.inputs, "datapointsToAlarm") ?? evaluationPeriods,
+      ...(threshold !== undefined ? { threshold } : {}),
+      comparisonOperator: need(r, s(r.inputs, "comparisonOperator"), "comparisonOperator"),
+      treatMissingData: s(r.inputs, "treatMissingData") ?? "missing",
+      alarmActions: strList(r.inputs.alarmActions),
+      okActions: strList(r.inputs.okActions),
+    };
+  });
+}
+
 /**
  * Splits custom resources into created (in moto) and uncreated (recorded only). Outcomes are
  * keyed by type and logical name, which is all the mocks see; a program that reuses a logical
@@ -283,6 +341,8 @@ export function buildTopology(args: { project: string; stack: string; region: st
     services: servicesFrom(resources),
     tables: tablesFrom(resources),
     clusters: clustersFrom(resources),
+    topics: topicsFrom(resources),
+    alarms: alarmsFrom(resources),
     ...splitCreated(resources, args.outcomes),
   };
 }

@@ -100,6 +100,45 @@ export interface LocalTable {
   arn: string;
 }
 
+/** An SNS topic (the stack's alert topic) and who it tells. */
+export interface LocalTopic {
+  urn: string;
+  logicalName: string;
+  name: string;
+  arn: string;
+  /** The program's subscriptions to it. */
+  subscriptions: Array<{ protocol: string; endpoint: string }>;
+}
+
+/** A CloudWatch metric alarm as the program declared it (moto stores it but never evaluates it). */
+export interface LocalAlarm {
+  urn: string;
+  logicalName: string;
+  /** Physical alarm name. */
+  name: string;
+  arn: string;
+  description?: string;
+  /** "" for a metric-math alarm, which has no single metric. */
+  namespace: string;
+  metricName: string;
+  dimensions: Record<string, string>;
+  /** The `QueueName` dimension of an AWS/SQS alarm. */
+  queueName?: string;
+  /** `Maximum`, `Average`…, or a percentile such as `p99` (ExtendedStatistic). */
+  statistic: string;
+  periodSeconds: number;
+  evaluationPeriods: number;
+  /** M of "M out of N"; CloudWatch's default is `evaluationPeriods`. */
+  datapointsToAlarm: number;
+  /** Absent on an anomaly-detection alarm (it compares with a band). */
+  threshold?: number;
+  comparisonOperator: string;
+  /** CloudWatch's default is `missing`. */
+  treatMissingData: string;
+  alarmActions: string[];
+  okActions: string[];
+}
+
 /** Everything the program declared, as it now exists in moto. */
 export interface Topology {
   project: string;
@@ -116,9 +155,11 @@ export interface Topology {
   services: LocalService[];
   tables: LocalTable[];
   clusters: Array<{ urn: string; logicalName: string; name: string; arn: string }>;
+  topics: LocalTopic[];
+  alarms: LocalAlarm[];
   /** URNs of the resources that were created in moto. */
   created: string[];
-  /** Custom resources recorded but not created (alarms, log groups, ECR…), by type. */
+  /** Custom resources recorded but not created (log groups, ECR, Lambda…), by type. */
   uncreated: Array<{ urn: string; type: string }>;
 }
 
@@ -144,6 +185,44 @@ export interface ScenarioSummary {
   details: Record<string, unknown>;
   /** Expectations the scenario checked that did not hold (empty when it passed). */
   failures: string[];
+}
+
+/** One OK → ALARM transition an alarm would have made, in simulated ms since the run's start. */
+export interface AlarmFiring {
+  atMs: number;
+  /** The statistic of the period that crossed the threshold, at that moment. */
+  value: number;
+  /** When it went back to OK; absent when it was still in ALARM at the end. */
+  okAtMs?: number;
+}
+
+/** What the run's queue-depth samples say of one alarm. */
+export interface AlarmOutcome {
+  alarm: string;
+  logicalName: string;
+  queue?: string;
+  statistic: string;
+  comparisonOperator: string;
+  threshold?: number;
+  periodSeconds: number;
+  evaluationPeriods: number;
+  firings: AlarmFiring[];
+  /** Names of the topics in moto the state changes were published to. */
+  notified: string[];
+  /** Action ARNs that are no topic in moto: nothing was published there. */
+  unreachableActions: string[];
+  /** Why the alarm could not be evaluated from queue depths; absent when it was. */
+  unsupported?: string;
+}
+
+/** The end-of-run alarm block, and `--json`'s `alarms`. */
+export interface AlarmReport {
+  /** Queue-depth samples taken, and the simulated time between two rounds of them. */
+  samples: number;
+  sampleEverySimMs: number;
+  /** SNS messages published to topics in moto (ALARM and OK state changes). */
+  published: number;
+  alarms: AlarmOutcome[];
 }
 
 /** One gauge row of the live view. */

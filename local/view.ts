@@ -6,7 +6,8 @@
  * Rendering is pure (snapshot in, lines out) so it is tested without a terminal; LiveView only
  * decides *when* to write and how to overwrite the previous block.
  */
-import type { LiveSnapshot, QueueGauge, ScenarioSummary } from "./types";
+import { OPERATORS } from "./alarm-eval";
+import type { AlarmOutcome, AlarmReport, LiveSnapshot, QueueGauge, ScenarioSummary } from "./types";
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
@@ -442,10 +443,14 @@ export function renderSummaryTable(rows: ScenarioSummary[], opts: { color: boole
   return `${out.join("\n")}\n`;
 }
 
-/** The `--json` document: the rows, their totals, and `ok` (no row lost a message or failed). */
+/**
+ * The `--json` document: the rows, their totals, the alarms, and `ok` (no row lost a message or
+ * failed). A fired alarm does not make the run fail: scenarios quarantine messages on purpose.
+ */
 export function summaryDocument(
   meta: { project: string; stack: string; speed: number; wallMs: number },
   rows: ScenarioSummary[],
+  alarms: AlarmReport,
 ): {
   project: string;
   stack: string;
@@ -453,6 +458,7 @@ export function summaryDocument(
   wallMs: number;
   scenarios: ScenarioSummary[];
   totals: Totals;
+  alarms: AlarmReport;
   ok: boolean;
 } {
   return {
@@ -462,6 +468,70 @@ export function summaryDocument(
     wallMs: meta.wallMs,
     scenarios: rows,
     totals: totalsOf(rows),
+    alarms,
     ok: rows.every(rowOk),
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The alarms
+
+/** Simulated time since the run's start, `+hh:mm:ss` (hours keep counting past 99). */
+export function runTime(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `+${two(Math.floor(total / 3600))}:${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
+}
+
+/** A statistic's value: whole numbers as they are, others to two decimals (an Average). */
+export function alarmValue(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function notifiedCell(a: AlarmOutcome): string {
+  const outside = a.unreachableActions.length > 0 ? ` (+${plural(a.unreachableActions.length, "action")} outside moto, not published)` : "";
+  return `${a.notified.length > 0 ? a.notified.map(clean).join(", ") : "no topic in moto"}${outside}`;
+}
+
+/**
+ * The block after the summary table: every time an alarm would have fired (alarm, queue, simulated
+ * time since the run's start, the period's statistic against the threshold, the topics told, when
+ * it went back to OK), then how many stayed OK, and any that the samples could not evaluate.
+ */
+export function renderAlarmReport(report: AlarmReport, opts: { color: boolean }): string {
+  const out = ["alarms (computed from queue-depth samples; moto evaluates none)"];
+  const headers = ["alarm", "queue", "at", "value", "notified", "back to OK"];
+  const rows = report.alarms.flatMap((a) =>
+    a.firings.map((f) => [
+      clean(a.alarm),
+      clean(a.queue ?? "—"),
+      runTime(f.atMs),
+      `${clean(a.statistic)} ${alarmValue(f.value)} ${OPERATORS[a.comparisonOperator]?.symbol ?? clean(a.comparisonOperator)} ${a.threshold === undefined ? "—" : alarmValue(a.threshold)}`,
+      notifiedCell(a),
+      f.okAtMs === undefined ? "still in ALARM" : runTime(f.okAtMs),
+    ]),
+  );
+  if (rows.length === 0) {
+    out.push("  no alarm would have fired");
+  } else {
+    const widths = headers.map((h, i) => Math.max(widthOf(h), ...rows.map((r) => widthOf(r[i] ?? ""))));
+    const line = (cells: string[]) => `  ${cells.map((c, i) => (i === cells.length - 1 ? c : padEnd(c, widths[i] ?? 0))).join("  ")}`;
+    out.push(paint([{ text: line(headers), style: "dim" }], opts.color));
+    for (const r of rows) out.push(paint([{ text: line(r), style: "yellow" }], opts.color));
+  }
+  const evaluated = report.alarms.filter((a) => a.unsupported === undefined);
+  const stayedOk = evaluated.filter((a) => a.firings.length === 0).length;
+  const every = report.sampleEverySimMs === 60_000 ? "one round per simulated minute" : `one round per ${alarmValue(report.sampleEverySimMs / 60_000)} simulated minutes`;
+  out.push(
+    `  ${plural(stayedOk, "alarm")} stayed OK · ${plural(evaluated.length - stayedOk, "alarm")} fired · ` +
+      `${plural(report.published, "message")} published to topics in moto · ${plural(report.samples, "sample")} (${every})`,
+  );
+  for (const a of report.alarms) {
+    if (a.unsupported !== undefined) out.push(`  not evaluated: ${clean(a.alarm)}: ${clean(a.unsupported)}`);
+  }
+  return `${out.join("\n")}\n`;
 }

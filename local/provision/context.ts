@@ -3,10 +3,12 @@
  * lookups several of them need (moto's default network, one moto AMI), the offline plan's mocks
  * for what is only recorded, and the log of outcomes and failures the entry answers from.
  */
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeImagesCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { IAMClient } from "@aws-sdk/client-iam";
+import { SNSClient } from "@aws-sdk/client-sns";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import type * as pulumi from "@pulumi/pulumi";
@@ -70,6 +72,8 @@ export interface ProvisionContext {
   ecs: ECSClient;
   ddb: DynamoDBClient;
   ssm: SSMClient;
+  sns: SNSClient;
+  cloudwatch: CloudWatchClient;
   /** Everything moto cannot act on is answered exactly as the offline plan answers it. */
   planMocks: pulumi.runtime.Mocks;
   /** moto's default VPC and its subnets (looked up once). */
@@ -93,6 +97,8 @@ export function createContext(opts: MotoMocksOptions): ProvisionContext {
     ecs: new ECSClient(base),
     ddb: new DynamoDBClient(base),
     ssm: new SSMClient(base),
+    sns: new SNSClient(base),
+    cloudwatch: new CloudWatchClient(base),
     planMocks: createMocks(region),
     defaultNetwork: once(() => defaultNetwork(ec2)),
     motoAmi: once(() => newestAmazonAmi(ec2)),

@@ -2,15 +2,17 @@
  * Pulumi mocks that deploy into moto. Each `newResource` creates the resource in moto with the
  * AWS SDK and answers with moto's real ids, ARNs and URLs, so outputs flow into dependents as
  * they would on AWS (a Lambda's environment gets moto's queue URL, an SSM parameter gets the
- * moto instance id). Types moto cannot act on (Lambda, event source mappings, schedules,
- * alarms, log groups, ECR, autoscaling) are answered like the offline plan's mocks and left
- * uncreated; `outcomes()` says which is which.
+ * moto instance id). Types moto cannot act on (Lambda, event source mappings, schedules, log
+ * groups, ECR, autoscaling) are answered like the offline plan's mocks and left uncreated;
+ * `outcomes()` says which is which.
  *
  * This module only dispatches: each AWS service's provisioner module maps Pulumi type tokens to
- * the function that answers them (./sqs.ts, ./dynamodb.ts, ./ssm.ts, ./ec2.ts, ./ecs.ts,
- * ./iam.ts, and ./recorded.ts for what is only recorded); ./context.ts holds what they share.
+ * the function that answers them (./sqs.ts, ./sns.ts, ./cloudwatch.ts, ./dynamodb.ts, ./ssm.ts,
+ * ./ec2.ts, ./ecs.ts, ./iam.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
+ * what they share.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { cloudwatchProvisioners } from "./cloudwatch";
 import { createContext, ProvisionLog, type Args, type MotoMocksOptions, type ProvisionOutcome, type Provisioners, type ProvisionError, type Result } from "./context";
 import { dynamodbProvisioners } from "./dynamodb";
 import { ec2Provisioners } from "./ec2";
@@ -18,6 +20,7 @@ import { ecsProvisioners } from "./ecs";
 import { iamProvisioners } from "./iam";
 import type { Inputs } from "./inputs";
 import { recordedProvisioners, recordOnly } from "./recorded";
+import { snsProvisioners } from "./sns";
 import { sqsProvisioners } from "./sqs";
 import { ssmCalls, ssmProvisioners } from "./ssm";
 
@@ -37,7 +40,7 @@ export interface MotoMocks extends pulumi.runtime.Mocks {
 }
 
 /** Every provisioner by Pulumi type token. A type no module claims is recorded only. */
-export const PROVISIONERS: Provisioners = merge([sqsProvisioners, dynamodbProvisioners, ssmProvisioners, ec2Provisioners, ecsProvisioners, iamProvisioners, recordedProvisioners]);
+export const PROVISIONERS: Provisioners = merge([sqsProvisioners, snsProvisioners, cloudwatchProvisioners, dynamodbProvisioners, ssmProvisioners, ec2Provisioners, ecsProvisioners, iamProvisioners, recordedProvisioners]);
 
 const CALLS = { ...ssmCalls };
 

@@ -42,7 +42,6 @@ export const recordedProvisioners: Provisioners = {
   // moto cannot invoke Lambda: the local runtime's event sources and scheduler play these.
   "aws:lambda/eventSourceMapping:EventSourceMapping": recordOnly,
   "aws:scheduler/schedule:Schedule": recordOnly,
-  "aws:cloudwatch/metricAlarm:MetricAlarm": recordOnly,
   "aws:cloudwatch/logGroup:LogGroup": recordOnly,
   // moto can't read a RedriveAllowPolicy back.
   "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy": recordOnly,

@@ -5,11 +5,14 @@ import * as pulumi from "@pulumi/pulumi";
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeImagesCommand, DescribeInstancesCommand, DescribeLaunchTemplateVersionsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { DescribeClustersCommand, DescribeServicesCommand, DescribeTaskDefinitionCommand, ECSClient } from "@aws-sdk/client-ecs";
+import { CloudWatchClient, DescribeAlarmsCommand } from "@aws-sdk/client-cloudwatch";
+import { GetSubscriptionAttributesCommand, GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, ListTopicsCommand, SNSClient } from "@aws-sdk/client-sns";
 import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { containersForMoto, createMotoMocks, launchTemplateData, physicalName, type MotoMocks } from "../../local/provision";
 import {
+  alarmsFrom,
   functionNameOf,
   functionsFrom,
   instancesFrom,
@@ -18,6 +21,7 @@ import {
   schedulesFrom,
   splitCreated,
   taskDefinitionsFrom,
+  topicsFrom,
 } from "../../local/topology";
 import type { Topology } from "../../local/types";
 import type { RecordedResource } from "../../policy/testing/types";
@@ -168,14 +172,78 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     }
   });
 
-  it("lists what moto holds as created and the rest (alarms, Lambda…) as uncreated", () => {
+  it("lists what moto holds as created (queues, the alert topic, alarms…) and the rest (Lambda, log groups…) as uncreated", () => {
     const uncreatedTypes = new Set(topology.uncreated.map((u) => u.type));
+    const createdTypes = new Set(topology.resources.filter((r) => topology.created.includes(r.urn)).map((r) => r.type));
 
-    expect(uncreatedTypes).to.include("aws:cloudwatch/metricAlarm:MetricAlarm");
     expect(uncreatedTypes).to.include("aws:lambda/function:Function");
+    expect(uncreatedTypes).to.include("aws:cloudwatch/logGroup:LogGroup");
+    for (const type of ["aws:sns/topic:Topic", "aws:sns/topicPolicy:TopicPolicy", "aws:cloudwatch/metricAlarm:MetricAlarm"]) expect(createdTypes, type).to.include(type);
     expect(topology.created).to.include(byLogical(topology.queues, "ingest").urn);
     expect(topology.created).to.include(byLogical(topology.instances, "ingest-gpu").urn);
     expect(topology.created.filter((u) => topology.uncreated.some((x) => x.urn === u))).to.deep.equal([]);
+  });
+
+  it("creates the alert topic with its policy for this account's CloudWatch, and the subscriptions the stack config names", async () => {
+    const sns = new SNSClient({});
+    const topic = byLogical(topology.topics, "platform-alerts");
+
+    const listed = (await sns.send(new ListTopicsCommand({}))).Topics?.map((t) => t.TopicArn);
+    const attrs = (await sns.send(new GetTopicAttributesCommand({ TopicArn: topic.arn }))).Attributes ?? {};
+    const subscriptions = (await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: topic.arn }))).Subscriptions ?? [];
+
+    expect(listed).to.include(topic.arn);
+    expect(topic.name).to.match(/^platform-alerts-[0-9a-f]{7}$/);
+    const statement = (JSON.parse(attrs.Policy ?? "{}") as { Statement: Array<Record<string, unknown>> }).Statement[0];
+    expect(statement).to.deep.include({ Sid: "CloudWatchAlarmsOfThisAccount", Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: topic.arn });
+    expect(statement?.Condition).to.deep.equal({ StringEquals: { "aws:SourceAccount": "123456789012" } });
+    // Pulumi.dev.yaml names no encache:alerts subscriptions; the deploy must not invent any.
+    expect(subscriptions.map((x) => ({ protocol: x.Protocol, endpoint: x.Endpoint }))).to.deep.equal(topic.subscriptions);
+  });
+
+  it("creates every depth alarm in moto with its metric, threshold and the alert topic as action", async () => {
+    const topic = byLogical(topology.topics, "platform-alerts");
+    const queueNames = new Set(topology.queues.map((q) => q.name));
+    expect(topology.alarms).to.have.length.greaterThan(0);
+
+    const described = await new CloudWatchClient({}).send(new DescribeAlarmsCommand({ AlarmNames: topology.alarms.map((a) => a.name) }));
+
+    const byName = new Map((described.MetricAlarms ?? []).map((m) => [m.AlarmName, m]));
+    for (const a of topology.alarms) {
+      const m = byName.get(a.name);
+      expect(m?.AlarmArn, a.logicalName).to.equal(a.arn);
+      expect(m, a.logicalName).to.deep.include({ Namespace: "AWS/SQS", MetricName: "ApproximateNumberOfMessagesVisible", Statistic: "Maximum", Period: 300, EvaluationPeriods: 1, Threshold: a.threshold, ComparisonOperator: "GreaterThanOrEqualToThreshold", TreatMissingData: "notBreaching" });
+      expect(m?.Dimensions, a.logicalName).to.deep.equal([{ Name: "QueueName", Value: a.queueName }]);
+      expect(m?.AlarmActions, a.logicalName).to.include(topic.arn);
+      expect(queueNames.has(a.queueName ?? ""), `${a.logicalName} watches ${a.queueName}`).to.equal(true);
+      expect(topology.created, a.logicalName).to.include(a.urn);
+    }
+  });
+});
+
+describe("deployLocally: the prod stack's alert subscriptions in moto (child process)", function () {
+  let topology: Topology;
+  let codeDir: string;
+
+  before(async function () {
+    this.timeout(180_000);
+    await resetMoto();
+    codeDir = fs.mkdtempSync(path.join(os.tmpdir(), "provision-prod-"));
+    ({ topology } = await provisionInChild("prod", codeDir));
+  });
+
+  after(() => fs.rmSync(codeDir, { recursive: true, force: true }));
+
+  it("subscribes what Pulumi.prod.yaml's encache:alerts names to the alert topic", async () => {
+    // Prepare
+    const topic = byLogical(topology.topics, "platform-alerts");
+    // Act
+    const subscriptions = (await new SNSClient({}).send(new ListSubscriptionsByTopicCommand({ TopicArn: topic.arn }))).Subscriptions ?? [];
+    // Assess
+    expect(topic.subscriptions).to.deep.equal([{ protocol: "email", endpoint: "platform-oncall@example.com" }]);
+    expect(subscriptions.map((x) => ({ protocol: x.Protocol, endpoint: x.Endpoint }))).to.deep.equal(topic.subscriptions);
+    expect(subscriptions[0]?.SubscriptionArn).to.match(new RegExp(`^${topic.arn}:[0-9a-f-]{36}$`));
+    expect(topology.created).to.include(recorded(topology, "aws:sns/topicSubscription:TopicSubscription", "platform-alerts-subscription-0").urn);
   });
 });
 
@@ -258,6 +326,55 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
     expect(res.id).to.equal(res.state.url);
     expect(String(res.id).startsWith(motoEndpoint())).to.equal(true);
     expect(attrs).to.include({ DelaySeconds: "5", ReceiveMessageWaitTimeSeconds: "10", MessageRetentionPeriod: "600", QueueArn: res.state.arn });
+  });
+
+  it("creates a topic, sets its policy and subscribes to it, answering with moto's ARNs", async () => {
+    const sns = new SNSClient({});
+    const topic = await mocks.newResource(args("aws:sns/topic:Topic", "alerts", { tags: { team: "platform" } }));
+    const policy = JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: topic.state.arn }] });
+
+    const set = await mocks.newResource(args("aws:sns/topicPolicy:TopicPolicy", "alerts-policy", { arn: topic.state.arn, policy }));
+    const sub = await mocks.newResource(args("aws:sns/topicSubscription:TopicSubscription", "alerts-subscription-0", { topic: topic.state.arn, protocol: "email", endpoint: "oncall@example.com" }));
+
+    const attrs = (await sns.send(new GetTopicAttributesCommand({ TopicArn: String(topic.state.arn) }))).Attributes ?? {};
+    const subAttrs = (await sns.send(new GetSubscriptionAttributesCommand({ SubscriptionArn: String(sub.id) }))).Attributes ?? {};
+    expect(topic.id).to.equal(topic.state.arn);
+    expect(topic.state.arn).to.match(/^arn:aws:sns:us-east-1:123456789012:alerts-[0-9a-f]{7}$/);
+    expect(topic.state).to.deep.include({ name: String(topic.state.arn).split(":").pop(), tags: { team: "platform" } });
+    expect(JSON.parse(attrs.Policy ?? "{}")).to.deep.equal(JSON.parse(policy));
+    expect(set).to.deep.include({ id: topic.state.arn });
+    expect(sub.state).to.deep.include({ arn: sub.id, protocol: "email", endpoint: "oncall@example.com" });
+    expect(subAttrs).to.include({ TopicArn: topic.state.arn, Protocol: "email", Endpoint: "oncall@example.com" });
+    expect(mocks.outcomes().every((o) => o.created)).to.equal(true);
+    expect(mocks.outcomes().find((o) => o.name === "alerts-subscription-0")?.notes.join()).to.include("pending until its recipient confirms");
+  });
+
+  it("puts a metric alarm into moto with its dimensions and actions, answering with moto's ARN", async () => {
+    const res = await mocks.newResource(
+      args("aws:cloudwatch/metricAlarm:MetricAlarm", "dlq-depth", {
+        alarmDescription: "d",
+        namespace: "AWS/SQS",
+        metricName: "ApproximateNumberOfMessagesVisible",
+        dimensions: { QueueName: "q-1" },
+        statistic: "Maximum",
+        period: 300,
+        evaluationPeriods: 1,
+        threshold: 1,
+        comparisonOperator: "GreaterThanOrEqualToThreshold",
+        treatMissingData: "notBreaching",
+        alarmActions: ["arn:aws:sns:us-east-1:123456789012:t"],
+        okActions: ["arn:aws:sns:us-east-1:123456789012:t"],
+        tags: { a: "b" },
+      }),
+    );
+
+    const alarm = (await new CloudWatchClient({}).send(new DescribeAlarmsCommand({ AlarmNames: [String(res.id)] }))).MetricAlarms?.[0];
+    expect(res.id).to.match(/^dlq-depth-[0-9a-f]{7}$/);
+    expect(res.state).to.deep.include({ name: res.id, arn: alarm?.AlarmArn, threshold: 1 });
+    expect(alarm).to.deep.include({ AlarmDescription: "d", Statistic: "Maximum", Threshold: 1, Period: 300, TreatMissingData: "notBreaching" });
+    expect(alarm?.Dimensions).to.deep.equal([{ Name: "QueueName", Value: "q-1" }]);
+    expect(alarm?.OKActions).to.deep.equal(["arn:aws:sns:us-east-1:123456789012:t"]);
+    expect(mocks.outcomes()[0]).to.include({ created: true });
   });
 
   it("answers the AMI parameter with an image moto knows", async () => {
@@ -443,6 +560,108 @@ describe("topology builders (pure)", () => {
       { urn: base[2]!.urn, type: FN },
       { urn: alarm.urn, type: "aws:cloudwatch/metricAlarm:MetricAlarm" },
     ]);
+  });
+
+  describe("alarmsFrom", () => {
+    const ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm";
+    const depth = {
+      alarmDescription: "DLQ has messages",
+      namespace: "AWS/SQS",
+      metricName: "ApproximateNumberOfMessagesVisible",
+      dimensions: { QueueName: "work-dlq-1" },
+      statistic: "Maximum",
+      period: 300,
+      evaluationPeriods: 1,
+      threshold: 1,
+      comparisonOperator: "GreaterThanOrEqualToThreshold",
+      treatMissingData: "notBreaching",
+      alarmActions: ["arn:topic"],
+      okActions: ["arn:topic"],
+    };
+    const outputs = (name: string) => ({ name, arn: `arn:aws:cloudwatch:us-east-1:123456789012:alarm:${name}` });
+    const cases: Array<{ title: string; inputs: Record<string, unknown>; expected: Record<string, unknown>; absent?: string[] }> = [
+      {
+        title: "a queue-depth alarm as queueDepthAlarm declares it",
+        inputs: depth,
+        expected: {
+          logicalName: "a",
+          name: "a-1",
+          arn: "arn:aws:cloudwatch:us-east-1:123456789012:alarm:a-1",
+          description: "DLQ has messages",
+          queueName: "work-dlq-1",
+          dimensions: { QueueName: "work-dlq-1" },
+          statistic: "Maximum",
+          periodSeconds: 300,
+          evaluationPeriods: 1,
+          datapointsToAlarm: 1,
+          threshold: 1,
+          comparisonOperator: "GreaterThanOrEqualToThreshold",
+          treatMissingData: "notBreaching",
+          alarmActions: ["arn:topic"],
+          okActions: ["arn:topic"],
+        },
+      },
+      {
+        title: "CloudWatch's defaults: M = N, treatMissingData missing, no actions; numbers given as strings",
+        inputs: { ...depth, evaluationPeriods: "3", period: "60", treatMissingData: undefined, alarmActions: undefined, okActions: undefined, alarmDescription: undefined },
+        expected: { evaluationPeriods: 3, datapointsToAlarm: 3, periodSeconds: 60, treatMissingData: "missing", alarmActions: [], okActions: [] },
+        absent: ["description"],
+      },
+      {
+        title: "M out of N and a percentile",
+        inputs: { ...depth, evaluationPeriods: 5, datapointsToAlarm: 2, statistic: undefined, extendedStatistic: "p99" },
+        expected: { evaluationPeriods: 5, datapointsToAlarm: 2, statistic: "p99" },
+      },
+      {
+        title: "a QueueName dimension outside AWS/SQS names no queue",
+        inputs: { ...depth, namespace: "Custom/Queues" },
+        expected: { namespace: "Custom/Queues", dimensions: { QueueName: "work-dlq-1" } },
+        absent: ["queueName"],
+      },
+      {
+        title: "an anomaly-detection alarm has no threshold",
+        inputs: { ...depth, threshold: undefined, thresholdMetricId: "band", comparisonOperator: "LessThanLowerOrGreaterThanUpperThreshold" },
+        expected: { comparisonOperator: "LessThanLowerOrGreaterThanUpperThreshold" },
+        absent: ["threshold"],
+      },
+      {
+        title: "a metric-math alarm has no single metric",
+        inputs: { evaluationPeriods: 1, threshold: 5, comparisonOperator: "GreaterThanThreshold", metricQueries: [{ id: "e", expression: "m1 + m2" }] },
+        expected: { namespace: "", metricName: "", statistic: "", periodSeconds: 0, dimensions: {} },
+        absent: ["queueName"],
+      },
+    ];
+    for (const c of cases) {
+      it(c.title, () => {
+        // Prepare
+        const resource = rec(ALARM, "a", Object.fromEntries(Object.entries(c.inputs).filter(([, v]) => v !== undefined)), outputs("a-1"));
+        // Act
+        const [alarm] = alarmsFrom([resource, base[0]!]);
+        // Assess
+        expect(alarm).to.deep.include({ urn: resource.urn, ...c.expected });
+        for (const key of c.absent ?? []) expect(alarm).not.to.have.property(key);
+      });
+    }
+
+    it("rejects an alarm the recording gives no comparison operator", () => {
+      // Prepare
+      const broken = rec(ALARM, "broken", { ...depth, comparisonOperator: undefined }, outputs("broken-1"));
+      // Act + Assess
+      expect(() => alarmsFrom([broken])).to.throw(/MetricAlarm "broken" .* has no comparisonOperator in the recording/);
+    });
+  });
+
+  it("reads topics with the program's subscriptions to each", () => {
+    // Prepare
+    const arn = "arn:aws:sns:us-east-1:123456789012:alerts-1";
+    const topic = rec("aws:sns/topic:Topic", "alerts", {}, { name: "alerts-1", arn });
+    const other = rec("aws:sns/topic:Topic", "other", {}, { name: "other-1", arn: "arn:aws:sns:us-east-1:123456789012:other-1" });
+    const sub = rec("aws:sns/topicSubscription:TopicSubscription", "alerts-subscription-0", { topic: arn, protocol: "email", endpoint: "oncall@example.com" });
+    // Act
+    const [alerts, quiet] = topicsFrom([topic, other, sub]);
+    // Assess
+    expect(alerts).to.deep.equal({ urn: topic.urn, logicalName: "alerts", name: "alerts-1", arn, subscriptions: [{ protocol: "email", endpoint: "oncall@example.com" }] });
+    expect(quiet?.subscriptions).to.deep.equal([]);
   });
 
   for (const [input, expected] of [

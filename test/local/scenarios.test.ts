@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import * as path from "node:path";
 import { expect } from "chai";
-import type { ScenarioSummary } from "../../local/types";
+import type { AlarmReport, ScenarioSummary } from "../../local/types";
 
 const ROOT = path.resolve(__dirname, "../..");
 
@@ -14,6 +14,7 @@ interface RunDocument {
   ok: boolean;
   scenarios: ScenarioSummary[];
   totals: { lost: number };
+  alarms: AlarmReport;
 }
 
 let run: Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> | undefined;
@@ -89,6 +90,18 @@ describe("local run: every scenario, small size, through npm start --json", func
     const s = await scenario("worker");
     expect(s.failures).to.deep.equal([]);
     expect(s).to.include({ sent: 9, processed: 8, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
+  });
+
+  it("reports the alarms the queue depths would have fired, notifying the alert topic in moto, without failing the run", async () => {
+    const { doc } = await runAll();
+    // ingest-gpu-outage leaves its malformed segment on the quarantine queue, on purpose.
+    const quarantine = doc?.alarms.alarms.find((a) => a.logicalName === "ingest-quarantine-depth");
+    expect(quarantine?.firings.length, JSON.stringify(doc?.alarms)).to.be.at.least(1);
+    expect(quarantine?.firings[0]?.value).to.be.at.least(1);
+    expect(quarantine?.notified).to.have.length(1);
+    expect(doc?.alarms.alarms.filter((a) => a.unsupported !== undefined)).to.deep.equal([]);
+    expect(doc?.alarms.published).to.be.at.least(1);
+    expect(doc?.ok).to.equal(true);
   });
 
   it("pool: workflows claim warm instances, run out, and refill tops the pool up; every advert accounted for", async () => {

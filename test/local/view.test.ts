@@ -4,8 +4,8 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import { LiveView, renderPlainLine, renderSnapshot, renderSummaryTable, summaryDocument, type ViewTimers } from "../../local/view";
-import type { LiveSnapshot, ScenarioSummary } from "../../local/types";
+import { LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, runTime, summaryDocument, type ViewTimers } from "../../local/view";
+import type { AlarmOutcome, AlarmReport, LiveSnapshot, ScenarioSummary } from "../../local/types";
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
@@ -46,6 +46,27 @@ function summary(over: Partial<ScenarioSummary> = {}): ScenarioSummary {
     failures: [],
     ...over,
   };
+}
+
+function alarmOutcome(over: Partial<AlarmOutcome> = {}): AlarmOutcome {
+  return {
+    alarm: "ingest-dlq-depth-abc1234",
+    logicalName: "ingest-dlq-depth",
+    queue: "ingest-dlq-9f8e7d6",
+    statistic: "Maximum",
+    comparisonOperator: "GreaterThanOrEqualToThreshold",
+    threshold: 1,
+    periodSeconds: 300,
+    evaluationPeriods: 1,
+    firings: [],
+    notified: [],
+    unreachableActions: [],
+    ...over,
+  };
+}
+
+function alarmReport(alarms: AlarmOutcome[], over: Partial<AlarmReport> = {}): AlarmReport {
+  return { samples: 120, sampleEverySimMs: 60_000, published: 0, alarms, ...over };
 }
 
 /** A writable stream that keeps every write, with optional terminal size. */
@@ -414,14 +435,26 @@ describe("local run view (pure, no moto)", () => {
 
   describe("summaryDocument", () => {
     const meta = { project: "encache", stack: "dev", speed: 10, wallMs: 31_000 };
+    const noAlarms = alarmReport([]);
 
-    it("carries the meta, the rows and their totals", () => {
+    it("carries the meta, the rows, their totals and the alarms", () => {
       const rows = [summary(), summary({ scenario: "pool", sent: 5, processed: 4, quarantined: 0, inDlq: 0, remaining: 1, lost: 0 })];
-      const doc = summaryDocument(meta, rows);
+      const alarms = alarmReport([alarmOutcome({ firings: [{ atMs: 750_000, value: 3 }] })], { published: 1 });
+      const doc = summaryDocument(meta, rows, alarms);
       expect(doc).to.include(meta);
       expect(doc.scenarios).to.deep.equal(rows);
       expect(doc.totals).to.deep.equal({ sent: 125, processed: 121, quarantined: 2, inDlq: 1, remaining: 1, lost: 0 });
+      expect(doc.alarms).to.deep.equal(alarms);
       expect(JSON.parse(JSON.stringify(doc))).to.deep.equal(doc);
+    });
+
+    it("stays ok when an alarm fired: scenarios quarantine messages on purpose", () => {
+      // Prepare
+      const fired = alarmReport([alarmOutcome({ firings: [{ atMs: 750_000, value: 3 }] })]);
+      // Act
+      const doc = summaryDocument(meta, [summary()], fired);
+      // Assess
+      expect(doc.ok).to.equal(true);
     });
 
     const cases: Array<[string, ScenarioSummary[], boolean]> = [
@@ -432,7 +465,93 @@ describe("local run view (pure, no moto)", () => {
       ["a row has a failure", [summary({ failures: ["GPU never started"] })], false],
     ];
     for (const [name, rows, ok] of cases) {
-      it(`ok is ${ok} when ${name}`, () => expect(summaryDocument(meta, rows).ok).to.equal(ok));
+      it(`ok is ${ok} when ${name}`, () => expect(summaryDocument(meta, rows, noAlarms).ok).to.equal(ok));
     }
+  });
+
+  describe("runTime", () => {
+    for (const [ms, text] of [
+      [0, "+00:00:00"],
+      [750_000, "+00:12:30"],
+      [3_599_999, "+00:59:59"],
+      [366_100_000, "+101:41:40"],
+      [-5, "+00:00:00"],
+    ] as const) {
+      it(`${ms} ms is ${text}`, () => expect(runTime(ms)).to.equal(text));
+    }
+  });
+
+  describe("renderAlarmReport", () => {
+    const fired = alarmOutcome({ firings: [{ atMs: 750_000, value: 3 }], notified: ["platform-alerts-1234567"] });
+    const twice = alarmOutcome({
+      alarm: "ingest-quarantine-depth-7654321",
+      queue: "ingest-quarantine-1111111",
+      statistic: "Average",
+      comparisonOperator: "GreaterThanThreshold",
+      threshold: 2,
+      firings: [
+        { atMs: 60_000, value: 2.5, okAtMs: 600_000 },
+        { atMs: 3_700_000, value: 12 },
+      ],
+      notified: ["platform-alerts-1234567"],
+      unreachableActions: ["arn:aws:sns:us-east-1:999999999999:elsewhere"],
+    });
+    const quiet = alarmOutcome({ alarm: "pool-dlq-depth-1" });
+    const odd = alarmOutcome({ alarm: "odd-1", unsupported: "statistic p99 is not supported" });
+    const lines = (report: AlarmReport) => renderAlarmReport(report, { color: false }).split("\n");
+    const row = (text: string, alarm: string) => text.split("\n").filter((l) => l.trimStart().startsWith(alarm));
+
+    const cases: Array<{ title: string; report: AlarmReport; expected: string[] }> = [
+      {
+        title: "one row per firing: alarm, queue, time since the start, value against threshold, topics, return to OK",
+        report: alarmReport([fired, twice, quiet], { published: 4 }),
+        expected: [
+          "ingest-dlq-depth-abc1234  ingest-dlq-9f8e7d6  +00:12:30  Maximum 3 ≥ 1  platform-alerts-1234567  still in ALARM",
+          "ingest-quarantine-depth-7654321  ingest-quarantine-1111111  +00:01:00  Average 2.50 > 2  platform-alerts-1234567 (+1 action outside moto, not published)  +00:10:00",
+          "ingest-quarantine-depth-7654321  ingest-quarantine-1111111  +01:01:40  Average 12 > 2  platform-alerts-1234567 (+1 action outside moto, not published)  still in ALARM",
+          "1 alarm stayed OK · 2 alarms fired · 4 messages published to topics in moto · 120 samples (one round per simulated minute)",
+        ],
+      },
+      {
+        title: "none fired, one not evaluated, a coarser sampling",
+        report: alarmReport([quiet, odd], { samples: 1, sampleEverySimMs: 720_000 }),
+        expected: [
+          "no alarm would have fired",
+          "1 alarm stayed OK · 0 alarms fired · 0 messages published to topics in moto · 1 sample (one round per 12 simulated minutes)",
+          "not evaluated: odd-1: statistic p99 is not supported",
+        ],
+      },
+    ];
+    for (const c of cases) {
+      it(c.title, () => {
+        // Act
+        const out = lines(c.report).map((l) => l.trim().replace(/ {2,}/g, "  "));
+        // Assess
+        expect(out[0]).to.equal("alarms (computed from queue-depth samples; moto evaluates none)");
+        for (const e of c.expected) expect(out).to.include(e);
+      });
+    }
+
+    it("lines the rows up under the header", () => {
+      // Act
+      const text = renderAlarmReport(alarmReport([fired, twice]), { color: false });
+      // Assess
+      const header = text.split("\n")[1] ?? "";
+      for (const l of [...row(text, "ingest-dlq"), ...row(text, "ingest-quarantine")]) {
+        expect(l.indexOf("+0"), l).to.equal(header.indexOf("at"));
+      }
+    });
+
+    it("colours the fired rows only when asked, and strips escapes from names", () => {
+      // Prepare
+      const hostile = alarmOutcome({ alarm: "evil\x1b[2Jname", firings: [{ atMs: 0, value: 1 }] });
+      // Act
+      const plain = renderAlarmReport(alarmReport([hostile]), { color: false });
+      const coloured = renderAlarmReport(alarmReport([fired]), { color: true });
+      // Assess
+      expect(plain).not.to.include("\x1b");
+      expect(plain).to.include("evilname");
+      expect(coloured).to.include("\x1b[33m  ingest-dlq-depth-abc1234");
+    });
   });
 });
