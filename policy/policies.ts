@@ -29,6 +29,7 @@ import { sgEgressRestricted } from "./rules/sg-egress-restricted";
 import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
 import { alarmsHaveActions } from "./rules/alarms-have-actions";
 import { iamStarResourceUnscopableOnly } from "./rules/iam-star-resource-unscopable-only";
+import { ec2StopScopedToStack } from "./rules/ec2-stop-scoped-to-stack";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -63,4 +64,5 @@ export const policies: Policies = [
   vpcDefaultSgClosed,
   alarmsHaveActions,
   iamStarResourceUnscopableOnly,
+  ec2StopScopedToStack,
 ];

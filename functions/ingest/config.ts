@@ -27,6 +27,42 @@ const dlqShape = {
   DLQ_BOOT_GRACE_SECONDS: envInt(0, 3600).default(600),
 } satisfies Record<EnvName<"ingest-dlq-consumer">, z.ZodType>;
 
+const idleShape = {
+  GPU_INSTANCE_ID_PARAM: gpuShape.GPU_INSTANCE_ID_PARAM,
+  GPU_SERVICE_PORT: gpuShape.GPU_SERVICE_PORT,
+  GPU_STATUS_PATH: z.string().startsWith("/", "must start with /").default("/status"),
+  GPU_REQUEST_TIMEOUT_MS: gpuShape.GPU_REQUEST_TIMEOUT_MS,
+  GPU_IDLE_STOP_MINUTES: envInt(1, 1440),
+  GPU_HOLD_TAG: z.string().min(1).default("encache:gpu-hold"),
+  INGEST_QUEUE_URL: envUrl(),
+  INGEST_DLQ_URL: envUrl(),
+} satisfies Record<EnvName<"ingest-gpu-idle">, z.ZodType>;
+
+export interface IdleConfig {
+  instanceIdParam: string;
+  servicePort: number;
+  statusPath: string;
+  requestTimeoutMs: number;
+  idleStopMinutes: number;
+  holdTag: string;
+  ingestQueueUrl: string;
+  dlqUrl: string;
+}
+
+export function parseIdleConfig(env: NodeJS.ProcessEnv): IdleConfig {
+  const p = parseEnv(idleShape, env);
+  return {
+    instanceIdParam: p.GPU_INSTANCE_ID_PARAM,
+    servicePort: p.GPU_SERVICE_PORT,
+    statusPath: p.GPU_STATUS_PATH,
+    requestTimeoutMs: p.GPU_REQUEST_TIMEOUT_MS,
+    idleStopMinutes: p.GPU_IDLE_STOP_MINUTES,
+    holdTag: p.GPU_HOLD_TAG,
+    ingestQueueUrl: p.INGEST_QUEUE_URL,
+    dlqUrl: p.INGEST_DLQ_URL,
+  };
+}
+
 export interface GpuConfig {
   instanceIdParam: string;
   nameTag: string;

@@ -41,7 +41,7 @@ function hasErrorName(error: unknown, ...names: string[]): boolean {
 }
 
 /** The instance id registered in SSM, or null when it holds the sentinel or does not exist. */
-export async function readGpuInstanceId(deps: GpuLookupDeps): Promise<string | null> {
+export async function readGpuInstanceId(deps: Pick<GpuLookupDeps, "ssm" | "logger"> & { config: { instanceIdParam: string } }): Promise<string | null> {
   const name = deps.config.instanceIdParam;
   try {
     const out = await deps.ssm.send(new GetParameterCommand({ Name: name }));

@@ -12,7 +12,9 @@ export type IngestResource =
   | "*" // EC2 DescribeInstances supports no resource-level permissions
   | "gpu-instances" // the GPU instance(s) carrying the Name tag GPU_NAME_TAG
   | "quarantine-queue" // the queue in QUARANTINE_QUEUE_URL
-  | "ingest-dlq"; // the queue in INGEST_DLQ_URL
+  | "ingest-dlq" // the queue in INGEST_DLQ_URL
+  | "stack-gpu" // this stack's GPU only: its Name tag and this stack's environment tag
+  | "ingest-queues"; // the ingest queue and its DLQ (INGEST_QUEUE_URL, INGEST_DLQ_URL)
 
 /** Read the id, and write it back when the tag scan finds the running instance. */
 const gpuInstanceIdParameter = {
@@ -48,5 +50,18 @@ export const DLQ_INLINE_GRANTS = [
 /** Everything the DLQ consumer's role holds: inline plus the GPU EC2 policy. */
 export const DLQ_GRANTS: readonly Grant<IngestResource>[] = [...DLQ_INLINE_GRANTS, ...GPU_EC2_GRANTS];
 
+/**
+ * The idle check: read the GPU's id and state, the two queues' depths, and stop the GPU. Its
+ * StopInstances binding carries both the Name tag and the environment tag, so a stack stops its
+ * own GPU and nothing else (the pack's ec2-stop-scoped-to-stack rule).
+ */
+export const IDLE_GRANTS = [
+  { sid: "ReadGpuInstanceId", actions: ["ssm:GetParameter"], resource: "gpu-instance-id-parameter" },
+  describeInstances,
+  { sid: "ReadIngestDepth", actions: ["sqs:GetQueueAttributes"], resource: "ingest-queues" },
+  { sid: "StopStackGpu", actions: ["ec2:StopInstances"], resource: "stack-gpu" },
+] as const satisfies readonly Grant<IngestResource>[];
+
+export const IDLE_IAM_ACTIONS: readonly string[] = calledActions(IDLE_GRANTS);
 export const WINDOW_IAM_ACTIONS: readonly string[] = calledActions(WINDOW_GRANTS);
 export const DLQ_IAM_ACTIONS: readonly string[] = calledActions(DLQ_GRANTS);

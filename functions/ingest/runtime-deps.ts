@@ -11,16 +11,20 @@ const ssm = new SSMClient({});
 const ec2 = new EC2Client({});
 const sqs = new SQSClient({});
 
-/** The real clients and telemetry both ingest entry points run with; tests build their own. */
-export function runtimeDeps<C extends GpuConfig>(config: C) {
+/** The real clients and telemetry every ingest entry point runs with; tests build their own. */
+export function runtimeClients<C>(config: C) {
   return {
     ssm,
     ec2,
     sqs,
     fetch: (url: string, init: RequestInit) => fetch(url, init),
-    gpuServiceUrl: gpuServiceUrlFor(config),
     config,
     logger: createLogger(),
     metrics: createMetrics(),
   };
+}
+
+/** runtimeClients, plus the GPU service's window URL the consumers post to. */
+export function runtimeDeps<C extends GpuConfig>(config: C) {
+  return { ...runtimeClients(config), gpuServiceUrl: gpuServiceUrlFor(config) };
 }

@@ -57,6 +57,24 @@ export const gpuConfigSchema = z.object({
   servicePath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path"),
   /** Per-request timeout of the POST to the GPU service, in ms. */
   requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /**
+   * Stop the GPU after this many minutes without work (nothing queued, parked or running on it).
+   * 0 turns the idle stop off, and then neither its function nor its StopInstances grant exists.
+   */
+  idleStopMinutes: z.number().int().min(0).max(1440),
+  /** How often the idle check runs, in minutes; below idleStopMinutes. */
+  idleCheckMinutes: z.number().int().min(1).max(60).default(5),
+  /** GET path of the GPU service's status (`{"active": n, "idleSeconds": s}`). */
+  statusPath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path").default("/status"),
+  /**
+   * An operator holds the GPU on, without a deploy, by tagging the instance with this key: value
+   * `true` (until the tag is removed) or an ISO time the hold ends at.
+   */
+  holdTag: z.string().min(1).max(128).default("encache:gpu-hold"),
+}).superRefine((g, ctx) => {
+  if (g.idleStopMinutes > 0 && g.idleCheckMinutes >= g.idleStopMinutes) {
+    ctx.addIssue({ code: "custom", path: ["idleCheckMinutes"], message: `must be below gpu.idleStopMinutes (${g.idleStopMinutes}), or the GPU idles a whole check longer than asked` });
+  }
 });
 export type GpuConfig = z.output<typeof gpuConfigSchema>;
 

@@ -1,7 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { metricsNamespace } from "../../policy/contract";
-import { DLQ_INLINE_GRANTS, GPU_EC2_GRANTS, WINDOW_GRANTS } from "../../functions/ingest/iam";
+import { ENVIRONMENT_TAG, metricsNamespace } from "../../policy/contract";
+import { DLQ_INLINE_GRANTS, GPU_EC2_GRANTS, IDLE_GRANTS, WINDOW_GRANTS } from "../../functions/ingest/iam";
+import { QueueSchedule } from "../components/queue-schedule";
 import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
@@ -16,6 +17,7 @@ import { consumerSizing, firstSubnet, type FunctionEnvironment, type PartArgs, p
 export const INGEST_ENTRIES = {
   window: "functions/ingest/window.ts",
   dlq: "functions/ingest/dlq.ts",
+  idle: "functions/ingest/idle.ts",
 } as const;
 
 export interface IngestArgs extends PartArgs {
@@ -44,6 +46,19 @@ export function ingestStatements(a: IngestAccess): { window: Statement[]; dlq: S
   return { window: statementsFor(WINDOW_GRANTS, bindings), dlq: statementsFor(DLQ_INLINE_GRANTS, bindings) };
 }
 
+/** The idle check's statements; its StopInstances is conditioned on this stack's GPU tags. Pure. */
+export function idleStatements(a: { region: string; accountId: pulumi.Input<string>; nameTag: string; environment: string; parameterArn: pulumi.Input<string>; queueArns: pulumi.Input<string>[] }): Statement[] {
+  return statementsFor(IDLE_GRANTS, {
+    "gpu-instance-id-parameter": { resource: a.parameterArn },
+    "*": { resource: "*" },
+    "ingest-queues": { resource: a.queueArns },
+    "stack-gpu": {
+      resource: arnOf("arn:aws:ec2:", a.region, ":", a.accountId, ":instance/*"),
+      condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: a.environment } },
+    },
+  });
+}
+
 /**
  * The GPU EC2 policy's statements: StartInstances only on instances carrying the GPU's Name tag.
  * The tag value is a literal from config, so this document is fully known at preview time. Pure.
@@ -67,6 +82,10 @@ export class Ingest extends pulumi.ComponentResource {
   readonly windowConsumer: QueueConsumer;
   readonly dlqConsumer: QueueConsumer;
   readonly gpuEc2Policy: aws.iam.Policy;
+  /** Raised when EC2 has no capacity for the GPU's type on a start (the DLQ consumer counts it). */
+  readonly capacityAlarm: aws.cloudwatch.MetricAlarm;
+  /** The idle stop (absent when gpu.idleStopMinutes is 0): its queue, schedule and consumer. */
+  readonly idleStop?: { queue: ManagedQueue; schedulesDlq: TerminalQueue; schedule: QueueSchedule; consumer: QueueConsumer };
 
   constructor(name: string, args: IngestArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Ingest", name, {}, opts);
@@ -83,6 +102,26 @@ export class Ingest extends pulumi.ComponentResource {
       gpuEc2Policy: this.gpuEc2Policy,
       consumersSg: groups.consumers,
     }));
+    this.capacityAlarm = new aws.cloudwatch.MetricAlarm(
+      `${name}-gpu-capacity`,
+      {
+        alarmDescription: `No EC2 capacity for the ${args.config.gpu.instanceType} GPU on a start: windows wait parked and the start is retried (docs/parts/ingest.md)`,
+        namespace: metricsNamespace("Ingest"),
+        metricName: "GpuStartInsufficientCapacity",
+        dimensions: { service: `ingest-dlq-consumer-${args.platform.environment}` },
+        statistic: "Sum",
+        period: 300,
+        evaluationPeriods: 1,
+        threshold: 1,
+        comparisonOperator: "GreaterThanOrEqualToThreshold",
+        treatMissingData: "notBreaching",
+        alarmActions: args.platform.alarmActions,
+        okActions: args.platform.alarmActions,
+        tags: part.tags,
+      },
+      { parent: this },
+    );
+    if (args.config.gpu.idleStopMinutes > 0) this.idleStop = createIdleStop(part, { queue: this.queue, gpu: this.gpu, consumersSg: groups.consumers });
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
@@ -216,7 +255,7 @@ function createConsumers(
         ...gpuEnv,
         // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
         QUARANTINE_QUEUE_URL: queue.dlq.url,
-        POWERTOOLS_SERVICE_NAME: "ingest-window",
+        POWERTOOLS_SERVICE_NAME: `ingest-window-${args.platform.environment}`,
       } satisfies FunctionEnvironment<"ingest-window">,
       ...consumerSizing(ingest.window),
       ...common,
@@ -243,7 +282,7 @@ function createConsumers(
         DLQ_BOOT_GRACE_SECONDS: String(ingest.gpuBootGraceSeconds),
         // Quarantine a day before the DLQ's retention would delete a message nobody took.
         DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
-        POWERTOOLS_SERVICE_NAME: "ingest-dlq-consumer",
+        POWERTOOLS_SERVICE_NAME: `ingest-dlq-consumer-${args.platform.environment}`,
       } satisfies FunctionEnvironment<"ingest-dlq-consumer">,
       ...consumerSizing(ingest.dlqConsumer),
       ...common,
@@ -251,4 +290,75 @@ function createConsumers(
     { parent },
   );
   return { window, dlq };
+}
+
+/** The idle check's own consumer sizing: one tick at a time, a few AWS calls and one HTTP GET. */
+const IDLE_CONSUMER = { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 0, maxConcurrency: 2 } as const;
+
+/**
+ * The GPU idle stop: a schedule ticks every gpu.idleCheckMinutes into a queue whose consumer stops
+ * this stack's GPU after gpu.idleStopMinutes without work (functions/ingest/idle-handler.ts). A queue
+ * between them, as for fleet housekeeping, so a failed check retries and ends in a DLQ, not nowhere.
+ */
+function createIdleStop(
+  { name, args, tags, parent }: IngestPart,
+  deps: { queue: ManagedQueue; gpu: GpuInstance; consumersSg: aws.ec2.SecurityGroup },
+): NonNullable<Ingest["idleStop"]> {
+  const { gpu } = args.config;
+  const { platform } = args;
+  const visibility = 6 * IDLE_CONSUMER.timeoutSeconds;
+  const queue = new ManagedQueue(
+    `${name}-gpu-idle`,
+    { visibilityTimeoutSeconds: visibility, maxReceiveCount: platform.maxReceiveCount, dlqVisibilityTimeoutSeconds: visibility, alarmActions: platform.alarmActions, protectDlq: platform.deletionProtection, tags },
+    { parent },
+  );
+  const schedulesDlq = new TerminalQueue(`${name}-gpu-idle-schedule-dlq`, { role: "dlq", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags }, { parent });
+  const schedule = new QueueSchedule(
+    `${name}-gpu-idle-check`,
+    {
+      queueArn: queue.queue.arn,
+      scheduleExpression: `rate(${gpu.idleCheckMinutes} minute${gpu.idleCheckMinutes === 1 ? "" : "s"})`,
+      message: { check: "gpu-idle", scheduledAt: "<aws.scheduler.scheduled-time>" },
+      deadLetterQueueArn: schedulesDlq.queue.arn,
+      description: `Stop the GPU after ${gpu.idleStopMinutes} minutes without work`,
+      tags,
+    },
+    { parent },
+  );
+  const consumer = new QueueConsumer(
+    `${name}-gpu-idle`,
+    {
+      entry: INGEST_ENTRIES.idle,
+      queueArn: queue.queue.arn,
+      queueVisibilityTimeoutSeconds: visibility,
+      statements: idleStatements({
+        region: args.region,
+        accountId: aws.getCallerIdentityOutput({}, { parent }).accountId,
+        nameTag: gpu.nameTag,
+        environment: platform.environment,
+        parameterArn: deps.gpu.instanceIdParameter.arn,
+        queueArns: [deps.queue.queue.arn, deps.queue.dlq.arn],
+      }),
+      environment: {
+        GPU_INSTANCE_ID_PARAM: gpu.instanceIdParameter,
+        GPU_SERVICE_PORT: String(gpu.servicePort),
+        GPU_STATUS_PATH: gpu.statusPath,
+        GPU_REQUEST_TIMEOUT_MS: String(gpu.requestTimeoutMs),
+        GPU_IDLE_STOP_MINUTES: String(gpu.idleStopMinutes),
+        GPU_HOLD_TAG: gpu.holdTag,
+        INGEST_QUEUE_URL: deps.queue.queue.url,
+        INGEST_DLQ_URL: deps.queue.dlq.url,
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"),
+        POWERTOOLS_SERVICE_NAME: `ingest-gpu-idle-${platform.environment}`,
+        POWERTOOLS_LOG_LEVEL: "INFO",
+      } satisfies FunctionEnvironment<"ingest-gpu-idle">,
+      ...IDLE_CONSUMER,
+      logRetentionDays: platform.logRetentionDays,
+      // In the VPC: it asks the GPU service for its status on the service port.
+      vpc: { subnetIds: args.network.privateSubnetIds, securityGroupIds: [deps.consumersSg.id] },
+      tags,
+    },
+    { parent },
+  );
+  return { queue, schedulesDlq, schedule, consumer };
 }

@@ -80,7 +80,7 @@ describe("plan CLI (child processes)", function () {
     expect(line).to.contain("new aws.lambda.Function(");
   });
 
-  it("exits 1 on a program that breaks each hardening rule, naming all ten", async () => {
+  it("exits 1 on a program that breaks each hardening rule, naming all eleven", async () => {
     const { run, doc } = await planJson("prod", ["--program", "test/infra/fixtures/hardening-broken.ts"]);
     expect(run.code).to.equal(1);
     const mandatory = [...new Set(doc.violations.filter((v) => v.enforcementLevel === "mandatory").map((v) => v.policy))].sort();
@@ -95,6 +95,7 @@ describe("plan CLI (child processes)", function () {
       "vpc-default-sg-closed",
       "alarms-have-actions",
       "iam-star-resource-unscopable-only",
+      "ec2-stop-scoped-to-stack",
     ]);
   });
 

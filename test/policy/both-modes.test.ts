@@ -84,6 +84,11 @@ const CASES: Case[] = [
     mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (statementWith(d, "ec2:DescribeInstances").Action = ["ec2:DescribeInstances", "ec2:StopInstances"])),
   },
   {
+    rule: "ec2-stop-scoped-to-stack",
+    recording: ingestRecording,
+    mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => d.Statement.push({ Sid: "StopAnyGpu", Effect: "Allow", Action: ["ec2:StopInstances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*", Condition: { StringEquals: { "aws:ResourceTag/Name": "gpu" } } })),
+  },
+  {
     rule: "instance-role-no-managed-policies",
     recording: ingestRecording,
     mutate: (rs) => {

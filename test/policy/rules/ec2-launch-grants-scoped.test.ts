@@ -100,6 +100,7 @@ describe(POLICY, () => {
         also: [
           ["ec2-terminate-tag-condition", P.claimPolicy],
           ["ec2-run-instances-via-launch-template", P.claimPolicy],
+          ["ec2-stop-scoped-to-stack", P.claimPolicy],
         ],
         mutate: (rs) => setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:*Instances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*" }]),
       },

@@ -48,7 +48,7 @@ describe(POLICY, () => {
     // Act
     const violations = await evaluate(rs);
     // Assess
-    expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.gpuPolicy, message: /statement DescribeInstances grants ec2:StopInstances on "\*"/ });
+    expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.gpuPolicy, message: /statement DescribeInstances grants ec2:StopInstances on "\*"/, also: [["ec2-stop-scoped-to-stack", U.gpuPolicy]] });
   });
 
   it("keeps its default list to actions without resource-level permissions", () => {
