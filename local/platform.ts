@@ -22,6 +22,7 @@ import { LambdaHost } from "./lambda-host";
 import { MotoServer, motoClientEnv } from "./moto";
 import { LocalScheduler } from "./scheduler";
 import { SqsClockProxy } from "./sqs-clock";
+import { Ec2ClockProxy } from "./ec2-clock";
 import { deployLocally } from "./topology";
 import type { LocalFunction, LocalQueue, Topology } from "./types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
@@ -106,7 +107,11 @@ export class LocalPlatform {
       const clock = new SimClock(options.speed);
       const aws = awsClients(topology.region, endpoint, sqsEndpoint);
 
-      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint };
+      // The Lambdas' EC2 calls see launch times on their own (simulated) clock.
+      const ec2Proxy = new Ec2ClockProxy({ target: endpoint, clock: { t0Ms: clock.t0, speed: clock.speed } });
+      const ec2Endpoint = await ec2Proxy.start();
+      stoppers.push(() => ec2Proxy.stop());
+      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_ENDPOINT_URL_EC2: ec2Endpoint };
       const lambdas = new LambdaHost(topology.functions, { awsEnv: lambdaEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 

@@ -1,0 +1,90 @@
+/**
+ * EC2's times on the platform's clock. moto stamps an instance's `launchTime` in real time, while
+ * the Lambda sandboxes read a simulated clock (`--speed`): a GPU started 2 real seconds ago would
+ * look 2 real seconds old to a function that thinks 2 minutes have passed. This proxy sits in front
+ * of moto for the Lambdas' EC2 calls (AWS_ENDPOINT_URL_EC2) and maps each `<launchTime>` of a
+ * response onto the simulated clock, t0 + (real − t0) × speed, the same mapping the sandbox uses.
+ * moto also keeps an instance's first launch time across a stop and start, where EC2 resets it to
+ * the start: the proxy remembers when it forwarded each StartInstances and reports that instead.
+ * Requests pass through unchanged. moto checks no signatures; never put this in front of AWS.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * Pure: every `<launchTime>` in an EC2 XML response, on the simulated clock; for an instance in
+ * `startedAt` (real ms of its last start), that start instead of moto's first launch.
+ */
+export function simulateLaunchTimes(xml: string, clock: { t0Ms: number; speed: number }, startedAt: ReadonlyMap<string, number> = new Map()): string {
+  const sim = (real: number) => new Date(clock.t0Ms + (real - clock.t0Ms) * clock.speed).toISOString();
+  // An instance's item names its id before its launch time.
+  return xml.replace(/(<instanceId>(i-[0-9a-f]+)<\/instanceId>[\s\S]*?)?<launchTime>([^<]+)<\/launchTime>/g, (whole, head: string | undefined, id: string | undefined, value: string) => {
+    const real = (id !== undefined ? startedAt.get(id) : undefined) ?? Date.parse(value);
+    if (!Number.isFinite(real)) return whole;
+    return `${head ?? ""}<launchTime>${sim(real)}</launchTime>`;
+  });
+}
+
+/** Pure: the instance ids of a query-protocol StartInstances request body, else none. */
+export function startedInstanceIds(body: string): string[] {
+  const params = new URLSearchParams(body);
+  if (params.get("Action") !== "StartInstances") return [];
+  return [...params.entries()].filter(([k]) => /^InstanceId\.\d+$/.test(k)).map(([, v]) => v);
+}
+
+export class Ec2ClockProxy {
+  private server?: http.Server;
+  private readonly agent = new http.Agent({ keepAlive: true });
+  private readonly startedAt = new Map<string, number>();
+
+  constructor(private readonly opts: { target: string; clock: { t0Ms: number; speed: number } }) {}
+
+  async start(): Promise<string> {
+    const server = http.createServer((req, res) => this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(0, "127.0.0.1", () => done());
+    });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    this.agent.destroy();
+    if (server) await new Promise<void>((done) => server.close(() => done()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => this.forward(req, Buffer.concat(chunks), res));
+  }
+
+  private forward(req: http.IncomingMessage, requestBody: Buffer, res: http.ServerResponse): void {
+    const startedNow = startedInstanceIds(requestBody.toString("utf8"));
+    const target = new URL(this.opts.target);
+    const upstream = http.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: this.agent },
+      (up) => {
+        const chunks: Buffer[] = [];
+        up.on("data", (c: Buffer) => chunks.push(c));
+        up.on("end", () => {
+          if ((up.statusCode ?? 500) < 300) for (const id of startedNow) this.startedAt.set(id, Date.now());
+          const body = Buffer.from(simulateLaunchTimes(Buffer.concat(chunks).toString("utf8"), this.opts.clock, this.startedAt), "utf8");
+          const headers = { ...up.headers, "content-length": String(body.length) };
+          delete headers["transfer-encoding"];
+          res.writeHead(up.statusCode ?? 502, headers);
+          res.end(body);
+        });
+        up.on("error", () => res.destroy());
+      },
+    );
+    upstream.on("error", (err) => {
+      res.writeHead(502, { "content-type": "text/plain" });
+      res.end(`moto unreachable: ${err.message}`);
+    });
+    upstream.end(requestBody);
+  }
+}
