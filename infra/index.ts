@@ -1,6 +1,7 @@
 /**
  * The composition root: the stack config, the shared network and cluster, then parts 1 to 5 in
- * order, each with its own config slice, and the stack outputs.
+ * order, each with its own config slice, the stack's dashboard over all of them, and the stack
+ * outputs.
  *
  * The program is an async function (Pulumi calls an exported function and makes the object it
  * returns the stack outputs): the network's zones are pinned by AZ ID, and awsx's VPC takes zone
@@ -12,6 +13,7 @@ import { ENVIRONMENT_TAG, STACK_TAG } from "../policy/contract";
 import { AlertTopic } from "./components/alert-topic";
 import { FargateCluster } from "./components/fargate-cluster";
 import { Network } from "./components/network";
+import { PlatformDashboard } from "./components/platform-dashboard";
 import { loadStackConfig } from "./config";
 import { zoneNamesFor } from "./network-zones";
 import { Fleet } from "./parts/fleet";
@@ -110,6 +112,54 @@ export = async () => {
   const poolRefillFunction = pool.refill.function.name;
   const poolClaimPolicyArn = pool.claimPolicy.arn;
 
+  // The stack's dashboard, over every part: AWS's metrics and the functions' EMF metrics.
+  const queue = (label: string, q: { queue: aws.sqs.Queue }) => ({ label, name: q.queue.name });
+  const dlq = (label: string, q: { dlq: aws.sqs.Queue }) => ({ label: `${label}-dlq`, name: q.dlq.name });
+  const idle = ingest.idleStop;
+  const sources = {
+    ingest: ingest.queue,
+    ...(idle ? { "ingest-gpu-idle": idle.queue } : {}),
+    retraining: retraining.queue,
+    "fleet-termination": fleet.terminationQueue,
+    "fleet-housekeeping": fleet.housekeepingQueue,
+    worker: worker.queue,
+    "pool-refill": pool.refillQueue,
+  };
+  const advertQueues = Object.fromEntries(Object.entries(pool.classes).map(([className, r]) => [`pool-${className}`, r.queue]));
+  const dashboard = new PlatformDashboard("platform-dashboard", {
+    region,
+    environment: config.environment,
+    queues: Object.entries(sources).map(([label, q]) => queue(label, q)),
+    deadLetterQueues: [
+      ...Object.entries({ ...sources, ...advertQueues }).map(([label, q]) => dlq(label, q)),
+      queue("ingest-quarantine", ingest.quarantine),
+      ...(idle ? [queue("ingest-gpu-idle-schedule-dlq", idle.schedulesDlq)] : []),
+      queue("retraining-schedule-dlq", retraining.scheduleDlq),
+      queue("fleet-schedules-dlq", fleet.schedulesDlq),
+      queue("pool-refill-schedule-dlq", pool.scheduleDlq),
+    ],
+    ingest: {
+      gpuInstanceId,
+      windowService: ingest.windowConsumer.powertoolsServiceName,
+      dlqService: ingest.dlqConsumer.powertoolsServiceName,
+      // Without the idle stop (gpu.idleStopMinutes 0) nothing reports the GPU's run state.
+      ...(idle ? { gpuIdleService: idle.consumer.powertoolsServiceName } : {}),
+    },
+    worker: {
+      queueName: worker.queue.queue.name,
+      clusterName,
+      serviceName: workerServiceName,
+      metricsService: worker.powertoolsServiceName,
+      backlogPerTaskTarget: worker.service.settings.scaling.backlogPerTaskTarget,
+    },
+    pool: {
+      classes: Object.entries(pool.classes).map(([className, r]) => ({ name: className, queueName: r.queue.queue.name, size: pool.classSizes[className]! })),
+      refillService: pool.refill.powertoolsServiceName,
+      refillLogGroup: pool.refill.logGroup.name,
+    },
+  });
+  const dashboardName = dashboard.dashboard.dashboardName;
+
   return {
     vpcId,
     alertTopicArn,
@@ -145,5 +195,6 @@ export = async () => {
     poolClaimTableName,
     poolRefillFunction,
     poolClaimPolicyArn,
+    dashboardName,
   };
 };

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
-import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
+import { ENVIRONMENT_TAG, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 import { assumedBy, logsStatement, sqsEventSourceStatement, trustScope, vpcAccessStatements, type Statement } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 
@@ -26,7 +26,8 @@ export interface QueueConsumerArgs {
    */
   managedPolicyArns?: pulumi.Input<string>[];
   /**
-   * Environment variables of the function.
+   * Environment variables of the function. POWERTOOLS_SERVICE_NAME, unless set here, is
+   * `<component name>-<environment>` (the environment from the `encache:environment` tag).
    * @default {}
    */
   environment?: Record<string, pulumi.Input<string>>;
@@ -115,6 +116,15 @@ export function resolveQueueConsumerSizing(args: Partial<QueueConsumerSizing> & 
 }
 
 /**
+ * Powertools' service name of a function or container: `<name>-<environment>`, or `<name>` when no
+ * environment is known. Powertools puts it on every EMF metric as the `service` dimension and on
+ * every log line, so it is what tells dev's metrics from prod's in one account. Pure.
+ */
+export function powertoolsServiceName(name: string, environment: string | undefined): string {
+  return environment ? `${name}-${environment}` : name;
+}
+
+/**
  * A Lambda consumer of one SQS queue: an esbuild bundle, a role of its own built from the
  * actions its code calls, a log group with retention, and an event source mapping that
  * reports batch item failures. This, not `CallbackFunction`/`queue.onEvent`, is how each
@@ -129,6 +139,8 @@ export class QueueConsumer extends pulumi.ComponentResource {
   readonly sizing: QueueConsumerSizing;
   /** Size of the deployed bundle in bytes (reported by the plan and the benchmark). */
   readonly bundleBytes: number;
+  /** The function's POWERTOOLS_SERVICE_NAME: the `service` dimension of its EMF metrics. */
+  readonly powertoolsServiceName: pulumi.Input<string>;
 
   constructor(name: string, args: QueueConsumerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:QueueConsumer", name, {}, opts);
@@ -143,6 +155,7 @@ export class QueueConsumer extends pulumi.ComponentResource {
     });
     this.sizing = sizing;
     const tags = args.tags ?? {};
+    this.powertoolsServiceName = args.environment?.POWERTOOLS_SERVICE_NAME ?? powertoolsServiceName(name, tags[ENVIRONMENT_TAG]);
 
     this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("lambda.amazonaws.com"), tags }, { parent: this });
 
@@ -152,7 +165,7 @@ export class QueueConsumer extends pulumi.ComponentResource {
       ...args.statements,
       sqsEventSourceStatement(args.queueArn),
       logsStatement(this.logGroup.arn),
-      ...(args.vpc ? vpcAccessStatements(trustScope(this), args.vpc) : []),
+      ...(args.vpc ? vpcAccessStatements(trustScope(this)) : []),
     ];
     const inline = new aws.iam.RolePolicy(
       `${name}-policy`,
@@ -176,7 +189,7 @@ export class QueueConsumer extends pulumi.ComponentResource {
         role: this.role.arn,
         timeout: sizing.timeoutSeconds,
         memorySize: sizing.memoryMb,
-        environment: { variables: { ...(args.environment ?? {}) } },
+        environment: { variables: { ...(args.environment ?? {}), POWERTOOLS_SERVICE_NAME: this.powertoolsServiceName } },
         loggingConfig: { logFormat: "JSON", logGroup: this.logGroup.name },
         vpcConfig: args.vpc ? { subnetIds: args.vpc.subnetIds, securityGroupIds: args.vpc.securityGroupIds } : undefined,
         tags,

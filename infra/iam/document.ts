@@ -11,8 +11,7 @@ export interface Statement {
   Effect: "Allow" | "Deny";
   /** Exact action names. Never `*` or `service:*` (the policy pack rejects them). */
   Action: string[];
-  /** A list computed as a whole (a VPC's subnets) is unknown on a first preview until it exists. */
-  Resource: pulumi.Input<string> | pulumi.Input<string>[] | pulumi.Output<string[]>;
+  Resource: pulumi.Input<string> | pulumi.Input<string>[];
   Condition?: Record<string, Record<string, string | string[]>>;
 }
 
@@ -121,32 +120,22 @@ export function logsStatement(logGroupArn: pulumi.Input<string>): Statement {
 
 /**
  * The ENI actions the Lambda service performs with a VPC function's role, each on the narrowest
- * resource AWS lets it name (AWSLambdaVPCAccessExecutionRole grants all six on `*`):
+ * resource type AWS lets it name (AWSLambdaVPCAccessExecutionRole grants all six on `*`):
  * - DescribeNetworkInterfaces and DescribeSubnets have no resource-level permissions (Lambda's
  *   guide: DescribeNetworkInterfaces "only works if it's allowed on all resources").
- * - CreateNetworkInterface is authorized on the new interface, the subnet and the security group:
- *   any interface of this account and region, but only in the function's own subnets and groups.
+ * - CreateNetworkInterface is authorized on the new interface, its subnet and its security group:
+ *   those types in this account and region. Not the function's own subnets by id: that list is one
+ *   computed value, unknown as a whole on a first preview, which would hide the document.
  * - DeleteNetworkInterface and the two private-IP actions act on interfaces Lambda created, whose
  *   ids nobody knows beforehand: the guide asks for "all resource IDs", so every interface of this
- *   account and region, not `*`.
+ *   account and region. No `ec2:Vpc` condition: AWS does not document which keys Lambda's own ENI
+ *   calls carry, and a missing key would break the function's VPC attachment at deploy.
  */
-export function vpcAccessStatements(scope: TrustScope, vpc: { subnetIds: pulumi.Input<pulumi.Input<string>[]>; securityGroupIds: pulumi.Input<string>[] }): Statement[] {
-  const ec2 = (resource: pulumi.Input<string>) => pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:${resource}`;
-  const subnets = pulumi.output(vpc.subnetIds).apply((ids) => ids.map((id) => `subnet/${id}`));
+export function vpcAccessStatements(scope: TrustScope): Statement[] {
+  const ec2 = (resource: string) => pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:${resource}`;
   return [
     { Sid: "LambdaVpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: "*" },
-    {
-      Sid: "LambdaVpcCreateEni",
-      Effect: "Allow",
-      Action: ["ec2:CreateNetworkInterface"],
-      Resource: pulumi
-        .all([scope.region, scope.accountId, subnets, pulumi.all(vpc.securityGroupIds)])
-        .apply(([region, account, subnetPaths, groups]) => [
-          `arn:aws:ec2:${region}:${account}:network-interface/*`,
-          ...subnetPaths.map((p) => `arn:aws:ec2:${region}:${account}:${p}`),
-          ...groups.map((g) => `arn:aws:ec2:${region}:${account}:security-group/${g}`),
-        ]),
-    },
+    { Sid: "LambdaVpcCreateEni", Effect: "Allow", Action: ["ec2:CreateNetworkInterface"], Resource: [ec2("network-interface/*"), ec2("subnet/*"), ec2("security-group/*")] },
     {
       Sid: "LambdaVpcManageEni",
       Effect: "Allow",

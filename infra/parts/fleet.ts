@@ -189,6 +189,7 @@ function createConsumers(
     RUNS_FLEET_JOBS_TABLE: deps.jobs.table.name,
     RUNS_FLEET_JOB_RETENTION_DAYS: String(f.jobRetentionDays),
     RUNS_FLEET_RUNNER_PARAMETER_PATH: f.names.runnerParameterPath,
+    // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
     POWERTOOLS_METRICS_NAMESPACE: f.names.metricsNamespace,
     POWERTOOLS_LOG_LEVEL: "INFO",
   };
@@ -205,7 +206,6 @@ function createConsumers(
         ...environment,
         RUNS_FLEET_TERMINATION_QUEUE_URL: terminationQueue.queue.url,
         RUNS_FLEET_TERMINATION_DLQ_URL: terminationQueue.dlq.url,
-        POWERTOOLS_SERVICE_NAME: "fleet-termination",
       } satisfies FunctionEnvironment<"fleet-termination">,
       ...consumerSizing(f.termination),
       ...common,
@@ -233,7 +233,6 @@ function createConsumers(
         RUNS_FLEET_MANAGED_TAG_VALUE: f.names.managedTagValue,
         RUNS_FLEET_POOL_TAG_KEY: f.names.poolTagKey,
         RUNS_FLEET_ENVIRONMENT: args.platform.environment,
-        POWERTOOLS_SERVICE_NAME: "fleet-housekeeping",
       } satisfies FunctionEnvironment<"fleet-housekeeping">,
       ...consumerSizing(f.housekeeping),
       ...common,

@@ -98,6 +98,8 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
  */
 export class Pool extends pulumi.ComponentResource {
   readonly classes: Record<string, PoolClassResources>;
+  /** Each class's configured size: the count refill tops the class up to. */
+  readonly classSizes: Record<string, number>;
   readonly claimTable: Table;
   readonly refillQueue: ManagedQueue;
   readonly scheduleDlq: TerminalQueue;
@@ -114,6 +116,7 @@ export class Pool extends pulumi.ComponentResource {
     const compute = createComputeNetwork(part);
     this.claimTable = createClaimTable(part);
     ({ queue: this.refillQueue, scheduleDlq: this.scheduleDlq } = createRefillQueue(part));
+    this.classSizes = Object.fromEntries(Object.entries(args.config.classes).map(([className, cls]) => [className, cls.size]));
     this.classes = createClasses(part, { ...compute, instanceProfile: this.instanceProfile, refillQueue: this.refillQueue, scheduleDlq: this.scheduleDlq });
     const statements = poolStatements({
       region: args.region,
@@ -298,7 +301,7 @@ function createRefill(
         POOL_TAG: p.poolTag,
         REFILL_LEASE_SECONDS: String(p.refill.timeoutSeconds),
         QUARANTINE_QUEUE_URL: refillQueue.dlq.url,
-        POWERTOOLS_SERVICE_NAME: "pool-refill",
+        // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Pool"),
         POWERTOOLS_LOG_LEVEL: "INFO",
       } satisfies FunctionEnvironment<"pool-refill">,

@@ -224,7 +224,7 @@ function createLauncher(
         // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
         RETRAINING_QUEUE_URL: queue.queue.url,
         DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
-        POWERTOOLS_SERVICE_NAME: "retraining-launcher",
+        // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"),
         POWERTOOLS_LOG_LEVEL: "INFO",
       } satisfies FunctionEnvironment<"retraining-launcher">,

@@ -6,6 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { metricsNamespace, PRODUCT } from "../../policy/contract";
 import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
+import { powertoolsServiceName } from "../components/queue-consumer";
 import { QueueWorkerService } from "../components/queue-worker-service";
 import { imageContentTag, writeImageContext } from "../components/queue-worker-service-image";
 import { REPO_ROOT } from "../bundle";
@@ -60,6 +61,8 @@ export class Worker extends pulumi.ComponentResource {
   readonly service: QueueWorkerService;
   /** Bytes of the bundled worker.js that goes into the image. */
   readonly bundleBytes: number;
+  /** The container's POWERTOOLS_SERVICE_NAME, `<name>-<environment>`: the `service` dimension of its EMF metrics. */
+  readonly powertoolsServiceName: string;
 
   constructor(name: string, args: WorkerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Worker", name, {}, opts);
@@ -68,7 +71,8 @@ export class Worker extends pulumi.ComponentResource {
     this.queue = createQueue(part);
     this.repository = createRepository(part);
     ({ image: this.image, bundleBytes: this.bundleBytes } = createImage(part, this.repository));
-    this.service = createService(part, { queue: this.queue, repository: this.repository, image: this.image });
+    this.powertoolsServiceName = powertoolsServiceName(name, args.platform.environment);
+    this.service = createService(part, { queue: this.queue, repository: this.repository, image: this.image, powertoolsServiceName: this.powertoolsServiceName });
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
@@ -156,7 +160,7 @@ function createImage({ name, parent }: WorkerPart, repository: aws.ecr.Repositor
 /** The Fargate Spot service, its task roles and its backlog-per-task scaling. */
 function createService(
   { name, args, tags, parent }: WorkerPart,
-  deps: { queue: ManagedQueue; repository: aws.ecr.Repository; image: awsx.ecr.Image },
+  deps: { queue: ManagedQueue; repository: aws.ecr.Repository; image: awsx.ecr.Image; powertoolsServiceName: string },
 ): QueueWorkerService {
   const w = args.config;
   const { queue } = deps;
@@ -203,7 +207,7 @@ function createService(
         TASK_PROTECTION_EXPIRES_MINUTES: String(w.protectionExpiresMinutes),
         WORKER_EXECUTABLES: JSON.stringify(w.executables),
         WORKER_SCRATCH_DIR: WORKER_SCRATCH_PATH,
-        POWERTOOLS_SERVICE_NAME: "worker",
+        POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName,
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
         POWERTOOLS_LOG_LEVEL: "INFO",
       } satisfies FunctionEnvironment<"worker">,

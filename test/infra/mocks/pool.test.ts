@@ -105,7 +105,7 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
           expect(c.queueUrl).to.match(new RegExp(`^https://sqs\\.us-east-1\\.amazonaws\\.com/123456789012/pool-${c.name}-`));
           expect(c.launchTemplateId).to.match(/^lt-/);
         }
-        expect(env).to.include({ POOL_TAG: want.poolTag, POWERTOOLS_SERVICE_NAME: "pool-refill" });
+        expect(env).to.include({ POOL_TAG: want.poolTag, POWERTOOLS_SERVICE_NAME: `pool-refill-${stack}` });
         expect(env.CLAIM_TABLE_NAME).to.match(/^pool-claims-/);
         expect(env.QUARANTINE_QUEUE_URL).to.match(/pool-refill-dlq-/);
       });

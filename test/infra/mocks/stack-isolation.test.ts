@@ -51,6 +51,16 @@ const UNSCOPABLE_ACTIONS: Record<string, string> = {
   "ssmmessages:OpenDataChannel": "Session Manager: no resource types",
 };
 
+/**
+ * The residual cross-stack reach this test accepts, with its reason: Lambda's ENI actions on this
+ * account's interfaces (subnets, groups). Lambda creates the interfaces itself, untagged and with
+ * ids nobody knows beforehand, so no ARN or documented condition can tell one stack's from the
+ * other's (docs/security.md, accepted findings). Every other grant must stay inside its stack.
+ */
+const LAMBDA_ENI_ACTIONS = new Set(["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]);
+const lambdaEniOnly = (s: IamStatement) =>
+  [s.Action].flat().every((a) => LAMBDA_ENI_ACTIONS.has(a)) && [s.Resource].flat().every((r) => /^arn:aws:ec2:[a-z0-9-]+:\d{12}:(network-interface|subnet|security-group)\/\*$/.test(r));
+
 function policyStatements(doc: PlanDocument): Array<{ where: string; statement: IamStatement }> {
   const out: Array<{ where: string; statement: IamStatement }> = [];
   for (const r of doc.resources) {
@@ -203,7 +213,7 @@ describe("stack isolation: dev and prod in one account and region", () => {
       const reaches: string[] = [];
       for (const { where, statement } of statements) {
         const unscopable = [statement.Resource].flat().includes("*") && !statement.Condition && [statement.Action].flat().every((a) => a in UNSCOPABLE_ACTIONS);
-        if (unscopable) continue;
+        if (unscopable || lambdaEniOnly(statement)) continue;
         for (const target of targets) if (statementApplies(statement, target)) reaches.push(`${from} ${where} → ${to}'s ${target.label} (${target.arn})`);
       }
       expect(reaches).to.deep.equal([]);
