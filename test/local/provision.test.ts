@@ -201,7 +201,7 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     expect(subscriptions.map((x) => ({ protocol: x.Protocol, endpoint: x.Endpoint }))).to.deep.equal(topic.subscriptions);
   });
 
-  it("creates every depth alarm in moto with its metric, threshold and the alert topic as action", async () => {
+  it("creates every alarm in moto with its metric, threshold and the alert topic as action", async () => {
     const topic = byLogical(topology.topics, "platform-alerts");
     const queueNames = new Set(topology.queues.map((q) => q.name));
     expect(topology.alarms).to.have.length.greaterThan(0);
@@ -212,12 +212,18 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     for (const a of topology.alarms) {
       const m = byName.get(a.name);
       expect(m?.AlarmArn, a.logicalName).to.equal(a.arn);
-      expect(m, a.logicalName).to.deep.include({ Namespace: "AWS/SQS", MetricName: "ApproximateNumberOfMessagesVisible", Statistic: "Maximum", Period: 300, EvaluationPeriods: 1, Threshold: a.threshold, ComparisonOperator: "GreaterThanOrEqualToThreshold", TreatMissingData: "notBreaching" });
-      expect(m?.Dimensions, a.logicalName).to.deep.equal([{ Name: "QueueName", Value: a.queueName }]);
+      expect(m, a.logicalName).to.deep.include({ Namespace: a.namespace, MetricName: a.metricName, Statistic: a.statistic, Period: a.periodSeconds, EvaluationPeriods: a.evaluationPeriods, Threshold: a.threshold, ComparisonOperator: "GreaterThanOrEqualToThreshold", TreatMissingData: "notBreaching" });
+      expect(m?.Dimensions, a.logicalName).to.have.deep.members(Object.entries(a.dimensions).map(([Name, Value]) => ({ Name, Value })));
       expect(m?.AlarmActions, a.logicalName).to.include(topic.arn);
-      expect(queueNames.has(a.queueName ?? ""), `${a.logicalName} watches ${a.queueName}`).to.equal(true);
+      if (a.namespace === "AWS/SQS") expect(queueNames.has(a.queueName ?? ""), `${a.logicalName} watches ${a.queueName}`).to.equal(true);
       expect(topology.created, a.logicalName).to.include(a.urn);
     }
+    // Every queue alarm is a depth alarm on Maximum visible; the one EMF alarm is the GPU capacity alarm.
+    const depth = topology.alarms.filter((a) => a.namespace === "AWS/SQS");
+    expect(depth.every((a) => a.metricName === "ApproximateNumberOfMessagesVisible" && a.statistic === "Maximum")).to.equal(true);
+    expect(topology.alarms.filter((a) => a.namespace !== "AWS/SQS").map((a) => [a.logicalName, a.namespace, a.metricName, a.dimensions])).to.deep.equal([
+      ["ingest-gpu-capacity", "Encache/Ingest", "GpuStartInsufficientCapacity", { service: "ingest-dlq-consumer-dev" }],
+    ]);
   });
 });
 
