@@ -109,7 +109,8 @@ describe("plan CLI (child processes)", function () {
     const levels = (d: typeof prodFirst.doc) => d.violations.map((x) => `${x.policy} ${x.enforcementLevel}`).sort();
     expect([prodFirst.run.code, levels(prodFirst.doc)]).to.deep.equal([1, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview mandatory"]]);
     expect([devFirst.run.code, levels(devFirst.doc)]).to.deep.equal([0, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview advisory"]]);
-    expect([devUpdate.run.code, levels(devUpdate.doc)]).to.deep.equal([1, ["ec2-launch-grants-scoped mandatory"]]);
+    // The fixture grants StartInstances on `*`: unscoped by tag, and on a resource AWS lets it name.
+    expect([devUpdate.run.code, levels(devUpdate.doc)]).to.deep.equal([1, ["ec2-launch-grants-scoped mandatory", "iam-star-resource-unscopable-only mandatory"]]);
   });
 
   it("exits 2 and names the key when the stack config holds an invalid value", async () => {
