@@ -10,6 +10,15 @@ const gpuShape = {
   GPU_SERVICE_PATH: z.string().startsWith("/", "must start with /"),
   GPU_REQUEST_TIMEOUT_MS: envInt(1, 900_000).default(10_000),
   QUARANTINE_QUEUE_URL: envUrl(),
+};
+
+const windowShape = {
+  ...gpuShape,
+  INGEST_QUEUE_URL: envUrl(),
+  // A window the GPU could not take comes back this soon (not after the queue's visibility
+  // timeout), so while the GPU is down windows reach the DLQ, which starts it, within a minute.
+  WINDOW_RETRY_SECONDS: envInt(0, 43_200).default(20),
+  DLQ_BOOT_GRACE_SECONDS: envInt(0, 3600).default(600),
 } satisfies Record<EnvName<"ingest-window">, z.ZodType>;
 
 const dlqShape = {
@@ -72,7 +81,12 @@ export interface GpuConfig {
   quarantineQueueUrl: string;
 }
 
-export type WindowConfig = GpuConfig;
+export interface WindowConfig extends GpuConfig {
+  ingestQueueUrl: string;
+  retrySeconds: number;
+  /** A running GPU whose service refuses this soon after launch is booting: retry soon too. */
+  bootGraceSeconds: number;
+}
 
 export interface DlqConfig extends GpuConfig, ParkConfig {
   dlqUrl: string;
@@ -91,7 +105,8 @@ function toGpuConfig(env: z.output<z.ZodObject<typeof gpuShape>>): GpuConfig {
 }
 
 export function parseWindowConfig(env: NodeJS.ProcessEnv): WindowConfig {
-  return toGpuConfig(parseEnv(gpuShape, env));
+  const parsed = parseEnv(windowShape, env);
+  return { ...toGpuConfig(parsed), ingestQueueUrl: parsed.INGEST_QUEUE_URL, retrySeconds: parsed.WINDOW_RETRY_SECONDS, bootGraceSeconds: parsed.DLQ_BOOT_GRACE_SECONDS };
 }
 
 export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {

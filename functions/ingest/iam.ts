@@ -14,7 +14,8 @@ export type IngestResource =
   | "quarantine-queue" // the queue in QUARANTINE_QUEUE_URL
   | "ingest-dlq" // the queue in INGEST_DLQ_URL
   | "stack-gpu" // this stack's GPU only: its Name tag and this stack's environment tag
-  | "ingest-queues"; // the ingest queue and its DLQ (INGEST_QUEUE_URL, INGEST_DLQ_URL)
+  | "ingest-queues" // the ingest queue and its DLQ (INGEST_QUEUE_URL, INGEST_DLQ_URL)
+  | "ingest-queue"; // the queue in INGEST_QUEUE_URL (the window consumer's own)
 
 /** Read the id, and write it back when the tag scan finds the running instance. */
 const gpuInstanceIdParameter = {
@@ -28,8 +29,13 @@ const describeInstances = { sid: "DescribeInstances", actions: ["ec2:DescribeIns
 /** Moving a malformed message aside, with its reason. */
 const quarantineMalformed = { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "quarantine-queue" } as const satisfies Grant<IngestResource>;
 
-/** The window consumer: resolve the GPU, write back its id, quarantine. */
-export const WINDOW_GRANTS = [gpuInstanceIdParameter, describeInstances, quarantineMalformed] as const satisfies readonly Grant<IngestResource>[];
+/** The window consumer: resolve the GPU, write back its id, quarantine, retry a window soon while the GPU is down. */
+export const WINDOW_GRANTS = [
+  gpuInstanceIdParameter,
+  describeInstances,
+  quarantineMalformed,
+  { sid: "RetryWindowSoon", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-queue" },
+] as const satisfies readonly Grant<IngestResource>[];
 
 /**
  * What "can start the GPU" means: the GPU EC2 managed policy, attached to the DLQ consumer's role

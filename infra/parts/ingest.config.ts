@@ -96,6 +96,12 @@ export const ingestConfigSchema = z
     dlqBootParkSeconds: z.number().int().min(1).max(45, "must be at most 45: the parked backlog must drain within a minute of the GPU answering").default(20),
     /** How long a parked message waits when EC2 had no capacity for the GPU's type (the start is retried then). */
     dlqCapacityRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(120),
+    /**
+     * How soon the window consumer tries a window again when the GPU is down or booting, instead
+     * of the queue's visibility timeout: windows then reach the DLQ (which starts the GPU) within
+     * maxReceiveCount × this.
+     */
+    windowRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(20),
     /** A running GPU whose service refuses within this many seconds of launch is treated as booting. */
     gpuBootGraceSeconds: z.number().int().min(0).max(3600).default(600),
     window: consumerSchema,

@@ -33,6 +33,8 @@ export interface IngestAccess {
   quarantineQueueArn: pulumi.Input<string>;
   /** The ingest DLQ (the DLQ consumer parks its messages there). */
   dlqArn: pulumi.Input<string>;
+  /** The ingest queue (the window consumer brings a window back soon while the GPU is down). */
+  queueArn: pulumi.Input<string>;
 }
 
 /** The consumers' inline statements, derived from the grants beside their code. Pure. */
@@ -42,6 +44,7 @@ export function ingestStatements(a: IngestAccess): { window: Statement[]; dlq: S
     "*": { resource: "*" },
     "quarantine-queue": { resource: a.quarantineQueueArn },
     "ingest-dlq": { resource: a.dlqArn },
+    "ingest-queue": { resource: a.queueArn },
   };
   return { window: statementsFor(WINDOW_GRANTS, bindings), dlq: statementsFor(DLQ_INLINE_GRANTS, bindings) };
 }
@@ -242,7 +245,7 @@ function createConsumers(
     vpc: { subnetIds: args.network.privateSubnetIds, securityGroupIds: [deps.consumersSg.id] },
     tags,
   };
-  const access = { parameterArn: deps.gpu.instanceIdParameter.arn, dlqArn: queue.dlq.arn };
+  const access = { parameterArn: deps.gpu.instanceIdParameter.arn, dlqArn: queue.dlq.arn, queueArn: queue.queue.arn };
 
   const window = new QueueConsumer(
     `${name}-window`,
@@ -255,6 +258,9 @@ function createConsumers(
         ...gpuEnv,
         // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
         QUARANTINE_QUEUE_URL: queue.dlq.url,
+        INGEST_QUEUE_URL: queue.queue.url,
+        WINDOW_RETRY_SECONDS: String(ingest.windowRetrySeconds),
+        DLQ_BOOT_GRACE_SECONDS: String(ingest.gpuBootGraceSeconds),
         POWERTOOLS_SERVICE_NAME: `ingest-window-${args.platform.environment}`,
       } satisfies FunctionEnvironment<"ingest-window">,
       ...consumerSizing(ingest.window),

@@ -62,7 +62,7 @@ describe("ingest consumers against moto", () => {
       ...baseDeps(),
       config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200, bootParkSeconds: 20, capacityRetrySeconds: 120, bootGraceSeconds: 600 },
     });
-  const windowConsumer = () => createWindowHandler({ ...baseDeps(), config: gpuConfig(dlq.url) });
+  const windowConsumer = () => createWindowHandler({ ...baseDeps(), config: { ...gpuConfig(dlq.url), ingestQueueUrl: ingest.url, retrySeconds: 20, bootGraceSeconds: 600 } });
 
   it("DLQ, GPU stopped: starts the registered instance and parks the message for the boot park (20 s)", async () => {
     const gpuId = await world.launchGpu("stopped");
@@ -159,6 +159,7 @@ describe("ingest consumers against moto", () => {
 
     expect(run?.response.batchItemFailures).to.deep.equal([{ itemIdentifier: messageId }]);
     expect(await world.depth(ingest)).to.deep.equal({ visible: 0, notVisible: 1 });
+    expect(logger.withStep("window_retry_soon")[0]?.fields).to.include({ message_id: messageId, retry_seconds: 20, reason: "gpu_unavailable" });
     expect(await world.instanceState(gpuId), "only the DLQ consumer starts the GPU").to.equal("stopped");
   });
 });

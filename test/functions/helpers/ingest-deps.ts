@@ -3,17 +3,22 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { DescribeInstancesCommand, type DescribeInstancesCommandInput } from "@aws-sdk/client-ec2";
 import { mockClient } from "aws-sdk-client-mock";
-import type { DlqConfig } from "../../../functions/ingest/config";
+import type { DlqConfig, WindowConfig } from "../../../functions/ingest/config";
 import type { DlqHandlerDeps } from "../../../functions/ingest/dlq-handler";
+import type { WindowHandlerDeps } from "../../../functions/ingest/window-handler";
 import type { FetchFn } from "../../../functions/ingest/gpu-http";
 import { RecordingLogger, RecordingMetrics } from "./telemetry";
 
 export const PARAM = "/encache/gpu/instance_id";
 export const NAME_TAG = "encache-gpu-worker";
 export const DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-dlq";
+export const INGEST_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest";
 export const QUARANTINE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-quarantine";
 
-export function testConfig(overrides: Partial<DlqConfig> = {}): DlqConfig {
+/** Both consumers' config in one: the window consumer reads a subset plus its own queue and retry. */
+export type IngestTestConfig = DlqConfig & WindowConfig;
+
+export function testConfig(overrides: Partial<IngestTestConfig> = {}): IngestTestConfig {
   return {
     instanceIdParam: PARAM,
     nameTag: NAME_TAG,
@@ -27,6 +32,8 @@ export function testConfig(overrides: Partial<DlqConfig> = {}): DlqConfig {
     bootParkSeconds: 20,
     capacityRetrySeconds: 120,
     bootGraceSeconds: 600,
+    ingestQueueUrl: INGEST_URL,
+    retrySeconds: 20,
     ...overrides,
   };
 }
@@ -37,7 +44,7 @@ const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test",
  * Fresh clients with aws-sdk-client-mock stubs on those instances only, plus recorders. The
  * DLQ deps are a superset of the window deps, so both handlers' tests use this.
  */
-export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<DlqConfig> } = {}) {
+export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<IngestTestConfig> } = {}) {
   const ssm = new SSMClient(clientOptions);
   const ec2 = new EC2Client(clientOptions);
   const sqs = new SQSClient(clientOptions);
@@ -48,7 +55,7 @@ export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<Dl
     fetchCalls.push({ url, body: JSON.parse(String(init.body)) });
     return new Response(JSON.stringify({ status: "ok" }), { status: 200 });
   };
-  const deps: DlqHandlerDeps = {
+  const deps: DlqHandlerDeps & WindowHandlerDeps & { config: IngestTestConfig } = {
     ssm,
     ec2,
     sqs,

@@ -20,6 +20,7 @@ const baseEnv = {
   GPU_SERVICE_PORT: "8080",
   GPU_SERVICE_PATH: "/ingest/window",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-quarantine",
+  INGEST_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest",
 };
 
 describe("ingest entry modules at cold start", function () {

@@ -6,6 +6,7 @@ const minimalWindowEnv = {
   GPU_SERVICE_PORT: "8080",
   GPU_SERVICE_PATH: "/ingest/window",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-dlq",
+  INGEST_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest",
 };
 const minimalDlqEnv = {
   ...minimalWindowEnv,
@@ -32,7 +33,15 @@ describe("ingest/config", () => {
       servicePath: "/ingest/window",
       requestTimeoutMs: 10_000,
       quarantineQueueUrl: minimalWindowEnv.QUARANTINE_QUEUE_URL,
+      ingestQueueUrl: minimalWindowEnv.INGEST_QUEUE_URL,
+      retrySeconds: 20,
+      bootGraceSeconds: 600,
     });
+  });
+
+  it("names INGEST_QUEUE_URL when the window environment lacks it", () => {
+    const { INGEST_QUEUE_URL: _omitted, ...env } = minimalWindowEnv;
+    expect(errorOf(() => parseWindowConfig(env)).message).to.contain("INGEST_QUEUE_URL");
   });
 
   it("reads every variable of the DLQ environment", () => {

@@ -45,7 +45,10 @@ describe("ingest IAM action lists match what the code calls", () => {
     const t = mockedIngestDeps();
     arrange(t, "i-dead", [{ id: "i-live", state: "running", ip: "10.0.0.1" }]);
 
-    await createWindowHandler(t.deps)(sqsEvent(sqsRecord(), sqsRecord("not json")));
+    const handler = createWindowHandler(t.deps);
+    await handler(sqsEvent(sqsRecord(), sqsRecord("not json"))); // tag scan + write-back + quarantine
+    arrange(t, "none", []);
+    await handler(sqsEvent(sqsRecord())); // no GPU: the window comes back soon
 
     expect([...actionsSent(t)]).to.have.members([...WINDOW_IAM_ACTIONS]);
   });

@@ -1,10 +1,10 @@
 import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
 import { FakeGpuService, loopbackOnlyFetch } from "../helpers/gpu-server";
-import { fakeDescribeInstances, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../helpers/ingest-deps";
+import { fakeDescribeInstances, INGEST_URL, mockedIngestDeps, PARAM, QUARANTINE_URL, type FakeInstance } from "../helpers/ingest-deps";
 import { INGEST_QUEUE_ARN, sqsEvent, sqsRecord, validPayload } from "../helpers/sqs-events";
 
 type Harness = ReturnType<typeof mockedIngestDeps>;
@@ -14,6 +14,7 @@ function arrangeGpu(t: Harness, ssmValue: string, instances: FakeInstance[]): vo
   t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
   fakeDescribeInstances(t.ec2Mock, instances);
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
+  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
 }
 
 const gpuUp = (t: Harness) => arrangeGpu(t, "i-run", [{ id: "i-run", state: "running", ip: "10.0.0.7" }]);
@@ -104,7 +105,41 @@ describe("ingest/window handler", () => {
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
     expect(t.logger.withStep("gpu_unavailable")).to.have.length(1);
     expect(t.metrics.count("WindowsFailed")).to.equal(2);
+    // Each comes back in 20 s, not the queue's visibility timeout: to the DLQ (which starts the GPU) within a minute.
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).to.deep.equal(
+      records.map((r) => ({ QueueUrl: INGEST_URL, ReceiptHandle: r.receiptHandle, VisibilityTimeout: 20 })),
+    );
   });
+
+  it("still fails the record when bringing it back soon fails, and says so", async () => {
+    const t = mockedIngestDeps();
+    arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]);
+    t.sqsMock.on(ChangeMessageVisibilityCommand).rejects(Object.assign(new Error("expired"), { name: "ReceiptHandleIsInvalid" }));
+    const record = sqsRecord();
+
+    const result = await createWindowHandler(t.deps)(sqsEvent(record));
+
+    expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(t.logger.withStep("window_retry_soon_failed")[0]?.fields).to.include({ message_id: record.messageId });
+  });
+
+  const launchedAgo = (ms: number): FakeInstance => ({ id: "i-run", state: "running", ip: "10.0.0.7", launchTime: new Date(1_700_000_060_000 - ms) });
+  const bootCases: Array<[string, FakeInstance, number]> = [
+    ["a GPU launched 2 minutes ago whose service refuses (booting): back in 20 s", launchedAgo(120_000), 1],
+    ["a GPU running for an hour whose service refuses: the normal visibility timeout", launchedAgo(3_600_000), 0],
+  ];
+  for (const [what, instance, retries] of bootCases) {
+    it(what, async () => {
+      // Prepare
+      const t = mockedIngestDeps({ fetch: async () => Promise.reject(new TypeError("fetch failed")) });
+      arrangeGpu(t, "i-run", [instance]);
+      // Act
+      const result = await createWindowHandler({ ...t.deps, now: () => 1_700_000_060_000 })(sqsEvent(sqsRecord()));
+      // Assess
+      expect(result.batchItemFailures).to.have.length(1);
+      expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(retries);
+    });
+  }
 
   const resolutionErrors: { name: string; arrange: (t: Harness) => void }[] = [
     {

@@ -4,7 +4,7 @@ import { gpuEc2Statements, ingestStatements } from "../../../infra/parts/ingest"
 import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 
 describe("ingest statements (infra/parts/ingest.ts bindings)", () => {
-  const access = { parameterArn: "arn:param", quarantineQueueArn: "arn:quarantine", dlqArn: "arn:dlq" };
+  const access = { parameterArn: "arn:param", quarantineQueueArn: "arn:quarantine", dlqArn: "arn:dlq", queueArn: "arn:ingest" };
 
   it("grants the window consumer exactly what its code calls", () => {
     expect(allowedActions(ingestStatements(access).window)).to.deep.equal([...WINDOW_IAM_ACTIONS].sort());
@@ -21,6 +21,11 @@ describe("ingest statements (infra/parts/ingest.ts bindings)", () => {
     expect(start!.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker" } });
     const ssm = ingestStatements(access).window.filter((s) => s.Action.some((a) => a.startsWith("ssm:")));
     expect(ssm.map((s) => s.Resource)).to.deep.equal(["arn:param"]);
+  });
+
+  it("lets the window consumer change visibility on its own queue only", () => {
+    const retry = ingestStatements(access).window.filter((s) => s.Action.includes("sqs:ChangeMessageVisibility"));
+    expect(retry.map((s) => [s.Sid, s.Resource])).to.deep.equal([["RetryWindowSoon", "arn:ingest"]]);
   });
 
   it("never uses a wildcard action", () => {
