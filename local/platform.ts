@@ -34,6 +34,12 @@ export interface PlatformOptions {
   workDir: string;
   /** Simulated time from the GPU instance entering `running` to its service answering. */
   gpuBootSimMs: number;
+  /**
+   * Simulated time an instance stays `stopping` after a StopInstances through the Lambdas' EC2
+   * endpoint (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
+   * @default 60_000
+   */
+  gpuStopSimMs?: number;
   /** Simulated run time of each ECS task started by RunTask. */
   taskSimMs: number;
   /** A line for the operator (the live view prints it above its block). */
@@ -108,7 +114,7 @@ export class LocalPlatform {
       const aws = awsClients(topology.region, endpoint, sqsEndpoint);
 
       // The Lambdas' EC2 calls see launch times on their own (simulated) clock.
-      const ec2Proxy = new Ec2ClockProxy({ target: endpoint, clock: { t0Ms: clock.t0, speed: clock.speed } });
+      const ec2Proxy = new Ec2ClockProxy({ target: endpoint, clock: { t0Ms: clock.t0, speed: clock.speed }, stopDelayRealMs: clock.real(options.gpuStopSimMs ?? 60_000) });
       const ec2Endpoint = await ec2Proxy.start();
       stoppers.push(() => ec2Proxy.stop());
       const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_ENDPOINT_URL_EC2: ec2Endpoint };
