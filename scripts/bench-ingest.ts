@@ -19,7 +19,7 @@ import { INGEST_ENTRIES } from "../infra/parts/ingest";
 import { createDlqHandler } from "../functions/ingest/dlq-handler";
 import { createWindowHandler } from "../functions/ingest/window-handler";
 import { FakeGpuService, loopbackOnlyFetch } from "../test/functions/helpers/gpu-server";
-import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../test/functions/helpers/ingest-deps";
+import { fakeDescribeInstances, mockedIngestDeps, testConfig, PARAM, type FakeInstance } from "../test/functions/helpers/ingest-deps";
 import { sqsEvent, sqsRecord, validPayload } from "../test/functions/helpers/sqs-events";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -122,6 +122,52 @@ async function awsCallsPerMessage() {
   return out;
 }
 
+/**
+ * What waiting costs: AWS calls per parked DLQ message per minute, for each reason a message
+ * parks (functions/ingest/park.ts), against the seed's single 900 s park. A return costs the
+ * poller's ReceiveMessage plus what the handler sends; returns per minute = 60 / park seconds.
+ */
+async function parkCost() {
+  const config = testConfig();
+  const perReturn = async (arrange: (m: ReturnType<typeof mockedIngestDeps>) => void) => {
+    const m = mockedIngestDeps();
+    stubSsm(m, "i-gpu");
+    m.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+    arrange(m);
+    await createDlqHandler(m.deps)(sqsEvent(sqsRecord()));
+    return callCount(m) + 1;
+  };
+  const booting = await perReturn((m) => fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "pending" }]));
+  const capacity = await perReturn((m) => {
+    fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "stopped" }]);
+    m.ec2Mock.on(StartInstancesCommand).rejects(Object.assign(new Error("no capacity"), { name: "InsufficientInstanceCapacity" }));
+  });
+  const cannotStart = await perReturn((m) => {
+    fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "stopped" }]);
+    m.ec2Mock.on(StartInstancesCommand).rejects(Object.assign(new Error("denied"), { name: "UnauthorizedOperation" }));
+  });
+  const perMinute = (calls: number, seconds: number) => (calls * 60) / seconds;
+  return {
+    seed900: perMinute(booting, 900),
+    booting: perMinute(booting, config.bootParkSeconds),
+    capacity: perMinute(capacity, config.capacityRetrySeconds),
+    cannotStart: perMinute(cannotStart, config.visibilityExtensionSeconds),
+    callsPerReturn: { booting, capacity, cannotStart },
+    parks: { booting: config.bootParkSeconds, capacity: config.capacityRetrySeconds, cannotStart: config.visibilityExtensionSeconds },
+  };
+}
+
+/** The local run's "GPU up → backlog drained", from `npm start -- --scenario ingest-gpu-outage --json`. */
+function drainTime(): { wallMs: number; simulatedSeconds: number } | undefined {
+  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "local/cli.ts"), "--scenario", "ingest-gpu-outage", "--json", "--no-tty"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 600_000 });
+  if (r.status !== 0) throw new Error(`the ingest scenario exited ${r.status}: ${r.stderr.slice(-2000)}`);
+  const doc = JSON.parse(r.stdout) as { speed: number; scenarios: Array<{ timings: Record<string, number | { wallMs: number; simulatedSeconds: number } | null> }> };
+  const t = doc.scenarios[0]?.timings["GPU up → backlog drained"];
+  if (t === null || t === undefined) return undefined;
+  // Either shape: wall ms alone (older runs) or wall and simulated.
+  return typeof t === "number" ? { wallMs: t, simulatedSeconds: (t * doc.speed) / 1000 } : t;
+}
+
 async function throughput(messages = 3000) {
   const gpu = new FakeGpuService();
   await gpu.start();
@@ -167,6 +213,8 @@ async function main() {
     awsCalls: await awsCallsPerMessage(),
     throughput: await throughput(),
     planWallMs: { dev: planWallMs("dev"), prod: planWallMs("prod") },
+    parkCost: await parkCost(),
+    drain: drainTime(),
   };
   fs.mkdirSync(path.join(REPO_ROOT, ".bench"), { recursive: true });
   fs.writeFileSync(path.join(REPO_ROOT, ".bench/results.json"), `${JSON.stringify(results, null, 2)}\n`);
@@ -180,6 +228,16 @@ async function main() {
   const t = results.throughput;
   console.log(`\nwindow handler throughput: ${t.messages} msgs in ${t.seconds.toFixed(2)} s = ${t.messagesPerSecond.toFixed(0)} msg/s (batches of 10, POST to 127.0.0.1, mocked AWS), rss ${t.rssMiB.toFixed(0)} MiB`);
   console.log(`offline plan wall time (median of 3): dev ${results.planWallMs.dev} ms, prod ${results.planWallMs.prod} ms`);
+  const p = results.parkCost;
+  console.log("\nAWS calls per parked DLQ message per minute of waiting (a return = the poller's receive + the handler's calls)");
+  console.log(`  seed, every park 900 s:                 ${p.seed900.toFixed(2)}`);
+  console.log(`  now, GPU booting (${p.parks.booting} s park):          ${p.booting.toFixed(2)}  (${p.callsPerReturn.booting} calls a return; only while it boots)`);
+  console.log(`  now, no EC2 capacity (${p.parks.capacity} s park):     ${p.capacity.toFixed(2)}`);
+  console.log(`  now, nothing can start it (${p.parks.cannotStart} s park): ${p.cannotStart.toFixed(2)}`);
+  console.log("  steady state (GPU up, no backlog): nothing parks, 0");
+  const d = results.drain;
+  console.log(`\nGPU serving → parked backlog drained (local run, ingest-gpu-outage at speed 60): ${d ? `${(d.wallMs / 1000).toFixed(1)} s wall = ${d.simulatedSeconds.toFixed(0)} simulated s` : "not reached"}`);
+  console.log("  before issue 15: 14.3 s wall ≈ 860 simulated s (every park 900 s; window retries after the 180 s visibility timeout)");
   console.log("\nwritten to .bench/results.json");
 }
 
