@@ -71,6 +71,12 @@ export const gpuConfigSchema = z.object({
    * `true` (until the tag is removed) or an ISO time the hold ends at.
    */
   holdTag: z.string().min(1).max(128).default("encache:gpu-hold"),
+  /**
+   * On-demand USD per instance-hour by instance type, like the fleet's table: what the local run's
+   * gpu-idle scenario prices the GPU's running time at (against an always-on GPU).
+   * @default {}
+   */
+  pricesUsdPerHour: z.record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as g5.xlarge"), z.number().min(0).max(1000)).default({}),
 }).superRefine((g, ctx) => {
   if (g.idleStopMinutes > 0 && g.idleCheckMinutes >= g.idleStopMinutes) {
     ctx.addIssue({ code: "custom", path: ["idleCheckMinutes"], message: `must be below gpu.idleStopMinutes (${g.idleStopMinutes}), or the GPU idles a whole check longer than asked` });
