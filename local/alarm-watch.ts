@@ -1,22 +1,23 @@
 /**
- * CloudWatch's part in the local run, which moto does not play: samples the depth of every queue
- * an alarm watches once per simulated minute (SQS publishes its metrics per minute), evaluates the
- * alarms after each round (./alarm-eval.ts), and on each state change sets the alarm's state in
- * moto and publishes CloudWatch's message to the alarm's actions that are topics in moto, so the
- * alert topic is used for real. `report()` is the end-of-run account.
+ * CloudWatch's part in the local run, which moto does not play: takes the depth of every queue
+ * an alarm watches once per simulated minute (SQS publishes its metrics per minute) from the run's
+ * depth sampler (./depth-sampler.ts), evaluates the alarms after each such round (./alarm-eval.ts),
+ * and on each state change sets the alarm's state in moto and publishes CloudWatch's message to
+ * the alarm's actions that are topics in moto, so the alert topic is used for real. `report()` is
+ * the end-of-run account.
  */
 import { SetAlarmStateCommand, type CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { PublishCommand, type SNSClient } from "@aws-sdk/client-sns";
-import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { alarmMessage, alarmSubject, evaluateAlarms, firingsOf, OPERATORS, stateReason, unsupportedReason, type AlarmEvaluation, type AlarmTransition, type QueueSample } from "./alarm-eval";
 import type { SimClock } from "./clock";
+import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { AlarmReport, LocalAlarm, LocalQueue, LocalTopic } from "./types";
 import { alarmValue, runTime } from "./view";
 
 /** Sampling faster than this only loads moto: at high speeds a round then spans several simulated minutes. */
 export const MIN_SAMPLE_REAL_MS = 200;
 
-/** Real ms between two sampling rounds: one simulated minute, but not faster than MIN_SAMPLE_REAL_MS. */
+/** Real ms between two of the alarms' samples: one simulated minute, but not faster than MIN_SAMPLE_REAL_MS. */
 export function sampleEveryRealMs(speed: number): number {
   return Math.max(MIN_SAMPLE_REAL_MS, 60_000 / speed);
 }
@@ -28,8 +29,8 @@ export interface AlarmWatcherOptions {
   /** URNs of the resources created in moto: an alarm's state is set there only if it exists. */
   created: string[];
   clock: SimClock;
-  /** Straight to moto, as the live view's gauges read depths. */
-  sqs: SQSClient;
+  /** The run's depth sampler; its rounds must come every sampleEveryRealMs(speed), or a whole fraction of it. */
+  depths: DepthSource;
   sns: SNSClient;
   cloudwatch: CloudWatchClient;
   account: string;
@@ -46,18 +47,20 @@ export class AlarmWatcher {
   private published = 0;
   private readonly watched: LocalQueue[];
   private readonly everyRealMs: number;
-  private timer?: NodeJS.Timeout;
+  /** The sampler's rounds per alarm sample. */
+  private readonly roundsPerSample: number;
+  private unsubscribe?: () => void;
   private round?: Promise<void>;
   private stopped = false;
-  private sampleFailureNoted = false;
 
   constructor(private readonly opts: AlarmWatcherOptions) {
     const names = new Set(opts.alarms.filter((a) => unsupportedReason(a) === undefined).map((a) => a.queueName));
     this.watched = opts.queues.filter((q) => names.has(q.name));
     this.everyRealMs = sampleEveryRealMs(opts.clock.speed);
+    this.roundsPerSample = Math.max(1, Math.round(this.everyRealMs / opts.depths.everyRealMs));
   }
 
-  /** Samples at once, then once per simulated minute until `stop()`. */
+  /** Takes the sampler's round at start, then one per simulated minute until `stop()`. */
   start(): void {
     const evaluable = this.evaluate().filter((e) => e.unsupported === undefined).length;
     const everySimMs = this.everyRealMs * this.opts.clock.speed;
@@ -65,26 +68,21 @@ export class AlarmWatcher {
     const queues = this.watched.length === 1 ? (this.watched[0]?.logicalName ?? "") : `${this.watched.length} queues`;
     this.opts.note(`alarms: sampling the depth of ${queues} ${every} for ${evaluable} of ${this.opts.alarms.length} alarms (moto evaluates none)`);
     if (this.watched.length === 0) return;
-    const tick = () => {
-      const started = Date.now();
-      this.round = this.sampleRound()
+    this.unsubscribe = this.opts.depths.subscribe((round) => {
+      // Rounds are evenly spaced slots (see roundEveryRealMs): every n-th one is a simulated minute.
+      if (this.stopped || round.index % this.roundsPerSample !== 0) return;
+      this.round = this.sampleRound(round).catch((err: unknown) =>
         // Every AWS call in a round handles its own failure; this is for a bug, which must not end the run.
-        .catch((err: unknown) => this.opts.note(`alarms: a sampling round failed: ${(err as Error).stack ?? String(err)}`))
-        .finally(() => {
-          if (this.stopped) return;
-          // Keeps the cadence: the round's own duration is not added to the interval.
-          this.timer = setTimeout(tick, Math.max(0, started + this.everyRealMs - Date.now()));
-          // Sampling must not keep the process alive after the run.
-          this.timer.unref();
-        });
-    };
-    tick();
+        this.opts.note(`alarms: a sampling round failed: ${(err as Error).stack ?? String(err)}`),
+      );
+      return this.round;
+    });
   }
 
-  /** Stops sampling after the round under way, whose state changes are still published. */
+  /** Takes no more samples; the round under way still publishes its state changes. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.unsubscribe?.();
     await this.round;
   }
 
@@ -108,22 +106,13 @@ export class AlarmWatcher {
     );
   }
 
-  /** One reading of every watched queue at one simulated instant, then the alarms' new state changes. */
-  private async sampleRound(): Promise<void> {
-    const simTimeMs = this.opts.clock.now();
-    const read = await Promise.allSettled(
-      this.watched.map((q) => this.opts.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.url, AttributeNames: ["ApproximateNumberOfMessages"] }))),
-    );
-    read.forEach((r, i) => {
-      const queue = this.watched[i];
-      if (!queue) return;
-      if (r.status === "fulfilled") this.samples.push({ simTimeMs, queueName: queue.name, visible: Number(r.value.Attributes?.ApproximateNumberOfMessages ?? 0) });
-      else if (!this.sampleFailureNoted) {
-        // A missed reading is a missing datapoint, which the alarm's treatMissingData covers.
-        this.sampleFailureNoted = true;
-        this.opts.note(`alarms: reading ${queue.logicalName}'s depth failed (${(r.reason as Error).message}); missed readings count as missing data`);
-      }
-    });
+  /** The round's reading of every watched queue, then the alarms' new state changes. */
+  private async sampleRound(round: DepthRound): Promise<void> {
+    for (const queue of this.watched) {
+      const depth = round.depths.get(queue.name);
+      // A missed reading (the sampler notes it) is a missing datapoint, which the alarm's treatMissingData covers.
+      if (depth !== undefined) this.samples.push({ simTimeMs: round.simTimeMs, queueName: queue.name, visible: depth.visible });
+    }
     for (const evaluation of this.evaluate()) {
       for (const t of evaluation.transitions) {
         const key = `${evaluation.alarm.urn}\0${t.simTimeMs}\0${t.state}`;

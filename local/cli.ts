@@ -3,20 +3,24 @@
  * program itself, driven by scenarios.
  *
  *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
- *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]
+ *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json]
+ *                [--report <file.html>] [-h|--help]
  *
  * Exit codes: 0 every message accounted for and every scenario's expectations held (alarms that
  * would have fired are reported, not failed on: scenarios quarantine messages on purpose); 1 a
- * message was lost or an expectation failed; 2 the run could not start (bad arguments or config, no Python).
+ * message was lost or an expectation failed, or the report could not be written; 2 the run could
+ * not start (bad arguments or config, no Python, no directory for the report).
  */
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
 import { LocalPlatform } from "./platform";
+import { buildReportData, renderReport } from "./report";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize } from "./scenarios/scenario";
-import type { LiveSnapshot, ScenarioSummary } from "./types";
+import type { AlarmReport, LiveSnapshot, ScenarioSummary } from "./types";
 import { LiveView, renderAlarmReport, renderSummaryTable, summaryDocument } from "./view";
 
 /** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
@@ -29,11 +33,12 @@ export const RUN_OPTIONS = {
   json: { type: "boolean" },
   "gpu-boot-seconds": { type: "string", default: "90" },
   "task-seconds": { type: "string", default: "300" },
+  report: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export const USAGE =
-  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [-h|--help]";
+  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [--report <file.html>] [-h|--help]";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -51,6 +56,8 @@ export interface RunArgs {
   json: boolean;
   gpuBootSeconds: number;
   taskSeconds: number;
+  /** Where to write the HTML report (absolute); absent when not asked for. */
+  report?: string;
 }
 
 /** Pure: argv → validated arguments, or a UsageError naming the flag. */
@@ -71,10 +78,13 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   const size = String(values.size);
   if (size !== "small" && size !== "default") throw new UsageError(`--size ${size}: must be small or default`);
   const known = SCENARIOS.map((s) => s.name);
-  const scenarios = (values.scenario as string[] | undefined) ?? known;
+  // Opt-in scenarios (gpu-idle) run only when named.
+  const scenarios = (values.scenario as string[] | undefined) ?? SCENARIOS.filter((s) => !s.optIn).map((s) => s.name);
   for (const s of scenarios) if (!known.includes(s)) throw new UsageError(`--scenario ${s}: unknown (have: ${known.join(", ")})`);
   const stack = String(values.stack);
   if (!/^[A-Za-z0-9_.-]+$/.test(stack)) throw new UsageError(`--stack ${stack}: not a stack name`);
+  const report = values.report === undefined ? undefined : String(values.report);
+  if (report !== undefined && (report === "" || report.endsWith("/"))) throw new UsageError(`--report ${report}: must name a file, e.g. run.html`);
   return {
     stack,
     scenarios,
@@ -85,6 +95,7 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
     json: Boolean(values.json),
     gpuBootSeconds: number("gpu-boot-seconds", 0, 3600),
     taskSeconds: number("task-seconds", 1, 86_400),
+    ...(report !== undefined ? { report: path.resolve(report) } : {}),
   };
 }
 
@@ -99,6 +110,11 @@ async function main(argv: string[]): Promise<number> {
   if (args === "help") {
     process.stdout.write(`${USAGE}\n`);
     return 0;
+  }
+  // Checked now, not after minutes of running: the report is written at the end.
+  if (args.report !== undefined && !fs.existsSync(path.dirname(args.report))) {
+    process.stderr.write(`start: --report ${args.report}: no directory ${path.dirname(args.report)}\n`);
+    return 2;
   }
   const out = args.json ? process.stderr : process.stdout;
   const view = new LiveView({ tty: args.tty, stream: out, color: args.tty });
@@ -121,8 +137,37 @@ async function main(argv: string[]): Promise<number> {
   out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
   out.write(`${renderAlarmReport(alarms, { color: args.tty })}\n`);
   out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
+  const reported = args.report === undefined || writeReport(args.report, platform, rows, alarms, { stack: args.stack, speed: args.speed, wallMs: doc.wallMs }, out);
   if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-  return doc.ok ? 0 : 1;
+  return doc.ok && reported ? 0 : 1;
+}
+
+/** Writes the HTML report of the run; false (and why, on `out`) when it could not. */
+function writeReport(
+  file: string,
+  platform: LocalPlatform,
+  rows: ScenarioSummary[],
+  alarms: AlarmReport,
+  meta: { stack: string; speed: number; wallMs: number },
+  out: NodeJS.WritableStream,
+): boolean {
+  try {
+    const data = buildReportData({
+      meta: { project: platform.topology.project, ...meta, generatedAt: new Date() },
+      rows,
+      recorded: platform.recorder.recorded(),
+      queues: platform.topology.queues,
+      alarms,
+      clockT0Ms: platform.clock.t0,
+    });
+    fs.writeFileSync(file, renderReport(data));
+    const relative = path.relative(process.cwd(), file);
+    out.write(`report: ${relative.startsWith("..") ? file : relative}\n`);
+    return true;
+  } catch (err) {
+    out.write(`start: the report could not be written to ${file}: ${(err as Error).message}\n`);
+    return false;
+  }
 }
 
 /**
@@ -183,10 +228,13 @@ async function runScenarios(platform: LocalPlatform, args: RunArgs, view: LiveVi
       }
       note(`▶ ${scenario.name}: ${scenario.title}`);
       const t0 = Date.now();
+      platform.recorder.scenarioStarted({ name: scenario.name, title: scenario.title, queues: scenario.requires }, t0);
       try {
         rows.push(await scenario.run(context()));
       } catch (err) {
         rows.push(failedRun(scenario.name, Date.now() - t0, err));
+      } finally {
+        platform.recorder.scenarioEnded(scenario.name);
       }
     }
   } finally {

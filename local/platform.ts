@@ -1,7 +1,8 @@
 /**
  * The whole platform, running locally: moto as AWS, the Pulumi program deployed into it, and
  * the runtime that plays what moto can't (Lambda's SQS pollers, Scheduler, the ECS agent and
- * task lifecycle, the GPU service, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows it.
+ * task lifecycle, the GPU service, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
+ * it; one sampler of queue depths feeds the alarms and the HTML report's recorder.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -10,16 +11,18 @@ import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SNSClient } from "@aws-sdk/client-sns";
-import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
-import { AlarmWatcher } from "./alarm-watch";
+import { AlarmWatcher, sampleEveryRealMs } from "./alarm-watch";
 import { SimClock } from "./clock";
+import { DepthSampler, type QueueDepth, readDepth, roundEveryRealMs } from "./depth-sampler";
 import { EcsTaskSimulator, type SimTask } from "./ecs-tasks";
 import { SqsEventSource } from "./event-source";
 import { GpuServiceSimulator } from "./gpu-service";
 import { LambdaHost } from "./lambda-host";
 import { MotoServer, motoClientEnv } from "./moto";
+import { RunRecorder } from "./report-recorder";
 import { LocalScheduler } from "./scheduler";
 import { SqsClockProxy } from "./sqs-clock";
 import { Ec2ClockProxy } from "./ec2-clock";
@@ -46,11 +49,13 @@ export interface PlatformOptions {
   note: (line: string) => void;
 }
 
-export interface QueueDepth {
-  visible: number;
-  inFlight: number;
-  delayed: number;
-}
+export type { QueueDepth } from "./depth-sampler";
+
+/**
+ * How often the report's recorder wants the queues' depths, in real ms: fine enough for a
+ * scenario of twenty seconds to draw as a curve, coarse enough for moto (every queue each round).
+ */
+export const RECORD_EVERY_REAL_MS = 500;
 
 export interface AwsClients {
   /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
@@ -84,6 +89,8 @@ export class LocalPlatform {
     readonly worker: WorkerServiceRunner | undefined,
     /** Which alarms would have fired: `alarms.report()`, also after `stop()`. */
     readonly alarms: AlarmWatcher,
+    /** What the HTML report draws: `recorder.recorded()`, also after `stop()`. */
+    readonly recorder: RunRecorder,
   ) {}
 
   /** Starts moto, deploys the program into it and starts every local stand-in. */
@@ -138,11 +145,23 @@ export class LocalPlatform {
       const worker = await startWorker(topology, endpoint, topology.region, options, logDir);
       if (worker) stoppers.push(() => worker.stop());
 
-      // Stopped first (stoppers run in reverse): its last state changes still reach moto.
-      const alarms = startAlarmWatcher(topology, aws, clock, options);
+      // One poller of queue depths for the alarms and the report; its rounds fall on the alarms' simulated minutes.
+      const depths = new DepthSampler({
+        queues: topology.queues,
+        clock,
+        sqs: aws.sqsDirect,
+        everyRealMs: roundEveryRealMs(sampleEveryRealMs(clock.speed), RECORD_EVERY_REAL_MS),
+        note: options.note,
+      });
+      stoppers.push(() => depths.stop());
+      // Stopped before the sampler (stoppers run in reverse): the round under way still publishes its state changes.
+      const alarms = startAlarmWatcher(topology, aws, clock, options, depths);
       stoppers.push(() => alarms.stop());
+      const recorder = new RunRecorder({ queues: topology.queues, depths, gpu, tasks: () => ecsTasks.tasks() });
+      recorder.start();
+      depths.start();
 
-      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms);
+      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms, recorder);
       built.platform = platform;
       platform.stoppers.push(...stoppers);
       return platform;
@@ -165,19 +184,8 @@ export class LocalPlatform {
     return f;
   }
 
-  async depth(queue: LocalQueue): Promise<QueueDepth> {
-    const out = await this.aws.sqsDirect.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queue.url,
-        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
-      }),
-    );
-    const a = out.Attributes ?? {};
-    return {
-      visible: Number(a.ApproximateNumberOfMessages ?? 0),
-      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
-    };
+  depth(queue: LocalQueue): Promise<QueueDepth> {
+    return readDepth(this.aws.sqsDirect, queue.url);
   }
 
   async stop(): Promise<void> {
@@ -298,14 +306,14 @@ async function startWorker(topology: Topology, endpoint: string, region: string,
 }
 
 /** CloudWatch's stand-in for the program's alarms: queue-depth samples in, state changes published to the alert topic. */
-function startAlarmWatcher(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions): AlarmWatcher {
+function startAlarmWatcher(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions, depths: DepthSampler): AlarmWatcher {
   const watcher = new AlarmWatcher({
     alarms: topology.alarms,
     queues: topology.queues,
     topics: topology.topics,
     created: topology.created,
     clock,
-    sqs: aws.sqsDirect,
+    depths,
     sns: aws.sns,
     cloudwatch: aws.cloudwatch,
     account: MOCK_ACCOUNT_ID,

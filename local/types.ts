@@ -163,6 +163,22 @@ export interface Topology {
   uncreated: Array<{ urn: string; type: string }>;
 }
 
+/**
+ * One key timing of a scenario. The run's clock goes `--speed` times faster than the wall, so
+ * a duration a person waited for and the duration the platform lived through differ: both are
+ * given (built with `timing()` or `keyTimings()` of local/scenarios/scenario.ts).
+ */
+export interface Timing {
+  wallMs: number;
+  simulatedSeconds: number;
+}
+
+/** The real instants (epoch ms) a key timing runs between. */
+export interface TimingMark {
+  fromMs: number;
+  toMs: number;
+}
+
 /** One row of the end-of-run table, and one entry of `--json`'s `scenarios`. */
 export interface ScenarioSummary {
   scenario: string;
@@ -179,8 +195,13 @@ export interface ScenarioSummary {
   remaining: number;
   /** sent − processed − quarantined − inDlq − remaining: must be 0. */
   lost: number;
-  /** Key timings in milliseconds of wall time (null when the event never happened). */
-  timings: Record<string, number | null>;
+  /** Key timings, in wall time and in simulated time (null when the event never happened). */
+  timings: Record<string, Timing | null>;
+  /**
+   * When each key timing's interval began and ended, for the HTML report's timeline; a timing
+   * without a mark is listed there but not drawn. Absent when the scenario marks none.
+   */
+  marks?: Record<string, TimingMark>;
   /** Scenario-specific counts (tasks launched, duplicates, claims…). */
   details: Record<string, unknown>;
   /** Expectations the scenario checked that did not hold (empty when it passed). */

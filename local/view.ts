@@ -7,7 +7,7 @@
  * decides *when* to write and how to overwrite the previous block.
  */
 import { OPERATORS } from "./alarm-eval";
-import type { AlarmOutcome, AlarmReport, LiveSnapshot, QueueGauge, ScenarioSummary } from "./types";
+import type { AlarmOutcome, AlarmReport, LiveSnapshot, QueueGauge, ScenarioSummary, Timing } from "./types";
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
@@ -376,8 +376,9 @@ function totalsOf(rows: ScenarioSummary[]): Totals {
   return t;
 }
 
-function formatTiming(ms: number | null): string {
-  return ms === null ? "—" : seconds(ms);
+/** `2.6s (156 sim s)`: what a person waited, then what the platform lived through at the run's speed. */
+export function formatTiming(t: Timing | null): string {
+  return t === null ? "—" : `${seconds(t.wallMs)} (${Math.round(t.simulatedSeconds)} sim s)`;
 }
 
 function formatDetail(value: unknown): string {
@@ -385,8 +386,8 @@ function formatDetail(value: unknown): string {
 }
 
 /**
- * The end-of-run table (one row per scenario and a totals row), then each scenario's key timings,
- * details and failures. Box drawing only, so it stays readable in a plain log; colours when asked.
+ * The end-of-run table (one row per scenario and a totals row), then each scenario's key timings
+ * (wall and simulated), details and failures. Box drawing only, so it stays readable in a plain log; colours when asked.
  */
 export function renderSummaryTable(rows: ScenarioSummary[], opts: { color: boolean }): string {
   const headers = ["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"];

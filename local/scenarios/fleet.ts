@@ -10,7 +10,7 @@ import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, QueueGauge, ScenarioSummary } from "../types";
 import { readSteps } from "./logs";
-import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
 /** The operator's one-off sweep: orphaned after 1 minute (+ the task's 10-minute grace). */
@@ -232,11 +232,11 @@ class FleetRun {
       quarantined,
       inDlq: dlqOther + hkDlq,
       remaining: left.visible + left.inFlight + left.delayed + (operatorDone ? 0 : hkLeft.visible + hkLeft.inFlight),
-      timings: {
-        "terminations processed": since(started, this.terminationDone),
-        "operator sweep → orphans terminated": this.orphanSent !== null && this.orphanGone !== null ? this.orphanGone - this.orphanSent : null,
-        "stale parameter deleted": since(started, this.staleGone),
-      },
+      ...keyTimings(platform.clock.speed, {
+        "terminations processed": [started, this.terminationDone],
+        "operator sweep → orphans terminated": [this.orphanSent, this.orphanGone],
+        "stale parameter deleted": [started, this.staleGone],
+      }),
       details: {
         duplicatesRecognised: this.dupes,
         housekeepingRuns: housekeepingDone.length,

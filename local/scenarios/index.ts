@@ -1,4 +1,5 @@
 import { fleet } from "./fleet";
+import { gpuIdle } from "./gpu-idle";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
 import { pool } from "./pool";
 import { retraining } from "./retraining";
@@ -6,4 +7,4 @@ import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle];

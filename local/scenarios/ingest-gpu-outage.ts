@@ -7,7 +7,7 @@ import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-
 import type { GpuServiceSimulator } from "../gpu-service";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, ScenarioSummary } from "../types";
-import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
 
@@ -112,12 +112,12 @@ class OutageRun {
       quarantined: quarantined.length,
       inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
       remaining: left.visible + left.inFlight + left.delayed,
-      timings: {
-        "first segments in DLQ": since(started, this.firstInDlq),
-        "GPU running": since(started, this.gpuRunning),
-        "GPU serving": since(started, this.gpuServing),
-        "GPU up → backlog drained": this.gpuServing !== null && this.drained !== null ? this.drained - this.gpuServing : null,
-      },
+      ...keyTimings(platform.clock.speed, {
+        "first segments in DLQ": [started, this.firstInDlq],
+        "GPU running": [started, this.gpuRunning],
+        "GPU serving": [started, this.gpuServing],
+        "GPU up → backlog drained": [this.gpuServing, this.drained],
+      }),
       details: { duplicatesDelivered: duplicates, gpuStarts: this.startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
       failures,
     });

@@ -18,7 +18,7 @@ import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, ScenarioSummary } from "../types";
 import { type LogLine, readSteps } from "./logs";
-import { gauges, type Scenario, type ScenarioContext, since, summary, waitFor } from "./scenario";
+import { gauges, keyTimings, type Scenario, type ScenarioContext, summary, waitFor } from "./scenario";
 
 /** Workflows per size; each size is more than the class's pool size (see `workflowsFor`). */
 const SIZES = { small: 3, default: 6 } as const;
@@ -336,11 +336,11 @@ class PoolRun {
       quarantined: snap.triggersQuarantined,
       inDlq: snap.advertsInDlq + snap.triggersInDlq,
       remaining: snap.advertsOnQueue + snap.triggersOnQueue,
-      timings: {
-        "pool filled": since(started, this.poolFull),
-        "first claim": since(started, firstOf(workflows.map((w) => w.claimedAt))),
-        "every workflow claimed": since(started, this.allClaimed),
-      },
+      ...keyTimings(platform.clock.speed, {
+        "pool filled": [started, this.poolFull],
+        "first claim": [started, firstOf(workflows.map((w) => w.claimedAt))],
+        "every workflow claimed": [started, this.allClaimed],
+      }),
       details: {
         resourceClass: cls.name,
         poolSize: cls.size,

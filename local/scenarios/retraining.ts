@@ -6,7 +6,7 @@ import type { SimTask } from "../ecs-tasks";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, LocalSchedule, ScenarioSummary } from "../types";
 import { readSteps } from "./logs";
-import { distinctQuarantined, gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 5, default: 12 } as const;
 const SCHEDULED_MODEL = "PascalStrategy";
@@ -128,7 +128,7 @@ class RetrainingRun {
       quarantined,
       inDlq: quarantine === dlq ? inDlq.visible + inDlq.inFlight - quarantined : inDlq.visible + inDlq.inFlight,
       remaining: left.visible + left.inFlight + left.delayed,
-      timings: { "first task launched": since(started, this.firstLaunch), "all triggers launched": since(started, this.allLaunched) },
+      ...keyTimings(platform.clock.speed, { "first task launched": [started, this.firstLaunch], "all triggers launched": [started, this.allLaunched] }),
       details: {
         cap,
         peakRunning: this.peak,

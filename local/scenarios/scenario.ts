@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
-import type { LiveSnapshot, LocalQueue, QueueGauge, ScenarioSummary } from "../types";
+import type { LiveSnapshot, LocalQueue, QueueGauge, ScenarioSummary, Timing, TimingMark } from "../types";
 
 export type ScenarioSize = "small" | "default";
 
@@ -23,6 +23,8 @@ export interface Scenario {
   title: string;
   /** Parts of the program the scenario needs (a queue's logical name); it is skipped without them. */
   requires: string[];
+  /** Runs only when named with `--scenario` (it takes long), not in the default run. */
+  optIn?: boolean;
   /** Called for every selected scenario right after start-up, before the first one runs (e.g. to let instances age). */
   prepare?(ctx: ScenarioContext): Promise<void>;
   run(ctx: ScenarioContext): Promise<ScenarioSummary>;
@@ -102,6 +104,40 @@ export function summary(s: Omit<ScenarioSummary, "lost">): ScenarioSummary {
 
 export function since(start: number, at: number | null | undefined): number | null {
   return at === null || at === undefined ? null : Math.max(0, at - start);
+}
+
+/**
+ * A wall-time duration as a key timing, with the simulated seconds it stood for at the run's
+ * speed (`ctx.platform.clock.speed`); null stays null (the event never happened).
+ */
+export function timing(wallMs: number | null | undefined, speed: number): Timing | null {
+  if (wallMs === null || wallMs === undefined) return null;
+  // One decimal: the run's own sampling makes anything finer noise, and it keeps the JSON readable.
+  return { wallMs: Math.round(wallMs), simulatedSeconds: Math.round((wallMs * speed) / 100) / 10 };
+}
+
+/** Where a key timing starts and ends, as real epoch ms (`Date.now()`); null when it did not happen. */
+export type TimingSpan = [from: number | null | undefined, to: number | null | undefined];
+
+/**
+ * A scenario's key timings from the instants they run between: the summary's `timings` (wall and
+ * simulated) and `marks` (where the HTML report draws them), built together so they agree.
+ * A timing whose either end never happened is null and has no mark.
+ */
+export function keyTimings(speed: number, spans: Record<string, TimingSpan>): { timings: Record<string, Timing | null>; marks: Record<string, TimingMark> } {
+  const timings: Record<string, Timing | null> = {};
+  const marks: Record<string, TimingMark> = {};
+  for (const [name, [from, to]] of Object.entries(spans)) {
+    if (from === null || from === undefined || to === null || to === undefined) {
+      timings[name] = null;
+      continue;
+    }
+    // An event seen before its anchor (polls race) counts as at the anchor, as `since` does.
+    const end = Math.max(from, to);
+    timings[name] = timing(end - from, speed);
+    marks[name] = { fromMs: from, toMs: end };
+  }
+  return { timings, marks };
 }
 
 /**

@@ -16,7 +16,7 @@ import type { LocalPlatform } from "../platform";
 import type { LocalQueue, LocalTaskDefinition, QueueGauge, ScenarioSummary } from "../types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
 import { type LogLine, readLogLines } from "./logs";
-import { gauges, peekAll, type Scenario, type ScenarioContext, sendAll, since, summary, waitFor } from "./scenario";
+import { gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 import { executablesSchema } from "../../functions/worker/config";
 
 /** Long (interruptible) and short jobs per size. */
@@ -234,11 +234,11 @@ class WorkerRun {
       quarantined: quarantined.length,
       inDlq: inDlqMessages.length - quarantined.length,
       remaining: left.visible + left.inFlight + left.delayed,
-      timings: {
-        "SIGTERM sent": since(this.sentAt, at),
-        "SIGTERM → task exited": at !== null && done !== null ? done - at : null,
-        "every job completed": since(this.sentAt, drained),
-      },
+      ...keyTimings(this.platform.clock.speed, {
+        "SIGTERM sent": [this.sentAt, at],
+        "SIGTERM → task exited": [at, done],
+        "every job completed": [this.sentAt, drained],
+      }),
       details: {
         longJobType: this.long.type,
         unfinishedAtSigterm,

@@ -1,7 +1,7 @@
 /**
- * local/alarm-watch.ts against moto: the watcher samples a real queue, and on each state change
- * sets the alarm's state in moto and publishes CloudWatch's message to the real topic, which an
- * SQS subscription lets the test read.
+ * local/alarm-watch.ts against moto: the watcher takes a real queue's depth from the run's depth
+ * sampler, and on each state change sets the alarm's state in moto and publishes CloudWatch's
+ * message to the real topic, which an SQS subscription lets the test read.
  */
 import { CloudWatchClient, DescribeAlarmsCommand, PutMetricAlarmCommand } from "@aws-sdk/client-cloudwatch";
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from "@aws-sdk/client-sns";
@@ -9,6 +9,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, Recei
 import { expect } from "chai";
 import { AlarmWatcher, MIN_SAMPLE_REAL_MS, sampleEveryRealMs } from "../../local/alarm-watch";
 import { SimClock } from "../../local/clock";
+import { DepthSampler, type DepthListener, type DepthRound, roundEveryRealMs } from "../../local/depth-sampler";
 import type { LocalAlarm, LocalQueue, LocalTopic } from "../../local/types";
 import { resetMoto } from "../integration/helpers/moto";
 
@@ -54,6 +55,7 @@ describe("sampleEveryRealMs", () => {
 
 describe("AlarmWatcher against moto", () => {
   let watcher: AlarmWatcher | undefined;
+  let sampler: DepthSampler | undefined;
   let watched: LocalQueue;
   let inbox: LocalQueue;
   let topic: LocalTopic;
@@ -108,18 +110,22 @@ describe("AlarmWatcher against moto", () => {
 
   afterEach(async () => {
     await watcher?.stop();
+    await sampler?.stop();
     watcher = undefined;
+    sampler = undefined;
   });
 
   function start(alarms: LocalAlarm[]): AlarmWatcher {
     // Speed 300: one simulated minute, one sampling round and one period every 200 ms.
+    const clock = new SimClock(300);
+    sampler = new DepthSampler({ queues: [watched, inbox], clock, sqs, everyRealMs: sampleEveryRealMs(300), note: (line) => notes.push(line) });
     watcher = new AlarmWatcher({
       alarms,
       queues: [watched, inbox],
       topics: [topic],
       created: alarms.map((a) => a.urn),
-      clock: new SimClock(300),
-      sqs,
+      clock,
+      depths: sampler,
       sns,
       cloudwatch,
       account: "123456789012",
@@ -127,6 +133,7 @@ describe("AlarmWatcher against moto", () => {
       note: (line) => notes.push(line),
     });
     watcher.start();
+    sampler.start();
     return watcher;
   }
 
@@ -186,4 +193,50 @@ describe("AlarmWatcher against moto", () => {
     expect(atStop.published).to.equal(0);
     expect(notes[0]).to.equal("alarms: sampling the depth of work-dlq once per simulated minute for 1 of 3 alarms (moto evaluates none)");
   });
+});
+
+describe("AlarmWatcher on a finer depth sampler", () => {
+  it("keeps one round per simulated minute: the first of each slot", async () => {
+    // Prepare: speed 60 (a simulated minute is 1 s real) and rounds every 250 ms, four per minute.
+    const listeners: DepthListener[] = [];
+    const source = {
+      everyRealMs: roundEveryRealMs(sampleEveryRealMs(60), 250),
+      subscribe(l: DepthListener) {
+        listeners.push(l);
+        return () => listeners.splice(listeners.indexOf(l), 1);
+      },
+    };
+    const q: LocalQueue = { urn: "urn:q", logicalName: "q", name: "q-123", url: "http://moto/q-123", arn: "arn:aws:sqs:us-east-1:123456789012:q-123", visibilityTimeoutSeconds: 30 };
+    const alarm: LocalAlarm = {
+      urn: "urn:q-depth", logicalName: "q-depth", name: "q-depth", arn: "arn:alarm", namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible",
+      dimensions: { QueueName: q.name }, queueName: q.name, statistic: "Maximum", periodSeconds: 60, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 100,
+      comparisonOperator: "GreaterThanOrEqualToThreshold", treatMissingData: "notBreaching", alarmActions: [], okActions: [],
+    };
+    const w = new AlarmWatcher({ alarms: [alarm], queues: [q], topics: [], created: [], clock: new SimClock(60), depths: source, sns, cloudwatch, account: "123456789012", region: "us-east-1", note: () => undefined });
+    w.start();
+    const round = (index: number): DepthRound => ({ index, realTimeMs: index * 250, simTimeMs: index * 15_000, depths: new Map([[q.name, { visible: index, inFlight: 0, delayed: 0 }]]) });
+
+    // Act: ten rounds, 2.5 simulated minutes.
+    for (let i = 0; i < 10; i++) for (const l of [...listeners]) await l(round(i));
+    await w.stop();
+
+    // Assess: rounds 0, 4 and 8; none after stop().
+    expect(source.everyRealMs).to.equal(250);
+    expect(w.report().samples).to.equal(3);
+    expect(w.report().sampleEverySimMs).to.equal(60_000);
+    expect(listeners).to.have.length(0);
+  });
+});
+
+describe("roundEveryRealMs", () => {
+  for (const [slot, target, every] of [
+    [1_000, 500, 500],
+    [1_000, 1_000, 1_000],
+    [60_000, 500, 500],
+    [6_000, 500, 500],
+    [8_000, 3_000, 8_000 / 3],
+    [200, 500, 200],
+  ] as const) {
+    it(`divides a ${slot} ms slot into rounds of ${every.toFixed(1)} ms for a ${target} ms target`, () => expect(roundEveryRealMs(slot, target)).to.equal(every));
+  }
 });

@@ -5,10 +5,15 @@ import { parseRunArgs, RUN_OPTIONS, USAGE, UsageError } from "../../local/cli";
 import { SCENARIOS } from "../../local/scenarios";
 
 describe("local run: command-line arguments", () => {
-  it("defaults to the dev stack, every scenario, speed 60, the default size", () => {
+  it("defaults to the dev stack, every scenario but the opt-in ones, speed 60, the default size", () => {
     const args = parseRunArgs([], true);
     expect(args).to.deep.include({ stack: "dev", speed: 60, size: "default", tty: true, json: false });
-    expect(args !== "help" && args.scenarios).to.deep.equal(SCENARIOS.map((s) => s.name));
+    expect(args !== "help" && args.scenarios).to.deep.equal(SCENARIOS.filter((s) => !s.optIn).map((s) => s.name));
+    expect(args !== "help" && args.scenarios).to.not.include("gpu-idle");
+  });
+
+  it("runs an opt-in scenario when named", () => {
+    expect(parseRunArgs(["--scenario", "gpu-idle"], false)).to.deep.include({ scenarios: ["gpu-idle"] });
   });
 
   it("--json keeps stdout for the document, so the live view is plain", () => {
@@ -27,6 +32,11 @@ describe("local run: command-line arguments", () => {
     expect(args).to.deep.include({ scenarios: [first], size: "small", speed: 120 });
   });
 
+  it("--report takes the page's file, resolved against the working directory; without it there is none", () => {
+    expect(parseRunArgs(["--report", "out/run.html"], false)).to.deep.include({ report: path.resolve("out/run.html") });
+    expect(parseRunArgs([], false)).not.to.have.property("report");
+  });
+
   const bad: Array<[string[], RegExp]> = [
     [["--scenario", "nope"], /--scenario nope: unknown \(have: /],
     [["--speed", "0"], /--speed 0: must be a number from 1 to 3600/],
@@ -34,6 +44,7 @@ describe("local run: command-line arguments", () => {
     [["--size", "huge"], /--size huge: must be small or default/],
     [["--stack", "../etc"], /--stack \.\.\/etc: not a stack name/],
     [["--frobnicate"], /frobnicate/],
+    [["--report", "reports/"], /--report reports\/: must name a file/],
   ];
   for (const [argv, message] of bad) {
     it(`refuses ${argv.join(" ")} with a message naming the flag`, () => {
@@ -69,6 +80,15 @@ describe("local run: command-line arguments", () => {
     expect(out.status).to.equal(2);
     expect(out.stderr).to.match(/^start: --speed 0: must be a number from 1 to 3600\nusage: npm start/m);
     expect(out.stdout).to.equal("");
+  });
+
+  it("npm start exits 2 when the report's directory does not exist, before starting anything", function () {
+    this.timeout(30_000);
+    // Act
+    const out = spawnSync(process.execPath, ["--import", "tsx", "local/cli.ts", "--report", "/nonexistent-dir/run.html"], { cwd: path.resolve(__dirname, "../.."), encoding: "utf8" });
+    // Assess
+    expect(out.status).to.equal(2);
+    expect(out.stderr).to.equal("start: --report /nonexistent-dir/run.html: no directory /nonexistent-dir\n");
   });
 });
 

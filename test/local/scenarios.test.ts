@@ -1,13 +1,16 @@
 /**
- * Every scenario at its small size, through the real CLI (`npm start` with --json), which
- * starts its own moto, deploys the program into it and runs the platform. One run, many checks.
+ * Every scenario at its small size, through the real CLI (`npm start` with --json and --report),
+ * which starts its own moto, deploys the program into it and runs the platform. One run, many checks.
  */
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import type { AlarmReport, ScenarioSummary } from "../../local/types";
 
 const ROOT = path.resolve(__dirname, "../..");
+const REPORT = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "local-run-")), "report.html");
 
 interface RunDocument {
   stack: string;
@@ -21,7 +24,7 @@ let run: Promise<{ code: number | null; doc: RunDocument | undefined; stderr: st
 
 function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> {
   run ??= new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "local/cli.ts", "--size", "small", "--json", "--speed", "60"], {
+    const child = spawn(process.execPath, ["--import", "tsx", "local/cli.ts", "--size", "small", "--json", "--speed", "60", "--report", REPORT], {
       cwd: ROOT,
       env: { ...process.env, AWS_ENDPOINT_URL: "", AWS_ENDPOINT_URL_SQS: "" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -67,7 +70,7 @@ describe("local run: every scenario, small size, through npm start --json", func
     expect(s.failures).to.deep.equal([]);
     expect(s).to.include({ sent: 13, processed: 12, quarantined: 1, inDlq: 0, remaining: 0, lost: 0 });
     expect(s.details.gpuStarts).to.be.at.least(1);
-    expect(s.timings["GPU up → backlog drained"]).to.be.a("number");
+    expect(s.timings["GPU up → backlog drained"]?.wallMs).to.be.a("number");
   });
 
   it("retraining: every trigger launches once, never more than the cap at a time, the rest deferred", async () => {
@@ -105,6 +108,29 @@ describe("local run: every scenario, small size, through npm start --json", func
     ]);
     expect(doc?.alarms.published).to.be.at.least(1);
     expect(doc?.ok).to.equal(true);
+  });
+
+  it("gives every key timing in wall ms and simulated seconds at the run's speed (null when it never happened)", async () => {
+    const { doc } = await runAll();
+    const timings = (doc?.scenarios ?? []).flatMap((s) => Object.entries(s.timings).map(([name, t]) => ({ scenario: s.scenario, name, t })));
+    expect(timings.length).to.be.above(5);
+    for (const { scenario: name, t } of timings) {
+      if (t === null) continue;
+      expect(Object.keys(t).sort(), name).to.deep.equal(["simulatedSeconds", "wallMs"]);
+      // Speed 60; simulated seconds are kept to one decimal.
+      expect(t.simulatedSeconds, name).to.be.closeTo((t.wallMs * 60) / 1000, 0.05);
+    }
+    expect(timings.find((x) => x.name === "GPU up → backlog drained")?.t).to.not.equal(null);
+  });
+
+  it("--report writes a self-contained page: uPlot inlined, a section for every scenario that ran", async () => {
+    const { doc, stderr } = await runAll();
+    expect(fs.existsSync(REPORT), stderr).to.equal(true);
+    const html = fs.readFileSync(REPORT, "utf8");
+    expect(html).to.include("https://github.com/leeoniya/uPlot");
+    expect(html).not.to.match(/<script[^>]+src=/);
+    for (const s of doc?.scenarios ?? []) expect(html, s.scenario).to.include(`data-scenario="${s.scenario}"`);
+    expect(html.match(/<section class="scenario"/g)).to.have.length(doc?.scenarios.length ?? -1);
   });
 
   it("pool: workflows claim warm instances, run out, and refill tops the pool up; every advert accounted for", async () => {

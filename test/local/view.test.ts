@@ -4,7 +4,7 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import { LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, runTime, summaryDocument, type ViewTimers } from "../../local/view";
+import { formatTiming, LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, runTime, summaryDocument, type ViewTimers } from "../../local/view";
 import type { AlarmOutcome, AlarmReport, LiveSnapshot, ScenarioSummary } from "../../local/types";
 
 // eslint-disable-next-line no-control-regex
@@ -41,7 +41,7 @@ function summary(over: Partial<ScenarioSummary> = {}): ScenarioSummary {
     inDlq: 1,
     remaining: 0,
     lost: 0,
-    timings: { gpuUpToDrainedMs: 12_345, firstDlqMs: null },
+    timings: { "GPU up → backlog drained": { wallMs: 12_345, simulatedSeconds: 740.7 }, "first segments in DLQ": null },
     details: {},
     failures: [],
     ...over,
@@ -395,6 +395,18 @@ describe("local run view (pure, no moto)", () => {
     });
   });
 
+  describe("formatTiming", () => {
+    const cases: Array<[Parameters<typeof formatTiming>[0], string]> = [
+      [{ wallMs: 2_600, simulatedSeconds: 156 }, "2.6s (156 sim s)"],
+      [{ wallMs: 40, simulatedSeconds: 2.4 }, "0.0s (2 sim s)"],
+      [{ wallMs: 19_300, simulatedSeconds: 1158 }, "19.3s (1158 sim s)"],
+      [null, "—"],
+    ];
+    for (const [t, text] of cases) {
+      it(`shows ${JSON.stringify(t)} as ${text}`, () => expect(formatTiming(t)).to.equal(text));
+    }
+  });
+
   describe("renderSummaryTable", () => {
     const rows = [
       summary(),
@@ -417,9 +429,9 @@ describe("local run view (pure, no moto)", () => {
       expect(new Set(tableLines.map((l) => [...l].length))).to.have.length(1);
     });
 
-    it("lists timings in seconds (— when null), and failures, under the table", () => {
+    it("lists timings in wall and simulated seconds (— when null), and failures, under the table", () => {
       const table = renderSummaryTable(rows, { color: false });
-      expect(table).to.include("  timings: gpuUpToDrainedMs 12.3s · firstDlqMs —");
+      expect(table).to.include("  timings: GPU up → backlog drained 12.3s (741 sim s) · first segments in DLQ —");
       expect(table).to.include("  timings: —");
       expect(table).to.include("    - expected 9 tasks, saw 8");
     });

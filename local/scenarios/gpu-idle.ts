@@ -1,0 +1,187 @@
+/**
+ * gpu-idle (docs/parts/ingest.md, "Idle stop"): bursts of windows separated by idle gaps longer
+ * than gpu.idleStopMinutes, over a couple of simulated hours. The idle check stops the GPU after each
+ * gap; the next burst starts it again (window retries → DLQ → StartInstances), with nothing lost.
+ * Reports the GPU's running time against an always-on GPU, in dollars at the stack's
+ * gpu.pricesUsdPerHour. Not in the default run: it waits out real idle windows (about 3 minutes at
+ * speed 60); run it with `npm start -- --scenario gpu-idle`.
+ */
+import { REPO_ROOT } from "../../infra/bundle";
+import { readStackFiles } from "../../plan/stack-files";
+import type { GpuServiceSimulator } from "../gpu-service";
+import type { LocalPlatform } from "../platform";
+import type { LocalQueue, ScenarioSummary } from "../types";
+import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+
+/** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
+const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
+
+/** The GPU's idle settings and price, from the stack file the run deployed. */
+export function gpuCostSettings(stackConfig: Record<string, string>): { idleStopMinutes: number; instanceType: string; usdPerHour: number | undefined } {
+  const gpu = JSON.parse(stackConfig["encache:gpu"] ?? "{}") as { idleStopMinutes?: number; instanceType?: string; pricesUsdPerHour?: Record<string, number> };
+  const instanceType = gpu.instanceType ?? "unknown";
+  return { idleStopMinutes: gpu.idleStopMinutes ?? 0, instanceType, usdPerHour: gpu.pricesUsdPerHour?.[instanceType] };
+}
+
+/** Pure: running time against always-on, in hours and dollars. */
+export function gpuCost(runningSimSeconds: number, totalSimSeconds: number, usdPerHour: number | undefined) {
+  const usd = (seconds: number) => (usdPerHour === undefined ? null : Math.round(((seconds / 3600) * usdPerHour) * 100) / 100);
+  return {
+    runningSimSeconds: Math.round(runningSimSeconds),
+    alwaysOnSimSeconds: Math.round(totalSimSeconds),
+    usd: usd(runningSimSeconds),
+    alwaysOnUsd: usd(totalSimSeconds),
+    savedShare: totalSimSeconds > 0 ? Math.round((1 - runningSimSeconds / totalSimSeconds) * 1000) / 1000 : 0,
+  };
+}
+
+export const gpuIdle: Scenario = {
+  name: "gpu-idle",
+  title: "bursts and idle gaps: the idle check stops the GPU, the next burst starts it, nothing lost",
+  requires: ["ingest", "ingest-dlq", "ingest-gpu-idle"],
+  optIn: true,
+  async run(ctx: ScenarioContext) {
+    const run = new IdleRun(ctx, this.name);
+    for (let b = 0; b < run.bursts; b += 1) {
+      await run.burst(b);
+      await run.waitForIdleStop(b);
+      if (b < run.bursts - 1) await run.restOfGap(b);
+    }
+    return run.report();
+  },
+};
+
+interface Window {
+  sessionId: string;
+  windowIndex: number;
+}
+
+class IdleRun {
+  readonly failures: string[] = [];
+  readonly bursts: number;
+  private readonly platform: LocalPlatform;
+  private readonly gpu: GpuServiceSimulator;
+  private readonly ingest: LocalQueue;
+  private readonly dlq: LocalQueue;
+  private readonly perBurst: number;
+  private readonly gapIdleWindows: number;
+  private readonly sessionId: string;
+  private readonly settings: ReturnType<typeof gpuCostSettings>;
+  private readonly started = Date.now();
+  private sent = 0;
+  private readonly startsBefore: number;
+  private stops = 0;
+  private lastState: string;
+  private runningRealMs = 0;
+  private lastSampleMs = Date.now();
+  private readonly burstSent: number[] = [];
+  private readonly burstDelivered: Array<number | null> = [];
+  private readonly stoppedAt: Array<number | null> = [];
+
+  constructor(
+    private readonly ctx: ScenarioContext,
+    private readonly name: string,
+  ) {
+    const { platform } = ctx;
+    this.platform = platform;
+    if (!platform.gpu) throw new Error("the program declares no GPU instance");
+    this.gpu = platform.gpu;
+    this.ingest = platform.queue("ingest");
+    this.dlq = platform.queue("ingest-dlq");
+    const size = SIZES[ctx.size];
+    this.bursts = size.bursts;
+    this.perBurst = size.windows;
+    this.gapIdleWindows = size.gapIdleWindows;
+    this.sessionId = `idle-${ctx.runId}`;
+    this.settings = gpuCostSettings(readStackFiles(REPO_ROOT, platform.options.stack).config);
+    this.startsBefore = this.gpu.state().starts;
+    this.lastState = this.gpu.state().instanceState;
+  }
+
+  async burst(b: number): Promise<void> {
+    const from = this.sent;
+    const bodies = Array.from({ length: this.perBurst }, (_, i) => JSON.stringify({ sessionId: this.sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }));
+    this.burstSent[b] = Date.now();
+    await sendAll(this.platform, this.ingest, bodies);
+    this.sent += bodies.length;
+    this.ctx.note(`gpu-idle: burst ${b + 1}/${this.bursts}: ${bodies.length} windows with the GPU ${this.gpu.state().instanceState}`);
+    const ok = await waitFor(() => this.delivered() >= this.sent, { timeoutMs: 180_000, tick: this.tick });
+    this.burstDelivered[b] = ok ? Date.now() : null;
+    if (!ok) this.failures.push(`burst ${b + 1}: only ${this.delivered()} of ${this.sent} windows reached the GPU`);
+  }
+
+  /** Idle: wait for the check to stop the GPU (idleStopMinutes, plus a check period, plus the stop). */
+  async waitForIdleStop(b: number): Promise<void> {
+    const budgetMs = this.platform.clock.real((this.settings.idleStopMinutes + 15) * 60_000);
+    const ok = await waitFor(() => this.gpu.state().instanceState === "stopped", { timeoutMs: budgetMs, tick: this.tick });
+    this.stoppedAt[b] = ok ? Date.now() : null;
+    if (!ok) this.failures.push(`after burst ${b + 1} the GPU was not stopped within ${this.settings.idleStopMinutes + 15} simulated minutes`);
+  }
+
+  /** The GPU stays stopped for the rest of the gap: the time an always-on GPU would bill for nothing. */
+  async restOfGap(b: number): Promise<void> {
+    const gapEnd = (this.burstDelivered[b] ?? Date.now()) + this.platform.clock.real(this.gapIdleWindows * this.settings.idleStopMinutes * 60_000);
+    await waitFor(() => Date.now() >= gapEnd, { timeoutMs: Math.max(0, gapEnd - Date.now()) + 1000, tick: this.tick });
+    if (this.gpu.state().instanceState !== "stopped") this.failures.push(`the GPU ran again during the idle gap after burst ${b + 1}`);
+  }
+
+  async report(): Promise<ScenarioSummary> {
+    await this.tick();
+    const [left, inDlq] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
+    const starts = this.gpu.state().starts - this.startsBefore;
+    if (this.stops < 2) this.failures.push(`expected at least 2 idle stops, saw ${this.stops}`);
+    if (starts < 2) this.failures.push(`expected at least 2 starts by the next bursts, saw ${starts}`);
+    const speed = this.platform.clock.speed;
+    const totalSimSeconds = ((Date.now() - this.started) * speed) / 1000;
+    const cost = gpuCost((this.runningRealMs * speed) / 1000, totalSimSeconds, this.settings.usdPerHour);
+    if (this.settings.usdPerHour === undefined) this.failures.push(`no price for ${this.settings.instanceType} in encache:gpu.pricesUsdPerHour`);
+    const spans: Record<string, [number | null | undefined, number | null | undefined]> = {};
+    for (let b = 0; b < this.bursts; b += 1) {
+      spans[`burst ${b + 1}: sent → delivered`] = [this.burstSent[b], this.burstDelivered[b]];
+      spans[`burst ${b + 1}: delivered → GPU stopped`] = [this.burstDelivered[b], this.stoppedAt[b]];
+    }
+    return summary({
+      scenario: this.name,
+      wallMs: Date.now() - this.started,
+      sent: this.sent,
+      processed: this.delivered(),
+      quarantined: 0,
+      inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
+      remaining: left.visible + left.inFlight + left.delayed,
+      ...keyTimings(speed, spans),
+      details: { gpuStops: this.stops, gpuStarts: starts, instanceType: this.settings.instanceType, idleStopMinutes: this.settings.idleStopMinutes, ...cost },
+      failures: this.failures,
+    });
+  }
+
+  private delivered(): number {
+    const got = new Set<number>();
+    for (const body of this.gpu.received()) {
+      const w = body as Partial<Window>;
+      if (w.sessionId === this.sessionId && typeof w.windowIndex === "number") got.add(w.windowIndex);
+    }
+    return got.size;
+  }
+
+  private readonly tick = async (): Promise<void> => {
+    const now = Date.now();
+    const g = this.gpu.state();
+    // Billing runs while the instance runs (booting included), not while stopped.
+    if (this.lastState === "running") this.runningRealMs += now - this.lastSampleMs;
+    if (this.lastState === "running" && g.instanceState !== "running") this.stops += 1;
+    this.lastState = g.instanceState;
+    this.lastSampleMs = now;
+    const [q, d] = await gauges(this.platform, [
+      ["ingest", this.ingest],
+      ["ingest-dlq", this.dlq],
+    ]);
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: now - this.started,
+      progress: { done: this.delivered(), total: this.perBurst * this.bursts },
+      queues: [q, d].filter((x) => x !== undefined),
+      counters: { "delivered to GPU": this.delivered(), "GPU stops": this.stops, "GPU starts": g.starts - this.startsBefore },
+      status: [`GPU: ${g.instanceState}${g.serving ? " (serving)" : ""}, running ${((this.runningRealMs * this.platform.clock.speed) / 60_000).toFixed(0)} of ${(((now - this.started) * this.platform.clock.speed) / 60_000).toFixed(0)} simulated minutes`],
+    });
+  };
+}
