@@ -140,7 +140,19 @@ export class SqsEventSource {
     return { ...this.counters, lastBatchSizes: [...this.counters.lastBatchSizes] };
   }
 
+  /**
+   * Without a batching window, `concurrency` pollers each receive their own batch and invoke it, as
+   * Lambda's pollers do: one receive at a time for the whole mapping would drain a batch-size-1
+   * queue at the pace of ReceiveMessage round trips, whatever its maximum concurrency. With a
+   * window, one gatherer fills each batch for the window's length and hands it off, so a window
+   * gathers what arrives during it into one batch.
+   */
   private async run(): Promise<void> {
+    if (this.mapping.batchingWindowSeconds > 0) return this.gatherAndDispatch();
+    await Promise.all(Array.from({ length: this.concurrency }, () => this.poller()));
+  }
+
+  private async gatherAndDispatch(): Promise<void> {
     while (!this.stopping) {
       if (this.inflight.size >= this.concurrency) {
         await Promise.race(this.inflight);
@@ -148,13 +160,27 @@ export class SqsEventSource {
       }
       const batch = await this.gather();
       if (batch.length === 0) continue;
-      const done: Promise<void> = this.invokeAndSettle(batch)
-        .catch((err: Error) => {
-          // Nothing here should throw; if it does, the batch simply comes back after its visibility timeout.
-          this.counters.lastError = `settle: ${err.message}`;
-        })
-        .finally(() => this.inflight.delete(done));
-      this.inflight.add(done);
+      void this.dispatch(batch);
+    }
+  }
+
+  /** Invokes and settles a batch, tracked in `inflight` so stop() waits for it. */
+  private dispatch(batch: Message[]): Promise<void> {
+    const done: Promise<void> = this.invokeAndSettle(batch)
+      .catch((err: Error) => {
+        // Nothing here should throw; if it does, the batch simply comes back after its visibility timeout.
+        this.counters.lastError = `settle: ${err.message}`;
+      })
+      .finally(() => this.inflight.delete(done));
+    this.inflight.add(done);
+    return done;
+  }
+
+  private async poller(): Promise<void> {
+    while (!this.stopping) {
+      const batch = await this.gather();
+      if (batch.length === 0) continue;
+      await this.dispatch(batch);
     }
   }
 

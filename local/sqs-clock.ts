@@ -16,6 +16,12 @@
  * (`useQueueUrlAsEndpoint`), so queues must be created (or their URLs looked up) through the
  * proxy for later calls to come back through it.
  *
+ * SQS durations are whole seconds, so at speed 60 a 20 s park would last a real second, 60
+ * simulated seconds. For ChangeMessageVisibility (how the platform parks and retries messages) the
+ * proxy keeps the simulated duration exact: it forwards the rounded-up second, then makes the
+ * message visible again (VisibilityTimeout 0 on the same receipt handle) when the exact simulated
+ * time is up. Nobody else can hold that receipt handle meanwhile, since the message is invisible.
+ *
  * Rewriting a body invalidates the SDK's SigV4 signature. That is fine here: moto does not verify
  * signatures. Do not put this proxy in front of real AWS.
  */
@@ -70,6 +76,8 @@ export class SqsClockProxy {
   // Keep-alive to moto: a fresh TCP connection per SQS call would add latency to every poll.
   private readonly agent = new http.Agent({ keepAlive: true });
   private counts = { requests: 0, rewritten: 0 };
+  /** Pending "visible again" calls by receipt handle: a later change to the same handle replaces it. */
+  private readonly reveals = new Map<string, NodeJS.Timeout>();
 
   constructor(opts: { target: string; speed: number }) {
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
@@ -99,6 +107,8 @@ export class SqsClockProxy {
       server.closeAllConnections();
       await closed;
     }
+    for (const t of this.reveals.values()) clearTimeout(t);
+    this.reveals.clear();
     this.agent.destroy();
   }
 
@@ -121,7 +131,8 @@ export class SqsClockProxy {
       const original = Buffer.concat(chunks);
       const body = this.rewriteBody(original, rewrite);
       if (body !== original) this.counts.rewritten++;
-      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body));
+      const reveal = req.headers["x-amz-target"] === "AmazonSQS.ChangeMessageVisibility" ? this.exactReveal(original, req.rawHeaders) : undefined;
+      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body), reveal);
     });
   }
 
@@ -155,7 +166,41 @@ export class SqsClockProxy {
     return changed ? Buffer.from(JSON.stringify(body), "utf8") : original;
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, headers: string[], send: (upstream: http.ClientRequest) => void): void {
+  /**
+   * For a ChangeMessageVisibility whose simulated duration is not a whole real second: what to do
+   * once moto accepted it (schedule the exact reveal), else undefined.
+   */
+  private exactReveal(original: Buffer, rawHeaders: string[]): ((status: number) => void) | undefined {
+    let body: unknown;
+    try {
+      body = JSON.parse(original.toString("utf8"));
+    } catch {
+      return undefined;
+    }
+    if (!isObject(body) || typeof body.VisibilityTimeout !== "number" || typeof body.ReceiptHandle !== "string" || typeof body.QueueUrl !== "string") return undefined;
+    const handle = body.ReceiptHandle;
+    const exactMs = (body.VisibilityTimeout * 1000) / this.speed;
+    const previous = this.reveals.get(handle);
+    if (previous) clearTimeout(previous);
+    this.reveals.delete(handle);
+    if (body.VisibilityTimeout <= 0 || exactMs >= scaleSeconds(body.VisibilityTimeout, this.speed) * 1000 - 1) return undefined;
+    const revealBody = Buffer.from(JSON.stringify({ QueueUrl: body.QueueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }), "utf8");
+    return (status) => {
+      if (status !== 200) return;
+      const timer = setTimeout(() => {
+        this.reveals.delete(handle);
+        const upstream = http.request({ host: this.target.hostname, port: this.target.port, method: "POST", path: "/", headers: withContentLength(rawHeaders, revealBody.length), agent: this.agent });
+        // A handle that is gone (deleted, expired) only means there is nothing left to reveal.
+        upstream.on("response", (reply) => reply.resume());
+        upstream.on("error", () => undefined);
+        upstream.end(revealBody);
+      }, exactMs);
+      timer.unref();
+      this.reveals.set(handle, timer);
+    };
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, headers: string[], send: (upstream: http.ClientRequest) => void, onStatus?: (status: number) => void): void {
     const upstream = http.request({
       host: this.target.hostname,
       port: this.target.port,
@@ -165,6 +210,7 @@ export class SqsClockProxy {
       agent: this.agent,
     });
     upstream.on("response", (reply) => {
+      onStatus?.(reply.statusCode ?? 502);
       res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
       reply.pipe(res);
       reply.on("error", () => res.destroy());

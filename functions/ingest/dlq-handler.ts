@@ -8,7 +8,7 @@ import { quarantine } from "../shared/quarantine";
 import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch } from "../shared/sqs";
 import type { DlqConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
-import { type AutostartOutcome, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
+import { type AutostartOutcome, type GpuAddress, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
 import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./park";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
@@ -27,15 +27,28 @@ export interface DlqHandlerDeps {
   now?: () => number;
 }
 
+/**
+ * How long a warm environment trusts a GPU it found serving. The queue is read one message per
+ * invocation, so draining a backlog would otherwise cost an SSM read and a DescribeInstances per
+ * message on top of its POST; a GPU that stopped meanwhile only fails one POST, which clears this.
+ */
+export const SERVING_GPU_CACHE_MS = 30_000;
+
 export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
+  // Module scope in the Lambda (the handler is built once), so warm invocations share it.
+  let serving: { address: GpuAddress; until: number } | undefined;
   return async (event, context) => {
+    const now = deps.now ?? Date.now;
+    const cached = serving !== undefined && now() < serving.until ? serving.address : undefined;
     // A failed check counts as "unavailable": this queue's job is to hold messages until the
     // GPU is back, so parking is the safe answer.
-    const gpuLookup = once(() =>
-      lookupGpu(deps).catch((error: unknown) => {
-        logStep(deps.logger, "warn", "gpu_availability_check_failed", { error: errorMessage(error) });
-        return { address: null, seen: undefined as GpuObservation | undefined };
-      }),
+    const gpuLookup = once((): Promise<{ address: GpuAddress | null; seen: GpuObservation | undefined }> =>
+      cached
+        ? Promise.resolve({ address: cached, seen: undefined as GpuObservation | undefined })
+        : lookupGpu(deps).catch((error: unknown) => {
+            logStep(deps.logger, "warn", "gpu_availability_check_failed", { error: errorMessage(error) });
+            return { address: null, seen: undefined as GpuObservation | undefined };
+          }),
     );
     const runningGpu = async () => (await gpuLookup()).address;
     // The start attempt reuses what the availability check read; after a failed check it reads afresh.
@@ -45,7 +58,6 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       if (outcome === "insufficient_capacity") countOne(deps.metrics, "GpuStartInsufficientCapacity");
       return outcome;
     });
-    const now = deps.now ?? Date.now;
 
     const park = async (record: SQSRecord, reason: ParkReason): Promise<void> => {
       const extendedSeconds = parkSeconds(reason, deps.config);
@@ -91,7 +103,9 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       if (gpu) {
         try {
           await deliverWindow(deps, record, parsed.payload, gpu);
+          serving = { address: gpu, until: now() + SERVING_GPU_CACHE_MS };
         } catch (error) {
+          serving = undefined;
           // A service that refuses right after its instance started is booting: park briefly so
           // this message is back soon after it answers. Otherwise the failure retries as before.
           if (stillBooting(gpu.launchTime, now(), deps.config)) await park(record, "booting");

@@ -26,6 +26,42 @@ interface Queue {
 
 const ok = (response: unknown): InvokeResult => ({ kind: "ok", response, durationMs: 1 });
 
+describe("SqsEventSource pollers (a counting SQS stand-in)", () => {
+  it("without a batching window, its maximum concurrency of pollers receive at once, as Lambda's do", async () => {
+    // Prepare: an SQS that answers every long poll empty after 100 ms, counting the polls in flight.
+    let inFlight = 0;
+    let peak = 0;
+    const sqs = {
+      send: async () => {
+        inFlight += 1;
+        peak = Math.max(peak, inFlight);
+        await new Promise((r) => setTimeout(r, 100));
+        inFlight -= 1;
+        return { Messages: [] };
+      },
+    } as unknown as SQSClient; // only send() is used by the source
+    const mapping: LocalMapping = {
+      urn: "urn:pulumi:test::local::aws:lambda/eventSourceMapping:EventSourceMapping::esm",
+      logicalName: "esm",
+      functionName: "f",
+      queueArn: "arn:aws:sqs:us-east-1:123456789012:q",
+      queueUrl: "http://localhost/q",
+      batchSize: 1,
+      batchingWindowSeconds: 0,
+      reportBatchItemFailures: true,
+      enabled: true,
+      maximumConcurrency: 4,
+    };
+    const source = new SqsEventSource(mapping, async () => ok({}), { sqs, pollWaitSeconds: 1 });
+    // Act
+    source.start();
+    await new Promise((r) => setTimeout(r, 350));
+    await source.stop();
+    // Assess
+    expect(peak).to.equal(4);
+  });
+});
+
 describe("settleBatch: which records Lambda deletes", () => {
   const ids = ["m1", "m2", "m3"];
   const cases: Array<{ name: string; result: InvokeResult; report: boolean; deleted: string[]; wholeBatchFailed?: boolean }> = [

@@ -253,6 +253,34 @@ describe("local runtime: SQS clock proxy", () => {
       expect(back).to.equal(true);
     });
 
+    it("ChangeMessageVisibility 20 (a third of a real second at speed 60) brings the message back on time, not after a whole second", async () => {
+      // Prepare
+      const queueUrl = await createQueue();
+      await direct.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "parked" }));
+      const [message] = await receiveDirect(queueUrl, 600);
+      // Act
+      const parked = Date.now();
+      await viaProxy.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 20 }));
+      const hidden = (await receiveDirect(queueUrl)).length;
+      await waitFor("the message to reappear", async () => ((await receiveDirect(queueUrl, 0)).length > 0 ? true : undefined), 5_000);
+      const backAfterMs = Date.now() - parked;
+      // Assess: hidden at first, back well before moto's rounded-up second would have let it go.
+      expect(hidden).to.equal(0);
+      expect(backAfterMs).to.be.below(900);
+    });
+
+    it("a second change to the same receipt handle replaces the first one's reveal", async () => {
+      const queueUrl = await createQueue();
+      await direct.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "parked twice" }));
+      const [message] = await receiveDirect(queueUrl, 600);
+
+      await viaProxy.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 20 }));
+      await viaProxy.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 600 }));
+      await new Promise((r) => setTimeout(r, 700));
+
+      expect(await receiveDirect(queueUrl, 0), "still parked for the later, longer change").to.have.length(0);
+    });
+
     it("SendMessage DelaySeconds 120 keeps a message invisible for about 2 s, not 2 minutes", async () => {
       const queueUrl = await createQueue();
 

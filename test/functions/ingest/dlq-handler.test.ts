@@ -290,6 +290,44 @@ describe("ingest/dlq handler", () => {
     }
   });
 
+  describe("a warm environment trusts a serving GPU for 30 s", () => {
+    it("delivers the next message without reading SSM or EC2 again, then looks again 30 s after the last delivery", async () => {
+      // Prepare
+      const t = mockedIngestDeps();
+      gpuUp(t);
+      let clock = 1_700_000_060_000;
+      const handler = createDlqHandler({ ...t.deps, now: () => clock });
+      // Act
+      await handler(sqsEvent(sqsRecord()));
+      clock += 29_000;
+      await handler(sqsEvent(sqsRecord()));
+      const lookupsWithin = t.ssmMock.commandCalls(GetParameterCommand).length;
+      clock += 31_000;
+      await handler(sqsEvent(sqsRecord()));
+      // Assess
+      expect(lookupsWithin).to.equal(1);
+      expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(2);
+      expect(t.fetchCalls).to.have.length(3);
+    });
+
+    it("forgets the GPU when a POST to it fails, so the next message looks it up", async () => {
+      // Prepare
+      let fail = false;
+      const t = mockedIngestDeps({ fetch: async () => (fail ? Promise.reject(new TypeError("fetch failed")) : new Response("ok", { status: 200 })) });
+      gpuUp(t);
+      const handler = createDlqHandler({ ...t.deps, now: () => 1_700_000_060_000 });
+      await handler(sqsEvent(sqsRecord()));
+      // Act
+      fail = true;
+      const failed = await handler(sqsEvent(sqsRecord()));
+      fail = false;
+      await handler(sqsEvent(sqsRecord()));
+      // Assess
+      expect(failed.batchItemFailures).to.have.length(1);
+      expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(2);
+    });
+  });
+
   it("publishes the stored metrics once per invocation", async () => {
     const t = mockedIngestDeps();
     gpuUp(t);
