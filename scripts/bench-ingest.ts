@@ -29,6 +29,8 @@ const HANDLER_ENV = {
   GPU_SERVICE_PATH: "/ingest/window",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/q",
   INGEST_DLQ_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
+  INGEST_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest",
+  GPU_IDLE_STOP_MINUTES: "30",
   AWS_REGION: "us-east-1",
   POWERTOOLS_SERVICE_NAME: "bench",
 };
