@@ -13,6 +13,12 @@ Each DynamoDB and SSM request therefore runs under one lock. Neither service lon
 serialising them costs nothing a local run notices. SQS is left alone: its receives may overlap
 (SQS itself delivers at least once) and its long polls must not hold a lock.
 
+moto's SQS long poll waits only until its queue holds any message, visible or not: with a parked
+(invisible) message in a queue, every long poll on it spins, and a handful of pollers spinning in
+one process starve everything else of the GIL (a parked DLQ slowed every call to moto ~5x). So a
+wait that finds only invisible messages sleeps a moment (POLL_IDLE_SECONDS) before looking again;
+a message becoming visible is still seen within that moment.
+
 MOTO_SWITCH_INTERVAL (seconds) shortens Python's thread switch interval. Tests set it to make
 interleavings that are rare at the default likely, so the lock is proven rather than assumed.
 """
@@ -20,11 +26,15 @@ import functools
 import os
 import sys
 import threading
+import time
 
 from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
+from moto.sqs.models import Queue
 from moto.ssm.responses import SimpleSystemManagerResponse
+
+POLL_IDLE_SECONDS = 0.02
 
 
 def serialised(handler: type, lock: threading.Lock) -> None:
@@ -38,10 +48,25 @@ def serialised(handler: type, lock: threading.Lock) -> None:
     handler.call_action = call_action  # type: ignore[method-assign]
 
 
+def patient_long_polls() -> None:
+    wait = Queue.wait_for_messages
+
+    @functools.wraps(wait)
+    def wait_for_messages(self: Queue, timeout: int) -> None:  # type: ignore[no-untyped-def]
+        had_messages = bool(self.messages)
+        wait(self, timeout)
+        if had_messages:
+            # Only invisible messages: the caller loops straight back; don't let it spin.
+            time.sleep(POLL_IDLE_SECONDS)
+
+    Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
     interval = os.environ.get("MOTO_SWITCH_INTERVAL")
     if interval:
         sys.setswitchinterval(float(interval))
     for handler in (DynamoHandler, SimpleSystemManagerResponse):
         serialised(handler, threading.Lock())
+    patient_long_polls()
     main(sys.argv[1:])
