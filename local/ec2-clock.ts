@@ -13,7 +13,7 @@
  * Requests pass through unchanged. moto checks no signatures; never put this in front of AWS.
  */
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
+import { closeServer, listenOnLoopback } from "./loopback";
 
 /**
  * Pure: every `<launchTime>` in an EC2 XML response, on the simulated clock; for an instance in
@@ -68,20 +68,15 @@ export class Ec2ClockProxy {
   }
 
   async start(): Promise<string> {
-    const server = http.createServer((req, res) => this.handle(req, res));
-    this.server = server;
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.server = http.createServer((req, res) => this.handle(req, res));
+    return listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    await closeServer(server);
     this.agent.destroy();
-    if (server) await new Promise<void>((done) => server.close(() => done()));
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -26,7 +26,7 @@
  * signatures. Do not put this proxy in front of real AWS.
  */
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
+import { closeServer, listenOnLoopback } from "./loopback";
 
 /** 0 stays 0 (no delay, or "visible now"); anything else becomes at least one second. */
 export function scaleSeconds(seconds: number, speed: number): number {
@@ -89,24 +89,14 @@ export class SqsClockProxy {
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
   async start(): Promise<string> {
     if (this.server) throw new Error("SqsClockProxy already started");
-    const server = http.createServer((req, res) => this.handle(req, res));
-    this.server = server;
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.server = http.createServer((req, res) => this.handle(req, res));
+    return listenOnLoopback(this.server);
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    if (server) {
-      const closed = new Promise<void>((done) => server.close(() => done()));
-      // Idle keep-alive sockets would hold close() open until they time out.
-      server.closeAllConnections();
-      await closed;
-    }
+    await closeServer(server);
     for (const t of this.reveals.values()) clearTimeout(t);
     this.reveals.clear();
     this.agent.destroy();
