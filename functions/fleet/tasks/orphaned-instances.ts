@@ -1,5 +1,5 @@
 import { type Instance, paginateDescribeInstances, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
-import { logStep } from "../../shared/logger";
+import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
@@ -42,6 +42,7 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
 
   const orphans: string[] = [];
   let skippedActive = 0;
+  let lookupFailed = 0;
   let complete = true;
   for (const instance of candidates) {
     if (budget.exhausted()) {
@@ -49,7 +50,18 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
       break;
     }
     const id = instance.InstanceId!;
-    if (await hasActiveJob(deps.dynamodb, deps.config.jobsTable, id)) {
+    let active: boolean;
+    try {
+      active = await hasActiveJob(deps.dynamodb, deps.config.jobsTable, id);
+    } catch (error) {
+      // A lookup that failed (after the SDK's retries) costs only its own candidate: it is kept,
+      // and the orphans already confirmed in this run are still terminated. The next run asks again.
+      lookupFailed += 1;
+      complete = false;
+      logStep(deps.logger, "warn", "orphan_check_failed", { instance_id: id, error: errorMessage(error) });
+      continue;
+    }
+    if (active) {
       skippedActive += 1;
       logStep(deps.logger, "info", "orphan_skipped_active_job", { instance_id: id });
       continue;
@@ -64,5 +76,5 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
     logStep(deps.logger, "info", "orphaned_instances_terminated", { instance_ids: batch, cutoff: cutoff.toISOString(), max_runtime_minutes: maxRuntime });
   }
   deps.metrics.addMetric("OrphanedInstancesTerminated", MetricUnit.Count, terminated);
-  return { complete, candidates: candidates.length, skipped_active_job: skippedActive, terminated };
+  return { complete, candidates: candidates.length, skipped_active_job: skippedActive, lookup_failed: lookupFailed, terminated };
 };

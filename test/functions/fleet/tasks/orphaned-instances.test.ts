@@ -73,6 +73,23 @@ describe("housekeeping task orphaned_instances", () => {
     expect(result.terminated).to.equal(1);
   });
 
+  it("a failed active-job lookup keeps only its own candidate: the confirmed orphans are terminated, the run is incomplete", async () => {
+    // Prepare: instance 2's lookup fails (throttled past the SDK's retries); 1 and 3 are idle.
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600), instance(2, 600), instance(3, 600)] }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    t.dynamodbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues: Record<string, { S: string }> }) => {
+      if (input.ExpressionAttributeValues[":instance_id"]!.S === id(2)) throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+      return { Count: 0, Items: [] };
+    });
+    // Act
+    const result = await orphanedInstances(t.deps, {}, unlimited);
+    // Assess
+    expect(t.ec2Mock.commandCalls(TerminateInstancesCommand).flatMap((c) => c.args[0].input.InstanceIds)).to.deep.equal([id(1), id(3)]);
+    expect(result).to.deep.include({ complete: false, lookup_failed: 1, terminated: 2 });
+    expect(t.logger.withStep("orphan_check_failed")[0]?.fields).to.include({ instance_id: id(2) });
+  });
+
   it("out of time: terminates the orphans it confirmed and leaves the rest for the next run", async () => {
     const t = harness();
     t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600), instance(2, 600), instance(3, 600)] }] });
