@@ -41,6 +41,7 @@ export function jobsTableSpec(): Pick<TableArgs, "hashKey" | "attributes" | "glo
       { ...JOBS_TABLE.completedIndex, projectionType: "KEYS_ONLY" },
       // The orphan and idle checks only need the status.
       { ...JOBS_TABLE.instanceIndex, projectionType: "INCLUDE", nonKeyAttributes: ["status"] },
+      { ...JOBS_TABLE.activeIndex, projectionType: "KEYS_ONLY" },
     ],
     ttlAttribute: JOBS_TABLE.ttlAttribute,
   };

@@ -16,6 +16,12 @@ export const JOBS_TABLE = {
   completedIndex: { name: "status-completed_at-index", hashKey: "status", rangeKey: "completed_at" },
   /** "Which jobs ran on this instance" (the orphan and idle checks); projects the status. */
   instanceIndex: { name: "instance_id-index", hashKey: "instance_id" },
+  /**
+   * "Which instances have a queued or running job", read in pages by the orphan sweep (one Query
+   * per active status) instead of one Query per candidate. Sparse: a job without an instance yet
+   * is on no instance, so it is rightly absent.
+   */
+  activeIndex: { name: "status-instance_id-index", hashKey: "status", rangeKey: "instance_id" },
 } as const;
 
 /** Part 2 (retraining): one item per model (its last launch) plus the capacity lease items. */

@@ -40,6 +40,14 @@ async function createJobsTable(dynamodb: DynamoDBClient): Promise<void> {
           KeySchema: [{ AttributeName: "instance_id", KeyType: "HASH" }],
           Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: ["status"] },
         },
+        {
+          IndexName: JOBS_TABLE.activeIndex.name,
+          KeySchema: [
+            { AttributeName: "status", KeyType: "HASH" },
+            { AttributeName: "instance_id", KeyType: "RANGE" },
+          ],
+          Projection: { ProjectionType: "KEYS_ONLY" },
+        },
       ],
     }),
   );

@@ -2,7 +2,7 @@ import { type Instance, paginateDescribeInstances, TerminateInstancesCommand } f
 import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { MetricUnit } from "../telemetry";
-import { hasActiveJob } from "./active-jobs";
+import { hasActiveJob, instancesWithActiveJobs } from "./active-jobs";
 import type { Task } from "./types";
 
 /** The original system's grace on top of the max runtime. */
@@ -44,6 +44,15 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
   let skippedActive = 0;
   let lookupFailed = 0;
   let complete = true;
+  // The active jobs in pages; if that read fails, each candidate is asked about on its own.
+  let busy: Set<string> | undefined;
+  if (candidates.length > 0) {
+    try {
+      busy = await instancesWithActiveJobs(deps.dynamodb, deps.config.jobsTable);
+    } catch (error) {
+      logStep(deps.logger, "warn", "active_jobs_read_failed", { error: errorMessage(error), fallback: "per_candidate" });
+    }
+  }
   for (const instance of candidates) {
     if (budget.exhausted()) {
       complete = false;
@@ -52,7 +61,7 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
     const id = instance.InstanceId!;
     let active: boolean;
     try {
-      active = await hasActiveJob(deps.dynamodb, deps.config.jobsTable, id);
+      active = busy ? busy.has(id) : await hasActiveJob(deps.dynamodb, deps.config.jobsTable, id);
     } catch (error) {
       // A lookup that failed (after the SDK's retries) costs only its own candidate: it is kept,
       // and the orphans already confirmed in this run are still terminated. The next run asks again.

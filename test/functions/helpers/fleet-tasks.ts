@@ -29,9 +29,16 @@ export function instance(n: number, launchedMinutesAgo: number, extra: Partial<I
 }
 
 /** Active jobs by instance id, answered by Query on the instance index. */
+/**
+ * The jobs table's answers for `active` instances, by what is asked: the status/instance index
+ * (the orphan sweep's paged read: each active instance has one running job) or one instance's jobs.
+ */
 export function activeJobs(t: ReturnType<typeof harness>, active: string[]): void {
-  t.dynamodbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues: Record<string, { S: string }> }) => ({
-    Count: active.includes(input.ExpressionAttributeValues[":instance_id"]!.S) ? 1 : 0,
-    Items: [],
-  }));
+  t.dynamodbMock.on(QueryCommand).callsFake((input: { IndexName?: string; ExpressionAttributeValues: Record<string, { S: string }> }) => {
+    if (input.IndexName === "status-instance_id-index") {
+      const status = input.ExpressionAttributeValues[":status"]!.S;
+      return { Items: status === "running" ? active.map((i) => ({ instance_id: { S: i } })) : [] };
+    }
+    return { Count: active.includes(input.ExpressionAttributeValues[":instance_id"]!.S) ? 1 : 0, Items: [] };
+  });
 }

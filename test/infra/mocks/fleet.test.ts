@@ -76,6 +76,7 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
         expect((table.inputs.globalSecondaryIndexes as Array<{ name: string; hashKey: string; rangeKey?: string }>).map((g) => [g.name, g.hashKey, g.rangeKey])).to.deep.equal([
           ["status-completed_at-index", "status", "completed_at"],
           ["instance_id-index", "instance_id", undefined],
+          ["status-instance_id-index", "status", "instance_id"],
         ]);
         expect(table.inputs.ttl).to.deep.equal({ attributeName: "expires_at", enabled: true });
         expect(table.inputs.pointInTimeRecovery).to.deep.equal({ enabled: true });

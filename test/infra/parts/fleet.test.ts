@@ -15,7 +15,7 @@ describe("fleet part pure pieces", () => {
     expect(housekeepingMessage("old_jobs")).to.deep.equal({ task_type: "old_jobs", timestamp: "<aws.scheduler.scheduled-time>", params: {} });
   });
 
-  it("the jobs table spec is valid: job_id key, a status/completed_at GSI, an instance_id GSI, TTL on expires_at", () => {
+  it("the jobs table spec is valid: job_id key, status/completed_at, instance_id and status/instance_id GSIs, TTL on expires_at", () => {
     const spec = jobsTableSpec();
     expect(() => validateTableArgs(spec)).to.not.throw();
     expect(spec.hashKey).to.equal("job_id");
@@ -23,6 +23,7 @@ describe("fleet part pure pieces", () => {
     expect(spec.globalSecondaryIndexes?.map((g) => [g.name, g.hashKey, g.rangeKey])).to.deep.equal([
       ["status-completed_at-index", "status", "completed_at"],
       ["instance_id-index", "instance_id", undefined],
+      ["status-instance_id-index", "status", "instance_id"],
     ]);
   });
 

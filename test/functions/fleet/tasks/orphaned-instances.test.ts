@@ -31,7 +31,7 @@ describe("housekeeping task orphaned_instances", () => {
     });
   }
 
-  it("asks EC2 only for managed running/pending instances and checks the jobs table by instance_id", async () => {
+  it("asks EC2 only for managed running/pending instances and reads the active jobs in pages, one Query per active status", async () => {
     const t = harness();
     t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600)] }] });
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
@@ -45,9 +45,42 @@ describe("housekeeping task orphaned_instances", () => {
       { Name: "tag:encache:environment", Values: ["dev"] },
       { Name: "instance-state-name", Values: ["running", "pending"] },
     ]);
-    const query = t.dynamodbMock.commandCalls(QueryCommand)[0]!.args[0].input;
-    expect(query).to.deep.include({ TableName: TABLE, IndexName: "instance_id-index", Select: "COUNT" });
-    expect(query.FilterExpression).to.equal("#status IN (:s0, :s1)");
+    const queries = t.dynamodbMock.commandCalls(QueryCommand).map((c) => c.args[0].input);
+    expect(queries.map((q) => [q.TableName, q.IndexName, q.ExpressionAttributeValues?.[":status"]?.S])).to.deep.equal([
+      [TABLE, "status-instance_id-index", "queued"],
+      [TABLE, "status-instance_id-index", "running"],
+    ]);
+  });
+
+  it("120 candidates cost two Queries, not 120", async () => {
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)) }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    activeJobs(t, [id(7)]);
+
+    const result = await orphanedInstances(t.deps, {}, unlimited);
+
+    expect(t.dynamodbMock.commandCalls(QueryCommand)).to.have.length(2);
+    expect(result).to.deep.include({ skipped_active_job: 1, terminated: 119 });
+  });
+
+  it("when the paged read fails, asks per candidate by instance_id", async () => {
+    // Prepare: the status index is unreadable; the per-instance index answers.
+    const t = harness();
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600), instance(2, 600)] }] });
+    t.ec2Mock.on(TerminateInstancesCommand).resolves({});
+    t.dynamodbMock.on(QueryCommand).callsFake((input: { IndexName?: string; ExpressionAttributeValues: Record<string, { S: string }> }) => {
+      if (input.IndexName === "status-instance_id-index") throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+      return { Count: input.ExpressionAttributeValues[":instance_id"]!.S === id(2) ? 1 : 0, Items: [] };
+    });
+    // Act
+    const result = await orphanedInstances(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.steps()).to.include("active_jobs_read_failed");
+    const perInstance = t.dynamodbMock.commandCalls(QueryCommand).filter((c) => c.args[0].input.IndexName === "instance_id-index").map((c) => c.args[0].input);
+    expect(perInstance[0]).to.deep.include({ TableName: TABLE, Select: "COUNT" });
+    expect(perInstance[0]?.FilterExpression).to.equal("#status IN (:s0, :s1)");
+    expect(result).to.deep.include({ complete: true, skipped_active_job: 1, terminated: 1 });
   });
 
   it("terminates in batches of 50", async () => {
@@ -74,12 +107,12 @@ describe("housekeeping task orphaned_instances", () => {
   });
 
   it("a failed active-job lookup keeps only its own candidate: the confirmed orphans are terminated, the run is incomplete", async () => {
-    // Prepare: instance 2's lookup fails (throttled past the SDK's retries); 1 and 3 are idle.
+    // Prepare: the paged read fails, and so does instance 2's own lookup (throttled past the SDK's retries); 1 and 3 are idle.
     const t = harness();
     t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 600), instance(2, 600), instance(3, 600)] }] });
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
-    t.dynamodbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues: Record<string, { S: string }> }) => {
-      if (input.ExpressionAttributeValues[":instance_id"]!.S === id(2)) throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+    t.dynamodbMock.on(QueryCommand).callsFake((input: { IndexName?: string; ExpressionAttributeValues: Record<string, { S: string }> }) => {
+      if (input.IndexName === "status-instance_id-index" || input.ExpressionAttributeValues[":instance_id"]!.S === id(2)) throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
       return { Count: 0, Items: [] };
     });
     // Act
