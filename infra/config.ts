@@ -259,7 +259,14 @@ const TOP_LEVEL_KEYS = Object.keys(stackConfigObject.shape) as Array<keyof RawSt
  * before declaring any resource, so a bad value fails `pulumi up` with the key and reason.
  */
 export function loadStackConfig(): StackConfig {
-  const all = pulumi.runtime.allConfig();
+  return stackConfigFrom(pulumi.runtime.allConfig());
+}
+
+/**
+ * The stack config from Pulumi's flat config map (`encache:gpu` → its JSON), as `pulumi up` or a
+ * stack file (plan/stack-files.ts) gives it. Every problem at once, each naming its key.
+ */
+export function stackConfigFrom(all: Record<string, string>): StackConfig {
   const raw: Record<string, unknown> = {};
   const issues: Array<{ key: string; reason: string }> = [];
   for (const [fullKey, value] of Object.entries(all)) {

@@ -55,7 +55,7 @@ export async function readGpuInstanceId(deps: Pick<GpuLookupDeps, "ssm" | "logge
 }
 
 /** The instance, or null when EC2 no longer knows the id (it vanishes some time after termination). */
-async function describeInstanceById(ec2: EC2Client, instanceId: string): Promise<Instance | null> {
+export async function describeInstanceById(ec2: EC2Client, instanceId: string): Promise<Instance | null> {
   try {
     const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
     return out.Reservations?.flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId === instanceId) ?? null;

@@ -1,4 +1,4 @@
-import { DescribeInstancesCommand, type EC2Client, type Instance, StopInstancesCommand } from "@aws-sdk/client-ec2";
+import { type EC2Client, type Instance, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SSMClient } from "@aws-sdk/client-ssm";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
@@ -7,7 +7,7 @@ import { countOne, type MetricsSink } from "../shared/metrics";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import type { IdleConfig } from "./config";
 import type { FetchFn } from "./gpu-http";
-import { readGpuInstanceId } from "./gpu";
+import { describeInstanceById, readGpuInstanceId } from "./gpu";
 import { type GpuStatus, idleDecision } from "./idle-decision";
 
 export interface IdleHandlerDeps {
@@ -73,14 +73,7 @@ async function check(deps: IdleHandlerDeps, nowMs: number): Promise<void> {
 
 async function findGpu(deps: IdleHandlerDeps): Promise<Instance | undefined> {
   const id = await readGpuInstanceId(deps);
-  if (!id) return undefined;
-  try {
-    const out = await deps.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
-    return out.Reservations?.flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId === id);
-  } catch (error) {
-    if (error instanceof Error && error.name === "InvalidInstanceID.NotFound") return undefined;
-    throw error;
-  }
+  return id ? ((await describeInstanceById(deps.ec2, id)) ?? undefined) : undefined;
 }
 
 /** Windows waiting on the ingest queue and parked or in delivery on its DLQ. */

@@ -7,6 +7,7 @@
  * speed 60); run it with `npm start -- --scenario gpu-idle`.
  */
 import { REPO_ROOT } from "../../infra/bundle";
+import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
 import type { GpuServiceSimulator } from "../gpu-service";
 import type { LocalPlatform } from "../platform";
@@ -16,11 +17,9 @@ import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summa
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
 
-/** The GPU's idle settings and price, from the stack file the run deployed. */
-export function gpuCostSettings(stackConfig: Record<string, string>): { idleStopMinutes: number; instanceType: string; usdPerHour: number | undefined } {
-  const gpu = JSON.parse(stackConfig["encache:gpu"] ?? "{}") as { idleStopMinutes?: number; instanceType?: string; pricesUsdPerHour?: Record<string, number> };
-  const instanceType = gpu.instanceType ?? "unknown";
-  return { idleStopMinutes: gpu.idleStopMinutes ?? 0, instanceType, usdPerHour: gpu.pricesUsdPerHour?.[instanceType] };
+/** Pure: the GPU's idle window, type and price, from the parsed stack config. */
+export function gpuCostSettings(gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType" | "pricesUsdPerHour">): { idleStopMinutes: number; instanceType: string; usdPerHour: number | undefined } {
+  return { idleStopMinutes: gpu.idleStopMinutes, instanceType: gpu.instanceType, usdPerHour: gpu.pricesUsdPerHour[gpu.instanceType] };
 }
 
 /** Pure: running time against always-on, in hours and dollars. */
@@ -93,7 +92,8 @@ class IdleRun {
     this.perBurst = size.windows;
     this.gapIdleWindows = size.gapIdleWindows;
     this.sessionId = `idle-${ctx.runId}`;
-    this.settings = gpuCostSettings(readStackFiles(REPO_ROOT, platform.options.stack).config);
+    // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
+    this.settings = gpuCostSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
     this.startsBefore = this.gpu.state().starts;
     this.lastState = this.gpu.state().instanceState;
   }

@@ -1,14 +1,17 @@
 import { expect } from "chai";
+import { REPO_ROOT } from "../../infra/bundle";
+import { stackConfigFrom } from "../../infra/config";
+import { readStackFiles } from "../../plan/stack-files";
 import { gpuCost, gpuCostSettings } from "../../local/scenarios/gpu-idle";
 
 describe("local/scenarios/gpu-idle: the cost figures (pure)", () => {
-  it("reads the idle window, the type and its price from the stack's encache:gpu", () => {
-    const config = { "encache:gpu": JSON.stringify({ instanceType: "g5.xlarge", idleStopMinutes: 30, pricesUsdPerHour: { "g5.xlarge": 1.006, "g5.2xlarge": 1.212 } }) };
-    expect(gpuCostSettings(config)).to.deep.equal({ idleStopMinutes: 30, instanceType: "g5.xlarge", usdPerHour: 1.006 });
+  it("reads the idle window, the type and its price from the dev stack file, through the program's config parser", () => {
+    const config = stackConfigFrom(readStackFiles(REPO_ROOT, "dev").config);
+    expect(gpuCostSettings(config.gpu)).to.deep.equal({ idleStopMinutes: 30, instanceType: "g5.xlarge", usdPerHour: 1.006 });
   });
 
   it("has no price when the table lacks the type", () => {
-    expect(gpuCostSettings({ "encache:gpu": JSON.stringify({ instanceType: "g6.xlarge" }) }).usdPerHour).to.equal(undefined);
+    expect(gpuCostSettings({ instanceType: "g6.xlarge", idleStopMinutes: 30, pricesUsdPerHour: { "g5.xlarge": 1.006 } }).usdPerHour).to.equal(undefined);
   });
 
   it("prices running time against always-on: 1 h of 3 h at $1.006/h", () => {
