@@ -121,7 +121,8 @@ export class SqsClockProxy {
       const original = Buffer.concat(chunks);
       const body = this.rewriteBody(original, rewrite);
       if (body !== original) this.counts.rewritten++;
-      const reveal = req.headers["x-amz-target"] === "AmazonSQS.ChangeMessageVisibility" ? this.exactReveal(original, req.rawHeaders) : undefined;
+      const target = req.headers["x-amz-target"];
+      const reveal = target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch" ? this.exactReveal(original, req.rawHeaders) : undefined;
       this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body), reveal);
     });
   }
@@ -157,8 +158,8 @@ export class SqsClockProxy {
   }
 
   /**
-   * For a ChangeMessageVisibility whose simulated duration is not a whole real second: what to do
-   * once moto accepted it (schedule the exact reveal), else undefined.
+   * For a ChangeMessageVisibility (or each entry of a batch) whose simulated duration is not a whole
+   * real second: what to do once moto accepted the call (schedule the exact reveals), else undefined.
    */
   private exactReveal(original: Buffer, rawHeaders: string[]): ((status: number) => void) | undefined {
     let body: unknown;
@@ -167,26 +168,38 @@ export class SqsClockProxy {
     } catch {
       return undefined;
     }
-    if (!isObject(body) || typeof body.VisibilityTimeout !== "number" || typeof body.ReceiptHandle !== "string" || typeof body.QueueUrl !== "string") return undefined;
-    const handle = body.ReceiptHandle;
-    const exactMs = (body.VisibilityTimeout * 1000) / this.speed;
-    const previous = this.reveals.get(handle);
-    if (previous) clearTimeout(previous);
-    this.reveals.delete(handle);
-    if (body.VisibilityTimeout <= 0 || exactMs >= scaleSeconds(body.VisibilityTimeout, this.speed) * 1000 - 1) return undefined;
-    const revealBody = Buffer.from(JSON.stringify({ QueueUrl: body.QueueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }), "utf8");
+    if (!isObject(body) || typeof body.QueueUrl !== "string") return undefined;
+    const queueUrl = body.QueueUrl;
+    const changes = (Array.isArray(body.Entries) ? body.Entries : [body]).filter(
+      (c): c is { ReceiptHandle: string; VisibilityTimeout: number } => isObject(c) && typeof c.ReceiptHandle === "string" && typeof c.VisibilityTimeout === "number",
+    );
+    const timed: Array<{ handle: string; exactMs: number }> = [];
+    for (const c of changes) {
+      // A later change to the same handle replaces the pending reveal, whatever it asks.
+      const previous = this.reveals.get(c.ReceiptHandle);
+      if (previous) clearTimeout(previous);
+      this.reveals.delete(c.ReceiptHandle);
+      const exactMs = (c.VisibilityTimeout * 1000) / this.speed;
+      if (c.VisibilityTimeout > 0 && exactMs < scaleSeconds(c.VisibilityTimeout, this.speed) * 1000 - 1) timed.push({ handle: c.ReceiptHandle, exactMs });
+    }
+    if (timed.length === 0) return undefined;
+    // The reveal is a single ChangeMessageVisibility, whatever the original call was.
+    const headers = withTarget(rawHeaders, "AmazonSQS.ChangeMessageVisibility");
     return (status) => {
       if (status !== 200) return;
-      const timer = setTimeout(() => {
-        this.reveals.delete(handle);
-        const upstream = http.request({ host: this.target.hostname, port: this.target.port, method: "POST", path: "/", headers: withContentLength(rawHeaders, revealBody.length), agent: this.agent });
-        // A handle that is gone (deleted, expired) only means there is nothing left to reveal.
-        upstream.on("response", (reply) => reply.resume());
-        upstream.on("error", () => undefined);
-        upstream.end(revealBody);
-      }, exactMs);
-      timer.unref();
-      this.reveals.set(handle, timer);
+      for (const { handle, exactMs } of timed) {
+        const revealBody = Buffer.from(JSON.stringify({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }), "utf8");
+        const timer = setTimeout(() => {
+          this.reveals.delete(handle);
+          const upstream = http.request({ host: this.target.hostname, port: this.target.port, method: "POST", path: "/", headers: withContentLength(headers, revealBody.length), agent: this.agent });
+          // A handle that is gone (deleted, expired, refused in the batch) only means there is nothing to reveal.
+          upstream.on("response", (reply) => reply.resume());
+          upstream.on("error", () => undefined);
+          upstream.end(revealBody);
+        }, exactMs);
+        timer.unref();
+        this.reveals.set(handle, timer);
+      }
     };
   }
 
@@ -221,6 +234,16 @@ export class SqsClockProxy {
     req.on("error", () => upstream.destroy());
     send(upstream);
   }
+}
+
+/** `rawHeaders` with its X-Amz-Target replaced: the operation the proxy sends on its own. */
+function withTarget(rawHeaders: string[], target: string): string[] {
+  const headers: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() !== "x-amz-target") headers.push(rawHeaders[i], rawHeaders[i + 1]);
+  }
+  headers.push("X-Amz-Target", target);
+  return headers;
 }
 
 /** `rawHeaders` with its length headers replaced, for a body the proxy rewrote. */

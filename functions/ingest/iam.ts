@@ -34,6 +34,7 @@ export const WINDOW_GRANTS = [
   gpuInstanceIdParameter,
   describeInstances,
   quarantineMalformed,
+  // ChangeMessageVisibilityBatch, which IAM authorises as sqs:ChangeMessageVisibility.
   { sid: "RetryWindowSoon", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-queue" },
 ] as const satisfies readonly Grant<IngestResource>[];
 

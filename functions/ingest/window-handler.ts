@@ -1,5 +1,5 @@
 import type { EC2Client } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SSMClient } from "@aws-sdk/client-ssm";
 import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
@@ -37,19 +37,10 @@ export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
       }),
     );
 
-    /**
-     * The GPU is down or booting: bring the record back in `retrySeconds`, not the queue's
-     * visibility timeout. While the GPU is down that takes windows to the DLQ, whose consumer
-     * starts it, within a minute; while it boots they are tried again soon after it answers.
-     */
-    const retrySoon = async (record: SQSRecord, reason: string): Promise<void> => {
-      try {
-        await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.config.ingestQueueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: deps.config.retrySeconds }));
-        logStep(deps.logger, "info", "window_retry_soon", { message_id: record.messageId, retry_seconds: deps.config.retrySeconds, reason });
-      } catch (error) {
-        // The record still fails; it only comes back after the visibility timeout instead.
-        logStep(deps.logger, "warn", "window_retry_soon_failed", { message_id: record.messageId, error: errorMessage(error) });
-      }
+    // Failed records to bring back soon, sent in one batch call after the batch (see retrySoon).
+    const soon: Array<{ record: SQSRecord; reason: string }> = [];
+    const retrySoon = (record: SQSRecord, reason: string): void => {
+      soon.push({ record, reason });
     };
 
     const handleRecord = async (record: SQSRecord): Promise<void> => {
@@ -63,21 +54,55 @@ export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
         gpu = await gpuAddress();
       } catch (error) {
         countOne(deps.metrics, "WindowsFailed");
-        await retrySoon(record, "gpu_unavailable");
+        retrySoon(record, "gpu_unavailable");
         throw error;
       }
       try {
         await deliverWindow(deps, record, parsed.payload, gpu);
       } catch (error) {
-        if (stillBooting(gpu.launchTime, (deps.now ?? Date.now)(), deps.config)) await retrySoon(record, "gpu_booting");
+        if (stillBooting(gpu.launchTime, (deps.now ?? Date.now)(), deps.config)) retrySoon(record, "gpu_booting");
         throw error;
       }
     };
 
     try {
-      return await processSqsBatch(event, handleRecord, context);
+      const result = await processSqsBatch(event, handleRecord, context);
+      await bringBackSoon(deps, soon);
+      return result;
     } finally {
       deps.metrics.publishStoredMetrics();
     }
   };
+}
+
+/** ChangeMessageVisibilityBatch takes at most 10 entries. */
+const VISIBILITY_BATCH = 10;
+
+/**
+ * The GPU is down or booting: bring the failed records back in `retrySeconds`, not the queue's
+ * visibility timeout. While the GPU is down that takes windows to the DLQ, whose consumer starts
+ * it, within a minute; while it boots they are tried again soon after it answers. One batch call
+ * per 10 records; a record whose change fails still fails, and only comes back later.
+ */
+async function bringBackSoon(deps: WindowHandlerDeps, soon: Array<{ record: SQSRecord; reason: string }>): Promise<void> {
+  for (let i = 0; i < soon.length; i += VISIBILITY_BATCH) {
+    const chunk = soon.slice(i, i + VISIBILITY_BATCH);
+    let failed: Map<string, string>;
+    try {
+      const out = await deps.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: deps.config.ingestQueueUrl,
+          Entries: chunk.map(({ record }, j) => ({ Id: String(j), ReceiptHandle: record.receiptHandle, VisibilityTimeout: deps.config.retrySeconds })),
+        }),
+      );
+      failed = new Map((out.Failed ?? []).map((f) => [f.Id ?? "", `${f.Code ?? "?"}: ${f.Message ?? ""}`]));
+    } catch (error) {
+      failed = new Map(chunk.map((_, j) => [String(j), errorMessage(error)]));
+    }
+    chunk.forEach(({ record, reason }, j) => {
+      const error = failed.get(String(j));
+      if (error === undefined) logStep(deps.logger, "info", "window_retry_soon", { message_id: record.messageId, retry_seconds: deps.config.retrySeconds, reason });
+      else logStep(deps.logger, "warn", "window_retry_soon_failed", { message_id: record.messageId, error });
+    });
+  }
 }

@@ -1,4 +1,5 @@
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -267,6 +268,25 @@ describe("local runtime: SQS clock proxy", () => {
       // Assess: hidden at first, back well before moto's rounded-up second would have let it go.
       expect(hidden).to.equal(0);
       expect(backAfterMs).to.be.below(900);
+    });
+
+    it("ChangeMessageVisibilityBatch 20 brings each entry's message back on time too", async () => {
+      // Prepare
+      const queueUrl = await createQueue();
+      await direct.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "a" }));
+      await direct.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "b" }));
+      const messages = await receiveDirect(queueUrl, 600);
+      // Act
+      const parked = Date.now();
+      await viaProxy.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 20 })) }));
+      const seen = new Set<string>();
+      await waitFor("both messages to reappear", async () => {
+        for (const m of await receiveDirect(queueUrl, 0)) seen.add(m.Body ?? "");
+        return seen.size === 2 ? true : undefined;
+      }, 5_000);
+      // Assess
+      expect(messages).to.have.length(2);
+      expect(Date.now() - parked).to.be.below(900);
     });
 
     it("a second change to the same receipt handle replaces the first one's reveal", async () => {

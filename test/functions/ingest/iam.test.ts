@@ -1,5 +1,5 @@
 import { StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
@@ -14,6 +14,8 @@ import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 type Harness = ReturnType<typeof mockedIngestDeps>;
 
 const SERVICE_PREFIX: Record<string, string> = { SSMClient: "ssm", EC2Client: "ec2", SQSClient: "sqs" };
+/** Batch APIs that IAM authorises with the single-message action. */
+const AUTHORISED_AS: Record<string, string> = { "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility" };
 
 /** "ssm:GetParameter" for every command the handler actually sent through the mocked clients. */
 function actionsSent(t: Harness): Set<string> {
@@ -25,7 +27,8 @@ function actionsSent(t: Harness): Set<string> {
   ] as const) {
     for (const call of mock.calls()) {
       const command = call.args[0].constructor.name.replace(/Command$/, "");
-      actions.add(`${SERVICE_PREFIX[client]}:${command}`);
+      const action = `${SERVICE_PREFIX[client]}:${command}`;
+      actions.add(AUTHORISED_AS[action] ?? action);
     }
   }
   return actions;
@@ -38,6 +41,7 @@ function arrange(t: Harness, ssmValue: string, instances: FakeInstance[]): void 
   t.ec2Mock.on(StartInstancesCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
   t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
 }
 
 describe("ingest IAM action lists match what the code calls", () => {

@@ -1,5 +1,5 @@
 import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
@@ -14,7 +14,7 @@ function arrangeGpu(t: Harness, ssmValue: string, instances: FakeInstance[]): vo
   t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
   fakeDescribeInstances(t.ec2Mock, instances);
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
-  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
 }
 
 const gpuUp = (t: Harness) => arrangeGpu(t, "i-run", [{ id: "i-run", state: "running", ip: "10.0.0.7" }]);
@@ -105,22 +105,44 @@ describe("ingest/window handler", () => {
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
     expect(t.logger.withStep("gpu_unavailable")).to.have.length(1);
     expect(t.metrics.count("WindowsFailed")).to.equal(2);
-    // Each comes back in 20 s, not the queue's visibility timeout: to the DLQ (which starts the GPU) within a minute.
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).to.deep.equal(
-      records.map((r) => ({ QueueUrl: INGEST_URL, ReceiptHandle: r.receiptHandle, VisibilityTimeout: 20 })),
-    );
+    // Each comes back in 20 s, not the queue's visibility timeout: to the DLQ (which starts the GPU) within a minute. One call for the batch.
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand).map((c) => c.args[0].input)).to.deep.equal([
+      { QueueUrl: INGEST_URL, Entries: records.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle, VisibilityTimeout: 20 })) },
+    ]);
   });
 
   it("still fails the record when bringing it back soon fails, and says so", async () => {
     const t = mockedIngestDeps();
     arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]);
-    t.sqsMock.on(ChangeMessageVisibilityCommand).rejects(Object.assign(new Error("expired"), { name: "ReceiptHandleIsInvalid" }));
+    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).rejects(Object.assign(new Error("throttled"), { name: "RequestThrottled" }));
     const record = sqsRecord();
 
     const result = await createWindowHandler(t.deps)(sqsEvent(record));
 
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
     expect(t.logger.withStep("window_retry_soon_failed")[0]?.fields).to.include({ message_id: record.messageId });
+  });
+
+  it("logs an entry the batch call refused, and the others as brought back", async () => {
+    const t = mockedIngestDeps();
+    arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]);
+    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
+    const records = [sqsRecord(), sqsRecord()];
+
+    const result = await createWindowHandler(t.deps)(sqsEvent(...records));
+
+    expect(result.batchItemFailures).to.have.length(2);
+    expect(t.logger.withStep("window_retry_soon").map((e) => e.fields.message_id)).to.deep.equal([records[0]!.messageId]);
+    expect(t.logger.withStep("window_retry_soon_failed")[0]?.fields).to.include({ message_id: records[1]!.messageId, error: "ReceiptHandleIsInvalid: expired" });
+  });
+
+  it("brings back 12 failed records in two batch calls (10 + 2)", async () => {
+    const t = mockedIngestDeps();
+    arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]);
+
+    await createWindowHandler(t.deps)(sqsEvent(...Array.from({ length: 12 }, () => sqsRecord())));
+
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand).map((c) => c.args[0].input.Entries?.length)).to.deep.equal([10, 2]);
   });
 
   const launchedAgo = (ms: number): FakeInstance => ({ id: "i-run", state: "running", ip: "10.0.0.7", launchTime: new Date(1_700_000_060_000 - ms) });
@@ -137,7 +159,7 @@ describe("ingest/window handler", () => {
       const result = await createWindowHandler({ ...t.deps, now: () => 1_700_000_060_000 })(sqsEvent(sqsRecord()));
       // Assess
       expect(result.batchItemFailures).to.have.length(1);
-      expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(retries);
+      expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand).flatMap((c) => c.args[0].input.Entries ?? [])).to.have.length(retries);
     });
   }
 
