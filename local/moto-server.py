@@ -19,18 +19,28 @@ one process starve everything else of the GIL (a parked DLQ slowed every call to
 wait that finds only invisible messages sleeps a moment (POLL_IDLE_SECONDS) before looking again;
 a message becoming visible is still seen within that moment.
 
+moto's server also spends a third of its time on two things a local run never needs, measured
+with py-spy during the ingest-gpu-outage drain: its request dispatcher lists and stats every module
+directory of the moto package on every request (`list_of_moto_modules`, ~200 `isdir` calls, taken
+under the dispatcher's lock), and werkzeug logs every request line to a pipe nobody reads. The list
+is cached (the package does not change while the server runs) and request lines are logged only
+for errors, which keeps the GIL for the calls the platform makes.
+
 MOTO_SWITCH_INTERVAL (seconds) shortens Python's thread switch interval. Tests set it to make
 interleavings that are rare at the default likely, so the lock is proven rather than assumed.
 """
 import functools
+import logging
 import os
 import sys
 import threading
 import time
 
+from moto import backends
 from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
+from moto.sqs import models as sqs_models
 from moto.sqs.models import Queue
 from moto.ssm.responses import SimpleSystemManagerResponse
 
@@ -62,6 +72,27 @@ def patient_long_polls() -> None:
     Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
 
 
+def fast_sqs_clock() -> None:
+    """moto's SQS reads the time through datetime objects (unix_time: utcnow() minus the epoch, with an
+    import inside each call), once per message per visibility check. With a few dozen messages in a
+    queue that was most of moto's time in a local run. time.time() is the same value, read directly."""
+    slow_seconds, slow_millis = sqs_models.unix_time, sqs_models.unix_time_millis
+
+    def unix_time(dt=None):  # type: ignore[no-untyped-def]
+        return time.time() if dt is None else slow_seconds(dt)
+
+    def unix_time_millis(dt=None):  # type: ignore[no-untyped-def]
+        return time.time() * 1000.0 if dt is None else slow_millis(dt)
+
+    sqs_models.unix_time = unix_time  # type: ignore[assignment]
+    sqs_models.unix_time_millis = unix_time_millis  # type: ignore[assignment]
+
+
+def cached_module_list() -> None:
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
+
+
 if __name__ == "__main__":
     interval = os.environ.get("MOTO_SWITCH_INTERVAL")
     if interval:
@@ -69,4 +100,8 @@ if __name__ == "__main__":
     for handler in (DynamoHandler, SimpleSystemManagerResponse):
         serialised(handler, threading.Lock())
     patient_long_polls()
+    cached_module_list()
+    fast_sqs_clock()
+    # werkzeug's request lines (one per call) go to a pipe only read on a failed start.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     main(sys.argv[1:])
