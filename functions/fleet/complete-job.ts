@@ -1,9 +1,29 @@
 import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { JOBS_TABLE } from "../../policy/contract";
+import { conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
 import { JOB_STATUS_FOR } from "./jobs";
 import { rfc3339, type TerminationMessage } from "./messages";
 
-export type CompletionOutcome = "completed" | "duplicate";
+/** Who is completing the job, recorded in the item by the completing write. */
+export interface CompletionWriter {
+  /** The termination message's id: the same on every redelivery of the message. */
+  messageId: string;
+  /**
+   * A fresh token per completion attempt. The SDK's retries of the write resend it; a redelivery,
+   * or a second copy of the message processed at the same time, brings another.
+   */
+  attempt: string;
+}
+
+/**
+ * `completed`: this attempt's write completed the job, so its metrics are this attempt's to emit;
+ * `recovered` when the write applied but its response was lost and the SDK's retry failed the
+ * condition on the item it had just written. `duplicate`: the job was already complete (or not
+ * running), by another message or by an earlier delivery of this one (`completedBy` says which).
+ */
+export type CompletionOutcome =
+  | { kind: "completed"; recovered: boolean }
+  | { kind: "duplicate"; completedBy: string | undefined; foundStatus: string | undefined };
 
 const DAY_SECONDS = 86_400;
 
@@ -15,13 +35,17 @@ export function expiresAt(completedAt: string, retentionDays: number): number {
 /**
  * Marks the job complete, once. The condition (status `running`, or no status yet) makes the
  * update idempotent under at-least-once delivery: a second delivery fails the condition, and
- * that is reported as `duplicate`, a success. One UpdateItem call either way.
+ * that is reported as `duplicate`, a success. The write records its writer (`completed_by`,
+ * `completion_attempt`) and asks for the old item when the condition fails (ALL_OLD), so a
+ * condition failed by this very attempt's own write (a lost response the SDK retried) is told
+ * apart from a real duplicate without a second read. One UpdateItem call either way.
  */
 export async function markJobComplete(
   dynamodb: DynamoDBClient,
   table: string,
   message: TerminationMessage,
   retentionDays: number,
+  writer: CompletionWriter,
 ): Promise<CompletionOutcome> {
   const completedAt = rfc3339(new Date(message.completed_at));
   const sets = [
@@ -32,6 +56,8 @@ export async function markJobComplete(
     "#started_at = if_not_exists(#started_at, :started_at)",
     "#instance_id = :instance_id",
     `#ttl = :ttl`,
+    "#completed_by = :completed_by",
+    "#completion_attempt = :completion_attempt",
   ];
   const names: Record<string, string> = {
     "#status": "status",
@@ -41,6 +67,8 @@ export async function markJobComplete(
     "#started_at": "started_at",
     "#instance_id": "instance_id",
     "#ttl": JOBS_TABLE.ttlAttribute,
+    "#completed_by": JOBS_TABLE.completedByAttribute,
+    "#completion_attempt": JOBS_TABLE.completionAttemptAttribute,
   };
   const values: Record<string, { S: string } | { N: string }> = {
     ":status": { S: JOB_STATUS_FOR[message.status] },
@@ -51,6 +79,8 @@ export async function markJobComplete(
     ":instance_id": { S: message.instance_id },
     ":ttl": { N: String(expiresAt(completedAt, retentionDays)) },
     ":running": { S: "running" },
+    ":completed_by": { S: writer.messageId },
+    ":completion_attempt": { S: writer.attempt },
   };
   if (message.error !== undefined) {
     sets.push("#error = :error");
@@ -66,11 +96,17 @@ export async function markJobComplete(
         ConditionExpression: "#status = :running OR attribute_not_exists(#status)",
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       }),
     );
-    return "completed";
+    return { kind: "completed", recovered: false };
   } catch (error) {
-    if (error instanceof Error && error.name === "ConditionalCheckFailedException") return "duplicate";
-    throw error;
+    if (!isConditionFailure(error)) throw error;
+    const item = conditionFailureItem(error);
+    const completedBy = item?.[JOBS_TABLE.completedByAttribute]?.S;
+    if (completedBy === writer.messageId && item?.[JOBS_TABLE.completionAttemptAttribute]?.S === writer.attempt) {
+      return { kind: "completed", recovered: true };
+    }
+    return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S };
   }
 }

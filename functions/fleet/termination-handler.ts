@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
@@ -16,6 +17,8 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   ssm: SSMClient;
   sqs: SQSClient;
   config: TerminationConfig;
+  /** A fresh completion-attempt token per record processed; default a random UUID. */
+  newAttemptToken?: () => string;
 }
 
 
@@ -52,8 +55,14 @@ async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: stri
  * delivery completed it, delete the runner's config parameter. Metrics come before the SSM
  * delete (the original system has them after): if the delete fails, the retry finds the job already
  * complete, so metrics emitted after the delete would never be emitted at all.
+ *
+ * "This delivery completed it" is read from the item, not from the write's response: the write
+ * records the message id and a token of this attempt, and a failed condition returns the old
+ * item, so a completion whose response was lost (the SDK retried and failed the condition on its
+ * own write) still emits its metrics, while a redelivery of the message (another token) does not.
  */
 export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatchHandler {
+  const newAttemptToken = deps.newAttemptToken ?? randomUUID;
   return async (event, context) => {
     const handleRecord = async (record: SQSRecord): Promise<void> => {
       const parsed = parseBody(TerminationMessageSchema, record.body);
@@ -63,21 +72,32 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       }
       const message = parsed.value;
       const ids = { message_id: record.messageId, job_id: message.job_id, instance_id: message.instance_id };
-      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays);
-      if (outcome === "completed") {
+      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, {
+        messageId: record.messageId,
+        attempt: newAttemptToken(),
+      });
+      if (outcome.kind === "completed") {
         logStep(deps.logger, "info", "job_marked_complete", {
           ...ids,
           status: message.status,
           exit_code: message.exit_code,
           duration_seconds: message.duration_seconds,
+          recovered: outcome.recovered,
           ...(message.error !== undefined ? { error: message.error } : {}),
         });
         publishJobMetrics(deps, message);
       } else {
-        logStep(deps.logger, "info", "job_already_complete", { ...ids, status: message.status });
+        logStep(deps.logger, "info", "job_already_complete", {
+          ...ids,
+          status: message.status,
+          found_status: outcome.foundStatus ?? null,
+          completed_by: outcome.completedBy ?? null,
+          // The same message completed it on an earlier delivery, which emitted the metrics then.
+          redelivery: outcome.completedBy === record.messageId,
+        });
       }
       await deleteRunnerConfig(deps, message.instance_id, record.messageId);
-      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: outcome === "duplicate" });
+      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: outcome.kind === "duplicate" });
     };
 
     try {

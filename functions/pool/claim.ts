@@ -14,7 +14,10 @@ export interface ClaimDeps extends PickupDeps {
 
 /** Input of {@link claimInstance}. */
 export interface ClaimRequest {
-  /** The claimant; stored in the lock as its owner. */
+  /**
+   * The claimant; stored in the lock as its owner. Stable for the workflow (never a request or
+   * invocation id): it is how a retried lock write recognises its own lock.
+   */
   workflowId: string;
   /** The pool queue of `resourceClass`. */
   queueUrl: string;
@@ -57,7 +60,9 @@ const CLAIMABLE = new Set(["pending", "running", "stopped"]);
  * The claim API. Picks an advert from the pool, takes the per-instance DynamoDB lock
  * (conditional write), checks the instance in EC2, starts it if it is stopped, and returns it.
  * A lost race, or an instance that is terminated, missing, stopping or not a pool member of
- * the class, releases its lock (if taken) and asks the pool again.
+ * the class, releases its lock (if taken) and asks the pool again. The lock's owner is the
+ * workflow id: a failed lock condition on an item this workflow owns (its own write, whose
+ * response was lost) is a claim, not a lost race.
  *
  * Errors: `PickupArgumentError` for invalid delay/tolerance/deadline; SQS, DynamoDB and EC2
  * errors (after the SDK's retries) propagate, and a lock already taken is released first.
@@ -84,14 +89,20 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
     }
     const instanceId = picked.advert.instance_id;
     const nowSeconds = Math.floor(deps.clock() / 1000);
-    const lockExpiresAt = nowSeconds + request.lockTtlSeconds;
-    const locked = await acquireLock(deps, request.claimTableName, instanceId, request.workflowId, nowSeconds, lockExpiresAt, {
+    const lock = await acquireLock(deps, request.claimTableName, instanceId, request.workflowId, nowSeconds, nowSeconds + request.lockTtlSeconds, {
       resource_class: request.resourceClass.name,
     });
-    if (!locked) {
-      logStep(deps.logger, "info", "claim_lost_race", { workflow_id: request.workflowId, instance_id: instanceId });
+    if (!lock.acquired) {
+      logStep(deps.logger, "info", "claim_lost_race", { workflow_id: request.workflowId, instance_id: instanceId, holder: lock.holder ?? null });
       countOne(deps.metrics, "ClaimsLostRace");
       continue;
+    }
+    const lockExpiresAt = lock.expiresAt;
+    if (lock.recovered) {
+      // The lock is this workflow's already (a lost PutItem response the SDK retried): taking it for
+      // a lost race would leak it for its whole TTL, with the instance's advert already gone.
+      logStep(deps.logger, "warn", "claim_lock_recovered", { workflow_id: request.workflowId, instance_id: instanceId, lock_expires_at: lockExpiresAt });
+      countOne(deps.metrics, "ClaimLocksRecovered");
     }
     let verdict: { claimable: true; state: string; started: boolean } | { claimable: false; reason: string };
     try {
@@ -148,7 +159,11 @@ async function checkAndStart(
   return { claimable: true, state, started: true };
 }
 
-/** Gives a claimed instance back (the claimant's own lock only). Resolves false if it no longer held it. */
+/**
+ * Gives a claimed instance back (the claimant's own lock only). Resolves false if another
+ * workflow holds the instance; true once the claimant's lock is gone (also when a lost response
+ * means an earlier attempt of this release already deleted it, or the lock had expired away).
+ */
 export async function releaseClaim(deps: Pick<ClaimDeps, "dynamodb">, claimTableName: string, instanceId: string, workflowId: string): Promise<boolean> {
   return releaseLock(deps, claimTableName, instanceId, workflowId);
 }

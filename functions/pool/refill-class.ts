@@ -97,7 +97,9 @@ async function claimedIds(deps: RefillDeps, ids: string[], nowSeconds: number): 
 
 /**
  * Tops one class up to its size. Overlapping runs are serialised by a lease per class (a
- * conditional write in the claim table); a run that finds it held does nothing. Inside the
+ * conditional write in the claim table, owned by `runId`, the refill message's id, which is stable
+ * across redeliveries); a run that finds it held by another run does nothing, one that finds it
+ * held by itself (a lost response, or a redelivery after a crash) goes on. Inside the
  * lease the count comes from EC2 (pool-tagged, pending/running, not claimed), never from
  * adverts, so duplicated adverts cannot inflate or deflate it. Stopped unclaimed instances are
  * started first, the rest is launched from the class's launch template with an idempotency
@@ -107,10 +109,17 @@ async function claimedIds(deps: RefillDeps, ids: string[], nowSeconds: number): 
 export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId: string): Promise<RefillOutcome> {
   const nowSeconds = Math.floor(deps.clock() / 1000);
   const key = leaseKey(cls.name);
-  if (!(await acquireLock(deps, deps.config.claimTableName, key, runId, nowSeconds, nowSeconds + deps.config.leaseSeconds))) {
-    logStep(deps.logger, "info", "refill_lease_held", { resource_class: cls.name, run_id: runId });
+  const lease = await acquireLock(deps, deps.config.claimTableName, key, runId, nowSeconds, nowSeconds + deps.config.leaseSeconds);
+  if (!lease.acquired) {
+    logStep(deps.logger, "info", "refill_lease_held", { resource_class: cls.name, run_id: runId, holder: lease.holder ?? null });
     countOne(deps.metrics, "RefillSkipped");
     return { kind: "lease_held" };
+  }
+  if (lease.recovered) {
+    // Our own lease: this write's response was lost and the SDK's retry failed the condition on it,
+    // or an earlier delivery of this message died holding it. Skipping would idle the class until it expires.
+    logStep(deps.logger, "warn", "refill_lease_recovered", { resource_class: cls.name, run_id: runId, lease_expires_at: lease.expiresAt });
+    countOne(deps.metrics, "RefillLeasesRecovered");
   }
   try {
     const instances = await poolInstances(deps, cls);

@@ -22,10 +22,23 @@ export const JOBS_TABLE = {
    * is on no instance, so it is rightly absent.
    */
   activeIndex: { name: "status-instance_id-index", hashKey: "status", rangeKey: "instance_id" },
+  /** Who completed the job: the termination message id (stable across redeliveries). */
+  completedByAttribute: "completed_by",
+  /**
+   * Which attempt of the completing write applied (a token per attempt, the same in the SDK's
+   * retries of it): the one that finds its own token completed the job and emits its metrics.
+   */
+  completionAttemptAttribute: "completion_attempt",
 } as const;
 
 /** Part 2 (retraining): one item per model (its last launch) plus the capacity lease items. */
 export const RETRAINING_STATE_TABLE = { hashKey: "model_name" } as const;
+
+/**
+ * Part 2 (retraining): one launch intent per origin message id (functions/retraining/intent.ts),
+ * expiring by TTL once no copy of the message can come back.
+ */
+export const RETRAINING_INTENT_TABLE = { hashKey: "origin_message_id", ttlAttribute: "expires_at" } as const;
 
 /** Part 5 (pool): one claim lock or refill lease per key, expiring by TTL. */
 export const CLAIM_TABLE = { hashKey: "instance_id", ttlAttribute: "expires_at" } as const;

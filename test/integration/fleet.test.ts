@@ -14,6 +14,7 @@ import { RecordingLogger } from "../functions/helpers/telemetry";
 import { RecordingFleetMetrics } from "../functions/helpers/fleet-deps";
 import { AwsWorld, type Queue } from "./helpers/aws-world";
 import { pollOnce } from "./helpers/event-source-mapping";
+import { loseResponses } from "./helpers/lost-response";
 import { resetMoto } from "./helpers/moto";
 
 const TABLE = "fleet-jobs";
@@ -170,6 +171,38 @@ describe("fleet consumers against moto", () => {
     expect(metrics.named("JobFailure")).to.have.length(0);
     expect((await world.ssm.send(new GetParametersByPathCommand({ Path: "/runs-fleet/dev/runners", Recursive: true }))).Parameters).to.deep.equal([]);
     expect(await world.depth(termination)).to.deep.equal({ visible: 0, notVisible: 0 });
+  });
+
+  it("a completion whose UpdateItem response is lost (the SDK retries into its own write) emits its metrics once, and a later duplicate none", async () => {
+    const instanceId = (await launch({ [MANAGED_TAG.key]: MANAGED_TAG.value, [ENVIRONMENT_TAG]: "dev" })).id;
+    await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "lost-1" }, status: { S: "running" }, instance_id: { S: instanceId } } }));
+    const body = JSON.stringify({
+      instance_id: instanceId,
+      job_id: "lost-1",
+      status: "failure",
+      exit_code: 2,
+      duration_seconds: 60,
+      started_at: "2025-11-25T10:00:00Z",
+      completed_at: "2025-11-25T10:01:00Z",
+    });
+    const messageId = await world.send(termination, body);
+    const fault = loseResponses(dynamodb, "UpdateItemCommand");
+
+    const first = await pollOnce(world.sqs, { queueUrl: termination.url, queueArn: termination.arn, batchSize: 1 }, terminationHandler());
+    fault.remove();
+    await world.send(termination, body);
+    const duplicate = await pollOnce(world.sqs, { queueUrl: termination.url, queueArn: termination.arn, batchSize: 1 }, terminationHandler());
+
+    expect(fault.lost, "the fault fired").to.equal(1);
+    expect(first?.response.batchItemFailures).to.deep.equal([]);
+    expect(duplicate?.response.batchItemFailures).to.deep.equal([]);
+    expect(metrics.named("JobDuration").map((m) => m.dimensions), "one set of metrics").to.deep.equal([{ Status: "failure" }]);
+    expect(metrics.named("JobFailure").map((m) => m.dimensions)).to.deep.equal([{ Error: "exit_2" }]);
+    expect(logger.withStep("job_marked_complete")).to.have.length(1);
+    expect(logger.withStep("job_marked_complete")[0]?.fields).to.include({ job_id: "lost-1", recovered: true });
+    expect(logger.withStep("job_already_complete")[0]?.fields).to.include({ completed_by: messageId, redelivery: false });
+    const item = (await dynamodb.send(new GetItemCommand({ TableName: TABLE, Key: { job_id: { S: "lost-1" } }, ConsistentRead: true }))).Item;
+    expect(item).to.deep.include({ status: { S: "failed" }, completed_by: { S: messageId } });
   });
 
   it("a malformed termination message is quarantined in the termination DLQ", async () => {

@@ -1,14 +1,16 @@
-import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { CreateLaunchTemplateCommand, DescribeInstancesCommand, RunInstancesCommand, StopInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import type { Advert, ResourceClassSpec } from "../../functions/pool/advert";
-import { claimInstance, type ClaimRequest } from "../../functions/pool/claim";
+import { claimInstance, type ClaimRequest, releaseClaim } from "../../functions/pool/claim";
 import type { PoolClassConfig } from "../../functions/pool/config";
 import { pickup, type PickupRequest } from "../../functions/pool/pickup";
-import { refillClass } from "../../functions/pool/refill-class";
+import { acquireLock } from "../../functions/pool/lock";
+import { leaseKey, refillClass } from "../../functions/pool/refill-class";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { AwsWorld, type Queue } from "./helpers/aws-world";
+import { loseResponses } from "./helpers/lost-response";
 import { resetMoto } from "./helpers/moto";
 
 const POOL_TAG = "encache-warm-pool-it";
@@ -115,6 +117,97 @@ describe("warm pool against moto", () => {
     expect(claimed, JSON.stringify(results)).to.have.length(1);
     expect(claimed[0]).to.deep.include({ instanceId: id, state: "running" });
     expect(results.find((r) => r.outcome === "exhausted")).to.deep.include({ scope: "global" });
+  });
+
+  function claimRequest(workflowId: string): ClaimRequest {
+    return { workflowId, queueUrl: pool.url, resourceClass: GPU_SMALL, requirements: {}, claimTableName: TABLE, poolTag: POOL_TAG, lockTtlSeconds: 600, requeueDelaySeconds: 0, deadline: Date.now() + 20_000 };
+  }
+
+  async function lockOwner(key: string): Promise<string | undefined> {
+    const { Item } = await dynamodb.send(new GetItemCommand({ TableName: TABLE, Key: { instance_id: { S: key } }, ConsistentRead: true }));
+    return Item?.owner?.S;
+  }
+
+  it("moto returns the old item on a failed lock condition (ALL_OLD): a lock write sent twice by one owner resolves as its own, by another as a lost race", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const key = "i-0000000000000ddd1";
+
+    const first = await acquireLock({ dynamodb }, TABLE, key, "wf-a", now, now + 600);
+    const again = await acquireLock({ dynamodb }, TABLE, key, "wf-a", now, now + 600);
+    const other = await acquireLock({ dynamodb }, TABLE, key, "wf-b", now, now + 600);
+
+    expect(first).to.deep.equal({ acquired: true, expiresAt: now + 600, recovered: false });
+    expect(again).to.deep.equal({ acquired: true, expiresAt: now + 600, recovered: true });
+    expect(other).to.deep.equal({ acquired: false, holder: "wf-a", expiresAt: now + 600 });
+    let raw: unknown;
+    try {
+      await dynamodb.send(
+        new PutItemCommand({
+          TableName: TABLE,
+          Item: { instance_id: { S: key }, owner: { S: "wf-c" } },
+          ConditionExpression: "attribute_not_exists(instance_id)",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+    } catch (e) {
+      raw = e;
+    }
+    expect(raw).to.have.property("name", "ConditionalCheckFailedException");
+    expect(raw).to.have.nested.property("Item.owner.S", "wf-a");
+  });
+
+  it("a claim whose lock write's response is lost (the SDK retries into its own lock) claims the instance and leaks no lock", async () => {
+    const id = await poolInstance("running");
+    await world.send(pool, JSON.stringify(advertFor(id)));
+    const fault = loseResponses(dynamodb, "PutItemCommand");
+    const t = telemetry();
+
+    const result = await claimInstance({ sqs: world.sqs, ec2: world.ec2, dynamodb, clock: Date.now, ...t }, claimRequest("wf-a"));
+    fault.remove();
+
+    expect(fault.lost, "the fault fired").to.equal(1);
+    expect(result).to.deep.include({ outcome: "claimed", instanceId: id, state: "running", attempts: 1 });
+    expect(await lockOwner(id)).to.equal("wf-a");
+    expect(t.metrics.count("ClaimsLostRace")).to.equal(0);
+    expect(t.metrics.count("ClaimLocksRecovered")).to.equal(1);
+    // The workflow's release gives it back, so the instance is not held for the lock's TTL.
+    expect(await releaseClaim({ dynamodb }, TABLE, id, "wf-a")).to.equal(true);
+    expect(await lockOwner(id)).to.equal(undefined);
+  });
+
+  it("a release whose response is lost (the SDK retries into nothing) resolves as released", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    await acquireLock({ dynamodb }, TABLE, "i-0000000000000ddd2", "wf-a", now, now + 600);
+    const fault = loseResponses(dynamodb, "DeleteItemCommand");
+
+    const released = await releaseClaim({ dynamodb }, TABLE, "i-0000000000000ddd2", "wf-a");
+    fault.remove();
+
+    expect(fault.lost).to.equal(1);
+    expect(released).to.equal(true);
+    expect(await lockOwner("i-0000000000000ddd2")).to.equal(undefined);
+  });
+
+  it("a refill whose lease write's response is lost refills the class instead of skipping it, and releases the lease", async () => {
+    const { LaunchTemplate } = await world.ec2.send(
+      new CreateLaunchTemplateCommand({ LaunchTemplateName: "pool-gpu-small-lt", LaunchTemplateData: { ImageId: await world.anyAmi(), InstanceType: "g5.xlarge" } }),
+    );
+    const cls: PoolClassConfig = { ...GPU_SMALL, queueUrl: pool.url, launchTemplateId: LaunchTemplate?.LaunchTemplateId ?? "", size: 1 };
+    const fault = loseResponses(dynamodb, "PutItemCommand");
+    const t = telemetry();
+
+    const out = await refillClass(
+      { ec2: world.ec2, dynamodb, sqs: world.sqs, clock: Date.now, config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 60, quarantineQueueUrl: pool.url }, ...t },
+      cls,
+      "msg-1",
+    );
+    fault.remove();
+
+    expect(fault.lost).to.equal(1);
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 0 });
+    expect(out.kind === "refilled" ? out.launched : []).to.have.length(1);
+    expect(t.metrics.count("RefillSkipped")).to.equal(0);
+    expect(await lockOwner(leaseKey("gpu-small")), "lease released").to.equal(undefined);
   });
 
   it("a claim starts a stopped warm instance and skips a terminated one", async () => {

@@ -1,19 +1,30 @@
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { expiresAt } from "../../../functions/fleet/complete-job";
-import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
+import { createTerminationHandler, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
+import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
 
-function arrange() {
+function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
   const t = mockedClients();
   t.dynamodbMock.on(UpdateItemCommand).resolves({});
   t.ssmMock.on(DeleteParameterCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig() });
+  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), ...overrides });
   return { ...t, handler };
+}
+
+/** The job item as a failed condition returns it (ALL_OLD): completed, and by whom. */
+function completedItem(completedBy: string | undefined, attempt: string | undefined, status = "completed"): Record<string, AttributeValue> {
+  return {
+    job_id: { S: "67890" },
+    status: { S: status },
+    ...(completedBy === undefined ? {} : { completed_by: { S: completedBy } }),
+    ...(attempt === undefined ? {} : { completion_attempt: { S: attempt } }),
+  };
 }
 
 describe("fleet termination handler", () => {
@@ -76,6 +87,109 @@ describe("fleet termination handler", () => {
     expect(t.metrics.emitted).to.deep.equal([]);
     expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(1);
     expect(t.logger.steps()).to.deep.equal(["job_already_complete", "ssm_parameter_deleted", "termination_processed"]);
+  });
+
+  it("the completing write records its writer (message id and attempt token) and asks for the old item on a failed condition", async () => {
+    const t = arrange({ newAttemptToken: () => "attempt-1" });
+    const record = sqsRecord(terminationMessage());
+
+    await t.handler(sqsEvent(record));
+
+    const update = t.dynamodbMock.commandCalls(UpdateItemCommand)[0]!.args[0].input;
+    expect(update.UpdateExpression).to.contain("#completed_by = :completed_by").and.to.contain("#completion_attempt = :completion_attempt");
+    expect(update.ExpressionAttributeNames).to.deep.include({ "#completed_by": "completed_by", "#completion_attempt": "completion_attempt" });
+    expect(update.ExpressionAttributeValues).to.deep.include({ ":completed_by": { S: record.messageId }, ":completion_attempt": { S: "attempt-1" } });
+    expect(update.ReturnValuesOnConditionCheckFailure).to.equal("ALL_OLD");
+  });
+
+  it("each delivery of a message writes a fresh attempt token, the message id stays", async () => {
+    const t = arrange();
+    const record = sqsRecord(terminationMessage());
+
+    await t.handler(sqsEvent(record));
+    await t.handler(sqsEvent(record));
+
+    const values = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input.ExpressionAttributeValues ?? {});
+    expect(values.map((v) => v[":completed_by"]?.S)).to.deep.equal([record.messageId, record.messageId]);
+    expect(values[0]?.[":completion_attempt"]?.S).to.be.a("string").and.not.equal(values[1]?.[":completion_attempt"]?.S);
+  });
+
+  describe("a failed completion condition is resolved by who completed the job (the old item)", () => {
+    const cases: Array<{ title: string; completedBy: (messageId: string) => string | undefined; attempt: string | undefined; status?: string; metrics: number; step: string; fields: Record<string, unknown> }> = [
+      {
+        title: "this attempt (the write applied, its response was lost, the SDK's retry failed the condition): completed, metrics emitted once",
+        completedBy: (id) => id,
+        attempt: "attempt-1",
+        metrics: 1,
+        step: "job_marked_complete",
+        fields: { recovered: true },
+      },
+      {
+        title: "another message: a duplicate, no metrics",
+        completedBy: () => "m-other",
+        attempt: "attempt-0",
+        metrics: 0,
+        step: "job_already_complete",
+        fields: { completed_by: "m-other", found_status: "completed", redelivery: false },
+      },
+      {
+        title: "an earlier delivery of this message (it emitted the metrics then): a duplicate, no metrics",
+        completedBy: (id) => id,
+        attempt: "attempt-0",
+        metrics: 0,
+        step: "job_already_complete",
+        fields: { redelivery: true },
+      },
+      {
+        title: "nobody recorded (completed before writers were recorded): a duplicate, no metrics",
+        completedBy: () => undefined,
+        attempt: undefined,
+        metrics: 0,
+        step: "job_already_complete",
+        fields: { completed_by: null },
+      },
+      {
+        title: "a job that is not running (queued): not completed by this message, no metrics",
+        completedBy: () => undefined,
+        attempt: undefined,
+        status: "queued",
+        metrics: 0,
+        step: "job_already_complete",
+        fields: { found_status: "queued" },
+      },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        const t = arrange({ newAttemptToken: () => "attempt-1" });
+        const record = sqsRecord(terminationMessage());
+        t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem(c.completedBy(record.messageId), c.attempt, c.status)));
+
+        const response = await t.handler(sqsEvent(record));
+
+        expect(response.batchItemFailures).to.deep.equal([]);
+        expect(t.metrics.named("JobDuration")).to.have.length(c.metrics);
+        expect(t.metrics.named("JobSuccess")).to.have.length(c.metrics);
+        expect(t.logger.withStep(c.step)[0]?.fields).to.include(c.fields);
+        expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(1);
+      });
+    }
+  });
+
+  it("a lost completion response followed by a redelivery (the SSM delete failed) emits the job metrics exactly once", async () => {
+    let token = 0;
+    const t = arrange({ newAttemptToken: () => `attempt-${++token}` });
+    const record = sqsRecord(terminationMessage());
+    t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem(record.messageId, "attempt-1")));
+    t.ssmMock.on(DeleteParameterCommand).rejectsOnce(awsError("InternalServerError")).resolves({});
+
+    const first = await t.handler(sqsEvent(record));
+    const redelivery = await t.handler(sqsEvent(record));
+
+    expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(redelivery.batchItemFailures).to.deep.equal([]);
+    expect(t.metrics.named("JobDuration")).to.have.length(1);
+    expect(t.metrics.named("JobSuccess")).to.have.length(1);
+    expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ redelivery: true });
   });
 
   it("ParameterNotFound on the delete is a success", async () => {

@@ -1,8 +1,9 @@
-import { DeleteItemCommand, type DeleteItemCommandInput, DynamoDBClient, PutItemCommand, type PutItemCommandInput, BatchGetItemCommand, type BatchGetItemCommandInput, DynamoDBServiceException } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, DeleteItemCommand, type DeleteItemCommandInput, DynamoDBClient, PutItemCommand, type PutItemCommandInput, BatchGetItemCommand, type BatchGetItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, type DescribeInstancesCommandInput, EC2Client, EC2ServiceException, RunInstancesCommand, type RunInstancesCommandInput, StartInstancesCommand, type StartInstancesCommandInput } from "@aws-sdk/client-ec2";
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand, type SendMessageCommandInput, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { Advert, ResourceClassSpec } from "../../../functions/pool/advert";
+import { conditionFailed } from "./dynamodb-errors";
 import { RecordingLogger, RecordingMetrics } from "./telemetry";
 
 export const QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/pool-gpu-small";
@@ -160,30 +161,43 @@ export class FakeEc2 {
   }
 }
 
-function conditionFailed(): DynamoDBServiceException {
-  return new DynamoDBServiceException({ name: "ConditionalCheckFailedException", message: "The conditional request failed", $fault: "client", $metadata: { httpStatusCode: 400 } });
+interface LockItem {
+  owner: string;
+  expiresAt: number;
 }
 
-/** The claim table behind aws-sdk-client-mock, evaluating the lock conditions the code sends. */
+function lockAttributes(key: string, item: LockItem): Record<string, AttributeValue> {
+  return { instance_id: { S: key }, owner: { S: item.owner }, expires_at: { N: String(item.expiresAt) } };
+}
+
+/**
+ * The claim table behind aws-sdk-client-mock, evaluating the lock conditions the code sends and
+ * returning the old item on a failed condition when ALL_OLD is asked for, as DynamoDB does.
+ * `loseResponses(command, n)` makes the next n writes of that command apply and then fail as the
+ * SDK's retry would see them after a lost response: the condition is checked again, against the
+ * item the first attempt wrote.
+ */
 export class FakeClaimTable {
   readonly dynamodb = new DynamoDBClient(clientOptions);
   readonly mock = mockClient(this.dynamodb);
-  readonly items = new Map<string, { owner: string; expiresAt: number }>();
+  readonly items = new Map<string, LockItem>();
+  private readonly lost = { PutItemCommand: 0, DeleteItemCommand: 0 };
 
   constructor() {
     this.mock.on(PutItemCommand).callsFake((input: PutItemCommandInput) => {
-      const key = input.Item?.instance_id?.S ?? "";
-      const now = Number(input.ExpressionAttributeValues?.[":now"]?.N);
-      const existing = this.items.get(key);
-      if (existing && !(existing.expiresAt < now)) throw conditionFailed();
-      this.items.set(key, { owner: input.Item?.owner?.S ?? "", expiresAt: Number(input.Item?.expires_at?.N) });
+      this.put(input);
+      if (this.lost.PutItemCommand > 0) {
+        this.lost.PutItemCommand -= 1;
+        this.put(input);
+      }
       return {};
     });
     this.mock.on(DeleteItemCommand).callsFake((input: DeleteItemCommandInput) => {
-      const key = input.Key?.instance_id?.S ?? "";
-      const existing = this.items.get(key);
-      if (!existing || existing.owner !== input.ExpressionAttributeValues?.[":owner"]?.S) throw conditionFailed();
-      this.items.delete(key);
+      this.delete(input);
+      if (this.lost.DeleteItemCommand > 0) {
+        this.lost.DeleteItemCommand -= 1;
+        this.delete(input);
+      }
       return {};
     });
     this.mock.on(BatchGetItemCommand).callsFake((input: BatchGetItemCommandInput) => {
@@ -194,6 +208,30 @@ export class FakeClaimTable {
         .map((k) => ({ instance_id: { S: k }, expires_at: { N: String(this.items.get(k)!.expiresAt) } }));
       return { Responses: { [table ?? TABLE]: found } };
     });
+  }
+
+  loseResponses(command: "PutItemCommand" | "DeleteItemCommand", times = 1): void {
+    this.lost[command] += times;
+  }
+
+  private oldItem(key: string, returnValues: string | undefined): Record<string, AttributeValue> | undefined {
+    const existing = this.items.get(key);
+    return existing && returnValues === "ALL_OLD" ? lockAttributes(key, existing) : undefined;
+  }
+
+  private put(input: PutItemCommandInput): void {
+    const key = input.Item?.instance_id?.S ?? "";
+    const now = Number(input.ExpressionAttributeValues?.[":now"]?.N);
+    const existing = this.items.get(key);
+    if (existing && !(existing.expiresAt < now)) throw conditionFailed(this.oldItem(key, input.ReturnValuesOnConditionCheckFailure));
+    this.items.set(key, { owner: input.Item?.owner?.S ?? "", expiresAt: Number(input.Item?.expires_at?.N) });
+  }
+
+  private delete(input: DeleteItemCommandInput): void {
+    const key = input.Key?.instance_id?.S ?? "";
+    const existing = this.items.get(key);
+    if (!existing || existing.owner !== input.ExpressionAttributeValues?.[":owner"]?.S) throw conditionFailed(this.oldItem(key, input.ReturnValuesOnConditionCheckFailure));
+    this.items.delete(key);
   }
 
   calls(command: string): number {

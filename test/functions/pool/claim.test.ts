@@ -96,6 +96,53 @@ describe("claim API", () => {
     expect(t.ec2.calls("DescribeInstancesCommand"), "no EC2 call for a lost race").to.equal(1);
   });
 
+  describe("a lock write whose response was lost (the first attempt applied, the SDK's retry failed the condition)", () => {
+    it("is a claim, not a lost race: the workflow gets the instance and keeps the lock, nothing leaks", async () => {
+      const a = advert();
+      const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+      t.queue.push(a);
+      t.table.loseResponses("PutItemCommand");
+
+      const result = await claimInstance(t.deps, t.request());
+
+      const expiresAt = Math.floor(t.clock.now / 1000) + 600;
+      expect(result).to.deep.equal({ outcome: "claimed", instanceId: a.instance_id, advert: a, state: "running", started: false, lockExpiresAt: expiresAt, attempts: 1 });
+      expect(t.table.items.get(a.instance_id)).to.deep.equal({ owner: "wf-1", expiresAt });
+      expect(t.metrics.count("ClaimsLostRace")).to.equal(0);
+      expect(t.metrics.count("PoolExhausted")).to.equal(0);
+      expect(t.metrics.count("ClaimLocksRecovered")).to.equal(1);
+      expect(t.logger.withStep("claim_lock_recovered")[0]?.fields).to.include({ workflow_id: "wf-1", instance_id: a.instance_id, lock_expires_at: expiresAt });
+    });
+
+    it("that names another workflow as owner is still a lost race, and that lock is left alone", async () => {
+      const a = advert();
+      const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+      t.table.items.set(a.instance_id, { owner: "wf-other", expiresAt: Math.floor(t.clock.now / 1000) + 100 });
+      t.queue.push(a);
+
+      const result = await claimInstance(t.deps, t.request());
+
+      expect(result).to.deep.equal({ outcome: "exhausted", scope: "global", attempts: 2 });
+      expect(t.table.items.get(a.instance_id)?.owner).to.equal("wf-other");
+      expect(t.logger.withStep("claim_lost_race")[0]?.fields).to.include({ workflow_id: "wf-1", instance_id: a.instance_id, holder: "wf-other" });
+      expect(t.metrics.count("ClaimLocksRecovered")).to.equal(0);
+    });
+
+    it("on the release of an unavailable instance's lock still counts as released, and the claim goes on", async () => {
+      const gone = advert();
+      const good = advert();
+      const t = arrange([{ id: good.instance_id, state: "running", tags: poolTags() }]);
+      t.queue.push(gone);
+      t.queue.push(good);
+      t.table.loseResponses("DeleteItemCommand");
+
+      const result = await claimInstance(t.deps, t.request());
+
+      expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
+      expect(t.table.items.has(gone.instance_id)).to.equal(false);
+    });
+  });
+
   it("an expired lock (TTL not yet swept) can be taken over", async () => {
     const a = advert();
     const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
@@ -149,5 +196,14 @@ describe("claim API", () => {
     expect(await releaseClaim(t.deps, TABLE, "i-00000000000000abc", "wf-1")).to.equal(true);
     expect(await releaseClaim(t.deps, TABLE, "i-00000000000000def", "wf-1")).to.equal(false);
     expect([...t.table.items.keys()]).to.deep.equal(["i-00000000000000def"]);
+  });
+
+  it("releaseClaim whose delete response was lost (the first attempt deleted the lock) resolves as released", async () => {
+    const t = arrange();
+    t.table.items.set("i-00000000000000abc", { owner: "wf-1", expiresAt: 9e9 });
+    t.table.loseResponses("DeleteItemCommand");
+
+    expect(await releaseClaim(t.deps, TABLE, "i-00000000000000abc", "wf-1")).to.equal(true);
+    expect(t.table.items.size).to.equal(0);
   });
 });

@@ -71,10 +71,45 @@ describe("pool refill", () => {
     expect(await refillClass(t.deps, t.config.classes[0]!, "run-1")).to.deep.equal({ kind: "lease_held" });
     expect(t.ec2.mock.calls()).to.have.length(0);
     expect(t.metrics.count("RefillSkipped")).to.equal(1);
+    expect(t.logger.withStep("refill_lease_held")[0]?.fields).to.include({ run_id: "run-1", holder: "run-0" });
 
     t.table.items.delete(leaseKey("gpu-small"));
     await refillClass(t.deps, t.config.classes[0]!, "run-2");
     expect(t.table.items.has(leaseKey("gpu-small")), "lease released").to.equal(false);
+  });
+
+  it("a lease write whose response was lost (the retry failed the condition on its own lease) refills instead of skipping, then releases the lease", async () => {
+    const t = arrange([], 2);
+    t.table.loseResponses("PutItemCommand");
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 0 });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([2]);
+    expect(t.metrics.count("RefillSkipped")).to.equal(0);
+    expect(t.metrics.count("RefillLeasesRecovered")).to.equal(1);
+    expect(t.logger.withStep("refill_lease_recovered")[0]?.fields).to.include({ resource_class: "gpu-small", run_id: "run-1" });
+    expect(t.table.items.has(leaseKey("gpu-small")), "lease released").to.equal(false);
+  });
+
+  it("a redelivered refill message whose earlier delivery died holding the lease goes on (the lease's owner is the message id)", async () => {
+    const t = arrange([], 1);
+    t.table.items.set(leaseKey("gpu-small"), { owner: "run-1", expiresAt: Math.floor(t.clock.now / 1000) + 60 });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out.kind).to.equal("refilled");
+    expect(t.logger.withStep("refill_lease_held")).to.have.length(0);
+  });
+
+  it("a lease release whose response was lost does not fail the run", async () => {
+    const t = arrange([pooled("running")], 1);
+    t.table.loseResponses("DeleteItemCommand");
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", advertised: 1 });
+    expect(t.table.items.has(leaseKey("gpu-small"))).to.equal(false);
   });
 
   it("releases the lease when EC2 fails, and propagates the error", async () => {
