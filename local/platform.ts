@@ -26,6 +26,7 @@ import { RunRecorder } from "./report-recorder";
 import { LocalScheduler } from "./scheduler";
 import { SqsClockProxy } from "./sqs-clock";
 import { Ec2ClockProxy } from "./ec2-clock";
+import { EcsClientTokenProxy } from "./ecs-client-token";
 import { deployLocally } from "./topology";
 import type { LocalFunction, LocalQueue, Topology } from "./types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
@@ -47,6 +48,20 @@ export interface PlatformOptions {
   taskSimMs: number;
   /** A line for the operator (the live view prints it above its block). */
   note: (line: string) => void;
+  /**
+   * Where the code under test reaches AWS: each Lambda (by logical name) and the worker service
+   * (`worker-service`), given where it would. The chaos run puts its fault proxy there. The
+   * runtime's own clients (pollers, scheduler, simulators, scenarios) are never asked about.
+   * @default the platform's own endpoints
+   */
+  codeEndpoints?: (caller: string, upstream: CodeEndpoints) => Promise<CodeEndpoints>;
+}
+
+/** The endpoints a piece of code under test uses: moto, and a service's own where it has one (sqs, ec2, ecs). */
+export interface CodeEndpoints {
+  aws: string;
+  /** By the SDK's service id, lower case: `AWS_ENDPOINT_URL_<ID>`. */
+  byService: Record<string, string>;
 }
 
 export type { QueueDepth } from "./depth-sampler";
@@ -124,8 +139,13 @@ export class LocalPlatform {
       const ec2Proxy = new Ec2ClockProxy({ target: endpoint, clock: { t0Ms: clock.t0, speed: clock.speed }, stopDelayRealMs: clock.real(options.gpuStopSimMs ?? 60_000) });
       const ec2Endpoint = await ec2Proxy.start();
       stoppers.push(() => ec2Proxy.stop());
-      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_ENDPOINT_URL_EC2: ec2Endpoint };
-      const lambdas = new LambdaHost(topology.functions, { awsEnv: lambdaEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
+      // The Lambdas' RunTask honours clientToken as ECS does (moto ignores it), on the simulated clock.
+      const ecsProxy = new EcsClientTokenProxy({ target: endpoint, now: () => clock.now() });
+      const ecsEndpoint = await ecsProxy.start();
+      stoppers.push(() => ecsProxy.stop());
+      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_ENDPOINT_URL_EC2: ec2Endpoint, AWS_ENDPOINT_URL_ECS: ecsEndpoint };
+      const hosted = await hostedFunctions(topology, lambdaEnv, options.codeEndpoints);
+      const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 
       const gpu = await startGpu(topology, aws, clock, options, lambdas);
@@ -142,7 +162,8 @@ export class LocalPlatform {
       const ecsTasks = await startEcsTasks(topology, aws, endpoint, clock, options, (t) => built.platform?.failTask(t) ?? false);
       stoppers.push(() => ecsTasks.stop());
 
-      const worker = await startWorker(topology, endpoint, topology.region, options, logDir);
+      const workerEndpoint = options.codeEndpoints ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: {} })).aws : endpoint;
+      const worker = await startWorker(topology, workerEndpoint, topology.region, options, logDir);
       if (worker) stoppers.push(() => worker.stop());
 
       // One poller of queue depths for the alarms and the report; its rounds fall on the alarms' simulated minutes.
@@ -223,6 +244,37 @@ function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsC
     sns: new SNSClient(clientConfig),
     cloudwatch: new CloudWatchClient(clientConfig),
   };
+}
+
+/**
+ * The functions as the Lambda host runs them. With `codeEndpoints`, each function gets its own
+ * endpoints in its environment (the host's shared env then carries none), and its queue URLs move
+ * to its SQS endpoint's origin: SDK v3 sends an SQS call to its QueueUrl's origin, not to the
+ * configured endpoint, so an unmoved URL would bypass whatever sits in front.
+ */
+async function hostedFunctions(
+  topology: Topology,
+  awsEnv: Record<string, string>,
+  codeEndpoints: PlatformOptions["codeEndpoints"],
+): Promise<{ functions: LocalFunction[]; awsEnv: Record<string, string> }> {
+  if (!codeEndpoints) return { functions: topology.functions, awsEnv };
+  const isEndpoint = (k: string) => k === "AWS_ENDPOINT_URL" || k.startsWith("AWS_ENDPOINT_URL_");
+  const shared = Object.fromEntries(Object.entries(awsEnv).filter(([k]) => !isEndpoint(k)));
+  const upstream: CodeEndpoints = {
+    aws: awsEnv.AWS_ENDPOINT_URL ?? "",
+    byService: Object.fromEntries(Object.entries(awsEnv).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_")).map(([k, v]) => [k.slice("AWS_ENDPOINT_URL_".length).toLowerCase(), v])),
+  };
+  const sqsOrigin = new URL(upstream.byService.sqs ?? upstream.aws).origin;
+  const functions = await Promise.all(
+    topology.functions.map(async (fn) => {
+      const front = await codeEndpoints(fn.logicalName, upstream);
+      const frontSqs = new URL(front.byService.sqs ?? front.aws).origin;
+      const environment = Object.fromEntries(Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]));
+      const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [`AWS_ENDPOINT_URL_${service.toUpperCase()}`, url]));
+      return { ...fn, environment: { ...environment, AWS_ENDPOINT_URL: front.aws, ...endpoints } };
+    }),
+  );
+  return { functions, awsEnv: shared };
 }
 
 /** Lambda's SQS pollers: one per event source mapping, by the mapping's logical name. */

@@ -14,7 +14,17 @@ const booleanFlag = z
   .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
   .transform((s) => /^(true|1|yes)$/i.test(s));
 
-/** Variable names and defaults follow docs/parts/retraining.md's table; ENVIRONMENT, QUARANTINE_QUEUE_URL, RETRAINING_QUEUE_URL and DEFER_DELAY_SECONDS are the platform's. */
+/**
+ * A completed intent must outlive the longest way a message can come back (infra/parts/retraining.ts,
+ * `intentRetentionSeconds`): 1 day on the queue, 14 in the DLQ, 1 more after a redrive, plus a day.
+ */
+export const DEFAULT_INTENT_RETENTION_SECONDS = 17 * 86_400;
+
+/**
+ * Variable names and defaults follow docs/parts/retraining.md's table; ENVIRONMENT, QUARANTINE_QUEUE_URL,
+ * RETRAINING_QUEUE_URL, DEFER_DELAY_SECONDS, RETRAINING_INTENT_TABLE, RETRAINING_INTENT_RETENTION_SECONDS
+ * and MAX_RECEIVE_COUNT are the platform's.
+ */
 const launcherShape = {
   ECS_CLUSTER: z.string().min(1),
   ECS_TASK_DEFINITION_ARN: z.string().min(1).optional(),
@@ -32,6 +42,12 @@ const launcherShape = {
   RETRAINING_QUEUE_URL: envUrl(),
   // SQS's DelaySeconds range.
   DEFER_DELAY_SECONDS: envInt(0, 900).default(60),
+  // Required: the per-origin intent that makes RunTask happen once per message (intent.ts).
+  RETRAINING_INTENT_TABLE: z.string().min(3),
+  // At least a day (the clientToken window); at most a year.
+  RETRAINING_INTENT_RETENTION_SECONDS: envInt(86_400, 31_536_000).default(DEFAULT_INTENT_RETENTION_SECONDS),
+  // The queue's maxReceiveCount: on the last receive a failing message is dead-lettered by the launcher, stamped with its origin.
+  MAX_RECEIVE_COUNT: envInt(2, 1000).optional(),
 } satisfies Record<EnvName<"retraining-launcher">, z.ZodType>;
 
 export interface LauncherConfig {
@@ -51,6 +67,12 @@ export interface LauncherConfig {
   retrainingQueueUrl: string;
   /** DelaySeconds of a deferred copy: how long a message waits before asking for a slot again. */
   deferDelaySeconds: number;
+  /** One intent per origin message: claimed before RunTask, completed with the task ARN. */
+  intentTable: string;
+  /** How long an intent is kept (its TTL), from its claim and again from its launch. */
+  intentRetentionSeconds: number;
+  /** The queue's maxReceiveCount, if known: see `MAX_RECEIVE_COUNT`. */
+  maxReceiveCount?: number;
 }
 
 /** Seed 001's task-definition resolution: the explicit ARN wins, else the per-environment family. */
@@ -73,5 +95,8 @@ export function parseLauncherConfig(env: NodeJS.ProcessEnv): LauncherConfig {
     quarantineQueueUrl: e.QUARANTINE_QUEUE_URL,
     retrainingQueueUrl: e.RETRAINING_QUEUE_URL,
     deferDelaySeconds: e.DEFER_DELAY_SECONDS,
+    intentTable: e.RETRAINING_INTENT_TABLE,
+    intentRetentionSeconds: e.RETRAINING_INTENT_RETENTION_SECONDS,
+    ...(e.MAX_RECEIVE_COUNT !== undefined ? { maxReceiveCount: e.MAX_RECEIVE_COUNT } : {}),
   };
 }

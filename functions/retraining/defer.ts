@@ -1,4 +1,4 @@
-import { type MessageAttributeValue, SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from "@aws-sdk/client-sqs";
+import { type MessageAttributeValue, SendMessageBatchCommand, type SendMessageBatchRequestEntry, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
 import { errorMessage } from "../shared/logger";
 
@@ -129,4 +129,30 @@ export async function resendDeferred(sqs: SQSClient, queueUrl: string, requests:
     }
   }
   return outcome;
+}
+
+/** Why the launcher dead-lettered a message itself, and the id of the message it came from. */
+export const DEAD_LETTER_REASON_ATTRIBUTE = "dead-letter-reason";
+export const SOURCE_MESSAGE_ID_ATTRIBUTE = "source-message-id";
+
+/**
+ * Sends `record` to the DLQ with its lineage stamped on (origin id, deferral count unchanged) and
+ * why. SQS gives a redriven message a new id, so a message that reaches the DLQ by SQS's own move
+ * comes back as a stranger; this copy comes back carrying its origin, and its launch intent finds
+ * it. Throws when SQS refuses it (e.g. over 10 attributes): the caller then lets SQS move it.
+ */
+export async function deadLetterStamped(sqs: SQSClient, dlqUrl: string, record: SQSRecord, lineage: Lineage, reason: string): Promise<void> {
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: dlqUrl,
+      MessageBody: record.body,
+      MessageAttributes: {
+        ...carriedAttributes(record.messageAttributes ?? {}),
+        [ORIGIN_ATTRIBUTE]: { DataType: "String", StringValue: lineage.originMessageId },
+        [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(lineage.deferrals) },
+        [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: "String", StringValue: reason.slice(0, 1024) },
+        [SOURCE_MESSAGE_ID_ATTRIBUTE]: { DataType: "String", StringValue: record.messageId },
+      },
+    }),
+  );
 }

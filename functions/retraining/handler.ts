@@ -7,15 +7,16 @@ import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
+import { approximateReceiveCount, once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { LaunchSlots } from "./capacity";
 import type { LauncherConfig } from "./config";
-import { capacityProviderFor, countRunningTasks, launchTask, runTaskInput } from "./ecs";
-import { type Lineage, lineageOf, resendDeferred } from "./defer";
+import { capacityProviderFor, countRunningTasks, LaunchFailedError, launchTask, runTaskInput } from "./ecs";
+import { deadLetterStamped, type Lineage, lineageOf, resendDeferred } from "./defer";
+import { claimIntent, completeIntent, type LaunchedIntent, launchedIntents, releaseIntent } from "./intent";
 import { jobIdFor } from "./job-id";
-import { acquireLease, LeaseBusyError, leaseWindow, releaseLease } from "./lease";
+import { acquireLease, LeaseBusyError, type LeaseHolder, leaseWindow, releaseLease } from "./lease";
 import { type MessageParseResult, parseRetrainingMessage, type RetrainingMessage } from "./message";
-import { isoUtc, latestLaunchedMessageIds, recordLaunch } from "./state";
+import { recordLaunch } from "./state";
 
 /** Powertools Metrics plus the one dimension docs/parts/retraining.md puts on every metric. */
 export interface LauncherMetrics extends MetricsSink {
@@ -52,7 +53,8 @@ interface PendingDeferral {
   record: SQSRecord;
   lineage: Lineage;
   modelName: string;
-  reason: "at_capacity" | "lease_busy";
+  /** `in_progress`: another live attempt has claimed the same origin; asked again after the delay. */
+  reason: "at_capacity" | "lease_busy" | "in_progress";
   running?: number;
   max?: number;
 }
@@ -77,8 +79,13 @@ interface LaunchJob {
  *
  * Deferring re-sends a delayed copy to the launcher's own queue and acknowledges the original
  * (defer.ts), so waiting for capacity never spends maxReceiveCount. A copy keeps the first
- * message's id (its origin): the job id, clientToken, state record and redelivery guard all use
- * it, so a message keeps one job id however often it waits.
+ * message's id (its origin): the job id, clientToken, state record and intent all use it, so a
+ * message keeps one job id however often it waits.
+ *
+ * RunTask happens once per origin: the launcher claims the origin's intent (intent.ts) with a
+ * conditional write just before RunTask and completes it with the task's ARN, so a duplicate
+ * delivery (concurrent, interleaved with other messages of the model, or a DLQ redrive days
+ * later) finds the claim or the launch and does not call RunTask again.
  */
 export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
   return async (event, context) => {
@@ -98,12 +105,12 @@ class LauncherBatch {
   readonly deferrals: PendingDeferral[] = [];
   private leaseHeld = false;
   private readonly table: string;
-  private readonly holder: string;
+  private readonly holder: LeaseHolder;
   private readonly parsedById: Map<string, MessageParseResult>;
   /** Lease, then one ListTasks (paginated) per batch, and only if some message needs a slot. */
   private readonly slots: () => Promise<LaunchSlots>;
-  /** Every body is parsed once; the redelivery check reads the state of all their models at once. */
-  private readonly launchedIds: () => Promise<Map<string, string>>;
+  /** Every body is parsed once; the duplicate check reads the intents of all their origins at once. */
+  private readonly launchedByOrigin: () => Promise<Map<string, LaunchedIntent>>;
 
   constructor(
     private readonly deps: LauncherDeps,
@@ -111,13 +118,13 @@ class LauncherBatch {
     private readonly context: Context | undefined,
   ) {
     this.table = deps.config.stateTable;
-    this.holder = `${context?.awsRequestId ?? "local"}/${randomUUID()}`;
-    this.slots = once(() => this.takeLeaseAndCount());
     this.parsedById = new Map(records.map((r) => [r.messageId, parseRetrainingMessage(r.body)] as const));
-    this.launchedIds = once(async () => {
-      const models = [...this.parsedById.values()].flatMap((p) => (p.ok ? [p.message.modelName] : []));
-      return latestLaunchedMessageIds(deps.db, this.table, models);
-    });
+    const origins = records.filter((r) => this.parsedById.get(r.messageId)?.ok).map((r) => lineageOf(r).originMessageId);
+    // A token of this batch's own, not the request id: a redelivered batch must never pass for this
+    // holder. The origins only tell an operator reading the item whose launches it serialises.
+    this.holder = { token: randomUUID(), origins: [...new Set(origins)] };
+    this.slots = once(() => this.takeLeaseAndCount());
+    this.launchedByOrigin = once(() => launchedIntents(deps.db, deps.config.intentTable, origins));
   }
 
   /** Runs every record, then gives the lease back whatever happened. */
@@ -133,19 +140,28 @@ class LauncherBatch {
     const { deps, holder } = this;
     const { config, logger } = deps;
     const clock = () => deps.now().getTime();
-    const window = leaseWindow(clock(), this.context?.getRemainingTimeInMillis() ?? DEFAULT_REMAINING_MS);
+    const window = leaseWindow(clock(), this.remainingMs());
     const attempts = await acquireLease(deps.db, this.table, holder, { now: clock, sleep: deps.sleep, ...window });
     if (attempts === false) {
-      logStep(logger, "warn", "capacity_lease_busy", { holder, waited_until: new Date(window.waitUntil).toISOString() });
+      logStep(logger, "warn", "capacity_lease_busy", { holder: holder.token, waited_until: new Date(window.waitUntil).toISOString() });
       throw new LeaseBusyError();
     }
     this.leaseHeld = true;
-    logStep(logger, "info", "capacity_lease_acquired", { holder, attempts, expires_at: new Date(window.expiresAt).toISOString() });
+    logStep(logger, "info", "capacity_lease_acquired", { holder: holder.token, attempts, expires_at: new Date(window.expiresAt).toISOString() });
     const running = await countRunningTasks(deps.ecs, config.cluster);
     logStep(logger, "info", "running_tasks_counted", { running, max_concurrent_tasks: config.maxConcurrentTasks });
     return new LaunchSlots(running, config.maxConcurrentTasks);
   }
 
+  private remainingMs(): number {
+    return this.context?.getRemainingTimeInMillis() ?? DEFAULT_REMAINING_MS;
+  }
+
+  /**
+   * One record. A valid message that keeps failing is, on its last receive, dead-lettered by the
+   * launcher itself with its origin stamped on: SQS would move it unstamped, and a DLQ redrive gives
+   * a message a new id, so only the stamp lets the redriven message find its intent.
+   */
   private async handleRecord(record: SQSRecord): Promise<void> {
     const parsed = this.parsedById.get(record.messageId) ?? parseRetrainingMessage(record.body);
     if (!parsed.ok) {
@@ -157,20 +173,25 @@ class LauncherBatch {
     // The origin's id, not this copy's: a deferred message launches as the message first received.
     const messageId = lineage.originMessageId;
     const job: LaunchJob = { record, lineage, message: parsed.message, messageId, jobId: jobIdFor(messageId) };
-    if (await this.alreadyLaunched(job)) return;
-    const slots = await this.takeSlot(job);
-    if (!slots) return;
-    const taskArn = await this.launch(job, slots);
-    await this.record(job, taskArn);
+    try {
+      await this.handleJob(job);
+    } catch (error) {
+      if (!(await this.deadLetterOnLastReceive(job, error))) throw error;
+    }
   }
 
-  /** Before the cap: an already-launched message must be acknowledged even when the cap is full. */
-  private async alreadyLaunched(job: LaunchJob): Promise<boolean> {
-    const { modelName } = job.message;
-    if ((await this.launchedIds()).get(modelName) !== job.messageId) return false;
-    logStep(this.deps.logger, "info", "duplicate_message_skipped", { message_id: job.record.messageId, origin_message_id: job.messageId, model_name: modelName, job_id: job.jobId });
+  /** Duplicate check (before the cap: a launched origin is acknowledged even when the cap is full), slot, claim, RunTask, completion, record. */
+  private async handleJob(job: LaunchJob): Promise<void> {
+    const known = (await this.launchedByOrigin()).get(job.messageId);
+    if (known) return this.duplicate(job, known);
+    const slots = await this.takeSlot(job);
+    if (!slots) return;
+    const attempt = randomUUID();
+    if (!(await this.claim(job, slots, attempt))) return;
+    const taskArn = await this.launch(job, slots, attempt);
+    const launchedAtMs = await this.complete(job, attempt, taskArn);
+    await this.record(job, taskArn, launchedAtMs, true);
     this.processed += 1;
-    return true;
   }
 
   /** The batch's slots with one taken, or undefined when the job was deferred instead. */
@@ -193,7 +214,67 @@ class LauncherBatch {
     return batchSlots;
   }
 
-  private async launch(job: LaunchJob, slots: LaunchSlots): Promise<string> {
+  /**
+   * Claims the origin's intent once a slot is taken, so a claim is followed by RunTask at once and
+   * "claimed long ago" means "RunTask may have run". False when this delivery must not launch: the
+   * slot is given back and the message acknowledged (launched), deferred (another live attempt
+   * holds it) or quarantined (a dead attempt's claim beyond the clientToken window).
+   */
+  private async claim(job: LaunchJob, slots: LaunchSlots, attempt: string): Promise<boolean> {
+    const { deps } = this;
+    const nowMs = deps.now().getTime();
+    let claim;
+    try {
+      claim = await claimIntent(deps.db, deps.config.intentTable, {
+        originMessageId: job.messageId,
+        attempt,
+        modelName: job.message.modelName,
+        jobId: job.jobId,
+        trigger: job.message.trigger,
+        nowMs,
+        inProgressUntil: nowMs + this.remainingMs(),
+        retentionSeconds: deps.config.intentRetentionSeconds,
+      });
+    } catch (error) {
+      slots.release();
+      throw error;
+    }
+    const fields = { message_id: job.record.messageId, origin_message_id: job.messageId, model_name: job.message.modelName, job_id: job.jobId };
+    if (claim.kind === "claimed") {
+      if (claim.takeover) logStep(deps.logger, "warn", "launch_intent_taken_over", fields);
+      return true;
+    }
+    slots.release();
+    if (claim.kind === "launched") {
+      await this.duplicate(job, claim.intent);
+    } else if (claim.kind === "in_progress") {
+      logStep(deps.logger, "info", "launch_in_progress_elsewhere", { ...fields, until: new Date(claim.until).toISOString() });
+      this.deferrals.push({ record: job.record, lineage: job.lineage, modelName: job.message.modelName, reason: "in_progress" });
+    } else {
+      const since = new Date(claim.firstClaimedAt).toISOString();
+      logStep(deps.logger, "error", "launch_outcome_unknown", { ...fields, first_claimed_at: since });
+      // A task may exist that ECS no longer ties to the clientToken: an operator decides, with the reason in the DLQ.
+      await quarantine(deps.sqs, deps.config.quarantineQueueUrl, job.record, `launch_outcome_unknown: claimed at ${since}, beyond the RunTask clientToken window`, deps);
+    }
+    return false;
+  }
+
+  /** Acknowledges a delivery of an origin already launched, repairing the state record if an earlier write of it failed. */
+  private async duplicate(job: LaunchJob, intent: LaunchedIntent): Promise<void> {
+    const { deps } = this;
+    logStep(deps.logger, "info", "duplicate_message_skipped", {
+      message_id: job.record.messageId,
+      origin_message_id: job.messageId,
+      model_name: job.message.modelName,
+      job_id: job.jobId,
+      task_arn: intent.taskArn,
+    });
+    this.processed += 1;
+    // The launch is settled, so a failed repair (logged) does not fail the duplicate.
+    await this.record(job, intent.taskArn, intent.launchedAt, false).catch(() => undefined);
+  }
+
+  private async launch(job: LaunchJob, slots: LaunchSlots, attempt: string): Promise<string> {
     const { deps } = this;
     const { messageId, jobId, message } = job;
     const { modelName, trigger } = message;
@@ -204,6 +285,8 @@ class LauncherBatch {
     } catch (error) {
       slots.release();
       logStep(deps.logger, "error", "ecs_task_launch_failed", { message_id: messageId, model_name: modelName, error: errorMessage(error) });
+      // ECS answered "no task" (failures): nothing started. Any other error: RunTask may have applied.
+      await this.giveUpIntent(job, attempt, error instanceof LaunchFailedError);
       throw error;
     }
     this.launched += 1;
@@ -218,19 +301,73 @@ class LauncherBatch {
     return taskArn;
   }
 
-  private async record(job: LaunchJob, taskArn: string): Promise<void> {
+  /** Never throws: the launch's own error is what the record fails with; an unreleased claim lapses at the invocation's deadline. */
+  private async giveUpIntent(job: LaunchJob, attempt: string, definite: boolean): Promise<void> {
+    try {
+      await releaseIntent(this.deps.db, this.deps.config.intentTable, { originMessageId: job.messageId, attempt, definite });
+    } catch (error) {
+      logStep(this.deps.logger, "error", "launch_intent_release_failed", { origin_message_id: job.messageId, error: errorMessage(error) });
+    }
+  }
+
+  /**
+   * Marks the intent launched and returns the launch's epoch ms. If this write fails the record
+   * fails: the claim lapses at the invocation's deadline, and the redelivery takes it over and
+   * sends the same clientToken, which ECS answers with this same task.
+   */
+  private async complete(job: LaunchJob, attempt: string, taskArn: string): Promise<number> {
+    const { deps } = this;
+    const nowMs = deps.now().getTime();
+    const fields = { origin_message_id: job.messageId, model_name: job.message.modelName, task_arn: taskArn };
+    let result;
+    try {
+      result = await completeIntent(deps.db, deps.config.intentTable, { originMessageId: job.messageId, attempt, taskArn, nowMs, retentionSeconds: deps.config.intentRetentionSeconds });
+    } catch (error) {
+      logStep(deps.logger, "error", "launch_intent_complete_failed", { ...fields, error: errorMessage(error) });
+      throw error;
+    }
+    if (result.kind === "superseded") logStep(deps.logger, "warn", "launch_intent_superseded", { ...fields, by_attempt: result.by, status: result.status });
+    return nowMs;
+  }
+
+  /** The seed's state record. `first`: this delivery launched; otherwise a duplicate repairs it (a failure is logged only). */
+  private async record(job: LaunchJob, taskArn: string, launchedAtMs: number, first: boolean): Promise<void> {
     const { deps } = this;
     const { messageId, jobId } = job;
     const { modelName, trigger } = job.message;
+    let result;
     try {
-      await recordLaunch(deps.db, this.table, { modelName, taskArn, jobId, trigger, messageId, now: isoUtc(deps.now()) });
+      result = await recordLaunch(deps.db, this.table, { modelName, taskArn, jobId, trigger, messageId, launchedAtMs, nowMs: deps.now().getTime() });
     } catch (error) {
-      // Retried: the redelivery sends the same clientToken, so ECS returns this task instead of a new one.
-      logStep(deps.logger, "error", "state_record_failed", { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
+      // Retried: the redelivery finds the launched intent and writes the record again, launching nothing.
+      const step = first ? "state_record_failed" : "state_repair_failed";
+      logStep(deps.logger, first ? "error" : "warn", step, { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
       throw error;
     }
-    logStep(deps.logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
-    this.processed += 1;
+    if (result.kind === "superseded") logStep(deps.logger, "info", "state_superseded", { model_name: modelName, task_arn: taskArn, job_id: jobId, newer_message_id: result.by });
+    else if (first) logStep(deps.logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
+  }
+
+  /**
+   * On the queue's last receive (MAX_RECEIVE_COUNT) a valid message that failed is sent to the DLQ
+   * by the launcher, with its lineage and the reason, and acknowledged: true when that happened.
+   * False (the record fails and SQS moves it, unstamped) when the count is unknown or not reached,
+   * or the copy was refused.
+   */
+  private async deadLetterOnLastReceive(job: LaunchJob, error: unknown): Promise<boolean> {
+    const { deps } = this;
+    const max = deps.config.maxReceiveCount;
+    if (max === undefined || approximateReceiveCount(job.record) < max) return false;
+    const reason = `retries_exhausted: ${errorMessage(error)}`;
+    const fields = { message_id: job.record.messageId, origin_message_id: job.messageId, model_name: job.message.modelName };
+    try {
+      await deadLetterStamped(deps.sqs, deps.config.quarantineQueueUrl, job.record, job.lineage, reason);
+    } catch (sendError) {
+      logStep(deps.logger, "error", "dead_letter_failed", { ...fields, error: errorMessage(sendError) });
+      return false;
+    }
+    logStep(deps.logger, "warn", "message_dead_lettered", { ...fields, reason });
+    return true;
   }
 }
 
@@ -282,12 +419,12 @@ async function deferAll(deps: LauncherDeps, deferrals: readonly PendingDeferral[
  * Never throws: the batch's outcome is already decided, and a lease that could not be deleted
  * lapses at its expiry. Losing it means it lapsed while held, so the cap may have been exceeded.
  */
-async function giveBackLease(deps: LauncherDeps, table: string, holder: string): Promise<void> {
+async function giveBackLease(deps: LauncherDeps, table: string, holder: LeaseHolder): Promise<void> {
   try {
     const released = await releaseLease(deps.db, table, holder);
-    if (released) logStep(deps.logger, "info", "capacity_lease_released", { holder });
-    else logStep(deps.logger, "warn", "capacity_lease_lost", { holder });
+    if (released) logStep(deps.logger, "info", "capacity_lease_released", { holder: holder.token });
+    else logStep(deps.logger, "warn", "capacity_lease_lost", { holder: holder.token });
   } catch (error) {
-    logStep(deps.logger, "error", "capacity_lease_release_failed", { holder, error: errorMessage(error) });
+    logStep(deps.logger, "error", "capacity_lease_release_failed", { holder: holder.token, error: errorMessage(error) });
   }
 }

@@ -11,6 +11,7 @@ export type RetrainingResource =
   | "cluster-tasks" // the tasks RunTask creates in the cluster (tag-on-create)
   | "strategy-task-roles" // the task role and execution role of the task definition
   | "state-table" // RETRAINING_STATE_TABLE
+  | "intent-table" // RETRAINING_INTENT_TABLE
   | "quarantine-queue" // QUARANTINE_QUEUE_URL (the retraining DLQ)
   | "retraining-queue"; // RETRAINING_QUEUE_URL (the launcher's own queue: deferred copies)
 
@@ -33,12 +34,19 @@ export const LAUNCHER_GRANTS = [
     condition: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } },
     implied: true,
   },
-  // The redelivery guard reads the models' last launches (BatchGetItem) and writes the state record
-  // (UpdateItem); the capacity lease (lease.ts) is a conditional put to take, a conditional delete to give back.
+  // The state record is a conditional UpdateItem (state.ts); the capacity lease (lease.ts) is a
+  // conditional put to take, a conditional delete to give back.
   {
     sid: "RetrainingState",
-    actions: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"],
+    actions: ["dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"],
     resource: "state-table",
+  },
+  // Launch intents (intent.ts): one consistent BatchGetItem per batch finds launched origins; the
+  // claim and its completion are conditional UpdateItems; a definite launch failure deletes the claim.
+  {
+    sid: "RetrainingIntent",
+    actions: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+    resource: "intent-table",
   },
   { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "quarantine-queue" },
   // Deferral (defer.ts) calls SendMessageBatch, which IAM authorizes as sqs:SendMessage.

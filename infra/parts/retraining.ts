@@ -1,9 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { metricsNamespace, RETRAINING_STATE_TABLE } from "../../policy/contract";
+import { metricsNamespace, RETRAINING_INTENT_TABLE, RETRAINING_STATE_TABLE } from "../../policy/contract";
 import { LAUNCHER_GRANTS } from "../../functions/retraining/iam";
 import { FargateTaskDefinition } from "../components/fargate-task-definition";
-import { ManagedQueue } from "../components/managed-queue";
+import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
@@ -41,6 +41,7 @@ export interface LauncherAccess {
   /** The account of the cluster, for the task ARN pattern (the caller's identity). */
   accountId: pulumi.Input<string>;
   stateTableArn: pulumi.Input<string>;
+  intentTableArn: pulumi.Input<string>;
   quarantineQueueArn: pulumi.Input<string>;
   /** The queue the launcher consumes: a message that must wait is re-sent there with a delay. */
   retrainingQueueArn: pulumi.Input<string>;
@@ -58,9 +59,24 @@ export function launcherStatements(a: LauncherAccess): Statement[] {
     "cluster-tasks": { resource: pulumi.interpolate`arn:aws:ecs:${a.region}:${a.accountId}:task/${a.clusterName}/*` },
     "strategy-task-roles": { resource: [a.taskRoleArn, a.executionRoleArn] },
     "state-table": { resource: a.stateTableArn },
+    "intent-table": { resource: a.intentTableArn },
     "quarantine-queue": { resource: a.quarantineQueueArn },
     "retraining-queue": { resource: a.retrainingQueueArn },
   });
+}
+
+/** A day: the margin a launch intent is kept beyond the longest way back of its message. */
+export const INTENT_RETENTION_MARGIN_SECONDS = 86_400;
+
+/**
+ * How long a launch intent is kept (its TTL), so every copy of its message that can still arrive
+ * finds it. The longest way back: a copy sent just before the launch (a deferral) lives out the
+ * queue's retention, its last receive dead-letters it (the launcher's stamped copy starts the
+ * DLQ's 14 days afresh), a redrive then resets the queue's retention once more. Plus a margin;
+ * DynamoDB's TTL deletes late, never early. Pure.
+ */
+export function intentRetentionSeconds(queueRetentionSeconds: number, dlqRetentionSeconds: number = DLQ_RETENTION_SECONDS): number {
+  return queueRetentionSeconds + dlqRetentionSeconds + queueRetentionSeconds + INTENT_RETENTION_MARGIN_SECONDS;
 }
 
 /**
@@ -73,6 +89,7 @@ export class Retraining extends pulumi.ComponentResource {
   readonly scheduleDlq: TerminalQueue;
   readonly schedules: QueueSchedule[];
   readonly stateTable: Table;
+  readonly intentTable: Table;
   readonly strategyTask: FargateTaskDefinition;
   readonly tasksSecurityGroup: aws.ec2.SecurityGroup;
   readonly launcher: QueueConsumer;
@@ -83,11 +100,13 @@ export class Retraining extends pulumi.ComponentResource {
 
     this.queue = createQueue(part);
     this.stateTable = createStateTable(part);
+    this.intentTable = createIntentTable(part);
     ({ task: this.strategyTask, securityGroup: this.tasksSecurityGroup } = createStrategyTask(part));
     ({ dlq: this.scheduleDlq, schedules: this.schedules } = createSchedules(part, this.queue));
     this.launcher = createLauncher(part, {
       queue: this.queue,
       stateTable: this.stateTable,
+      intentTable: this.intentTable,
       task: this.strategyTask,
       tasksSecurityGroup: this.tasksSecurityGroup,
     });
@@ -96,6 +115,7 @@ export class Retraining extends pulumi.ComponentResource {
       queueUrl: this.queue.queue.url,
       dlqUrl: this.queue.dlq.url,
       stateTableName: this.stateTable.table.name,
+      intentTableName: this.intentTable.table.name,
       taskDefinitionArn: this.strategyTask.taskDefinition.arn,
       launcherFunctionName: this.launcher.function.name,
     });
@@ -121,10 +141,16 @@ function createQueue({ name, args, tags, parent }: RetrainingPart): ManagedQueue
   );
 }
 
-/** Each model's last launch (the redelivery guard) and the capacity lease. */
+/** Each model's last launch and the capacity lease. */
 function createStateTable({ name, args, tags, parent }: RetrainingPart): Table {
   const { hashKey } = RETRAINING_STATE_TABLE;
   return new Table(`${name}-state`, { hashKey, attributes: { [hashKey]: "S" }, deletionProtection: args.platform.deletionProtection, tags }, { parent });
+}
+
+/** One launch intent per origin message (functions/retraining/intent.ts), deleted by TTL when no copy can come back. */
+function createIntentTable({ name, args, tags, parent }: RetrainingPart): Table {
+  const { hashKey, ttlAttribute } = RETRAINING_INTENT_TABLE;
+  return new Table(`${name}-intent`, { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags }, { parent });
 }
 
 /** The generic strategy task definition of this environment, and its tasks' security group. */
@@ -184,11 +210,11 @@ function createSchedules({ name, args, tags, parent }: RetrainingPart, queue: Ma
 /** The launcher Lambda: RunTask under the concurrency cap. */
 function createLauncher(
   { name, args, tags, parent }: RetrainingPart,
-  deps: { queue: ManagedQueue; stateTable: Table; task: FargateTaskDefinition; tasksSecurityGroup: aws.ec2.SecurityGroup },
+  deps: { queue: ManagedQueue; stateTable: Table; intentTable: Table; task: FargateTaskDefinition; tasksSecurityGroup: aws.ec2.SecurityGroup },
 ): QueueConsumer {
   const r = args.config;
   const cluster = args.cluster.cluster;
-  const { queue, stateTable, task: td } = deps;
+  const { queue, stateTable, intentTable, task: td } = deps;
   return new QueueConsumer(
     `${name}-launcher`,
     {
@@ -204,6 +230,7 @@ function createLauncher(
         region: args.region,
         accountId: aws.getCallerIdentityOutput({}, { parent }).accountId,
         stateTableArn: stateTable.table.arn,
+        intentTableArn: intentTable.table.arn,
         quarantineQueueArn: queue.dlq.arn,
         retrainingQueueArn: queue.queue.arn,
       }),
@@ -224,6 +251,10 @@ function createLauncher(
         // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
         RETRAINING_QUEUE_URL: queue.queue.url,
         DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
+        RETRAINING_INTENT_TABLE: intentTable.table.name,
+        RETRAINING_INTENT_RETENTION_SECONDS: String(intentRetentionSeconds(queue.settings.messageRetentionSeconds)),
+        // On the last receive the launcher dead-letters a failing message itself, stamped with its origin id.
+        MAX_RECEIVE_COUNT: String(queue.settings.maxReceiveCount),
         // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"),
         POWERTOOLS_LOG_LEVEL: "INFO",

@@ -7,9 +7,9 @@ import {
 } from "@aws-sdk/client-ecs";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EC2Client } from "@aws-sdk/client-ec2";
-import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
-import type { SQSRecord } from "aws-lambda";
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { SQSEvent, SQSRecord } from "aws-lambda";
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import type { LauncherConfig } from "../../functions/retraining/config";
 import { STARTED_BY } from "../../functions/retraining/ecs";
@@ -26,6 +26,7 @@ import { motoEndpoint, resetMoto } from "./helpers/moto";
 const CLUSTER = "platform-cluster";
 const FAMILY = "tradai-strategy-generic-dev";
 const TABLE = "retraining-state";
+const INTENT_TABLE = "retraining-intent";
 
 /** Tasks keep their state however often DescribeTasks is called (moto advances one step per call otherwise). */
 async function pinTaskTransitions(): Promise<void> {
@@ -65,6 +66,14 @@ describe("retraining launcher against moto", () => {
         AttributeDefinitions: [{ AttributeName: "model_name", AttributeType: "S" }],
       }),
     );
+    await db.send(
+      new CreateTableCommand({
+        TableName: INTENT_TABLE,
+        BillingMode: "PAY_PER_REQUEST",
+        KeySchema: [{ AttributeName: "origin_message_id", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "origin_message_id", AttributeType: "S" }],
+      }),
+    );
     config = {
       cluster: CLUSTER,
       taskDefinition: FAMILY,
@@ -78,6 +87,8 @@ describe("retraining launcher against moto", () => {
       quarantineQueueUrl: dlq.url,
       retrainingQueueUrl: queue.url,
       deferDelaySeconds: 60,
+      intentTable: INTENT_TABLE,
+      intentRetentionSeconds: 17 * 86_400,
     };
   });
 
@@ -92,15 +103,15 @@ describe("retraining launcher against moto", () => {
     return { visible: Number(a?.ApproximateNumberOfMessages), notVisible: Number(a?.ApproximateNumberOfMessagesNotVisible), delayed: Number(a?.ApproximateNumberOfMessagesDelayed) };
   }
 
-  const launcher = (overrides: Partial<LauncherConfig> = {}) =>
+  const launcher = (overrides: Partial<LauncherConfig> = {}, more: { db?: DynamoDBDocumentClient; now?: () => Date } = {}) =>
     createLauncherHandler({
       ecs,
-      db,
+      db: more.db ?? db,
       sqs: world.sqs,
       config: { ...config, ...overrides },
       logger: new RecordingLogger(),
       metrics: new RecordingLauncherMetrics(),
-      now: () => new Date(),
+      now: more.now ?? (() => new Date()),
       sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
     });
 
@@ -268,5 +279,103 @@ describe("retraining launcher against moto", () => {
     expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/^invalid_trigger: /);
     expect(parked?.MessageAttributes?.["source-message-id"]?.StringValue).to.equal(id);
     expect(await launcherTaskArns()).to.have.length(0);
+  });
+
+  describe("RunTask once per origin message (issue 16); moto ignores clientToken, so every RunTask here is a task", () => {
+    const target = () => ({ queueUrl: queue.url, queueArn: queue.arn });
+    const redelivered = (e: SQSEvent | undefined, receives: number): SQSEvent => ({
+      Records: (e?.Records ?? []).map((r) => ({ ...r, attributes: { ...r.attributes, ApproximateReceiveCount: String(receives) } })),
+    });
+
+    it("(a) A launches, B for the same model launches, A is redelivered: one task for A", async () => {
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "scheduled" }));
+      const a = await pollOnce(world.sqs, target(), launcher());
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "drift_detected" }));
+      await pollOnce(world.sqs, target(), launcher());
+
+      const again = await launcher()(redelivered(a?.event, 2));
+
+      expect(again.batchItemFailures).to.deep.equal([]);
+      expect(await launcherTaskArns()).to.have.length(2);
+      const state = (await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: "PascalStrategy" } }))).Item;
+      expect(state?.trigger_type).to.equal("drift_detected", "B's record stands: A's redelivery does not roll it back");
+    });
+
+    it("(b) the same message delivered to two invocations at once: one task", async () => {
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "scheduled" }));
+      const run = await pollOnce(world.sqs, target(), launcher({ deferDelaySeconds: 0 }));
+      await db.send(new DeleteCommand({ TableName: INTENT_TABLE, Key: { origin_message_id: run?.event.Records[0]?.messageId ?? "" } }));
+      for (const arn of await launcherTaskArns()) await ecs.send(new StopTaskCommand({ cluster: CLUSTER, task: arn, reason: "reset" }));
+
+      // SQS delivers one message to two pollers (at-least-once): both invocations see it at once.
+      const results = await Promise.all([launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2)), launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2))]);
+
+      expect(results.flatMap((r) => r.batchItemFailures)).to.deep.equal([]);
+      expect(await launcherTaskArns()).to.have.length(1);
+    });
+
+    it("(c) lost responses on the lease take, the intent claim and the lease release (applied, answer lost, SDK retried): launched once, nothing deferred", async () => {
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "manual" }));
+      const lossy = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+      const lost: string[] = [];
+      // The request reaches DynamoDB (moto) and applies; its response is dropped and the same request is sent again.
+      lossy.middlewareStack.add(
+        (next) => async (args) => {
+          const request = args.request as { headers?: Record<string, string>; body?: string };
+          const op = request.headers?.["x-amz-target"]?.split(".")[1] ?? "";
+          if (["PutItem", "DeleteItem", "UpdateItem"].includes(op) && !lost.includes(op)) {
+            lost.push(op);
+            await next(args);
+          }
+          return next(args);
+        },
+        { step: "finalizeRequest", name: "loseFirstResponse" },
+      );
+
+      const run = await pollOnce(world.sqs, target(), launcher({}, { db: lossy }));
+
+      expect(lost).to.have.members(["PutItem", "UpdateItem", "DeleteItem"]);
+      expect(run?.response.batchItemFailures).to.deep.equal([]);
+      expect(await launcherTaskArns()).to.have.length(1);
+      expect(await counts(queue)).to.deep.equal({ visible: 0, notVisible: 0, delayed: 0 }, "nothing deferred");
+      expect((await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: CAPACITY_LEASE_KEY } }))).Item).to.equal(undefined, "released");
+      const intent = (await db.send(new GetCommand({ TableName: INTENT_TABLE, Key: { origin_message_id: run?.event.Records[0]?.messageId ?? "" } }))).Item;
+      expect(intent).to.deep.include({ status: "launched", task_arn: (await launcherTaskArns())[0] });
+    });
+
+    it("(d) past ECS's 24 h clientToken window: a redelivery 2 days later and a DLQ redrive 13 days later (new id, stamped origin) launch nothing", async () => {
+      await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "scheduled" }));
+      const first = await pollOnce(world.sqs, target(), launcher());
+      const origin = first?.event.Records[0]?.messageId ?? "";
+      const days = (n: number) => () => new Date(Date.now() + n * 86_400_000);
+
+      const again = await launcher({}, { now: days(2) })(redelivered(first?.event, 2));
+      await world.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queue.url,
+          MessageBody: first?.event.Records[0]?.body ?? "",
+          MessageAttributes: { [ORIGIN_ATTRIBUTE]: { DataType: "String", StringValue: origin } },
+        }),
+      );
+      const redrive = await pollOnce(world.sqs, target(), launcher({}, { now: days(13) }));
+
+      expect(again.batchItemFailures).to.deep.equal([]);
+      expect(redrive?.response.batchItemFailures).to.deep.equal([]);
+      expect(redrive?.event.Records[0]?.messageId).to.not.equal(origin);
+      expect(await launcherTaskArns()).to.have.length(1);
+      const intent = (await db.send(new GetCommand({ TableName: INTENT_TABLE, Key: { origin_message_id: origin } }))).Item;
+      expect(Number(intent?.expires_at) * 1000).to.be.greaterThan(Date.now() + 16 * 86_400_000, "kept past the DLQ's 14 days and a redrive's day");
+    });
+
+    it("on the last receive a failing message is dead-lettered by the launcher with its origin stamped on, so its redrive finds its intent", async () => {
+      const id = await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "manual" }));
+      const run = await pollOnce(world.sqs, target(), launcher({ maxReceiveCount: 3, taskDefinition: "no-such-family" }));
+      const last = await launcher({ maxReceiveCount: 3, taskDefinition: "no-such-family" })(redelivered(run?.event, 3));
+
+      expect(last.batchItemFailures).to.deep.equal([]);
+      const [parked] = await world.receiveAll(dlq);
+      expect(parked?.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue).to.equal(id);
+      expect(parked?.MessageAttributes?.["dead-letter-reason"]?.StringValue).to.match(/^retries_exhausted: /);
+    });
   });
 });

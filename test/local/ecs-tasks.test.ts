@@ -78,6 +78,8 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
       quarantineQueueUrl: "unused",
       retrainingQueueUrl: "unused",
       deferDelaySeconds: 0,
+      intentTable: "unused",
+      intentRetentionSeconds: 86_400,
     };
   });
 

@@ -1,7 +1,7 @@
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, type BatchGetCommandInput, DeleteCommand, type DeleteCommandInput, DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import type { LauncherConfig } from "../../../functions/retraining/config";
 import type { LauncherDeps } from "../../../functions/retraining/handler";
@@ -33,6 +33,8 @@ export function launcherConfig(overrides: Partial<LauncherConfig> = {}): Launche
     quarantineQueueUrl: QUARANTINE_URL,
     retrainingQueueUrl: RETRAINING_URL,
     deferDelaySeconds: 60,
+    intentTable: "retraining-intent",
+    intentRetentionSeconds: 17 * 86_400,
     ...overrides,
   };
 }
@@ -62,3 +64,112 @@ export function mockedLauncherDeps(config: Partial<LauncherConfig> = {}) {
 }
 
 export const retrainingBody = (o: Record<string, unknown> = {}) => ({ model_name: "PascalStrategy", trigger: "scheduled", ...o });
+
+/** A ConditionalCheckFailedException as the SDK throws it, with the item DynamoDB returns (ALL_OLD) in its wire form. */
+export function conditionFailed(old?: Record<string, string | number>): Error {
+  const item = old && Object.fromEntries(Object.entries(old).map(([k, v]) => [k, typeof v === "number" ? { N: String(v) } : { S: v }]));
+  return Object.assign(new Error("The conditional request failed"), { name: "ConditionalCheckFailedException", ...(item ? { Item: item } : {}) });
+}
+
+type Item = Record<string, unknown>;
+type Values = Record<string, unknown>;
+
+/**
+ * The intent table in memory, behind aws-sdk-client-mock: the claim, completion and release
+ * writes of functions/retraining/intent.ts, evaluated as their condition expressions say, and
+ * BatchGetItem. It lets a test play several invocations against one table (redeliveries,
+ * concurrent duplicates, a redrive days later) without moto. Each write is recognised by the
+ * attribute values it binds; anything else is refused loudly, so a changed write fails its test
+ * here rather than passing against a stale model.
+ */
+export class FakeIntentTable {
+  readonly items = new Map<string, Item>();
+  /** Injected faults, by write: `lost` applies the write, then fails as the SDK's retry would (its condition against our own item). */
+  private readonly faults = new Map<"claim" | "complete", { lost: true } | { error: Error }>();
+
+  constructor(readonly name = "retraining-intent") {}
+
+  /** The next `write` applies and its response is lost: the SDK's retry then fails its condition against the item it wrote. */
+  loseNextResponse(write: "claim" | "complete"): void {
+    this.faults.set(write, { lost: true });
+  }
+
+  /** The next `write` fails with `error` and applies nothing. */
+  failNext(write: "claim" | "complete", error: Error): void {
+    this.faults.set(write, { error });
+  }
+
+  private fault(write: "claim" | "complete"): { lost: true } | { error: Error } | undefined {
+    const f = this.faults.get(write);
+    this.faults.delete(write);
+    return f;
+  }
+
+  /** Routes the mock's intent-table commands here; other tables keep the mock's own answers. */
+  install(t: ReturnType<typeof mockedLauncherDeps>): void {
+    t.dbMock.on(UpdateCommand, { TableName: this.name }).callsFake((input: UpdateCommandInput) => this.update(input));
+    t.dbMock.on(DeleteCommand, { TableName: this.name }).callsFake((input: DeleteCommandInput) => this.delete(input));
+    t.dbMock.on(BatchGetCommand).callsFake((input: BatchGetCommandInput) => {
+      const keys = (input.RequestItems?.[this.name]?.Keys ?? []) as Item[];
+      return { Responses: { [this.name]: keys.flatMap((k) => this.items.get(String(k.origin_message_id)) ?? []) } };
+    });
+  }
+
+  private update(input: UpdateCommandInput) {
+    const v = (input.ExpressionAttributeValues ?? {}) as Values;
+    const key = String(input.Key?.origin_message_id);
+    const old = this.items.get(key);
+    const fail = () => {
+      throw conditionFailed(old as Record<string, string | number> | undefined);
+    };
+    if (v[":in_progress"] !== undefined && v[":me"] !== undefined && v[":until"] !== undefined) {
+      // claimIntent: attribute_not_exists OR (in_progress AND in_progress_until < now AND first_claimed_at > window_start)
+      const fault = this.fault("claim");
+      if (fault && "error" in fault) throw fault.error;
+      const now = Number(v[":now"]);
+      const ok = old === undefined || (old.status === "in_progress" && Number(old.in_progress_until) < now && Number(old.first_claimed_at) > Number(v[":window_start"]));
+      if (!ok) fail();
+      const next: Item = {
+        ...old,
+        origin_message_id: key,
+        status: "in_progress",
+        attempt: v[":me"],
+        claimed_at: now,
+        in_progress_until: v[":until"],
+        first_claimed_at: old?.first_claimed_at ?? now,
+        model_name: v[":model"],
+        job_id: v[":job"],
+        trigger: v[":trigger"],
+        expires_at: v[":ttl"],
+      };
+      this.items.set(key, next);
+      if (fault) throw conditionFailed(next as Record<string, string | number>);
+      return { Attributes: old ? { attempt: old.attempt } : undefined };
+    }
+    if (v[":launched"] !== undefined) {
+      // completeIntent: attempt = :me
+      const fault = this.fault("complete");
+      if (fault && "error" in fault) throw fault.error;
+      if (old?.attempt !== v[":me"]) fail();
+      const { in_progress_until: _gone, ...rest } = old as Item;
+      this.items.set(key, { ...rest, status: "launched", task_arn: v[":task_arn"], launched_at: v[":now"], expires_at: v[":ttl"] });
+      return {};
+    }
+    if (v[":zero"] !== undefined) {
+      // releaseIntent (not definite): attempt = :me AND status = in_progress
+      if (old?.attempt !== v[":me"] || old?.status !== "in_progress") fail();
+      this.items.set(key, { ...(old as Item), in_progress_until: 0 });
+      return {};
+    }
+    throw new Error(`FakeIntentTable: unrecognised UpdateItem ${input.UpdateExpression}`);
+  }
+
+  private delete(input: DeleteCommandInput) {
+    const v = (input.ExpressionAttributeValues ?? {}) as Values;
+    const key = String(input.Key?.origin_message_id);
+    const old = this.items.get(key);
+    if (old?.attempt !== v[":me"] || old?.status !== "in_progress") throw conditionFailed(old as Record<string, string | number> | undefined);
+    this.items.delete(key);
+    return {};
+  }
+}

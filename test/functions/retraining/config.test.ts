@@ -10,6 +10,7 @@ const ENV = {
   RETRAINING_STATE_TABLE: "retraining-state",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining-dlq",
   RETRAINING_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining",
+  RETRAINING_INTENT_TABLE: "retraining-intent",
 };
 
 describe("retraining/launcher units", () => {
@@ -26,7 +27,11 @@ describe("retraining/launcher units", () => {
         securityGroups: ["sg-1"],
         retrainingQueueUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/retraining",
         deferDelaySeconds: 60,
+        intentTable: "retraining-intent",
+        intentRetentionSeconds: 17 * 86_400,
       });
+      expect(parseLauncherConfig(ENV)).to.not.have.property("maxReceiveCount");
+      expect(parseLauncherConfig({ ...ENV, MAX_RECEIVE_COUNT: "3", RETRAINING_INTENT_RETENTION_SECONDS: "1382400" })).to.deep.include({ maxReceiveCount: 3, intentRetentionSeconds: 1_382_400 });
       expect(parseLauncherConfig({ ...ENV, DEFER_DELAY_SECONDS: "0" }).deferDelaySeconds).to.equal(0);
     });
 
@@ -44,6 +49,9 @@ describe("retraining/launcher units", () => {
       ["MAX_CONCURRENT_TASKS 0", { MAX_CONCURRENT_TASKS: "0" }, /MAX_CONCURRENT_TASKS is invalid/],
       ["no RETRAINING_QUEUE_URL (deferred messages are re-sent there)", { RETRAINING_QUEUE_URL: "" }, /RETRAINING_QUEUE_URL is required/],
       ["DEFER_DELAY_SECONDS above SQS's 900", { DEFER_DELAY_SECONDS: "901" }, /DEFER_DELAY_SECONDS is invalid/],
+      ["no RETRAINING_INTENT_TABLE (RunTask once per message rests on it)", { RETRAINING_INTENT_TABLE: "" }, /RETRAINING_INTENT_TABLE is required/],
+      ["an intent kept less than ECS's 24 h clientToken window", { RETRAINING_INTENT_RETENTION_SECONDS: "3600" }, /RETRAINING_INTENT_RETENTION_SECONDS is invalid/],
+      ["MAX_RECEIVE_COUNT 1 (DESIGN: never 1)", { MAX_RECEIVE_COUNT: "1" }, /MAX_RECEIVE_COUNT is invalid/],
     ];
     for (const [label, patch, message] of bad) {
       it(`refuses ${label}`, () => {

@@ -5,14 +5,16 @@ import { expect } from "chai";
 import { createLauncherHandler } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
-import { mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "../helpers/retraining-deps";
+import { conditionFailed, FakeIntentTable, mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "../helpers/retraining-deps";
 
 type Harness = ReturnType<typeof mockedLauncherDeps>;
+type SQSRecordLike = ReturnType<typeof sqsRecord>;
+type LauncherConfigLike = Parameters<typeof mockedLauncherDeps>[0] & object;
 
 const taskArn = (n: number) => `arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/t${n}`;
 
-/** ListTasks answers `running` ARNs over pages of 2; RunTask starts a task; DynamoDB has no record. */
-function arrange(t: Harness, running = 0): void {
+/** ListTasks answers `running` ARNs over pages of 2; RunTask starts a task; DynamoDB has no record; the intent table is in memory. */
+function arrange(t: Harness, running = 0): FakeIntentTable {
   const arns = Array.from({ length: running }, (_, i) => taskArn(100 + i));
   const pages = arns.length === 0 ? [[]] : Array.from({ length: Math.ceil(arns.length / 2) }, (_, i) => arns.slice(i * 2, i * 2 + 2));
   pages.forEach((page, i) => {
@@ -26,7 +28,27 @@ function arrange(t: Harness, running = 0): void {
   t.dbMock.on(DeleteCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
   t.sqsMock.on(SendMessageBatchCommand).callsFake(acceptAll);
+  const intents = new FakeIntentTable();
+  intents.install(t);
+  return intents;
 }
+
+/** The state record writes (the intent table's writes are UpdateItems too). */
+const stateUpdates = (t: Harness) => t.dbMock.commandCalls(UpdateCommand).filter((c) => c.args[0].input.TableName === "retraining-state").map((c) => c.args[0].input);
+
+/** A launched intent as the table holds it. */
+const launchedIntent = (origin: string, o: Record<string, unknown> = {}) => ({
+  origin_message_id: origin,
+  status: "launched",
+  attempt: "earlier",
+  task_arn: taskArn(99),
+  job_id: jobIdFor(origin),
+  model_name: "PascalStrategy",
+  trigger: "scheduled",
+  launched_at: Date.parse("2024-01-01T11:00:00.000Z"),
+  first_claimed_at: Date.parse("2024-01-01T11:00:00.000Z"),
+  ...o,
+});
 
 /** SendMessageBatch accepting every entry. */
 function acceptAll(input: SendMessageBatchCommandInput) {
@@ -81,16 +103,19 @@ describe("retraining/launcher handler", () => {
         { key: "trigger", value: "drift_detected" },
         { key: "environment", value: "dev" },
       ]);
-      const update = t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      const [update] = stateUpdates(t);
       expect(update?.Key).to.deep.equal({ model_name: "PascalStrategy-btc" });
       expect(update?.ExpressionAttributeValues).to.deep.equal({
         ":task_arn": taskArn(1),
         ":job_id": jobId,
         ":trigger_type": "drift_detected",
-        ":now": "2024-01-01T12:00:00+00:00",
+        ":started_at": "2024-01-01T12:00:00+00:00",
+        ":updated_at": "2024-01-01T12:00:00+00:00",
         ":status": "running",
         ":message_id": record.messageId,
+        ":launched_at": Date.parse("2024-01-01T12:00:00.000Z"),
       });
+      expect(update?.ConditionExpression).to.equal("attribute_not_exists(launched_at) OR launched_at <= :launched_at");
       expect(t.logger.steps()).to.include.members(["running_tasks_counted", "ecs_task_launched", "state_recorded", "batch_processed"]);
     });
 
@@ -143,22 +168,23 @@ describe("retraining/launcher handler", () => {
       expect(t.metrics.count("ECSTasksLaunched")).to.equal(2);
     });
 
-    it("a redelivered message whose launch is already recorded is acknowledged without a second RunTask, even at capacity", async () => {
+    it("a redelivered message whose launch intent is complete is acknowledged without a second RunTask, even at capacity", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
-      arrange(t, 1);
+      const intents = arrange(t, 1);
       const record = sqsRecord(retrainingBody());
-      t.dbMock.on(BatchGetCommand).resolves({ Responses: { "retraining-state": [{ model_name: "PascalStrategy", message_id: record.messageId }] } });
+      intents.items.set(record.messageId, launchedIntent(record.messageId));
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
       expect(res.batchItemFailures).to.deep.equal([]);
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
-      expect(t.logger.withStep("duplicate_message_skipped")).to.have.length(1);
-      const read = t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-state"];
-      expect(read).to.deep.include({ ConsistentRead: true, Keys: [{ model_name: "PascalStrategy" }] });
+      expect(t.logger.withStep("duplicate_message_skipped")[0]?.fields).to.include({ task_arn: taskArn(99) });
+      const read = t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-intent"];
+      expect(read).to.deep.include({ ConsistentRead: true, Keys: [{ origin_message_id: record.messageId }] });
+      expect(t.dbMock.commandCalls(PutCommand)).to.have.length(0, "no lease is taken for a duplicate");
     });
 
-    it("reads the state of every model in the batch with one BatchGetItem, not one read per message", async () => {
+    it("reads the intents of every origin in the batch with one BatchGetItem, not one read per message", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 10 });
       arrange(t);
       const records = ["A-1", "B-1", "A-2", "C"].map((m) => sqsRecord(retrainingBody({ model_name: m })));
@@ -167,14 +193,14 @@ describe("retraining/launcher handler", () => {
 
       const calls = t.dbMock.commandCalls(BatchGetCommand);
       expect(calls).to.have.length(1);
-      expect(calls[0]?.args[0].input.RequestItems?.["retraining-state"]?.Keys).to.deep.equal([{ model_name: "A-1" }, { model_name: "B-1" }, { model_name: "A-2" }, { model_name: "C" }]);
+      expect(calls[0]?.args[0].input.RequestItems?.["retraining-intent"]?.Keys).to.deep.equal(records.map((r) => ({ origin_message_id: r.messageId })));
     });
 
     it("asks again for keys DynamoDB left unprocessed, and fails the batch (retry) if they stay unprocessed", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
       const record = sqsRecord(retrainingBody());
-      t.dbMock.on(BatchGetCommand).resolves({ Responses: {}, UnprocessedKeys: { "retraining-state": { Keys: [{ model_name: "PascalStrategy" }] } } });
+      t.dbMock.on(BatchGetCommand).resolves({ Responses: {}, UnprocessedKeys: { "retraining-intent": { Keys: [{ origin_message_id: record.messageId }] } } });
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -202,8 +228,6 @@ describe("retraining/launcher handler", () => {
   });
 
   describe("capacity lease (MAX_CONCURRENT_TASKS across concurrent invocations)", () => {
-    const conditionFailed = () => Object.assign(new Error("The conditional request failed"), { name: "ConditionalCheckFailedException" });
-
     it("acquired: a conditional PutItem on the reserved key precedes ListTasks and every RunTask; a conditional DeleteItem by the same holder ends it", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 10 });
       arrange(t);
@@ -211,7 +235,7 @@ describe("retraining/launcher handler", () => {
       t.dbMock.on(PutCommand).callsFake(() => (order.push("PutItem"), {}));
       t.ecsMock.on(ListTasksCommand).callsFake(() => (order.push("ListTasks"), { taskArns: [] }));
       t.ecsMock.on(RunTaskCommand).callsFake(() => (order.push("RunTask"), { tasks: [{ taskArn: taskArn(1) }] }));
-      t.dbMock.on(DeleteCommand).callsFake(() => (order.push("DeleteItem"), {}));
+      t.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).callsFake(() => (order.push("DeleteItem"), {}));
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord(retrainingBody())));
 
@@ -221,7 +245,9 @@ describe("retraining/launcher handler", () => {
       const now = Date.parse("2024-01-01T12:00:00.000Z");
       expect(put?.TableName).to.equal("retraining-state");
       expect(put?.Item).to.deep.include({ model_name: "#capacity-lease", expires_at: now + 30_000 });
+      expect(put?.Item?.origin_message_ids).to.have.length(2, "the origins the batch launches for");
       expect(put?.ConditionExpression).to.equal("attribute_not_exists(#key) OR #expires < :now");
+      expect(put?.ReturnValuesOnConditionCheckFailure).to.equal("ALL_OLD");
       expect(put?.ExpressionAttributeNames).to.deep.equal({ "#key": "model_name", "#expires": "expires_at" });
       expect(put?.ExpressionAttributeValues).to.deep.equal({ ":now": now });
       const del = t.dbMock.commandCalls(DeleteCommand)[0]?.args[0].input;
@@ -249,13 +275,13 @@ describe("retraining/launcher handler", () => {
 
       const item = t.dbMock.commandCalls(PutCommand)[0]?.args[0].input.Item;
       expect(item?.expires_at).to.equal(Date.parse("2024-01-01T12:00:00.000Z") + 12_000);
-      expect(item?.holder).to.match(/^req-1\//);
+      expect(item?.holder).to.be.a("string").and.not.include("req-1", "a batch's own token, never the request id");
     });
 
     it("busy: after a bounded wait, every valid message is deferred by re-send, nothing is counted or launched, and nothing is released", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(PutCommand).rejects(conditionFailed());
+      t.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: Date.parse("2024-01-01T12:00:20.000Z") }));
       const valid = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody({ model_name: "Other" }))];
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(...valid, sqsRecord("{")));
@@ -267,6 +293,7 @@ describe("retraining/launcher handler", () => {
       expect(t.logger.withStep("capacity_deferred").map((l) => l.fields.reason)).to.deep.equal(["lease_busy", "lease_busy"]);
       expect(t.ecsMock.calls()).to.have.length(0);
       expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(0);
+      expect(t.dbMock.commandCalls(UpdateCommand)).to.have.length(0, "no intent is claimed without a slot");
       expect(t.sqsMock.commandCalls(SendMessageCommand)).to.have.length(1, "the malformed one is still quarantined");
       // 3 s of waiting (30 s left / 4, capped at 3 s) in 250 ms pauses: 13 attempts, 12 pauses.
       expect(t.dbMock.commandCalls(PutCommand)).to.have.length(13);
@@ -277,7 +304,7 @@ describe("retraining/launcher handler", () => {
     it("busy, then free: launches once the holder has let go", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(PutCommand).rejectsOnce(conditionFailed()).resolves({});
+      t.dbMock.on(PutCommand).rejectsOnce(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 })).resolves({});
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
@@ -295,13 +322,13 @@ describe("retraining/launcher handler", () => {
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
       expect(res.batchItemFailures).to.have.length(1);
-      expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(1);
+      expect(t.dbMock.commandCalls(DeleteCommand).filter((c) => c.args[0].input.TableName === "retraining-state")).to.have.length(1);
     });
 
     it("a lease that lapsed and was taken by another holder is left alone and logged, and the batch's outcome stands", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(DeleteCommand).rejects(conditionFailed());
+      t.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
@@ -414,14 +441,14 @@ describe("retraining/launcher handler", () => {
       expect(input?.clientToken).to.equal("origin-7");
       expect(input?.overrides?.containerOverrides?.[0]?.environment).to.deep.include({ name: "JOB_ID", value: jobId });
       expect(input?.tags).to.deep.include({ key: "job_id", value: jobId });
-      expect(t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues).to.deep.include({ ":job_id": jobId, ":message_id": "origin-7" });
+      expect(stateUpdates(t)[0]?.ExpressionAttributeValues).to.deep.include({ ":job_id": jobId, ":message_id": "origin-7" });
       expect(deferredCopies(t)).to.deep.equal([]);
     });
 
     it("a copy of an origin already launched is acknowledged as a duplicate, even at capacity", async () => {
       const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
-      arrange(t, 1);
-      t.dbMock.on(BatchGetCommand).resolves({ Responses: { "retraining-state": [{ model_name: "PascalStrategy", message_id: "origin-7" }] } });
+      const intents = arrange(t, 1);
+      intents.items.set("origin-7", launchedIntent("origin-7"));
       const copy = copyOf("origin-7", 1);
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(copy));
@@ -539,16 +566,17 @@ describe("retraining/launcher handler", () => {
       expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
     });
 
-    it("ECS launch failure (RunTask lists failures and no task): batch item failure, nothing recorded", async () => {
+    it("ECS launch failure (RunTask lists failures and no task): batch item failure, nothing recorded, the claim deleted (nothing started)", async () => {
       const t = mockedLauncherDeps();
-      arrange(t);
+      const intents = arrange(t);
       t.ecsMock.on(RunTaskCommand).resolves({ tasks: [], failures: [{ reason: "RESOURCE:ENI", detail: "no ENI" }] });
       const record = sqsRecord(retrainingBody());
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
       expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
-      expect(t.dbMock.commandCalls(UpdateCommand)).to.have.length(0);
+      expect(stateUpdates(t)).to.have.length(0);
+      expect(intents.items.has(record.messageId)).to.equal(false);
       expect(t.logger.withStep("ecs_task_launch_failed")[0]?.fields.error).to.match(/RESOURCE:ENI/);
     });
 
@@ -582,5 +610,258 @@ describe("retraining/launcher handler", () => {
         expect(t.metrics.count("SQSMessagesFailed")).to.equal(1);
       });
     }
+  });
+
+  describe("RunTask once per origin message: duplicates and lost responses (issue 16)", () => {
+    const T0 = Date.parse("2024-01-01T12:00:00.000Z");
+    const DAY = 86_400_000;
+    /** A copy carrying an origin (a deferral, or the launcher's stamped dead-letter copy after a redrive, which SQS gives a new id). */
+    const carrying = (origin: string, body = retrainingBody()) =>
+      sqsRecord(body, { messageAttributes: { "retraining-origin-message-id": { dataType: "String", stringValue: origin, stringListValues: [], binaryListValues: [] } } });
+    const tokens = (t: Harness) => runTaskInputs(t).map((i) => i.clientToken);
+
+    it("(a) A launches, then B for the same model, then A is redelivered: RunTask once for A", async () => {
+      // Prepare
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const handler = createLauncherHandler(t.deps);
+      const a = sqsRecord(retrainingBody());
+      const b = sqsRecord(retrainingBody());
+      // Act
+      await handler(sqsEvent(a));
+      await handler(sqsEvent(b));
+      const again = await handler(sqsEvent({ ...a, attributes: { ...a.attributes, ApproximateReceiveCount: "2" } }));
+      // Assess
+      expect(tokens(t)).to.deep.equal([a.messageId, b.messageId]);
+      expect(again.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.withStep("duplicate_message_skipped").map((l) => l.fields.origin_message_id)).to.deep.equal([a.messageId]);
+      expect(stateUpdates(t).at(-1)?.ExpressionAttributeValues).to.deep.include({ ":message_id": a.messageId }, "the repair is conditional: it cannot replace B's newer record");
+      expect(stateUpdates(t).at(-1)?.ConditionExpression).to.equal("attribute_not_exists(launched_at) OR launched_at <= :launched_at");
+    });
+
+    it("(b) the same message in two concurrent invocations (the lease not serialising them): RunTask once, the other waits and is then a duplicate", async () => {
+      // Prepare: every lease put succeeds, as when a lease lapsed while held.
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const handler = createLauncherHandler(t.deps);
+      const record = sqsRecord(retrainingBody());
+      // Act
+      const results = await Promise.all([handler(sqsEvent(record)), handler(sqsEvent(record))]);
+      // Assess
+      expect(tokens(t)).to.deep.equal([record.messageId]);
+      expect(results.flatMap((r) => r.batchItemFailures)).to.deep.equal([]);
+      const [copy, ...more] = deferredCopies(t);
+      expect(more).to.deep.equal([]);
+      expect(t.logger.withStep("capacity_deferred").map((l) => l.fields.reason)).to.deep.equal(["in_progress"]);
+      // Act: the deferred copy comes back.
+      await handler(sqsEvent(carrying(copy?.MessageAttributes?.["retraining-origin-message-id"]?.StringValue ?? "")));
+      // Assess
+      expect(tokens(t)).to.have.length(1);
+      expect(t.logger.withStep("duplicate_message_skipped")).to.have.length(1);
+    });
+
+    it("(b) the same origin twice in one batch (a message and its deferred copy): RunTask once", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const record = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record, carrying(record.messageId)));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(tokens(t)).to.deep.equal([record.messageId]);
+    });
+
+    // (c) The write applied, its response was lost, the SDK retried, and the retry's condition failed against the caller's own item.
+    const lostResponses: Array<[string, (t: Harness, intents: FakeIntentTable) => void, (t: Harness) => void]> = [
+      [
+        "lease take (PutItem): the lease is ours, not busy",
+        (t) =>
+          t.dbMock.on(PutCommand).callsFake((input: { Item: Record<string, string | number> }) => {
+            throw conditionFailed({ model_name: "#capacity-lease", holder: input.Item.holder ?? "", expires_at: input.Item.expires_at ?? 0 });
+          }),
+        (t) => {
+          expect(t.logger.withStep("capacity_lease_acquired")[0]?.fields).to.include({ attempts: 1 });
+          expect(t.logger.steps()).to.not.include("capacity_lease_busy");
+          expect(t.sleeps).to.deep.equal([]);
+        },
+      ],
+      [
+        "lease release (DeleteItem): released, not lost",
+        (t) => t.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(conditionFailed()),
+        (t) => expect(t.logger.steps()).to.include("capacity_lease_released").and.not.include("capacity_lease_lost"),
+      ],
+      [
+        "intent claim (UpdateItem): claimed by us, not in progress elsewhere",
+        (_t, intents) => intents.loseNextResponse("claim"),
+        (t) => expect(t.logger.steps()).to.not.include("launch_in_progress_elsewhere"),
+      ],
+    ];
+    for (const [label, inject, assess] of lostResponses) {
+      it(`(c) a lost response on the ${label}`, async () => {
+        // Prepare
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        inject(t, intents);
+        const record = sqsRecord(retrainingBody());
+        // Act
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+        // Assess
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(tokens(t)).to.deep.equal([record.messageId]);
+        expect(deferredCopies(t)).to.deep.equal([], "nothing deferred");
+        expect(intents.items.get(record.messageId)).to.include({ status: "launched", task_arn: taskArn(1) });
+        assess(t);
+      });
+    }
+
+    it("(c) a lease held by someone else is still busy: the item it failed against names another holder", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "other", expires_at: T0 + 20_000 }));
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
+      expect(t.logger.withStep("capacity_deferred").map((l) => l.fields.reason)).to.deep.equal(["lease_busy"]);
+    });
+
+    const later: Array<[string, number, (origin: SQSRecordLike) => SQSRecordLike]> = [
+      ["the same message redelivered 2 days later", 2 * DAY, (r) => r],
+      ["a DLQ redrive 13 days later (a new message id carrying the origin)", 13 * DAY, (r) => carrying(r.messageId)],
+    ];
+    for (const [label, after, redelivered] of later) {
+      it(`(d) ${label}, past ECS's 24 h clientToken window: no second launch`, async () => {
+        // Prepare
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        await createLauncherHandler(t.deps)(sqsEvent(record));
+        const expiresAt = Number(intents.items.get(record.messageId)?.expires_at);
+        // Act
+        const lateDeps = { ...t.deps, now: () => new Date(T0 + after) };
+        const res = await createLauncherHandler(lateDeps)(sqsEvent(redelivered(record)));
+        // Assess
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(tokens(t)).to.deep.equal([record.messageId]);
+        expect(expiresAt * 1000).to.be.greaterThan(T0 + after, "the intent outlives the redelivery");
+        expect(t.logger.withStep("duplicate_message_skipped")).to.have.length(1);
+      });
+    }
+
+    it("a dead attempt's claim inside the clientToken window is taken over: RunTask again with the same token (ECS returns the same task)", async () => {
+      const t = mockedLauncherDeps();
+      const intents = arrange(t);
+      const record = sqsRecord(retrainingBody());
+      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 600_000 });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(tokens(t)).to.deep.equal([record.messageId]);
+      expect(t.logger.steps()).to.include("launch_intent_taken_over");
+      expect(intents.items.get(record.messageId)).to.include({ status: "launched", first_claimed_at: T0 - 600_000 });
+    });
+
+    it("a live claim of another attempt: deferred (asked again later), not launched and not failed", async () => {
+      const t = mockedLauncherDeps();
+      const intents = arrange(t);
+      const record = sqsRecord(retrainingBody());
+      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "alive", in_progress_until: T0 + 20_000, first_claimed_at: T0 - 1_000 });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(tokens(t)).to.deep.equal([]);
+      expect(deferredCopies(t)).to.have.length(1);
+    });
+
+    it("a dead attempt's claim older than the clientToken window: quarantined as launch_outcome_unknown, never launched blind", async () => {
+      const t = mockedLauncherDeps();
+      const intents = arrange(t);
+      const record = sqsRecord(retrainingBody());
+      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 3 * DAY, first_claimed_at: T0 - 3 * DAY });
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(tokens(t)).to.deep.equal([]);
+      const [parked] = t.sqsMock.commandCalls(SendMessageCommand).map((c) => c.args[0].input);
+      expect(parked?.QueueUrl).to.equal(QUARANTINE_URL);
+      expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/^launch_outcome_unknown: claimed at 2023-12-29T12:00:00\.000Z/);
+    });
+
+    it("a RunTask error that may have applied leaves the claim in progress but expired, so the redelivery takes it over at once", async () => {
+      const t = mockedLauncherDeps();
+      const intents = arrange(t);
+      t.ecsMock.on(RunTaskCommand).rejects(Object.assign(new Error("socket hang up"), { name: "TimeoutError" }));
+      const record = sqsRecord(retrainingBody());
+
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(intents.items.get(record.messageId)).to.include({ status: "in_progress", in_progress_until: 0, first_claimed_at: T0 });
+    });
+
+    it("the completion's write fails: the record fails (retried), and the redelivery's RunTask carries the same clientToken", async () => {
+      const t = mockedLauncherDeps();
+      const intents = arrange(t);
+      intents.failNext("complete", new Error("ProvisionedThroughputExceededException"));
+      const record = sqsRecord(retrainingBody());
+      const handler = createLauncherHandler(t.deps);
+
+      const first = await handler(sqsEvent(record));
+      const later = { ...t.deps, now: () => new Date(T0 + 600_000) };
+      const second = await createLauncherHandler(later)(sqsEvent(record));
+
+      expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(second.batchItemFailures).to.deep.equal([]);
+      expect(tokens(t)).to.deep.equal([record.messageId, record.messageId], "ECS's clientToken (24 h) makes the second the same task");
+      expect(intents.items.get(record.messageId)).to.include({ status: "launched" });
+    });
+
+    describe("last receive (MAX_RECEIVE_COUNT): the launcher dead-letters a failing message itself, stamped with its origin", () => {
+      const lastReceive = (n: number, o: Partial<SQSRecordLike> = {}) => {
+        const r = sqsRecord(retrainingBody(), o);
+        return { ...r, attributes: { ...r.attributes, ApproximateReceiveCount: String(n) } };
+      };
+
+      it("sent to the DLQ with origin, deferrals, reason and source id, and acknowledged", async () => {
+        const t = mockedLauncherDeps({ maxReceiveCount: 3 });
+        arrange(t);
+        t.ecsMock.on(RunTaskCommand).rejects(new Error("ECS down"));
+        const record = lastReceive(3);
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        const [parked] = t.sqsMock.commandCalls(SendMessageCommand).map((c) => c.args[0].input);
+        expect(parked).to.deep.include({ QueueUrl: QUARANTINE_URL, MessageBody: record.body });
+        expect(parked?.MessageAttributes).to.deep.equal({
+          "retraining-origin-message-id": { DataType: "String", StringValue: record.messageId },
+          "retraining-deferrals": { DataType: "Number", StringValue: "0" },
+          "dead-letter-reason": { DataType: "String", StringValue: "retries_exhausted: Error: ECS down" },
+          "source-message-id": { DataType: "String", StringValue: record.messageId },
+        });
+      });
+
+      const kept: Array<[string, Partial<LauncherConfigLike>, number, boolean]> = [
+        ["an earlier receive", { maxReceiveCount: 3 }, 2, false],
+        ["MAX_RECEIVE_COUNT unknown", {}, 9, false],
+        ["the DLQ refuses the copy", { maxReceiveCount: 3 }, 3, true],
+      ];
+      for (const [label, config, receives, refused] of kept) {
+        it(`${label}: the record fails as before (SQS moves it)`, async () => {
+          const t = mockedLauncherDeps(config);
+          arrange(t);
+          t.ecsMock.on(RunTaskCommand).rejects(new Error("ECS down"));
+          if (refused) t.sqsMock.on(SendMessageCommand).rejects(new Error("too many attributes"));
+          const record = lastReceive(receives);
+
+          const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+          expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        });
+      }
+    });
   });
 });

@@ -31,11 +31,42 @@ const ACCESS = {
   region: "us-east-1",
   accountId: "123456789012",
   stateTableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/retraining-state",
+  intentTableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/retraining-intent",
   quarantineQueueArn: "arn:aws:sqs:us-east-1:123456789012:retraining-dlq",
   retrainingQueueArn: "arn:aws:sqs:us-east-1:123456789012:retraining",
 } satisfies LauncherAccess;
 
+/** Every path of the handler in one batch: launch, quarantine and deferral (the cap of 1 is taken by the first). */
+async function everyPath() {
+  const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+  t.ecsMock.on(ListTasksCommand).resolves({ taskArns: [] });
+  t.ecsMock.on(RunTaskCommand).resolves({ tasks: [{ taskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/1" }] });
+  t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
+  t.dbMock.on(UpdateCommand).resolves({});
+  t.dbMock.on(PutCommand).resolves({});
+  t.dbMock.on(DeleteCommand).resolves({});
+  t.sqsMock.on(SendMessageCommand).resolves({});
+  t.sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: Array<{ Id: string }> }) => ({ Successful: input.Entries.map((e) => ({ Id: e.Id })), Failed: [] }));
+  await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord("nope"), sqsRecord(retrainingBody({ model_name: "Other" }))));
+  return t;
+}
+
 describe("retraining IAM action lists match what the code calls", () => {
+  it("each DynamoDB action is granted on exactly the tables the code sends it to", async () => {
+    const t = await everyPath();
+    // A definite launch failure deletes its claim: the one intent-table call the happy paths do not make.
+    const called = new Set<string>(["dynamodb:DeleteItem arn:aws:dynamodb:us-east-1:123456789012:table/retraining-intent"]);
+    const arnOf: Record<string, string> = { "retraining-state": ACCESS.stateTableArn, "retraining-intent": ACCESS.intentTableArn };
+    for (const c of t.dbMock.calls()) {
+      const input = c.args[0].input as { TableName?: string; RequestItems?: Record<string, unknown> };
+      for (const table of input.TableName ? [input.TableName] : Object.keys(input.RequestItems ?? {})) called.add(`${ACTION_OF[c.args[0].constructor.name]} ${arnOf[table]}`);
+    }
+    const granted = launcherStatements(ACCESS)
+      .filter((s) => s.Action.some((a) => a.startsWith("dynamodb:")))
+      .flatMap((s) => s.Action.flatMap((a) => [s.Resource].flat().map((r) => `${a} ${String(r)}`)));
+    expect(granted).to.have.members([...called]);
+  });
+
   it("every path together sends exactly LAUNCHER_CALLED_ACTIONS", async () => {
     const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
     t.ecsMock.on(ListTasksCommand).resolves({ taskArns: [] });
@@ -66,10 +97,11 @@ describe("retraining IAM action lists match what the code calls", () => {
 });
 
 describe("retraining IAM resources", () => {
-  it("the lease actions are granted on the state table only", () => {
+  it("PutItem (the lease) is granted on the state table only; the intent table gets only what intent.ts calls", () => {
     const statements = launcherStatements(ACCESS);
-    const onTable = statements.filter((s) => s.Action.some((a) => a === "dynamodb:PutItem" || a === "dynamodb:DeleteItem"));
-    expect(onTable.map((s) => s.Resource)).to.deep.equal(["arn:aws:dynamodb:us-east-1:123456789012:table/retraining-state"]);
+    expect(statements.filter((s) => s.Action.includes("dynamodb:PutItem")).map((s) => s.Resource)).to.deep.equal([ACCESS.stateTableArn]);
+    const onIntent = statements.filter((s) => [s.Resource].flat().includes(ACCESS.intentTableArn));
+    expect(onIntent.flatMap((s) => s.Action)).to.have.members(["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]);
   });
 
   it("sqs:SendMessage is granted on the DLQ (quarantine) and the launcher's own queue (deferral), and nowhere else", () => {
@@ -82,6 +114,7 @@ describe("retraining IAM resources", () => {
   // Each resource the code names (functions/retraining/iam.ts) maps to the grant that covers it.
   const ARN_OF: Partial<Record<RetrainingResource, string>> = {
     "state-table": ACCESS.stateTableArn,
+    "intent-table": ACCESS.intentTableArn,
     "quarantine-queue": ACCESS.quarantineQueueArn,
     "retraining-queue": ACCESS.retrainingQueueArn,
   };

@@ -95,6 +95,38 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         expect(t.inputs).to.deep.include({ hashKey: "model_name", pointInTimeRecovery: { enabled: true }, deletionProtectionEnabled: e.deletionProtection });
       });
 
+      it("keeps one launch intent per origin message in its own table: TTL on expires_at, PITR, encrypted, deletion-protected in prod only, tagged", () => {
+        const t = named(doc, "aws:dynamodb/table:Table", "retraining-intent");
+        expect(t.inputs).to.deep.include({
+          hashKey: "origin_message_id",
+          attributes: [{ name: "origin_message_id", type: "S" }],
+          ttl: { attributeName: "expires_at", enabled: true },
+          pointInTimeRecovery: { enabled: true },
+          serverSideEncryption: { enabled: true },
+          deletionProtectionEnabled: e.deletionProtection,
+        });
+        expect(t.protect).to.equal(e.deletionProtection);
+        expect(t.inputs.tags).to.deep.include({ "encache:environment": stack });
+      });
+
+      it("passes the intent table, its retention (queue 1 d + DLQ 14 d + a redrive's 1 d + 1 d) and maxReceiveCount to the launcher", () => {
+        const env = (named(doc, "aws:lambda/function:Function", "retraining-launcher").inputs.environment as { variables: Record<string, string> }).variables;
+        const table = named(doc, "aws:dynamodb/table:Table", "retraining-intent");
+        expect(env.RETRAINING_INTENT_TABLE).to.be.a("string").and.match(/^retraining-intent/);
+        expect(table.inputs.name ?? env.RETRAINING_INTENT_TABLE).to.be.a("string");
+        expect(env).to.include({ RETRAINING_INTENT_RETENTION_SECONDS: String(17 * 86_400), MAX_RECEIVE_COUNT: "3" });
+      });
+
+      it("grants on the intent table exactly what intent.ts calls, on that table only", () => {
+        const consumer = named(doc, "encache:compute:QueueConsumer", "retraining-launcher");
+        const [policy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
+        const onIntent = (policy?.inputs.policy as Doc).Statement.filter((s) => [s.Resource].flat().some((r) => /:table\/retraining-intent/.test(r)));
+        expect(onIntent).to.have.length(1);
+        expect(onIntent[0]?.Action).to.have.members(["dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]);
+        expect([onIntent[0]?.Resource].flat()).to.have.length(1);
+        expect(String(onIntent[0]?.Resource)).to.not.include("*");
+      });
+
       it("schedules each configured model with {model_name, trigger: scheduled}, a retry policy and the part's DLQ", () => {
         const schedules = of(doc, "aws:scheduler/schedule:Schedule").filter((s) => s.name.startsWith("retraining-schedule-"));
         const dlq = named(doc, "aws:sqs/queue:Queue", "retraining-schedule-dlq");
@@ -126,7 +158,7 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const tag = statements.find((s) => s.Action.includes("ecs:TagResource"));
         // The cluster's physical name carries the engine's random suffix; the account is the point.
         expect(tag?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:ecs:us-east-1:${MOCK_ACCOUNT_ID}:task/platform-cluster[^/*]*/\\*$`));
-        const lease = statements.filter((s) => s.Action.includes("dynamodb:PutItem") || s.Action.includes("dynamodb:DeleteItem"));
+        const lease = statements.filter((s) => s.Action.includes("dynamodb:PutItem"));
         expect(lease).to.have.length(1);
         expect(lease[0]?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:dynamodb:us-east-1:${MOCK_ACCOUNT_ID}:table/retraining-state`));
       });
