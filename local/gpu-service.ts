@@ -38,6 +38,8 @@ export class GpuServiceSimulator {
   private runningSinceMs: number | null = null;
   private starts = 0;
   private readonly bodies: unknown[] = [];
+  /** Real epoch ms at which each accepted body arrived, index for index with `bodies`. */
+  private readonly arrivals: number[] = [];
   private readonly statusPath: string;
   private readonly speed: number;
   /** When the service last received a window (real ms), for its status's idleSeconds. */
@@ -101,6 +103,14 @@ export class GpuServiceSimulator {
   /** JSON bodies of the accepted POSTs, in arrival order. */
   received(): unknown[] {
     return [...this.bodies];
+  }
+
+  /**
+   * The accepted POSTs with the moment each arrived (real epoch ms), in arrival order: timings
+   * taken from these are exact, where a scenario that polls sees an arrival only at its next tick.
+   */
+  receivedAt(): Array<{ body: unknown; atMs: number }> {
+    return this.bodies.map((body, i) => ({ body, atMs: this.arrivals[i] ?? 0 }));
   }
 
   private servingSince(): number | null {
@@ -176,6 +186,7 @@ export class GpuServiceSimulator {
       }
       this.bodies.push(body);
       this.lastWorkMs = this.now();
+      this.arrivals.push(this.lastWorkMs);
       reply(res, 200, { accepted: true });
     });
   }

@@ -13,13 +13,15 @@ import * as path from "node:path";
 import * as zlib from "node:zlib";
 import { GetParameterCommand } from "@aws-sdk/client-ssm";
 import { StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand } from "@aws-sdk/client-sqs";
 import { bundleFunction, REPO_ROOT } from "../infra/bundle";
+import { stackConfigFrom } from "../infra/config";
+import { readStackFiles } from "../plan/stack-files";
 import { INGEST_ENTRIES } from "../infra/parts/ingest";
 import { createDlqHandler } from "../functions/ingest/dlq-handler";
 import { createWindowHandler } from "../functions/ingest/window-handler";
 import { FakeGpuService, loopbackOnlyFetch } from "../test/functions/helpers/gpu-server";
-import { fakeDescribeInstances, mockedIngestDeps, testConfig, PARAM, type FakeInstance } from "../test/functions/helpers/ingest-deps";
+import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../test/functions/helpers/ingest-deps";
 import { sqsEvent, sqsRecord, validPayload } from "../test/functions/helpers/sqs-events";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -110,8 +112,21 @@ async function awsCallsPerMessage() {
         stubSsm(m, "i-gpu");
         fakeDescribeInstances(m.ec2Mock, [stopped]);
         m.ec2Mock.on(StartInstancesCommand).resolves({});
-        m.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+        m.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
         await createDlqHandler(m.deps)(sqsEvent(sqsRecord()));
+        return callCount(m);
+      },
+    },
+    {
+      name: "dlq: 10 messages, GPU stopped → start + park",
+      messages: 10,
+      run: async () => {
+        const m = mockedIngestDeps();
+        stubSsm(m, "i-gpu");
+        fakeDescribeInstances(m.ec2Mock, [stopped]);
+        m.ec2Mock.on(StartInstancesCommand).resolves({});
+        m.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
+        await createDlqHandler(m.deps)(sqsEvent(...Array.from({ length: 10 }, () => sqsRecord())));
         return callCount(m);
       },
     },
@@ -126,35 +141,41 @@ async function awsCallsPerMessage() {
 
 /**
  * What waiting costs: AWS calls per parked DLQ message per minute, for each reason a message
- * parks (functions/ingest/park.ts), against the seed's single 900 s park. A return costs the
- * poller's ReceiveMessage plus what the handler sends; returns per minute = 60 / park seconds.
+ * parks (functions/ingest/park.ts), against the seed's single 900 s park with one message per
+ * invocation. A return costs the poller's ReceiveMessage plus what the handler sends, shared by
+ * the records that came back together (up to the batch size, 10); returns per minute = 60 / park.
  */
 async function parkCost() {
-  const config = testConfig();
-  const perReturn = async (arrange: (m: ReturnType<typeof mockedIngestDeps>) => void) => {
+  // The parks the dev stack deploys, not the unit tests' fixture.
+  const ingest = stackConfigFrom(readStackFiles(REPO_ROOT, "dev").config).ingest;
+  const config = { bootParkSeconds: ingest.dlqBootParkSeconds, capacityRetrySeconds: ingest.dlqCapacityRetrySeconds, visibilityExtensionSeconds: ingest.dlqParkSeconds };
+  const perParkedMessage = async (batch: number, arrange: (m: ReturnType<typeof mockedIngestDeps>) => void) => {
     const m = mockedIngestDeps();
     stubSsm(m, "i-gpu");
-    m.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+    m.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
     arrange(m);
-    await createDlqHandler(m.deps)(sqsEvent(sqsRecord()));
-    return callCount(m) + 1;
+    await createDlqHandler(m.deps)(sqsEvent(...Array.from({ length: batch }, () => sqsRecord())));
+    return (callCount(m) + 1) / batch;
   };
-  const booting = await perReturn((m) => fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "pending" }]));
-  const capacity = await perReturn((m) => {
+  const booting = (m: ReturnType<typeof mockedIngestDeps>) => fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "pending" }]);
+  const noCapacity = (m: ReturnType<typeof mockedIngestDeps>) => {
     fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "stopped" }]);
     m.ec2Mock.on(StartInstancesCommand).rejects(Object.assign(new Error("no capacity"), { name: "InsufficientInstanceCapacity" }));
-  });
-  const cannotStart = await perReturn((m) => {
+  };
+  const cannotStart = (m: ReturnType<typeof mockedIngestDeps>) => {
     fakeDescribeInstances(m.ec2Mock, [{ id: "i-gpu", state: "stopped" }]);
     m.ec2Mock.on(StartInstancesCommand).rejects(Object.assign(new Error("denied"), { name: "UnauthorizedOperation" }));
-  });
+  };
   const perMinute = (calls: number, seconds: number) => (calls * 60) / seconds;
+  const rows = async (batch: number) => ({
+    booting: perMinute(await perParkedMessage(batch, booting), config.bootParkSeconds),
+    capacity: perMinute(await perParkedMessage(batch, noCapacity), config.capacityRetrySeconds),
+    cannotStart: perMinute(await perParkedMessage(batch, cannotStart), config.visibilityExtensionSeconds),
+  });
   return {
-    seed900: perMinute(booting, 900),
-    booting: perMinute(booting, config.bootParkSeconds),
-    capacity: perMinute(capacity, config.capacityRetrySeconds),
-    cannotStart: perMinute(cannotStart, config.visibilityExtensionSeconds),
-    callsPerReturn: { booting, capacity, cannotStart },
+    seed900: perMinute(await perParkedMessage(1, booting), 900),
+    alone: await rows(1),
+    backlog: await rows(10),
     parks: { booting: config.bootParkSeconds, capacity: config.capacityRetrySeconds, cannotStart: config.visibilityExtensionSeconds },
   };
 }
@@ -231,15 +252,19 @@ async function main() {
   console.log(`\nwindow handler throughput: ${t.messages} msgs in ${t.seconds.toFixed(2)} s = ${t.messagesPerSecond.toFixed(0)} msg/s (batches of 10, POST to 127.0.0.1, mocked AWS), rss ${t.rssMiB.toFixed(0)} MiB`);
   console.log(`offline plan wall time (median of 3): dev ${results.planWallMs.dev} ms, prod ${results.planWallMs.prod} ms`);
   const p = results.parkCost;
-  console.log("\nAWS calls per parked DLQ message per minute of waiting (a return = the poller's receive + the handler's calls)");
-  console.log(`  seed, every park 900 s:                 ${p.seed900.toFixed(2)}`);
-  console.log(`  now, GPU booting (${p.parks.booting} s park):          ${p.booting.toFixed(2)}  (${p.callsPerReturn.booting} calls a return; only while it boots)`);
-  console.log(`  now, no EC2 capacity (${p.parks.capacity} s park):     ${p.capacity.toFixed(2)}`);
-  console.log(`  now, nothing can start it (${p.parks.cannotStart} s park): ${p.cannotStart.toFixed(2)}`);
+  console.log("\nAWS calls per parked DLQ message per minute of waiting (a return = the poller's receive + the handler's calls, shared by the batch)");
+  console.log(`  seed, one message per invocation, every park 900 s: ${p.seed900.toFixed(2)}`);
+  console.log("  now                                 a message alone   a backlog (batches of 10)");
+  const row = (label: string, k: keyof typeof p.alone) => console.log(`  ${label.padEnd(36)}${p.alone[k].toFixed(2).padEnd(18)}${p.backlog[k].toFixed(2)}`);
+  row(`GPU booting (${p.parks.booting} s park)`, "booting");
+  row(`no EC2 capacity (${p.parks.capacity} s park)`, "capacity");
+  row(`nothing can start it (${p.parks.cannotStart} s park)`, "cannotStart");
+  console.log("  before this change (issue 15, one message per invocation, 20 s boot park): booting 15.00, capacity 3.00, cannot start 0.40");
   console.log("  steady state (GPU up, no backlog): nothing parks, 0");
   const d = results.drain;
   console.log(`\nGPU serving → parked backlog drained (local run, ingest-gpu-outage at speed 60): ${d ? `${(d.wallMs / 1000).toFixed(1)} s wall = ${d.simulatedSeconds.toFixed(0)} simulated s` : "not reached"}`);
   console.log("  before issue 15: 14.3 s wall ≈ 860 simulated s (every park 900 s; window retries after the 180 s visibility timeout)");
+  console.log("  issue 15's first version (one message per invocation, 20 s boot park): 83–111 simulated s");
   console.log("\nwritten to .bench/results.json");
 }
 

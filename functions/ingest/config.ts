@@ -31,7 +31,7 @@ const dlqShape = {
   DLQ_MAX_AGE_SECONDS: envInt(60, 1_209_600).default(1_123_200),
   // While the GPU boots, parks are this short, so the backlog drains within one park of the
   // service answering (≤ 45 s keeps that under a minute with the poller's latency).
-  DLQ_BOOT_PARK_SECONDS: envInt(1, 45).default(20),
+  DLQ_BOOT_PARK_SECONDS: envInt(1, 45).default(10),
   DLQ_CAPACITY_RETRY_SECONDS: envInt(1, 43_200).default(120),
   DLQ_BOOT_GRACE_SECONDS: envInt(0, 3600).default(600),
 } satisfies Record<EnvName<"ingest-dlq-consumer">, z.ZodType>;

@@ -1,5 +1,5 @@
 import type { EC2Client } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SSMClient } from "@aws-sdk/client-ssm";
 import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
@@ -12,6 +12,7 @@ import { type AutostartOutcome, type GpuAddress, type GpuObservation, GpuUnavail
 import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./park";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
+import { changeVisibilityInBatches } from "./visibility";
 import type { SqsBatchHandler } from "../shared/sqs";
 
 export interface DlqHandlerDeps {
@@ -28,9 +29,10 @@ export interface DlqHandlerDeps {
 }
 
 /**
- * How long a warm environment trusts a GPU it found serving. The queue is read one message per
- * invocation, so draining a backlog would otherwise cost an SSM read and a DescribeInstances per
- * message on top of its POST; a GPU that stopped meanwhile only fails one POST, which clears this.
+ * How long a warm environment trusts a GPU it found serving. Draining a backlog takes many
+ * invocations of at most 10 records; without this each would cost an SSM read and a
+ * DescribeInstances on top of its POSTs. A GPU that stopped meanwhile only fails one batch's POSTs,
+ * which clears this.
  */
 export const SERVING_GPU_CACHE_MS = 30_000;
 
@@ -59,31 +61,11 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       return outcome;
     });
 
-    const park = async (record: SQSRecord, reason: ParkReason): Promise<void> => {
-      const extendedSeconds = parkSeconds(reason, deps.config);
-      try {
-        await deps.sqs.send(
-          new ChangeMessageVisibilityCommand({
-            QueueUrl: deps.config.dlqUrl,
-            ReceiptHandle: record.receiptHandle,
-            VisibilityTimeout: extendedSeconds,
-          }),
-        );
-      } catch (error) {
-        // The record is still reported as failed below, so it only comes back sooner than planned.
-        logStep(deps.logger, "error", "dlq_visibility_extend_failed", {
-          message_id: record.messageId,
-          error: errorMessage(error),
-        });
-        return;
-      }
-      logStep(deps.logger, "info", "dlq_visibility_extended", {
-        message_id: record.messageId,
-        extended_seconds: extendedSeconds,
-        receive_count: approximateReceiveCount(record),
-        reason: reason === "unavailable" ? "gpu_unavailable" : `gpu_${reason}`,
-      });
-      countOne(deps.metrics, "DlqMessagesParked");
+    // Parks are collected and sent after the batch, one ChangeMessageVisibilityBatch per 10 records:
+    // the records still throw, so each is reported failed whether or not its park succeeds.
+    const parks: Array<{ record: SQSRecord; reason: ParkReason }> = [];
+    const park = (record: SQSRecord, reason: ParkReason): void => {
+      parks.push({ record, reason });
     };
 
     const handleRecord = async (record: SQSRecord): Promise<void> => {
@@ -108,20 +90,43 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
           serving = undefined;
           // A service that refuses right after its instance started is booting: park briefly so
           // this message is back soon after it answers. Otherwise the failure retries as before.
-          if (stillBooting(gpu.launchTime, now(), deps.config)) await park(record, "booting");
+          if (stillBooting(gpu.launchTime, now(), deps.config)) park(record, "booting");
           throw error;
         }
         return;
       }
       const reason = parkReasonFor(await startGpuOnce());
-      await park(record, reason);
+      park(record, reason);
       throw new GpuUnavailableError(`message ${record.messageId} parked: GPU ${reason}`);
     };
 
     try {
-      return await processSqsBatch(event, handleRecord, context);
+      const result = await processSqsBatch(event, handleRecord, context);
+      await applyParks(deps, parks);
+      return result;
     } finally {
       deps.metrics.publishStoredMetrics();
     }
   };
+}
+
+/** Hides each parked record for its reason's park, in batches of 10, and logs and counts each park. */
+async function applyParks(deps: DlqHandlerDeps, parks: ReadonlyArray<{ record: SQSRecord; reason: ParkReason }>): Promise<void> {
+  const changes = parks.map(({ record, reason }) => ({ record, seconds: parkSeconds(reason, deps.config) }));
+  const failed = await changeVisibilityInBatches(deps.sqs, deps.config.dlqUrl, changes);
+  parks.forEach(({ record, reason }, i) => {
+    const error = failed.get(record.messageId);
+    if (error !== undefined) {
+      // The record is still reported as failed, so it only comes back sooner than planned.
+      logStep(deps.logger, "error", "dlq_visibility_extend_failed", { message_id: record.messageId, error });
+      return;
+    }
+    logStep(deps.logger, "info", "dlq_visibility_extended", {
+      message_id: record.messageId,
+      extended_seconds: changes[i]?.seconds,
+      receive_count: approximateReceiveCount(record),
+      reason: reason === "unavailable" ? "gpu_unavailable" : `gpu_${reason}`,
+    });
+    countOne(deps.metrics, "DlqMessagesParked");
+  });
 }

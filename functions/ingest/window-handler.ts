@@ -1,5 +1,5 @@
 import type { EC2Client } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SSMClient } from "@aws-sdk/client-ssm";
 import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
@@ -12,6 +12,7 @@ import { type GpuAddress, resolveGpuAddress } from "./gpu";
 import { stillBooting } from "./park";
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
+import { changeVisibilityInBatches } from "./visibility";
 
 export interface WindowHandlerDeps {
   ssm: SSMClient;
@@ -75,9 +76,6 @@ export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
   };
 }
 
-/** ChangeMessageVisibilityBatch takes at most 10 entries. */
-const VISIBILITY_BATCH = 10;
-
 /**
  * The GPU is down or booting: bring the failed records back in `retrySeconds`, not the queue's
  * visibility timeout. While the GPU is down that takes windows to the DLQ, whose consumer starts
@@ -85,24 +83,11 @@ const VISIBILITY_BATCH = 10;
  * per 10 records; a record whose change fails still fails, and only comes back later.
  */
 async function bringBackSoon(deps: WindowHandlerDeps, soon: Array<{ record: SQSRecord; reason: string }>): Promise<void> {
-  for (let i = 0; i < soon.length; i += VISIBILITY_BATCH) {
-    const chunk = soon.slice(i, i + VISIBILITY_BATCH);
-    let failed: Map<string, string>;
-    try {
-      const out = await deps.sqs.send(
-        new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: deps.config.ingestQueueUrl,
-          Entries: chunk.map(({ record }, j) => ({ Id: String(j), ReceiptHandle: record.receiptHandle, VisibilityTimeout: deps.config.retrySeconds })),
-        }),
-      );
-      failed = new Map((out.Failed ?? []).map((f) => [f.Id ?? "", `${f.Code ?? "?"}: ${f.Message ?? ""}`]));
-    } catch (error) {
-      failed = new Map(chunk.map((_, j) => [String(j), errorMessage(error)]));
-    }
-    chunk.forEach(({ record, reason }, j) => {
-      const error = failed.get(String(j));
-      if (error === undefined) logStep(deps.logger, "info", "window_retry_soon", { message_id: record.messageId, retry_seconds: deps.config.retrySeconds, reason });
-      else logStep(deps.logger, "warn", "window_retry_soon_failed", { message_id: record.messageId, error });
-    });
+  const seconds = deps.config.retrySeconds;
+  const failed = await changeVisibilityInBatches(deps.sqs, deps.config.ingestQueueUrl, soon.map(({ record }) => ({ record, seconds })));
+  for (const { record, reason } of soon) {
+    const error = failed.get(record.messageId);
+    if (error === undefined) logStep(deps.logger, "info", "window_retry_soon", { message_id: record.messageId, retry_seconds: seconds, reason });
+    else logStep(deps.logger, "warn", "window_retry_soon_failed", { message_id: record.messageId, error });
   }
 }

@@ -99,7 +99,7 @@ export const ingestConfigSchema = z
      * pending or stopping, or its service does not answer yet). At most 45, so the parked backlog
      * is delivered within a minute of the service answering.
      */
-    dlqBootParkSeconds: z.number().int().min(1).max(45, "must be at most 45: the parked backlog must drain within a minute of the GPU answering").default(20),
+    dlqBootParkSeconds: z.number().int().min(1).max(45, "must be at most 45: the parked backlog must drain within a minute of the GPU answering").default(10),
     /** How long a parked message waits when EC2 had no capacity for the GPU's type (the start is retried then). */
     dlqCapacityRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(120),
     /**
@@ -112,8 +112,13 @@ export const ingestConfigSchema = z
     gpuBootGraceSeconds: z.number().int().min(0).max(3600).default(600),
     window: consumerSchema,
     dlqConsumer: consumerSchema.extend({
-      /** The original system reads the DLQ one message per invocation. */
-      batchSize: z.literal(1, { message: "must be 1: the DLQ consumer parks messages one at a time (docs/parts/ingest.md)" }),
+      /**
+       * Records per invocation. The original system reads one; up to 10 lets one invocation park
+       * a batch with one lookup, one start attempt and one ChangeMessageVisibilityBatch, and
+       * deliver a returned batch in parallel (docs/parts/ingest.md, "Batch size").
+       */
+      batchSize: z.number().int().min(1).max(10, "must be at most 10: one invocation parks its records with one ChangeMessageVisibilityBatch (docs/parts/ingest.md)"),
+      batchingWindowSeconds: z.literal(0, { message: "must be 0: a batching window would hold a returned (unparked) message back before it is tried" }).default(0),
     }),
   })
   .superRefine((c, ctx) => {

@@ -84,7 +84,7 @@ class OutageRun {
 
   async waitForBacklogDrained(): Promise<void> {
     const ok = await waitFor(() => this.delivered().got.size >= this.n, { timeoutMs: 240_000, tick: this.tick });
-    if (ok) this.drained = Date.now();
+    if (ok) this.drained = this.delivered().completedAtMs;
     else this.failures.push(`only ${this.delivered().got.size} of ${this.n} segments reached the GPU`);
     // Let the runtime acknowledge the last batches before counting what is left.
     await waitFor(async () => {
@@ -127,16 +127,19 @@ class OutageRun {
     return this.gpu.state().starts - this.startsBefore;
   }
 
-  private delivered(): { got: Set<number>; duplicates: number } {
+  /** The segments the GPU took, and when the last of the first n distinct ones arrived (as the GPU service saw it). */
+  private delivered(): { got: Set<number>; duplicates: number; completedAtMs: number | null } {
     const got = new Set<number>();
     let duplicates = 0;
-    for (const body of this.gpu.received()) {
+    let completedAtMs: number | null = null;
+    for (const { body, atMs } of this.gpu.receivedAt()) {
       const s = body as Partial<Segment>;
       if (s.sessionId !== this.sessionId || typeof s.windowIndex !== "number") continue;
       if (got.has(s.windowIndex)) duplicates += 1;
       got.add(s.windowIndex);
+      if (completedAtMs === null && got.size >= this.n) completedAtMs = atMs;
     }
-    return { got, duplicates };
+    return { got, duplicates, completedAtMs };
   }
 
   private readonly tick = async (): Promise<void> => {
@@ -148,8 +151,9 @@ class OutageRun {
     const now = Date.now();
     if (this.firstInDlq === null && d && d.visible + d.inFlight > 1) this.firstInDlq = now;
     const g = this.gpu.state();
-    if (this.gpuRunning === null && g.runningSinceMs !== null && this.startsNow() > 0) this.gpuRunning = now;
-    if (this.gpuServing === null && g.serving && this.startsNow() > 0) this.gpuServing = now;
+    // The simulator's own moments, not this tick's: a tick sees a change up to a tick late.
+    if (this.gpuRunning === null && g.runningSinceMs !== null && this.startsNow() > 0) this.gpuRunning = g.runningSinceMs;
+    if (this.gpuServing === null && g.servingSinceMs !== null && this.startsNow() > 0) this.gpuServing = g.servingSinceMs;
     const done = this.delivered().got.size;
     this.ctx.view({
       scenario: this.name,

@@ -39,7 +39,7 @@ describe("stack config (infra/config.ts)", () => {
     { case: "missing required key", path: "gpu.servicePort", value: undefined, key: "encache:gpu.servicePort", reason: /is required/ },
     { case: "missing section", path: "ingest", value: undefined, key: "encache:ingest", reason: /is required/ },
     { case: "malformed instance type", path: "gpu.instanceType", value: "gpu-large", key: "encache:gpu.instanceType", reason: /EC2 instance type/ },
-    { case: "DLQ consumer batch size not 1", path: "ingest.dlqConsumer.batchSize", value: 5, key: "encache:ingest.dlqConsumer.batchSize", reason: /must be 1/ },
+    { case: "DLQ consumer batch size above 10", path: "ingest.dlqConsumer.batchSize", value: 11, key: "encache:ingest.dlqConsumer.batchSize", reason: /at most 10/ },
     { case: "maxConcurrency below Lambda's 2", path: "ingest.window.maxConcurrency", value: 1, key: "encache:ingest.window.maxConcurrency", reason: /2/ },
     { case: "retention of 14 days leaves the DLQ no margin", path: "ingest.messageRetentionSeconds", value: 1_209_600, key: "encache:ingest.messageRetentionSeconds", reason: /below 14 days/ },
     { case: "bad log retention", path: "logRetentionDays", value: 10, key: "encache:logRetentionDays", reason: /CloudWatch retention/ },

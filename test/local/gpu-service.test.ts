@@ -95,6 +95,21 @@ describe("local runtime: GPU service simulator", () => {
     });
   });
 
+  it("records when each accepted window arrived, so drain timings need no polling", async () => {
+    // Prepare
+    await startInstance();
+    clock += BOOT_MS;
+    // Act
+    await outcome('{"window":1}');
+    clock += 1_500;
+    await outcome('{"window":2}');
+    // Assess
+    expect(gpu.receivedAt()).to.deep.equal([
+      { body: { window: 1 }, atMs: 1_000_000 + BOOT_MS },
+      { body: { window: 2 }, atMs: 1_000_000 + BOOT_MS + 1_500 },
+    ]);
+  });
+
   it("refuses again once the instance is stopped", async () => {
     await startInstance();
     clock += BOOT_MS;

@@ -1,5 +1,5 @@
 import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityBatchCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { GetParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
@@ -12,8 +12,15 @@ function arrangeGpu(t: Harness, ssmValue: string, instances: FakeInstance[]): vo
   t.ssmMock.on(GetParameterCommand, { Name: PARAM }).resolves({ Parameter: { Name: PARAM, Value: ssmValue } });
   fakeDescribeInstances(t.ec2Mock, instances);
   t.ec2Mock.on(StartInstancesCommand).resolves({});
-  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
   t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
+}
+
+/** Every park the handler asked for, across its ChangeMessageVisibilityBatch calls, in order. */
+function parks(t: Harness): Array<{ QueueUrl?: string; ReceiptHandle?: string; VisibilityTimeout?: number }> {
+  return t.sqsMock
+    .commandCalls(ChangeMessageVisibilityBatchCommand)
+    .flatMap((c) => (c.args[0].input.Entries ?? []).map((e) => ({ QueueUrl: c.args[0].input.QueueUrl, ReceiptHandle: e.ReceiptHandle, VisibilityTimeout: e.VisibilityTimeout })));
 }
 
 const gpuDown = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopped" }]);
@@ -31,7 +38,7 @@ describe("ingest/dlq handler", () => {
     const result = await createDlqHandler(t.deps)(sqsEvent(record));
 
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).to.deep.equal([
+    expect(parks(t)).to.deep.equal([
       { QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 20 },
     ]);
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
@@ -59,7 +66,7 @@ describe("ingest/dlq handler", () => {
 
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
     expect(t.logger.steps()).to.not.include("gpu_autostart_attempted");
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+    expect(parks(t)).to.have.length(0);
     expect(result.batchItemFailures).to.deep.equal([]);
     expect(t.fetchCalls).to.deep.equal([
       { url: "http://127.0.0.1:8080/gpu-at/10.1.2.3", body: validPayload({ frameCount: 0, extra: "kept" }) },
@@ -80,8 +87,39 @@ describe("ingest/dlq handler", () => {
     expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(2);
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
     expect(t.logger.withStep("gpu_autostart_attempted")).to.have.length(1);
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(3);
+    expect(parks(t)).to.have.length(3);
     expect(result.batchItemFailures.map((f) => f.itemIdentifier)).to.deep.equal(records.map((r) => r.messageId));
+  });
+
+  it("parks a batch of 10 with one lookup, one start attempt and one ChangeMessageVisibilityBatch", async () => {
+    // Prepare
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    const records = Array.from({ length: 10 }, (_, i) => sqsRecord(validPayload(), { receiptHandle: `r${i}` }));
+    // Act
+    const result = await createDlqHandler(t.deps)(sqsEvent(...records));
+    // Assess: the calls per parked message are a tenth of a one-record invocation's
+    expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(1);
+    expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
+    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand)).to.have.length(1);
+    expect(parks(t)).to.deep.equal(records.map((r) => ({ QueueUrl: DLQ_URL, ReceiptHandle: r.receiptHandle, VisibilityTimeout: 20 })));
+    expect(result.batchItemFailures).to.have.length(10);
+    expect(t.metrics.count("DlqMessagesParked")).to.equal(10);
+  });
+
+  it("a park SQS refuses for one entry is logged for that record only; the others count as parked", async () => {
+    // Prepare
+    const t = mockedIngestDeps();
+    gpuDown(t);
+    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
+    const [kept, refused] = [sqsRecord(), sqsRecord()];
+    // Act
+    const result = await createDlqHandler(t.deps)(sqsEvent(kept, refused));
+    // Assess: both still fail (and come back); only the refused one is reported as not parked
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier)).to.deep.equal([kept.messageId, refused.messageId]);
+    expect(t.logger.withStep("dlq_visibility_extend_failed").map((l) => l.fields.message_id)).to.deep.equal([refused.messageId]);
+    expect(t.logger.withStep("dlq_visibility_extended").map((l) => l.fields.message_id)).to.deep.equal([kept.messageId]);
+    expect(t.metrics.count("DlqMessagesParked")).to.equal(1);
   });
 
   it("checks availability once for a multi-record batch when the GPU is up", async () => {
@@ -96,10 +134,10 @@ describe("ingest/dlq handler", () => {
     expect(result.batchItemFailures).to.deep.equal([]);
   });
 
-  it("still reports the item failure when ChangeMessageVisibility fails, and logs it", async () => {
+  it("still reports the item failure when ChangeMessageVisibilityBatch fails, and logs it", async () => {
     const t = mockedIngestDeps();
     gpuDown(t);
-    t.sqsMock.on(ChangeMessageVisibilityCommand).rejects(Object.assign(new Error("receipt expired"), { name: "ReceiptHandleIsInvalid" }));
+    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).rejects(Object.assign(new Error("receipt expired"), { name: "ReceiptHandleIsInvalid" }));
     const record = sqsRecord();
 
     const result = await createDlqHandler(t.deps)(sqsEvent(record));
@@ -143,7 +181,7 @@ describe("ingest/dlq handler", () => {
 
     await createDlqHandler(t.deps)(sqsEvent(sqsRecord()));
 
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)[0]?.args[0].input.VisibilityTimeout).to.equal(120);
+    expect(parks(t)[0]?.VisibilityTimeout).to.equal(120);
   });
 
   it("quarantines a malformed record to the terminal queue before any GPU check", async () => {
@@ -183,11 +221,11 @@ describe("ingest/dlq handler", () => {
         expect(sends[0]?.args[0].input.QueueUrl).to.equal(QUARANTINE_URL);
         const reason = sends[0]?.args[0].input.MessageAttributes?.["quarantine-reason"]?.StringValue;
         expect(reason).to.match(/^expiring_in_dlq: \d+ s old, limit 1123200 s, 900 receives$/);
-        expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+        expect(parks(t)).to.have.length(0);
       } else {
         expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
         expect(sends).to.have.length(0);
-        expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(1);
+        expect(parks(t)).to.have.length(1);
       }
     });
   }
@@ -213,7 +251,7 @@ describe("ingest/dlq handler", () => {
     const result = await createDlqHandler(t.deps)(sqsEvent(record));
 
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
-    expect(t.sqsMock.commandCalls(ChangeMessageVisibilityCommand)).to.have.length(0);
+    expect(parks(t)).to.have.length(0);
     expect(String(t.logger.withStep("window_failed")[0]?.fields.error)).to.contain("503");
   });
 
@@ -281,8 +319,8 @@ describe("ingest/dlq handler", () => {
         const result = await createDlqHandler({ ...t.deps, now: () => NOW })(sqsEvent(record));
         // Assess
         expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
-        const parks = t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((x) => x.args[0].input.VisibilityTimeout);
-        expect(parks).to.deep.equal(c.seconds === null ? [] : [c.seconds]);
+        const parked = parks(t).map((x) => x.VisibilityTimeout);
+        expect(parked).to.deep.equal(c.seconds === null ? [] : [c.seconds]);
         if (c.reason) expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields.reason).to.equal(c.reason);
         if (c.metric) expect(t.metrics.count(c.metric)).to.equal(1);
         expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(c.starts ?? 0);

@@ -40,7 +40,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         const dlq = named(doc(), "aws:sqs/queue:Queue", "ingest-dlq");
         const dlqMapping = named(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-dlq-consumer-mapping");
         expect(dlqMapping.dependencies).to.include(dlq.urn);
-        expect(dlqMapping.inputs.batchSize).to.equal(1);
+        expect(dlqMapping.inputs.batchSize).to.equal(10);
         for (const m of of(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping")) {
           expect(m.inputs.functionResponseTypes).to.deep.equal(["ReportBatchItemFailures"]);
         }

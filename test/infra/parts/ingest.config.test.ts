@@ -12,7 +12,7 @@ function ingest(overrides: Partial<IngestInput> = {}): IngestInput {
     dlqVisibilityTimeoutSeconds: 180,
     messageRetentionSeconds: 345_600,
     window: consumer,
-    dlqConsumer: { ...consumer, batchSize: 1 },
+    dlqConsumer: { ...consumer, batchingWindowSeconds: 0 },
     ...overrides,
   };
 }
@@ -26,7 +26,7 @@ describe("ingest stack config (infra/parts/ingest.config.ts)", () => {
     // Assess
     expect(gpu).to.include({ nameTag: "encache-gpu-worker-dev", instanceIdParameter: "/encache/dev/gpu/instance_id" });
     expect(part.dlqParkSeconds).to.equal(900);
-    expect(part.dlqConsumer.batchSize).to.equal(1);
+    expect(part.dlqConsumer.batchSize).to.equal(10);
   });
 
   it("finds nothing wrong with a consistent config", () => {
@@ -41,10 +41,10 @@ describe("ingest stack config (infra/parts/ingest.config.ts)", () => {
       message: /at least 6 × ingest\.window\.timeoutSeconds \+ ingest\.window\.batchingWindowSeconds = 180 \(got 179\)/,
     },
     {
-      title: "a DLQ visibility below 6 × the DLQ consumer's timeout plus its window",
-      overrides: { dlqConsumer: { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 5, maxConcurrency: 2 } },
+      title: "a DLQ visibility below 6 × the DLQ consumer's timeout",
+      overrides: { dlqConsumer: { timeoutSeconds: 31, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 0, maxConcurrency: 2 } },
       path: "dlqVisibilityTimeoutSeconds",
-      message: /= 185 \(got 180\)/,
+      message: /= 186 \(got 180\)/,
     },
     {
       title: "a batch above 10 without a batching window (Lambda's rule)",
@@ -71,9 +71,18 @@ describe("ingest stack config (infra/parts/ingest.config.ts)", () => {
     });
   }
 
-  it("rejects a DLQ consumer batch other than 1", () => {
-    const result = ingestConfigSchema.safeParse({ ...(devConfig().ingest as object), dlqConsumer: { timeoutSeconds: 30, batchSize: 2, maxConcurrency: 2 } });
-    expect(result.success).to.equal(false);
-    expect(result.error!.issues.map((i) => i.path.join("."))).to.include("dlqConsumer.batchSize");
-  });
+  const dlqConsumerCases: Array<{ title: string; dlqConsumer: object; path: string; message: RegExp }> = [
+    { title: "a DLQ consumer batch above 10 (one ChangeMessageVisibilityBatch parks a batch)", dlqConsumer: { timeoutSeconds: 30, batchSize: 11, maxConcurrency: 2 }, path: "dlqConsumer.batchSize", message: /at most 10/ },
+    { title: "a DLQ consumer batching window (it would hold returned messages back)", dlqConsumer: { timeoutSeconds: 30, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 }, path: "dlqConsumer.batchingWindowSeconds", message: /must be 0/ },
+  ];
+  for (const c of dlqConsumerCases) {
+    it(`rejects ${c.title}`, () => {
+      // Act
+      const result = ingestConfigSchema.safeParse({ ...(devConfig().ingest as object), dlqConsumer: c.dlqConsumer });
+      // Assess
+      expect(result.success).to.equal(false);
+      const issue = result.error!.issues.find((i) => i.path.join(".") === c.path);
+      expect(issue?.message).to.match(c.message);
+    });
+  }
 });
