@@ -8,6 +8,16 @@ import { z } from "zod";
 /** RFC 3339 / ISO 8601 with a zone, as the agent and EventBridge Scheduler write it. */
 const isoTimestamp = z.iso.datetime({ offset: true, message: "must be an ISO 8601 timestamp with a zone" });
 
+/**
+ * DynamoDB stores numbers of magnitude 1E-130 up to (not including) 1E+126, or zero. A value the
+ * schema let through outside that range (5e-324, 1e200) failed UpdateItem on every retry and went
+ * to the DLQ instead of quarantine, so the schema refuses it at the edge.
+ */
+export function storableInDynamoDb(n: number): boolean {
+  const abs = Math.abs(n);
+  return abs === 0 || (abs >= 1e-130 && abs < 1e126);
+}
+
 export const TERMINATION_STATUSES = ["success", "failure", "timeout", "interrupted"] as const;
 export type TerminationStatus = (typeof TERMINATION_STATUSES)[number];
 
@@ -17,7 +27,7 @@ export const TerminationMessageSchema = z.object({
   job_id: z.string().min(1).max(256),
   status: z.enum(TERMINATION_STATUSES),
   exit_code: z.number().int(),
-  duration_seconds: z.number().min(0),
+  duration_seconds: z.number().min(0).refine(storableInDynamoDb, "must be 0, or between 1e-130 and 1e126 (DynamoDB's number range)"),
   started_at: isoTimestamp,
   completed_at: isoTimestamp,
   error: z.string().max(4096).optional(),

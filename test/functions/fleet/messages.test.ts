@@ -14,6 +14,22 @@ describe("fleet messages", () => {
     expect(r).to.deep.equal({ ok: true, value: { task_type: "stale_ssm", timestamp: "2025-11-25T10:00:00Z", params: {} } });
   });
 
+  // Found by test/fuzz (issue 16): these passed the schema, then UpdateItem refused the number
+  // (ValidationException) on every receive, so the message went to the DLQ instead of quarantine.
+  for (const duration of [5e-324, 1e-200, 1e200, 1e308]) {
+    it(`refuses duration_seconds ${duration}, which DynamoDB cannot store, so the message is quarantined`, () => {
+      // Act
+      const r = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ duration_seconds: duration })));
+      // Assess
+      expect(r.ok).to.equal(false);
+      expect(!r.ok && r.reason).to.include("duration_seconds");
+    });
+  }
+
+  it("still accepts durations of 0, fractions and days", () => {
+    for (const duration of [0, -0, 0.001, 12.345, 86_400 * 30]) expect(parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ duration_seconds: duration }))).ok, String(duration)).to.equal(true);
+  });
+
   it("rfc3339 drops milliseconds so stored timestamps compare lexically", () => {
     expect(rfc3339(new Date("2025-11-25T10:02:03.456+01:00"))).to.equal("2025-11-25T09:02:03Z");
   });
