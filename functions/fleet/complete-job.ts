@@ -1,6 +1,6 @@
 import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { JOBS_TABLE } from "../../policy/contract";
-import { conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
+import { type ConditionFailure, conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
 import { JOB_STATUS_FOR } from "./jobs";
 import { rfc3339, type TerminationMessage } from "./messages";
 
@@ -27,6 +27,19 @@ export type CompletionOutcome =
 
 const DAY_SECONDS = 86_400;
 
+/** How often the completing write is sent (each send is the SDK's own attempts), and the pause between. */
+export interface CompletionRetry {
+  rounds: number;
+  baseDelayMs: number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export const DEFAULT_COMPLETION_RETRY: CompletionRetry = {
+  rounds: 4,
+  baseDelayMs: 100,
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
 /** Epoch seconds at which DynamoDB may expire the record: completion + retention. */
 export function expiresAt(completedAt: string, retentionDays: number): number {
   return Math.floor(Date.parse(completedAt) / 1000) + retentionDays * DAY_SECONDS;
@@ -46,6 +59,7 @@ export async function markJobComplete(
   message: TerminationMessage,
   retentionDays: number,
   writer: CompletionWriter,
+  retry: CompletionRetry = DEFAULT_COMPLETION_RETRY,
 ): Promise<CompletionOutcome> {
   const completedAt = rfc3339(new Date(message.completed_at));
   const sets = [
@@ -87,26 +101,51 @@ export async function markJobComplete(
     names["#error"] = "error";
     values[":error"] = { S: message.error };
   }
-  try {
-    await dynamodb.send(
-      new UpdateItemCommand({
-        TableName: table,
-        Key: { [JOBS_TABLE.hashKey]: { S: message.job_id } },
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: "#status = :running OR attribute_not_exists(#status)",
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      }),
-    );
-    return { kind: "completed", recovered: false };
-  } catch (error) {
-    if (!isConditionFailure(error)) throw error;
-    const item = conditionFailureItem(error);
-    const completedBy = item?.[JOBS_TABLE.completedByAttribute]?.S;
-    if (completedBy === writer.messageId && item?.[JOBS_TABLE.completionAttemptAttribute]?.S === writer.attempt) {
-      return { kind: "completed", recovered: true };
+  const command = new UpdateItemCommand({
+    TableName: table,
+    Key: { [JOBS_TABLE.hashKey]: { S: message.job_id } },
+    UpdateExpression: `SET ${sets.join(", ")}`,
+    ConditionExpression: "#status = :running OR attribute_not_exists(#status)",
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+  });
+  for (let round = 1; ; round++) {
+    try {
+      await dynamodb.send(command);
+      // Applied now, so no earlier send had: a condition would have failed on its item otherwise.
+      return { kind: "completed", recovered: false };
+    } catch (error) {
+      if (isConditionFailure(error)) return resolveFailedCondition(error, writer);
+      // The SDK gave up (its attempts, or its retry quota, ran out), and an earlier attempt may have
+      // applied. Failing the record now would leave that unknowable: the redelivery brings another
+      // token and cannot tell whether this one emitted the metrics. The same write with the same
+      // token is resolvable, so it is sent again a few times before the record fails.
+      if (round >= retry.rounds || !isRetryableError(error)) throw error;
+      await retry.sleep(retry.baseDelayMs * 2 ** (round - 1));
     }
-    return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S };
   }
+}
+
+/** A failed condition: completed by this very attempt (its earlier write applied), or a duplicate. */
+function resolveFailedCondition(error: ConditionFailure, writer: CompletionWriter): CompletionOutcome {
+  const item = conditionFailureItem(error);
+  const completedBy = item?.[JOBS_TABLE.completedByAttribute]?.S;
+  if (completedBy === writer.messageId && item?.[JOBS_TABLE.completionAttemptAttribute]?.S === writer.attempt) {
+    return { kind: "completed", recovered: true };
+  }
+  return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S };
+}
+
+/**
+ * Errors worth sending the same write again for: throttling, server faults and anything that never
+ * got an HTTP answer (a reset, a timeout). A client fault (validation, access, a missing table)
+ * would fail the same way again.
+ */
+export function isRetryableError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const e = error as Error & { $fault?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
+  if (e.$retryable !== undefined || e.$fault === "server") return true;
+  if (/Throttl|RequestLimitExceeded|ProvisionedThroughputExceeded|TooManyRequests/.test(e.name)) return true;
+  return e.$metadata?.httpStatusCode === undefined && e.$fault !== "client";
 }

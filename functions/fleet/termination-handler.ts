@@ -6,7 +6,7 @@ import type { SQSRecord } from "aws-lambda";
 import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import { markJobComplete } from "./complete-job";
+import { type CompletionRetry, DEFAULT_COMPLETION_RETRY, markJobComplete } from "./complete-job";
 import type { TerminationConfig } from "./config";
 import { runnerConfigParameter } from "./jobs";
 import { parseBody, TerminationMessageSchema, type TerminationMessage } from "./messages";
@@ -19,6 +19,8 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   config: TerminationConfig;
   /** A fresh completion-attempt token per record processed; default a random UUID. */
   newAttemptToken?: () => string;
+  /** How often the completing write is re-sent after the SDK gave up; tests pass an instant sleep. */
+  completionRetry?: CompletionRetry;
 }
 
 
@@ -75,7 +77,7 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, {
         messageId: record.messageId,
         attempt: newAttemptToken(),
-      });
+      }, deps.completionRetry ?? DEFAULT_COMPLETION_RETRY);
       if (outcome.kind === "completed") {
         logStep(deps.logger, "info", "job_marked_complete", {
           ...ids,

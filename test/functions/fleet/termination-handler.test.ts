@@ -2,18 +2,29 @@ import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
-import { expiresAt } from "../../../functions/fleet/complete-job";
+import { DEFAULT_COMPLETION_RETRY, expiresAt, isRetryableError } from "../../../functions/fleet/complete-job";
 import { createTerminationHandler, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
+
+const instant = async (): Promise<void> => undefined;
+
+/** What a dropped connection looks like to the SDK once its own retries are spent: no HTTP answer. */
+function connectionReset(): Error {
+  return Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} });
+}
+
+function throttled(): Error {
+  return Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $fault: "client", $metadata: { httpStatusCode: 400 }, $retryable: { throttling: true } });
+}
 
 function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
   const t = mockedClients();
   t.dynamodbMock.on(UpdateItemCommand).resolves({});
   t.ssmMock.on(DeleteParameterCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), ...overrides });
+  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_COMPLETION_RETRY, sleep: instant }, ...overrides });
   return { ...t, handler };
 }
 
@@ -190,6 +201,75 @@ describe("fleet termination handler", () => {
     expect(t.metrics.named("JobDuration")).to.have.length(1);
     expect(t.metrics.named("JobSuccess")).to.have.length(1);
     expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ redelivery: true });
+  });
+
+  describe("the SDK gave up on the completing write (its attempts or its retry quota ran out)", () => {
+    it("sends the same write again (same token): the applied first attempt resolves as this attempt's completion, metrics once", async () => {
+      // Prepare: the first send applied, but every answer the SDK saw was lost; the re-send meets its own item
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const record = sqsRecord(terminationMessage());
+      t.dynamodbMock.on(UpdateItemCommand).rejectsOnce(connectionReset()).rejects(conditionFailed(completedItem(record.messageId, "attempt-1")));
+      // Act
+      const response = await t.handler(sqsEvent(record));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([]);
+      const sends = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
+      expect(sends).to.have.length(2);
+      expect(sends[1]).to.deep.equal(sends[0]);
+      expect(t.metrics.named("JobDuration")).to.have.length(1);
+      expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ recovered: true });
+    });
+
+    it("gives up after 4 sends: the record fails and emits nothing, for the redelivery to resolve", async () => {
+      // Prepare
+      const t = arrange();
+      t.dynamodbMock.on(UpdateItemCommand).rejects(throttled());
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(response.batchItemFailures).to.have.length(1);
+      expect(t.dynamodbMock.commandCalls(UpdateItemCommand)).to.have.length(4);
+      expect(t.metrics.emitted).to.deep.equal([]);
+    });
+
+    it("does not re-send after a client fault (it would fail the same way)", async () => {
+      // Prepare
+      const t = arrange();
+      t.dynamodbMock.on(UpdateItemCommand).rejects(Object.assign(new Error("bad"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(response.batchItemFailures).to.have.length(1);
+      expect(t.dynamodbMock.commandCalls(UpdateItemCommand)).to.have.length(1);
+    });
+
+    it("waits 100, 200 and 400 ms between the sends", async () => {
+      // Prepare
+      const waits: number[] = [];
+      const t = arrange({ completionRetry: { ...DEFAULT_COMPLETION_RETRY, sleep: async (ms) => void waits.push(ms) } });
+      t.dynamodbMock.on(UpdateItemCommand).rejects(connectionReset());
+      // Act
+      await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(waits).to.deep.equal([100, 200, 400]);
+    });
+  });
+
+  describe("isRetryableError", () => {
+    const cases: Array<{ error: unknown; retryable: boolean; why: string }> = [
+      { error: connectionReset(), retryable: true, why: "no HTTP answer (a reset)" },
+      { error: throttled(), retryable: true, why: "throttling" },
+      { error: Object.assign(new Error("x"), { name: "InternalServerError", $fault: "server", $metadata: { httpStatusCode: 500 } }), retryable: true, why: "a server fault" },
+      { error: Object.assign(new Error("x"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: true, why: "throughput exceeded" },
+      { error: Object.assign(new Error("x"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: false, why: "a validation error" },
+      { error: Object.assign(new Error("x"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: false, why: "access denied" },
+      { error: "not an error", retryable: false, why: "not an Error" },
+    ];
+    for (const c of cases) {
+      it(`${c.retryable ? "re-sends" : "does not re-send"} after ${c.why}`, () => {
+        expect(isRetryableError(c.error)).to.equal(c.retryable);
+      });
+    }
   });
 
   it("ParameterNotFound on the delete is a success", async () => {
