@@ -1,0 +1,69 @@
+/**
+ * Every delivery of a message to a Lambda, as the local event sources made it: which function,
+ * when, with which receipt handle, and whether the invocation kept the record (it comes back) or
+ * let it be deleted. The ledger reads these to decide whether a message in a DLQ got there only
+ * because injected faults failed each of its receives.
+ */
+import type { SQSEvent } from "aws-lambda";
+import { settleBatch } from "../event-source";
+import type { InvokeResult, LambdaHost } from "../lambda-host";
+
+export interface Receive {
+  /** The function's logical name (as the fault proxy's callers are named). */
+  fn: string;
+  messageId: string;
+  receiptHandle: string;
+  body: string;
+  startMs: number;
+  endMs: number;
+  /** The invocation let the record be deleted (processed, quarantined or deferred). */
+  acknowledged: boolean;
+  /** Why the whole batch failed, when it did (error, timeout, invalid response). */
+  batchFailure?: string;
+  /** The other records of the same batch, by message id. */
+  batchmates: string[];
+}
+
+export class ReceiveRecorder {
+  private readonly all: Receive[] = [];
+
+  /**
+   * Wraps the host's `invoke`, which the event sources call through the host object. Observing
+   * at the host keeps the runtime untouched: the event sources still settle each batch themselves.
+   */
+  attach(host: LambdaHost, logicalNameOf: (functionName: string) => string): void {
+    const invoke = host.invoke.bind(host);
+    host.invoke = async (functionName: string, event: unknown): Promise<InvokeResult> => {
+      const startMs = Date.now();
+      const result = await invoke(functionName, event);
+      this.record(logicalNameOf(functionName), event as SQSEvent, result, startMs, Date.now());
+      return result;
+    };
+  }
+
+  receives(): readonly Receive[] {
+    return this.all;
+  }
+
+  private record(fn: string, event: SQSEvent, result: InvokeResult, startMs: number, endMs: number): void {
+    const records = Array.isArray(event?.Records) ? event.Records : [];
+    if (records.length === 0) return;
+    const ids = records.map((r) => r.messageId);
+    // Every mapping of the program reports batch item failures (a policy rule checks it).
+    const settlement = settleBatch(result, ids, true);
+    const kept = new Set(settlement.keep);
+    for (const r of records) {
+      this.all.push({
+        fn,
+        messageId: r.messageId,
+        receiptHandle: r.receiptHandle,
+        body: r.body,
+        startMs,
+        endMs,
+        acknowledged: !kept.has(r.messageId),
+        ...(settlement.reason !== undefined ? { batchFailure: settlement.reason } : {}),
+        batchmates: ids.filter((id) => id !== r.messageId),
+      });
+    }
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * One chaos run: the platform on moto with the fault proxy in front of the code under test,
+ * generated traffic for every consumer, claim workers on the pool, then the ledger. The runtime
+ * (event sources, scheduler, simulators) is the local run's own, untouched; only what the Lambdas,
+ * the worker service and the claimers call goes through faults.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { REPO_ROOT } from "../../infra/bundle";
+import { executablesSchema } from "../../functions/worker/config";
+import { containerEnvironment, pickContainer } from "../worker-service";
+import { LocalPlatform } from "../platform";
+import { sendAll, waitFor } from "../scenarios/scenario";
+import { readSteps } from "../scenarios/logs";
+import { FaultProxy, type FaultRecord, type ForwardedCall, type Upstreams } from "./fault-proxy";
+import { type ChaosSummary, claimsPerInstance, consumerTotals, type ConsumerTotals, leakedLocks, sumTotals } from "./ledger";
+import {
+  acknowledgedEffects,
+  claimLocks,
+  type Effects,
+  factsFor,
+  fleetEffects,
+  jobsDoneInTable,
+  readQueues,
+  retrainingEffects,
+  type SentMessage,
+  windowEffects,
+  workerEffects,
+  workerLogLines,
+} from "./observe";
+import { PoolClaimers } from "./pool-claims";
+import { type Receive, ReceiveRecorder } from "./receives";
+import { type ChaosMessage, type Consumer, CONSUMERS, generateTraffic } from "./traffic";
+
+export interface ChaosOptions {
+  stack: string;
+  messages: number;
+  faultRate: number;
+  seed: number;
+  speed: number;
+  /** Real seconds to wait for the queues to drain after the last send. */
+  settleSeconds: number;
+  /** Workflows claiming at once in each pool round. */
+  claimers: number;
+  /** Where the run's state goes; never `.local/<stack>`, which `npm start` owns. */
+  workDir: string;
+  note: (line: string) => void;
+}
+
+export interface ChaosResult extends ChaosSummary {
+  wallMs: number;
+  /** The fault log, also written to `<workDir>/faults.jsonl`. */
+  faultLog: readonly FaultRecord[];
+  settled: boolean;
+}
+
+/** The chaos run's state directory for a stack: beside `npm start`'s `.local/<stack>`, never in it. */
+export function chaosWorkDir(stack: string): string {
+  return path.join(REPO_ROOT, ".local", `chaos-${stack}`);
+}
+
+/** The queues each consumer is fed from, whose emptiness means it is done. */
+const CONSUMED_QUEUES: Record<Consumer, (poolClass: string) => string[]> = {
+  "ingest-window": () => ["ingest"],
+  "ingest-dlq": () => ["ingest-dlq"],
+  "retraining-launcher": () => ["retraining"],
+  "fleet-termination": () => ["fleet-termination"],
+  "fleet-housekeeping": () => ["fleet-housekeeping"],
+  "pool-refill": () => ["pool-refill"],
+  "pool-claim": () => [],
+  worker: () => ["worker"],
+};
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  const started = Date.now();
+  fs.mkdirSync(path.dirname(o.workDir), { recursive: true });
+  const faultFile = `${o.workDir}-faults.jsonl`;
+  fs.rmSync(faultFile, { force: true });
+  const runTasks: ForwardedCall[] = [];
+  const proxy = new FaultProxy({
+    seed: o.seed,
+    rate: o.faultRate,
+    onForwarded: (call) => {
+      if (call.service === "ecs" && call.operation === "RunTask") runTasks.push(call);
+    },
+    onFault: (fault) => fs.appendFileSync(faultFile, `${JSON.stringify(fault)}\n`),
+  });
+  const upstreams: { lambdas?: Upstreams } = {};
+  let platform: LocalPlatform | undefined;
+  try {
+    platform = await LocalPlatform.start({
+      stack: o.stack,
+      speed: o.speed,
+      workDir: o.workDir,
+      gpuBootSimMs: 30_000,
+      taskSimMs: 5_000,
+      note: o.note,
+      codeEndpoints: async (caller, upstream) => {
+        if (caller !== "worker-service") upstreams.lambdas ??= upstream;
+        const front = await proxy.front(caller, upstream);
+        // One port per caller: every service of that caller goes through it, and the proxy routes it on.
+        return { aws: front, byService: Object.fromEntries(Object.keys(upstream.byService).map((service) => [service, front])) };
+      },
+    });
+    const p = platform;
+    const receives = new ReceiveRecorder();
+    receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
+
+    // The claim library's SQS calls take the SQS clock as the Lambdas' do; EC2 and DynamoDB go to moto, as in the pool scenario.
+    const claimEndpoint = await proxy.front("pool-claim", { aws: p.moto.endpoint, byService: { sqs: upstreams.lambdas?.byService.sqs ?? p.moto.endpoint } });
+    const claimers = new PoolClaimers(p, claimEndpoint, o.claimers, `c${o.seed.toString(36)}`);
+    const traffic = generateTraffic(o.messages, { seed: o.seed, poolClass: claimers.cls.name, workerJobType: workerJobType(p), nowMs: p.clock.now() });
+    o.note(`chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`);
+
+    claimers.start(Math.max(1000, (5 * 60_000) / o.speed));
+    const sent = await sendTraffic(p, traffic);
+    o.note(`chaos: all sent after ${((Date.now() - started) / 1000).toFixed(0)} s; waiting for the queues to drain`);
+    const discards = () => claimers.steps.count("advert_discarded");
+    const settled = await waitFor(() => drained(p, claimers.cls.name, sent, discards), { timeoutMs: o.settleSeconds * 1000, everyMs: 1000, tick: progress(p, o, started) });
+    if (!settled) o.note(`chaos: the queues did not drain within ${o.settleSeconds} s; what is left counts as remaining`);
+    await claimers.stop();
+    // Freeze the runtime before reading: nothing may move between the reads.
+    await Promise.all([...p.sources.values()].map((s) => s.stop()));
+    await p.scheduler.stop();
+    await p.worker?.stop();
+
+    const byConsumer = await account(p, sent, receives, proxy, runTasks, claimers);
+    const stats = proxy.stats();
+    return { totals: sumTotals(byConsumer), byConsumer, faults: { injected: stats.injected, byKind: stats.byKind }, wallMs: Date.now() - started, faultLog: proxy.faults(), settled };
+  } finally {
+    await platform?.stop();
+    await proxy.stop();
+  }
+}
+
+/** The allow-listed job type the worker runs fastest: `payload-digest` when the stack has it. */
+function workerJobType(platform: LocalPlatform): string {
+  const service = platform.topology.services[0];
+  const td = platform.topology.taskDefinitions.find((t) => t.arn === service?.taskDefinitionArn);
+  if (!td) return "payload-digest";
+  const types = Object.keys(executablesSchema.parse(JSON.parse(containerEnvironment(pickContainer(td)).WORKER_EXECUTABLES ?? "{}")));
+  return types.includes("payload-digest") ? "payload-digest" : (types[0] ?? "payload-digest");
+}
+
+/** Sends each queue's messages in order (queues in parallel); returns them with their SQS message ids. */
+async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Promise<SentMessage[]> {
+  const byQueue = new Map<string, ChaosMessage[]>();
+  for (const m of traffic) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
+  const sent: SentMessage[] = [];
+  await Promise.all(
+    [...byQueue].map(async ([queue, messages]) => {
+      const q = platform.queue(queue);
+      // In slices, so consumers start while the rest is still being sent, as real traffic would arrive.
+      for (let i = 0; i < messages.length; i += 100) {
+        const slice = messages.slice(i, i + 100);
+        const ids = await sendAll(platform, q, slice.map((m) => m.body));
+        slice.forEach((m, j) => sent.push({ ...m, messageId: ids[j] ?? "" }));
+      }
+    }),
+  );
+  return sent;
+}
+
+/** Every consumed queue empty, and every malformed advert picked up by a claimer. */
+async function drained(platform: LocalPlatform, poolClass: string, sent: readonly SentMessage[], discards: () => number): Promise<boolean> {
+  const queues = [...new Set(CONSUMERS.flatMap((c) => CONSUMED_QUEUES[c](poolClass)))];
+  const depths = await Promise.all(queues.map((q) => platform.depth(platform.queue(q))));
+  if (depths.some((d) => d.visible + d.inFlight + d.delayed > 0)) return false;
+  const adverts = new Set(sent.filter((m) => m.consumer === "pool-claim").map((m) => m.messageId));
+  const pool = await platform.depth(platform.queue(`pool-${poolClass}`));
+  // Malformed adverts are visible until a pickup discards them; well-formed ones may wait there for claimers.
+  return adverts.size === 0 || pool.visible + pool.inFlight === 0 || discards() >= adverts.size;
+}
+
+function progress(platform: LocalPlatform, o: ChaosOptions, started: number): () => Promise<void> {
+  let last = 0;
+  return async () => {
+    if (Date.now() - last < 10_000) return;
+    last = Date.now();
+    const names = ["ingest", "ingest-dlq", "retraining", "fleet-termination", "fleet-housekeeping", "pool-refill", "worker"];
+    const depths = await Promise.all(names.map(async (n) => [n, await platform.depth(platform.queue(n))] as const));
+    o.note(`chaos: ${((Date.now() - started) / 1000).toFixed(0)} s, left: ${depths.map(([n, d]) => `${n} ${d.visible + d.inFlight + d.delayed}`).join(", ")}`);
+  };
+}
+
+async function account(
+  p: LocalPlatform,
+  sent: readonly SentMessage[],
+  recorder: ReceiveRecorder,
+  proxy: FaultProxy,
+  runTasks: readonly ForwardedCall[],
+  claimers: PoolClaimers,
+): Promise<ConsumerTotals[]> {
+  const copies = await readQueues(p);
+  const receives = recorder.receives();
+  const faults = proxy.faults();
+  const wellFormedKeyOfBody = new Map(sent.filter((m) => m.wellFormed).map((m) => [m.body, m.key]));
+  const ofConsumer = (c: Consumer) => sent.filter((m) => m.consumer === c);
+
+  const gpu = windowEffects(p.gpu?.received() ?? []);
+  const fleetJobs = new Set(ofConsumer("fleet-termination").map((m) => m.key));
+  const durationToJob = new Map<number, string>();
+  for (const m of ofConsumer("fleet-termination")) {
+    const d = (JSON.parse(m.body.startsWith("{") ? m.body : "{}") as { duration_seconds?: unknown }).duration_seconds;
+    if (m.wellFormed && typeof d === "number") durationToJob.set(d, m.key);
+  }
+  const discarded = new Set<string>();
+  const advertKeyById = new Map(ofConsumer("pool-claim").map((m) => [m.messageId, m.key]));
+  for (const l of claimers.steps.lines) {
+    const key = l.step === "advert_discarded" ? advertKeyById.get(String(l.message_id)) : undefined;
+    if (key !== undefined) discarded.add(key);
+  }
+  const effects: Record<Consumer, Effects> = {
+    "ingest-window": gpu,
+    "ingest-dlq": gpu,
+    "retraining-launcher": retrainingEffects(runTasks, p.ecsTasks.tasks().map((t) => t.tags.model_name ?? "")),
+    "fleet-termination": fleetEffects(readSteps(p, "fleet-termination-consumer"), durationToJob, await jobsDoneInTable(p, fleetJobs)),
+    "fleet-housekeeping": acknowledgedEffects(receives, "fleet-housekeeping-consumer", wellFormedKeyOfBody),
+    "pool-refill": acknowledgedEffects(receives, "pool-refill", wellFormedKeyOfBody),
+    "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
+    worker: workerEffects(workerLogLines(p.options.workDir)),
+  };
+
+  const claims = claimsPerInstance(claimers.rounds);
+  const nowSeconds = Math.floor(p.clock.now() / 1000);
+  const leaked = leakedLocks(await claimLocks(p, claimers.claimTableName), nowSeconds, (owner) => owner.startsWith(claimers.workflowPrefix), claimers.live);
+
+  return CONSUMERS.map((consumer) => {
+    const hidden = CONSUMED_QUEUES[consumer](claimers.cls.name).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
+    const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden);
+    const faultsHere = faults.filter((f) => f.caller === callerOf(consumer)).length;
+    const pastVisibility = receivesPastVisibility(p, receives, callerOf(consumer));
+    if (consumer !== "pool-claim") return consumerTotals(consumer, facts, { details: { ...effects[consumer].details, faultsInjected: faultsHere, receivesPastVisibility: pastVisibility } });
+    return consumerTotals(consumer, facts, {
+      duplicateSideEffects: claims.duplicates,
+      leakedLocks: leaked.length,
+      details: {
+        rounds: claimers.rounds.length,
+        claims: claimers.rounds.reduce((n, r) => n + r.length, 0),
+        instancesClaimed: Object.keys(claims.claims).length,
+        claimsPerInstance: claims.claims,
+        exhaustedAnswers: claimers.exhausted,
+        claimErrors: claimers.errors,
+        lostRaces: claimers.steps.count("claim_lost_race"),
+        leaked: leaked.map((l) => ({ instanceId: l.instanceId, owner: l.owner, expiresAtSeconds: l.expiresAtSeconds })),
+        advertsDiscarded: claimers.steps.count("advert_discarded"),
+        faultsInjected: faultsHere,
+      },
+    });
+  });
+}
+
+/**
+ * Deliveries whose invocation outlasted its queue's visibility timeout (divided by the speed): the
+ * batch went back to the queue while it still ran, so a second delivery is the time compression's
+ * doing. Reported so a duplicate can be told from one the platform made.
+ */
+function receivesPastVisibility(p: LocalPlatform, receives: readonly Receive[], fn: string): number {
+  const queues = p.topology.mappings.filter((m) => p.topology.functions.find((f) => f.name === m.functionName)?.logicalName === fn);
+  const visibilityMs = Math.min(...queues.map((m) => p.topology.queues.find((q) => q.arn === m.queueArn)?.visibilityTimeoutSeconds ?? Infinity)) * (1000 / p.clock.speed);
+  return receives.filter((r) => r.fn === fn && r.endMs - r.startMs > visibilityMs).length;
+}
+
+/** The fault proxy's caller name of each consumer's code. */
+function callerOf(consumer: Consumer): string {
+  const callers: Record<Consumer, string> = {
+    "ingest-window": "ingest-window",
+    "ingest-dlq": "ingest-dlq-consumer",
+    "retraining-launcher": "retraining-launcher",
+    "fleet-termination": "fleet-termination-consumer",
+    "fleet-housekeeping": "fleet-housekeeping-consumer",
+    "pool-refill": "pool-refill",
+    "pool-claim": "pool-claim",
+    worker: "worker-service",
+  };
+  return callers[consumer];
+}

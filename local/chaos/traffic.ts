@@ -1,0 +1,207 @@
+/**
+ * The chaos run's generated traffic: for every consumer of the five parts, mostly well-formed
+ * messages and some malformed ones, drawn from the seed. Every body is unique (it carries the
+ * message's own key), so a copy of it found anywhere (a quarantine, a DLQ, a deferral) names its
+ * message without relying on SQS message ids.
+ */
+import { Rng } from "./rng";
+
+/** The consumers the run drives, one per queue it sends to (pool claims are driven separately). */
+export const CONSUMERS = ["ingest-window", "ingest-dlq", "retraining-launcher", "fleet-termination", "fleet-housekeeping", "pool-refill", "pool-claim", "worker"] as const;
+export type Consumer = (typeof CONSUMERS)[number];
+
+export interface ChaosMessage {
+  consumer: Consumer;
+  /** Logical name of the queue it is sent to. */
+  queue: string;
+  /** The domain key its effects are found by (window, model, job…); unique in a run. */
+  key: string;
+  body: string;
+  wellFormed: boolean;
+}
+
+/**
+ * Shares of the total per consumer. Retraining is small on purpose: the dev stack's launcher runs
+ * at most 2 tasks at once and gathers for a 5 s (real) batching window, about 0.4 launches a
+ * second whatever the speed, so its share is capped (`RETRAINING_MAX`).
+ */
+export const SHARES: Record<Consumer, number> = {
+  "ingest-window": 0.3,
+  "ingest-dlq": 0.05,
+  "retraining-launcher": 0.01,
+  "fleet-termination": 0.3,
+  "fleet-housekeeping": 0.01,
+  "pool-refill": 0.02,
+  "pool-claim": 0.02,
+  worker: 0.29,
+};
+export const RETRAINING_MAX = 40;
+/** Of each consumer's messages, this share is malformed (at least one each). */
+export const MALFORMED_SHARE = 0.05;
+
+export interface TrafficContext {
+  seed: number;
+  /** The pool class whose queue gets the malformed adverts and whose refill gets the triggers. */
+  poolClass: string;
+  /** A job type the stack's worker allows, for well-formed jobs. */
+  workerJobType: string;
+  /** Simulated now, epoch ms (timestamps in bodies). */
+  nowMs: number;
+}
+
+/** How many of `total` each consumer gets: its share, at least 2 (one well-formed, one malformed). */
+export function allocate(total: number): Record<Consumer, number> {
+  const out = {} as Record<Consumer, number>;
+  for (const c of CONSUMERS) out[c] = Math.max(2, Math.round(total * SHARES[c]));
+  out["retraining-launcher"] = Math.min(out["retraining-launcher"], RETRAINING_MAX);
+  // What rounding and the caps left over goes to the cheapest consumer to drain.
+  const sum = CONSUMERS.reduce((n, c) => n + out[c], 0);
+  out["fleet-termination"] = Math.max(2, out["fleet-termination"] + (total - sum));
+  return out;
+}
+
+/** Pure: the run's messages, in the order they are sent (shuffled across consumers). */
+export function generateTraffic(total: number, ctx: TrafficContext): ChaosMessage[] {
+  const rng = new Rng(ctx.seed);
+  const tag = `c${ctx.seed.toString(36)}`;
+  const counts = allocate(total);
+  const all: ChaosMessage[] = [];
+  for (const consumer of CONSUMERS) {
+    const n = counts[consumer];
+    const malformed = Math.max(1, Math.round(n * MALFORMED_SHARE));
+    for (let i = 0; i < n; i++) all.push(GENERATORS[consumer](rng, { ...ctx, tag, i, malformed: i < malformed }));
+  }
+  return rng.shuffle(all);
+}
+
+interface Draw extends TrafficContext {
+  tag: string;
+  i: number;
+  malformed: boolean;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** An EC2-shaped instance id, unique per message: fleet's schema wants `i-` and 8–17 hex digits. */
+const instanceIdFor = (seed: number, i: number) => `i-${(seed % 0xffff).toString(16).padStart(4, "0")}${i.toString(16).padStart(8, "0")}`;
+
+const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
+  "ingest-window": (rng, d) => window("ingest-window", "ingest", rng, d),
+  "ingest-dlq": (rng, d) => window("ingest-dlq", "ingest-dlq", rng, d),
+
+  "retraining-launcher": (rng, d) => {
+    const model = `Chaos${rng.pick(["Pascal", "Euler", "Gauss"])}-${d.tag}-${d.i}`;
+    const base = { consumer: "retraining-launcher" as const, queue: "retraining", key: model };
+    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ model_name: model, trigger: rng.pick(["manual", "drift_detected"]) }) };
+    return {
+      ...base,
+      wellFormed: false,
+      body: rng.pick([
+        JSON.stringify({ model_name: "", trigger: "manual", chaos_key: model }),
+        JSON.stringify({ model_name: `-${model} has spaces!`, trigger: "manual" }),
+        JSON.stringify({ model_name: model, trigger: "whenever" }),
+        `{"model_name": "${model}", trigger`,
+      ]),
+    };
+  },
+
+  "fleet-termination": (rng, d) => {
+    const job = `job-${d.tag}-${d.i}`;
+    const base = { consumer: "fleet-termination" as const, queue: "fleet-termination", key: job };
+    const failed = rng.chance(0.2);
+    const message = {
+      instance_id: instanceIdFor(d.seed, d.i),
+      job_id: job,
+      status: failed ? "failure" : "success",
+      exit_code: failed ? 2 : 0,
+      // Unique per job: the JobDuration metric's value is how the ledger ties an EMF line to its job.
+      duration_seconds: 100_000 + d.i,
+      started_at: iso(d.nowMs - 3_600_000),
+      completed_at: iso(d.nowMs),
+      ...(failed ? { error: "exit status 2" } : {}),
+    };
+    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify(message) };
+    return {
+      ...base,
+      wellFormed: false,
+      body: rng.pick([
+        JSON.stringify({ ...message, instance_id: `not-an-instance-${d.i}` }),
+        JSON.stringify({ ...message, status: "exploded" }),
+        JSON.stringify({ ...message, exit_code: "two" }),
+        `not json: ${job}`,
+      ]),
+    };
+  },
+
+  "fleet-housekeeping": (rng, d) => {
+    // Not orphaned_instances: a sweep with a short max runtime would terminate the pool's warm
+    // instances under the claimers (the fleet scenario covers it); these three touch nothing the run counts on.
+    const task = rng.pick(["stale_ssm", "old_jobs", "pool_audit"]);
+    const timestamp = iso(d.nowMs + d.i);
+    const key = `${task}@${timestamp}`;
+    const base = { consumer: "fleet-housekeeping" as const, queue: "fleet-housekeeping", key };
+    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ task_type: task, timestamp, params: {} }) };
+    return {
+      ...base,
+      wellFormed: false,
+      body: rng.pick([JSON.stringify({ task_type: "defragment", timestamp, params: {} }), JSON.stringify({ task_type: task, timestamp, params: { typo_minutes: 5 } })]),
+    };
+  },
+
+  "pool-refill": (rng, d) => {
+    const scheduled = iso(d.nowMs + d.i * 1000);
+    const key = `refill@${scheduled}`;
+    const base = { consumer: "pool-refill" as const, queue: "pool-refill", key };
+    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ resource_class: d.poolClass, scheduled_time: scheduled }) };
+    return {
+      ...base,
+      wellFormed: false,
+      body: rng.pick([JSON.stringify({ resource_class: `no-such-class-${d.i}`, scheduled_time: scheduled }), JSON.stringify({ scheduled_time: scheduled })]),
+    };
+  },
+
+  // Only malformed adverts: a well-formed one must name a real pool instance, and the refill
+  // publishes those; the claimers (pool-claims.ts) are this consumer's well-formed traffic.
+  "pool-claim": (rng, d) => {
+    const key = `advert-${d.tag}-${d.i}`;
+    return {
+      consumer: "pool-claim",
+      queue: `pool-${d.poolClass}`,
+      key,
+      wellFormed: false,
+      body: rng.pick([
+        JSON.stringify({ instance_id: `bogus-${key}`, resource_class: d.poolClass, instance_type: "c7g.large", usage_class: "on-demand", cpu: 2, memory_mib: 4096, advertised_at: iso(d.nowMs) }),
+        JSON.stringify({ instance_id: instanceIdFor(d.seed, d.i), resource_class: d.poolClass, cpu: -1, chaos_key: key }),
+        `advert? ${key}`,
+      ]),
+    };
+  },
+
+  worker: (rng, d) => {
+    const job = `w-${d.tag}-${d.i}`;
+    const base = { consumer: "worker" as const, queue: "worker", key: job };
+    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ job_id: job, type: d.workerJobType, payload: { n: d.i, text: "chaos" }, estimated_seconds: 1 }) };
+    return {
+      ...base,
+      wellFormed: false,
+      body: rng.pick([JSON.stringify({ job_id: job, type: d.workerJobType }), JSON.stringify({ job_id: "", type: d.workerJobType, payload: { key: job } }), `job ${job}`]),
+    };
+  },
+};
+
+function window(consumer: "ingest-window" | "ingest-dlq", queue: string, rng: Rng, d: Draw): ChaosMessage {
+  const sessionId = `${consumer === "ingest-dlq" ? "dlq" : "s"}-${d.tag}-${Math.floor(d.i / 50)}`;
+  const windowIndex = d.i % 50;
+  const key = `${sessionId}/${windowIndex}`;
+  if (!d.malformed) return { consumer, queue, key, wellFormed: true, body: JSON.stringify({ sessionId, userId: "chaos", windowIndex, frameCount: 30 }) };
+  return {
+    consumer,
+    queue,
+    key,
+    wellFormed: false,
+    body: rng.pick([
+      JSON.stringify({ sessionId, userId: "chaos", windowIndex: "not-a-number", frameCount: 30, chaos_key: key }),
+      JSON.stringify({ sessionId, windowIndex, frameCount: -1, chaos_key: key }),
+      `window ${key}`,
+    ]),
+  };
+}
