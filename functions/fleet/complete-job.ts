@@ -1,6 +1,7 @@
 import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { JOBS_TABLE } from "../../policy/contract";
 import { type ConditionFailure, conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
+import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
 import { JOB_STATUS_FOR } from "./jobs";
 import { rfc3339, type TerminationMessage } from "./messages";
 
@@ -27,18 +28,9 @@ export type CompletionOutcome =
 
 const DAY_SECONDS = 86_400;
 
-/** How often the completing write is sent (each send is the SDK's own attempts), and the pause between. */
-export interface CompletionRetry {
-  rounds: number;
-  baseDelayMs: number;
-  sleep: (ms: number) => Promise<void>;
-}
-
-export const DEFAULT_COMPLETION_RETRY: CompletionRetry = {
-  rounds: 4,
-  baseDelayMs: 100,
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+/** How often the completing write is sent after the SDK gave up (functions/shared/resend.ts). */
+export type CompletionRetry = ResendPolicy;
+export const DEFAULT_COMPLETION_RETRY: CompletionRetry = DEFAULT_RESEND;
 
 /** Epoch seconds at which DynamoDB may expire the record: completion + retention. */
 export function expiresAt(completedAt: string, retentionDays: number): number {
@@ -110,20 +102,15 @@ export async function markJobComplete(
     ExpressionAttributeValues: values,
     ReturnValuesOnConditionCheckFailure: "ALL_OLD",
   });
-  for (let round = 1; ; round++) {
-    try {
-      await dynamodb.send(command);
-      // Applied now, so no earlier send had: a condition would have failed on its item otherwise.
-      return { kind: "completed", recovered: false };
-    } catch (error) {
-      if (isConditionFailure(error)) return resolveFailedCondition(error, writer);
-      // The SDK gave up (its attempts, or its retry quota, ran out), and an earlier attempt may have
-      // applied. Failing the record now would leave that unknowable: the redelivery brings another
-      // token and cannot tell whether this one emitted the metrics. The same write with the same
-      // token is resolvable, so it is sent again a few times before the record fails.
-      if (round >= retry.rounds || !isRetryableError(error)) throw error;
-      await retry.sleep(retry.baseDelayMs * 2 ** (round - 1));
-    }
+  try {
+    // Re-sent with the same token after the SDK gave up: an earlier send that applied then fails
+    // its condition on this attempt's own item, which resolves as this attempt's completion; the
+    // redelivery (another token) could not tell whether this attempt emitted the metrics.
+    await withResends(() => dynamodb.send(command), retry);
+    return { kind: "completed", recovered: false };
+  } catch (error) {
+    if (isConditionFailure(error)) return resolveFailedCondition(error, writer);
+    throw error;
   }
 }
 
@@ -135,17 +122,4 @@ function resolveFailedCondition(error: ConditionFailure, writer: CompletionWrite
     return { kind: "completed", recovered: true };
   }
   return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S };
-}
-
-/**
- * Errors worth sending the same write again for: throttling, server faults and anything that never
- * got an HTTP answer (a reset, a timeout). A client fault (validation, access, a missing table)
- * would fail the same way again.
- */
-export function isRetryableError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const e = error as Error & { $fault?: string; $retryable?: unknown; $metadata?: { httpStatusCode?: number } };
-  if (e.$retryable !== undefined || e.$fault === "server") return true;
-  if (/Throttl|RequestLimitExceeded|ProvisionedThroughputExceeded|TooManyRequests/.test(e.name)) return true;
-  return e.$metadata?.httpStatusCode === undefined && e.$fault !== "client";
 }

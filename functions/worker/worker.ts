@@ -9,6 +9,7 @@ import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
+import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
 import type { WorkerConfig } from "./config";
 import type { HandlerRegistry } from "./handlers";
 import { heartbeatExtensionSeconds, initialVisibilitySeconds, parseJob, type Job } from "./job";
@@ -22,6 +23,8 @@ export interface WorkerDeps {
   protection: TaskProtection;
   logger: StepLogger;
   metrics: MetricsSink;
+  /** How a finished job's DeleteMessage is re-sent after the SDK gave up; tests pass an instant sleep. */
+  resend?: ResendPolicy;
 }
 
 /** The agent gets this long to answer the shutdown release: the stop timeout leaves no room for its usual 5 s. */
@@ -245,13 +248,18 @@ export class Worker {
     } catch (error) {
       outcome = entry.abort.signal.aborted ? "aborted" : "failed";
       failure = error;
-    } finally {
-      clearInterval(entry.heartbeat);
     }
     const durationMs = Date.now() - startedAt;
+    if (outcome !== "succeeded" || entry.givenBack) clearInterval(entry.heartbeat);
     if (entry.givenBack) return;
     if (outcome === "succeeded") {
-      await this.deleteMessage(message, job);
+      // The heartbeat runs on until the delete is through: a slow or re-sent delete must not let
+      // the message come back (and the job run again) while it is on its way.
+      try {
+        await this.deleteMessage(message, job);
+      } finally {
+        clearInterval(entry.heartbeat);
+      }
       this.stats.succeeded += 1;
       logStep(this.d.logger, "info", "job_succeeded", { ...fields, duration_ms: durationMs });
       countOne(this.d.metrics, "JobsSucceeded");
@@ -303,7 +311,10 @@ export class Worker {
 
   private async deleteMessage(message: Message, job: Job): Promise<void> {
     try {
-      await this.d.sqs.send(new DeleteMessageCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+      // Deleting one receipt handle twice is harmless, and a delete that never lands runs the job
+      // again, so it is re-sent after the SDK gives up.
+      const send = () => this.d.sqs.send(new DeleteMessageCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+      await withResends(send, this.d.resend ?? DEFAULT_RESEND);
     } catch (error) {
       // The job ran; the message will come back once and run again (handlers are idempotent by job_id).
       logStep(this.d.logger, "error", "delete_failed", { job_id: job.job_id, message_id: message.MessageId, error: errorMessage(error) });

@@ -2,7 +2,8 @@ import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
-import { DEFAULT_COMPLETION_RETRY, expiresAt, isRetryableError } from "../../../functions/fleet/complete-job";
+import { DEFAULT_COMPLETION_RETRY, expiresAt } from "../../../functions/fleet/complete-job";
+import { isRetryableError } from "../../../functions/shared/resend";
 import { createTerminationHandler, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";

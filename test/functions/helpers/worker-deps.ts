@@ -1,3 +1,4 @@
+import { DEFAULT_RESEND } from "../../../functions/shared/resend";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { WorkerConfig } from "../../../functions/worker/config";
@@ -35,6 +36,8 @@ export function testWorkerConfig(overrides: Partial<WorkerConfig> = {}): WorkerC
 const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test", secretAccessKey: "test" } };
 
 /** Fresh SQS client with aws-sdk-client-mock on that instance, recorders, and a real TaskProtection. */
+export { DEFAULT_RESEND };
+
 export function mockedWorkerDeps(
   options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number; fetch?: AgentFetch } = {},
 ) {
@@ -52,7 +55,8 @@ export function mockedWorkerDeps(
     metrics,
   });
   const handlers: HandlerRegistry = new Map(Object.entries(options.handlers ?? {}));
-  const deps: WorkerDeps = { sqs, config, handlers, protection, logger, metrics };
+  // The SDK's give-up is re-sent without real pauses; tests that care pass their own.
+  const deps: WorkerDeps = { sqs, config, handlers, protection, logger, metrics, resend: { ...DEFAULT_RESEND, sleep: async () => undefined } };
   return { deps, sqsMock: mockClient(sqs), logger, metrics, protection };
 }
 

@@ -165,6 +165,40 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     expect(deleted(t)).to.deep.equal([]);
   });
 
+  it("re-sends a finished job's DeleteMessage after the SDK gave up (same receipt handle), so the job does not run again", async () => {
+    // Prepare: the SDK's attempts at the delete all failed once (a reset, no answer)
+    const t = mockedWorkerDeps({ handlers: { resize: async () => undefined } });
+    const m = message(job("resize", { estimated_seconds: 10 }));
+    arrangeQueue(t, [[m]]);
+    t.sqsMock.on(DeleteMessageCommand).rejectsOnce(Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} })).resolves({});
+    // Act
+    await runUntil(t, () => deleted(t).length === 2, "the re-sent delete");
+    // Assess
+    expect(deleted(t)).to.deep.equal([m.ReceiptHandle, m.ReceiptHandle]);
+    expect(t.logger.withStep("delete_failed")).to.deep.equal([]);
+    expect(t.metrics.count("JobsSucceeded")).to.equal(1);
+  });
+
+  it("keeps the message hidden while a finished job's delete is still on its way (the heartbeat runs until it lands)", async () => {
+    // Prepare: a quick job with 1 s of visibility, and a delete that takes 2 s to answer
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, handlers: { quick: async () => undefined } });
+    const m = message(job("quick", { estimated_seconds: 0.1 }));
+    arrangeQueue(t, [[m]]);
+    t.sqsMock.on(DeleteMessageCommand).callsFake(async () => {
+      await sleep(2000);
+      return {};
+    });
+    // Act
+    await runUntil(t, () => t.logger.withStep("job_succeeded").length === 1, "the job's success after its delete");
+    // Assess: extended by heartbeat while the delete was in flight, and no further once it landed
+    const calls = visibilityCalls(t);
+    expect(calls[0]).to.deep.equal([m.ReceiptHandle, 1]);
+    expect(calls.length, "heartbeat extensions during the delete").to.be.at.least(2);
+    const afterDelete = calls.length;
+    await advance(1000);
+    expect(visibilityCalls(t)).to.have.length(afterDelete);
+  });
+
   it("extends visibility by heartbeat when a job outlives its estimate", async () => {
     const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, handlers: { long: () => sleep(1300) } });
     const m = message(job("long", { estimated_seconds: 0.1 })); // 1 s of visibility (the extension, 3 × 100 ms, rounds up to 1 s too)
