@@ -17,7 +17,7 @@ const windowShape = {
   INGEST_QUEUE_URL: envUrl(),
   // A window the GPU could not take comes back this soon (not after the queue's visibility
   // timeout), so while the GPU is down windows reach the DLQ, which starts it, within a minute.
-  WINDOW_RETRY_SECONDS: envInt(0, 43_200).default(20),
+  WINDOW_RETRY_SECONDS: envInt(0, 43_200).default(10),
   DLQ_BOOT_GRACE_SECONDS: envInt(0, 3600).default(600),
 } satisfies Record<EnvName<"ingest-window">, z.ZodType>;
 

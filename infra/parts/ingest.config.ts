@@ -107,7 +107,7 @@ export const ingestConfigSchema = z
      * of the queue's visibility timeout: windows then reach the DLQ (which starts the GPU) within
      * maxReceiveCount × this.
      */
-    windowRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(20),
+    windowRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(10),
     /** A running GPU whose service refuses within this many seconds of launch is treated as booting. */
     gpuBootGraceSeconds: z.number().int().min(0).max(3600).default(600),
     window: consumerSchema,

@@ -34,7 +34,7 @@ describe("ingest/config", () => {
       requestTimeoutMs: 10_000,
       quarantineQueueUrl: minimalWindowEnv.QUARANTINE_QUEUE_URL,
       ingestQueueUrl: minimalWindowEnv.INGEST_QUEUE_URL,
-      retrySeconds: 20,
+      retrySeconds: 10,
       bootGraceSeconds: 600,
     });
   });
