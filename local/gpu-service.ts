@@ -40,6 +40,9 @@ export class GpuServiceSimulator {
   private readonly bodies: unknown[] = [];
   /** Real epoch ms at which each accepted body arrived, index for index with `bodies`. */
   private readonly arrivals: number[] = [];
+  /** Idempotency keys already processed: a repeat is answered 200 and not processed again. */
+  private readonly keys = new Set<string>();
+  private repeats = 0;
   private readonly statusPath: string;
   private readonly speed: number;
   /** When the service last received a window (real ms), for its status's idleSeconds. */
@@ -100,7 +103,12 @@ export class GpuServiceSimulator {
     };
   }
 
-  /** JSON bodies of the accepted POSTs, in arrival order. */
+  /** POSTs answered as repeats of an Idempotency-Key already processed (not in `received()`). */
+  repeatedDeliveries(): number {
+    return this.repeats;
+  }
+
+  /** JSON bodies of the processed POSTs (one per Idempotency-Key), in arrival order. */
   received(): unknown[] {
     return [...this.bodies];
   }
@@ -183,6 +191,17 @@ export class GpuServiceSimulator {
       } catch (err) {
         reply(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
         return;
+      }
+      // The service's contract (docs/parts/ingest.md): a key is processed once, its repeats are
+      // acknowledged, so an at-least-once delivery has its effect once.
+      const key = req.headers["idempotency-key"];
+      if (typeof key === "string" && key !== "") {
+        if (this.keys.has(key)) {
+          this.repeats += 1;
+          reply(res, 200, { accepted: true, repeat: true });
+          return;
+        }
+        this.keys.add(key);
       }
       this.bodies.push(body);
       this.lastWorkMs = this.now();

@@ -1,4 +1,4 @@
-import type { WindowPayload } from "./payload";
+import { type WindowPayload, windowKey } from "./payload";
 
 export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -21,7 +21,7 @@ export async function postWindowToGpu(
 ): Promise<void> {
   const response = await fetchFn(url, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "idempotency-key": windowKey(payload) },
     body: JSON.stringify(payload),
     signal: AbortSignal.timeout(timeoutMs),
   });

@@ -10,6 +10,15 @@ export const WindowPayloadSchema = z.looseObject({
 
 export type WindowPayload = z.output<typeof WindowPayloadSchema>;
 
+/**
+ * The window's natural key, sent as the POST's `Idempotency-Key`. Delivery is at least once (a
+ * POST can succeed and its answer be lost; a batch can be retried whole), so the GPU service
+ * processes each key once. Not the SQS message id: a DLQ redrive gives the message a new one.
+ */
+export function windowKey(payload: Pick<WindowPayload, "sessionId" | "windowIndex">): string {
+  return `${payload.sessionId}/${payload.windowIndex}`;
+}
+
 export type PayloadParseResult = { ok: true; payload: WindowPayload } | { ok: false; reason: string };
 
 export function parseWindowPayload(body: string): PayloadParseResult {

@@ -118,7 +118,7 @@ class OutageRun {
         "GPU serving": [started, this.gpuServing],
         "GPU up → backlog drained": [this.gpuServing, this.drained],
       }),
-      details: { duplicatesDelivered: duplicates, gpuStarts: this.startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
+      details: { duplicatesDelivered: duplicates, repeatedDeliveries: this.gpu.repeatedDeliveries(), gpuStarts: this.startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
       failures,
     });
   }

@@ -110,6 +110,22 @@ describe("local runtime: GPU service simulator", () => {
     ]);
   });
 
+  it("processes each Idempotency-Key once: a repeat is answered 200 and counted, not processed again", async () => {
+    // Prepare
+    await startInstance();
+    clock += BOOT_MS;
+    const send = (key: string, body: string) => fetch(`${base}${PATH}`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body });
+    // Act
+    const first = await send("s1/0", '{"window":0}');
+    const repeat = await send("s1/0", '{"window":0}');
+    const other = await send("s1/1", '{"window":1}');
+    // Assess
+    expect([first.status, repeat.status, other.status]).to.deep.equal([200, 200, 200]);
+    expect(await repeat.json()).to.deep.equal({ accepted: true, repeat: true });
+    expect(gpu.received()).to.deep.equal([{ window: 0 }, { window: 1 }]);
+    expect(gpu.repeatedDeliveries()).to.equal(1);
+  });
+
   it("refuses again once the instance is stopped", async () => {
     await startInstance();
     clock += BOOT_MS;

@@ -51,8 +51,10 @@ export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<In
   const logger = new RecordingLogger();
   const metrics = new RecordingMetrics();
   const fetchCalls: { url: string; body: unknown }[] = [];
+  const fetchHeaders: Record<string, string>[] = [];
   const defaultFetch: FetchFn = async (url, init) => {
     fetchCalls.push({ url, body: JSON.parse(String(init.body)) });
+    fetchHeaders.push(Object.fromEntries(new Headers(init.headers).entries()));
     return new Response(JSON.stringify({ status: "ok" }), { status: 200 });
   };
   const deps: DlqHandlerDeps & WindowHandlerDeps & { config: IngestTestConfig } = {
@@ -76,6 +78,7 @@ export function mockedIngestDeps(options: { fetch?: FetchFn; config?: Partial<In
     logger,
     metrics,
     fetchCalls,
+    fetchHeaders,
   };
 }
 

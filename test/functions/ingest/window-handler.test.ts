@@ -72,6 +72,18 @@ describe("ingest/window handler", () => {
     }
   });
 
+  it("sends each window's natural key as its Idempotency-Key, the same on every delivery of it", async () => {
+    // Prepare
+    const t = mockedIngestDeps();
+    gpuUp(t);
+    const record = sqsRecord(validPayload({ sessionId: "s-9", windowIndex: 4 }));
+    // Act: the same window delivered twice (a retried batch, or the DLQ consumer after a lost answer)
+    await createWindowHandler(t.deps)(sqsEvent(record));
+    await createWindowHandler(t.deps)(sqsEvent(record));
+    // Assess
+    expect(t.fetchHeaders.map((h) => h["idempotency-key"])).to.deep.equal(["s-9/4", "s-9/4"]);
+  });
+
   it("reports a network error as an item failure", async () => {
     const t = mockedIngestDeps({ fetch: () => Promise.reject(new TypeError("fetch failed")) });
     gpuUp(t);
