@@ -16,6 +16,7 @@ import * as path from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
+import { RUNTIME as LAMBDA_RUNTIME } from "./lambda-host";
 import { LocalPlatform } from "./platform";
 import { buildReportData, renderReport } from "./report";
 import { SCENARIOS } from "./scenarios";
@@ -120,6 +121,7 @@ async function main(argv: string[]): Promise<number> {
   const view = new LiveView({ tty: args.tty, stream: out, color: args.tty });
   const note = (line: string) => view.note(line);
   showWarningsAsNotes(note);
+  note(nodeNote());
   const started = Date.now();
 
   const platform = await startPlatform(args, view);
@@ -172,11 +174,24 @@ function writeReport(
 
 /**
  * Node prints process warnings straight to stderr, through the live view. The AWS SDK's
- * ten-line Node-version notice becomes one line; every other warning is still shown.
+ * ten-line Node-version notice (only below Node 22, which `npm start` avoids) becomes one line;
+ * every other warning is still shown.
  */
 function showWarningsAsNotes(note: (line: string) => void): void {
   process.removeAllListeners("warning");
   process.on("warning", (w) => note(`${w.name} ${w.message}`.includes("NodeVersionSupportWarning") ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})` : `warning: ${w.name}: ${w.message}`));
+}
+
+/**
+ * Which Node runs the platform. The Lambda sandboxes are worker_threads of this process, so this is
+ * also the Node they run on; it should be the major of the Lambdas' runtime (`npm start` sees to
+ * that through scripts/with-node.sh).
+ */
+export function nodeNote(version: string = process.version): string {
+  const major = (v: string) => Number(/\d+/.exec(v)?.[0]);
+  return major(version) === major(LAMBDA_RUNTIME)
+    ? `running on Node ${version}, as the Lambdas (${LAMBDA_RUNTIME})`
+    : `running on Node ${version}; the Lambdas run ${LAMBDA_RUNTIME}, so the local sandboxes differ from them`;
 }
 
 /** The platform, or undefined when it could not start (the reason is on stderr). */

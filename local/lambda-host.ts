@@ -56,7 +56,7 @@ export interface FunctionStats {
 /** Lambda's init phase is capped at 10 s, whatever the function timeout. */
 const INIT_TIMEOUT_MS = 10_000;
 /** The runtime the bundles target (infra/bundle.ts's NODE_RUNTIME; not imported: it loads @pulumi/pulumi). */
-const RUNTIME = "nodejs22.x";
+export const RUNTIME = "nodejs22.x";
 /** How long close() lets an idle sandbox flush its output before killing it. */
 const SHUTDOWN_GRACE_MS = 2000;
 const SANDBOX = path.join(__dirname, "lambda-sandbox.cjs");

@@ -22,7 +22,7 @@ interface Job {
   concurrency?: { group: string; "cancel-in-progress": boolean };
   environment?: string;
   needs?: string | string[];
-  strategy?: { matrix?: Record<string, unknown> };
+  strategy?: { "fail-fast"?: boolean; matrix?: Record<string, unknown> };
   steps: Step[];
 }
 interface Workflow {
@@ -79,6 +79,20 @@ describe("CI workflows", function () {
     expect(plan.steps.some((s) => s.uses?.startsWith("actions/upload-artifact@"))).to.equal(true);
     expect(plan.steps.find((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))?.with?.category).to.equal("plan-${{ matrix.stack }}-${{ matrix.mode }}");
     expect(JSON.stringify(w)).to.not.match(/secrets\.|configure-aws-credentials/);
+  });
+
+  it("ci: the tests run on Node 22 and 24, each leg to the end; every other job on .nvmrc's Node, as production", () => {
+    const test = workflow("ci.yml").jobs.test!;
+    expect(test.strategy).to.deep.include({ "fail-fast": false, matrix: { node: ["22", "24"] } });
+    expect(test.steps.find((s) => s.uses?.startsWith("actions/setup-node@"))?.with?.["node-version"]).to.equal("${{ matrix.node }}");
+    for (const file of fs.readdirSync(DIR)) {
+      for (const [name, job] of Object.entries(workflow(file).jobs)) {
+        if (file === "ci.yml" && name === "test") continue;
+        for (const s of job.steps.filter((s) => s.uses?.startsWith("actions/setup-node@"))) {
+          expect(s.with, `${file} ${name}`).to.deep.include({ "node-version-file": ".nvmrc" }).and.not.have.property("node-version");
+        }
+      }
+    }
   });
 
   it("preview: each stack previewed with the pack and its config, after buildx and OIDC credentials, commented on the PR", () => {

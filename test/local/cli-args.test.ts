@@ -1,10 +1,15 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { expect } from "chai";
-import { parseRunArgs, RUN_OPTIONS, USAGE, UsageError } from "../../local/cli";
+import { nodeNote, parseRunArgs, RUN_OPTIONS, USAGE, UsageError } from "../../local/cli";
 import { SCENARIOS } from "../../local/scenarios";
 
 describe("local run: command-line arguments", () => {
+  it("names the Node it runs on, and says so when it is not the Lambdas' major (their sandboxes run on it)", () => {
+    expect(nodeNote("v22.23.3")).to.equal("running on Node v22.23.3, as the Lambdas (nodejs22.x)");
+    expect(nodeNote("v24.21.0")).to.equal("running on Node v24.21.0; the Lambdas run nodejs22.x, so the local sandboxes differ from them");
+  });
+
   it("defaults to the dev stack, every scenario but the opt-in ones, speed 60, the default size", () => {
     const args = parseRunArgs([], true);
     expect(args).to.deep.include({ stack: "dev", speed: 60, size: "default", tty: true, json: false });

@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
+import { nodeNote } from "../../local/cli";
 import type { AlarmReport, ScenarioSummary } from "../../local/types";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -20,9 +21,18 @@ interface RunDocument {
   alarms: AlarmReport;
 }
 
-let run: Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> | undefined;
+interface Run {
+  code: number | null;
+  doc: RunDocument | undefined;
+  /** The last 20,000 characters of stderr (the live view's lines), for failure messages. */
+  stderr: string;
+  /** Every stderr line that names the Node version. */
+  nodeLines: string[];
+}
 
-function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; stderr: string }> {
+let run: Promise<Run> | undefined;
+
+function runAll(): Promise<Run> {
   run ??= new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "local/cli.ts", "--size", "small", "--json", "--speed", "60", "--report", REPORT], {
       cwd: ROOT,
@@ -31,8 +41,15 @@ function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; 
     });
     let stdout = "";
     let stderr = "";
+    let partial = "";
+    const nodeLines: string[] = [];
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
+    child.stderr.on("data", (c: Buffer) => {
+      stderr = (stderr + c.toString()).slice(-20_000);
+      const lines = (partial + c.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      nodeLines.push(...lines.filter((l) => /\bnode\b|NodeVersion/i.test(l)));
+    });
     child.once("error", reject);
     child.once("exit", (code) => {
       let doc: RunDocument | undefined;
@@ -41,7 +58,7 @@ function runAll(): Promise<{ code: number | null; doc: RunDocument | undefined; 
       } catch {
         doc = undefined;
       }
-      resolve({ code, doc, stderr });
+      resolve({ code, doc, stderr, nodeLines });
     });
   });
   return run;
@@ -63,6 +80,11 @@ describe("local run: every scenario, small size, through npm start --json", func
     expect(doc?.totals.lost, stderr).to.equal(0);
     expect(doc?.ok, JSON.stringify(doc?.scenarios.map((s) => [s.scenario, s.failures]))).to.equal(true);
     expect(code).to.equal(0);
+  });
+
+  it("says which Node it runs on, and prints no Node-version warning (the AWS SDK's below Node 22 among them)", async () => {
+    const { nodeLines } = await runAll();
+    expect(nodeLines, "on Node < 22 the AWS SDK warns: run the tests with `npm test`, which runs them on Node 22").to.deep.equal([nodeNote(process.version)]);
   });
 
   it("ingest-gpu-outage: the DLQ consumer starts the GPU and every segment reaches it; the malformed one is quarantined", async () => {

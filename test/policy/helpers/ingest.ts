@@ -114,7 +114,7 @@ function consumer(c: ConsumerSpec): RecordedResource[] {
       c.name,
       {
         role: roleArn(c.name),
-        runtime: "nodejs20.x",
+        runtime: "nodejs22.x",
         handler: "index.handler",
         architectures: ["arm64"],
         memorySize: 256,
