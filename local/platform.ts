@@ -124,10 +124,13 @@ export class LocalPlatform {
       const sqsEndpoint = await proxy.start();
       stoppers.push(() => proxy.stop());
 
-      // This process talks to moto too (the program's mocks, the scenarios).
-      Object.assign(process.env, motoClientEnv(endpoint, "us-east-1"), { AWS_ENDPOINT_URL_SQS: sqsEndpoint });
-      delete process.env.AWS_PROFILE;
-      delete process.env.AWS_SESSION_TOKEN;
+      // This process talks to moto too (the program's mocks, the scenarios). What it replaces is put
+      // back on stop: a platform started inside a test run (the chaos test) must not leave the rest
+      // of the run pointed at a moto and proxies that are gone.
+      const env = { ...motoClientEnv(endpoint, "us-east-1"), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_PROFILE: undefined, AWS_SESSION_TOKEN: undefined };
+      const before = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+      stoppers.push(async () => setEnv(before));
+      setEnv(env);
 
       const { topology, logDir } = await deploy(options, endpoint, sqsEndpoint);
 
@@ -384,4 +387,12 @@ export function describeUncreated(topology: Pick<Topology, "uncreated">): string
     counts.set(short, (counts.get(short) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([t, n]) => `${n} ${t}`).join(", ") || "nothing";
+}
+
+/** Sets each variable, deleting those given as undefined. */
+function setEnv(values: Record<string, string | undefined>): void {
+  for (const [k, v] of Object.entries(values)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
 }

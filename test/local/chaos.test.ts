@@ -13,8 +13,11 @@ import { CONSUMERS } from "../../local/chaos/traffic";
 describe("chaos run (small, seeded)", function () {
   this.timeout(240_000);
   let result: ChaosResult;
+  let endpointsBefore: Array<string | undefined>;
+  let endpointsAfter: Array<string | undefined>;
 
   before(async () => {
+    endpointsBefore = [process.env.AWS_ENDPOINT_URL, process.env.AWS_ENDPOINT_URL_SQS];
     result = await runChaos({
       stack: "dev",
       messages: 160,
@@ -27,6 +30,11 @@ describe("chaos run (small, seeded)", function () {
       workDir: path.join(REPO_ROOT, ".local", "chaos-test-dev"),
       note: () => undefined,
     });
+    endpointsAfter = [process.env.AWS_ENDPOINT_URL, process.env.AWS_ENDPOINT_URL_SQS];
+  });
+
+  it("gives this process back its AWS endpoints when it stops (the rest of the test run keeps its moto)", () => {
+    expect(endpointsAfter).to.deep.equal(endpointsBefore);
   });
 
   it("prints exactly the document's shape with --json", () => {
