@@ -179,11 +179,9 @@ export interface TimingMark {
   toMs: number;
 }
 
-/** One row of the end-of-run table, and one entry of `--json`'s `scenarios`. */
-export interface ScenarioSummary {
-  scenario: string;
-  wallMs: number;
-  /** Messages the scenario put on a queue. */
+/** Where every message sent ended up: the counts a scenario and the chaos run both account for. */
+export interface MessageCounts {
+  /** Messages put on a queue. */
   sent: number;
   /** Messages whose effect was observed (GPU received it, task launched, job completed…). */
   processed: number;
@@ -195,6 +193,12 @@ export interface ScenarioSummary {
   remaining: number;
   /** sent − processed − quarantined − inDlq − remaining: must be 0. */
   lost: number;
+}
+
+/** One row of the end-of-run table, and one entry of `--json`'s `scenarios`. */
+export interface ScenarioSummary extends MessageCounts {
+  scenario: string;
+  wallMs: number;
   /** Key timings, in wall time and in simulated time (null when the event never happened). */
   timings: Record<string, Timing | null>;
   /**

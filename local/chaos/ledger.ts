@@ -6,6 +6,7 @@
 import type { FaultKind, FaultRecord } from "./fault-proxy";
 import type { Receive } from "./receives";
 import type { Consumer } from "./traffic";
+import type { MessageCounts } from "../types";
 
 export type Outcome = "processed" | "quarantined" | "inDlq" | "remaining" | "lost";
 
@@ -113,14 +114,8 @@ export function leakedLocks(locks: readonly LockItem[], nowSeconds: number, ours
   return locks.filter((l) => ours(l.owner) && l.expiresAtSeconds > nowSeconds && !live.has(`${l.owner}/${l.instanceId}`));
 }
 
-export interface ConsumerTotals {
+export interface ConsumerTotals extends MessageCounts {
   consumer: Consumer;
-  sent: number;
-  processed: number;
-  quarantined: number;
-  inDlq: number;
-  remaining: number;
-  lost: number;
   duplicateSideEffects: number;
   leakedLocks: number;
   /** Consumer-specific counts (RunTask calls, metrics, claims…). */
