@@ -28,9 +28,6 @@ export type CompletionOutcome =
 
 const DAY_SECONDS = 86_400;
 
-/** How often the completing write is sent after the SDK gave up (functions/shared/resend.ts). */
-export type CompletionRetry = ResendPolicy;
-export const DEFAULT_COMPLETION_RETRY: CompletionRetry = DEFAULT_RESEND;
 
 /** Epoch seconds at which DynamoDB may expire the record: completion + retention. */
 export function expiresAt(completedAt: string, retentionDays: number): number {
@@ -51,7 +48,7 @@ export async function markJobComplete(
   message: TerminationMessage,
   retentionDays: number,
   writer: CompletionWriter,
-  retry: CompletionRetry = DEFAULT_COMPLETION_RETRY,
+  retry: ResendPolicy = DEFAULT_RESEND,
 ): Promise<CompletionOutcome> {
   const completedAt = rfc3339(new Date(message.completed_at));
   const sets = [

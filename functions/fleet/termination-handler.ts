@@ -6,7 +6,8 @@ import type { SQSRecord } from "aws-lambda";
 import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import { type CompletionRetry, DEFAULT_COMPLETION_RETRY, markJobComplete } from "./complete-job";
+import { markJobComplete } from "./complete-job";
+import { DEFAULT_RESEND, type ResendPolicy } from "../shared/resend";
 import type { TerminationConfig } from "./config";
 import { runnerConfigParameter } from "./jobs";
 import { parseBody, TerminationMessageSchema, type TerminationMessage } from "./messages";
@@ -20,7 +21,7 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   /** A fresh completion-attempt token per record processed; default a random UUID. */
   newAttemptToken?: () => string;
   /** How often the completing write is re-sent after the SDK gave up; tests pass an instant sleep. */
-  completionRetry?: CompletionRetry;
+  completionRetry?: ResendPolicy;
 }
 
 
@@ -77,7 +78,7 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, {
         messageId: record.messageId,
         attempt: newAttemptToken(),
-      }, deps.completionRetry ?? DEFAULT_COMPLETION_RETRY);
+      }, deps.completionRetry ?? DEFAULT_RESEND);
       if (outcome.kind === "completed") {
         logStep(deps.logger, "info", "job_marked_complete", {
           ...ids,

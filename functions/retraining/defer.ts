@@ -1,6 +1,7 @@
 import { type MessageAttributeValue, SendMessageBatchCommand, type SendMessageBatchRequestEntry, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
 import { errorMessage } from "../shared/logger";
+import { reasonAttribute } from "../shared/quarantine";
 
 /**
  * A message that must wait (cap full, lease busy) is re-sent to its own queue with a delay and
@@ -150,7 +151,7 @@ export async function deadLetterStamped(sqs: SQSClient, dlqUrl: string, record: 
         ...carriedAttributes(record.messageAttributes ?? {}),
         [ORIGIN_ATTRIBUTE]: { DataType: "String", StringValue: lineage.originMessageId },
         [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: String(lineage.deferrals) },
-        [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: "String", StringValue: reason.slice(0, 1024) },
+        [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: "String", StringValue: reasonAttribute(reason) },
         [SOURCE_MESSAGE_ID_ATTRIBUTE]: { DataType: "String", StringValue: record.messageId },
       },
     }),

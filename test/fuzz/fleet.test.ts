@@ -5,7 +5,7 @@ import { DeleteParameterCommand, type DeleteParameterCommandInput, GetParameters
 import type { SQSEvent } from "aws-lambda";
 import { expect } from "chai";
 import fc from "fast-check";
-import { DEFAULT_COMPLETION_RETRY } from "../../functions/fleet/complete-job";
+import { DEFAULT_RESEND } from "../../functions/shared/resend";
 import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-handler";
 import { TASK_TYPES, TERMINATION_STATUSES } from "../../functions/fleet/messages";
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
@@ -127,7 +127,7 @@ describe("fuzz: fleet consumers", function () {
     t.sqsMock.on(SendMessageCommand).callsFake(quarantineSendMessage(() => world.failQuarantine));
     const config = terminationConfig();
     // The completing write is re-sent after a failure; the fuzz injects thousands, so no real pauses.
-    const completionRetry = { ...DEFAULT_COMPLETION_RETRY, sleep: async () => undefined };
+    const completionRetry = { ...DEFAULT_RESEND, sleep: async () => undefined };
     const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config, completionRetry });
     const record = recordCase(
       partBody(terminationObject.map((o) => JSON.stringify(o)), fc.oneof({ arbitrary: nearMissTermination, weight: 9 }, { arbitrary: unstorableDuration, weight: 1 })),

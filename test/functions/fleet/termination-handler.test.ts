@@ -2,8 +2,8 @@ import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
-import { DEFAULT_COMPLETION_RETRY, expiresAt } from "../../../functions/fleet/complete-job";
-import { isRetryableError } from "../../../functions/shared/resend";
+import { expiresAt } from "../../../functions/fleet/complete-job";
+import { DEFAULT_RESEND, isRetryableError } from "../../../functions/shared/resend";
 import { createTerminationHandler, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
@@ -25,7 +25,7 @@ function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
   t.dynamodbMock.on(UpdateItemCommand).resolves({});
   t.ssmMock.on(DeleteParameterCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_COMPLETION_RETRY, sleep: instant }, ...overrides });
+  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_RESEND, sleep: instant }, ...overrides });
   return { ...t, handler };
 }
 
@@ -247,7 +247,7 @@ describe("fleet termination handler", () => {
     it("waits 100, 200 and 400 ms between the sends", async () => {
       // Prepare
       const waits: number[] = [];
-      const t = arrange({ completionRetry: { ...DEFAULT_COMPLETION_RETRY, sleep: async (ms) => void waits.push(ms) } });
+      const t = arrange({ completionRetry: { ...DEFAULT_RESEND, sleep: async (ms) => void waits.push(ms) } });
       t.dynamodbMock.on(UpdateItemCommand).rejects(connectionReset());
       // Act
       await t.handler(sqsEvent(sqsRecord(terminationMessage())));
