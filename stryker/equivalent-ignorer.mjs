@@ -1,0 +1,75 @@
+// @ts-check
+/**
+ * A Stryker ignorer plugin ("equivalent-mutants") that reads stryker/equivalent-mutants.json: the
+ * mutants that no test should kill, each with its reason. An entry names a file and the exact
+ * source text of one expression or statement in it; every mutant Stryker would place in that
+ * code is ignored, with the entry's reason as the ignore message (shown in the HTML report), and
+ * is not counted in the score.
+ *
+ * Entries match on code, not line numbers, so they survive edits elsewhere in the file. An entry
+ * that matches nothing is stale: scripts/mutate.ts fails the run and names it (`unmatchedEntries`).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { declareValuePlugin, PluginKind } from "@stryker-mutator/api/plugin";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const LISTING = path.join(ROOT, "stryker/equivalent-mutants.json");
+
+/** @typedef {{ file: string; code: string; reason: string }} Entry */
+
+/** @returns {Entry[]} */
+export function readEntries(file = LISTING) {
+  const parsed = JSON.parse(fs.readFileSync(file, "utf8"));
+  if (!Array.isArray(parsed.equivalents)) throw new Error(`${file}: "equivalents" must be an array`);
+  for (const [i, e] of parsed.equivalents.entries()) {
+    for (const key of ["file", "code", "reason"]) {
+      if (typeof e[key] !== "string" || e[key].trim() === "") {
+        throw new Error(`${file}: equivalents[${i}].${key} must be a non-empty string`);
+      }
+    }
+  }
+  return parsed.equivalents;
+}
+
+const squash = (/** @type {string} */ code) => code.replace(/\s+/g, " ").trim();
+const relative = (/** @type {string} */ file) => path.relative(ROOT, path.resolve(ROOT, file)).split(path.sep).join("/");
+
+/** The entries some node matched during this process's instrumentation, by index. */
+const matched = new Set();
+
+/** The entries (of `files`, the files mutated) that matched no code: stale listings. */
+export function unmatchedEntries(/** @type {string[]} */ files, entries = readEntries()) {
+  const mutated = new Set(files.map(relative));
+  return entries.filter((e, i) => mutated.has(e.file) && !matched.has(i));
+}
+
+/**
+ * @param {{ node: { start?: number | null; end?: number | null }; hub?: { file?: { opts?: { filename?: string }; code?: string } } }} nodePath
+ *   a Babel NodePath (typed loosely: @babel/traverse is Stryker's, not ours)
+ * @param {Entry[]} entries
+ */
+export function matchEntry(nodePath, entries) {
+  const file = nodePath.hub?.file;
+  const filename = file?.opts?.filename;
+  const code = file?.code;
+  const { start, end } = nodePath.node;
+  if (!filename || code === undefined || start == null || end == null) return undefined;
+  const rel = relative(filename);
+  const source = squash(code.slice(start, end));
+  const index = entries.findIndex((e) => e.file === rel && squash(e.code) === source);
+  if (index === -1) return undefined;
+  matched.add(index);
+  return `Equivalent (stryker/equivalent-mutants.json): ${entries[index].reason}`;
+}
+
+let cached;
+export const strykerPlugins = [
+  declareValuePlugin(PluginKind.Ignore, "equivalent-mutants", {
+    shouldIgnore(/** @type {any} */ nodePath) {
+      cached ??= readEntries();
+      return matchEntry(nodePath, cached);
+    },
+  }),
+];
