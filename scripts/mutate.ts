@@ -3,15 +3,24 @@
  * the unit tests of test/functions. Prints each part's score and exits 1 when a part is below its
  * threshold (stryker/parts.ts). Reports: reports/mutation/<part>/index.html and mutation.json.
  *
+ * `MUTATE_FILES=functions/pool/claim.ts[,…] npm run mutate -- pool` narrows the run to those files
+ * (globs and `file:10-40` line ranges work too) while a survivor is being chased.
+ *
  * Not part of `npm test`: a whole run takes tens of minutes. CI runs it weekly
  * (.github/workflows/mutation.yml).
  */
 import { createRequire } from "node:module";
 import * as path from "node:path";
+import { pathToFileURL } from "node:url";
 import { type Part, scoreOf, scoreTable, selectParts, THRESHOLDS } from "../stryker/parts";
 
 const ROOT = path.resolve(__dirname, "..");
 const CLI_PATHS_SHIM = path.join(ROOT, "stryker/mocha12-cli-paths.cjs");
+const IGNORER = path.join(ROOT, "stryker/equivalent-ignorer.mjs");
+
+interface Ignorer {
+  unmatchedEntries(prefix: string): Array<{ file: string; code: string }>;
+}
 
 async function mutatePart(part: Part) {
   // Imported late, after the shim: Stryker loads its mocha-runner plugin in this process too.
@@ -19,14 +28,16 @@ async function mutatePart(part: Part) {
   const report = path.join(ROOT, "reports/mutation", part);
   const stryker = new Stryker({
     configFile: path.join(ROOT, "stryker.config.mjs"),
-    mutate: [`functions/${part}/**/*.ts`],
+    mutate: process.env.MUTATE_FILES ? process.env.MUTATE_FILES.split(",") : [`functions/${part}/**/*.ts`],
     thresholds: { high: 95, low: THRESHOLDS[part], break: THRESHOLDS[part] },
     htmlReporter: { fileName: path.join(report, "index.html") },
     jsonReporter: { fileName: path.join(report, "mutation.json") },
-    testRunnerNodeArgs: ["--require", CLI_PATHS_SHIM],
   });
   const results = await stryker.runMutationTest();
-  return scoreOf(results.map((r) => r.status));
+  // The same module instance Stryker loaded as a plugin (one ESM cache per process): it recorded
+  // which listed equivalents the instrumenter met.
+  const ignorer = (await import(pathToFileURL(IGNORER).href)) as Ignorer;
+  return { score: scoreOf(results.map((r) => r.status)), stale: process.env.MUTATE_FILES ? [] : ignorer.unmatchedEntries(`functions/${part}/`) };
 }
 
 async function main(): Promise<number> {
@@ -37,21 +48,29 @@ async function main(): Promise<number> {
     console.error(`mutate: ${(error as Error).message}`);
     return 2;
   }
+  // In this process (Stryker loads its plugins here) and, through NODE_OPTIONS, in every test
+  // runner process it starts.
   createRequire(__filename)(CLI_PATHS_SHIM);
+  process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--require ${CLI_PATHS_SHIM}`].filter(Boolean).join(" ");
   const rows = [];
+  let failed = false;
   for (const part of parts) {
     console.log(`\nmutate: ${part} (functions/${part}), threshold ${THRESHOLDS[part]} %`);
-    const score = await mutatePart(part);
+    const { score, stale } = await mutatePart(part);
     rows.push({ part, score });
     console.log(`mutate: ${part} scored ${score.score.toFixed(1)} % (${score.coveredScore.toFixed(1)} % on covered code)`);
+    for (const entry of stale) {
+      failed = true;
+      console.error(`mutate: stale equivalent in stryker/equivalent-mutants/${part}.json: ${entry.file} has no code \`${entry.code}\` (or it sits inside another listed equivalent)`);
+    }
   }
   console.log(`\n${scoreTable(rows)}\n`);
   const below = rows.filter(({ part, score }) => score.score < THRESHOLDS[part]).map(({ part }) => part);
   if (below.length > 0) {
     console.error(`mutate: below threshold: ${below.join(", ")}`);
-    return 1;
+    failed = true;
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 main().then(

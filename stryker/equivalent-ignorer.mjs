@@ -1,10 +1,11 @@
 // @ts-check
 /**
- * A Stryker ignorer plugin ("equivalent-mutants") that reads stryker/equivalent-mutants.json: the
- * mutants that no test should kill, each with its reason. An entry names a file and the exact
- * source text of one expression or statement in it; every mutant Stryker would place in that
- * code is ignored, with the entry's reason as the ignore message (shown in the HTML report), and
- * is not counted in the score.
+ * A Stryker ignorer plugin ("equivalent-mutants") that reads stryker/equivalent-mutants/<part>.json:
+ * the mutants that no test should kill, each with its reason. An entry names a file and the exact
+ * source text (whitespace-insensitive) of one expression or statement in it; every mutant Stryker
+ * would place in that code, its sub-expressions included, is ignored with the entry's reason as
+ * the ignore message (shown in the HTML report) and is not counted in the score. So an entry names
+ * the smallest code whose every mutant is equivalent or harmless.
  *
  * Entries match on code, not line numbers, so they survive edits elsewhere in the file. An entry
  * that matches nothing is stale: scripts/mutate.ts fails the run and names it (`unmatchedEntries`).
@@ -15,22 +16,26 @@ import { fileURLToPath } from "node:url";
 import { declareValuePlugin, PluginKind } from "@stryker-mutator/api/plugin";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const LISTING = path.join(ROOT, "stryker/equivalent-mutants.json");
+export const LISTINGS = path.join(ROOT, "stryker/equivalent-mutants");
 
 /** @typedef {{ file: string; code: string; reason: string }} Entry */
 
-/** @returns {Entry[]} */
-export function readEntries(file = LISTING) {
-  const parsed = JSON.parse(fs.readFileSync(file, "utf8"));
-  if (!Array.isArray(parsed.equivalents)) throw new Error(`${file}: "equivalents" must be an array`);
-  for (const [i, e] of parsed.equivalents.entries()) {
-    for (const key of ["file", "code", "reason"]) {
-      if (typeof e[key] !== "string" || e[key].trim() === "") {
-        throw new Error(`${file}: equivalents[${i}].${key} must be a non-empty string`);
+/** Every listing's entries, in file order. @returns {Entry[]} */
+export function readEntries(dir = LISTINGS) {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+  return files.flatMap((name) => {
+    const file = path.join(dir, name);
+    const parsed = JSON.parse(fs.readFileSync(file, "utf8"));
+    if (!Array.isArray(parsed.equivalents)) throw new Error(`${file}: "equivalents" must be an array`);
+    return parsed.equivalents.map((/** @type {Record<string, unknown>} */ e, /** @type {number} */ i) => {
+      for (const key of ["file", "code", "reason"]) {
+        if (typeof e[key] !== "string" || e[key].trim() === "") {
+          throw new Error(`${file}: equivalents[${i}].${key} must be a non-empty string`);
+        }
       }
-    }
-  }
-  return parsed.equivalents;
+      return /** @type {Entry} */ (e);
+    });
+  });
 }
 
 const squash = (/** @type {string} */ code) => code.replace(/\s+/g, " ").trim();
@@ -39,10 +44,9 @@ const relative = (/** @type {string} */ file) => path.relative(ROOT, path.resolv
 /** The entries some node matched during this process's instrumentation, by index. */
 const matched = new Set();
 
-/** The entries (of `files`, the files mutated) that matched no code: stale listings. */
-export function unmatchedEntries(/** @type {string[]} */ files, entries = readEntries()) {
-  const mutated = new Set(files.map(relative));
-  return entries.filter((e, i) => mutated.has(e.file) && !matched.has(i));
+/** The entries for files under `prefix` (the code mutated) that matched no code: stale listings. */
+export function unmatchedEntries(/** @type {string} */ prefix, entries = readEntries()) {
+  return entries.filter((e, i) => e.file.startsWith(prefix) && !matched.has(i));
 }
 
 /**
@@ -61,7 +65,7 @@ export function matchEntry(nodePath, entries) {
   const index = entries.findIndex((e) => e.file === rel && squash(e.code) === source);
   if (index === -1) return undefined;
   matched.add(index);
-  return `Equivalent (stryker/equivalent-mutants.json): ${entries[index].reason}`;
+  return `Equivalent (stryker/equivalent-mutants/): ${entries[index].reason}`;
 }
 
 let cached;
