@@ -4,7 +4,8 @@
  * threshold (stryker/parts.ts). Reports: reports/mutation/<part>/index.html and mutation.json.
  *
  * `MUTATE_FILES=functions/pool/claim.ts[,…] npm run mutate -- pool` narrows the run to those files
- * (globs and `file:10-40` line ranges work too) while a survivor is being chased.
+ * (globs and `file:10-40` line ranges work too) while a survivor is being chased; MUTATE_CONCURRENCY
+ * overrides the config's 2 test-runner processes.
  *
  * Not part of `npm test`: a whole run takes tens of minutes. CI runs it weekly
  * (.github/workflows/mutation.yml).
@@ -28,6 +29,7 @@ async function mutatePart(part: Part) {
   const report = path.join(ROOT, "reports/mutation", part);
   const stryker = new Stryker({
     configFile: path.join(ROOT, "stryker.config.mjs"),
+    ...(process.env.MUTATE_CONCURRENCY ? { concurrency: Number(process.env.MUTATE_CONCURRENCY) } : {}),
     mutate: process.env.MUTATE_FILES ? process.env.MUTATE_FILES.split(",") : [`functions/${part}/**/*.ts`],
     thresholds: { high: 95, low: THRESHOLDS[part], break: THRESHOLDS[part] },
     htmlReporter: { fileName: path.join(report, "index.html") },
