@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "policy/node_modules/**", ".venv/**", "dist/**", ".bench/**", ".local/**"] },
+  { ignores: ["node_modules/**", "policy/node_modules/**", ".venv/**", "dist/**", ".bench/**", ".local/**", ".stryker-tmp/**", "reports/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,5 +12,11 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "error",
       "no-console": "off",
     },
+  },
+  {
+    // CommonJS by design: loaded with `node --require` (stryker/mocha12-cli-paths.cjs).
+    files: ["stryker/**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
   },
 );

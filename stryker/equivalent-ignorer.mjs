@@ -41,12 +41,13 @@ export function readEntries(dir = LISTINGS) {
 const squash = (/** @type {string} */ code) => code.replace(/\s+/g, " ").trim();
 const relative = (/** @type {string} */ file) => path.relative(ROOT, path.resolve(ROOT, file)).split(path.sep).join("/");
 
-/** The entries some node matched during this process's instrumentation, by index. */
+/** The entries some node matched during this process's instrumentation (file and squashed code). */
 const matched = new Set();
+const keyOf = (/** @type {Entry} */ e) => `${e.file}\0${squash(e.code)}`;
 
 /** The entries for files under `prefix` (the code mutated) that matched no code: stale listings. */
 export function unmatchedEntries(/** @type {string} */ prefix, entries = readEntries()) {
-  return entries.filter((e, i) => e.file.startsWith(prefix) && !matched.has(i));
+  return entries.filter((e) => e.file.startsWith(prefix) && !matched.has(keyOf(e)));
 }
 
 /**
@@ -61,11 +62,13 @@ export function matchEntry(nodePath, entries) {
   const { start, end } = nodePath.node;
   if (!filename || code === undefined || start == null || end == null) return undefined;
   const rel = relative(filename);
+  const listed = entries.filter((e) => e.file === rel);
+  if (listed.length === 0) return undefined;
   const source = squash(code.slice(start, end));
-  const index = entries.findIndex((e) => e.file === rel && squash(e.code) === source);
-  if (index === -1) return undefined;
-  matched.add(index);
-  return `Equivalent (stryker/equivalent-mutants/): ${entries[index].reason}`;
+  const entry = listed.find((e) => squash(e.code) === source);
+  if (entry === undefined) return undefined;
+  matched.add(keyOf(entry));
+  return `Equivalent (stryker/equivalent-mutants/): ${entry.reason}`;
 }
 
 let cached;
