@@ -1,7 +1,8 @@
 import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 
-export type SqsRecordHandler = (record: SQSRecord) => Promise<void>;
+/** `context` is the invocation's (its request id, its remaining time) when the batch was given one. */
+export type SqsRecordHandler = (record: SQSRecord, context?: Context) => Promise<void>;
 
 /** Every SQS consumer's Lambda handler: a batch in, the partial batch response out. */
 export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;

@@ -2,7 +2,7 @@ import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import { parseWindowPayload } from "../../../functions/ingest/payload";
-import { MAX_REASON_CHARS, quarantine } from "../../../functions/shared/quarantine";
+import { MAX_REASON_CHARS, quarantine, reasonAttribute } from "../../../functions/shared/quarantine";
 import { sqsRecord } from "../helpers/sqs-events";
 import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
 
@@ -87,5 +87,34 @@ describe("shared/quarantine", () => {
     expect(sent.length).to.be.at.most(MAX_REASON_CHARS);
     expect(sent.startsWith("unknown task_type")).to.equal(true);
     expect(sent, "not cut inside a surrogate pair").to.not.match(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+
+  describe("reasonAttribute: the reason as an attribute SQS accepts, at most MAX_REASON_CHARS long", () => {
+    const cases: Array<{ what: string; reason: string; expected: string }> = [
+      { what: "keeps a reason of exactly the limit whole", reason: "a".repeat(MAX_REASON_CHARS), expected: "a".repeat(MAX_REASON_CHARS) },
+      { what: "cuts a reason one past the limit, marking the cut", reason: "a".repeat(MAX_REASON_CHARS + 1), expected: `${"a".repeat(MAX_REASON_CHARS - 1)}…` },
+      // 600 emoji: the cut after 1023 UTF-16 units ends on the high half of the 512th emoji, which is dropped.
+      { what: "drops the high half of an emoji the cut would split", reason: "😀".repeat(600), expected: `${"😀".repeat(511)}…` },
+      // One character ahead, the cut ends after the low half of the 511th emoji: nothing to drop.
+      { what: "keeps a whole emoji that ends right at the cut", reason: `x${"😀".repeat(600)}`, expected: `x${"😀".repeat(511)}…` },
+      { what: "replaces characters SQS refuses", reason: "bad\u0000byte\uFFFE", expected: "bad\uFFFDbyte\uFFFD" },
+    ];
+    for (const c of cases) {
+      it(c.what, () => {
+        expect(reasonAttribute(c.reason)).to.equal(c.expected);
+      });
+    }
+  });
+
+  it("names the source queue \"unknown\" when the record carries no source ARN", async () => {
+    // Prepare
+    const sqs = new SQSClient({ region: "us-east-1" });
+    const sqsMock = mockClient(sqs);
+    sqsMock.on(SendMessageCommand).resolves({ MessageId: "q1" });
+    // Act
+    await quarantine(sqs, QUEUE, sqsRecord("x", { eventSourceARN: "" }), "reason", { logger: new RecordingLogger(), metrics: new RecordingMetrics() });
+    // Assess
+    const attributes = sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes;
+    expect(attributes?.["source-queue-arn"]).to.deep.equal({ DataType: "String", StringValue: "unknown" });
   });
 });
