@@ -125,7 +125,7 @@ async function applyParks(deps: DlqHandlerDeps, parks: ReadonlyArray<{ record: S
       message_id: record.messageId,
       extended_seconds: changes[i]?.seconds,
       receive_count: approximateReceiveCount(record),
-      reason: reason === "unavailable" ? "gpu_unavailable" : `gpu_${reason}`,
+      reason: `gpu_${reason}`,
     });
     countOne(deps.metrics, "DlqMessagesParked");
   });

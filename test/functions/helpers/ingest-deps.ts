@@ -115,11 +115,14 @@ export function ec2Error(name: string, message = name): EC2ServiceException {
 
 /**
  * Answers DescribeInstances like EC2 would for `instances`: by id (unknown id →
- * InvalidInstanceID.NotFound) or by the tag:Name / instance-state-name filters.
+ * InvalidInstanceID.NotFound) or by the tag:Name / instance-state-name filters. With
+ * `emptyFirstPage`, a filtered answer starts with an empty page that carries a NextToken, as EC2's
+ * pages may, and the matches come on the page that token asks for.
  */
 export function fakeDescribeInstances(
   ec2Mock: ReturnType<typeof mockedIngestDeps>["ec2Mock"],
   instances: FakeInstance[],
+  paging: { emptyFirstPage?: boolean } = {},
 ): void {
   ec2Mock.on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
     if (input.InstanceIds) {
@@ -130,10 +133,8 @@ export function fakeDescribeInstances(
     const filterValues = (name: string) => input.Filters?.find((f) => f.Name === name)?.Values;
     const tags = filterValues("tag:Name");
     const states = filterValues("instance-state-name");
-    return describeReply(
-      ...instances.filter(
-        (i) => (!tags || tags.includes(i.nameTag ?? NAME_TAG)) && (!states || states.includes(i.state)),
-      ),
-    );
+    const matches = instances.filter((i) => (!tags || tags.includes(i.nameTag ?? NAME_TAG)) && (!states || states.includes(i.state)));
+    if (paging.emptyFirstPage && input.NextToken !== "page:2") return { ...describeReply(), NextToken: "page:2" };
+    return describeReply(...matches);
   });
 }

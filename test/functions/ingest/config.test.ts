@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseDlqConfig, parseWindowConfig } from "../../../functions/ingest/config";
+import { parseDlqConfig, parseIdleConfig, parseWindowConfig } from "../../../functions/ingest/config";
 import { EnvConfigError } from "../../../functions/shared/env";
 
 const minimalWindowEnv = {
@@ -105,5 +105,65 @@ describe("ingest/config", () => {
       "QUARANTINE_QUEUE_URL is required but not set",
       "INGEST_DLQ_URL is required but not set",
     ]);
+  });
+
+  it("rejects a GPU id parameter name that does not start with /", () => {
+    const error = errorOf(() => parseWindowConfig({ ...minimalWindowEnv, GPU_INSTANCE_ID_PARAM: "encache/gpu/instance_id" }));
+
+    expect(error.problems).to.deep.equal(['GPU_INSTANCE_ID_PARAM is invalid (must start with /; got "encache/gpu/instance_id")']);
+  });
+
+  describe("the idle check's environment", () => {
+    const minimalIdleEnv = {
+      GPU_SERVICE_PORT: "8080",
+      GPU_IDLE_STOP_MINUTES: "30",
+      INGEST_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest",
+      INGEST_DLQ_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-dlq",
+    };
+
+    it("applies the defaults to a minimal idle environment", () => {
+      expect(parseIdleConfig(minimalIdleEnv)).to.deep.equal({
+        instanceIdParam: "/encache/gpu/instance_id",
+        servicePort: 8080,
+        statusPath: "/status",
+        requestTimeoutMs: 10_000,
+        idleStopMinutes: 30,
+        holdTag: "encache:gpu-hold",
+        ingestQueueUrl: minimalIdleEnv.INGEST_QUEUE_URL,
+        dlqUrl: minimalIdleEnv.INGEST_DLQ_URL,
+      });
+    });
+
+    it("reads every variable of the idle environment", () => {
+      const config = parseIdleConfig({
+        ...minimalIdleEnv,
+        GPU_INSTANCE_ID_PARAM: "/encache/dev/gpu/instance_id",
+        GPU_STATUS_PATH: "/healthz",
+        GPU_REQUEST_TIMEOUT_MS: "1500",
+        GPU_HOLD_TAG: "ops:keep-on",
+      });
+
+      expect(config).to.include({ instanceIdParam: "/encache/dev/gpu/instance_id", statusPath: "/healthz", requestTimeoutMs: 1500, holdTag: "ops:keep-on" });
+    });
+
+    it("names every missing variable of the idle environment at once", () => {
+      expect(errorOf(() => parseIdleConfig({})).problems).to.have.members([
+        "GPU_SERVICE_PORT is required but not set",
+        "GPU_IDLE_STOP_MINUTES is required but not set",
+        "INGEST_QUEUE_URL is required but not set",
+        "INGEST_DLQ_URL is required but not set",
+      ]);
+    });
+
+    const invalid: Array<[string, Record<string, string>, string]> = [
+      ["a status path without a leading slash", { GPU_STATUS_PATH: "status" }, 'GPU_STATUS_PATH is invalid (must start with /; got "status")'],
+      ["an id parameter without a leading slash", { GPU_INSTANCE_ID_PARAM: "gpu" }, 'GPU_INSTANCE_ID_PARAM is invalid (must start with /; got "gpu")'],
+      ["an idle window of 0 minutes (off means no function at all)", { GPU_IDLE_STOP_MINUTES: "0" }, 'GPU_IDLE_STOP_MINUTES is invalid (must be >= 1; got "0")'],
+    ];
+    for (const [what, change, problem] of invalid) {
+      it(`rejects ${what}`, () => {
+        expect(errorOf(() => parseIdleConfig({ ...minimalIdleEnv, ...change })).problems).to.deep.equal([problem]);
+      });
+    }
   });
 });

@@ -172,6 +172,9 @@ describe("ingest/dlq handler", () => {
     const result = await createDlqHandler(t.deps)(sqsEvent(record));
 
     expect(t.logger.steps()).to.include.members(["gpu_availability_check_failed", "gpu_autostart_failed", "dlq_visibility_extended"]);
+    expect(t.logger.withStep("gpu_availability_check_failed").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["warn", { step: "gpu_availability_check_failed", error: "ThrottlingException: Rate exceeded" }],
+    ]);
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
   });
 
@@ -323,6 +326,10 @@ describe("ingest/dlq handler", () => {
         expect(parked).to.deep.equal(c.seconds === null ? [] : [c.seconds]);
         if (c.reason) expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields.reason).to.equal(c.reason);
         if (c.metric) expect(t.metrics.count(c.metric)).to.equal(1);
+        // Each start outcome counts only its own metric.
+        for (const metric of ["GpuAutostartAttempted", "GpuStartInsufficientCapacity"].filter((m) => m !== c.metric)) {
+          expect(t.metrics.count(metric), metric).to.equal(0);
+        }
         expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(c.starts ?? 0);
       });
     }
@@ -346,6 +353,20 @@ describe("ingest/dlq handler", () => {
       expect(lookupsWithin).to.equal(1);
       expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(2);
       expect(t.fetchCalls).to.have.length(3);
+    });
+
+    it("no longer trusts it exactly 30 s after the last delivery", async () => {
+      // Prepare
+      const t = mockedIngestDeps();
+      gpuUp(t);
+      let clock = 1_700_000_060_000;
+      const handler = createDlqHandler({ ...t.deps, now: () => clock });
+      await handler(sqsEvent(sqsRecord()));
+      // Act
+      clock += 30_000;
+      await handler(sqsEvent(sqsRecord()));
+      // Assess
+      expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(2);
     });
 
     it("forgets the GPU when a POST to it fails, so the next message looks it up", async () => {

@@ -1,14 +1,18 @@
-import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, type DescribeInstancesCommandOutput, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetParameterCommand, ParameterNotFound, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
+import { errorMessage } from "../../../functions/shared/logger";
 import {
+  describeInstanceById,
   findRunningGpu,
+  lookupGpu,
   readGpuInstanceId,
   resolveGpuAddress,
   tryStartGpu,
   GpuUnavailableError,
 } from "../../../functions/ingest/gpu";
 import {
+  describeReply,
   ec2Error,
   fakeDescribeInstances,
   mockedIngestDeps,
@@ -319,5 +323,296 @@ describe("ingest/gpu", () => {
 
       expect(error).to.be.instanceOf(Error).with.property("name", "RequestLimitExceeded");
     });
+  });
+
+  describe("readGpuInstanceId, on what SSM can hold", () => {
+    const values: Array<[string, { Parameter?: { Name: string; Value?: string } }, string | null]> = [
+      ["an id with the newline an operator's `put-parameter` left", { Parameter: { Name: PARAM, Value: " i-abc123\n" } }, "i-abc123"],
+      ["an empty value", { Parameter: { Name: PARAM, Value: "" } }, null],
+      ["a parameter without a value", { Parameter: { Name: PARAM } }, null],
+      ["no parameter in the reply", {}, null],
+    ];
+    for (const [what, reply, want] of values) {
+      it(`reads ${what} as ${want === null ? "no id" : JSON.stringify(want)}`, async () => {
+        const t = mockedIngestDeps();
+        t.ssmMock.on(GetParameterCommand, { Name: PARAM }).resolves(reply);
+
+        expect(await readGpuInstanceId(t.deps)).to.equal(want);
+      });
+    }
+  });
+
+  describe("describeInstanceById", () => {
+    it("asks EC2 for exactly that id and picks that instance out of the reply", async () => {
+      const t = mockedIngestDeps();
+      t.ec2Mock.on(DescribeInstancesCommand).resolves(describeReply({ id: "i-other", state: "running" }, { id: "i-abc", state: "stopped" }));
+
+      const instance = await describeInstanceById(t.deps.ec2, "i-abc");
+
+      expect(instance?.InstanceId).to.equal("i-abc");
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input)).to.deep.equal([{ InstanceIds: ["i-abc"] }]);
+    });
+
+    const emptyReplies: Array<[string, DescribeInstancesCommandOutput]> = [
+      ["no reservations at all", { $metadata: {} }],
+      ["a reservation without instances", { $metadata: {}, Reservations: [{}] }],
+      ["only other instances", describeReply({ id: "i-other", state: "running" })],
+    ];
+    for (const [what, reply] of emptyReplies) {
+      it(`answers null when EC2 lists ${what}`, async () => {
+        const t = mockedIngestDeps();
+        t.ec2Mock.on(DescribeInstancesCommand).resolves(reply);
+
+        expect(await describeInstanceById(t.deps.ec2, "i-abc")).to.equal(null);
+      });
+    }
+
+    for (const name of ["InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"]) {
+      it(`treats EC2's ${name} as "no such instance" (null)`, async () => {
+        const t = mockedIngestDeps();
+        t.ec2Mock.on(DescribeInstancesCommand).rejects(ec2Error(name));
+
+        expect(await describeInstanceById(t.deps.ec2, "i-abc")).to.equal(null);
+      });
+    }
+
+    for (const name of ["RequestLimitExceeded", "UnauthorizedOperation", "InternalError"]) {
+      it(`propagates any other EC2 error (${name}) instead of taking the instance for gone`, async () => {
+        const t = mockedIngestDeps();
+        t.ec2Mock.on(DescribeInstancesCommand).rejects(ec2Error(name));
+
+        const error = await describeInstanceById(t.deps.ec2, "i-abc").then(
+          () => null,
+          (e: unknown) => e,
+        );
+
+        expect(error).to.be.instanceOf(Error).with.property("name", name);
+      });
+    }
+  });
+
+  describe("only 'instance not found' is harmless, end to end", () => {
+    /** By id: `byId`; by tag: the filtered fake over `tagged`. */
+    function describeFails(t: ReturnType<typeof mockedIngestDeps>, byId: Error, tagged: FakeInstance[]): void {
+      fakeDescribeInstances(t.ec2Mock, tagged);
+      t.ec2Mock.on(DescribeInstancesCommand, { InstanceIds: ["i-ssm"] }).rejects(byId);
+    }
+
+    it("does not fall back to the tag scan when the SSM id's describe is throttled: the lookup fails", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-ssm");
+      describeFails(t, ec2Error("RequestLimitExceeded"), [{ id: "i-live", state: "running", ip: "10.0.0.9" }]);
+
+      const error = await resolveGpuAddress(t.deps).then(
+        () => null,
+        (e: unknown) => e,
+      );
+
+      expect(error).to.be.instanceOf(Error).with.property("name", "RequestLimitExceeded");
+      expect(t.ssmMock.commandCalls(PutParameterCommand)).to.have.length(0);
+    });
+
+    it("does not start a tagged instance when the SSM id's describe is throttled: the start fails", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-ssm");
+      describeFails(t, ec2Error("RequestLimitExceeded", "slow down"), [{ id: "i-tagged", state: "stopped" }]);
+      t.ec2Mock.on(StartInstancesCommand).resolves({});
+
+      expect(await tryStartGpu(t.deps)).to.equal("failed");
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
+    });
+
+    it("falls back to the running tagged instance when EC2 no longer knows the SSM id", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-ssm");
+      t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
+      describeFails(t, ec2Error("InvalidInstanceID.NotFound"), [{ id: "i-live", state: "running", ip: "10.0.0.9" }]);
+
+      expect(await resolveGpuAddress(t.deps)).to.deep.equal({ instanceId: "i-live", privateIp: "10.0.0.9" });
+    });
+  });
+
+  describe("the tag scans", () => {
+    it("with SSM 'none', looks the running GPU up by its Name tag and the running state only", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "none");
+      t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-live", state: "running", ip: "10.0.0.9" }]);
+
+      await findRunningGpu(t.deps);
+
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input)).to.deep.equal([
+        {
+          Filters: [
+            { Name: "tag:Name", Values: [NAME_TAG] },
+            { Name: "instance-state-name", Values: ["running"] },
+          ],
+          // The paginator's own fields, unset on a first page.
+          MaxResults: undefined,
+          NextToken: undefined,
+        },
+      ]);
+      expect(t.logger.steps()).to.not.include("gpu_instance_not_running");
+    });
+
+    it("reads on to the next page when EC2's first page of the scan is empty", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "none");
+      t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-live", state: "running", ip: "10.0.0.9" }], { emptyFirstPage: true });
+
+      expect(await findRunningGpu(t.deps)).to.deep.equal({ instanceId: "i-live", privateIp: "10.0.0.9" });
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(2);
+    });
+
+    it("starts the stopped tagged instance found on a later page of the scan", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "none");
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-tagged", state: "stopped" }], { emptyFirstPage: true });
+      t.ec2Mock.on(StartInstancesCommand).resolves({});
+
+      expect(await tryStartGpu(t.deps)).to.equal("attempted");
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: ["i-tagged"] });
+    });
+
+    it("finds nothing, without failing, when the scan's reply has no reservations", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "none");
+      t.ec2Mock.on(DescribeInstancesCommand).resolves({ $metadata: {} });
+
+      expect(await tryStartGpu(t.deps)).to.equal("no_instance_found");
+      expect(await findRunningGpu(t.deps)).to.equal(null);
+    });
+  });
+
+  describe("instances EC2 reports without a state", () => {
+    const stateless = { $metadata: {}, Reservations: [{ Instances: [{ InstanceId: "i-ssm", PrivateIpAddress: "10.0.0.1" }] }] };
+
+    it("does not take the SSM instance for running: falls back to the running tagged one", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-ssm");
+      t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-live", state: "running", ip: "10.0.0.9" }]);
+      t.ec2Mock.on(DescribeInstancesCommand, { InstanceIds: ["i-ssm"] }).resolves(stateless);
+
+      expect(await findRunningGpu(t.deps)).to.deep.equal({ instanceId: "i-live", privateIp: "10.0.0.9" });
+      expect(t.logger.withStep("gpu_instance_not_running")[0]?.fields).to.deep.equal({ step: "gpu_instance_not_running", instance_id: "i-ssm", state: "not_found" });
+    });
+
+    it("still tries to start the SSM instance: it is not known to be gone", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-ssm");
+      t.ec2Mock.on(DescribeInstancesCommand).resolves(stateless);
+      t.ec2Mock.on(StartInstancesCommand).resolves({});
+
+      expect(await tryStartGpu(t.deps)).to.equal("attempted");
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: ["i-ssm"] });
+    });
+  });
+
+  describe("what the lookup logs and reports", () => {
+    const notRunning: Array<[string, FakeInstance[], string]> = [
+      ["stopped", [{ id: "i-ssm", state: "stopped" }], "stopped"],
+      ["unknown to EC2", [], "not_found"],
+    ];
+    for (const [what, instances, state] of notRunning) {
+      it(`logs gpu_instance_not_running with the SSM id and state "${state}" when it is ${what}`, async () => {
+        const t = mockedIngestDeps();
+        ssmHolds(t.ssmMock, "i-ssm");
+        fakeDescribeInstances(t.ec2Mock, instances);
+
+        expect(await findRunningGpu(t.deps)).to.equal(null);
+        expect(t.logger.withStep("gpu_instance_not_running").map((e) => e.fields)).to.deep.equal([{ step: "gpu_instance_not_running", instance_id: "i-ssm", state }]);
+      });
+    }
+
+    const registered: Array<[string, string, FakeInstance[], string]> = [
+      ["SSM held 'none'", "none", [], "none"],
+      ["SSM held a stopped id", "i-old", [{ id: "i-old", state: "stopped" }], "i-old"],
+    ];
+    for (const [what, ssm, instances, previous] of registered) {
+      it(`logs gpu_instance_id_updated with the id it replaced ("${previous}") when ${what}`, async () => {
+        const t = mockedIngestDeps();
+        ssmHolds(t.ssmMock, ssm);
+        t.ssmMock.on(PutParameterCommand).resolves({ Version: 2 });
+        fakeDescribeInstances(t.ec2Mock, [...instances, { id: "i-live", state: "running", ip: "10.0.0.9" }]);
+
+        await findRunningGpu(t.deps);
+
+        expect(t.logger.withStep("gpu_instance_id_updated").map((e) => e.fields)).to.deep.equal([{ step: "gpu_instance_id_updated", instance_id: "i-live", previous_instance_id: previous }]);
+      });
+    }
+
+    it("reports what it read (the SSM id and its instance) along with a running GPU's address", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-run");
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-run", state: "running", ip: "10.0.0.5" }]);
+
+      const { address, seen } = await lookupGpu(t.deps);
+
+      expect(address).to.deep.equal({ instanceId: "i-run", privateIp: "10.0.0.5" });
+      expect(seen.ssmId).to.equal("i-run");
+      expect(seen.instance).to.deep.include({ InstanceId: "i-run", State: { Name: "running" } });
+    });
+
+    it("names the error GpuUnavailableError and says what it checked when no GPU runs", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "none");
+      fakeDescribeInstances(t.ec2Mock, []);
+
+      const error = await resolveGpuAddress(t.deps).then(
+        () => null,
+        (e: unknown) => e,
+      );
+
+      expect(error).to.be.instanceOf(GpuUnavailableError);
+      expect(errorMessage(error)).to.equal("GpuUnavailableError: no running GPU instance (checked SSM id and Name tag)");
+    });
+  });
+
+  describe("tryStartGpu when EC2 refuses the start for now", () => {
+    it("does not send StartInstances to an instance still stopping, and logs gpu_autostart_stopping", async () => {
+      const t = mockedIngestDeps();
+      ssmHolds(t.ssmMock, "i-abc");
+      fakeDescribeInstances(t.ec2Mock, [{ id: "i-abc", state: "stopping" }]);
+
+      expect(await tryStartGpu(t.deps)).to.equal("stopping");
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
+      expect(t.logger.entries.map((e) => [e.level, e.fields])).to.deep.equal([["info", { step: "gpu_autostart_stopping", instance_id: "i-abc" }]]);
+    });
+
+    const refusals: Array<[string, string, string, "info" | "warn"]> = [
+      ["IncorrectInstanceState", "stopping", "gpu_autostart_stopping", "info"],
+      ["InsufficientInstanceCapacity", "insufficient_capacity", "gpu_autostart_insufficient_capacity", "warn"],
+    ];
+    for (const [name, outcome, step, level] of refusals) {
+      it(`answers ${outcome} to a StartInstances refused with ${name}, logging ${step} at ${level}`, async () => {
+        const t = mockedIngestDeps();
+        ssmHolds(t.ssmMock, "i-abc");
+        fakeDescribeInstances(t.ec2Mock, [{ id: "i-abc", state: "stopped" }]);
+        t.ec2Mock.on(StartInstancesCommand).rejects(ec2Error(name, "not now"));
+
+        expect(await tryStartGpu(t.deps)).to.equal(outcome);
+        expect(t.logger.entries.map((e) => [e.level, e.fields])).to.deep.equal([[level, { step, instance_id: "i-abc", error: `${name}: not now` }]]);
+      });
+    }
+  });
+
+  describe("the stale SSM id's log", () => {
+    const cases: Array<[string, FakeInstance[], string]> = [
+      ["unknown to EC2", [], "not_found"],
+      ["terminated", [{ id: "i-old", state: "terminated" }], "terminated"],
+    ];
+    for (const [what, instances, state] of cases) {
+      it(`says the id is stale with state "${state}" when it is ${what}`, async () => {
+        const t = mockedIngestDeps();
+        ssmHolds(t.ssmMock, "i-old");
+        fakeDescribeInstances(t.ec2Mock, instances);
+
+        await tryStartGpu(t.deps);
+
+        expect(t.logger.withStep("gpu_instance_id_stale").map((e) => e.fields)).to.deep.equal([{ step: "gpu_instance_id_stale", instance_id: "i-old", state }]);
+      });
+    }
   });
 });

@@ -30,4 +30,13 @@ describe("ingest/idle-decision (pure)", () => {
   it("reads holds: true/on, a future time; not a past time, garbage or nothing", () => {
     expect(["true", "ON", "2026-11-25T00:00:00Z", "2026-11-24T11:59:00Z", "someday", undefined].map((v) => holdActive(v, NOW))).to.deep.equal([true, true, true, false, false, false]);
   });
+
+  it("reads a hold tag value with stray spaces or capitals", () => {
+    expect([" true ", "On\n", " TRUE"].map((v) => holdActive(v, NOW))).to.deep.equal([true, true, true]);
+  });
+
+  it("lets a hold end at its time: a hold until now no longer holds", () => {
+    expect(holdActive(new Date(NOW).toISOString(), NOW)).to.equal(false);
+    expect(holdActive(new Date(NOW + 1000).toISOString(), NOW)).to.equal(true);
+  });
 });

@@ -265,4 +265,50 @@ describe("ingest/window handler", () => {
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: bad.messageId }]);
     expect(t.fetchCalls).to.have.length(1);
   });
+
+  it("publishes the stored metrics once per invocation", async () => {
+    const t = mockedIngestDeps();
+    gpuUp(t);
+
+    await createWindowHandler(t.deps)(sqsEvent(sqsRecord(), sqsRecord()));
+
+    expect(t.metrics.published).to.equal(1);
+  });
+
+  it("logs why no GPU could be used, once per batch, with the lookup's error", async () => {
+    const t = mockedIngestDeps();
+    arrangeGpu(t, "none", []);
+
+    await createWindowHandler(t.deps)(sqsEvent(sqsRecord(), sqsRecord()));
+
+    expect(t.logger.withStep("gpu_unavailable").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["warn", { step: "gpu_unavailable", error: "GpuUnavailableError: no running GPU instance (checked SSM id and Name tag)" }],
+    ]);
+  });
+
+  const soonReasons: Array<[string, (t: Harness) => void, string]> = [
+    ["no GPU runs", (t) => arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]), "gpu_unavailable"],
+    ["the GPU launched 2 minutes ago refuses (booting)", (t) => arrangeGpu(t, "i-run", [launchedAgo(120_000)]), "gpu_booting"],
+  ];
+  for (const [what, arrange, reason] of soonReasons) {
+    it(`logs window_retry_soon with reason ${reason} when ${what}`, async () => {
+      const t = mockedIngestDeps({ fetch: async () => Promise.reject(new TypeError("fetch failed")) });
+      arrange(t);
+      const record = sqsRecord();
+
+      await createWindowHandler(t.deps)(sqsEvent(record));
+
+      expect(t.logger.withStep("window_retry_soon").map((e) => e.fields)).to.deep.equal([{ step: "window_retry_soon", message_id: record.messageId, retry_seconds: 20, reason }]);
+    });
+  }
+
+  it("names a refused POST a GpuRequestError with the status and at most 200 characters of the reply", async () => {
+    const reply = "e".repeat(300);
+    const t = mockedIngestDeps({ fetch: async () => new Response(reply, { status: 503 }) });
+    gpuUp(t);
+
+    await createWindowHandler(t.deps)(sqsEvent(sqsRecord()));
+
+    expect(t.logger.withStep("window_failed")[0]?.fields.error).to.equal(`GpuRequestError: GPU service replied 503: ${"e".repeat(200)}`);
+  });
 });
