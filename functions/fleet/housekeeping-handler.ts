@@ -1,4 +1,5 @@
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import { z } from "zod";
 import type { SQSRecord } from "aws-lambda";
 import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
@@ -30,18 +31,14 @@ function runTask(deps: TaskDeps, message: HousekeepingMessage, budget: TimeBudge
   }
 }
 
+/** Only the task type of a message, to tell an unknown type from other schema failures. */
+const TaskTypeOnly = z.object({ task_type: z.string() });
+
 /** A clearer reason than the union's for the commonest mistake: a task type nobody implements. */
 function unknownTaskType(body: string): string | null {
-  try {
-    const json: unknown = JSON.parse(body);
-    const type = typeof json === "object" && json !== null ? (json as { task_type?: unknown }).task_type : undefined;
-    if (typeof type === "string" && !(TASK_TYPES as readonly string[]).includes(type)) {
-      return `unknown task_type ${JSON.stringify(type)} (known: ${TASK_TYPES.join(", ")})`;
-    }
-  } catch {
-    // parseBody reports the JSON error.
-  }
-  return null;
+  const parsed = parseBody(TaskTypeOnly, body);
+  if (!parsed.ok || (TASK_TYPES as readonly string[]).includes(parsed.value.task_type)) return null;
+  return `unknown task_type ${JSON.stringify(parsed.value.task_type)} (known: ${TASK_TYPES.join(", ")})`;
 }
 
 /**
@@ -53,10 +50,10 @@ export function createHousekeepingHandler(deps: HousekeepingHandlerDeps): SqsBat
   return async (event, context) => {
     const budget = budgetFrom(context, deps.config.timeMarginMs);
     const handleRecord = async (record: SQSRecord): Promise<void> => {
-      const unknown = unknownTaskType(record.body);
       const parsed = parseBody(HousekeepingMessageSchema, record.body);
-      if (unknown !== null || !parsed.ok) {
-        await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, unknown ?? (parsed.ok ? "" : parsed.reason), deps);
+      if (!parsed.ok) {
+        // An unknown task type fails the union too; its own reason names the known ones.
+        await quarantine(deps.sqs, deps.config.quarantineQueueUrl, record, unknownTaskType(record.body) ?? parsed.reason, deps);
         return;
       }
       const message = parsed.value;

@@ -3,6 +3,7 @@ import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { MetricUnit } from "../telemetry";
 import { hasActiveJob, instancesWithActiveJobs } from "./active-jobs";
+import { instancesOf } from "./instances";
 import type { Task } from "./types";
 
 /** The original system's grace on top of the max runtime. */
@@ -35,7 +36,7 @@ export const orphanedInstances: Task<{ max_runtime_minutes?: number | undefined 
     },
   );
   for await (const page of pages) {
-    for (const i of page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []) {
+    for (const i of instancesOf(page)) {
       if (i.InstanceId && i.LaunchTime && i.LaunchTime.getTime() < cutoff.getTime()) candidates.push(i);
     }
   }

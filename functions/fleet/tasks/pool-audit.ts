@@ -2,6 +2,7 @@ import { type Instance, paginateDescribeInstances } from "@aws-sdk/client-ec2";
 import { logStep } from "../../shared/logger";
 import { emitWithDimension, MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
+import { instancesOf } from "./instances";
 import type { Task, TaskDeps } from "./types";
 
 export interface PoolReport {
@@ -40,8 +41,8 @@ export function poolReport(
   };
 }
 
-async function poolInstances(deps: TaskDeps): Promise<Map<string, Instance[]>> {
-  const byPool = new Map<string, Instance[]>(deps.config.pools.map((p) => [p, []]));
+/** The stack's managed instances of the configured pools, live or stopped, as EC2's filters select them. */
+async function poolInstances(deps: TaskDeps): Promise<Instance[]> {
   const pages = paginateDescribeInstances(
     { client: deps.ec2 },
     {
@@ -53,13 +54,9 @@ async function poolInstances(deps: TaskDeps): Promise<Map<string, Instance[]>> {
       ],
     },
   );
-  for await (const page of pages) {
-    for (const i of page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []) {
-      const pool = i.Tags?.find((t) => t.Key === deps.config.poolTagKey)?.Value;
-      if (pool !== undefined) byPool.get(pool)?.push(i);
-    }
-  }
-  return byPool;
+  const instances: Instance[] = [];
+  for await (const page of pages) instances.push(...instancesOf(page));
+  return instances;
 }
 
 /**
@@ -72,16 +69,18 @@ export const poolAudit: Task<Record<string, never>> = async (deps, _params, budg
     logStep(deps.logger, "info", "pool_audit_no_pools");
     return { complete: true, pools: 0 };
   }
-  const byPool = await poolInstances(deps);
+  const all = await poolInstances(deps);
   const reports: PoolReport[] = [];
   let complete = true;
-  for (const [pool, instances] of byPool) {
+  // A pool named twice in config is one pool, reported once.
+  for (const pool of new Set(deps.config.pools)) {
     if (budget.exhausted()) {
       complete = false;
       break;
     }
     const counted = [];
-    for (const i of instances) {
+    // The filter selected instances that carry the pool tag, so every one has Tags.
+    for (const i of all.filter((x) => x.Tags?.some((t) => t.Key === deps.config.poolTagKey && t.Value === pool))) {
       const state = i.State?.Name ?? "unknown";
       const type = i.InstanceType ?? "unknown";
       if (RUNNING.has(state) && deps.config.instancePrices[type] === undefined) {

@@ -4,6 +4,7 @@ import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { instanceIdOfParameter } from "../jobs";
 import { MetricUnit } from "../telemetry";
+import { instancesOf } from "./instances";
 import type { Task, TaskDeps } from "./types";
 
 /** GetParametersByPath returns at most 10 per page. */
@@ -26,7 +27,7 @@ async function liveInstances(deps: TaskDeps, ids: string[]): Promise<Set<string>
   try {
     const pages = paginateDescribeInstances({ client: deps.ec2 }, { Filters: [{ Name: "instance-id", Values: ids }] });
     for await (const page of pages) {
-      for (const i of page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []) {
+      for (const i of instancesOf(page)) {
         if (i.InstanceId && i.State?.Name !== "terminated") live.add(i.InstanceId);
       }
     }

@@ -42,6 +42,10 @@ describe("fleet env config", () => {
     ["pools that are not JSON", { ...housekeeping, RUNS_FLEET_POOLS: "a,b" }, /RUNS_FLEET_POOLS is invalid \(must be JSON/],
     ["a negative price", { ...housekeeping, RUNS_FLEET_INSTANCE_PRICES: '{"a":-1}' }, /RUNS_FLEET_INSTANCE_PRICES is invalid/],
     ["a zero retention", { ...housekeeping, RUNS_FLEET_JOB_RETENTION_DAYS: "0" }, /RUNS_FLEET_JOB_RETENTION_DAYS is invalid/],
+    ["a runner path without its leading slash", { ...housekeeping, RUNS_FLEET_RUNNER_PARAMETER_PATH: "runs-fleet/dev/runners" }, /RUNS_FLEET_RUNNER_PARAMETER_PATH is invalid \(must be an absolute SSM path without a trailing slash;/],
+    ["a runner path with a trailing slash", { ...housekeeping, RUNS_FLEET_RUNNER_PARAMETER_PATH: "/runs-fleet/dev/runners/" }, /RUNS_FLEET_RUNNER_PARAMETER_PATH is invalid \(must be an absolute SSM path without a trailing slash;/],
+    ["an environment starting with a capital", { ...housekeeping, RUNS_FLEET_ENVIRONMENT: "Dev" }, /RUNS_FLEET_ENVIRONMENT is invalid \(must be the stack's environment name;/],
+    ["an environment with a character after a valid name", { ...housekeeping, RUNS_FLEET_ENVIRONMENT: "dev_2" }, /RUNS_FLEET_ENVIRONMENT is invalid \(must be the stack's environment name;/],
   ];
   for (const [title, env, message] of bad) {
     it(`housekeeping: refuses ${title}, naming the variable`, () => {
@@ -51,5 +55,10 @@ describe("fleet env config", () => {
 
   it("termination: refuses a missing DLQ URL, naming the variable", () => {
     expect(() => parseTerminationConfig({ ...termination, RUNS_FLEET_TERMINATION_DLQ_URL: undefined })).to.throw(/RUNS_FLEET_TERMINATION_DLQ_URL is required/);
+  });
+
+  it("housekeeping: pools are whole names, and none are audited when RUNS_FLEET_POOLS is unset", () => {
+    expect(parseHousekeepingConfig({ ...housekeeping, RUNS_FLEET_POOLS: '["default","gpu"]' }).pools).to.deep.equal(["default", "gpu"]);
+    expect(parseHousekeepingConfig(housekeeping)).to.deep.include({ pools: [], instancePrices: {} });
   });
 });

@@ -2,6 +2,7 @@ import { BatchWriteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParametersCommand, GetParametersByPathCommand } from "@aws-sdk/client-ssm";
+import { mock } from "node:test";
 import { expect } from "chai";
 import { createHousekeepingHandler } from "../../../functions/fleet/housekeeping-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
@@ -69,6 +70,10 @@ describe("fleet housekeeping handler", () => {
       ["a missing timestamp", { task_type: "old_jobs", params: {} }, /timestamp/],
       ["an unknown parameter", message("old_jobs", { retention: 3 }), /params/],
       ["a parameter of the wrong type", message("orphaned_instances", { max_runtime_minutes: "60" }), /params.max_runtime_minutes/],
+      // Not "unknown task_type": only a string names a task nobody implements.
+      ["a task type that is not a string", { task_type: 5, timestamp: "2025-11-25T12:00:00Z", params: {} }, /^schema: task_type: /],
+      ["a known task type with a bad timestamp (not called unknown)", { task_type: "old_jobs", timestamp: "yesterday", params: {} }, /^schema: timestamp: /],
+      ["a body that is JSON but not an object", "null", /^schema: body: /],
     ];
     for (const [title, body, reason] of cases) {
       it(title, async () => {
@@ -114,5 +119,33 @@ describe("fleet housekeeping handler", () => {
 
     expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(4);
     expect(t.logger.steps()).to.include("housekeeping_task_completed");
+  });
+
+  it("logs the task's duration, measured from its start", async () => {
+    // Prepare: the clock is fake; the task's EC2 call takes 1.5 s of it.
+    mock.timers.enable({ apis: ["Date"], now: NOW.getTime() });
+    try {
+      const t = arrange();
+      t.ec2Mock.on(DescribeInstancesCommand).callsFake(() => {
+        mock.timers.tick(1_500);
+        return { Reservations: [] };
+      });
+      // Act
+      await t.handler(sqsEvent(sqsRecord(message("pool_audit"))));
+      // Assess
+      expect(t.logger.withStep("housekeeping_task_completed")[0]?.fields).to.include({ task_type: "pool_audit", duration_ms: 1_500 });
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it("publishes the stored metrics also when the task fails", async () => {
+    // Prepare
+    const t = arrange();
+    t.ec2Mock.on(DescribeInstancesCommand).rejects(awsError("RequestLimitExceeded"));
+    // Act
+    await t.handler(sqsEvent(sqsRecord(message("orphaned_instances"))));
+    // Assess
+    expect(t.metrics.published).to.equal(1);
   });
 });

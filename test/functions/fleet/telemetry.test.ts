@@ -109,4 +109,13 @@ describe("fleet entry modules emit EMF in the seed's dimension sets (no Powertoo
 
     expect(emitted).to.deep.equal({ PoolIdleCost: [["PoolName"]], PoolComputeCost: [["PoolName"]], PoolUtilization: [["PoolName"]] });
   });
+
+  it("housekeeping's default clock reads the current time", () => {
+    // Act
+    const before = Date.now();
+    const now = housekeeping.defaultDeps(ENV).now();
+    // Assess
+    expect(now).to.be.instanceOf(Date);
+    expect(now.getTime()).to.be.within(before, Date.now());
+  });
 });

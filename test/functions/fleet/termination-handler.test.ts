@@ -8,6 +8,7 @@ import { createTerminationHandler, type TerminationHandlerDeps } from "../../../
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
+import { FakeJobItems } from "../helpers/fleet-fakes";
 
 const instant = async (): Promise<void> => undefined;
 
@@ -360,5 +361,155 @@ describe("fleet termination handler", () => {
 
     expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: bad.messageId }]);
     expect(t.metrics.named("JobSuccess")).to.have.length(1);
+  });
+
+  describe("the job item the completing write leaves (the update applied as DynamoDB applies it)", () => {
+    /** The item of a job the worker started: queued → running, with its start time. */
+    const runningJob = (startedAt = "2025-11-25T09:59:00Z"): Record<string, AttributeValue> => ({
+      job_id: { S: "67890" },
+      status: { S: "running" },
+      instance_id: { S: "i-0123456789abcdef0" },
+      started_at: { S: startedAt },
+    });
+    const written = (record: { messageId: string }, extra: Record<string, AttributeValue> = {}): Record<string, AttributeValue> => ({
+      job_id: { S: "67890" },
+      status: { S: "completed" },
+      exit_code: { N: "0" },
+      duration_seconds: { N: "123" },
+      completed_at: { S: "2025-11-25T10:02:03Z" },
+      started_at: { S: "2025-11-25T10:00:00Z" },
+      instance_id: { S: "i-0123456789abcdef0" },
+      // completed_at + 7 days, in epoch seconds: 2025-12-02T10:02:03Z.
+      expires_at: { N: "1764669723" },
+      completed_by: { S: record.messageId },
+      completion_attempt: { S: "attempt-1" },
+      ...extra,
+    });
+
+    it("a job with no record yet gets every completion attribute, the TTL and its writer", async () => {
+      // Prepare
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const table = new FakeJobItems().install(t.dynamodbMock, conditionFailed);
+      const record = sqsRecord(terminationMessage({ duration_seconds: 123, started_at: "2025-11-25T10:00:00.250Z" }));
+      // Act
+      const response = await t.handler(sqsEvent(record));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(table.items.get("67890")).to.deep.equal(written(record));
+    });
+
+    it("a running job keeps the start time it already has (if_not_exists), and a failed one stores its error text", async () => {
+      // Prepare
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const table = new FakeJobItems([runningJob("2025-11-25T09:59:00Z")]).install(t.dynamodbMock, conditionFailed);
+      const record = sqsRecord(terminationMessage({ status: "failure", exit_code: 137, error: "OOM killed" }));
+      // Act
+      await t.handler(sqsEvent(record));
+      // Assess
+      expect(table.items.get("67890")).to.deep.equal(
+        written(record, { status: { S: "failed" }, exit_code: { N: "137" }, started_at: { S: "2025-11-25T09:59:00Z" }, error: { S: "OOM killed" } }),
+      );
+    });
+
+    it("a job already completed is left as it was: the write is refused by its condition and the delivery is a duplicate", async () => {
+      // Prepare: another message completed it.
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const done = { ...runningJob(), status: { S: "failed" }, completed_by: { S: "m-other" }, completion_attempt: { S: "attempt-0" } };
+      const table = new FakeJobItems([done]).install(t.dynamodbMock, conditionFailed);
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(table.items.get("67890")).to.deep.equal(done);
+      expect(t.metrics.emitted).to.deep.equal([]);
+      expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ completed_by: "m-other", found_status: "failed", redelivery: false });
+    });
+  });
+
+  describe("log steps name the message, job and instance", () => {
+    it("a fresh completion: job_marked_complete (recovered false, no error field for a success), ssm_parameter_deleted, termination_processed (not a duplicate)", async () => {
+      // Prepare
+      const t = arrange();
+      const record = sqsRecord(terminationMessage());
+      const ids = { message_id: record.messageId, job_id: "67890", instance_id: "i-0123456789abcdef0" };
+      // Act
+      await t.handler(sqsEvent(record));
+      // Assess
+      expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([
+        { step: "job_marked_complete", ...ids, status: "success", exit_code: 0, duration_seconds: 123, recovered: false },
+        { step: "ssm_parameter_deleted", message_id: record.messageId, instance_id: "i-0123456789abcdef0", parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config" },
+        { step: "termination_processed", ...ids, duplicate: false },
+      ]);
+    });
+
+    it("a failure logs its error text in job_marked_complete", async () => {
+      // Prepare
+      const t = arrange();
+      const record = sqsRecord(terminationMessage({ status: "failure", exit_code: 1, error: "OOM killed" }));
+      // Act
+      await t.handler(sqsEvent(record));
+      // Assess
+      expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ status: "failure", exit_code: 1, error: "OOM killed" });
+    });
+
+    it("a duplicate whose parameter is already gone: job_already_complete, ssm_parameter_not_found, termination_processed (a duplicate)", async () => {
+      // Prepare
+      const t = arrange();
+      t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem("m-other", "attempt-0")));
+      t.ssmMock.on(DeleteParameterCommand).rejects(awsError("ParameterNotFound"));
+      const record = sqsRecord(terminationMessage());
+      const ids = { message_id: record.messageId, job_id: "67890", instance_id: "i-0123456789abcdef0" };
+      // Act
+      await t.handler(sqsEvent(record));
+      // Assess
+      expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([
+        { step: "job_already_complete", ...ids, status: "success", found_status: "completed", completed_by: "m-other", redelivery: false },
+        { step: "ssm_parameter_not_found", message_id: record.messageId, instance_id: "i-0123456789abcdef0", parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config" },
+        { step: "termination_processed", ...ids, duplicate: true },
+      ]);
+    });
+  });
+
+  describe("a failed condition counts as this attempt's only when the old item holds both its message id and its token", () => {
+    const cases: Array<{ title: string; completedBy: (messageId: string) => string; attempt: string | undefined }> = [
+      { title: "another message that recorded the same token: a duplicate", completedBy: () => "m-other", attempt: "attempt-1" },
+      { title: "this message with no token recorded: a duplicate", completedBy: (id) => id, attempt: undefined },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        // Prepare
+        const t = arrange({ newAttemptToken: () => "attempt-1" });
+        const record = sqsRecord(terminationMessage());
+        t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem(c.completedBy(record.messageId), c.attempt)));
+        // Act
+        const response = await t.handler(sqsEvent(record));
+        // Assess
+        expect(response.batchItemFailures).to.deep.equal([]);
+        expect(t.metrics.emitted).to.deep.equal([]);
+        expect(t.logger.steps()).to.deep.equal(["job_already_complete", "ssm_parameter_deleted", "termination_processed"]);
+      });
+    }
+  });
+
+  it("only ParameterNotFound is a harmless delete failure: a missing-permission error fails the record", async () => {
+    // Prepare
+    const t = arrange();
+    t.ssmMock.on(DeleteParameterCommand).rejects(awsError("AccessDeniedException"));
+    const record = sqsRecord(terminationMessage());
+    // Act
+    const response = await t.handler(sqsEvent(record));
+    // Assess
+    expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+    expect(t.logger.steps()).to.not.include("ssm_parameter_not_found");
+  });
+
+  it("publishes the stored metrics once per batch, also when a record fails", async () => {
+    // Prepare
+    const t = arrange();
+    t.dynamodbMock.on(UpdateItemCommand, { Key: { job_id: { S: "bad" } } }).rejects(awsError("InternalServerError"));
+    // Act
+    await t.handler(sqsEvent(sqsRecord(terminationMessage({ job_id: "good" })), sqsRecord(terminationMessage({ job_id: "bad" }))));
+    // Assess
+    expect(t.metrics.published).to.equal(1);
   });
 });

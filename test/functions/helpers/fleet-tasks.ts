@@ -1,10 +1,10 @@
 /** Shared arrangement of the housekeeping task tests (test/functions/fleet/tasks/). */
-import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import type { Instance } from "@aws-sdk/client-ec2";
 import type { TimeBudget } from "../../../functions/fleet/budget";
 import type { TaskDeps } from "../../../functions/fleet/tasks/types";
 import type { HousekeepingConfig } from "../../../functions/fleet/config";
 import { housekeepingConfig, mockedClients } from "./fleet-deps";
+import { FakeJobsTable } from "./fleet-fakes";
 
 export const NOW = new Date("2025-11-25T12:00:00Z");
 export const unlimited: TimeBudget = { exhausted: () => false };
@@ -24,21 +24,28 @@ export const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
 export const hex = (n: number) => n.toString(16).padStart(17, "0");
 export const id = (n: number) => `i-${hex(n)}`;
 
+/** The tags every instance of this stack's fleet carries (housekeepingConfig's names). */
+export const FLEET_TAGS = [
+  { Key: "runs-fleet:managed", Value: "true" },
+  { Key: "encache:environment", Value: "dev" },
+];
+
 export function instance(n: number, launchedMinutesAgo: number, extra: Partial<Instance> = {}): Instance {
-  return { InstanceId: id(n), LaunchTime: minutesAgo(launchedMinutesAgo), State: { Name: "running", Code: 16 }, InstanceType: "c7g.large", ...extra };
+  return { InstanceId: id(n), LaunchTime: minutesAgo(launchedMinutesAgo), State: { Name: "running", Code: 16 }, InstanceType: "c7g.large", Tags: FLEET_TAGS, ...extra };
 }
 
-/** Active jobs by instance id, answered by Query on the instance index. */
 /**
- * The jobs table's answers for `active` instances, by what is asked: the status/instance index
- * (the orphan sweep's paged read: each active instance has one running job) or one instance's jobs.
+ * The jobs table for the tasks' queries (a FakeJobsTable, so each query is answered by its index,
+ * key condition and filter): each `active` instance has a running job; each `finished` instance
+ * only a completed one, which must not count as active; `unreadable` indexes fail every Query.
  */
-export function activeJobs(t: ReturnType<typeof harness>, active: string[]): void {
-  t.dynamodbMock.on(QueryCommand).callsFake((input: { IndexName?: string; ExpressionAttributeValues: Record<string, { S: string }> }) => {
-    if (input.IndexName === "status-instance_id-index") {
-      const status = input.ExpressionAttributeValues[":status"]!.S;
-      return { Items: status === "running" ? active.map((i) => ({ instance_id: { S: i } })) : [] };
-    }
-    return { Count: active.includes(input.ExpressionAttributeValues[":instance_id"]!.S) ? 1 : 0, Items: [] };
-  });
+export function activeJobs(t: ReturnType<typeof harness>, active: string[], finished: string[] = [], unreadable: string[] = []): FakeJobsTable {
+  return new FakeJobsTable(
+    [
+      ...active.map((instance_id, i) => ({ job_id: `running-${i}`, status: "running", instance_id })),
+      ...finished.map((instance_id, i) => ({ job_id: `completed-${i}`, status: "completed", instance_id, completed_at: "2025-11-25T11:00:00Z" })),
+    ],
+    1000,
+    unreadable,
+  ).install(t.dynamodbMock);
 }

@@ -2,6 +2,7 @@ import { BatchWriteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { oldJobs, oldJobsCutoff } from "../../../../functions/fleet/tasks/old-jobs";
 import { TABLE } from "../../helpers/fleet-deps";
+import { FakeJobsTable } from "../../helpers/fleet-fakes";
 import { NOW, unlimited, budgetOf, harness } from "../../helpers/fleet-tasks";
 
 describe("housekeeping task old_jobs", () => {
@@ -9,14 +10,10 @@ describe("housekeeping task old_jobs", () => {
     expect(oldJobsCutoff(NOW, 7)).to.equal("2025-11-18T12:00:00Z");
   });
 
-  function jobsByStatus(t: ReturnType<typeof harness>, counts: Record<string, number>, pageSize = 100): void {
-    t.dynamodbMock.on(QueryCommand).callsFake((input: { ExpressionAttributeValues: Record<string, { S: string }>; ExclusiveStartKey?: { n: { N: string } } }) => {
-      const status = input.ExpressionAttributeValues[":status"]!.S;
-      const all = Array.from({ length: counts[status] ?? 0 }, (_, i) => ({ job_id: { S: `${status}-${i}` } }));
-      const start = Number(input.ExclusiveStartKey?.n.N ?? 0);
-      const next = start + pageSize;
-      return { Items: all.slice(start, next), LastEvaluatedKey: next < all.length ? { n: { N: String(next) } } : undefined };
-    });
+  /** The jobs table (its Queries answered by index, key condition and cutoff), `counts` old jobs per status, served `pageSize` per page. */
+  function jobsByStatus(t: ReturnType<typeof harness>, counts: Record<string, number>, pageSize = 100): FakeJobsTable {
+    const rows = Object.entries(counts).flatMap(([status, n]) => Array.from({ length: n }, (_, i) => ({ job_id: `${status}-${i}`, status, completed_at: "2025-11-01T00:00:00Z" })));
+    return new FakeJobsTable(rows, pageSize).install(t.dynamodbMock);
   }
 
   it("queries the status/completed_at index once per terminal status and deletes 25 per BatchWriteItem", async () => {
@@ -93,5 +90,50 @@ describe("housekeeping task old_jobs", () => {
 
     expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(1);
     expect(result).to.deep.include({ complete: false, deleteRequests: 25 });
+  });
+
+  it("deletes exactly the keys of the jobs completed before the cutoff: recent, running and queued jobs stay", async () => {
+    // Prepare: the table answers the index Query by status and cutoff, and deletes the keys it is sent.
+    const t = harness({ retentionDays: 7 });
+    const table = new FakeJobsTable([
+      { job_id: "old-done", status: "completed", instance_id: "i-1", completed_at: "2025-11-18T11:59:59Z" },
+      { job_id: "old-failed", status: "failed", completed_at: "2025-11-01T00:00:00Z" },
+      { job_id: "old-interrupted", status: "interrupted", completed_at: "2025-10-01T00:00:00Z" },
+      { job_id: "at-cutoff", status: "timeout", completed_at: "2025-11-18T12:00:00Z" },
+      { job_id: "recent", status: "completed", completed_at: "2025-11-25T11:00:00Z" },
+      { job_id: "running", status: "running", instance_id: "i-2" },
+      { job_id: "queued", status: "queued" },
+    ]).install(t.dynamodbMock);
+    // Act
+    const result = await oldJobs(t.deps, {}, unlimited);
+    // Assess
+    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand).map((c) => c.args[0].input.RequestItems)).to.deep.equal([
+      { [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "old-done" } } } }] },
+      { [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "old-failed" } } } }] },
+      { [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "old-interrupted" } } } }] },
+    ]);
+    expect(table.rows.map((r) => r.job_id)).to.deep.equal(["at-cutoff", "recent", "running", "queued"]);
+    expect(result).to.deep.equal({ complete: true, deleteRequests: 3, unprocessed: 0 });
+  });
+
+  it("a run with nothing left unprocessed logs only old_jobs_deleted, with the count, cutoff and retention", async () => {
+    // Prepare
+    const t = harness();
+    jobsByStatus(t, { failed: 2 });
+    // Act
+    await oldJobs(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([{ step: "old_jobs_deleted", delete_requests: 2, cutoff: "2025-11-18T12:00:00Z", retention_days: 7 }]);
+  });
+
+  it("logs what it left unprocessed with the cutoff", async () => {
+    // Prepare
+    const t = harness();
+    jobsByStatus(t, { completed: 1 });
+    t.dynamodbMock.on(BatchWriteItemCommand).resolves({ UnprocessedItems: { [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "completed-0" } } } }] } });
+    // Act
+    await oldJobs(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("old_jobs_unprocessed").map((e) => e.fields)).to.deep.equal([{ step: "old_jobs_unprocessed", unprocessed: 1, cutoff: "2025-11-18T12:00:00Z" }]);
   });
 });

@@ -1,7 +1,12 @@
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
 import { poolAudit, poolReport } from "../../../../functions/fleet/tasks/pool-audit";
-import { unlimited, budgetOf, harness, id, instance, activeJobs } from "../../helpers/fleet-tasks";
+import { ec2Fleet } from "../../helpers/fleet-fakes";
+import { unlimited, budgetOf, harness, id, instance, activeJobs, FLEET_TAGS } from "../../helpers/fleet-tasks";
+
+/** An instance of the stack's fleet in `pool`: the managed and environment tags come first, as EC2 may list them. */
+const tag = (pool: string) => ({ Tags: [...FLEET_TAGS, { Key: "runs-fleet:pool", Value: pool }] });
 
 describe("housekeeping task pool_audit", () => {
   const cases: Array<{ title: string; instances: Array<{ type: string; state: string; idle: boolean }>; expected: Record<string, number> }> = [
@@ -30,19 +35,12 @@ describe("housekeeping task pool_audit", () => {
 
   it("counts each configured pool, logs the report and emits the three metrics with PoolName", async () => {
     const t = harness({ pools: ["default", "gpu"], instancePrices: { "c7g.large": 0.1, "g5.xlarge": 1 } });
-    const tag = (pool: string) => ({ Tags: [{ Key: "runs-fleet:pool", Value: pool }] });
-    t.ec2Mock.on(DescribeInstancesCommand).resolves({
-      Reservations: [
-        {
-          Instances: [
-            instance(1, 5, tag("default")),
-            instance(2, 5, tag("default")),
-            instance(3, 5, { ...tag("gpu"), InstanceType: "g5.xlarge", State: { Name: "stopped" } }),
-            instance(4, 5, { ...tag("gpu"), InstanceType: "g5.xlarge" }),
-          ],
-        },
-      ],
-    });
+    ec2Fleet(t.ec2Mock, [
+      instance(1, 5, tag("default")),
+      instance(2, 5, tag("default")),
+      instance(3, 5, { ...tag("gpu"), InstanceType: "g5.xlarge", State: { Name: "stopped" } }),
+      instance(4, 5, { ...tag("gpu"), InstanceType: "g5.xlarge" }),
+    ]);
     activeJobs(t, [id(1)]);
 
     const result = await poolAudit(t.deps, {}, unlimited);
@@ -66,7 +64,7 @@ describe("housekeeping task pool_audit", () => {
 
   it("warns about a running type missing from the price table", async () => {
     const t = harness({ pools: ["default"], instancePrices: {} });
-    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance(1, 5, { Tags: [{ Key: "runs-fleet:pool", Value: "default" }] })] }] });
+    ec2Fleet(t.ec2Mock, [instance(1, 5, tag("default"))]);
     activeJobs(t, []);
 
     await poolAudit(t.deps, {}, unlimited);
@@ -90,5 +88,119 @@ describe("housekeeping task pool_audit", () => {
     const result = await poolAudit(t.deps, {}, budgetOf(1));
 
     expect(result).to.deep.equal({ complete: false, pools: 1 });
+  });
+
+  it("counts only the stack's managed instances of the configured pools, stopping ones as stopped", async () => {
+    // Prepare: EC2 answers by the filters sent.
+    const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [
+      instance(1, 5, tag("default")),
+      instance(2, 5, { ...tag("default"), State: { Name: "stopping" } }),
+      instance(3, 5, { ...tag("default"), State: { Name: "stopped" } }),
+      instance(4, 5, { ...tag("default"), State: { Name: "pending" } }),
+      instance(5, 5, { ...tag("default"), State: { Name: "terminated" } }),
+      instance(6, 5, { ...tag("default"), State: { Name: "shutting-down" } }),
+      instance(7, 5, tag("gpu")),
+      instance(8, 5, { Tags: [{ Key: "runs-fleet:pool", Value: "default" }, { Key: "encache:environment", Value: "dev" }] }),
+      instance(9, 5, { Tags: [{ Key: "runs-fleet:managed", Value: "true" }, { Key: "encache:environment", Value: "prod" }, { Key: "runs-fleet:pool", Value: "default" }] }),
+    ]);
+    activeJobs(t, [id(1)]);
+    // Act
+    await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("pool_audit_report")[0]?.fields).to.deep.equal({
+      step: "pool_audit_report",
+      pool: "default",
+      running: 2,
+      stopped: 2,
+      idle: 1,
+      compute_cost_usd_per_hour: 0.2,
+      idle_cost_usd_per_hour: 0.1,
+      utilization_percent: 50,
+    });
+  });
+
+  it("an instance whose jobs all completed is idle; one with a running job is busy", async () => {
+    // Prepare
+    const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [instance(1, 5, tag("default")), instance(2, 5, tag("default"))]);
+    activeJobs(t, [id(1)], [id(2)]);
+    // Act
+    await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("pool_audit_report")[0]?.fields).to.include({ running: 2, idle: 1, utilization_percent: 50 });
+    const asked = t.dynamodbMock.commandCalls(QueryCommand).map((c) => c.args[0].input.ExpressionAttributeValues?.[":instance_id"]?.S);
+    expect(asked).to.deep.equal([id(1), id(2)]);
+  });
+
+  it("warns about a missing price only for a running instance: a stopped unpriced one and a running priced one are not warned about", async () => {
+    // Prepare
+    const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [
+      instance(1, 5, tag("default")),
+      instance(2, 5, { ...tag("default"), InstanceType: "m5.large", State: { Name: "stopped" } }),
+      instance(3, 5, { ...tag("default"), InstanceType: "g5.xlarge", State: { Name: "pending" } }),
+    ]);
+    activeJobs(t, []);
+    // Act
+    await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("pool_audit_price_missing").map((e) => e.fields)).to.deep.equal([{ step: "pool_audit_price_missing", pool: "default", instance_type: "g5.xlarge" }]);
+  });
+
+  it("with no pools configured, logs pool_audit_no_pools", async () => {
+    const t = harness({ pools: [] });
+
+    await poolAudit(t.deps, {}, unlimited);
+
+    expect(t.logger.steps()).to.deep.equal(["pool_audit_no_pools"]);
+  });
+
+  it("an answer without reservations reports each pool empty", async () => {
+    // Prepare
+    const t = harness({ pools: ["default"] });
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({});
+    // Act
+    const result = await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(result).to.deep.equal({ complete: true, pools: 1 });
+    expect(t.logger.withStep("pool_audit_report")[0]?.fields).to.include({ pool: "default", running: 0, stopped: 0, idle: 0 });
+  });
+
+  it("an instance counts only in the pool its pool tag names, even when another of its tags has a pool's name", async () => {
+    // Prepare: a pool named like the environment ("dev"); the gpu instance's environment tag is dev too.
+    const t = harness({ pools: ["dev", "gpu"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [instance(1, 5, tag("dev")), instance(2, 5, tag("gpu"))]);
+    activeJobs(t, []);
+    // Act
+    await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("pool_audit_report").map((e) => [e.fields.pool, e.fields.running])).to.deep.equal([
+      ["dev", 1],
+      ["gpu", 1],
+    ]);
+  });
+
+  it("a pool named twice in config is one pool: reported once, its instances counted once", async () => {
+    // Prepare
+    const t = harness({ pools: ["default", "default"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [instance(1, 5, tag("default"))]);
+    activeJobs(t, []);
+    // Act
+    const result = await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(result).to.deep.equal({ complete: true, pools: 1 });
+    expect(t.logger.withStep("pool_audit_report").map((e) => [e.fields.pool, e.fields.running])).to.deep.equal([["default", 1]]);
+  });
+
+  it("an instance listed without a type is reported as type \"unknown\" in the missing-price warning", async () => {
+    // Prepare
+    const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
+    ec2Fleet(t.ec2Mock, [instance(1, 5, { ...tag("default"), InstanceType: undefined })]);
+    activeJobs(t, []);
+    // Act
+    await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("pool_audit_price_missing").map((e) => e.fields.instance_type)).to.deep.equal(["unknown"]);
   });
 });

@@ -1,8 +1,9 @@
-import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, type InstanceStateName } from "@aws-sdk/client-ec2";
 import { DeleteParametersCommand, GetParametersByPathCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { staleSsm } from "../../../../functions/fleet/tasks/stale-ssm";
 import { awsError } from "../../helpers/fleet-deps";
+import { ec2Fleet } from "../../helpers/fleet-fakes";
 import { unlimited, budgetOf, harness, minutesAgo, id } from "../../helpers/fleet-tasks";
 
 describe("housekeeping task stale_ssm", () => {
@@ -33,16 +34,9 @@ describe("housekeeping task stale_ssm", () => {
     return store;
   }
 
+  /** EC2 knows the `live` instances (running unless a state is given) and answers by the filter sent. */
   function liveEc2(t: ReturnType<typeof harness>, live: Array<{ n: number; state?: string }>): void {
-    t.ec2Mock.on(DescribeInstancesCommand).callsFake((input: { Filters: Array<{ Values: string[] }> }) => ({
-      Reservations: [
-        {
-          Instances: live
-            .filter((l) => input.Filters[0]!.Values.includes(id(l.n)))
-            .map((l) => ({ InstanceId: id(l.n), State: { Name: l.state ?? "running" } })),
-        },
-      ],
-    }));
+    ec2Fleet(t.ec2Mock, live.map((l) => ({ InstanceId: id(l.n), State: { Name: (l.state ?? "running") as InstanceStateName } })));
   }
 
   const deletedNames = (t: ReturnType<typeof harness>) => t.ssmMock.commandCalls(DeleteParametersCommand).map((c) => c.args[0].input.Names ?? []);
@@ -132,5 +126,113 @@ describe("housekeeping task stale_ssm", () => {
     expect(store).to.have.length(21);
     expect(result).to.deep.include({ complete: false, listed: 10, stale: 9, deleted: 9 });
     expect(t.metrics.named("SSMParametersDeleted")[0]?.value).to.equal(9);
+  });
+
+  it("a parameter exactly the minimum age is old enough to judge", async () => {
+    // Prepare
+    const t = harness({ ssmMinAgeMinutes: 15 });
+    ssmPath(t, [param(1, 15), param(2, 14)]);
+    liveEc2(t, []);
+    // Act
+    await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(deletedNames(t).flat()).to.deep.equal([param(1).Name]);
+  });
+
+  it("params.min_age_minutes overrides the configured minimum age", async () => {
+    // Prepare
+    const t = harness({ ssmMinAgeMinutes: 15 });
+    ssmPath(t, [param(1, 5), param(2, 1)]);
+    liveEc2(t, []);
+    // Act
+    await staleSsm(t.deps, { min_age_minutes: 3 }, unlimited);
+    // Assess
+    expect(deletedNames(t).flat()).to.deep.equal([param(1).Name]);
+  });
+
+  it("logs a failed DescribeInstances batch with its instance ids and the error", async () => {
+    // Prepare
+    const t = harness();
+    ssmPath(t, [param(1), param(2)]);
+    t.ec2Mock.on(DescribeInstancesCommand).rejects(awsError("RequestLimitExceeded", "Request limit exceeded."));
+    // Act
+    await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("stale_ssm_describe_failed").map((e) => e.fields)).to.deep.equal([
+      { step: "stale_ssm_describe_failed", instance_ids: [id(1), id(2)], error: "RequestLimitExceeded: Request limit exceeded." },
+    ]);
+    expect(deletedNames(t)).to.deep.equal([]);
+  });
+
+  it("logs each delete call's deleted and already-gone names", async () => {
+    // Prepare: two pages; SSM reports parameter 2 already gone, then answers the second call with neither list.
+    const t = harness();
+    const store = ssmPath(t, [param(1), param(2), param(3)], "key", 2);
+    liveEc2(t, []);
+    t.ssmMock
+      .on(DeleteParametersCommand)
+      .callsFake((input: { Names: string[] }) => {
+        store.splice(0, store.length, ...store.filter((p) => !input.Names.includes(p.Name)));
+        return input.Names.includes(param(1).Name) ? { DeletedParameters: [param(1).Name], InvalidParameters: [param(2).Name] } : {};
+      });
+    // Act
+    await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(t.logger.withStep("stale_ssm_parameters_deleted").map((e) => e.fields)).to.deep.equal([
+      { step: "stale_ssm_parameters_deleted", parameters: [param(1).Name], already_gone: [param(2).Name] },
+      { step: "stale_ssm_parameters_deleted", parameters: [], already_gone: [] },
+    ]);
+  });
+
+  it("stops after 10 passes when every pass still finds stale parameters, and reports incomplete", async () => {
+    // Prepare: deletes are acknowledged but the parameter keeps being listed (a replica lagging behind, say).
+    const t = harness();
+    ssmPath(t, [param(1)]);
+    liveEc2(t, []);
+    t.ssmMock.on(DeleteParametersCommand).resolves({ DeletedParameters: [param(1).Name] });
+    // Act
+    const result = await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(t.ssmMock.commandCalls(GetParametersByPathCommand)).to.have.length(10);
+    expect(result).to.deep.include({ complete: false, passes: 10, stale: 10, deleted: 10 });
+  });
+
+  it("an empty path (a page without Parameters) lists nothing and is complete after one pass", async () => {
+    // Prepare
+    const t = harness();
+    t.ssmMock.on(GetParametersByPathCommand).resolves({});
+    liveEc2(t, []);
+    // Act
+    const result = await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(result).to.deep.equal({ complete: true, listed: 0, stale: 0, deleted: 0, passes: 1 });
+    expect(t.ec2Mock.calls()).to.have.length(0);
+  });
+
+  it("an EC2 answer without reservations means none of the batch's instances exists", async () => {
+    // Prepare
+    const t = harness();
+    const store = ssmPath(t, [param(1)]);
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({});
+    // Act
+    const result = await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    expect(store).to.deep.equal([]);
+    expect(result).to.deep.include({ complete: true, deleted: 1 });
+  });
+
+  it("describes at most 100 instance ids per DescribeInstances call, even for a page larger than SSM's 10", async () => {
+    // Prepare: one listing page of 250 parameters (SSM caps pages at 10; the batch limit must hold whatever a page holds).
+    const t = harness();
+    const store = ssmPath(t, range(1, 250).map((n) => param(n)), "key", 250);
+    liveEc2(t, [{ n: 1 }, { n: 150 }, { n: 250 }]);
+    // Act
+    const result = await staleSsm(t.deps, {}, unlimited);
+    // Assess
+    const batches = t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.Filters?.[0]?.Values ?? []);
+    expect(batches.map((b) => b.length)).to.deep.equal([100, 100, 50]);
+    expect(batches.flat()).to.deep.equal(range(1, 250).map(id));
+    expect(store.map((p) => p.Name)).to.deep.equal(names([1, 150, 250]));
+    expect(result).to.deep.include({ complete: true, deleted: 247 });
   });
 });
