@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -75,6 +76,40 @@ type Item = Record<string, unknown>;
 type Values = Record<string, unknown>;
 
 /**
+ * The expressions FakeIntentTable evaluates, per write. A write whose expressions differ is one the
+ * fake does not model, so it is refused rather than evaluated as if it were the known one.
+ */
+const INTENT_WRITES = {
+  claim: {
+    UpdateExpression:
+      "SET #status = :in_progress, #attempt = :me, claimed_at = :now, in_progress_until = :until, first_claimed_at = if_not_exists(first_claimed_at, :now), model_name = :model, job_id = :job, #trigger = :trigger, expires_at = :ttl",
+    ConditionExpression: "attribute_not_exists(#key) OR (#status = :in_progress AND in_progress_until < :now AND first_claimed_at > :window_start)",
+    ExpressionAttributeNames: { "#key": "origin_message_id", "#status": "status", "#attempt": "attempt", "#trigger": "trigger" },
+  },
+  complete: {
+    UpdateExpression: "SET #status = :launched, task_arn = :task_arn, launched_at = :now, expires_at = :ttl REMOVE in_progress_until",
+    ConditionExpression: "#attempt = :me",
+    ExpressionAttributeNames: { "#status": "status", "#attempt": "attempt" },
+  },
+  expire: {
+    UpdateExpression: "SET in_progress_until = :zero",
+    ConditionExpression: "#attempt = :me AND #status = :in_progress",
+    ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
+  },
+  delete: {
+    UpdateExpression: undefined,
+    ConditionExpression: "#attempt = :me AND #status = :in_progress",
+    ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
+  },
+} as const;
+
+function expectWrite(write: keyof typeof INTENT_WRITES, input: UpdateCommandInput | DeleteCommandInput): void {
+  const want = INTENT_WRITES[write];
+  const got = { UpdateExpression: "UpdateExpression" in input ? input.UpdateExpression : undefined, ConditionExpression: input.ConditionExpression, ExpressionAttributeNames: input.ExpressionAttributeNames };
+  if (!isDeepStrictEqual(got, { ...want })) throw new Error(`FakeIntentTable: the ${write} write is not the one modelled: ${JSON.stringify(got)}`);
+}
+
+/**
  * The intent table in memory, behind aws-sdk-client-mock: the claim, completion and release
  * writes of functions/retraining/intent.ts, evaluated as their condition expressions say, and
  * BatchGetItem. It lets a test play several invocations against one table (redeliveries,
@@ -124,6 +159,7 @@ export class FakeIntentTable {
     };
     if (v[":in_progress"] !== undefined && v[":me"] !== undefined && v[":until"] !== undefined) {
       // claimIntent: attribute_not_exists OR (in_progress AND in_progress_until < now AND first_claimed_at > window_start)
+      expectWrite("claim", input);
       const fault = this.fault("claim");
       if (fault && "error" in fault) throw fault.error;
       const now = Number(v[":now"]);
@@ -148,6 +184,7 @@ export class FakeIntentTable {
     }
     if (v[":launched"] !== undefined) {
       // completeIntent: attempt = :me
+      expectWrite("complete", input);
       const fault = this.fault("complete");
       if (fault && "error" in fault) throw fault.error;
       if (old?.attempt !== v[":me"]) fail();
@@ -157,6 +194,7 @@ export class FakeIntentTable {
     }
     if (v[":zero"] !== undefined) {
       // releaseIntent (not definite): attempt = :me AND status = in_progress
+      expectWrite("expire", input);
       if (old?.attempt !== v[":me"] || old?.status !== "in_progress") fail();
       this.items.set(key, { ...(old as Item), in_progress_until: 0 });
       return {};
@@ -165,6 +203,7 @@ export class FakeIntentTable {
   }
 
   private delete(input: DeleteCommandInput) {
+    expectWrite("delete", input);
     const v = (input.ExpressionAttributeValues ?? {}) as Values;
     const key = String(input.Key?.origin_message_id);
     const old = this.items.get(key);

@@ -58,5 +58,28 @@ describe("retraining/launcher units", () => {
         expect(() => parseLauncherConfig({ ...ENV, ...patch })).to.throw(EnvConfigError, message);
       });
     }
+
+    // Each refusal says why, so an operator can fix the variable from the error alone.
+    const refusedWithReason: Array<[string, Record<string, string>, string]> = [
+      ["USE_SPOT with a boolean word inside a longer one", { USE_SPOT: "xtrue" }, "USE_SPOT is invalid (must be true or false"],
+      ["USE_SPOT with a boolean word followed by more", { USE_SPOT: "truex" }, "USE_SPOT is invalid (must be true or false"],
+      ["no subnets after trimming", { ECS_SUBNETS: " , " }, "ECS_SUBNETS is invalid (must name at least one subnet"],
+      ["no security groups after trimming", { ECS_SECURITY_GROUPS: "," }, "ECS_SECURITY_GROUPS is invalid (must name at least one security group"],
+      ["a task definition family with a space", { ECS_TASK_DEFINITION_FAMILY: "bad family" }, "ECS_TASK_DEFINITION_FAMILY is invalid (must be a task definition family"],
+      ["an ENVIRONMENT not starting with a letter", { ENVIRONMENT: "1dev" }, "ENVIRONMENT is invalid (must be a short lowercase environment name"],
+      ["an ENVIRONMENT with a character after the name", { ENVIRONMENT: "dev!" }, "ENVIRONMENT is invalid (must be a short lowercase environment name"],
+    ];
+    for (const [label, patch, reason] of refusedWithReason) {
+      it(`refuses ${label}, saying why`, () => {
+        expect(() => parseLauncherConfig({ ...ENV, ...patch })).to.throw(EnvConfigError, reason);
+      });
+    }
+
+    it("takes an explicit task definition family and container name of several characters", () => {
+      expect(parseLauncherConfig({ ...ENV, ECS_TASK_DEFINITION_FAMILY: "tradai-strategy_gpu", ECS_CONTAINER_NAME: "strategy-main" })).to.deep.include({
+        taskDefinition: "tradai-strategy_gpu-dev",
+        containerName: "strategy-main",
+      });
+    });
   });
 });

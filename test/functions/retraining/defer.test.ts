@@ -1,5 +1,18 @@
+import { SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
 import { expect } from "chai";
-import { carriedAttributes, chunkEntries, DEFERRALS_ATTRIBUTE, entryBytes, lineageOf, MAX_BATCH_BYTES, ORIGIN_ATTRIBUTE } from "../../../functions/retraining/defer";
+import {
+  carriedAttributes,
+  chunkEntries,
+  deadLetterStamped,
+  DEFERRALS_ATTRIBUTE,
+  entryBytes,
+  lineageOf,
+  MAX_BATCH_BYTES,
+  ORIGIN_ATTRIBUTE,
+  resendDeferred,
+} from "../../../functions/retraining/defer";
+import { mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL } from "../helpers/retraining-deps";
 import { sqsRecord } from "../helpers/sqs-events";
 
 describe("retraining/launcher units", () => {
@@ -39,6 +52,79 @@ describe("retraining/launcher units", () => {
       const half = MAX_BATCH_BYTES / 2;
       expect(chunkEntries([half, half, 1, MAX_BATCH_BYTES + 1, 1], (x) => x)).to.deep.equal([[half, half], [1], [MAX_BATCH_BYTES + 1], [1]]);
       expect(chunkEntries([], (x: number) => x)).to.deep.equal([]);
+    });
+
+    it("an oversized first entry goes alone, with no empty call before it", () => {
+      expect(chunkEntries([MAX_BATCH_BYTES + 1, 1], (x) => x)).to.deep.equal([[MAX_BATCH_BYTES + 1], [1]]);
+    });
+
+    it("counts an entry without a body, an attribute without a type and one without a value", () => {
+      // The SDK's types let each of these be undefined.
+      expect(entryBytes({ MessageBody: undefined, MessageAttributes: { k: { DataType: "String" }, ab: { DataType: undefined, StringValue: "xyz" } } })).to.equal(1 + 6 + 0 + (2 + 0 + 3));
+    });
+  });
+
+  describe("resendDeferred: delayed copies through SendMessageBatch", () => {
+    const requests = (records: SQSRecord[]) => records.map((record) => ({ record, lineage: { originMessageId: record.messageId, deferrals: 0 } }));
+    const accepted = (input: SendMessageBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })), Failed: [] });
+
+    it("past the 256 KiB payload budget the copies are split over SendMessageBatch calls", async () => {
+      const t = mockedLauncherDeps();
+      t.sqsMock.on(SendMessageBatchCommand).callsFake(accepted);
+      // 100 KiB bodies: two fit one call (200 KiB and their attributes), a third would pass 256 KiB.
+      const records = Array.from({ length: 3 }, () => sqsRecord("x".repeat(100 * 1024)));
+
+      const outcome = await resendDeferred(t.deps.sqs, RETRAINING_URL, requests(records), 60);
+
+      const calls = t.sqsMock.commandCalls(SendMessageBatchCommand).map((c) => c.args[0].input);
+      expect(calls.map((c) => c.Entries?.map((e) => e.MessageBody?.length))).to.deep.equal([[102_400, 102_400], [102_400]]);
+      expect(calls.map((c) => c.QueueUrl)).to.deep.equal([RETRAINING_URL, RETRAINING_URL]);
+      expect([...outcome]).to.deep.equal(records.map((r) => [r.messageId, undefined]));
+    });
+
+    const answers: Array<[string, (input: SendMessageBatchCommandInput) => unknown, string[]]> = [
+      ["no answer at all", () => undefined, ["not acknowledged by SendMessageBatch", "not acknowledged by SendMessageBatch"]],
+      [
+        "a refusal with its code and message, and one without either",
+        (input) => ({ Successful: [], Failed: [{ Id: input.Entries?.[0]?.Id, Code: "InvalidParameterValue", SenderFault: true, Message: "too many attributes" }, { Id: input.Entries?.[1]?.Id, SenderFault: false }] }),
+        ["InvalidParameterValue: too many attributes", "error: refused"],
+      ],
+    ];
+    for (const [label, answer, reasons] of answers) {
+      it(`an entry SQS does not accept keeps why (${label})`, async () => {
+        const t = mockedLauncherDeps();
+        t.sqsMock.on(SendMessageBatchCommand).callsFake(answer);
+        const records = [sqsRecord("{}"), sqsRecord("{}")];
+
+        const outcome = await resendDeferred(t.deps.sqs, RETRAINING_URL, requests(records), 60);
+
+        expect([...outcome]).to.deep.equal(records.map((r, i) => [r.messageId, reasons[i]]));
+      });
+    }
+
+    it("a call that throws fails exactly its own entries, with the error; the next call's entries still go", async () => {
+      const t = mockedLauncherDeps();
+      t.sqsMock.on(SendMessageBatchCommand).rejectsOnce(new Error("sqs down")).callsFake(accepted);
+      const records = Array.from({ length: 11 }, () => sqsRecord("{}"));
+
+      const outcome = await resendDeferred(t.deps.sqs, RETRAINING_URL, requests(records), 60);
+
+      expect([...outcome]).to.deep.equal(records.map((r, i) => [r.messageId, i < 10 ? "Error: sqs down" : undefined]));
+    });
+
+    it("dead-letters a record that arrived without message attributes, stamped with its lineage", async () => {
+      const t = mockedLauncherDeps();
+      t.sqsMock.on(SendMessageCommand).resolves({ MessageId: "q" });
+      const record = { ...sqsRecord("{}"), messageAttributes: undefined } as unknown as SQSRecord;
+
+      await deadLetterStamped(t.deps.sqs, QUARANTINE_URL, record, { originMessageId: "origin-1", deferrals: 2 }, "retries_exhausted: boom");
+
+      expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes).to.deep.equal({
+        [ORIGIN_ATTRIBUTE]: { DataType: "String", StringValue: "origin-1" },
+        [DEFERRALS_ATTRIBUTE]: { DataType: "Number", StringValue: "2" },
+        "dead-letter-reason": { DataType: "String", StringValue: "retries_exhausted: boom" },
+        "source-message-id": { DataType: "String", StringValue: record.messageId },
+      });
     });
   });
 });

@@ -864,4 +864,298 @@ describe("retraining/launcher handler", () => {
       }
     });
   });
+
+  describe("log steps and counts of docs/parts/retraining.md", () => {
+    const T0 = Date.parse("2024-01-01T12:00:00.000Z");
+    /** The one entry logged with `step`: its level and its fields without the step itself. */
+    const only = (t: Harness, step: string) => {
+      const entries = t.logger.withStep(step);
+      expect(entries, `${step} logged once`).to.have.length(1);
+      const { step: _step, ...fields } = entries[0]?.fields ?? {};
+      return { level: entries[0]?.level, fields };
+    };
+    const leaseHolder = (t: Harness) => t.dbMock.commandCalls(PutCommand)[0]?.args[0].input.Item?.holder as string;
+    const lastReceive = (r: SQSRecordLike) => ({ ...r, attributes: { ...r.attributes, ApproximateReceiveCount: "3" } });
+
+    it("reads the intents of, and names on the lease, only the origins of valid messages", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      const valid = sqsRecord(retrainingBody());
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord("{"), valid, sqsRecord(JSON.stringify({ model_name: "M" }))));
+
+      expect(t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-intent"]?.Keys).to.deep.equal([{ origin_message_id: valid.messageId }]);
+      expect(t.dbMock.commandCalls(PutCommand)[0]?.args[0].input.Item?.origin_message_ids).to.deep.equal([valid.messageId]);
+    });
+
+    it("lease: acquired {holder, attempts, expires_at}, released {holder}; busy {holder, waited_until}", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
+      const busy = mockedLauncherDeps();
+      arrange(busy);
+      busy.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: T0 + 20_000 }));
+      await createLauncherHandler(busy.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(only(t, "capacity_lease_acquired")).to.deep.equal({ level: "info", fields: { holder: leaseHolder(t), attempts: 1, expires_at: "2024-01-01T12:00:30.000Z" } });
+      expect(only(t, "capacity_lease_released")).to.deep.equal({ level: "info", fields: { holder: leaseHolder(t) } });
+      expect(only(busy, "capacity_lease_busy")).to.deep.equal({ level: "warn", fields: { holder: leaseHolder(busy), waited_until: "2024-01-01T12:00:03.000Z" } });
+    });
+
+    it("lease: lost to another holder {holder} (warn); a release that errors is logged, not thrown, and the batch's outcome stands", async () => {
+      const lost = mockedLauncherDeps();
+      arrange(lost);
+      lost.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
+      const broken = mockedLauncherDeps();
+      arrange(broken);
+      broken.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(new Error("dynamo down"));
+
+      await createLauncherHandler(lost.deps)(sqsEvent(sqsRecord(retrainingBody())));
+      const res = await createLauncherHandler(broken.deps)(sqsEvent(sqsRecord(retrainingBody())));
+
+      expect(only(lost, "capacity_lease_lost")).to.deep.equal({ level: "warn", fields: { holder: leaseHolder(lost) } });
+      expect(res.batchItemFailures).to.deep.equal([]);
+      expect(only(broken, "capacity_lease_release_failed")).to.deep.equal({ level: "error", fields: { holder: leaseHolder(broken), error: "Error: dynamo down" } });
+      expect(broken.logger.steps()).to.not.include("capacity_lease_released");
+    });
+
+    it("a launch: ecs_task_launched and state_recorded with their fields, no takeover and no superseded completion", async () => {
+      const t = mockedLauncherDeps({ useSpot: true });
+      arrange(t);
+      const record = sqsRecord(retrainingBody({ model_name: "PascalStrategy-btc", trigger: "manual" }));
+      const jobId = jobIdFor(record.messageId);
+
+      await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(only(t, "ecs_task_launched")).to.deep.equal({
+        level: "info",
+        fields: { message_id: record.messageId, model_name: "PascalStrategy-btc", job_id: jobId, task_arn: taskArn(1), trigger: "manual", capacity_provider: "FARGATE_SPOT" },
+      });
+      expect(only(t, "state_recorded")).to.deep.equal({ level: "info", fields: { model_name: "PascalStrategy-btc", task_arn: taskArn(1), job_id: jobId } });
+      expect(t.logger.steps()).to.not.include.members(["launch_intent_taken_over"]);
+      expect(t.logger.steps()).to.not.include.members(["launch_intent_superseded"]);
+    });
+
+    it("batch_processed counts {received, processed, failed, launched, deferred}", async () => {
+      const t = mockedLauncherDeps({ maxConcurrentTasks: 1 });
+      const intents = arrange(t);
+      const duplicate = sqsRecord(retrainingBody());
+      intents.items.set(duplicate.messageId, launchedIntent(duplicate.messageId));
+
+      await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord(retrainingBody()), duplicate, sqsRecord("{")));
+
+      expect(only(t, "batch_processed")).to.deep.equal({ level: "info", fields: { received: 4, processed: 2, failed: 0, launched: 1, deferred: 1 } });
+    });
+
+    it("a deferral for a busy lease carries no running count or cap (those belong to at_capacity)", async () => {
+      const t = mockedLauncherDeps();
+      arrange(t);
+      t.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: T0 + 20_000 }));
+      const record = sqsRecord(retrainingBody());
+
+      await createLauncherHandler(t.deps)(sqsEvent(record));
+
+      expect(only(t, "capacity_deferred")).to.deep.equal({
+        level: "info",
+        fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", reason: "lease_busy", deferrals: 1, delay_seconds: 60 },
+      });
+    });
+
+    describe("duplicates", () => {
+      it("acknowledged and counted as processed; the repair of its state record is not logged as a new record", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, launchedIntent(record.messageId));
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(t.metrics.count("SQSMessagesProcessed")).to.equal(1);
+        expect(stateUpdates(t)).to.have.length(1, "the repair is written");
+        expect(t.logger.steps()).to.not.include("state_recorded");
+      });
+
+      it("a repair that fails is logged state_repair_failed (warn) and the duplicate is still acknowledged", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        t.dbMock.on(UpdateCommand, { TableName: "retraining-state" }).rejects(new Error("dynamo down"));
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, launchedIntent(record.messageId));
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(only(t, "state_repair_failed")).to.deep.equal({
+          level: "warn",
+          fields: { message_id: record.messageId, model_name: "PascalStrategy", task_arn: taskArn(99), error: "Error: dynamo down" },
+        });
+        expect(t.logger.steps()).to.not.include("state_record_failed");
+      });
+
+      it("an origin launched between the batch's read and its claim is acknowledged as a duplicate, not deferred", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, launchedIntent(record.messageId));
+        // The batch's read happened before that launch completed.
+        t.dbMock.on(BatchGetCommand).resolves({ Responses: {} });
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(runTaskInputs(t)).to.deep.equal([]);
+        expect(deferredCopies(t)).to.deep.equal([]);
+        expect(only(t, "duplicate_message_skipped").fields).to.deep.equal({ message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", job_id: jobIdFor(record.messageId), task_arn: taskArn(99) });
+      });
+    });
+
+    describe("the claim", () => {
+      const fieldsOf = (record: SQSRecordLike) => ({ message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", job_id: jobIdFor(record.messageId) });
+
+      it("a takeover of a dead attempt's claim is logged launch_intent_taken_over (warn) with the message's ids", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 600_000 });
+
+        await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(only(t, "launch_intent_taken_over")).to.deep.equal({ level: "warn", fields: fieldsOf(record) });
+      });
+
+      it("another live attempt's claim is logged launch_in_progress_elsewhere {until}", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "alive", in_progress_until: T0 + 20_000, first_claimed_at: T0 - 1_000 });
+
+        await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(only(t, "launch_in_progress_elsewhere")).to.deep.equal({ level: "info", fields: { ...fieldsOf(record), until: "2024-01-01T12:00:20.000Z" } });
+      });
+
+      it("a claim beyond the clientToken window is logged launch_outcome_unknown {first_claimed_at} (error)", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 3 * 86_400_000 });
+
+        await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(only(t, "launch_outcome_unknown")).to.deep.equal({ level: "error", fields: { ...fieldsOf(record), first_claimed_at: "2023-12-29T12:00:00.000Z" } });
+      });
+
+      it("a claim that fails with a DynamoDB error fails the record with that error (dead-lettered with it on the last receive)", async () => {
+        const t = mockedLauncherDeps({ maxReceiveCount: 3 });
+        const intents = arrange(t);
+        intents.failNext("claim", Object.assign(new Error("throttled"), { name: "ProvisionedThroughputExceededException" }));
+        const record = lastReceive(sqsRecord(retrainingBody()));
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(runTaskInputs(t)).to.deep.equal([]);
+        const reason = "retries_exhausted: ProvisionedThroughputExceededException: throttled";
+        expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes?.["dead-letter-reason"]?.StringValue).to.equal(reason);
+        expect(only(t, "message_dead_lettered")).to.deep.equal({ level: "warn", fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", reason } });
+      });
+
+      it("a dead-letter copy the DLQ refuses is logged dead_letter_failed (error) and the record fails", async () => {
+        const t = mockedLauncherDeps({ maxReceiveCount: 3 });
+        arrange(t);
+        t.ecsMock.on(RunTaskCommand).rejects(new Error("ECS down"));
+        t.sqsMock.on(SendMessageCommand).rejects(new Error("too many attributes"));
+        const record = lastReceive(sqsRecord(retrainingBody()));
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(only(t, "dead_letter_failed")).to.deep.equal({
+          level: "error",
+          fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", error: "Error: too many attributes" },
+        });
+      });
+    });
+
+    describe("after RunTask", () => {
+      it("a RunTask error whose claim cannot be released: launch_intent_release_failed is logged and the record fails with the RunTask error", async () => {
+        const t = mockedLauncherDeps();
+        arrange(t);
+        t.ecsMock.on(RunTaskCommand).rejects(new Error("ECS down"));
+        t.dbMock.on(UpdateCommand, { TableName: "retraining-intent", ExpressionAttributeValues: { ":zero": 0 } }).rejects(new Error("dynamo down"));
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(only(t, "ecs_task_launch_failed")).to.deep.equal({ level: "error", fields: { message_id: record.messageId, model_name: "PascalStrategy", error: "Error: ECS down" } });
+        expect(only(t, "launch_intent_release_failed")).to.deep.equal({ level: "error", fields: { origin_message_id: record.messageId, error: "Error: dynamo down" } });
+      });
+
+      it("a completion that fails is logged launch_intent_complete_failed (error) with the task", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        intents.failNext("complete", new Error("dynamo down"));
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(only(t, "launch_intent_complete_failed")).to.deep.equal({
+          level: "error",
+          fields: { origin_message_id: record.messageId, model_name: "PascalStrategy", task_arn: taskArn(1), error: "Error: dynamo down" },
+        });
+      });
+
+      it("a completion that finds its claim taken over is logged launch_intent_superseded (warn) and the launch still stands", async () => {
+        const t = mockedLauncherDeps();
+        const intents = arrange(t);
+        const record = sqsRecord(retrainingBody());
+        // While this RunTask runs, another attempt takes the claim over.
+        t.ecsMock.on(RunTaskCommand).callsFake(() => {
+          intents.items.set(record.messageId, { ...intents.items.get(record.messageId), attempt: "thief" });
+          return { tasks: [{ taskArn: taskArn(1) }], failures: [] };
+        });
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(only(t, "launch_intent_superseded")).to.deep.equal({
+          level: "warn",
+          fields: { origin_message_id: record.messageId, model_name: "PascalStrategy", task_arn: taskArn(1), by_attempt: "thief", status: "in_progress" },
+        });
+        expect(t.logger.steps()).to.include("state_recorded");
+      });
+
+      it("a state record that fails after a launch is logged state_record_failed (error) and the record fails (retried as a duplicate)", async () => {
+        const t = mockedLauncherDeps();
+        arrange(t);
+        t.dbMock.on(UpdateCommand, { TableName: "retraining-state" }).rejects(new Error("dynamo down"));
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(only(t, "state_record_failed")).to.deep.equal({
+          level: "error",
+          fields: { message_id: record.messageId, model_name: "PascalStrategy", task_arn: taskArn(1), error: "Error: dynamo down" },
+        });
+      });
+
+      it("a state record a newer launch already holds is left alone and logged state_superseded {newer_message_id}", async () => {
+        const t = mockedLauncherDeps();
+        arrange(t);
+        t.dbMock.on(UpdateCommand, { TableName: "retraining-state" }).rejects(conditionFailed({ model_name: "PascalStrategy", message_id: "newer" }));
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([]);
+        expect(only(t, "state_superseded")).to.deep.equal({ level: "info", fields: { model_name: "PascalStrategy", task_arn: taskArn(1), job_id: jobIdFor(record.messageId), newer_message_id: "newer" } });
+        expect(t.logger.steps()).to.not.include("state_recorded");
+      });
+    });
+  });
 });
+

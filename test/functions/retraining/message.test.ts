@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { parseRetrainingMessage, strategyOf } from "../../../functions/retraining/message";
+import { MODEL_NAME_RULE } from "../../../policy/contract";
 
 describe("retraining/launcher units", () => {
   describe("message", () => {
@@ -13,6 +14,27 @@ describe("retraining/launcher units", () => {
     it("strategy is the model name's segment before the first '-', as written (the seed's text, not its tag example)", () => {
       expect(strategyOf("PascalStrategy")).to.equal("PascalStrategy");
       expect(strategyOf("PascalStrategy-btc-v2")).to.equal("PascalStrategy");
+    });
+
+    const notObjects: Array<[string, string]> = [
+      ["5", "body is number"],
+      ['"PascalStrategy"', "body is string"],
+      ["null", "body is object"],
+      ["[1]", "body is an array"],
+    ];
+    for (const [body, detail] of notObjects) {
+      it(`a JSON ${body} is not_an_object, saying what it is`, () => {
+        expect(parseRetrainingMessage(body)).to.deep.equal({ ok: false, reason: "not_an_object", detail });
+      });
+    }
+
+    it("the detail names each field that failed and why, separated by '; '", () => {
+      const result = parseRetrainingMessage(JSON.stringify({ model_name: "a,b", trigger: "cron" }));
+
+      expect(result.ok).to.equal(false);
+      const detail = result.ok ? "" : result.detail;
+      expect(detail.split("; ").map((d) => d.split(": ")[0])).to.deep.equal(["model_name", "trigger"]);
+      expect(detail).to.include(`model_name: must be ${MODEL_NAME_RULE}`);
     });
   });
 });

@@ -1,5 +1,7 @@
+import { mock } from "node:test";
 import { expect } from "chai";
-import { launcherMetrics } from "../../../functions/retraining/runtime-deps";
+import { launcherMetrics, runtimeDeps } from "../../../functions/retraining/runtime-deps";
+import { launcherConfig } from "../helpers/retraining-deps";
 
 describe("retraining/launcher units", () => {
   describe("metrics", () => {
@@ -21,6 +23,31 @@ describe("retraining/launcher units", () => {
       const emf = JSON.parse(lines.join("").trim().split("\n").pop() ?? "{}") as { _aws: { CloudWatchMetrics: Array<{ Dimensions: string[][] }> }; Environment: string };
       expect(emf._aws.CloudWatchMetrics[0]?.Dimensions).to.deep.equal([["Environment"]]);
       expect(emf.Environment).to.equal("dev");
+    });
+  });
+
+  describe("runtime deps", () => {
+    afterEach(() => mock.timers.reset());
+
+    it("carry the config, a wall clock, and a sleep that resolves after the pause asked for", async () => {
+      mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_700_000_000_000 });
+      const config = launcherConfig();
+      const deps = runtimeDeps(config);
+      let slept = false;
+
+      const pause = deps.sleep(250).then(() => {
+        slept = true;
+      });
+      mock.timers.tick(249);
+      await Promise.resolve();
+      const early = slept;
+      mock.timers.tick(1);
+      await pause;
+
+      expect(deps.config).to.equal(config);
+      expect(deps.now().getTime()).to.equal(1_700_000_000_250);
+      expect(early).to.equal(false);
+      expect(slept).to.equal(true);
     });
   });
 });
