@@ -1158,4 +1158,3 @@ describe("retraining/launcher handler", () => {
     });
   });
 });
-
