@@ -28,6 +28,7 @@ export async function runExecutable(executable: Executable, ctx: JobContext, scr
   const workDir = await mkdtemp(path.join(scratchDir, "job-"));
   try {
     await new Promise<void>((resolve, reject) => {
+      // stdio: Node's default, three pipes (stdin carries the payload, both outputs are logged).
       const child = spawn(executable.command, executable.args, {
         cwd: workDir,
         env: {
@@ -37,7 +38,6 @@ export async function runExecutable(executable: Executable, ctx: JobContext, scr
           JOB_ID: ctx.job.job_id,
           JOB_TYPE: ctx.job.type,
         },
-        stdio: ["pipe", "pipe", "pipe"],
         signal: ctx.signal,
         killSignal: "SIGKILL",
       });

@@ -99,7 +99,7 @@ export class TaskProtection {
       logStep(this.o.logger, "info", "task_protection_disabled", { reason: "ECS_AGENT_URI is not set" });
       return;
     }
-    const state = await this.request("GET");
+    const state = await this.request(this.url, "GET");
     const enabled = readProtectionEnabled(state);
     if (enabled === true && this.inFlight === 0) await this.enqueue(false, "reconcile");
   }
@@ -117,14 +117,14 @@ export class TaskProtection {
   }
 
   private stopRefresh(): void {
-    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
     this.clearRetry();
     this.heldSince = undefined;
   }
 
   private clearRetry(): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
   }
 
@@ -144,11 +144,12 @@ export class TaskProtection {
   }
 
   private async put(enabled: boolean, reason: Reason, timeoutMs: number): Promise<void> {
-    if (!this.url) return;
+    const url = this.url;
+    if (!url) return;
     // Queued before the last job ended: nothing needs protecting any more.
     if (reason === "retry" && this.inFlight === 0) return;
     const body = enabled ? { ProtectionEnabled: true, ExpiresInMinutes: this.o.expiresInMinutes } : { ProtectionEnabled: false };
-    const ok = (await this.request("PUT", body, timeoutMs)) !== undefined;
+    const ok = (await this.request(url, "PUT", body, timeoutMs)) !== undefined;
     if (enabled) {
       if (ok) this.clearRetry();
       else this.scheduleRetry();
@@ -167,36 +168,33 @@ export class TaskProtection {
   }
 
   /** The parsed reply, or undefined after logging the failure. */
-  private async request(method: "GET" | "PUT", body?: unknown, timeoutMs = this.timeoutMs): Promise<unknown> {
-    if (!this.url) return undefined;
+  private async request(url: string, method: "GET" | "PUT", body?: { ProtectionEnabled: boolean }, timeoutMs = this.timeoutMs): Promise<unknown> {
     try {
-      const res = await this.fetchFn(this.url, {
+      const res = await this.fetchFn(url, {
         method,
         headers: { "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // undefined for the GET (JSON.stringify(undefined) is undefined): no body.
+        body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });
       const text = await res.text();
       if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 500)}`);
       const parsed: unknown = text ? JSON.parse(text) : {};
       // The agent answers 200 with a `failure` object when ECS refused the change.
-      const failure = typeof parsed === "object" && parsed !== null ? (parsed as { failure?: unknown }).failure : undefined;
+      // A primitive has no `failure`; only null needs the `?.`.
+      const failure = (parsed as { failure?: unknown } | null)?.failure;
       if (failure) throw new Error(`agent reported failure: ${JSON.stringify(failure)}`);
       return parsed;
     } catch (error) {
       logStep(this.o.logger, "warn", "task_protection_failed", {
         method,
-        ...(isRecordBody(body) ? { enabled: body.ProtectionEnabled } : {}),
+        ...(body ? { enabled: body.ProtectionEnabled } : {}),
         error: errorMessage(error),
       });
       countOne(this.o.metrics, "TaskProtectionFailures");
       return undefined;
     }
   }
-}
-
-function isRecordBody(body: unknown): body is { ProtectionEnabled: boolean } {
-  return typeof body === "object" && body !== null && "ProtectionEnabled" in body;
 }
 
 /** `{"protection": {"ProtectionEnabled": true, …}}` is the agent's reply shape. */

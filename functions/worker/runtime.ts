@@ -1,10 +1,11 @@
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { createLogger } from "../shared/logger";
+import { flushAndExit } from "../shared/exit";
+import { createLogger, errorMessage } from "../shared/logger";
 import { createMetrics } from "../shared/metrics";
 import { parseWorkerConfig } from "./config";
 import { buildHandlers } from "./handlers";
 import { TaskProtection } from "./protection";
-import type { WorkerDeps } from "./worker";
+import { createWorker, type WorkerDeps } from "./worker";
 
 export { createWorker } from "./worker";
 
@@ -25,4 +26,25 @@ export function defaultDeps(env: NodeJS.ProcessEnv = process.env): WorkerDeps {
     logger,
     metrics,
   };
+}
+
+/** The slice of `process` the entry point uses; tests pass an EventEmitter. */
+export interface SignalSource {
+  once(signal: "SIGTERM" | "SIGINT", listener: () => void): unknown;
+}
+
+/**
+ * Runs the worker until SIGTERM or SIGINT stops it, then exits: 0 once its shutdown is done, 1
+ * (after logging `worker_crashed`) if the loop itself failed.
+ */
+export function runWorkerProcess(deps: WorkerDeps, signals: SignalSource = process, exit: (code: number) => void = flushAndExit): Promise<void> {
+  const worker = createWorker(deps);
+  for (const signal of ["SIGTERM", "SIGINT"] as const) signals.once(signal, () => worker.stop(signal));
+  return worker.run().then(
+    () => exit(0),
+    (error: unknown) => {
+      deps.logger.error("worker_crashed", { step: "worker_crashed", error: errorMessage(error) });
+      exit(1);
+    },
+  );
 }

@@ -43,9 +43,11 @@ interface Running {
   message: Message;
   abort: AbortController;
   done: Promise<void>;
-  settled: boolean;
-  /** Set when shutdown gave the message back itself; the job path must not touch it after. */
-  givenBack: boolean;
+  /**
+   * The give-back, once begun (by the aborted job or by shutdown, whichever comes first): the
+   * message belongs to the queue again, and the job path must not touch it after.
+   */
+  givenBack: Promise<void> | undefined;
   /** The visibility heartbeat; kept here so a give-back can stop it even if the handler runs on. */
   heartbeat: NodeJS.Timeout | undefined;
 }
@@ -156,8 +158,9 @@ export class Worker {
     if (this.running.size >= c.concurrency) return Infinity;
     // Under a steady backlog with N > 1 slots the task would never be idle: stop taking work
     // after holding protection this long, so deployments and scale-in get their window.
-    if (this.running.size > 0 && this.d.protection.heldForMs(now) >= c.maxProtectedMs) return Infinity;
-    if (this.running.size === 0 && now < this.idleUntil) return this.idleUntil - now;
+    // heldForMs is 0 while no job holds protection.
+    if (this.d.protection.heldForMs(now) >= c.maxProtectedMs) return Infinity;
+    if (this.inIdleWindow(now)) return this.idleUntil - now;
     return 0;
   }
 
@@ -165,7 +168,7 @@ export class Worker {
     return new Promise((resolve) => {
       const timer = Number.isFinite(ms) ? setTimeout(() => done(), ms) : undefined;
       const done = () => {
-        if (timer) clearTimeout(timer);
+        clearTimeout(timer);
         this.wakeUp = undefined;
         resolve();
       };
@@ -198,12 +201,11 @@ export class Worker {
 
   private start(message: Message): void {
     this.stats.received += 1;
-    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), settled: false, givenBack: false, heartbeat: undefined };
+    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), givenBack: undefined, heartbeat: undefined };
     this.running.add(entry);
     entry.done = this.process(entry)
       .catch((error: unknown) => logStep(this.d.logger, "error", "job_crashed", { message_id: message.MessageId, error: errorMessage(error) }))
       .finally(() => {
-        entry.settled = true;
         this.running.delete(entry);
         if (this.running.size === 0 && this.workedSinceIdle) {
           this.idleUntil = Date.now() + this.d.config.idleWindowMs;
@@ -240,19 +242,18 @@ export class Worker {
     logStep(this.d.logger, "info", "job_started", { ...fields, visibility_seconds: visibility });
     countOne(this.d.metrics, "JobsStarted");
     const startedAt = Date.now();
-    let outcome: "succeeded" | "failed" | "aborted";
+    let succeeded = false;
     let failure: unknown;
     try {
       await handler({ job, messageId: message.MessageId ?? "", signal: entry.abort.signal, logger: this.d.logger });
-      outcome = "succeeded";
+      succeeded = true;
     } catch (error) {
-      outcome = entry.abort.signal.aborted ? "aborted" : "failed";
       failure = error;
     }
     const durationMs = Date.now() - startedAt;
-    if (outcome !== "succeeded" || entry.givenBack) clearInterval(entry.heartbeat);
+    if (!succeeded || entry.givenBack) clearInterval(entry.heartbeat);
     if (entry.givenBack) return;
-    if (outcome === "succeeded") {
+    if (succeeded) {
       // The heartbeat runs on until the delete is through: a slow or re-sent delete must not let
       // the message come back (and the job run again) while it is on its way.
       try {
@@ -264,7 +265,7 @@ export class Worker {
       logStep(this.d.logger, "info", "job_succeeded", { ...fields, duration_ms: durationMs });
       countOne(this.d.metrics, "JobsSucceeded");
       this.d.metrics.addMetric("JobDuration", MetricUnit.Milliseconds, durationMs);
-    } else if (outcome === "failed") {
+    } else if (!entry.abort.signal.aborted) {
       // Left on the queue: it comes back after the retry delay and, after maxReceiveCount, lands in the DLQ.
       await this.changeVisibility(message, c.retryDelaySeconds, "retry");
       this.stats.failed += 1;
@@ -335,9 +336,14 @@ export class Worker {
       .catch((error: unknown) => logStep(this.d.logger, "error", "delete_failed", { message_id: message.MessageId, error: errorMessage(error) }));
   }
 
-  private async giveBack(entry: Running, jobId: string | undefined): Promise<void> {
-    entry.givenBack = true;
-    clearInterval(entry.heartbeat);
+  /** Gives the message back once; a second caller waits for the first give-back to land. */
+  private giveBack(entry: Running, jobId: string | undefined): Promise<void> {
+    entry.givenBack ??= this.returnToQueue(entry, jobId);
+    return entry.givenBack;
+  }
+
+  /** The heartbeat checks `givenBack` at every beat, and the job clears it once its handler ends. */
+  private async returnToQueue(entry: Running, jobId: string | undefined): Promise<void> {
     const ok = await this.changeVisibility(entry.message, 0, "give_back");
     if (ok) this.stats.returned += 1;
     logStep(this.d.logger, "warn", "job_returned", { job_id: jobId, message_id: entry.message.MessageId, visible_again: ok });
@@ -352,18 +358,19 @@ export class Worker {
     for (const entry of unfinished) entry.abort.abort(new ShutdownAbort());
     await this.settleBy(Date.now() + this.d.config.abortSettleMs);
     // A handler that ignored its abort signal: give its message back ourselves, all at once,
-    // since each call may spend the SDK's retries and the stop timeout is shared.
-    await Promise.all([...this.running].filter((e) => !e.givenBack).map((e) => this.giveBack(e, undefined)));
+    // since each call may spend the SDK's retries and the stop timeout is shared. A give-back an
+    // aborted job began itself is awaited too: the process exits after this, and a call cut
+    // short would leave the message hidden for the rest of its visibility.
+    await Promise.all([...this.running].map((e) => this.giveBack(e, undefined)));
     await this.d.protection.releaseAll(SHUTDOWN_RELEASE_TIMEOUT_MS);
     // Unconditional: the protection's own counters are only flushed here.
     this.d.metrics.publishStoredMetrics();
     logStep(this.d.logger, "info", "shutdown_complete", { ...this.stats, unfinished: unfinished.length });
   }
 
+  /** Until every job running now has settled, or the deadline; no job starts during shutdown. */
   private async settleBy(deadline: number): Promise<void> {
-    while (this.running.size > 0 && Date.now() < deadline) {
-      await Promise.race([Promise.allSettled([...this.running].map((r) => r.done)), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
-    }
+    await Promise.race([Promise.allSettled([...this.running].map((r) => r.done)), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
   }
 
   /** Publishes only when something was added: an empty EMF flush only makes a warning. */

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { MAX_SHUTDOWN_GRACE_SECONDS, parseWorkerConfig } from "../../../functions/worker/config";
+import { executableSchema, executablesSchema, JOB_TYPE, MAX_SHUTDOWN_GRACE_SECONDS, parseWorkerConfig } from "../../../functions/worker/config";
 import { SHUTDOWN_MARGIN_SECONDS, WORKER_STOP_TIMEOUT_SECONDS } from "../../../infra/parts/worker.config";
 import { EnvConfigError } from "../../../functions/shared/env";
 
@@ -38,6 +38,101 @@ describe("worker: environment (functions/worker/config.ts)", () => {
   for (const [name, env, reason] of bad) {
     it(`rejects ${name}`, () => {
       expect(() => parseWorkerConfig(env)).to.throw(EnvConfigError, reason);
+    });
+  }
+  it("reads every variable, in milliseconds where the worker counts in ms", () => {
+    const c = parseWorkerConfig({
+      ...base,
+      WORKER_CONCURRENCY: "4",
+      WORKER_WAIT_TIME_SECONDS: "10",
+      WORKER_IDLE_WINDOW_SECONDS: "30",
+      WORKER_MAX_PROTECTED_SECONDS: "7200",
+      WORKER_DEFAULT_VISIBILITY_SECONDS: "1800",
+      WORKER_MAX_VISIBILITY_SECONDS: "43200",
+      WORKER_HEARTBEAT_SECONDS: "120",
+      WORKER_RETRY_DELAY_SECONDS: "90",
+      WORKER_SHUTDOWN_GRACE_SECONDS: "60",
+      TASK_PROTECTION_EXPIRES_MINUTES: "120",
+      WORKER_SCRATCH_DIR: "/data/scratch",
+      ECS_AGENT_URI: "http://169.254.170.2/api/task-1",
+    });
+    expect(c).to.deep.equal({
+      workQueueUrl: base.WORK_QUEUE_URL,
+      quarantineQueueUrl: base.QUARANTINE_QUEUE_URL,
+      concurrency: 4,
+      waitTimeSeconds: 10,
+      idleWindowMs: 30_000,
+      maxProtectedMs: 7_200_000,
+      defaultVisibilitySeconds: 1800,
+      maxVisibilitySeconds: 43_200,
+      heartbeatMs: 120_000,
+      retryDelaySeconds: 90,
+      shutdownGraceMs: 60_000,
+      abortSettleMs: 5000,
+      protectionExpiresMinutes: 120,
+      executables: {},
+      scratchDir: "/data/scratch",
+      agentUri: "http://169.254.170.2/api/task-1",
+    });
+  });
+
+  it("caps the default visibility at the maximum", () => {
+    const c = parseWorkerConfig({ ...base, WORKER_DEFAULT_VISIBILITY_SECONDS: "900", WORKER_MAX_VISIBILITY_SECONDS: "600" });
+    expect([c.defaultVisibilitySeconds, c.maxVisibilitySeconds]).to.deep.equal([600, 600]);
+  });
+
+  it("gives an allow-listed executable no arguments unless it names some", () => {
+    const c = parseWorkerConfig({ ...base, WORKER_EXECUTABLES: '{"noop":{"command":"/bin/true"}}' });
+    expect(c.executables).to.deep.equal({ noop: { command: "/bin/true", args: [] } });
+  });
+
+  const commands: Array<[string, boolean]> = [
+    ["/usr/bin/sha256sum", true],
+    ["/opt/My_Tool-2.1/run", true],
+    ["/", false],
+    ["bin/true", false],
+    ["x/bin/true", false],
+    ["/bin/sh -c", false],
+    ["/bin/true;rm", false],
+    ["/bin/$(id)", false],
+  ];
+  for (const [command, ok] of commands) {
+    it(`${ok ? "accepts" : "refuses"} the executable path ${JSON.stringify(command)}`, () => {
+      const parsed = executableSchema.safeParse({ command });
+      expect(parsed.success).to.equal(ok);
+      if (!ok) expect(parsed.error?.issues[0]?.message).to.equal("must be an absolute path");
+    });
+  }
+
+  const types: Array<[string, boolean]> = [
+    ["a", true],
+    ["payload-digest", true],
+    ["x9-", true],
+    [`a${"b".repeat(63)}`, true],
+    [`a${"b".repeat(64)}`, false],
+    ["9lives", false],
+    ["-x", false],
+    ["Resize", false],
+    ["x_y", false],
+    ["x/", false],
+    ["", false],
+  ];
+  for (const [type, ok] of types) {
+    it(`${ok ? "accepts" : "refuses"} the job type ${JSON.stringify(type.length > 20 ? `${type.slice(0, 8)}… (${type.length} chars)` : type)}`, () => {
+      expect(JOB_TYPE.test(type)).to.equal(ok);
+      const parsed = executablesSchema.safeParse({ [type]: { command: "/bin/true" } });
+      expect(parsed.success).to.equal(ok);
+      if (!ok) expect(JSON.stringify(parsed.error?.issues)).to.include("job types are lowercase letters, digits and dashes");
+    });
+  }
+
+  const messages: Array<[string, Record<string, string>, string]> = [
+    ["an allow-list that is not JSON", { WORKER_EXECUTABLES: "sha256sum" }, "must be a JSON object"],
+    ["a relative scratch directory", { WORKER_SCRATCH_DIR: "scratch" }, "must be an absolute path"],
+  ];
+  for (const [name, env, message] of messages) {
+    it(`says why it rejects ${name}`, () => {
+      expect(() => parseWorkerConfig({ ...base, ...env })).to.throw(EnvConfigError, message);
     });
   }
 });

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { initialVisibilitySeconds, parseJob } from "../../../functions/worker/job";
+import { heartbeatExtensionSeconds, initialVisibilitySeconds, parseJob } from "../../../functions/worker/job";
 
 describe("worker: job parsing and visibility (functions/worker/job.ts)", () => {
   it("parses a job with and without an estimate", () => {
@@ -21,6 +21,42 @@ describe("worker: job parsing and visibility (functions/worker/job.ts)", () => {
   for (const [name, estimate, heartbeatMs, expected] of visibilities) {
     it(`sets the initial visibility to ${name}`, () => {
       expect(initialVisibilitySeconds(estimate, { defaultVisibilitySeconds: 900, maxVisibilitySeconds: 3600, heartbeatMs })).to.equal(expected);
+    });
+  }
+  const rejected: Array<[string, string | undefined, string]> = [
+    ["no body at all", undefined, "body is not JSON"],
+    ["a body that is not JSON", "{", "body is not JSON"],
+    ["a body that is not an object", "[]", "invalid job: (body) "],
+    ["an empty job_id", '{"job_id":"","type":"t","payload":1}', "invalid job: job_id "],
+    ["a job_id over 256 characters", JSON.stringify({ job_id: "j".repeat(257), type: "t", payload: 1 }), "invalid job: job_id "],
+    ["an empty type", '{"job_id":"j","type":"","payload":1}', "invalid job: type "],
+    ["a type over 64 characters", JSON.stringify({ job_id: "j", type: "t".repeat(65), payload: 1 }), "invalid job: type "],
+    ["a zero estimate", '{"job_id":"j","type":"t","payload":1,"estimated_seconds":0}', "invalid job: estimated_seconds "],
+    ["an estimate over 12 hours", '{"job_id":"j","type":"t","payload":1,"estimated_seconds":43201}', "invalid job: estimated_seconds "],
+    ["a job without payload", '{"job_id":"j","type":"t"}', "invalid job: payload "],
+  ];
+  for (const [name, body, reason] of rejected) {
+    it(`rejects ${name} with a reason naming the field`, () => {
+      const parsed = parseJob(body);
+      expect(parsed.ok).to.equal(false);
+      expect(parsed.ok ? "" : parsed.reason.startsWith(reason), parsed.ok ? "" : parsed.reason).to.equal(true);
+    });
+  }
+
+  it("accepts the longest job_id and type, and a 12-hour estimate", () => {
+    const body = JSON.stringify({ job_id: "j".repeat(256), type: "t".repeat(64), payload: 1, estimated_seconds: 43_200 });
+    expect(parseJob(body).ok).to.equal(true);
+  });
+
+  const extensions: Array<[number, number, number]> = [
+    [60_000, 3600, 180],
+    [1500, 3600, 5],
+    [100, 3600, 1],
+    [3_600_000, 3600, 3600],
+  ];
+  for (const [heartbeatMs, maxVisibilitySeconds, expected] of extensions) {
+    it(`extends by 3 beats of ${heartbeatMs} ms, in whole seconds up to the maximum: ${expected} s`, () => {
+      expect(heartbeatExtensionSeconds({ heartbeatMs, maxVisibilitySeconds })).to.equal(expected);
     });
   }
 });

@@ -3,56 +3,15 @@ import {
   DeleteMessageCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  type Message,
   type SendMessageCommandInput,
 } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { createWorker } from "../../../functions/worker/worker";
 import type { JobHandler } from "../../../functions/worker/handlers";
 import { FakeEcsAgent } from "../helpers/ecs-agent";
-import { DLQ_URL, job, message, mockedWorkerDeps as workerDeps, WORK_URL } from "../helpers/worker-deps";
-import { advance, httpFetch, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
-
-/** The worker's deps, its agent calls over `node:http` (see httpFetch). */
-const mockedWorkerDeps = (options: Parameters<typeof workerDeps>[0] = {}) => workerDeps({ fetch: httpFetch, ...options });
-type Harness = ReturnType<typeof mockedWorkerDeps>;
-
-/** ReceiveMessage answers from `inbox` one batch per call, recording when each call was made. */
-function arrangeQueue(t: Harness, inbox: Message[][]): { receivedAt: number[] } {
-  const receivedAt: number[] = [];
-  t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
-    receivedAt.push(Date.now());
-    const batch = inbox.shift();
-    if (!batch) await sleep(20); // an empty long poll
-    return { Messages: batch ?? [] };
-  });
-  t.sqsMock.on(DeleteMessageCommand).resolves({});
-  t.sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
-  t.sqsMock.on(SendMessageCommand).resolves({});
-  return { receivedAt };
-}
-
-const visibilityCalls = (t: Harness) =>
-  t.sqsMock.commandCalls(ChangeMessageVisibilityCommand).map((c) => [c.args[0].input.ReceiptHandle, c.args[0].input.VisibilityTimeout]);
-const deleted = (t: Harness) => t.sqsMock.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle);
-
-/** A handler that finishes when told to (or when aborted), for controlling overlap. */
-function gate(): { handler: JobHandler; open: () => void; started: () => number } {
-  let release: () => void = () => undefined;
-  const opened = new Promise<void>((r) => (release = r));
-  let starts = 0;
-  return {
-    handler: async ({ signal }) => {
-      starts += 1;
-      await Promise.race([
-        opened,
-        new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason instanceof Error ? signal.reason : new Error("aborted")))),
-      ]);
-    },
-    open: () => release(),
-    started: () => starts,
-  };
-}
+import { DLQ_URL, job, message, WORK_URL } from "../helpers/worker-deps";
+import { advance, sleep, until, useFakeTime, waitFor } from "../helpers/fake-time";
+import { arrangeQueue, deleted, gate, mockedWorkerDeps, runUntil, visibilityCalls } from "../helpers/worker-harness";
 
 describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, local agent)", function () {
   this.timeout(15_000);
@@ -62,18 +21,6 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
   beforeEach(() => agent.reset());
   // Jobs, polls, heartbeats, idle windows and grace periods run on fake time.
   useFakeTime();
-
-  async function runUntil(t: Harness, done: () => boolean, what: string) {
-    const worker = createWorker(t.deps);
-    const running = worker.run();
-    try {
-      await waitFor(done, 5000, what);
-    } finally {
-      worker.stop("test");
-      await until(running);
-    }
-    return worker;
-  }
 
   it("runs a job: visibility from its estimate, then delete, protected only while it runs", async () => {
     const ran: string[] = [];
@@ -383,7 +330,7 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
       await advance(300);
 
       // Assert
-      expect(t.logger.withStep("idle_window_deferred")[0]!.fields).to.include({ messages: 1 });
+      expect(t.logger.withStep("idle_window_deferred")[0]!.fields).to.deep.include({ messages: 1, message_ids: [late.MessageId] });
       expect(visibilityCalls(t).filter(([, v]) => v === 0)).to.deep.equal([]);
       expect(deleted(t)).to.include(late.ReceiptHandle);
       // The window follows the late job: no receive in the 250–790 ms after it ended.

@@ -1,0 +1,99 @@
+import { EventEmitter } from "node:events";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { expect } from "chai";
+import { defaultDeps, runWorkerProcess } from "../../../functions/worker/runtime";
+import { FakeEcsAgent } from "../helpers/ecs-agent";
+import { until, useFakeTime, waitFor } from "../helpers/fake-time";
+import { job, message } from "../helpers/worker-deps";
+import { arrangeQueue, mockedWorkerDeps } from "../helpers/worker-harness";
+
+const env = {
+  WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
+  QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
+  WORKER_CONCURRENCY: "3",
+  TASK_PROTECTION_EXPIRES_MINUTES: "7",
+  WORKER_EXECUTABLES: '{"payload-digest":{"command":"/usr/bin/sha256sum","args":["-"]}}',
+};
+
+describe("worker: the container's wiring (functions/worker/runtime.ts)", function () {
+  this.timeout(10_000);
+
+  describe("defaultDeps", () => {
+    const agent = new FakeEcsAgent();
+    before(() => agent.start());
+    after(() => agent.stop());
+
+    it("builds the config, the allow-listed handlers and an SQS client from the environment", () => {
+      const deps = defaultDeps(env);
+
+      expect(deps.config).to.deep.include({ concurrency: 3, protectionExpiresMinutes: 7, workQueueUrl: env.WORK_QUEUE_URL });
+      expect([...deps.handlers.keys()]).to.deep.equal(["payload-digest"]);
+      expect(deps.sqs).to.be.instanceOf(SQSClient);
+      expect(deps.protection.enabled).to.equal(false);
+    });
+
+    it("protects the task through ECS_AGENT_URI with the configured expiry (the global fetch, real time)", async () => {
+      // The real logger reads its level when it is created: keep its lines out of the test output.
+      const level = process.env.POWERTOOLS_LOG_LEVEL;
+      process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+      const deps = defaultDeps({ ...env, ECS_AGENT_URI: agent.uri });
+      if (level === undefined) delete process.env.POWERTOOLS_LOG_LEVEL;
+      else process.env.POWERTOOLS_LOG_LEVEL = level;
+
+      await deps.protection.acquire();
+      await deps.protection.releaseAll();
+
+      expect(deps.protection.enabled).to.equal(true);
+      expect(agent.requests.map((r) => r.body)).to.deep.equal([{ ProtectionEnabled: true, ExpiresInMinutes: 7 }, { ProtectionEnabled: false }]);
+    });
+  });
+
+  describe("runWorkerProcess", () => {
+    useFakeTime();
+
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      it(`shuts down on ${signal} and exits 0`, async () => {
+        // Prepare
+        const t = mockedWorkerDeps({ handlers: { quick: () => Promise.resolve() } });
+        arrangeQueue(t, [[message(job("quick"))]]);
+        const signals = new EventEmitter();
+        const exits: number[] = [];
+        const done = runWorkerProcess(t.deps, signals, (code) => exits.push(code));
+        await waitFor(() => t.logger.withStep("job_succeeded").length === 1, 3000, "a job");
+
+        // Act
+        signals.emit(signal);
+        await until(done);
+
+        // Assess
+        expect(t.logger.withStep("shutdown_started")[0]!.fields.reason).to.equal(signal);
+        expect(exits).to.deep.equal([0]);
+      });
+    }
+
+    it("logs worker_crashed and exits 1 when the loop itself fails", async () => {
+      // Prepare: the logger refuses the start-up line
+      const t = mockedWorkerDeps();
+      arrangeQueue(t, []);
+      const logger = t.deps.logger;
+      const errors: unknown[][] = [];
+      t.deps.logger = {
+        debug: (...a) => logger.debug(...a),
+        info: (msg, ...a) => {
+          if (msg === "worker_started") throw new Error("stdout closed");
+          logger.info(msg, ...a);
+        },
+        warn: (...a) => logger.warn(...a),
+        error: (...a) => void errors.push(a),
+      };
+      const exits: number[] = [];
+
+      // Act
+      await until(runWorkerProcess(t.deps, new EventEmitter(), (code) => exits.push(code)));
+
+      // Assess
+      expect(errors).to.deep.equal([["worker_crashed", { step: "worker_crashed", error: "Error: stdout closed" }]]);
+      expect(exits).to.deep.equal([1]);
+    });
+  });
+});
