@@ -80,8 +80,9 @@ export function classContradiction(advert: Advert, spec: ResourceClassSpec): str
 export function unsuitability(advert: Advert, req: WorkflowRequirements): string | null {
   if (req.allowedInstanceTypes && !req.allowedInstanceTypes.includes(advert.instance_type)) return "instance_type";
   if (req.usageClass && advert.usage_class !== req.usageClass) return "usage_class";
-  if (req.minCpu !== undefined && advert.cpu < req.minCpu) return "cpu";
-  if (req.minMemoryMib !== undefined && advert.memory_mib < req.minMemoryMib) return "memory_mib";
+  // An omitted minimum is 0: cpu and memory are positive.
+  if (advert.cpu < (req.minCpu ?? 0)) return "cpu";
+  if (advert.memory_mib < (req.minMemoryMib ?? 0)) return "memory_mib";
   return null;
 }
 

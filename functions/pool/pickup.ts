@@ -85,7 +85,8 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
     // Delete at once: concurrent pickups must not see the same advert (docs/parts/pool.md, step 2).
     await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: request.queueUrl, ReceiptHandle: message.ReceiptHandle }));
 
-    const parsed = parseAdvert(message.Body);
+    const body = message.Body ?? "";
+    const parsed = parseAdvert(body);
     if (!parsed.ok) {
       discard(deps, message.MessageId, parsed.reason, request.resourceClass.name);
       continue;
@@ -101,7 +102,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
     sightings.set(advert.instance_id, seen);
     if (seen > request.tolerance) {
       // The advert that crossed the tolerance stays available to other workflows.
-      await requeue(deps, request, message.Body ?? "", advert, "tolerance_exceeded", seen);
+      await requeue(deps, request, body, advert, "tolerance_exceeded", seen);
       logStep(logger, "info", "pool_exhausted", {
         scope: "local",
         resource_class: request.resourceClass.name,
@@ -120,7 +121,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
       countOne(metrics, "AdvertsPickedUp");
       return { kind: "suitable", advert, cycles };
     }
-    await requeue(deps, request, message.Body ?? "", advert, mismatch, seen);
+    await requeue(deps, request, body, advert, mismatch, seen);
   }
 
   logStep(logger, "warn", "pickup_deadline_reached", { resource_class: request.resourceClass.name, cycles });

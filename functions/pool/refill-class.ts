@@ -30,16 +30,26 @@ export function leaseKey(resourceClass: string): string {
 }
 
 /**
- * RunInstances idempotency token (≤ 64 chars): a retried message launches nothing new. The
+ * RunInstances idempotency token (hex SHA-256: 64 chars, EC2's limit): a retried message launches nothing new. The
  * launch count is deliberately not part of it: a retry that asks for a different MaxCount gets
  * `IdempotentParameterMismatch` (handled below) instead of a second launch, which could overshoot
  * the size while DescribeInstances has not caught up with the first one.
  */
 export function clientToken(runId: string, resourceClass: string): string {
-  return createHash("sha256").update(`${runId}\0${resourceClass}`).digest("hex").slice(0, 64);
+  return createHash("sha256").update(`${runId}\0${resourceClass}`).digest("hex");
 }
 
-const LIVE = new Set(["pending", "running"]);
+const LIVE = new Set<string | undefined>(["pending", "running"]);
+
+/** What the refill reads of an instance. */
+interface PoolInstance {
+  id: string;
+  state: string | undefined;
+  type: string | undefined;
+}
+
+// EC2 reports every instance with its id; the SDK types all its output fields as optional.
+const poolInstance = (i: Instance): PoolInstance => ({ id: i.InstanceId!, state: i.State?.Name, type: i.InstanceType });
 
 /** Request-tagged on every RunInstances: the resources the tag-conditioned grant covers. */
 export const LAUNCH_TAGGED_RESOURCE_TYPES = ["instance", "volume", "network-interface"] as const;
@@ -51,8 +61,8 @@ function isIdempotentMismatch(error: unknown): boolean {
   return error instanceof Error && error.name === "IdempotentParameterMismatch";
 }
 
-async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<Instance[]> {
-  const out: Instance[] = [];
+async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<PoolInstance[]> {
+  const out: PoolInstance[] = [];
   const pages = paginateDescribeInstances(
     // A page token that comes back unchanged would otherwise page forever.
     { client: deps.ec2, stopOnSameToken: true },
@@ -64,8 +74,8 @@ async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<In
       ],
     },
   );
-  for await (const page of pages) out.push(...(page.Reservations ?? []).flatMap((r) => r.Instances ?? []));
-  return out.filter((i) => i.InstanceId);
+  for await (const page of pages) out.push(...(page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []).map(poolInstance));
+  return out;
 }
 
 /**
@@ -87,9 +97,12 @@ async function claimedIds(deps: RefillDeps, ids: string[], nowSeconds: number): 
         },
       }),
     );
+    // No responses for the table: every key was left unprocessed.
     for (const item of out.Responses?.[deps.config.claimTableName] ?? []) {
-      const id = item[LOCK_KEY]?.S;
-      if (id && Number(item[LOCK_EXPIRES_AT]?.N ?? 0) >= nowSeconds) claimed.add(id);
+      // The key is on every item returned. An item without an expiry (not written by acquireLock)
+      // compares as NaN, so it counts as unclaimed.
+      const id = item[LOCK_KEY]!.S!;
+      if (Number(item[LOCK_EXPIRES_AT]?.N) >= nowSeconds) claimed.add(id);
     }
   }
   return claimed;
@@ -123,10 +136,10 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
   }
   try {
     const instances = await poolInstances(deps, cls);
-    const claimed = await claimedIds(deps, instances.map((i) => i.InstanceId ?? ""), nowSeconds);
-    const idle = instances.filter((i) => !claimed.has(i.InstanceId ?? ""));
-    const live = idle.filter((i) => LIVE.has(i.State?.Name ?? ""));
-    const stopped = idle.filter((i) => i.State?.Name === "stopped");
+    const claimed = await claimedIds(deps, instances.map((i) => i.id), nowSeconds);
+    const idle = instances.filter((i) => !claimed.has(i.id));
+    const live = idle.filter((i) => LIVE.has(i.state));
+    const stopped = idle.filter((i) => i.state === "stopped");
     const deficit = Math.max(0, cls.size - live.length);
     logStep(deps.logger, "info", "pool_counted", {
       resource_class: cls.name,
@@ -139,11 +152,11 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
 
     const toStart = stopped.slice(0, deficit);
     if (toStart.length > 0) {
-      await deps.ec2.send(new StartInstancesCommand({ InstanceIds: toStart.map((i) => i.InstanceId ?? "") }));
-      logStep(deps.logger, "info", "pool_instances_started", { resource_class: cls.name, instance_ids: toStart.map((i) => i.InstanceId) });
+      await deps.ec2.send(new StartInstancesCommand({ InstanceIds: toStart.map((i) => i.id) }));
+      logStep(deps.logger, "info", "pool_instances_started", { resource_class: cls.name, instance_ids: toStart.map((i) => i.id) });
     }
     const toLaunch = deficit - toStart.length;
-    let launched: Instance[] = [];
+    let launched: PoolInstance[] = [];
     if (toLaunch > 0) {
       const tags = [
         { Key: POOL_TAG_KEY, Value: deps.config.poolTag },
@@ -160,8 +173,8 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
             TagSpecifications: LAUNCH_TAGGED_RESOURCE_TYPES.map((ResourceType) => ({ ResourceType, Tags: tags })),
           }),
         );
-        launched = out.Instances ?? [];
-        logStep(deps.logger, "info", "pool_instances_launched", { resource_class: cls.name, instance_ids: launched.map((i) => i.InstanceId), requested: toLaunch });
+        launched = (out.Instances ?? []).map(poolInstance);
+        logStep(deps.logger, "info", "pool_instances_launched", { resource_class: cls.name, instance_ids: launched.map((i) => i.id), requested: toLaunch });
       } catch (error) {
         if (!isIdempotentMismatch(error)) throw error;
         // A redelivered message whose earlier attempt launched already (the count changed since):
@@ -185,8 +198,8 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
     return {
       kind: "refilled",
       liveUnclaimed: live.length,
-      started: toStart.map((i) => i.InstanceId ?? ""),
-      launched: launched.map((i) => i.InstanceId ?? ""),
+      started: toStart.map((i) => i.id),
+      launched: launched.map((i) => i.id),
       advertised: toAdvertise.length,
     };
   } finally {
@@ -198,7 +211,7 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
  * One SendMessageBatch per 10 adverts. Entries SQS rejects fail the run (after the lease is
  * released), so the refill message is retried; a retry only re-advertises, which is harmless.
  */
-async function advertise(deps: RefillDeps, cls: PoolClassConfig, instances: Instance[], now: Date): Promise<void> {
+async function advertise(deps: RefillDeps, cls: PoolClassConfig, instances: PoolInstance[], now: Date): Promise<void> {
   for (let i = 0; i < instances.length; i += SQS_BATCH_MAX) {
     const chunk = instances.slice(i, i + SQS_BATCH_MAX);
     const out = await deps.sqs.send(
@@ -206,14 +219,15 @@ async function advertise(deps: RefillDeps, cls: PoolClassConfig, instances: Inst
         QueueUrl: cls.queueUrl,
         Entries: chunk.map((instance, n) => ({
           Id: String(n),
-          MessageBody: JSON.stringify(advertFor(instance.InstanceId ?? "", instance.InstanceType ?? cls.instanceTypes[0] ?? "", cls, now)),
+          // A class lists at least one type (the config schema); the template launches the first.
+          MessageBody: JSON.stringify(advertFor(instance.id, instance.type ?? cls.instanceTypes[0]!, cls, now)),
         })),
       }),
     );
     const failed = out.Failed ?? [];
     for (let k = 0; k < chunk.length - failed.length; k += 1) countOne(deps.metrics, "AdvertsPublished");
     if (failed.length > 0) {
-      throw new Error(`SendMessageBatch rejected ${failed.length} advert(s) of ${cls.name}: ${failed.map((f) => `${f.Code ?? "?"} ${f.Message ?? ""}`.trim()).join("; ")}`);
+      throw new Error(`SendMessageBatch rejected ${failed.length} advert(s) of ${cls.name}: ${failed.map((f) => `${f.Code} ${f.Message ?? ""}`.trim()).join("; ")}`);
     }
   }
 }

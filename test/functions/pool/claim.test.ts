@@ -1,8 +1,8 @@
-import { DescribeInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, type DescribeInstancesResult, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { claimInstance, type ClaimRequest, releaseClaim } from "../../../functions/pool/claim";
-import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
+import { advert, ec2Error, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
 
 function arrange(instances: FakeEc2Instance[] = []) {
   const clock = new FakeClock();
@@ -26,6 +26,8 @@ function arrange(instances: FakeEc2Instance[] = []) {
   return { clock, queue, ec2, table, deps, request, ...t };
 }
 
+const tagList = () => Object.entries(poolTags()).map(([Key, Value]) => ({ Key, Value }));
+
 describe("claim API", () => {
   it("claims a running pool instance: conditional lock with TTL and owner, EC2 check, no start", async () => {
     const a = advert();
@@ -42,6 +44,19 @@ describe("claim API", () => {
     expect(t.ec2.started).to.deep.equal([]);
     expect(t.metrics.count("InstancesClaimed")).to.equal(1);
     expect(t.logger.withStep("instance_claimed")[0]?.fields).to.include({ workflow_id: "wf-1", instance_id: a.instance_id, state: "running" });
+    expect(t.metrics.count("ClaimLocksRecovered"), "a fresh lock is not a recovered one").to.equal(0);
+    expect(t.logger.withStep("claim_lock_recovered")).to.have.length(0);
+  });
+
+  it("claims a pending pool instance as it is, without starting it", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "pending", tags: poolTags() }]);
+    t.queue.push(a);
+
+    const result = await claimInstance(t.deps, t.request());
+
+    expect(result).to.deep.include({ outcome: "claimed", instanceId: a.instance_id, state: "pending", started: false });
+    expect(t.ec2.started).to.deep.equal([]);
   });
 
   it("starts a stopped warm instance", async () => {
@@ -53,6 +68,7 @@ describe("claim API", () => {
 
     expect(result).to.deep.include({ outcome: "claimed", state: "stopped", started: true });
     expect(t.ec2.mock.commandCalls(StartInstancesCommand)[0]?.args[0].input).to.deep.equal({ InstanceIds: [a.instance_id] });
+    expect(t.logger.withStep("claim_instance_started").map((e) => e.fields)).to.deep.equal([{ step: "claim_instance_started", instance_id: a.instance_id }]);
   });
 
   const gone: Array<{ title: string; instance: (id: string) => FakeEc2Instance[]; reason: string }> = [
@@ -62,6 +78,10 @@ describe("claim API", () => {
     { title: "stopping", instance: (id) => [{ id, state: "stopping", tags: poolTags() }], reason: "stopping" },
     { title: "not tagged for the pool", instance: (id) => [{ id, state: "running", tags: { Name: "someone-else" } }], reason: "not_a_pool_member" },
     { title: "tagged for another class", instance: (id) => [{ id, state: "running", tags: poolTags("cpu-small") }], reason: "not_a_pool_member" },
+    // The class tag is right: only the pool's own tag tells it apart.
+    { title: "tagged for the class but in another pool", instance: (id) => [{ id, state: "running", tags: { ...poolTags(), "encache:pool": "encache-warm-pool-other" } }], reason: "not_a_pool_member" },
+    { title: "tagged for the class but with no pool tag", instance: (id) => [{ id, state: "running", tags: { "encache:pool-class": "gpu-small" } }], reason: "not_a_pool_member" },
+    { title: "not tagged at all", instance: (id) => [{ id, state: "running" }], reason: "not_a_pool_member" },
   ];
   for (const g of gone) {
     it(`an instance that is ${g.title} releases the lock and asks the pool again`, async () => {
@@ -76,6 +96,7 @@ describe("claim API", () => {
       expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
       expect(t.table.items.has(bad.instance_id), "lock released").to.equal(false);
       expect(t.logger.withStep("claim_instance_unavailable")[0]?.fields).to.include({ instance_id: bad.instance_id, reason: g.reason });
+      expect(t.metrics.count("ClaimsInstanceUnavailable")).to.equal(1);
       expect(t.ec2.started).to.deep.equal([]);
     });
   }
@@ -186,6 +207,98 @@ describe("claim API", () => {
 
     expect((error as Error).message).to.equal("RequestLimitExceeded");
     expect(t.table.items.has(a.instance_id)).to.equal(false);
+  });
+
+  it("writes the claim lock under the instance id, owned by the workflow, with its class and TTL, only if no unexpired lock is there", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+    t.queue.push(a);
+
+    await claimInstance(t.deps, t.request());
+
+    const nowSeconds = Math.floor(t.clock.now / 1000);
+    expect(t.table.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        TableName: TABLE,
+        Item: { instance_id: { S: a.instance_id }, owner: { S: "wf-1" }, expires_at: { N: String(nowSeconds + 600) }, resource_class: { S: "gpu-small" } },
+        ConditionExpression: "attribute_not_exists(#k) OR #e < :now",
+        ExpressionAttributeNames: { "#k": "instance_id", "#e": "expires_at" },
+        ExpressionAttributeValues: { ":now": { N: String(nowSeconds) } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    ]);
+  });
+
+  it("asks EC2 about the advertised instance only", async () => {
+    const a = advert();
+    const t = arrange([{ id: a.instance_id, state: "running", tags: poolTags() }]);
+    t.queue.push(a);
+
+    await claimInstance(t.deps, t.request());
+
+    expect(t.ec2.mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input)).to.deep.equal([{ InstanceIds: [a.instance_id] }]);
+  });
+
+  describe("never hands out an instance EC2 did not describe, or one without a known state", () => {
+    const answers: Array<{ title: string; answer: (id: string) => DescribeInstancesResult; reason: string }> = [
+      { title: "an answer without reservations", answer: () => ({}), reason: "not_found" },
+      { title: "a reservation without instances", answer: () => ({ Reservations: [{}] }), reason: "not_found" },
+      { title: "an answer about another instance", answer: () => ({ Reservations: [{ Instances: [{ InstanceId: "i-0fffffffffffffff0", State: { Name: "running" }, Tags: tagList() }] }] }), reason: "not_found" },
+      { title: "the instance without a state", answer: (id) => ({ Reservations: [{ Instances: [{ InstanceId: id, Tags: tagList() }] }] }), reason: "unknown" },
+    ];
+    for (const a of answers) {
+      it(`${a.title}: releases the lock and asks the pool again (${a.reason})`, async () => {
+        const bad = advert();
+        const good = advert();
+        const t = arrange([{ id: good.instance_id, state: "running", tags: poolTags() }]);
+        t.ec2.mock.on(DescribeInstancesCommand, { InstanceIds: [bad.instance_id] }).resolves(a.answer(bad.instance_id));
+        t.queue.push(bad);
+        t.queue.push(good);
+
+        const result = await claimInstance(t.deps, t.request());
+
+        expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
+        expect(t.table.items.has(bad.instance_id), "lock released").to.equal(false);
+        expect(t.logger.withStep("claim_instance_unavailable")[0]?.fields).to.include({ instance_id: bad.instance_id, reason: a.reason });
+      });
+    }
+  });
+
+  describe("only the expected EC2 errors mean the instance is gone", () => {
+    const errors: Array<{ name: string; harmless: boolean }> = [
+      { name: "InvalidInstanceID.NotFound", harmless: true },
+      { name: "InvalidInstanceID.Malformed", harmless: true },
+      { name: "UnauthorizedOperation", harmless: false },
+      { name: "RequestLimitExceeded", harmless: false },
+    ];
+    for (const e of errors) {
+      it(`${e.name} ${e.harmless ? "releases the lock and asks the pool again" : "releases the lock and propagates"}`, async () => {
+        const bad = advert();
+        const good = advert();
+        const t = arrange([{ id: good.instance_id, state: "running", tags: poolTags() }]);
+        t.ec2.mock.on(DescribeInstancesCommand, { InstanceIds: [bad.instance_id] }).rejects(ec2Error(e.name));
+        t.queue.push(bad);
+        t.queue.push(good);
+
+        let result: unknown;
+        let error: unknown;
+        try {
+          result = await claimInstance(t.deps, t.request());
+        } catch (caught) {
+          error = caught;
+        }
+
+        expect(t.table.items.has(bad.instance_id), "lock released").to.equal(false);
+        if (e.harmless) {
+          expect(error).to.equal(undefined);
+          expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
+          expect(t.logger.withStep("claim_instance_unavailable")[0]?.fields).to.include({ instance_id: bad.instance_id, reason: "not_found" });
+        } else {
+          expect((error as Error).name).to.equal(e.name);
+          expect(t.queue.depth(), "no further pickup").to.equal(1);
+        }
+      });
+    }
   });
 
   it("releaseClaim deletes only the caller's own lock", async () => {

@@ -28,6 +28,57 @@ describe("pool lock (conditional writes in the claim table)", () => {
     expect(t.mock.commandCalls(DeleteItemCommand)[0]?.args[0].input.ReturnValuesOnConditionCheckFailure).to.equal("ALL_OLD");
   });
 
+  it("acquireLock writes the key, owner, expiry and extra attributes, conditioned on no unexpired lock", async () => {
+    const t = arrange();
+    t.mock.on(PutItemCommand).resolves({});
+
+    const result = await acquireLock(t, TABLE, KEY, "wf-1", NOW, NOW + 600, { resource_class: "gpu-small" });
+
+    expect(result).to.deep.equal({ acquired: true, expiresAt: NOW + 600, recovered: false });
+    expect(t.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        TableName: TABLE,
+        Item: { instance_id: { S: KEY }, owner: { S: "wf-1" }, expires_at: { N: String(NOW + 600) }, resource_class: { S: "gpu-small" } },
+        ConditionExpression: "attribute_not_exists(#k) OR #e < :now",
+        ExpressionAttributeNames: { "#k": "instance_id", "#e": "expires_at" },
+        ExpressionAttributeValues: { ":now": { N: String(NOW) } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    ]);
+  });
+
+  it("releaseLock deletes the key only if the caller still owns it", async () => {
+    const t = arrange();
+    t.mock.on(DeleteItemCommand).resolves({});
+
+    expect(await releaseLock(t, TABLE, KEY, "wf-1")).to.equal(true);
+
+    expect(t.mock.commandCalls(DeleteItemCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        TableName: TABLE,
+        Key: { instance_id: { S: KEY } },
+        ConditionExpression: "#o = :owner",
+        ExpressionAttributeNames: { "#o": "owner" },
+        ExpressionAttributeValues: { ":owner": { S: "wf-1" } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    ]);
+  });
+
+  it("releaseLock still propagates errors other than a failed condition", async () => {
+    const t = arrange();
+    t.mock.on(DeleteItemCommand).rejects(Object.assign(new Error("throttled"), { name: "ProvisionedThroughputExceededException" }));
+
+    let error: unknown;
+    try {
+      await releaseLock(t, TABLE, KEY, "wf-1");
+    } catch (e) {
+      error = e;
+    }
+
+    expect((error as Error).name).to.equal("ProvisionedThroughputExceededException");
+  });
+
   describe("acquireLock resolves a failed condition by the owner in the old item", () => {
     const cases: Array<{ title: string; old: Record<string, AttributeValue> | undefined; expected: AcquireResult }> = [
       {
@@ -44,6 +95,11 @@ describe("pool lock (conditional writes in the claim table)", () => {
         title: "another owner's item: a lost race, naming the holder",
         old: lockItem("wf-2", NOW + 600),
         expected: { acquired: false, holder: "wf-2", expiresAt: NOW + 600 },
+      },
+      {
+        title: "an old item without owner or expiry (not written by this code): a lost race with no holder",
+        old: { instance_id: { S: KEY } },
+        expected: { acquired: false, holder: undefined, expiresAt: undefined },
       },
       {
         title: "no old item (a store that ignores ALL_OLD): nothing proves it ours, so a lost race",

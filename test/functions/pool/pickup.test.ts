@@ -1,4 +1,4 @@
-import { ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { pickup, type PickupRequest, PickupArgumentError } from "../../../functions/pool/pickup";
 import { advert, FakeClock, FakePoolQueue, GPU_SMALL, QUEUE_URL, telemetry } from "../helpers/pool-fakes";
@@ -115,6 +115,21 @@ describe("pickup manager (seed 004)", () => {
     }
   });
 
+  it("discards a message without a body as not JSON, after deleting it by its receipt handle", async () => {
+    const t = arrange();
+    t.queue.mock
+      .on(ReceiveMessageCommand)
+      .resolvesOnce({ Messages: [{ MessageId: "m-empty", ReceiptHandle: "rh-empty" }] })
+      .resolves({});
+    t.queue.inFlight.add("rh-empty");
+
+    expect(await pickup(t.deps, t.request())).to.deep.equal({ kind: "exhausted", scope: "global", cycles: 2 });
+
+    expect(t.queue.mock.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input)).to.deep.equal([{ QueueUrl: QUEUE_URL, ReceiptHandle: "rh-empty" }]);
+    expect(t.logger.withStep("advert_discarded")[0]?.fields).to.deep.include({ message_id: "m-empty", resource_class: "gpu-small" });
+    expect(String(t.logger.withStep("advert_discarded")[0]?.fields.reason)).to.match(/^body is not JSON: .*end of JSON input/);
+  });
+
   describe("exhaustion", () => {
     it("global: an empty receive returns exhausted/global at once", async () => {
       const t = arrange();
@@ -165,6 +180,18 @@ describe("pickup manager (seed 004)", () => {
       expect(t.queue.calls("SendMessageCommand")).to.equal(6);
     });
 
+    it("local: logs the instance, its sightings and the tolerance it crossed", async () => {
+      const t = arrange();
+      const a = advert({ usage_class: "on-demand" });
+      t.queue.push(a);
+
+      await pickup(t.deps, t.request({ tolerance: 2, requirements: { usageClass: "spot" } }));
+
+      expect(t.logger.withStep("pool_exhausted").map((e) => e.fields)).to.deep.equal([
+        { step: "pool_exhausted", scope: "local", resource_class: "gpu-small", instance_id: a.instance_id, sightings: 3, tolerance: 2, cycles: 3 },
+      ]);
+    });
+
     it("frequency is checked before suitability: a suitable advert past the tolerance is re-queued, not returned", async () => {
       const t = arrange();
       const first = advert({ instance_type: "g6.xlarge" });
@@ -189,7 +216,7 @@ describe("pickup manager (seed 004)", () => {
       const result = await pickup(t.deps, t.request({ deadline: clock.now + 3000, requirements: { allowedInstanceTypes: ["g5.xlarge"] } }));
 
       expect(result).to.deep.equal({ kind: "deadline", cycles: 3 });
-      expect(t.logger.withStep("pickup_deadline_reached")).to.have.length(1);
+      expect(t.logger.withStep("pickup_deadline_reached").map((e) => e.fields)).to.deep.equal([{ step: "pickup_deadline_reached", resource_class: "gpu-small", cycles: 3 }]);
       expect(t.metrics.count("PickupDeadlineReached")).to.equal(1);
     });
 
@@ -220,8 +247,33 @@ describe("pickup manager (seed 004)", () => {
           error = e;
         }
         expect(error).to.be.instanceOf(PickupArgumentError);
+        expect((error as Error).name).to.equal("PickupArgumentError");
         expect((error as Error).message).to.match(message);
         expect(t.queue.mock.calls()).to.have.length(0);
+      });
+    }
+
+    it("names every invalid argument in one error", async () => {
+      const t = arrange();
+      let error: unknown;
+      try {
+        await pickup(t.deps, t.request({ requeueDelaySeconds: 901, tolerance: 0, deadline: Number.NaN }));
+      } catch (e) {
+        error = e;
+      }
+      expect((error as Error).message).to.equal("requeueDelaySeconds must be an integer in 0..900 (got 901); tolerance must be an integer ≥ 1 (got 0); deadline must be an epoch-ms number");
+    });
+
+    const limits: Array<[string, Partial<PickupRequest>]> = [
+      ["no delay", { requeueDelaySeconds: 0 }],
+      ["SQS's longest delay, 900 s", { requeueDelaySeconds: 900 }],
+      ["tolerance 1", { tolerance: 1 }],
+    ];
+    for (const [title, overrides] of limits) {
+      it(`accepts ${title}`, async () => {
+        const t = arrange();
+        t.queue.push(advert());
+        expect(await pickup(t.deps, t.request(overrides))).to.deep.include({ kind: "suitable" });
       });
     }
 

@@ -1,3 +1,4 @@
+import { BatchGetItemCommand, DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, EC2ServiceException, RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageBatchCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
@@ -5,7 +6,7 @@ import { clientToken, leaseKey, refillClass } from "../../../functions/pool/refi
 import { poolStatements } from "../../../infra/parts/pool";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
-import { POOL_TAG } from "../helpers/pool-fakes";
+import { POOL_TAG, poolTags, TABLE } from "../helpers/pool-fakes";
 import { arrange, pooled } from "../helpers/pool-refill";
 
 describe("pool refill", () => {
@@ -237,5 +238,246 @@ describe("pool refill", () => {
     await refillClass(t.deps, t.config.classes[0]!, "run-1");
 
     expect(pages).to.equal(2);
+  });
+
+  it("starts only as many stopped instances as the shortfall needs, and launches none", async () => {
+    const running = pooled("running");
+    const stopped = [pooled("stopped"), pooled("stopped"), pooled("stopped")];
+    const t = arrange([running, ...stopped], 2);
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.equal({ kind: "refilled", liveUnclaimed: 1, started: [stopped[0]!.id], launched: [], advertised: 2 });
+    expect(t.ec2.started).to.deep.equal([stopped[0]!.id]);
+    expect(t.ec2.calls("RunInstancesCommand")).to.equal(0);
+    expect(t.adverts().map((a) => a.instance_id)).to.deep.equal([running.id, stopped[0]!.id]);
+    expect(t.metrics.count("PoolInstancesStarted")).to.equal(1);
+    expect(t.logger.withStep("pool_instances_started")[0]?.fields).to.deep.include({ resource_class: "gpu-small", instance_ids: [stopped[0]!.id] });
+  });
+
+  it("holds its class's own lease (lease#refill#<class>, owned by the run, for the lease time) and releases it only as its owner", async () => {
+    const t = arrange([pooled("running")], 1);
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    const nowSeconds = Math.floor(t.clock.now / 1000);
+    expect(t.table.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        TableName: TABLE,
+        Item: { instance_id: { S: "lease#refill#gpu-small" }, owner: { S: "run-1" }, expires_at: { N: String(nowSeconds + 120) } },
+        ConditionExpression: "attribute_not_exists(#k) OR #e < :now",
+        ExpressionAttributeNames: { "#k": "instance_id", "#e": "expires_at" },
+        ExpressionAttributeValues: { ":now": { N: String(nowSeconds) } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    ]);
+    expect(t.table.mock.commandCalls(DeleteItemCommand).map((c) => c.args[0].input)).to.deep.equal([
+      {
+        TableName: TABLE,
+        Key: { instance_id: { S: "lease#refill#gpu-small" } },
+        ConditionExpression: "#o = :owner",
+        ExpressionAttributeNames: { "#o": "owner" },
+        ExpressionAttributeValues: { ":owner": { S: "run-1" } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      },
+    ]);
+  });
+
+  it("is not held back by another class's lease, and leaves that lease alone", async () => {
+    const t = arrange([], 1);
+    const otherLease = { owner: "run-0", expiresAt: Math.floor(t.clock.now / 1000) + 60 };
+    t.table.items.set(leaseKey("cpu-small"), otherLease);
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out.kind).to.equal("refilled");
+    expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
+    expect(t.table.items.get(leaseKey("cpu-small"))).to.deep.equal(otherLease);
+  });
+
+  it("asks EC2 for this pool's instances of this class in every state that is or will be usable", async () => {
+    const t = arrange([], 0);
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    const describes = t.ec2.mock.commandCalls(DescribeInstancesCommand);
+    expect(describes).to.have.length(1);
+    expect(describes[0]?.args[0].input.Filters).to.deep.equal([
+      { Name: "tag:encache:pool", Values: [POOL_TAG] },
+      { Name: "tag:encache:pool-class", Values: ["gpu-small"] },
+      { Name: "instance-state-name", Values: ["pending", "running", "stopping", "stopped"] },
+    ]);
+  });
+
+  it("counts neither another pool's instances of the class nor stopping ones as live, nor starts them", async () => {
+    const foreign = { ...pooled("running"), tags: { ...poolTags(), "encache:pool": "encache-warm-pool-other" } };
+    const foreignStopped = { ...pooled("stopped"), tags: { ...poolTags(), "encache:pool": "encache-warm-pool-other" } };
+    const stopping = pooled("stopping");
+    const t = arrange([foreign, foreignStopped, stopping], 1);
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ liveUnclaimed: 0, started: [] });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([1]);
+    expect(t.logger.withStep("pool_counted")[0]?.fields).to.include({ live_unclaimed: 0, stopped_unclaimed: 0, deficit: 1 });
+  });
+
+  it("looks claims up in chunks of at most 100 keys, and honours a claim in every chunk", async () => {
+    const instances = Array.from({ length: 105 }, () => pooled("running"));
+    const ids = instances.map((i) => i.id);
+    const t = arrange(instances, 105);
+    const lockedUntil = Math.floor(t.clock.now / 1000) + 60;
+    t.table.items.set(ids[0]!, { owner: "wf-1", expiresAt: lockedUntil });
+    t.table.items.set(ids[104]!, { owner: "wf-2", expiresAt: lockedUntil });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    const gets = t.table.mock.commandCalls(BatchGetItemCommand).map((c) => c.args[0].input.RequestItems?.[TABLE]);
+    expect(gets.map((g) => g?.Keys?.map((k) => k["instance_id"]?.S))).to.deep.equal([ids.slice(0, 100), ids.slice(100)]);
+    expect(gets[0]).to.deep.include({ ProjectionExpression: "#k, #e", ExpressionAttributeNames: { "#k": "instance_id", "#e": "expires_at" } });
+    expect(out).to.deep.include({ liveUnclaimed: 103 });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([2]);
+    const advertised = t.adverts().map((a) => a.instance_id);
+    expect(advertised).to.include.members(ids.slice(1, 104));
+    expect(advertised, "claimed in the first chunk").to.not.include(ids[0]);
+    expect(advertised, "claimed in the second chunk").to.not.include(ids[104]);
+  });
+
+  it("a claim lock that expires this very second still counts as claimed (the lock can only be taken over after it)", async () => {
+    const i = pooled("running");
+    const t = arrange([i], 1);
+    t.table.items.set(i.id, { owner: "wf-1", expiresAt: Math.floor(t.clock.now / 1000) });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ liveUnclaimed: 0 });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([1]);
+  });
+
+  it("the idempotency token is the hex SHA-256 of the run id and the class, NUL-separated (fixed vector)", () => {
+    // sha256("run-1\0gpu-small"), computed once; 64 hex characters, EC2's ClientToken limit.
+    expect(clientToken("run-1", "gpu-small")).to.equal("d899308e4abc1d4996a1c75448ac30ff5b417cec1146224e0aad6c1fa9c2398a");
+    expect(clientToken("run-2", "gpu-small")).to.not.equal(clientToken("run-1", "gpu-small"));
+    expect(clientToken("run-1", "gpu-large")).to.not.equal(clientToken("run-1", "gpu-small"));
+  });
+
+  it("counts a DescribeInstances page without reservations, or a reservation without instances, as no instances, and reads every page", async () => {
+    const running = pooled("running");
+    const t = arrange([], 2);
+    const described = { InstanceId: running.id, InstanceType: "g5.xlarge" as const, State: { Name: "running" as const }, Tags: Object.entries(poolTags()).map(([Key, Value]) => ({ Key, Value })) };
+    t.ec2.mock
+      .on(DescribeInstancesCommand)
+      .resolvesOnce({ NextToken: "page-2" })
+      .resolves({ Reservations: [{}, { Instances: [described] }] });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 1, advertised: 2 });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([1]);
+  });
+
+  it("counts an instance EC2 describes without a state as neither live nor stopped", async () => {
+    const t = arrange([], 1);
+    t.ec2.mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [{ InstanceId: pooled("running").id, InstanceType: "g5.xlarge" }] }] });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 0, started: [] });
+    expect(t.ec2.runs.map((r) => r.MaxCount)).to.deep.equal([1]);
+  });
+
+  describe("keys DynamoDB leaves unprocessed count as unclaimed (the run can only launch fewer)", () => {
+    const answers: Array<[string, Record<string, unknown>]> = [
+      ["no responses for the table", { Responses: {} }],
+      ["no responses at all", {}],
+    ];
+    for (const [title, answer] of answers) {
+      it(title, async () => {
+        const claimedRunning = pooled("running");
+        const t = arrange([claimedRunning], 1);
+        t.table.items.set(claimedRunning.id, { owner: "wf-1", expiresAt: Math.floor(t.clock.now / 1000) + 60 });
+        t.table.mock.on(BatchGetItemCommand).resolves({ ...answer, UnprocessedKeys: { [TABLE]: { Keys: [{ instance_id: { S: claimedRunning.id } }] } } });
+
+        const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+        expect(out).to.deep.include({ liveUnclaimed: 1, launched: [] });
+        expect(t.ec2.calls("RunInstancesCommand")).to.equal(0);
+      });
+    }
+  });
+
+  it("a claim-table item without an expiry (not a lock this code wrote) counts as unclaimed", async () => {
+    const i = pooled("running");
+    const t = arrange([i], 1);
+    t.table.mock.on(BatchGetItemCommand).resolves({ Responses: { [TABLE]: [{ instance_id: { S: i.id } }] } });
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 1, launched: [] });
+  });
+
+  it("a RunInstances answer that names no instances advertises none as launched, and the run still succeeds", async () => {
+    const t = arrange([pooled("running")], 2);
+    t.ec2.mock.on(RunInstancesCommand).resolves({});
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(out).to.deep.include({ kind: "refilled", launched: [], advertised: 1 });
+    expect(t.metrics.count("PoolInstancesLaunched")).to.equal(0);
+  });
+
+  it("advertises each instance with the type EC2 reports and the class's shape, stamped with the run's time", async () => {
+    const g6 = { ...pooled("running"), type: "g6.xlarge" };
+    const t = arrange([g6], 1);
+    const cls = { ...t.config.classes[0]!, instanceTypes: ["g5.xlarge", "g6.xlarge"] };
+
+    await refillClass(t.deps, cls, "run-1");
+
+    expect(t.adverts()).to.deep.equal([
+      { instance_id: g6.id, resource_class: "gpu-small", instance_type: "g6.xlarge", usage_class: "on-demand", cpu: 4, memory_mib: 16384, advertised_at: new Date(t.clock.now).toISOString() },
+    ]);
+  });
+
+  it("a lease taken fresh is neither logged nor counted as recovered", async () => {
+    const t = arrange([pooled("running")], 1);
+
+    await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    expect(t.metrics.count("RefillLeasesRecovered")).to.equal(0);
+    expect(t.logger.withStep("refill_lease_recovered")).to.have.length(0);
+  });
+
+  it("logs what it launched and a summary of the run", async () => {
+    const running = pooled("running");
+    const stopped = pooled("stopped");
+    const t = arrange([running, stopped], 4);
+
+    const out = await refillClass(t.deps, t.config.classes[0]!, "run-1");
+
+    const launched = out.kind === "refilled" ? out.launched : [];
+    expect(launched).to.have.length(2);
+    expect(t.logger.withStep("pool_instances_launched").map((e) => e.fields)).to.deep.equal([{ step: "pool_instances_launched", resource_class: "gpu-small", instance_ids: launched, requested: 2 }]);
+    expect(t.logger.withStep("refill_completed").map((e) => e.fields)).to.deep.equal([{ step: "refill_completed", resource_class: "gpu-small", started: 1, launched: 2, advertised: 4 }]);
+  });
+
+  it("names every advert SQS rejected, with its code and message, in the run's error", async () => {
+    const t = arrange([pooled("running"), pooled("running"), pooled("running")], 3);
+    t.sqsMock.on(SendMessageBatchCommand).resolves({
+      Successful: [{ Id: "0", MessageId: "x", MD5OfMessageBody: "" }],
+      Failed: [
+        { Id: "1", Code: "InternalError", SenderFault: false },
+        { Id: "2", Code: "InvalidParameterValue", Message: "body too long", SenderFault: true },
+      ],
+    });
+
+    let error: unknown;
+    try {
+      await refillClass(t.deps, t.config.classes[0]!, "run-1");
+    } catch (e) {
+      error = e;
+    }
+
+    expect((error as Error).message).to.equal("SendMessageBatch rejected 2 advert(s) of gpu-small: InternalError; InvalidParameterValue body too long");
+    expect(t.metrics.count("AdvertsPublished")).to.equal(1);
   });
 });

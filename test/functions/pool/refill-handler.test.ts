@@ -1,9 +1,10 @@
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { RunInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { createRefillHandler } from "../../../functions/pool/refill-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
-import { REFILL_DLQ, arrange } from "../helpers/pool-refill";
+import { CLS, REFILL_DLQ, arrange } from "../helpers/pool-refill";
 
 describe("pool refill", () => {
   describe("handler", () => {
@@ -18,6 +19,24 @@ describe("pool refill", () => {
       expect(t.ec2.calls("RunInstancesCommand")).to.equal(1);
       expect(t.adverts()).to.have.length(2);
       expect(t.logger.withStep("refill_shared_run")).to.have.length(1);
+    });
+
+    it("runs each class of a batch separately, under its own lease, and shares a run only within a class", async () => {
+      const t = arrange([], 1);
+      t.config.classes.push({ ...CLS, name: "gpu-large", queueUrl: `${CLS.queueUrl}-large`, launchTemplateId: "lt-large", size: 1 });
+      const records = [
+        sqsRecord({ resource_class: "gpu-small", scheduled_time: "a" }),
+        sqsRecord({ resource_class: "gpu-large", scheduled_time: "a" }),
+        sqsRecord({ resource_class: "gpu-small", scheduled_time: "b" }),
+      ];
+
+      const response = await createRefillHandler(t.deps)(sqsEvent(...records));
+
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.withStep("pool_counted").map((e) => e.fields.resource_class)).to.have.members(["gpu-small", "gpu-large"]);
+      expect(t.ec2.runs.map((r) => r.LaunchTemplate?.LaunchTemplateId)).to.have.members(["lt-0123", "lt-large"]);
+      expect(t.table.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input.Item?.["instance_id"]?.S)).to.have.members(["lease#refill#gpu-small", "lease#refill#gpu-large"]);
+      expect(t.logger.withStep("refill_shared_run").map((e) => e.fields)).to.deep.equal([{ step: "refill_shared_run", resource_class: "gpu-small", message_id: records[2]!.messageId }]);
     });
 
     it("fails every message of a class whose shared run failed", async () => {
@@ -44,6 +63,8 @@ describe("pool refill", () => {
     const quarantined: Array<[string, string | Record<string, unknown>, RegExp]> = [
       ["not JSON", "{", /not JSON/],
       ["missing resource_class", { scheduled_time: "x" }, /resource_class/],
+      ["JSON that is not an object", "[]", /^schema: body: \S/],
+      ["an empty object", {}, /^schema: resource_class: [^;]+; scheduled_time: [^;]+$/],
       ["an unknown class", { resource_class: "tpu", scheduled_time: "x" }, /unknown resource_class tpu/],
     ];
     for (const [title, body, reason] of quarantined) {
