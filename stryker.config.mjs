@@ -22,6 +22,8 @@ export default {
   // The sandbox holds what the unit tests load; not the 300 MB moto venv or the local runs' state.
   ignorePatterns: ["/*", "!/functions", "!/test", "!/infra", "!/policy", "/policy/node_modules", "!/package.json", "!/tsconfig.json"],
   reporters: ["clear-text", "progress", "html", "json"],
+  // The console shows each survivor with its diff, not the list of every test and what it killed.
+  clearTextReporter: { reportTests: false },
   tempDirName: ".stryker-tmp",
   cleanTempDir: "always",
   concurrency: 2,
