@@ -19,9 +19,7 @@ const ROOT = path.resolve(__dirname, "..");
 const CLI_PATHS_SHIM = path.join(ROOT, "stryker/mocha12-cli-paths.cjs");
 const IGNORER = path.join(ROOT, "stryker/equivalent-ignorer.mjs");
 
-interface Ignorer {
-  unmatchedEntries(prefix: string): Array<{ file: string; code: string }>;
-}
+type Ignorer = Pick<typeof import("../stryker/equivalent-ignorer.mjs"), "misplacedEntries">;
 
 async function mutatePart(part: Part) {
   // Imported late, after the shim: Stryker loads its mocha-runner plugin in this process too.
@@ -39,7 +37,7 @@ async function mutatePart(part: Part) {
   // The same module instance Stryker loaded as a plugin (one ESM cache per process): it recorded
   // which listed equivalents the instrumenter met.
   const ignorer = (await import(pathToFileURL(IGNORER).href)) as Ignorer;
-  return { score: scoreOf(results.map((r) => r.status)), stale: process.env.MUTATE_FILES ? [] : ignorer.unmatchedEntries(`functions/${part}/`) };
+  return { score: scoreOf(results.map((r) => r.status)), misplaced: process.env.MUTATE_FILES ? [] : ignorer.misplacedEntries(`functions/${part}/`) };
 }
 
 async function main(): Promise<number> {
@@ -58,12 +56,13 @@ async function main(): Promise<number> {
   let failed = false;
   for (const part of parts) {
     console.log(`\nmutate: ${part} (functions/${part}), threshold ${THRESHOLDS[part]} %`);
-    const { score, stale } = await mutatePart(part);
+    const { score, misplaced } = await mutatePart(part);
     rows.push({ part, score });
     console.log(`mutate: ${part} scored ${score.score.toFixed(1)} % (${score.coveredScore.toFixed(1)} % on covered code)`);
-    for (const entry of stale) {
+    for (const { entry, found, expected } of misplaced) {
       failed = true;
-      console.error(`mutate: stale equivalent in stryker/equivalent-mutants/${part}.json: ${entry.file} has no code \`${entry.code}\` (or it sits inside another listed equivalent)`);
+      const where = found === 0 ? "no longer has that code (or it sits inside another listed equivalent)" : `has it in ${found} places, the entry says ${expected}: review the new places, then set "places"`;
+      console.error(`mutate: equivalent \`${entry.code}\` in stryker/equivalent-mutants/${part}.json: ${entry.file} ${where}`);
     }
   }
   console.log(`\n${scoreTable(rows)}\n`);

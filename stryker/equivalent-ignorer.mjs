@@ -7,8 +7,11 @@
  * the ignore message (shown in the HTML report) and is not counted in the score. So an entry names
  * the smallest code whose every mutant is equivalent or harmless.
  *
- * Entries match on code, not line numbers, so they survive edits elsewhere in the file. An entry
- * that matches nothing is stale: scripts/mutate.ts fails the run and names it (`unmatchedEntries`).
+ * Entries match on code, not line numbers, so they survive edits elsewhere in the file. Each entry
+ * says how many places in its file it matches (`places`, default 1): an entry that matches nothing
+ * is stale, and one that matches more places than it says would silently ignore new code (a second
+ * `[]` added to the file). scripts/mutate.ts fails the run on either and names the entry
+ * (`misplacedEntries`).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -18,7 +21,7 @@ import { declareValuePlugin, PluginKind } from "@stryker-mutator/api/plugin";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const LISTINGS = path.join(ROOT, "stryker/equivalent-mutants");
 
-/** @typedef {{ file: string; code: string; reason: string }} Entry */
+/** @typedef {{ file: string; code: string; reason: string; places?: number }} Entry */
 
 /** Every listing's entries, in file order. @returns {Entry[]} */
 export function readEntries(dir = LISTINGS) {
@@ -33,6 +36,9 @@ export function readEntries(dir = LISTINGS) {
           throw new Error(`${file}: equivalents[${i}].${key} must be a non-empty string`);
         }
       }
+      if (e.places !== undefined && !(Number.isInteger(e.places) && Number(e.places) >= 1)) {
+        throw new Error(`${file}: equivalents[${i}].places must be a whole number of at least 1`);
+      }
       return /** @type {Entry} */ (e);
     });
   });
@@ -41,13 +47,20 @@ export function readEntries(dir = LISTINGS) {
 const squash = (/** @type {string} */ code) => code.replace(/\s+/g, " ").trim();
 const relative = (/** @type {string} */ file) => path.relative(ROOT, path.resolve(ROOT, file)).split(path.sep).join("/");
 
-/** The entries some node matched during this process's instrumentation (file and squashed code). */
-const matched = new Set();
+/** How many places each entry matched during this process's instrumentation, by file and squashed code. */
+const matched = new Map();
 const keyOf = (/** @type {Entry} */ e) => `${e.file}\0${squash(e.code)}`;
 
-/** The entries for files under `prefix` (the code mutated) that matched no code: stale listings. */
-export function unmatchedEntries(/** @type {string} */ prefix, entries = readEntries()) {
-  return entries.filter((e) => e.file.startsWith(prefix) && !matched.has(keyOf(e)));
+/**
+ * The entries for files under `prefix` (the code mutated) that did not match exactly the number of
+ * places they say: stale ones (found 0) and ones that would now ignore more code than was reviewed.
+ * @returns {Array<{ entry: Entry; found: number; expected: number }>}
+ */
+export function misplacedEntries(/** @type {string} */ prefix, entries = readEntries()) {
+  return entries
+    .filter((e) => e.file.startsWith(prefix))
+    .map((entry) => ({ entry, found: matched.get(keyOf(entry)) ?? 0, expected: entry.places ?? 1 }))
+    .filter(({ found, expected }) => found !== expected);
 }
 
 /**
@@ -67,7 +80,7 @@ export function matchEntry(nodePath, entries) {
   const source = squash(code.slice(start, end));
   const entry = listed.find((e) => squash(e.code) === source);
   if (entry === undefined) return undefined;
-  matched.add(keyOf(entry));
+  matched.set(keyOf(entry), (matched.get(keyOf(entry)) ?? 0) + 1);
   return `Equivalent (stryker/equivalent-mutants/): ${entry.reason}`;
 }
 

@@ -96,13 +96,32 @@ describe("mutation testing (npm run mutate)", () => {
       expect(matchEntry(nodeOf("functions/shared/other.ts", code, "log.info({ a })"), entries)).to.equal(undefined);
     });
 
-    it("reports an entry that matched nothing as stale, and one that matched as not", async () => {
-      const { matchEntry, unmatchedEntries } = await loadIgnorer();
-      const hit = { file, code: "a >= 0", reason: "r" };
-      const stale = { file, code: "a > 0", reason: "r" };
+    it("names an entry that matched nothing (stale), and one that matched more places than it says (new code it would hide)", async () => {
+      const { matchEntry, misplacedEntries } = await loadIgnorer();
+      const twice = "export const a = [];\nexport const b = [];\nexport const c = x >= 0;\n";
+      const once = { file, code: "x >= 0", reason: "r" };
+      const stale = { file, code: "x > 0", reason: "r" };
+      const grown = { file, code: "[]", reason: "r" };
+      const counted = { file: "functions/shared/counted.ts", code: "[]", reason: "r", places: 2 };
       const elsewhere = { file: "functions/pool/x.ts", code: "nope", reason: "r" };
-      matchEntry(nodeOf(file, code, "a >= 0"), [hit, stale]);
-      expect(unmatchedEntries("functions/shared/", [hit, stale, elsewhere])).to.deep.equal([stale]);
+      const entries = [once, stale, grown, counted, elsewhere];
+      matchEntry(nodeOf(file, twice, "x >= 0"), entries);
+      const second = twice.indexOf("[]", twice.indexOf("[]") + 1);
+      for (const [f, start] of [[file, twice.indexOf("[]")], [file, second], [counted.file, twice.indexOf("[]")], [counted.file, second]] as const) {
+        matchEntry({ node: { start, end: start + 2 }, hub: { file: { opts: { filename: path.join(REPO_ROOT, f) }, code: twice } } }, entries);
+      }
+      expect(misplacedEntries("functions/shared/", entries)).to.deep.equal([
+        { entry: stale, found: 0, expected: 1 },
+        { entry: grown, found: 2, expected: 1 },
+      ]);
+    });
+
+    it("refuses a listing whose places is not a whole number of at least 1", async () => {
+      const { readEntries } = await loadIgnorer();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "equivalents-"));
+      fs.writeFileSync(path.join(dir, "fleet.json"), JSON.stringify({ equivalents: [{ file, code: "x", reason: "ok", places: 0 }] }));
+      expect(() => readEntries(dir)).to.throw(/fleet\.json: equivalents\[0\]\.places must be a whole number of at least 1/);
+      fs.rmSync(dir, { recursive: true, force: true });
     });
 
     it("refuses a listing whose entry lacks a reason, naming the file and the entry", async () => {
