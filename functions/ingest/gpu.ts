@@ -6,6 +6,7 @@ import {
   StartInstancesCommand,
 } from "@aws-sdk/client-ec2";
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
+import { instancesOf } from "../shared/ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 
 /** The SSM parameter holds this when no GPU instance is registered. */
@@ -58,7 +59,7 @@ export async function readGpuInstanceId(deps: Pick<GpuLookupDeps, "ssm" | "logge
 export async function describeInstanceById(ec2: EC2Client, instanceId: string): Promise<Instance | null> {
   try {
     const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
-    return out.Reservations?.flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId === instanceId) ?? null;
+    return instancesOf(out).find((i) => i.InstanceId === instanceId) ?? null;
   } catch (error) {
     if (hasErrorName(error, "InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed")) return null;
     throw error;
@@ -76,7 +77,7 @@ async function findInstanceByTag(deps: GpuLookupDeps, state: "stopped" | "runnin
     },
   );
   for await (const page of pages) {
-    const found = page.Reservations?.flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId);
+    const found = instancesOf(page).find((i) => i.InstanceId);
     if (found) return found;
   }
   return null;

@@ -1,5 +1,6 @@
 import { DescribeInstancesCommand, type EC2Client, type Instance, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { instancesOf } from "../shared/ec2";
 import { logStep } from "../shared/logger";
 import { countOne } from "../shared/metrics";
 import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
@@ -132,7 +133,7 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
 async function describe(ec2: EC2Client, instanceId: string): Promise<Instance | null> {
   try {
     const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [instanceId] }));
-    return out.Reservations?.flatMap((r) => r.Instances ?? []).find((i) => i.InstanceId === instanceId) ?? null;
+    return instancesOf(out).find((i) => i.InstanceId === instanceId) ?? null;
   } catch (error) {
     if (error instanceof Error && (error.name === "InvalidInstanceID.NotFound" || error.name === "InvalidInstanceID.Malformed")) return null;
     throw error;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { BatchGetItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type EC2Client, type Instance, paginateDescribeInstances, RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { instancesOf } from "../shared/ec2";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
@@ -74,7 +75,7 @@ async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<Po
       ],
     },
   );
-  for await (const page of pages) out.push(...(page.Reservations?.flatMap((r) => r.Instances ?? []) ?? []).map(poolInstance));
+  for await (const page of pages) out.push(...instancesOf(page).map(poolInstance));
   return out;
 }
 

@@ -3,7 +3,7 @@ import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { MetricUnit } from "../telemetry";
 import { hasActiveJob, instancesWithActiveJobs } from "./active-jobs";
-import { instancesOf } from "./instances";
+import { instancesOf } from "../../shared/ec2";
 import type { Task } from "./types";
 
 /** The original system's grace on top of the max runtime. */

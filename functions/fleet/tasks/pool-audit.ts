@@ -2,7 +2,7 @@ import { type Instance, paginateDescribeInstances } from "@aws-sdk/client-ec2";
 import { logStep } from "../../shared/logger";
 import { emitWithDimension, MetricUnit } from "../telemetry";
 import { hasActiveJob } from "./active-jobs";
-import { instancesOf } from "./instances";
+import { instancesOf } from "../../shared/ec2";
 import type { Task, TaskDeps } from "./types";
 
 export interface PoolReport {

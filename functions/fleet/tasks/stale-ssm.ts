@@ -4,7 +4,7 @@ import { errorMessage, logStep } from "../../shared/logger";
 import { chunks } from "../budget";
 import { instanceIdOfParameter } from "../jobs";
 import { MetricUnit } from "../telemetry";
-import { instancesOf } from "./instances";
+import { instancesOf } from "../../shared/ec2";
 import type { Task, TaskDeps } from "./types";
 
 /** GetParametersByPath returns at most 10 per page. */
