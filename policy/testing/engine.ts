@@ -23,6 +23,7 @@
  * the mocks in preview mode, where the SDK leaves unknown whatever was not returned, gives the same
  * unknown inputs as `firstPreview` derives from the update plan.
  */
+import { computedUnsetAttributes, computedUnsetNested, isAwsCustom, storedOutputs } from "./provider-model";
 import type { RecordedResource } from "./types";
 
 /** The engine's wire placeholders (@pulumi/policy/proxy): a value unknown on this preview. */
@@ -72,14 +73,22 @@ export function afterCheck(type: string, props: Record<string, unknown>): Record
   return out;
 }
 
-/** The engine's view on a preview of an existing stack, and at `up`: every value known, inputs after Check. */
+/**
+ * The engine's view on a preview of an existing stack, and at `up`: every value known, inputs after
+ * Check, and outputs as the provider stores them after a refresh (provider-model.ts: container
+ * definitions in its order with ECS's defaults, a Role's inline policies read back from IAM…).
+ */
 export function updateView(recording: readonly RecordedResource[]): RecordedResource[] {
-  return recording.map((r) => ({ ...r, inputs: afterCheck(r.type, r.inputs), outputs: afterCheck(r.type, r.outputs) }));
+  return recording.map((r) => ({ ...r, inputs: afterCheck(r.type, r.inputs), outputs: storedOutputs({ ...r, outputs: afterCheck(r.type, r.outputs) }, recording) }));
 }
 
 const isRemoteComponent = (r: RecordedResource) => !r.custom && !r.type.startsWith("encache:");
 
-/** What the provider computes when `r` is created: its id and every output that is not an input (the auto-name aside). */
+/**
+ * What the provider computes when `r` is created: its id, every output the mock answered that is
+ * not an input (the auto-name aside), and for an AWS resource every attribute its schema computes
+ * that the program leaves unset (provider-model.ts), whether or not the mock answered it.
+ */
 export function computedAtCreate(r: RecordedResource): Record<string, unknown> {
   if (!r.custom && !isRemoteComponent(r)) return {};
   const computed: Record<string, unknown> = {};
@@ -87,8 +96,18 @@ export function computedAtCreate(r: RecordedResource): Record<string, unknown> {
     if (key in r.inputs || key === "name" || key === "id" || key === "urn") continue;
     computed[key] = value;
   }
+  if (isAwsCustom(r)) for (const key of computedUnsetAttributes(r)) if (!(key in computed)) computed[key] = r.outputs[key];
   if (r.id) computed.id = r.id;
   return computed;
+}
+
+/** `block` with each computed field the program left unset unknown (in each element, for a list of blocks). */
+function withUnknownFields(block: unknown, fields: readonly string[]): unknown {
+  if (Array.isArray(block)) return block.map((b) => withUnknownFields(b, fields));
+  if (typeof block !== "object" || block === null || containsUnknown(block)) return block;
+  const out: Record<string, unknown> = { ...(block as Record<string, unknown>) };
+  for (const f of fields) if (out[f] === undefined || out[f] === null) out[f] = UNKNOWN_STRING;
+  return out;
 }
 
 /** Strings (and numbers) a value embeds, for finding where computed outputs flowed. */
@@ -147,6 +166,7 @@ export function firstPreview(recording: readonly RecordedResource[]): RecordedRe
     const outputs: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(r.outputs)) outputs[key] = key in inputs ? inputs[key] : value;
     for (const key of Object.keys(computedAtCreate(r))) if (key !== "id") outputs[key] = UNKNOWN_STRING;
+    if (isAwsCustom(r)) for (const [block, fields] of Object.entries(computedUnsetNested(r))) outputs[block] = withUnknownFields(outputs[block], fields);
     const { id: _id, ...rest } = r;
     return { ...rest, inputs: afterCheck(r.type, inputs), outputs: afterCheck(r.type, outputs) };
   });
