@@ -30,6 +30,10 @@ import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
 import { alarmsHaveActions } from "./rules/alarms-have-actions";
 import { iamStarResourceUnscopableOnly } from "./rules/iam-star-resource-unscopable-only";
 import { ec2StopScopedToStack } from "./rules/ec2-stop-scoped-to-stack";
+import { terminalQueueUnconsumed } from "./rules/terminal-queue-unconsumed";
+import { jobTableTagged } from "./rules/job-table-tagged";
+import { roleInlinePoliciesKnown } from "./rules/role-inline-policies-known";
+import { declaredDocumentsHaveInputs } from "./rules/declared-documents-have-inputs";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -65,4 +69,8 @@ export const policies: Policies = [
   alarmsHaveActions,
   iamStarResourceUnscopableOnly,
   ec2StopScopedToStack,
+  terminalQueueUnconsumed,
+  jobTableTagged,
+  roleInlinePoliciesKnown,
+  declaredDocumentsHaveInputs,
 ];

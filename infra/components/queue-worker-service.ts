@@ -328,8 +328,10 @@ function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, dep
         memory: r.memoryMb,
         cpu: r.cpu,
         stopTimeout: r.stopTimeoutSeconds,
+        // In the order the provider stores them (orderEnvironmentVariables: Go's cmp.Compare, byte
+        // order), not localeCompare's: the declaration then equals the stored definition.
         environment: Object.entries(environment)
-          .sort(([a], [b]) => a.localeCompare(b))
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([key, value]) => ({ name: key, value })),
         logConfiguration: {
           logDriver: "awslogs",

@@ -1,6 +1,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { DECLARED_DOCUMENT_TYPE } from "../contract";
 import { knownValue } from "../lib/documents";
+import { canonicalPolicy, reduceContainerDefinitions } from "../lib/provider-normal-form";
 
 /** A document as data: a JSON string is parsed (the provider's Check hands documents over as strings). */
 function asData(value: unknown): unknown {
@@ -28,13 +29,20 @@ export function saysAllOf(actual: unknown, declared: unknown): boolean {
 }
 
 /**
- * IAM documents must equal their declaration: the provider keeps the configured JSON in state while
- * AWS's copy is equivalent, and a key the declaration lacks (a NotResource, a second Action) would be
- * a grant the rules never judged. Container definitions must say all their declaration says (see
- * saysAllOf); what ECS adds are its defaults, not grants.
+ * Compared as the provider compares them (lib/provider-normal-form.ts), so the gate agrees with the
+ * provider's own diff. Container definitions: both sides reduced as `containerDefinitionsAreEquivalent`
+ * does (containers, environment and secrets in byte order by name, empty lists absent, ECS's
+ * defaults), then the stored side must say all the declaration says (saysAllOf): the provider
+ * stores what ECS returns, defaults filled in. IAM documents: equal as grants, lists AWS treats as
+ * sets compared as sets; a key the declaration lacks (a NotResource, a second Action) would be a
+ * grant the rules never judged, so it is a difference.
  */
-function matches(property: string, actual: unknown, declared: unknown): boolean {
-  return property === "containerDefinitions" ? saysAllOf(actual, declared) : JSON.stringify(actual) === JSON.stringify(declared);
+function matches(property: string, actual: unknown, declared: unknown, isAwsVpc: boolean): boolean {
+  if (property === "containerDefinitions") {
+    if (!Array.isArray(actual) || !Array.isArray(declared)) return false;
+    return saysAllOf(reduceContainerDefinitions(actual, isAwsVpc), reduceContainerDefinitions(declared, isAwsVpc));
+  }
+  return JSON.stringify(canonicalPolicy(actual)) === JSON.stringify(canonicalPolicy(declared));
 }
 
 function sibling(resources: readonly PolicyResource[], d: PolicyResource): PolicyResource | undefined {
@@ -64,7 +72,9 @@ export const declaredDocumentsMatch: StackValidationPolicy = {
       const declared = knownValue(() => d.props.document);
       const actual = knownValue(() => asData(target.props[property]));
       if (!declared || !actual || actual.value === undefined) continue;
-      if (!matches(property, actual.value, declared.value)) {
+      const networkMode = knownValue(() => target.props.networkMode);
+      const isAwsVpc = networkMode !== undefined && networkMode.value === "awsvpc";
+      if (!matches(property, actual.value, declared.value, isAwsVpc)) {
         reportViolation(
           `${target.type.split(":").pop()} '${target.name}': its ${property} differs from its declaration '${d.name}', which the rules judged on the first preview. ` +
             "Build both from one value (infra/iam/declared.ts, infra/components/declared-document.ts).",

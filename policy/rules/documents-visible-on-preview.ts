@@ -1,7 +1,6 @@
-import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import type { StackValidationPolicy } from "@pulumi/policy";
 import { declarationOf, isUnknown } from "../lib/documents";
-import { records } from "../lib/props";
-import { ECS_TASK_DEFINITION, IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+import { ECS_TASK_DEFINITION, IAM_POLICY, ROLE_POLICY } from "../lib/types";
 
 /** The JSON-document inputs other rules judge, and those rules. */
 const JUDGED: ReadonlyArray<{ type: string; property: string; rules: string }> = [
@@ -10,17 +9,16 @@ const JUDGED: ReadonlyArray<{ type: string; property: string; rules: string }> =
   { type: ECS_TASK_DEFINITION, property: "containerDefinitions", rules: "ecs-task-definition-hardened, ecs-task-protection-granted" },
 ];
 
-function inlinePoliciesUnknown(role: PolicyResource): boolean {
-  if (isUnknown(() => role.props.inlinePolicies)) return true;
-  return records(role.props.inlinePolicies).some((p) => isUnknown(() => p.policy));
-}
-
 /**
  * Fail closed. On a first preview the engine hands every JSON document over as one unknown string
  * whenever anything inside it is unknown, and a rule that reads an unknown value is reported only
  * as advisory, whatever its level. So a document that nobody declared (policy/contract/declarations.ts)
  * is one the rules cannot see: where this rule is mandatory (prod), that blocks the preview instead
  * of letting an unjudged grant through.
+ *
+ * A Role's inline policies are not judged here: the Role's `inlinePolicies` output is
+ * Optional+Computed, unknown on every first preview that leaves it unset, so the output cannot tell
+ * a declared policy from none. `role-inline-policies-known` judges the Role's inputs instead.
  */
 export const documentsVisibleOnPreview: StackValidationPolicy = {
   name: "documents-visible-on-preview",
@@ -30,14 +28,6 @@ export const documentsVisibleOnPreview: StackValidationPolicy = {
   enforcementLevel: "advisory",
   validateStack: (args, reportViolation) => {
     for (const resource of args.resources) {
-      if (resource.type === ROLE && inlinePoliciesUnknown(resource)) {
-        reportViolation(
-          `Role '${resource.name}' has inline policies that are unknown on this preview, and inline policies cannot be declared: ` +
-            "use a RolePolicy with a DeclaredDocument, or the IAM rules cannot judge them before they exist.",
-          resource.urn,
-        );
-        continue;
-      }
       const judged = JUDGED.find((j) => j.type === resource.type);
       if (!judged || !isUnknown(() => resource.props[judged.property])) continue;
       if (declarationOf(args.resources, resource, judged.property)) continue;

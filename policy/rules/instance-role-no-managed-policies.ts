@@ -30,14 +30,15 @@ export const instanceRoleNoManagedPolicies: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const allowed = stringList(args.getConfig<Config>().allowedPolicyArns);
     for (const role of ofType(args.resources, ROLE).filter(trustsEc2)) {
-      const attached = [
+      // A Set: after a refresh managedPolicyArns lists the attachments read below too.
+      const attached = new Set([
         ...stringList(readIfKnown(() => role.props.managedPolicyArns)),
         ...ofType(args.resources, ROLE_POLICY_ATTACHMENT)
           .filter((a) => dependsOnVia(a, "role", role))
           .map((a) => readIfKnown(() => a.props.policyArn))
           .filter((arn): arn is string => typeof arn === "string"),
-      ];
-      for (const arn of attached.filter((a) => AWS_MANAGED.test(a) && !allowed.includes(a))) {
+      ]);
+      for (const arn of [...attached].filter((a) => AWS_MANAGED.test(a) && !allowed.includes(a))) {
         reportViolation(`Instance role '${role.name}' attaches the AWS-managed ${arn}: grant the actions the instance calls instead (Session Manager needs five).`, role.urn);
       }
     }

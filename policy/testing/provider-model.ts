@@ -13,6 +13,7 @@
  *   normalisations of the attributes the rules read or compare; each names the provider function it
  *   follows.
  */
+import { normalizeJson, orderContainerDefinitions } from "../lib/provider-normal-form";
 import schema from "./provider-schema.json";
 import type { RecordedResource } from "./types";
 
@@ -71,46 +72,12 @@ export function computedUnsetNested(r: Pick<RecordedResource, "type" | "inputs">
   return out;
 }
 
-/** Go's `cmp.Compare` on strings: byte order of the UTF-8 encoding (not `localeCompare`, not UTF-16 code units). */
-export function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
-}
-
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-/** Go's encoding/json round trip (structure.NormalizeJsonString): object keys sorted, no whitespace. */
-export function normalizeJson(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(normalizeJson);
-  if (typeof value === "object" && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort(byteOrder)) {
-      const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = normalizeJson(v);
-    }
-    return out;
-  }
-  return value;
-}
-
-/** itypes.IsZero: an element of a list the provider compacts is dropped when it is its type's zero value. */
-function isZero(v: unknown): boolean {
-  if (v === null || v === undefined || v === "" || v === 0 || v === false) return true;
-  if (Array.isArray(v)) return v.length === 0;
-  if (typeof v === "object") return Object.values(v).every(isZero);
-  return false;
-}
-
-/** The lists containerDefinitions.compactArrays compacts (terraform-provider-aws internal/service/ecs/container_definitions.go). */
-const COMPACTED = ["dependsOn", "environment", "environmentFiles", "extraHosts", "mountPoints", "portMappings", "resourceRequirements", "secrets", "systemControls", "ulimits", "volumesFrom"];
-
 /**
  * What DescribeTaskDefinition returns for fields a registration left out, which the provider's Read
  * stores (flattenContainerDefinitions of the API's answer): ECS fills these defaults in
  * (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_definition_parameters.html).
  */
-const ECS_CONTAINER_DEFAULTS: Readonly<Record<string, Json>> = { cpu: 0, essential: true, environment: [], mountPoints: [], portMappings: [], systemControls: [], volumesFrom: [] };
-
-const byName = (a: unknown, b: unknown) => byteOrder(String((a as { name?: unknown }).name ?? ""), String((b as { name?: unknown }).name ?? ""));
+const ECS_CONTAINER_DEFAULTS: Readonly<Record<string, unknown>> = { cpu: 0, essential: true, environment: [], mountPoints: [], portMappings: [], systemControls: [], volumesFrom: [] };
 
 /**
  * Container definitions as the provider stores them (terraform-provider-aws internal/service/ecs):
@@ -130,18 +97,8 @@ export function storedContainerDefinitions(value: unknown): unknown {
     }
   }
   if (!Array.isArray(parsed)) return value;
-  const containers = parsed.map((c: unknown) => {
-    if (typeof c !== "object" || c === null) return c;
-    const out: Record<string, unknown> = { ...ECS_CONTAINER_DEFAULTS, ...(c as Record<string, unknown>) };
-    for (const key of COMPACTED) {
-      if (Array.isArray(out[key])) out[key] = (out[key] as unknown[]).filter((e) => !isZero(e));
-    }
-    for (const key of ["environment", "secrets"]) {
-      if (Array.isArray(out[key])) out[key] = [...(out[key] as unknown[])].sort(byName);
-    }
-    return out;
-  });
-  return JSON.stringify(normalizeJson([...containers].sort(byName)));
+  const withDefaults = parsed.map((c: unknown) => (typeof c === "object" && c !== null && !Array.isArray(c) ? { ...ECS_CONTAINER_DEFAULTS, ...c } : c));
+  return JSON.stringify(normalizeJson(orderContainerDefinitions(withDefaults)));
 }
 
 /** A JSON document attribute as the provider stores it: its StateFunc runs structure.NormalizeJsonString (iam role.go, role_policy.go, policy.go). */

@@ -142,7 +142,7 @@ function consumer(c: ConsumerSpec): RecordedResource[] {
 function build(): RecordedResource[] {
   return [
     component(INGEST),
-    ingestQueue("ingest-dlq", { messageRetentionSeconds: 1209600, visibilityTimeoutSeconds: 400 }),
+    ingestQueue("ingest-dlq", { messageRetentionSeconds: 1209600, visibilityTimeoutSeconds: 400, tags: { "encache:queue-role": "dlq" } }),
     ingestQueue(
       "ingest",
       {

@@ -15,7 +15,7 @@ const jobsDlq = urnOf(T.queue, "jobs-dlq");
 const drainFn = urnOf(T.fn, "drain");
 /** A source queue redriving to jobs-dlq, drained by a function whose role has these inline statements. */
 const drainedDlq = (...statements: Record<string, unknown>[]) => [
-  queue("jobs-dlq", { messageRetentionSeconds: 1_209_600, visibilityTimeoutSeconds: 400 }),
+  queue("jobs-dlq", { messageRetentionSeconds: 1_209_600, visibilityTimeoutSeconds: 400, tags: { "encache:queue-role": "dlq" } }),
   queue("jobs", { redrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn("jobs-dlq"), maxReceiveCount: 3 }) }, { deps: { redrivePolicy: [jobsDlq] } }),
   role("drain", { inlinePolicies: [{ name: "own", policy: JSON.stringify(doc(...statements)) }] }),
   fn("drain", { timeout: 60 }, { deps: { role: [urnOf(T.role, "drain")] } }),

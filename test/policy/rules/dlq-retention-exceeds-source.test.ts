@@ -10,7 +10,7 @@ const POLICY = "dlq-retention-exceeds-source";
 const dlqUrn = urnOf(T.queue, "orders-dlq");
 /** A source queue (4 days) redriving to `orders-dlq` with the given retention. */
 const redriven = (dlqRetention: number) => [
-  queue("orders-dlq", { messageRetentionSeconds: dlqRetention }),
+  queue("orders-dlq", { messageRetentionSeconds: dlqRetention, tags: { "encache:queue-role": "dlq" } }),
   queue("orders", { messageRetentionSeconds: 345600, redrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn("orders-dlq"), maxReceiveCount: 3 }) }, { deps: { redrivePolicy: [dlqUrn] } }),
 ];
 
