@@ -93,6 +93,8 @@ async function main(argv: string[]): Promise<number> {
       stackTags: {},
     });
     const doc = planDocument(files.project, values.stack, firstPreview ? view : resources, violations, { firstPreview });
+    // The whole view the pack judged (outputs included), for tests of the engine model; not part of --json.
+    if (process.env.PLAN_VIEW_FILE) fs.writeFileSync(process.env.PLAN_VIEW_FILE, JSON.stringify(view));
     if (values.sarif) {
       const { sarifLog } = await import("./sarif.js");
       const version = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;

@@ -75,6 +75,79 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:ssm/parameter:Parameter": "internal/service/ssm/parameter.go",
 };
 
+/**
+ * Entries traced to their lines in terraform-provider-aws, read through the search tool at the
+ * commit given (the stored revision of each file; attributes of these kinds have kept their
+ * schema across the releases). test/plan/provider-schema.test.ts checks the table says the same.
+ */
+export interface Trace {
+  type: string;
+  attribute: string;
+  kind: "computed" | "optionalComputed";
+  upstream: string;
+  commit: string;
+  lines: string;
+  /** The upstream text, condensed. */
+  says: string;
+}
+
+export const TRACES: readonly Trace[] = [
+  {
+    type: "aws:iam/role:Role",
+    attribute: "inlinePolicies",
+    kind: "optionalComputed",
+    upstream: "internal/service/iam/role.go",
+    commit: "0040ea6911af00bea2cca6dbb14e86829826ad8e",
+    lines: "78-81",
+    says: '"inline_policy": { Type: schema.TypeSet, Optional: true, Computed: true',
+  },
+  {
+    type: "aws:iam/role:Role",
+    attribute: "managedPolicyArns",
+    kind: "optionalComputed",
+    upstream: "internal/service/iam/role.go",
+    commit: "0040ea6911af00bea2cca6dbb14e86829826ad8e",
+    lines: "114-117",
+    says: '"managed_policy_arns": { Type: schema.TypeSet, Optional: true, Computed: true',
+  },
+  {
+    type: "aws:sqs/queue:Queue",
+    attribute: "redrivePolicy",
+    kind: "optionalComputed",
+    upstream: "internal/service/sqs/queue.go",
+    commit: "00a35305dc1b297a6fcdecdfbba33f1e63c3da39",
+    lines: "147-150",
+    says: '"redrive_policy": { Type: schema.TypeString, Optional: true, Computed: true',
+  },
+  {
+    type: "aws:sqs/queue:Queue",
+    attribute: "url",
+    kind: "computed",
+    upstream: "internal/service/sqs/queue.go",
+    commit: "00a35305dc1b297a6fcdecdfbba33f1e63c3da39",
+    lines: "165-167",
+    says: "names.AttrURL: { Type: schema.TypeString, Computed: true",
+  },
+  {
+    type: "aws:ecs/taskDefinition:TaskDefinition",
+    attribute: "networkMode",
+    kind: "optionalComputed",
+    upstream: "internal/service/ecs/task_definition.go",
+    commit: "f1750b8668f2771f28931e8ed4c1fa564b83e4d1",
+    lines: "150-153",
+    says: '"network_mode": { Type: schema.TypeString, Optional: true, Computed: true',
+  },
+  {
+    type: "aws:ecs/taskDefinition:TaskDefinition",
+    attribute: "arn",
+    kind: "computed",
+    upstream: "internal/service/ecs/task_definition.go",
+    commit: "f1750b8668f2771f28931e8ed4c1fa564b83e4d1",
+    lines: "58-61",
+    says: '"arn": { Type: schema.TypeString, Computed: true',
+  },
+];
+
 /** `aws:iam/role:Role` → the typings file `iam/role.d.ts` and the class `Role`. */
 export function typingsOf(token: string): { file: string; className: string } {
   const m = /^aws:([a-z0-9]+)\/([A-Za-z0-9]+):([A-Za-z0-9]+)$/.exec(token);

@@ -56,15 +56,49 @@ describe("plan CLI (child processes)", function () {
     expect(v[0]!.message).to.contain("ec2:StartInstances");
   });
 
-  for (const mode of [[], ["--first-preview"]]) {
-    it(`exits 1 on prod${mode.length ? " on a first preview" : ""} when a DLQ consumer lacks ec2:StartInstances, judged from its declared policy`, async () => {
-      const { run, doc } = await planJson("prod", [...mode, "--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
-      expect(run.code).to.equal(1);
-      expect(doc.mode).to.equal(mode.length ? "first-preview" : "update");
-      const v = doc.violations.filter((x) => x.policy === "dlq-consumer-can-start-gpu");
-      expect(v.map((x) => [x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([["mandatory", "orders-dlq-consumer"]]);
+  for (const stack of ["dev", "prod"]) {
+    for (const mode of [[], ["--first-preview"]]) {
+      it(`exits 1 on ${stack}${mode.length ? " on a first preview" : ""} when a DLQ consumer lacks ec2:StartInstances, through dlq-consumer-can-start-gpu at mandatory level`, async () => {
+        const { run, doc } = await planJson(stack, [...mode, "--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts"]);
+        expect(run.code).to.equal(1);
+        expect(doc.mode).to.equal(mode.length ? "first-preview" : "update");
+        // Decided from the declared policy on a first preview, from the policy itself after: never
+        // through the fail-closed rule, never as "can't run during preview".
+        expect(doc.violations.map((x) => [x.policy, x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([["dlq-consumer-can-start-gpu", "mandatory", "orders-dlq-consumer"]]);
+      });
+    }
+  }
+
+  // A first preview of the real program under the provider model (policy/testing/provider-model.ts):
+  // every output the provider computes, and every Optional+Computed one left unset, is unknown.
+  for (const stack of ["dev", "prod"]) {
+    it(`a first preview of ${stack} is clean: no violation of any level, exit 0`, async () => {
+      const { run, doc } = await planJson(stack, ["--first-preview"]);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(doc.violations, JSON.stringify(doc.violations, null, 2)).to.deep.equal([]);
+      expect(doc.summary).to.include({ mandatory: 0, advisory: 0 });
     });
   }
+
+  it("clean is not blind: on prod's first preview each literal fact is a mandatory violation of the rule that owns it", async () => {
+    const { run, doc } = await planJson("prod", ["--first-preview", "--program", "test/infra/fixtures/blind-spots.ts"]);
+    expect(run.code).to.equal(1);
+    const fired = doc.violations.map((v) => [v.policy, v.enforcementLevel, v.urn?.split("::").pop()]);
+    expect(fired).to.deep.equal([
+      ["iam-star-resource-unscopable-only", "mandatory", "blind-policy-declared"],
+      ["job-table-ttl", "mandatory", "blind-jobs"],
+      ["queue-has-dlq", "mandatory", "blind-orphan"],
+      ["role-inline-policies-known", "mandatory", "blind-role"],
+    ]);
+  });
+
+  it("fails closed when PULUMI_NODEJS_SKIP_COMPONENT_INPUTS hides every declaration's inputs from the resource rules", async () => {
+    const { run, doc } = await planJson("prod", ["--first-preview"], { PULUMI_NODEJS_SKIP_COMPONENT_INPUTS: "1" });
+    expect(run.code).to.equal(1);
+    const declarations = doc.resources.filter((r) => r.type === "encache:policy:DeclaredDocument").length;
+    expect(declarations).to.be.greaterThan(20);
+    expect(doc.violations.filter((v) => v.policy === "declared-documents-have-inputs" && v.enforcementLevel === "mandatory")).to.have.length(declarations);
+  });
 
   it("--sarif writes the violations as SARIF 2.1.0, each at the TypeScript line that declared its resource", async () => {
     const file = path.join(os.tmpdir(), `plan-${process.pid}.sarif`);

@@ -39,6 +39,68 @@ describe(POLICY, () => {
     expectViolation(await evaluate(rs), { policy: POLICY, level: "mandatory", urn: W.taskPolicy, message: /policy differs from its declaration/ });
   });
 
+  describe("compares as the provider does: lists AWS does not order are compared as sets", () => {
+    type Env = Array<{ name: string; value: string }>;
+    // localeCompare puts "AWS_REGION" before "AWSX" ("_" sorts before letters); the provider stores
+    // the environment in byte order ("_" is 0x5F, after "X"), the order cmp.Compare gives.
+    const localeOrder: Env = [
+      { name: "AWS_REGION", value: "eu-west-1" },
+      { name: "AWSX", value: "1" },
+      { name: "QUEUE_URL", value: "https://sqs" },
+    ];
+
+    it("passes an environment the program lists in another order than the provider stores", async () => {
+      // Prepare
+      const rs = workerRecording();
+      setContainer(rs, (c) => (c.environment = localeOrder));
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectNoViolations(violations);
+    });
+
+    const differs: Array<[string, (env: Env) => void]> = [
+      ["a value", (env) => (env[1]!.value = "2")],
+      ["a variable the declaration lacks", (env) => env.push({ name: "EXTRA", value: "x" })],
+      ["a variable the declaration has", (env) => env.pop()],
+    ];
+    for (const [title, edit] of differs) {
+      it(`fails an environment that differs in ${title}, whatever the order`, async () => {
+        // Prepare
+        const rs = withDeclarations((() => {
+          const r = workerRecording();
+          setContainer(r, (c) => (c.environment = structuredClone(localeOrder)));
+          return r;
+        })());
+        setContainer(rs, (c) => {
+          const env = structuredClone(c.environment as Env).reverse();
+          edit(env);
+          c.environment = env;
+        });
+        // Act
+        const violations = await evaluate(rs);
+        // Assess
+        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: W.taskDefinition, message: /containerDefinitions differs from its declaration/ });
+      });
+    }
+
+    it("passes an IAM policy whose Action and Resource lists are in another order, or a lone string for a one-element list", async () => {
+      // Prepare
+      const rs = withDeclarations(workerRecording());
+      const policy = structuredClone(find(rs, W.taskPolicy).inputs.policy) as { Statement: Array<Record<string, unknown>> };
+      for (const s of policy.Statement) {
+        if (Array.isArray(s.Action)) s.Action = s.Action.length === 1 ? s.Action[0] : [...(s.Action as string[])].reverse();
+        if (Array.isArray(s.Resource)) s.Resource = [...(s.Resource as string[])].reverse();
+      }
+      policy.Statement.reverse();
+      setInput(rs, W.taskPolicy, "policy", policy);
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectNoViolations(violations);
+    });
+  });
+
   const cases: Array<[string, unknown, unknown, boolean]> = [
     ["extra keys in the actual object", { a: 1, b: 2 }, { a: 1 }, true],
     ["a different value", { a: 2 }, { a: 1 }, false],
