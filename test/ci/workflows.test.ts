@@ -11,6 +11,8 @@ import { parse } from "yaml";
 import { REPO_ROOT } from "../../infra/bundle";
 
 interface Step {
+  id?: string;
+  if?: string;
   uses?: string;
   run?: string;
   name?: string;
@@ -18,6 +20,7 @@ interface Step {
   env?: Record<string, string>;
 }
 interface Job {
+  if?: string;
   permissions?: Record<string, string>;
   concurrency?: { group: string; "cancel-in-progress": boolean };
   environment?: string;
@@ -95,15 +98,85 @@ describe("CI workflows", function () {
     }
   });
 
-  it("preview: each stack previewed with the pack and its config, after buildx and OIDC credentials, commented on the PR", () => {
+  it("preview: each stack previewed with the pack and its config, after OIDC credentials, commented on the PR", () => {
     const job = workflow("preview.yml").jobs.preview!;
-    expect(job.concurrency).to.deep.equal({ group: "pulumi-${{ matrix.stack }}", "cancel-in-progress": false });
+    expect(job.concurrency).to.deep.equal({ group: "preview-${{ github.event.pull_request.number }}-${{ matrix.stack }}", "cancel-in-progress": true });
     const order = job.steps.map((s) => s.uses?.split("@")[0] ?? s.run);
-    expect(order.indexOf("docker/setup-buildx-action")).to.be.lessThan(order.indexOf("pulumi/actions"));
     expect(order.indexOf("aws-actions/configure-aws-credentials")).to.be.lessThan(order.indexOf("pulumi/actions"));
     expect(order).to.include("npm ci --omit=dev --prefix policy");
     const [preview] = pulumiSteps(job);
     expect(preview?.with).to.deep.include({ command: "preview", "comment-on-pr": true, policyPacks: "policy", policyPackConfigs: "policy/config.${{ matrix.stack }}.json" });
+  });
+
+  it("preview: a pull request's run gets no secret, no environment and only the read-only preview roles", () => {
+    const text = fs.readFileSync(path.join(DIR, "preview.yml"), "utf8");
+    const w = workflow("preview.yml");
+    // Nothing that could change a stack or decrypt its config: no secret at all, no real backend.
+    expect(JSON.stringify(w)).to.not.match(/secrets\.|PULUMI_ACCESS_TOKEN|PULUMI_BACKEND_URL|AWS_ROLE_ARN_(DEV|PROD)\b/);
+    expect(text).to.not.match(/^\s*(environment|secrets):/m);
+    const job = w.jobs.preview!;
+    // A job that names an environment gets the `environment:<name>` subject, which the deploy roles trust.
+    expect(job.environment).to.equal(undefined);
+    expect(job.strategy?.matrix?.include).to.deep.equal([
+      { stack: "dev", role: "AWS_ROLE_ARN_PREVIEW_DEV" },
+      { stack: "prod", role: "AWS_ROLE_ARN_PREVIEW_PROD" },
+    ]);
+    expect(job.steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))?.with?.["role-to-assume"]).to.equal("${{ vars[matrix.role] }}");
+    const [preview] = pulumiSteps(job);
+    // A throwaway file backend under the runner's temp directory, its stack created for the run,
+    // under a passphrase generated (and masked) in the run.
+    expect(preview?.with).to.deep.include({ "cloud-url": "file://${{ runner.temp }}/pulumi-state", upsert: true, "secrets-provider": "passphrase" });
+    const throwaway = job.steps.find((s) => s.run?.includes("PULUMI_CONFIG_PASSPHRASE"))?.run ?? "";
+    expect(throwaway).to.contain("openssl rand").and.contain("::add-mask::").and.contain('mkdir -p "$RUNNER_TEMP/pulumi-state"');
+    // A first preview does not build the worker image (awsx builds inside an apply on the repository URL).
+    expect(job.steps.some((s) => s.uses?.startsWith("docker/setup-buildx-action@"))).to.equal(false);
+  });
+
+  it("preview: a fork's pull request (or a repository without the preview roles) skips the cloud preview with a notice and a summary", () => {
+    const w = workflow("preview.yml");
+    const sameRepo = "github.event.pull_request.head.repo.full_name == github.repository";
+    const roles = ["vars.AWS_ROLE_ARN_PREVIEW_DEV != ''", "vars.AWS_ROLE_ARN_PREVIEW_PROD != ''"];
+    const preview = w.jobs.preview!.if!.replace(/\s+/g, " ");
+    for (const c of [sameRepo, ...roles]) expect(preview).to.contain(c);
+    // The skip job runs exactly when the preview does not: each of its conditions negates one of the preview's.
+    const skipped = w.jobs["preview-skipped"]!;
+    const negation = skipped.if!.replace(/\s+/g, " ");
+    for (const c of [sameRepo, ...roles]) expect(negation).to.contain(c.replace(/ == /, " != ").replace(/ != ''$/, " == ''"));
+    expect(negation.split("||")).to.have.length(3);
+    expect(preview.split("&&")).to.have.length(3);
+    expect(skipped.permissions).to.equal(undefined);
+    const say = skipped.steps.map((s) => s.run ?? "").join("\n");
+    expect(say).to.contain("::notice title=Cloud preview skipped::").and.contain("$GITHUB_STEP_SUMMARY");
+    expect(say).to.not.match(/exit [1-9]/);
+  });
+
+  it("ci: a fork's pull request keeps the plan's SARIF as an artifact instead of uploading it (its token cannot), with a notice", () => {
+    const plan = workflow("ci.yml").jobs.plan!;
+    const upload = plan.steps.find((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))!;
+    expect(upload.if!.replace(/\s+/g, " ")).to.contain("(github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository)");
+    const notice = plan.steps.find((s) => s.name === "Code scanning skipped (fork)")!;
+    expect(notice.if!.replace(/\s+/g, " ")).to.contain("github.event_name == 'pull_request' && github.event.pull_request.head.repo.full_name != github.repository");
+    expect(notice.run).to.contain("::notice");
+  });
+
+  it("every job that configures AWS credentials takes the region from its stack's Pulumi.<stack>.yaml, never a literal", () => {
+    for (const file of fs.readdirSync(DIR)) {
+      expect(fs.readFileSync(path.join(DIR, file), "utf8"), file).to.not.match(/\b(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d\b/);
+      for (const [name, job] of Object.entries(workflow(file).jobs)) {
+        const creds = job.steps.findIndex((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"));
+        if (creds < 0) continue;
+        const region = job.steps[creds]!.with?.["aws-region"];
+        const id = /^\$\{\{ steps\.([\w-]+)\.outputs\.region \}\}$/.exec(String(region))?.[1];
+        expect(id, `${file} ${name}: aws-region ${String(region)}`).to.be.a("string");
+        const source = job.steps.findIndex((s) => s.id === id);
+        expect(source, `${file} ${name}`).to.be.within(0, creds - 1);
+        const stack = name === "preview" ? '"$STACK"' : name;
+        expect(job.steps[source]!.run, `${file} ${name}`).to.equal(`npx tsx scripts/stack-region.ts ${stack} >> "$GITHUB_OUTPUT"`);
+        if (name === "preview") expect(job.steps[source]!.env).to.deep.equal({ STACK: "${{ matrix.stack }}" });
+        // npm ci first: tsx is a project dependency.
+        expect(job.steps.findIndex((s) => s.run === "npm ci"), `${file} ${name}`).to.be.within(0, source - 1);
+      }
+    }
   });
 
   it("deploy: dev then prod behind its protected environment, each `up` with the pack and followed by preview --expect-no-changes", () => {
@@ -117,6 +190,11 @@ describe("CI workflows", function () {
       const steps = pulumiSteps(job);
       expect(steps.map((s) => s.with?.command), stack).to.deep.equal(["up", "preview"]);
       expect(steps[1]!.with?.["expect-no-changes"], stack).to.equal(true);
+      // The first run on a new backend creates the stack; the settled check runs on what `up` left.
+      expect(steps[0]!.with?.upsert, stack).to.equal(true);
+      // The environment makes the OIDC subject `environment:<stack>`, the only one the deploy role trusts.
+      expect(job.environment, stack).to.equal(stack);
+      expect(job.steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))?.with?.["role-to-assume"], stack).to.equal(`\${{ vars.AWS_ROLE_ARN_${stack.toUpperCase()} }}`);
       for (const s of steps) expect(s.with, stack).to.deep.include({ "stack-name": stack, policyPacks: "policy", policyPackConfigs: `policy/config.${stack}.json` });
     }
     expect(JSON.stringify(w)).to.not.match(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
