@@ -1,6 +1,6 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { carriesIdentityPolicy, forEachIdentityStatement, isUnknown } from "../lib/documents";
-import { readIfKnown } from "../lib/props";
+import { knownElements, readIfKnown } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
 
 interface Config {
@@ -54,11 +54,10 @@ export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
     forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
       // An unknown condition is still a condition: it scopes the statement, and it is judged once known.
       if (readIfKnown(() => s.Effect) !== "Allow" || isUnknown(() => s.Condition) || s.Condition !== undefined) return;
-      const resource = readIfKnown(() => s.Resource);
-      const list: unknown[] = Array.isArray(resource) ? resource : [resource];
-      if (!list.some((r) => readIfKnown(() => r) === "*")) return;
-      const action = readIfKnown(() => s.Action);
-      const actions = (Array.isArray(action) ? action : [action]).filter((a): a is string => typeof a === "string");
+      // Element by element: an element unknown on this preview is an ARN still to be computed, never
+      // the literal `*`, and it must not keep the rule from judging the known ones beside it.
+      if (!knownElements(() => s.Resource).includes("*")) return;
+      const actions = knownElements(() => s.Action).filter((a): a is string => typeof a === "string");
       // A wildcard action is no-wildcard-iam-actions' to report.
       const scopable = actions.filter((a) => !a.includes("*") && !matches(a, allowed));
       if (scopable.length > 0) reportViolation(`${label} grants ${scopable.join(", ")} on "*": name the resources (these actions have resource-level permissions) or scope them with a condition.`);

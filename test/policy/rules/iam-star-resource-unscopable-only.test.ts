@@ -2,7 +2,13 @@
 import { expect } from "chai";
 import { UNSCOPABLE_ACTIONS } from "../../../policy/rules/iam-star-resource-unscopable-only";
 import { U, ingestRecording } from "../helpers/ingest";
-import { doc, editInput, managedPolicy, urnOf, T } from "../helpers/recording";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { REPO_ROOT } from "../../../infra/bundle";
+import { DECLARED_DOCUMENT_TYPE } from "../../../policy/contract";
+import { firstPreview, UNKNOWN_STRING } from "../../../policy/testing/engine";
+import type { PolicyPackConfig } from "../../../policy/testing/types";
+import { doc, editInput, managedPolicy, queue, queueArn, urnOf, withDeclarations, T } from "../helpers/recording";
 import { evaluate, expectNoViolations, expectViolation } from "../helpers/violations";
 
 const POLICY = "iam-star-resource-unscopable-only";
@@ -54,5 +60,38 @@ describe(POLICY, () => {
   it("keeps its default list to actions without resource-level permissions", () => {
     expect(UNSCOPABLE_ACTIONS.every((a) => /^[a-z0-9]+:[A-Za-z]+\*?$/.test(a))).to.equal(true);
     expect(UNSCOPABLE_ACTIONS).to.not.include("ec2:CreateNetworkInterface");
+  });
+
+  describe("on a first preview, where ARNs built from outputs are unknown elements of a declared document", () => {
+    const prod = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "policy", "config.prod.json"), "utf8")) as PolicyPackConfig;
+    // A policy whose Resource list holds a queue's ARN: an output, so unknown on a first preview.
+    const withQueueArn = (resource: string[], action: string[]) => [
+      queue("q", { visibilityTimeoutSeconds: 60 }),
+      managedPolicy("p", { policy: doc({ Effect: "Allow", Action: action, Resource: resource }) }, { deps: { policy: [urnOf(T.queue, "q")] } }),
+    ];
+    const declaredUrn = urnOf(DECLARED_DOCUMENT_TYPE, "p-declared");
+    const cases: Array<[string, string[], string[], boolean]> = [
+      ["an unknown element beside a literal `*`, with a scopable action", [queueArn("q"), "*"], ["sqs:SendMessage"], true],
+      ["a literal `*` before an unknown element, with a scopable action", ["*", queueArn("q")], ["sqs:SendMessage"], true],
+      ["only unknown elements, with a scopable action", [queueArn("q")], ["sqs:SendMessage"], false],
+      ["an unknown element beside `*`, with an unscopable action only", [queueArn("q"), "*"], ["sts:GetCallerIdentity"], false],
+      // An Action element unknown on this preview (none is in the program, but the rule must not stop at one).
+      ["an unknown Action element beside a scopable one, on `*` and an unknown element", [queueArn("q"), "*"], [UNKNOWN_STRING, "sqs:SendMessage"], true],
+    ];
+    for (const [what, resource, action, reported] of cases) {
+      it(`${reported ? "reports" : "passes"} ${what}, at prod's level, and runs (no "can't run during preview")`, async () => {
+        // Prepare
+        const rs = withQueueArn(resource, action);
+        // The premise: the declaration the rule judges holds an unknown Resource element.
+        const declared = firstPreview(withDeclarations(rs)).find((r) => r.urn === declaredUrn)!;
+        expect(JSON.stringify(declared.inputs.document)).to.include(UNKNOWN_STRING);
+        // Act
+        const violations = await evaluate(rs, { mode: "first-preview", config: prod });
+        // Assess
+        const mine = violations.filter((v) => v.policy === POLICY);
+        expect(mine.map((v) => [v.urn, v.enforcementLevel]), JSON.stringify(violations, null, 2)).to.deep.equal(reported ? [[declaredUrn, "mandatory"]] : []);
+        if (reported) expect(mine[0]!.message).to.match(/'p \(declared\)' Statement\[0\] grants sqs:SendMessage on "\*"/);
+      });
+    }
   });
 });
