@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, sessionManagerStatement } from "../iam/document";
+import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
@@ -93,7 +93,7 @@ export class GpuInstance extends pulumi.ComponentResource {
     // Session Manager only: the GPU service itself calls no AWS API.
     new aws.iam.RolePolicy(
       `${name}-session-manager`,
-      { role: this.role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { role: this.role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
       { parent: this },
     );
     const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });

@@ -8,7 +8,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, httpsEgress, sessionManagerStatement, type Statement } from "../iam/document";
+import { assumedBy, httpsEgress, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -153,7 +153,7 @@ function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.R
   // Session Manager only: a pool instance's workload brings its own credentials.
   new aws.iam.RolePolicy(
     `${name}-instance-session-manager`,
-    { role: role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
+    { role: role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(parent)), { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
     { parent },
   );
   const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });
