@@ -35,7 +35,7 @@ export interface PoolAccess {
   region: string;
   /** Every EC2 ARN names the account (no `*`). */
   accountId: pulumi.Input<string>;
-  /** The instance types the classes' templates launch: RunInstances is limited to them. */
+  /** The instance types the classes' templates launch (PoolLaunchTemplate.instanceType): RunInstances is limited to them. */
   instanceTypes: string[];
   /** Value of the `encache:pool` tag: EC2 start and launch are conditioned on it. */
   poolTag: string;
@@ -75,10 +75,13 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
     },
     "pool-launch-attachments": { resource: [ec2("volume/*"), ec2("network-interface/*")], condition: { StringEquals: poolTagged, ArnLike: fromPoolTemplate } },
     // What it uses is named: the pool's templates, subnet and group, and AMIs (an image belongs to no
-    // account of ours: its ARN has none). The templates resolve the AMI at launch, so no AMI id is known.
+    // account of ours: its ARN has none). The templates resolve the AMI at launch, so no AMI id is
+    // known and the ARN names every image: ec2:IsLaunchTemplateResource (true when the resource is
+    // the one the launch template specifies) keeps a caller from overriding the template's AMI,
+    // subnet or group in the request (AWS's "prevent overriding launch template parameters" pattern).
     "pool-launch-inputs": {
       resource: [...a.launchTemplateArns, ec2(arnOf("subnet/", a.subnetId)), a.securityGroupArn, `arn:aws:ec2:${a.region}::image/*`],
-      condition: { ArnLike: fromPoolTemplate },
+      condition: { ArnLike: fromPoolTemplate, Bool: { "ec2:IsLaunchTemplateResource": "true" } },
     },
     "instance-role": { resource: a.instanceRoleArn },
     "pool-spot-requests": { resource: ec2("spot-instances-request/*"), condition: { ArnLike: fromPoolTemplate } },
@@ -121,7 +124,9 @@ export class Pool extends pulumi.ComponentResource {
     const statements = poolStatements({
       region: args.region,
       accountId: aws.getCallerIdentityOutput({}, { parent: this }).accountId,
-      instanceTypes: Object.values(args.config.classes).flatMap((c) => c.instanceTypes),
+      // From the templates the stack declares, not from the classes' config lists: a class's other
+      // types are types an advert may name, but no template launches them.
+      instanceTypes: Object.values(this.classes).map((r) => r.launchTemplate.instanceType),
       poolTag: args.config.poolTag,
       tableArn: this.claimTable.table.arn,
       poolQueueArns: Object.values(this.classes).map((r) => r.queue.queue.arn),
