@@ -94,6 +94,7 @@ describe("components under Pulumi mocks (in process)", function () {
     const g = new c.gpu.GpuInstance("gpu-a", {
       instanceType: "g5.xlarge",
       nameTag: "encache-gpu-worker-unit",
+      environment: "unit",
       instanceIdParameter: "/encache/unit/gpu/instance_id",
       subnetId: "subnet-1",
       securityGroupIds: ["sg-1"],
@@ -104,6 +105,8 @@ describe("components under Pulumi mocks (in process)", function () {
     const resources = await recorder.settle();
     const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-a");
     expect(instance?.ignoreChanges).to.deep.equal(["ami"]);
+    // The tags its Start/Stop grants key on, set by the component itself (no `tags` passed here).
+    expect(instance?.inputs.tags).to.deep.equal({ "encache:environment": "unit", Name: "encache-gpu-worker-unit" });
     // Session Manager's five actions, not AmazonSSMManagedInstanceCore (which reads every parameter):
     // the agent's heartbeat on this account's and region's instances (it has a resource type), the channels on `*`.
     expect(resources.some((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && r.parent === instance?.parent)).to.equal(false);
