@@ -9,7 +9,7 @@ export type FleetResource =
   | "jobs-table" // RUNS_FLEET_JOBS_TABLE
   | "jobs-table-indexes" // its GSIs (Query)
   | "runner-parameters" // <runner parameter path>/* : each runner's config parameters
-  | "runner-path" // the path itself and below: GetParametersByPath is authorised on the path
+  | "runner-path" // the path itself: GetParametersByPath is authorised on it, and Recursive lists below it
   | "managed-instances" // instances carrying the managed tag, by condition
   | "*" // EC2 DescribeInstances supports no resource-level permissions
   | "termination-dlq" // RUNS_FLEET_TERMINATION_DLQ_URL (quarantine)

@@ -40,7 +40,8 @@ export const WINDOW_GRANTS = [
 
 /**
  * What "can start the GPU" means: the GPU EC2 managed policy, attached to the DLQ consumer's role
- * as the original system's template does. StartInstances is scoped by the GPU's Name tag in its binding.
+ * as the original system's template does. StartInstances is scoped by the GPU's Name tag and the
+ * stack's environment tag in its binding (infra/parts/ingest.ts gpuEc2Statements).
  */
 export const GPU_EC2_GRANTS = [
   { sid: "StartTaggedGpu", actions: ["ec2:StartInstances"], resource: "gpu-instances" },

@@ -1,8 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, sessionManagerStatement } from "../iam/document";
+import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
+import { ENVIRONMENT_TAG, INSTANCE_TYPE_PATTERN } from "../../policy/contract";
 
 export interface GpuInstanceArgs {
   /** EC2 instance type, e.g. `g5.xlarge`. */
@@ -21,6 +21,12 @@ export interface GpuInstanceArgs {
    * instance by it. No default: two GPUs in one account must not share it (infra/stack-scope.ts).
    */
   nameTag: string;
+  /**
+   * Value of the `encache:environment` tag on the instance and its volumes, set here whatever
+   * `tags` holds: StartInstances and StopInstances are granted on the Name tag AND this one, so the
+   * grants find this stack's GPU only (and a GPU without it could not be started).
+   */
+  environment: string;
   /**
    * SSM parameter that publishes the instance id to the functions. No default: SSM names are
    * unique per account and region, so each stack needs its own.
@@ -93,7 +99,7 @@ export class GpuInstance extends pulumi.ComponentResource {
     // Session Manager only: the GPU service itself calls no AWS API.
     new aws.iam.RolePolicy(
       `${name}-session-manager`,
-      { role: this.role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { role: this.role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
       { parent: this },
     );
     const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
@@ -113,8 +119,8 @@ export class GpuInstance extends pulumi.ComponentResource {
         rootBlockDevice: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: true, deleteOnTermination: true },
         disableApiTermination: r.deletionProtection,
         monitoring: true,
-        tags: { ...tags, Name: r.nameTag },
-        volumeTags: { ...tags, Name: r.nameTag },
+        tags: { ...tags, [ENVIRONMENT_TAG]: args.environment, Name: r.nameTag },
+        volumeTags: { ...tags, [ENVIRONMENT_TAG]: args.environment, Name: r.nameTag },
       },
       // protect: the provider turns termination protection off before it deletes, so `disableApiTermination`
       // alone does not stop a `--replace`, a subnet change or `destroy` from terminating the GPU and its volume.

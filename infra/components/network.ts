@@ -107,7 +107,9 @@ export class Network extends pulumi.ComponentResource {
           [
             // AWS's flow-log delivery role, on the one log group.
             { Sid: "DeliverFlowLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"], Resource: pulumi.interpolate`${flowLogs.arn}:*` },
-            { Sid: "FindLogGroup", Effect: "Allow", Action: ["logs:DescribeLogGroups"], Resource: pulumi.interpolate`${flowLogs.arn}:*` },
+            // DescribeLogGroups has no resource type in the Service Authorization Reference: on an
+            // ARN it matches nothing, so `*` as in AWS's flow-log role (policy/lib/unscopable-actions.json).
+            { Sid: "FindLogGroup", Effect: "Allow", Action: ["logs:DescribeLogGroups"], Resource: "*" },
           ],
           { resource: `${name}-flow-logs-policy`, resourceType: ROLE_POLICY_TYPE, parent: this },
         ),

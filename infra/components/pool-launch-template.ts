@@ -82,11 +82,14 @@ export function amiResolvedAtLaunch(amiParameter: string): string {
 
 export class PoolLaunchTemplate extends pulumi.ComponentResource {
   readonly template: aws.ec2.LaunchTemplate;
+  /** The one instance type the template launches: the pool's RunInstances grant allows these and no other. */
+  readonly instanceType: string;
 
   constructor(name: string, args: PoolLaunchTemplateArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:PoolLaunchTemplate", name, {}, opts);
     const r = resolvePoolLaunchTemplateArgs(args);
     const tags = { ...(args.tags ?? {}), ...r.membershipTags };
+    this.instanceType = r.instanceType;
 
     this.template = new aws.ec2.LaunchTemplate(
       name,

@@ -85,17 +85,23 @@ export function trustScope(parent: pulumi.Resource): TrustScope {
 
 /**
  * What the SSM agent needs for Session Manager, and nothing else of AmazonSSMManagedInstanceCore
- * (whose other 20 actions let an instance read every plain parameter of the account). The five
- * are AWS's own minimal Session Manager instance policy; none of them has resource-level
- * permissions but UpdateInstanceInformation, which AWS's example also grants on `*`.
+ * (whose other 20 actions let an instance read every plain parameter of the account): AWS's own
+ * minimal Session Manager instance policy, scoped as the Service Authorization Reference allows.
+ * The four ssmmessages actions have no resource type, so `*`. UpdateInstanceInformation has two,
+ * `instance` (arn:aws:ec2:<region>:<account>:instance/<id>) and `managed-instance` (hybrid nodes,
+ * `mi-…`, which this program has none of): AWS's example grants it on `*`, but the reference lets
+ * it name this account's and region's EC2 instances, and nothing wider is needed.
  */
-export function sessionManagerStatement(): Statement {
-  return {
-    Sid: "SessionManager",
-    Effect: "Allow",
-    Action: ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
-    Resource: "*",
-  };
+export function sessionManagerStatements(scope: TrustScope): Statement[] {
+  return [
+    { Sid: "SessionManagerAgent", Effect: "Allow", Action: ["ssm:UpdateInstanceInformation"], Resource: pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:instance/*` },
+    {
+      Sid: "SessionManagerChannels",
+      Effect: "Allow",
+      Action: ["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
+      Resource: "*",
+    },
+  ];
 }
 
 /** Actions the Lambda SQS poller performs with the function's role (not the function's code). */

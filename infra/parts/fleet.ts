@@ -72,8 +72,10 @@ export function fleetStatements(a: FleetAccess): { termination: Statement[]; hou
     "jobs-table-indexes": { resource: pulumi.interpolate`${a.tableArn}/index/*` },
     // The runners' config parameters, nothing else in SSM.
     "runner-parameters": { resource: ssm("/*") },
-    // GetParametersByPath is authorised on the path itself.
-    "runner-path": { resource: [ssm(""), ssm("/*")] },
+    // GetParametersByPath is authorised on the path itself, and a recursive call on it lists every
+    // level below (SSM's API reference, GetParametersByPath Recursive): the housekeeping code calls it
+    // on the runner path only (functions/fleet/tasks/stale-ssm.ts), so `/*` would match nothing it calls.
+    "runner-path": { resource: ssm("") },
     "managed-instances": {
       resource: pulumi.interpolate`arn:aws:ec2:${a.region}:${a.accountId}:instance/*`,
       // Both tags: managed makes an instance the fleet's, the environment makes it this stack's fleet.

@@ -63,13 +63,18 @@ export function idleStatements(a: { region: string; accountId: pulumi.Input<stri
 }
 
 /**
- * The GPU EC2 policy's statements: StartInstances only on instances carrying the GPU's Name tag.
- * The tag value is a literal from config, so this document is fully known at preview time. Pure.
+ * The GPU EC2 policy's statements: StartInstances only on instances carrying the GPU's Name tag and
+ * this stack's environment tag (as StopInstances), so a Name tag reused elsewhere in the account
+ * starts nothing. The values are literals from config, so this document is fully known at preview
+ * time. Pure.
  */
-export function gpuEc2Statements(a: { region: string; accountId: pulumi.Input<string>; nameTag: string }): Statement[] {
+export function gpuEc2Statements(a: { region: string; accountId: pulumi.Input<string>; nameTag: string; environment: string }): Statement[] {
   return statementsFor(GPU_EC2_GRANTS, {
     "*": { resource: "*" },
-    "gpu-instances": { resource: arnOf("arn:aws:ec2:", a.region, ":", a.accountId, ":instance/*"), condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag } } },
+    "gpu-instances": {
+      resource: arnOf("arn:aws:ec2:", a.region, ":", a.accountId, ":instance/*"),
+      condition: { StringEquals: { "aws:ResourceTag/Name": a.nameTag, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: a.environment } },
+    },
   });
 }
 
@@ -201,6 +206,7 @@ function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.
       securityGroupIds: [securityGroup.id],
       amiParameter: gpu.amiParameter,
       nameTag: gpu.nameTag,
+      environment: args.platform.environment,
       instanceIdParameter: gpu.instanceIdParameter,
       rootVolumeGiB: gpu.rootVolumeGiB,
       deletionProtection: args.platform.deletionProtection,
@@ -217,7 +223,7 @@ function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.P
     `${name}-gpu-ec2`,
     {
       description: `Start the ${nameTag} instance (by tag) and describe instances`,
-      policy: declaredPolicy(gpuEc2Statements({ region: args.region, accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, nameTag }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
+      policy: declaredPolicy(gpuEc2Statements({ region: args.region, accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, nameTag, environment: args.platform.environment }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
       tags,
     },
     { parent },

@@ -8,7 +8,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, httpsEgress, sessionManagerStatement, type Statement } from "../iam/document";
+import { assumedBy, httpsEgress, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -35,7 +35,7 @@ export interface PoolAccess {
   region: string;
   /** Every EC2 ARN names the account (no `*`). */
   accountId: pulumi.Input<string>;
-  /** The instance types the classes' templates launch: RunInstances is limited to them. */
+  /** The instance types the classes' templates launch (PoolLaunchTemplate.instanceType): RunInstances is limited to them. */
   instanceTypes: string[];
   /** Value of the `encache:pool` tag: EC2 start and launch are conditioned on it. */
   poolTag: string;
@@ -75,10 +75,13 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
     },
     "pool-launch-attachments": { resource: [ec2("volume/*"), ec2("network-interface/*")], condition: { StringEquals: poolTagged, ArnLike: fromPoolTemplate } },
     // What it uses is named: the pool's templates, subnet and group, and AMIs (an image belongs to no
-    // account of ours: its ARN has none). The templates resolve the AMI at launch, so no AMI id is known.
+    // account of ours: its ARN has none). The templates resolve the AMI at launch, so no AMI id is
+    // known and the ARN names every image: ec2:IsLaunchTemplateResource (true when the resource is
+    // the one the launch template specifies) keeps a caller from overriding the template's AMI,
+    // subnet or group in the request (AWS's "prevent overriding launch template parameters" pattern).
     "pool-launch-inputs": {
       resource: [...a.launchTemplateArns, ec2(arnOf("subnet/", a.subnetId)), a.securityGroupArn, `arn:aws:ec2:${a.region}::image/*`],
-      condition: { ArnLike: fromPoolTemplate },
+      condition: { ArnLike: fromPoolTemplate, Bool: { "ec2:IsLaunchTemplateResource": "true" } },
     },
     "instance-role": { resource: a.instanceRoleArn },
     "pool-spot-requests": { resource: ec2("spot-instances-request/*"), condition: { ArnLike: fromPoolTemplate } },
@@ -121,7 +124,9 @@ export class Pool extends pulumi.ComponentResource {
     const statements = poolStatements({
       region: args.region,
       accountId: aws.getCallerIdentityOutput({}, { parent: this }).accountId,
-      instanceTypes: Object.values(args.config.classes).flatMap((c) => c.instanceTypes),
+      // From the templates the stack declares, not from the classes' config lists: a class's other
+      // types are types an advert may name, but no template launches them.
+      instanceTypes: Object.values(this.classes).map((r) => r.launchTemplate.instanceType),
       poolTag: args.config.poolTag,
       tableArn: this.claimTable.table.arn,
       poolQueueArns: Object.values(this.classes).map((r) => r.queue.queue.arn),
@@ -153,7 +158,7 @@ function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.R
   // Session Manager only: a pool instance's workload brings its own credentials.
   new aws.iam.RolePolicy(
     `${name}-instance-session-manager`,
-    { role: role.id, policy: declaredPolicy([sessionManagerStatement()], { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
+    { role: role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(parent)), { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
     { parent },
   );
   const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });

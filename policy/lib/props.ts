@@ -49,3 +49,20 @@ export function readIfKnown<T>(read: () => T): T | undefined {
     throw e;
   }
 }
+
+/**
+ * The known elements of an IAM-style "one value or a list" field (a statement's Resource or
+ * Action), read by index so that an element unknown on this preview is skipped instead of
+ * throwing: iterating (`some`, `filter`, spread) hands every element over, and the engine's proxy
+ * throws on the unknown one. A field unknown as a whole has no known element.
+ */
+export function knownElements(read: () => unknown): unknown[] {
+  const value = readIfKnown(read);
+  if (!Array.isArray(value)) return value === undefined ? [] : [value];
+  const out: unknown[] = [];
+  for (let i = 0; i < value.length; i += 1) {
+    const element = readIfKnown((): unknown => value[i]);
+    if (element !== undefined) out.push(element);
+  }
+  return out;
+}

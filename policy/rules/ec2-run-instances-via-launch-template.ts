@@ -1,7 +1,7 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { carriesIdentityPolicy, forEachIdentityStatement } from "../lib/documents";
 import { actionPatternMatches } from "../lib/iam";
-import { isRecord, readIfKnown, stringList } from "../lib/props";
+import { isRecord, knownElements, readIfKnown, stringList } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
 
 const KEY = "ec2:launchtemplate";
@@ -30,6 +30,20 @@ function launchTemplateValues(condition: unknown): Array<string | "unknown"> | u
   return found;
 }
 
+/** A Resource that covers images by a pattern: `*`, every EC2 resource, or an image ARN with a wildcard. */
+function coversImagesByPattern(resource: string): boolean {
+  if (resource === "*" || /^arn:[^:]+:ec2:[^:]*:[^:]*:\*$/.test(resource)) return true;
+  return /^arn:[^:]+:ec2:[^:]*:[^:]*:image\//.test(resource) && /[*?]/.test(resource);
+}
+
+/** True when the condition requires `ec2:IsLaunchTemplateResource` to be true (Bool, "true" or true). */
+function requiresTemplateResource(condition: unknown): boolean {
+  if (!isRecord(condition)) return false;
+  const entries = readIfKnown(() => condition.Bool);
+  if (!isRecord(entries)) return false;
+  return Object.keys(entries).some((key) => key.toLowerCase() === "ec2:islaunchtemplateresource" && knownElements(() => entries[key]).some((v) => v === true || v === "true"));
+}
+
 /** A value that names any template: `*`, or every launch template of some account. */
 const ANY_TEMPLATE = /^(\*|arn:[^:]+:ec2:[^:]*:[^:]*:launch-template\/\*)$/;
 
@@ -40,7 +54,8 @@ const ANY_TEMPLATE = /^(\*|arn:[^:]+:ec2:[^:]*:[^:]*:launch-template\/\*)$/;
  */
 export const ec2RunInstancesViaLaunchTemplate: ResourceValidationPolicy = {
   name: "ec2-run-instances-via-launch-template",
-  description: "Allow statements granting ec2:RunInstances carry an ec2:LaunchTemplate condition naming specific launch templates.",
+  description:
+    "Allow statements granting ec2:RunInstances carry an ec2:LaunchTemplate condition naming specific launch templates, and on images by a wildcard (or `*`) also Bool ec2:IsLaunchTemplateResource \"true\", so a request cannot override the template's AMI.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (!carriesIdentityPolicy(args.type, args.props)) {
@@ -49,7 +64,15 @@ export const ec2RunInstancesViaLaunchTemplate: ResourceValidationPolicy = {
     forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
       if (s.Effect !== "Allow" || s.NotAction !== undefined) return;
       if (!stringList(s.Action).some((p) => actionPatternMatches(p, "ec2:RunInstances"))) return;
-      const values = launchTemplateValues(readIfKnown(() => s.Condition));
+      const condition = readIfKnown(() => s.Condition);
+      const values = launchTemplateValues(condition);
+      // A template names one AMI, but a request may override it: on images by a wildcard, only
+      // ec2:IsLaunchTemplateResource holds the launch to the template's image. An unknown element is
+      // an output, a specific ARN.
+      const images = knownElements(() => s.Resource).filter((r): r is string => typeof r === "string" && coversImagesByPattern(r));
+      if (images.length > 0 && !requiresTemplateResource(condition)) {
+        reportViolation(`${label} allows ec2:RunInstances on ${images.join(", ")} without Bool ec2:IsLaunchTemplateResource "true": a launch through the template could override its AMI.`);
+      }
       if (values === undefined) {
         reportViolation(`${label} allows ec2:RunInstances without an ec2:LaunchTemplate condition: the role could launch any image, type and user data.`);
       } else if (values.some((v) => v !== "unknown" && ANY_TEMPLATE.test(v))) {

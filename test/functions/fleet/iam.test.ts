@@ -50,12 +50,17 @@ describe("fleet IAM action lists match what the code calls", () => {
     t.dynamodbMock.on(QueryCommand).resolves({ Items: [{ job_id: { S: "j" } }], Count: 0 });
     t.dynamodbMock.on(BatchWriteItemCommand).resolves({});
     t.sqsMock.on(SendMessageCommand).resolves({});
-    const handler = createHousekeepingHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: housekeepingConfig({ pools: ["p"] }), now: () => new Date() });
+    const config = housekeepingConfig({ pools: ["p"] });
+    const handler = createHousekeepingHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config, now: () => new Date() });
     const msg = (task_type: string) => sqsRecord({ task_type, timestamp: "2025-11-25T10:00:00Z", params: {} });
 
     const response = await handler(sqsEvent(msg("orphaned_instances"), msg("stale_ssm"), msg("old_jobs"), msg("pool_audit"), msg("unknown")));
 
     expect(response.batchItemFailures).to.deep.equal([]);
     expect(actionsSent(t)).to.have.members([...HOUSEKEEPING_IAM_ACTIONS]);
+    // The listing reads the runner path itself, and only it: the grant names that path (infra/parts/fleet.ts), nothing below.
+    const paths = t.ssmMock.commandCalls(GetParametersByPathCommand).map((c) => c.args[0].input.Path);
+    expect(paths.length).to.be.greaterThan(0);
+    expect([...new Set(paths)]).to.deep.equal([config.runnerParameterPath]);
   });
 });

@@ -94,6 +94,7 @@ describe("components under Pulumi mocks (in process)", function () {
     const g = new c.gpu.GpuInstance("gpu-a", {
       instanceType: "g5.xlarge",
       nameTag: "encache-gpu-worker-unit",
+      environment: "unit",
       instanceIdParameter: "/encache/unit/gpu/instance_id",
       subnetId: "subnet-1",
       securityGroupIds: ["sg-1"],
@@ -104,11 +105,15 @@ describe("components under Pulumi mocks (in process)", function () {
     const resources = await recorder.settle();
     const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-a");
     expect(instance?.ignoreChanges).to.deep.equal(["ami"]);
-    // Session Manager's five actions, not AmazonSSMManagedInstanceCore (which reads every parameter).
+    // The tags its Start/Stop grants key on, set by the component itself (no `tags` passed here).
+    expect(instance?.inputs.tags).to.deep.equal({ "encache:environment": "unit", Name: "encache-gpu-worker-unit" });
+    // Session Manager's five actions, not AmazonSSMManagedInstanceCore (which reads every parameter):
+    // the agent's heartbeat on this account's and region's instances (it has a resource type), the channels on `*`.
     expect(resources.some((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && r.parent === instance?.parent)).to.equal(false);
     const sessionManager = resources.find((r) => r.name === "gpu-a-session-manager");
-    expect((sessionManager?.inputs.policy as { Statement: Array<{ Action: string[] }> }).Statement.map((s) => s.Action)).to.deep.equal([
-      ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
+    expect((sessionManager?.inputs.policy as { Statement: Array<{ Action: string[]; Resource: string }> }).Statement.map((s) => [s.Action, s.Resource])).to.deep.equal([
+      [["ssm:UpdateInstanceInformation"], "arn:aws:ec2:us-east-1:123456789012:instance/*"],
+      [["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"], "*"],
     ]);
   });
 });

@@ -101,6 +101,9 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
           ...statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-termination-consumer-role")),
         ].filter((s) => [s.Action].flat().some((a) => a.startsWith("ssm:")));
         for (const r of ssm.flatMap((s) => [s.Resource].flat())) expect(r).to.match(new RegExp(`^arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners(/\\*)?$`));
+        // Listing is authorised on the path the code lists (stale-ssm.ts: Path = the runner path), and nothing below it.
+        const list = ssm.filter((s) => [s.Action].flat().includes("ssm:GetParametersByPath"));
+        expect(list.map((s) => s.Resource)).to.deep.equal([`arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners`]);
         const tableArn = "arn:aws:dynamodb:us-east-1:123456789012:table/fleet-jobs-";
         for (const s of statements.filter((x) => [x.Action].flat().some((a) => a.startsWith("dynamodb:")))) {
           for (const r of [s.Resource].flat()) expect(r.startsWith(tableArn)).to.equal(true);

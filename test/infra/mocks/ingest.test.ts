@@ -70,7 +70,25 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
         expect(attachment.dependencies).to.include(policy.urn);
         const start = (policy.inputs.policy as { Statement: Array<Record<string, unknown>> }).Statement.find((s) => s.Sid === "StartTaggedGpu");
-        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": `encache-gpu-worker-${stack}` } });
+        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": `encache-gpu-worker-${stack}`, "aws:ResourceTag/encache:environment": stack } });
+      });
+
+      it("tags the GPU with every tag its StartInstances and StopInstances grants key on, at the granted values", () => {
+        // Prepare: the tag conditions of both grants that act on the GPU.
+        const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
+        const tags = gpu.inputs.tags as Record<string, string>;
+        const documents = [named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2"), ...of(doc(), "aws:iam/rolePolicy:RolePolicy").filter((r) => r.name.startsWith("ingest-gpu-idle"))];
+        const grants = documents
+          .flatMap((d) => (d.inputs.policy as { Statement: Array<{ Action: string[]; Condition?: { StringEquals?: Record<string, string> } }> }).Statement)
+          .filter((s) => s.Action.some((a) => a === "ec2:StartInstances" || a === "ec2:StopInstances"));
+        expect(grants.flatMap((s) => s.Action).sort()).to.deep.equal(["ec2:StartInstances", "ec2:StopInstances"]);
+        for (const s of grants) {
+          const wanted = Object.entries(s.Condition?.StringEquals ?? {}).filter(([k]) => k.startsWith("aws:ResourceTag/"));
+          // Assess: both tags, and the instance carries each at the value the grant asks for.
+          expect(wanted.map(([k]) => k).sort(), s.Action.join()).to.deep.equal(["aws:ResourceTag/Name", "aws:ResourceTag/encache:environment"]);
+          for (const [k, v] of wanted) expect(tags[k.slice("aws:ResourceTag/".length)], k).to.equal(v);
+        }
+        expect((gpu.inputs.volumeTags as Record<string, string>)["encache:environment"]).to.equal(stack);
       });
 
       it("wires the functions' environment to the right queues and the GPU", () => {

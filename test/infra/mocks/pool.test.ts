@@ -44,6 +44,20 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
         }
       });
 
+      it("lets RunInstances launch exactly the instance types its launch templates declare", () => {
+        // Prepare: the types the stack's templates launch (one each), and the refill role's condition.
+        const templates = of(doc(), "aws:ec2/launchTemplate:LaunchTemplate").filter((t) => t.name.startsWith("pool-"));
+        expect(templates.length).to.equal(want.classes.length);
+        const launched = [...new Set(templates.map((t) => t.inputs.instanceType as string))].sort();
+        const refillPolicies = doc().resources.filter((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name.startsWith("pool-refill"));
+        const run = refillPolicies
+          .flatMap((r) => ((typeof r.inputs.policy === "string" ? JSON.parse(r.inputs.policy) : r.inputs.policy) as { Statement: Array<{ Sid?: string; Condition?: { StringEquals?: Record<string, unknown> } }> }).Statement)
+          .find((s) => s.Sid === "RunTaggedPoolInstances");
+        // Assess: one source; a class's other configured types (g6.xlarge, m6i.large) are not launchable.
+        expect(run?.Condition?.StringEquals?.["ec2:InstanceType"]).to.deep.equal(launched);
+        expect(launched).to.not.include.members(["g6.xlarge", "m6i.large"]);
+      });
+
       it("declares the claim table with TTL, PITR and the stack's deletion protection", () => {
         const table = named(doc(), "aws:dynamodb/table:Table", "pool-claims");
         expect(table.inputs).to.deep.include({

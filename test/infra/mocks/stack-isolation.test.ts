@@ -15,6 +15,7 @@ import { REPO_ROOT } from "../../../infra/bundle";
 import { ALLOWED_ACCOUNTS_KEY, allowedAccountIdsProblem } from "../../../infra/config";
 import { readStackFiles } from "../../../plan/stack-files";
 import { ENVIRONMENT_TAG } from "../../../policy/contract";
+import { UNSCOPABLE_ACTIONS } from "../../../policy/rules/iam-star-resource-unscopable-only";
 import type { PlanDocument } from "../../../plan/render";
 import { type IamStatement, arnPatternMatches, statementApplies, type TargetResource } from "../helpers/iam-match";
 import { useStackPlans } from "../helpers/run-plan";
@@ -30,26 +31,10 @@ const isPublicParameter = (path: string) => path.startsWith("/aws/service/");
 
 /**
  * Grants on `*` without a condition, allowed only for actions AWS authorises on no resource: they
- * cannot be scoped to a stack. Each entry says why.
+ * cannot be scoped to a stack. The list is the Service Authorization Reference's, generated
+ * (policy/lib/unscopable-actions.json), as the pack's iam-star-resource-unscopable-only reads it.
  */
-const UNSCOPABLE_ACTIONS: Record<string, string> = {
-  "ec2:DescribeInstances": "EC2 Describe* actions support no resource-level permissions",
-  "ecr:GetAuthorizationToken": "the registry token is account-wide",
-  // Lambda's VPC access: AWS documents these on `*`; issue 14 narrows the four that can be scoped.
-  "ec2:CreateNetworkInterface": "Lambda VPC access (AWSLambdaVPCAccessExecutionRole)",
-  "ec2:DescribeNetworkInterfaces": "Lambda VPC access",
-  "ec2:DeleteNetworkInterface": "Lambda VPC access",
-  "ec2:AssignPrivateIpAddresses": "Lambda VPC access",
-  "ec2:UnassignPrivateIpAddresses": "Lambda VPC access",
-  "ec2:DescribeSubnets": "Lambda VPC access",
-  // Session Manager (infra/iam/document.ts sessionManagerStatement): the agent registers and opens
-  // channels for the calling instance only; AWS's minimal instance policy grants these on `*`.
-  "ssm:UpdateInstanceInformation": "Session Manager: acts on the calling instance",
-  "ssmmessages:CreateControlChannel": "Session Manager: no resource types",
-  "ssmmessages:CreateDataChannel": "Session Manager: no resource types",
-  "ssmmessages:OpenControlChannel": "Session Manager: no resource types",
-  "ssmmessages:OpenDataChannel": "Session Manager: no resource types",
-};
+const UNSCOPABLE = new Set(UNSCOPABLE_ACTIONS.map((a) => a.toLowerCase()));
 
 /**
  * The residual cross-stack reach this test accepts, with its reason: Lambda's ENI actions on this
@@ -212,7 +197,7 @@ describe("stack isolation: dev and prod in one account and region", () => {
       const targets = resourcesOf(docs[to]!);
       const reaches: string[] = [];
       for (const { where, statement } of statements) {
-        const unscopable = [statement.Resource].flat().includes("*") && !statement.Condition && [statement.Action].flat().every((a) => a in UNSCOPABLE_ACTIONS);
+        const unscopable = [statement.Resource].flat().includes("*") && !statement.Condition && [statement.Action].flat().every((a) => UNSCOPABLE.has(a.toLowerCase()));
         if (unscopable || lambdaEniOnly(statement)) continue;
         for (const target of targets) if (statementApplies(statement, target)) reaches.push(`${from} ${where} → ${to}'s ${target.label} (${target.arn})`);
       }

@@ -56,6 +56,13 @@ describe("pool IAM statements", () => {
     for (const s of runs) expect(s.Condition?.ArnLike, s.Sid).to.deep.equal({ "ec2:LaunchTemplate": args.launchTemplateArns });
   });
 
+  it("holds the images, subnet, group and template RunInstances uses to the template's own (no AMI override)", () => {
+    expect(bySid(refillStatements(args), "RunFromPoolTemplates")?.Condition).to.deep.equal({
+      ArnLike: { "ec2:LaunchTemplate": args.launchTemplateArns },
+      Bool: { "ec2:IsLaunchTemplateResource": "true" },
+    });
+  });
+
   it("names the account in every EC2 ARN (an image's ARN has none: AMIs belong to no account of ours)", () => {
     const arns = [...refillStatements(args), ...claimStatements(args)].flatMap((s) => [s.Resource].flat()).map(String).filter((a) => a.startsWith("arn:aws:ec2:"));
     expect(arns.filter((a) => a.split(":")[4] !== "123456789012")).to.deep.equal(["arn:aws:ec2:us-east-1::image/*"]);
