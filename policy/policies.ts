@@ -30,6 +30,8 @@ import { vpcDefaultSgClosed, vpcFlowLogs } from "./rules/vpc-baseline";
 import { alarmsHaveActions } from "./rules/alarms-have-actions";
 import { iamStarResourceUnscopableOnly } from "./rules/iam-star-resource-unscopable-only";
 import { ec2StopScopedToStack } from "./rules/ec2-stop-scoped-to-stack";
+import { ec2InstanceDetailedMonitoringEnabled } from "./rules/ec2-instance-detailed-monitoring-enabled";
+import { dynamodbTableEncryptionEnabled } from "./rules/dynamodb-table-encryption-enabled";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -65,4 +67,6 @@ export const policies: Policies = [
   alarmsHaveActions,
   iamStarResourceUnscopableOnly,
   ec2StopScopedToStack,
+  ec2InstanceDetailedMonitoringEnabled,
+  dynamodbTableEncryptionEnabled,
 ];

@@ -6,7 +6,7 @@ import { evaluate, expectNoViolations, expectViolation, type Mode } from "../hel
 
 const POLICY = "job-table-ttl";
 
-const pitr = { pointInTimeRecovery: { enabled: true } };
+const pitr = { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } };
 
 describe(POLICY, () => {
   it("passes the good fleet recording (the jobs table expires records after expires_at)", async () => {
@@ -21,7 +21,7 @@ describe(POLICY, () => {
   it("ignores a table without the jobs marker even when it has no TTL", async () => {
     // Prepare
     const rs = fleetRecording();
-    add(rs, fleetResource(T.table, "fleet-cache", { hashKey: "k", attributes: [{ name: "k", type: "S" }], pointInTimeRecovery: { enabled: true }, tags: { "encache:part": "fleet" } }));
+    add(rs, fleetResource(T.table, "fleet-cache", { hashKey: "k", attributes: [{ name: "k", type: "S" }], pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true }, tags: { "encache:part": "fleet" } }));
     // Act
     const violations = await evaluate(rs);
     // Assess
