@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
-import type { Policy, PolicyConfigJSONSchema } from "@pulumi/policy";
+import type { Policy, PolicyConfigSchema } from "@pulumi/policy";
 import { REPO_ROOT } from "../../infra/bundle";
 import { policies } from "../../policy/policies";
 import type { PolicyPackConfig } from "../../policy/testing/types";
@@ -35,7 +35,7 @@ const levelIn = (config: PolicyPackConfig, rule: string) => {
   return typeof entry === "string" ? entry : (entry?.enforcementLevel ?? "(unset)");
 };
 const kindOf = (p: Policy) => ("validateResource" in p ? "resource" : "validateStack" in p ? "stack" : "(neither)");
-const configKeys = (p: Policy) => Object.keys((p as { configSchema?: PolicyConfigJSONSchema }).configSchema?.properties ?? {});
+const configKeys = (p: Policy) => Object.keys((p as { configSchema?: PolicyConfigSchema }).configSchema?.properties ?? {});
 
 const TABLES = [
   { title: "the rules table", header: "| rule | kind | default | dev / prod | config | checks |" },
