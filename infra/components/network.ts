@@ -48,6 +48,24 @@ export interface NetworkArgs {
   tags?: Record<string, string>;
 }
 
+/** EC2's default quota of Elastic IP addresses per region ("EC2-VPC Elastic IPs", L-0263D0A3). */
+export const DEFAULT_ELASTIC_IP_QUOTA = 5;
+
+/**
+ * The NAT gateways awsx creates for a strategy over `zones` zones, each with an Elastic IP of its
+ * own (awsx allocates one per gateway unless given allocation ids, which this program never
+ * passes): `Single` one, `OnePerAz` one per zone. Every stack in a region draws its EIPs from the
+ * same quota. Pure.
+ */
+export function natGatewayCount(strategy: NonNullable<NetworkArgs["natGateways"]>, zones: number): number {
+  return strategy === "Single" ? 1 : zones;
+}
+
+/** The zones the VPC spans: the named ones, else `availabilityZones`, else 2. Pure. */
+export function zoneCount(args: Pick<NetworkArgs, "availabilityZoneNames" | "availabilityZones">): number {
+  return args.availabilityZoneNames?.length ?? args.availabilityZones ?? 2;
+}
+
 /**
  * The VPC endpoints awsx creates: gateway endpoints for S3 and DynamoDB (free) and the interface
  * endpoints the stack asks for. Pure, so the specs are tested without mocks.
@@ -78,7 +96,7 @@ export class Network extends pulumi.ComponentResource {
       `${name}-vpc`,
       {
         cidrBlock: args.cidrBlock,
-        ...(args.availabilityZoneNames ? { availabilityZoneNames: args.availabilityZoneNames } : { numberOfAvailabilityZones: args.availabilityZones ?? 2 }),
+        ...(args.availabilityZoneNames ? { availabilityZoneNames: args.availabilityZoneNames } : { numberOfAvailabilityZones: zoneCount(args) }),
         natGateways: { strategy: args.natGateways ?? "Single" },
         subnetStrategy: "Auto",
         enableDnsHostnames: true,
