@@ -3,6 +3,7 @@ import { z } from "zod";
 import { PRODUCT, retentionNeededSeconds } from "../policy/contract";
 import { stackScopeProblems, withStackScopedDefaults } from "./stack-scope";
 import { managedQueueDefaults } from "./components/managed-queue";
+import { alertSubscriptionProblem } from "./components/alert-topic";
 import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
 import { retrainingConfigSchema } from "./parts/retraining.config";
 import { fleetConfigSchema } from "./parts/fleet.config";
@@ -62,10 +63,16 @@ const stackConfigObject = z
       .object({
         subscriptions: z
           .array(
-            z.object({
-              protocol: z.enum(["email", "email-json", "https", "sqs", "lambda", "sms"]),
-              endpoint: z.string().min(3),
-            }),
+            z
+              .object({
+                /** `email`, `email-json`, `https`, `lambda` (this account's function; the stack lets the topic invoke it) or `sms`; not `sqs` (alertSubscriptionProblem says why). */
+                protocol: z.string(),
+                endpoint: z.string().min(3),
+              })
+              .superRefine((s, ctx) => {
+                const problem = alertSubscriptionProblem(s);
+                if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.message });
+              }),
           )
           .default([]),
       })

@@ -34,6 +34,7 @@ export = async () => {
 
   const network = new Network("platform", {
     cidrBlock: config.network.cidrBlock,
+    environment: config.environment,
     natGateways: config.network.natGateways,
     availabilityZones: config.network.availabilityZones,
     flowLogRetentionDays: config.logRetentionDays,

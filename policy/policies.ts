@@ -34,6 +34,8 @@ import { terminalQueueUnconsumed } from "./rules/terminal-queue-unconsumed";
 import { jobTableTagged } from "./rules/job-table-tagged";
 import { roleInlinePoliciesKnown } from "./rules/role-inline-policies-known";
 import { declaredDocumentsHaveInputs } from "./rules/declared-documents-have-inputs";
+import { ec2InstanceDetailedMonitoringEnabled } from "./rules/ec2-instance-detailed-monitoring-enabled";
+import { dynamodbTableEncryptionEnabled } from "./rules/dynamodb-table-encryption-enabled";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -73,4 +75,6 @@ export const policies: Policies = [
   jobTableTagged,
   roleInlinePoliciesKnown,
   declaredDocumentsHaveInputs,
+  ec2InstanceDetailedMonitoringEnabled,
+  dynamodbTableEncryptionEnabled,
 ];

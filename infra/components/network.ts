@@ -8,6 +8,11 @@ export interface NetworkArgs {
   /** IPv4 CIDR of the VPC. */
   cidrBlock: string;
   /**
+   * The stack's environment (`dev`, `prod`): part of the awsx VPC's resource name, from which awsx
+   * derives the `Name` tag of the VPC and of every child (see vpcNaming).
+   */
+  environment: string;
+  /**
    * NAT gateways: `Single` (one shared) or `OnePerAz`.
    * @default "Single"
    */
@@ -48,6 +53,44 @@ export interface NetworkArgs {
   tags?: Record<string, string>;
 }
 
+/** EC2's default quota of Elastic IP addresses per region ("EC2-VPC Elastic IPs", L-0263D0A3). */
+export const DEFAULT_ELASTIC_IP_QUOTA = 5;
+
+/**
+ * The NAT gateways awsx creates for a strategy over `zones` zones, each with an Elastic IP of its
+ * own (awsx allocates one per gateway unless given allocation ids, which this program never
+ * passes): `Single` one, `OnePerAz` one per zone. Every stack in a region draws its EIPs from the
+ * same quota. Pure.
+ */
+export function natGatewayCount(strategy: NonNullable<NetworkArgs["natGateways"]>, zones: number): number {
+  return strategy === "Single" ? 1 : zones;
+}
+
+/**
+ * The awsx VPC's resource name, and the alias that keeps a stack created before the environment
+ * was in it. awsx (awsx/ec2/vpc.ts) tags what it creates from that name alone: the VPC and the
+ * internet gateway `Name: <name>`, each subnet and its route table `<name>-<type>-<n>`, each NAT
+ * gateway and Elastic IP `<name>-<n>`, and puts the name last on subnets and route tables, so
+ * tags passed in cannot override it there. The name must therefore carry the environment, or dev
+ * and prod in one account show the same `Name` on all of them.
+ *
+ * Renaming a resource replaces it unless an alias names the old one. The alias on the component
+ * carries over, by the engine's parent-alias inheritance (a child whose name starts with its
+ * parent's gets the parent's old name in its alias), the VPC, internet gateway, subnets, route
+ * tables, their associations and routes, and the endpoints: an existing stack sees their `Name`
+ * tags updated in place. Not the NAT gateways and Elastic IPs: their names (`<name>-<n>`) do not
+ * start with their parent subnet's (`<name>-public-<n>`), so an existing stack would replace them
+ * (README, "Elastic IPs": new addresses are allocated before the old are released). Pure.
+ */
+export function vpcNaming(name: string, environment: string): { name: string; aliases: Array<{ name: string }> } {
+  return { name: `${name}-vpc-${environment}`, aliases: [{ name: `${name}-vpc` }] };
+}
+
+/** The zones the VPC spans: the named ones, else `availabilityZones`, else 2. Pure. */
+export function zoneCount(args: Pick<NetworkArgs, "availabilityZoneNames" | "availabilityZones">): number {
+  return args.availabilityZoneNames?.length ?? args.availabilityZones ?? 2;
+}
+
 /**
  * The VPC endpoints awsx creates: gateway endpoints for S3 and DynamoDB (free) and the interface
  * endpoints the stack asks for. Pure, so the specs are tested without mocks.
@@ -74,11 +117,12 @@ export class Network extends pulumi.ComponentResource {
 
   constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:network:Network", name, {}, opts);
+    const naming = vpcNaming(name, args.environment);
     const vpc = new awsx.ec2.Vpc(
-      `${name}-vpc`,
+      naming.name,
       {
         cidrBlock: args.cidrBlock,
-        ...(args.availabilityZoneNames ? { availabilityZoneNames: args.availabilityZoneNames } : { numberOfAvailabilityZones: args.availabilityZones ?? 2 }),
+        ...(args.availabilityZoneNames ? { availabilityZoneNames: args.availabilityZoneNames } : { numberOfAvailabilityZones: zoneCount(args) }),
         natGateways: { strategy: args.natGateways ?? "Single" },
         subnetStrategy: "Auto",
         enableDnsHostnames: true,
@@ -88,7 +132,7 @@ export class Network extends pulumi.ComponentResource {
         vpcEndpointSpecs: vpcEndpointSpecs(args),
         tags: args.tags ?? {},
       },
-      { parent: this },
+      { parent: this, aliases: naming.aliases },
     );
     this.vpcId = vpc.vpcId;
     this.privateSubnetIds = vpc.privateSubnetIds;

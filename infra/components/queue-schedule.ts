@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { scheduleExpressionProblem } from "../../policy/contract";
+import { scheduleExpressionProblem, scheduleTimezoneProblem } from "../../policy/contract";
 
 export interface QueueScheduleArgs {
   /** ARN of the SQS queue the schedule sends to. */
@@ -27,7 +27,7 @@ export interface QueueScheduleArgs {
    */
   maximumEventAgeSeconds?: number;
   /**
-   * Time zone of a cron expression.
+   * Time zone of a cron expression: a canonical IANA name, at most 50 characters.
    * @default "UTC"
    */
   timezone?: string;
@@ -55,6 +55,8 @@ export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "schedule
   const errors: string[] = [];
   const problem = scheduleExpressionProblem(r.scheduleExpression);
   if (problem) errors.push(`scheduleExpression "${r.scheduleExpression}": ${problem}`);
+  const zone = scheduleTimezoneProblem(r.timezone);
+  if (zone) errors.push(`timezone: ${zone}`);
   if (!Number.isInteger(r.maximumRetryAttempts) || r.maximumRetryAttempts < 0 || r.maximumRetryAttempts > 185) errors.push("maximumRetryAttempts must be 0..185");
   if (!Number.isInteger(r.maximumEventAgeSeconds) || r.maximumEventAgeSeconds < 60 || r.maximumEventAgeSeconds > 86_400) errors.push("maximumEventAgeSeconds must be 60..86400");
   if (errors.length > 0) throw new Error(`QueueSchedule: ${errors.join("; ")}`);

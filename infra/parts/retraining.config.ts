@@ -7,6 +7,7 @@ import {
   MODEL_NAME_RULE,
   requiredVisibilityTimeoutSeconds,
   scheduleExpressionProblem,
+  scheduleTimezoneProblem,
 } from "../../policy/contract";
 
 /**
@@ -39,8 +40,14 @@ const scheduleSchema = z.object({
     const problem = scheduleExpressionProblem(expression);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
   }),
-  /** Time zone of a cron expression. */
-  timezone: z.string().min(1).default("UTC"),
+  /** Time zone of a cron expression: a canonical IANA name of at most 50 characters, as Scheduler takes. */
+  timezone: z
+    .string()
+    .superRefine((timezone, ctx) => {
+      const problem = scheduleTimezoneProblem(timezone);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    })
+    .default("UTC"),
 });
 
 const strategySchema = z.object({

@@ -15,6 +15,9 @@ export const SHUTDOWN_MARGIN_SECONDS = WORKER_STOP_TIMEOUT_SECONDS - MAX_SHUTDOW
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
+/** An image reference pinned by digest: `name[:tag]@sha256:<64 hex>`; the tag, if any, is for people. */
+export const BASE_IMAGE_PATTERN = /^([a-z0-9.-]+(:\d+)?\/)?[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
+
 /** `encache:worker`: the long-running ECS queue worker (part 4, docs/parts/worker.md). */
 export const workerConfigSchema = z
   .object({
@@ -54,7 +57,13 @@ export const workerConfigSchema = z
     messageRetentionSeconds: int(60, SQS_MAX_RETENTION_SECONDS - 1).default(345_600),
     /** The handler allow-list: job type → absolute executable path and fixed arguments. */
     executables: executablesSchema.refine((e) => Object.keys(e).length > 0, "must allow at least one executable"),
-    /** Images kept in the ECR repository. */
+    /**
+     * The image the worker's Dockerfile builds FROM, pinned by digest (`node:22-alpine@sha256:<64 hex>`):
+     * the image tag hashes it, so a new base is a new tag, and the same tag is always the same base.
+     * A tag alone would let `node:22-alpine` move under an existing image tag. README, "Refreshing
+     * the worker's base image", says how to find the current digest.
+     */
+    baseImage: z.string().regex(BASE_IMAGE_PATTERN, "must pin the image by digest: <name>[:<tag>]@sha256:<64 lowercase hex>, such as node:22-alpine@sha256:… (README, \"Refreshing the worker's base image\")"),
     /**
      * Images the repository keeps. At least 2: during a deploy the service still runs the previous
      * image, and a rollback needs it, so it must not expire the moment the new one is pushed.
@@ -67,7 +76,7 @@ export const workerConfigSchema = z
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
 
-type WorkerChecked = Omit<WorkerConfig, "executables" | "keepImages" | "messageRetentionSeconds">;
+type WorkerChecked = Omit<WorkerConfig, "executables" | "keepImages" | "messageRetentionSeconds" | "baseImage">;
 
 /** Cross-field rules, pure and exported for tests; paths are relative to `encache:worker`. */
 export function workerConfigIssues(c: WorkerChecked): Array<{ path: string[]; message: string }> {

@@ -137,11 +137,16 @@ function createRepository({ name, args, tags, parent }: WorkerPart): aws.ecr.Rep
   return repository;
 }
 
-/** The worker bundle in a build context, built and pushed by awsx. */
-function createImage({ name, parent }: WorkerPart, repository: aws.ecr.Repository): { image: awsx.ecr.Image; bundleBytes: number } {
+/**
+ * The worker bundle in a build context, built and pushed by awsx, FROM the base image the config
+ * pins by digest. awsx builds inside an apply that waits for the repository's URL, so a first
+ * preview builds nothing; a later preview or `up` builds when an input changed.
+ */
+function createImage({ name, args, parent }: WorkerPart, repository: aws.ecr.Repository): { image: awsx.ecr.Image; bundleBytes: number } {
   const bundle = writeImageContext(WORKER_ENTRY, WORKER_IMAGE_CONTEXT);
   const platform = "linux/amd64";
   const dockerfile = fs.readFileSync(path.join(REPO_ROOT, WORKER_DOCKERFILE), "utf8");
+  const buildArgs = workerBuildArgs(args.config);
   const image = new awsx.ecr.Image(
     `${name}-image`,
     {
@@ -149,12 +154,19 @@ function createImage({ name, parent }: WorkerPart, repository: aws.ecr.Repositor
       context: WORKER_IMAGE_CONTEXT,
       dockerfile: WORKER_DOCKERFILE,
       platform,
-      // Content-addressed: a new tag exactly when the image changes (the repository is immutable).
-      imageTag: imageContentTag({ code: bundle.code, dockerfile, platform }),
+      args: buildArgs,
+      // Content-addressed over everything the build reads, the base image's digest included: a new
+      // tag whenever the image could change (the repository is immutable).
+      imageTag: imageContentTag({ context: bundle.context, dockerfile, platform, buildArgs }),
     },
     { parent },
   );
   return { image, bundleBytes: bundle.bytes };
+}
+
+/** The worker image's Docker build arguments: the pinned base image. Pure. */
+export function workerBuildArgs(c: Pick<WorkerConfig, "baseImage">): Record<string, string> {
+  return { BASE_IMAGE: c.baseImage };
 }
 
 /** The Fargate Spot service, its task roles and its backlog-per-task scaling. */

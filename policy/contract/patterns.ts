@@ -30,3 +30,35 @@ export function scheduleExpressionProblem(expression: string, options: { allowAt
   if (options.allowAt && AT.test(expression)) return undefined;
   return `must be ${forms}`;
 }
+
+/** EventBridge Scheduler's `ScheduleExpressionTimezone`: 1 to 50 characters (botocore's scheduler service-2.json). */
+export const SCHEDULE_TIMEZONE_MAX_LENGTH = 50;
+
+/**
+ * Why EventBridge Scheduler would refuse a time zone, or undefined. It takes an IANA name (a zone or
+ * one of IANA's links, such as US/Eastern), at most 50 characters, spelt as IANA spells it. The
+ * runtime's ICU data says which names exist; ICU also matches them in any case (`europe/london`),
+ * so the spelling is checked here: every part of an IANA name starts with a capital letter, and a
+ * name that only differs from what ICU resolves it to in case is refused with the right spelling.
+ * An offset (`+05:00`) is not a name. Pure.
+ */
+export function scheduleTimezoneProblem(timezone: string): string | undefined {
+  if (timezone.length === 0) return "must not be empty: an IANA time zone such as UTC or Europe/London";
+  if (timezone.length > SCHEDULE_TIMEZONE_MAX_LENGTH) return `must be at most ${SCHEDULE_TIMEZONE_MAX_LENGTH} characters (EventBridge Scheduler's limit)`;
+  const resolved = resolvedTimezone(timezone);
+  if (resolved === undefined) return `"${timezone}" is not an IANA time zone (such as UTC or Europe/London)`;
+  const spelt = /^[A-Z][A-Za-z0-9_+-]*(\/[A-Z][A-Za-z0-9_+-]*)*$/.test(timezone);
+  const caseOnly = resolved !== timezone && resolved.toLowerCase() === timezone.toLowerCase();
+  if (!spelt || caseOnly) return `"${timezone}" is not spelt as IANA spells it; use ${resolved}`;
+  return undefined;
+}
+
+/** The zone ICU resolves `timezone` to, or undefined when it knows no zone of that name. */
+function resolvedTimezone(timezone: string): string | undefined {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(timezone)) return undefined;
+  try {
+    return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
+}

@@ -26,7 +26,9 @@ describe("the Node version", function () {
     expect(NODE_RUNTIME).to.equal(`nodejs${WANT}.x`);
     expect(LAMBDA_HOST_RUNTIME).to.equal(NODE_RUNTIME);
     expect(read("infra/bundle.ts")).to.contain(`target: "node${WANT}"`);
-    expect(read("functions/worker/Dockerfile")).to.match(new RegExp(`^FROM node:${WANT}-alpine$`, "m"));
+    // The worker image's base is the stacks' encache:worker.baseImage, a digest-pinned node:<major>-alpine.
+    expect(read("functions/worker/Dockerfile")).to.match(/^FROM \$\{BASE_IMAGE\}$/m);
+    for (const stack of ["dev", "prod"]) expect(read(`Pulumi.${stack}.yaml`)).to.match(new RegExp(`^    baseImage: node:${WANT}-alpine@sha256:[0-9a-f]{64}$`, "m"));
   });
 
   it("npm start and npm test go through scripts/with-node.sh, the test tiers under it", () => {

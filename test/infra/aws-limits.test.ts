@@ -1,6 +1,10 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { expect } from "chai";
+import { REPO_ROOT } from "../../infra/bundle";
+import { DEFAULT_ELASTIC_IP_QUOTA, natGatewayCount, zoneCount } from "../../infra/components/network";
 import { parseStackConfig } from "../../infra/config";
-import { configError, devConfig, withValue } from "./helpers/stack-config";
+import { configError, devConfig, stackConfig, withValue } from "./helpers/stack-config";
 
 
 /** Config the validators once accepted and AWS rejects: each fails the plan naming its key. */
@@ -32,5 +36,41 @@ describe("stack config refuses what AWS would refuse", () => {
 
   it("accepts four alarm topics (the fifth action is the stack's alert topic)", () => {
     expect(parseStackConfig(withValue(devConfig(), "alarmActions", [1, 2, 3, 4].map(topic))).alarmActions).to.have.length(4);
+  });
+});
+
+/** Elastic IPs: one per NAT gateway, from one regional quota that both stacks share when they share a region. */
+describe("the Elastic IP quota the stacks take, as the README states it", () => {
+  const eipsOf = (stack: string) => {
+    const { network } = parseStackConfig(stackConfig(stack));
+    return natGatewayCount(network.natGateways, zoneCount({ availabilityZoneNames: network.availabilityZoneIds, availabilityZones: network.availabilityZones }));
+  };
+
+  const counts: Array<[NonNullable<Parameters<typeof natGatewayCount>[0]>, number, number]> = [
+    ["Single", 2, 1],
+    ["Single", 3, 1],
+    ["OnePerAz", 2, 2],
+    ["OnePerAz", 3, 3],
+  ];
+  for (const [strategy, zones, want] of counts) {
+    it(`${strategy} over ${zones} zones takes ${want}`, () => expect(natGatewayCount(strategy, zones)).to.equal(want));
+  }
+
+  it("zones: the pinned ones, else availabilityZones, else awsx's 2", () => {
+    expect(zoneCount({ availabilityZoneNames: ["a", "b", "c"], availabilityZones: 2 })).to.equal(3);
+    expect(zoneCount({ availabilityZones: 3 })).to.equal(3);
+    expect(zoneCount({})).to.equal(2);
+  });
+
+  it("the README's deploy checklist gives each stack's count and their sum against the default quota, from the committed stack files", () => {
+    // Prepare
+    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    const stated = /Elastic IPs.*?dev takes (\d+) and prod (\d+): (\d+) of the default (\d+) per region/s.exec(readme);
+    // Act
+    const [dev, prod] = [eipsOf("dev"), eipsOf("prod")];
+    // Assess
+    expect(stated, "the README's Elastic IP bullet is missing or reworded").to.not.equal(null);
+    expect(stated!.slice(1).map(Number)).to.deep.equal([dev, prod, dev + prod, DEFAULT_ELASTIC_IP_QUOTA]);
+    expect(dev + prod, "both stacks fit one region's default quota").to.be.at.most(DEFAULT_ELASTIC_IP_QUOTA);
   });
 });

@@ -48,6 +48,21 @@ describe("stack config (infra/config.ts)", () => {
     { case: "an interface endpoint named twice", path: "network.interfaceEndpoints", value: ["sqs", "sqs"], key: "encache:network.interfaceEndpoints", reason: /twice/ },
     { case: "an interface endpoint given as a full service name", path: "network.interfaceEndpoints", value: ["com.amazonaws.us-east-1.SQS"], key: "encache:network.interfaceEndpoints[0]", reason: /endpoint name/ },
     { case: "wrong type", path: "gpu.servicePort", value: "8080", key: "encache:gpu.servicePort", reason: /number/ },
+    {
+      case: "an sqs alert subscription, which could not deliver without overwriting a queue policy the stack does not own",
+      path: "alerts.subscriptions",
+      value: [{ protocol: "sqs", endpoint: "arn:aws:sqs:us-east-1:123456789012:oncall" }],
+      key: "encache:alerts.subscriptions[0].protocol",
+      reason: /sqs is not supported: .*queue policy is one document.*subscribe the queue from the stack that owns it/,
+    },
+    {
+      case: "a lambda alert subscription whose endpoint is no function ARN",
+      path: "alerts.subscriptions",
+      value: [{ protocol: "lambda", endpoint: "oncall-pager" }],
+      key: "encache:alerts.subscriptions[0].endpoint",
+      reason: /must be a Lambda function ARN/,
+    },
+    { case: "an alert protocol SNS does not have", path: "alerts.subscriptions", value: [{ protocol: "pager", endpoint: "x@y.z" }], key: "encache:alerts.subscriptions[0].protocol", reason: /must be one of email, email-json, https, lambda, sms/ },
   ];
   for (const c of rejected) {
     it(`rejects ${c.case}, naming ${c.key}`, () => {
@@ -58,6 +73,18 @@ describe("stack config (infra/config.ts)", () => {
       expect(err.message).to.contain(c.key);
     });
   }
+
+  it("accepts every alert protocol that delivers: email, email-json, https, sms, and lambda on a function ARN", () => {
+    const subscriptions = [
+      { protocol: "email", endpoint: "oncall@example.com" },
+      { protocol: "email-json", endpoint: "oncall@example.com" },
+      { protocol: "https", endpoint: "https://hooks.example.com/alerts" },
+      { protocol: "sms", endpoint: "+15555550100" },
+      { protocol: "lambda", endpoint: "arn:aws:lambda:us-east-1:123456789012:function:pager" },
+      { protocol: "lambda", endpoint: "arn:aws:lambda:us-east-1:123456789012:function:pager:live" },
+    ];
+    expect(parseStackConfig(withValue(devConfig(), "alerts.subscriptions", subscriptions)).alerts.subscriptions).to.deep.equal(subscriptions);
+  });
 
   it("formats key paths the way Pulumi config keys read", () => {
     expect(configKey(["ingest", "window", "timeoutSeconds"])).to.equal("encache:ingest.window.timeoutSeconds");

@@ -155,6 +155,14 @@ describe("plan CLI (child processes)", function () {
     expect(run.stdout).to.equal("");
   });
 
+  it("exits 2 naming encache:worker.baseImage when the worker's base image is not pinned by digest", async () => {
+    writeTmpStack((dev) => dev.replace(/^( {4}baseImage: node:\d+-alpine)@sha256:[0-9a-f]{64}$/m, "$1"));
+    const run = await runPlan(["--stack", tmpStack]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/encache:worker\.baseImage: must pin the image by digest/);
+    expect(run.stdout).to.equal("");
+  });
+
   it("exits 2 naming aws:allowedAccountIds when a stack does not name its account, and a GPU parameter shared across stacks", async () => {
     writeTmpStack((dev) =>
       dev

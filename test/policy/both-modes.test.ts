@@ -46,6 +46,8 @@ const CASES: Case[] = [
   { rule: "ec2-instance-hardened", recording: ingestRecording, mutate: (rs) => setInput(rs, U.gpu, "metadataOptions", { httpTokens: "optional" }) },
   { rule: "dlq-has-depth-alarm", recording: ingestRecording, mutate: (rs) => remove(rs, U.dlqAlarm) },
   { rule: "dynamodb-table-pitr", recording: platformRecording, mutate: (rs) => setInput(rs, X.table, "pointInTimeRecovery", { enabled: false }) },
+  { rule: "dynamodb-table-encryption-enabled", recording: platformRecording, mutate: (rs) => setInput(rs, X.table, "serverSideEncryption", undefined) },
+  { rule: "ec2-instance-detailed-monitoring-enabled", recording: ingestRecording, mutate: (rs) => setInput(rs, U.gpu, "monitoring", false) },
   { rule: "scheduled-target-retry-and-dlq", recording: platformRecording, mutate: (rs) => setTarget(rs, (t) => delete t.retryPolicy) },
   { rule: "ecs-no-public-ip", recording: retrainingRecording, mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => (n.assignPublicIp = true)) },
   { rule: "ecs-capacity-provider-no-launch-type", recording: retrainingRecording, mutate: (rs) => setInput(rs, R.service, "launchType", "FARGATE") },

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { vpcEndpointSpecs } from "../../../infra/components/network";
+import { vpcEndpointSpecs, vpcNaming } from "../../../infra/components/network";
 
 describe("Network's VPC endpoints (vpcEndpointSpecs, pure)", () => {
   it("declares nothing by default", () => {
@@ -22,5 +22,21 @@ describe("Network's VPC endpoints (vpcEndpointSpecs, pure)", () => {
       { serviceName: "com.amazonaws.us-east-1.sqs", vpcEndpointType: "Interface", privateDnsEnabled: true, tags: {} },
       { serviceName: "com.amazonaws.us-east-1.ecr.dkr", vpcEndpointType: "Interface", privateDnsEnabled: true, tags: {} },
     ]);
+  });
+});
+
+describe("Network's awsx VPC name (vpcNaming, pure)", () => {
+  const cases: Array<[string, string, string]> = [
+    ["platform", "dev", "platform-vpc-dev"],
+    ["platform", "prod", "platform-vpc-prod"],
+  ];
+  for (const [name, environment, want] of cases) {
+    it(`${name} in ${environment} is ${want}, aliased to the name it had before the environment was in it`, () => {
+      expect(vpcNaming(name, environment)).to.deep.equal({ name: want, aliases: [{ name: `${name}-vpc` }] });
+    });
+  }
+
+  it("differs between stacks, so awsx's Name tags (all derived from it) do", () => {
+    expect(vpcNaming("platform", "dev").name).to.not.equal(vpcNaming("platform", "prod").name);
   });
 });

@@ -8,6 +8,7 @@ type Components = {
   mq: typeof import("../../../infra/components/managed-queue");
   qc: typeof import("../../../infra/components/queue-consumer");
   gpu: typeof import("../../../infra/components/gpu-instance");
+  alerts: typeof import("../../../infra/components/alert-topic");
   bundle: typeof import("../../../infra/bundle");
 };
 
@@ -28,6 +29,7 @@ describe("components under Pulumi mocks (in process)", function () {
       mq: await import("../../../infra/components/managed-queue.js"),
       qc: await import("../../../infra/components/queue-consumer.js"),
       gpu: await import("../../../infra/components/gpu-instance.js"),
+      alerts: await import("../../../infra/components/alert-topic.js"),
       bundle: await import("../../../infra/bundle.js"),
     };
     // As in the plan: the bundle is rebuilt only when one of its inputs changed.
@@ -115,5 +117,41 @@ describe("components under Pulumi mocks (in process)", function () {
       [["ssm:UpdateInstanceInformation"], "arn:aws:ec2:us-east-1:123456789012:instance/*"],
       [["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"], "*"],
     ]);
+  });
+
+  describe("AlertTopic: every subscription it accepts can deliver", () => {
+    const FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:pager";
+
+    it("lets the topic invoke a lambda endpoint (a permission for sns.amazonaws.com from this topic only), before subscribing it", async () => {
+      // Prepare
+      const t = new c.alerts.AlertTopic("alerts-a", {
+        accountId: "123456789012",
+        subscriptions: [
+          { protocol: "email", endpoint: "oncall@example.com" },
+          { protocol: "lambda", endpoint: FUNCTION_ARN },
+        ],
+      });
+      // Act
+      const topicArn = await promiseOf(t.topic.arn);
+      const resources = await recorder.settle();
+      // Assess
+      const mine = resources.filter((r) => r.name.startsWith("alerts-a-"));
+      const permissions = mine.filter((r) => r.type === "aws:lambda/permission:Permission");
+      expect(permissions.map((r) => r.name)).to.deep.equal(["alerts-a-subscription-1-invoke"]);
+      expect(permissions[0]!.inputs).to.deep.include({ action: "lambda:InvokeFunction", function: FUNCTION_ARN, principal: "sns.amazonaws.com", sourceArn: topicArn });
+      const subscription = mine.find((r) => r.name === "alerts-a-subscription-1");
+      expect(subscription?.dependencies).to.include(permissions[0]!.urn);
+      expect(mine.find((r) => r.name === "alerts-a-subscription-0")?.dependencies).to.not.include(permissions[0]!.urn);
+    });
+
+    const refused: Array<[string, { protocol: string; endpoint: string }, RegExp]> = [
+      ["an sqs endpoint (its queue policy is not this stack's to write)", { protocol: "sqs", endpoint: "arn:aws:sqs:us-east-1:123456789012:q" }, /subscriptions\[0\]\.protocol: sqs is not supported/],
+      ["a lambda endpoint that is no function ARN", { protocol: "lambda", endpoint: "pager" }, /subscriptions\[0\]\.endpoint: must be a Lambda function ARN/],
+    ];
+    for (const [title, subscription, message] of refused) {
+      it(`refuses ${title}`, () => {
+        expect(() => new c.alerts.AlertTopic(`alerts-${subscription.protocol}`, { accountId: "123456789012", subscriptions: [subscription] })).to.throw(message);
+      });
+    }
   });
 });

@@ -13,6 +13,7 @@
 import { expect } from "chai";
 import { REPO_ROOT } from "../../../infra/bundle";
 import { ALLOWED_ACCOUNTS_KEY, allowedAccountIdsProblem } from "../../../infra/config";
+import { carriesEnvironment } from "../../../infra/stack-scope";
 import { readStackFiles } from "../../../plan/stack-files";
 import { ENVIRONMENT_TAG } from "../../../policy/contract";
 import { UNSCOPABLE_ACTIONS } from "../../../policy/rules/iam-star-resource-unscopable-only";
@@ -167,6 +168,24 @@ describe("stack isolation: dev and prod in one account and region", () => {
     expect(dev.size, "dev names nothing itself: the test would prove nothing").to.be.greaterThan(0);
     const shared = [...dev.keys()].filter((n) => prod.has(n)).map((n) => `${n} (dev: ${dev.get(n)}; prod: ${prod.get(n)})`);
     expect(shared).to.deep.equal([]);
+  });
+
+  it("give awsx's VPC a name with the environment in it, so no Name tag awsx derives from it is shared", () => {
+    // Prepare: awsx (awsx/ec2/vpc.ts) tags the VPC and internet gateway with the component's name,
+    // each subnet and its route table <name>-<private|public>-<n>, each NAT gateway and EIP <name>-<n>.
+    const nameTags = (doc: PlanDocument, env: string) => {
+      const [vpc, ...more] = doc.resources.filter((r) => r.type === "awsx:ec2:Vpc");
+      expect(more, "one VPC per stack").to.deep.equal([]);
+      expect(carriesEnvironment(vpc!.name, env), `${vpc!.name} carries ${env}`).to.equal(true);
+      const zones = ((vpc!.inputs.availabilityZoneNames as string[] | undefined) ?? []).length || Number(vpc!.inputs.numberOfAvailabilityZones ?? 2);
+      const nats = (vpc!.inputs.natGateways as { strategy?: string } | undefined)?.strategy === "Single" ? 1 : zones;
+      const n = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
+      return new Set([vpc!.name, ...n(zones).flatMap((i) => [`${vpc!.name}-private-${i}`, `${vpc!.name}-public-${i}`]), ...n(nats).map((i) => `${vpc!.name}-${i}`)]);
+    };
+    // Act
+    const [dev, prod] = [nameTags(docs.dev!, "dev"), nameTags(docs.prod!, "prod")];
+    // Assess
+    expect([...dev].filter((t) => prod.has(t))).to.deep.equal([]);
   });
 
   it("share no ARN", () => {

@@ -3,6 +3,7 @@ import { parse } from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
+import { imageContentTag } from "../../../infra/components/queue-worker-service-image";
 import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
 import { useStackPlans } from "../helpers/run-plan";
@@ -106,6 +107,16 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
         expect(repo.inputs).to.deep.include({ imageTagMutability: "IMMUTABLE" });
         expect(String(container().image)).to.match(/^123456789012\.dkr\.ecr\.us-east-1\.amazonaws\.com\/worker-images-[0-9a-f]+@sha256:[0-9a-f]{64}$/);
         expect(fs.existsSync(path.join(REPO_ROOT, "dist/worker-image/worker.js"))).to.equal(true);
+      });
+
+      it("builds FROM the stack's digest-pinned base image, under a tag that hashes it with the context, the Dockerfile and the platform", () => {
+        const image = named(doc(), "awsx:ecr:Image", "worker-image");
+        const baseImage = (cfg() as unknown as { baseImage: string }).baseImage;
+        expect(image.inputs.args).to.deep.equal({ BASE_IMAGE: baseImage });
+        const context = Object.fromEntries([".dockerignore", "worker.js"].map((f) => [f, fs.readFileSync(path.join(REPO_ROOT, "dist/worker-image", f), "utf8")]));
+        const dockerfile = fs.readFileSync(path.join(REPO_ROOT, "functions/worker/Dockerfile"), "utf8");
+        expect(image.inputs.imageTag).to.equal(imageContentTag({ context, dockerfile, platform: "linux/amd64", buildArgs: { BASE_IMAGE: baseImage } }));
+        expect(image.inputs.imageTag).to.not.equal(imageContentTag({ context, dockerfile, platform: "linux/amd64", buildArgs: { BASE_IMAGE: baseImage.replace(/@sha256:.*/, `@sha256:${"0".repeat(64)}`) } }));
       });
 
       it("wires the work queue (visibility = 3 heartbeats, redrive to its 14-day DLQ) into the container", () => {

@@ -24,11 +24,22 @@ describe("worker config (encache:worker)", () => {
     ["a relative executable", "worker.executables", { x: { command: "sh" } }, /encache:worker\.executables\.x\.command: must be an absolute path/],
     ["a missing target", "worker.backlogPerTaskTarget", undefined, /encache:worker\.backlogPerTaskTarget: is required/],
     ["retention of 14 days", "worker.messageRetentionSeconds", 1_209_600, /encache:worker\.messageRetentionSeconds/],
+    ["no base image", "worker.baseImage", undefined, /encache:worker\.baseImage: is required/],
+    ["a base image by tag only, which can move under an existing image tag", "worker.baseImage", "node:22-alpine", /encache:worker\.baseImage: must pin the image by digest/],
+    ["a base image digest one hex digit short", "worker.baseImage", `node:22-alpine@sha256:${"a".repeat(63)}`, /encache:worker\.baseImage: must pin the image by digest/],
+    ["a base image digest in upper case", "worker.baseImage", `node:22-alpine@sha256:${"A".repeat(64)}`, /encache:worker\.baseImage: must pin the image by digest/],
+    ["a base image pinned by another algorithm", "worker.baseImage", `node:22-alpine@sha512:${"a".repeat(64)}`, /encache:worker\.baseImage: must pin the image by digest/],
   ];
   for (const [name, key, value, reason] of bad) {
     it(`rejects ${name}, naming the key`, () => {
       const issues = configIssues(withValue(devConfig(), key, value));
       expect(issues.some((i) => reason.test(i)), issues.join("\n")).to.equal(true);
+    });
+  }
+
+  for (const image of [`node:22-alpine@sha256:${"0".repeat(64)}`, `node@sha256:${"f".repeat(64)}`, `public.ecr.aws/docker/library/node:22-alpine@sha256:${"1".repeat(64)}`, `registry.local:5000/base/node:22@sha256:${"2".repeat(64)}`]) {
+    it(`accepts the digest-pinned base image ${image.split("@")[0]}@sha256:…`, () => {
+      expect(configIssues(withValue(devConfig(), "worker.baseImage", image))).to.deep.equal([]);
     });
   }
 

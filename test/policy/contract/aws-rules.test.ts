@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { fargateSizeProblem, scheduleExpressionProblem } from "../../../policy/contract";
+import { fargateSizeProblem, SCHEDULE_TIMEZONE_MAX_LENGTH, scheduleExpressionProblem, scheduleTimezoneProblem } from "../../../policy/contract";
 
 describe("the contract's AWS rules (policy/contract)", () => {
   describe("fargateSizeProblem: AWS's Fargate table", () => {
@@ -41,5 +41,38 @@ describe("the contract's AWS rules (policy/contract)", () => {
         else expect(found).to.match(problem as RegExp);
       });
     }
+  });
+
+  describe("scheduleTimezoneProblem: what EventBridge Scheduler takes as ScheduleExpressionTimezone (an IANA name, 1-50 characters)", () => {
+    const cases: Array<[string, string, RegExp | undefined]> = [
+      ["the default", "UTC", undefined],
+      ["a region/city zone", "Europe/London", undefined],
+      ["a three-part zone", "America/Argentina/Buenos_Aires", undefined],
+      ["a zone with a dash", "America/Port-au-Prince", undefined],
+      ["the empty string", "", /must not be empty/],
+      ["a name one past Scheduler's 50 characters", `Europe/${"x".repeat(44)}`, /at most 50 characters/],
+      ["IANA's current name where ICU keeps the old one", "Asia/Kolkata", undefined],
+      ["an IANA link (backward file)", "US/Eastern", undefined],
+      ["a fixed-offset Etc zone", "Etc/GMT+5", undefined],
+      ["lower case, which ICU would take", "europe/london", /not spelt as IANA spells it; use Europe\/London/],
+      ["a link in lower case", "us/eastern", /not spelt as IANA spells it; use America\/New_York/],
+      ["utc in lower case", "utc", /use UTC/],
+      ["a mixed-case slip", "Europe/LONDON", /use Europe\/London/],
+      ["an offset", "+05:00", /is not an IANA time zone/],
+      ["an unknown zone", "Mars/Olympus", /"Mars\/Olympus" is not an IANA time zone/],
+      ["a path", "../etc/passwd", /is not an IANA time zone/],
+    ];
+    for (const [title, timezone, problem] of cases) {
+      it(`${title} (${JSON.stringify(timezone)}): ${problem === undefined ? "accepted" : "refused"}`, () => {
+        const found = scheduleTimezoneProblem(timezone);
+        if (problem === undefined) expect(found).to.equal(undefined);
+        else expect(found).to.match(problem);
+      });
+    }
+
+    it("the length case is exactly one past the limit, and the limit is Scheduler's 50", () => {
+      expect(SCHEDULE_TIMEZONE_MAX_LENGTH).to.equal(50);
+      expect(`Europe/${"x".repeat(44)}`).to.have.length(SCHEDULE_TIMEZONE_MAX_LENGTH + 1);
+    });
   });
 });

@@ -221,6 +221,7 @@ function build(): RecordedResource[] {
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         rootBlockDevice: { encrypted: true, volumeSize: 200, volumeType: "gp3" },
         ebsBlockDevices: [{ deviceName: "/dev/sdf", encrypted: true, volumeSize: 500, volumeType: "gp3" }],
+        monitoring: true,
         tags: { Name: "encache-gpu", "encache:role": "gpu" },
       },
       { state: { arn: arn("ec2", "instance/i-0123456789abcdef0"), id: "i-0123456789abcdef0" } },

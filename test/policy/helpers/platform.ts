@@ -46,7 +46,7 @@ export function platformRecording(): RecordedResource[] {
   add(
     rs,
     ...network(),
-    resource(T.table, "state", { hashKey: "model_name", attributes: [{ name: "model_name", type: "S" }], billingMode: "PAY_PER_REQUEST", pointInTimeRecovery: { enabled: true } }),
+    resource(T.table, "state", { hashKey: "model_name", attributes: [{ name: "model_name", type: "S" }], billingMode: "PAY_PER_REQUEST", pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }),
     resource(T.queue, "schedules-dlq", { messageRetentionSeconds: 1_209_600, sqsManagedSseEnabled: true, tags: { "encache:queue-role": "dlq" } }),
     resource(
       T.alarm,

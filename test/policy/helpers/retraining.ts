@@ -51,6 +51,7 @@ export function retrainingRecording(): RecordedResource[] {
       attributes: [{ name: "model_name", type: "S" }],
       billingMode: "PAY_PER_REQUEST",
       pointInTimeRecovery: { enabled: true },
+      serverSideEncryption: { enabled: true },
       deletionProtectionEnabled: true,
     }),
     resource(T.service, "worker-service", { desiredCount: 1, capacityProviderStrategies: strategies, networkConfiguration: network }),

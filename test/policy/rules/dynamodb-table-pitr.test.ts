@@ -27,7 +27,7 @@ describe(POLICY, () => {
   describe("built in one line", () => {
     it("passes a table with PITR enabled", async () => {
       // Prepare
-      const rs = [table("state", { pointInTimeRecovery: { enabled: true } })];
+      const rs = [table("state", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } })];
       // Act
       const violations = await evaluate(rs);
       // Assess
@@ -36,7 +36,7 @@ describe(POLICY, () => {
 
     it("fails a table with PITR disabled", async () => {
       // Prepare
-      const rs = [table("state", { pointInTimeRecovery: { enabled: false } })];
+      const rs = [table("state", { pointInTimeRecovery: { enabled: false }, serverSideEncryption: { enabled: true } })];
       // Act
       const violations = await evaluate(rs);
       // Assess

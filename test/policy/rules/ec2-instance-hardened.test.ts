@@ -6,7 +6,7 @@ import { evaluate, expectNoViolations, expectViolation } from "../helpers/violat
 
 const POLICY = "ec2-instance-hardened";
 
-const hardened = { metadataOptions: { httpTokens: "required" }, associatePublicIpAddress: false, rootBlockDevice: { encrypted: true } };
+const hardened = { metadataOptions: { httpTokens: "required" }, associatePublicIpAddress: false, rootBlockDevice: { encrypted: true }, monitoring: true };
 
 describe(POLICY, () => {
   it("passes the good ingest recording (the GPU instance)", async () => {
@@ -34,7 +34,7 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.instance, "box"), count: 3, message: /^Instance 'box' must / });
+      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.instance, "box"), count: 3, message: /^Instance 'box' must /, also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.instance, "box")]] });
     });
   });
 

@@ -7,7 +7,7 @@ import { evaluate, expectNoViolations, expectViolation, type Mode } from "../hel
 const POLICY = "job-table-ttl";
 const MODES: Mode[] = ["update", "first-preview"];
 
-const pitr = { pointInTimeRecovery: { enabled: true } };
+const pitr = { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } };
 const jobsTag = { "encache:table-role": "jobs" };
 
 describe(POLICY, () => {
@@ -25,7 +25,7 @@ describe(POLICY, () => {
   it("ignores a table without the jobs tag that no function reads as its jobs table, even when it has no TTL", async () => {
     // Prepare
     const rs = fleetRecording();
-    add(rs, fleetResource(T.table, "fleet-cache", { hashKey: "k", attributes: [{ name: "k", type: "S" }], pointInTimeRecovery: { enabled: true }, tags: { "encache:part": "fleet" } }));
+    add(rs, fleetResource(T.table, "fleet-cache", { hashKey: "k", attributes: [{ name: "k", type: "S" }], pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true }, tags: { "encache:part": "fleet" } }));
     // Act
     const violations = await evaluate(rs);
     // Assess

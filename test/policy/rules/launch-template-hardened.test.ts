@@ -10,6 +10,7 @@ const hardened = {
   metadataOptions: { httpTokens: "required" },
   networkInterfaces: [{ deviceIndex: 0, associatePublicIpAddress: "false" }],
   blockDeviceMappings: [{ deviceName: "/dev/sda1", ebs: { encrypted: "true" } }],
+  monitoring: { enabled: true },
 };
 
 describe(POLICY, () => {
@@ -38,7 +39,7 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.launchTemplate, "lt"), count: 3, message: /^Launch template 'lt' must / });
+      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.launchTemplate, "lt"), count: 3, message: /^Launch template 'lt' must /, also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.launchTemplate, "lt")]] });
     });
   });
 
