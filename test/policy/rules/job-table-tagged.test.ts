@@ -20,7 +20,7 @@ describe(POLICY, () => {
     // The env value (the table's name) is unknown on a first preview; its name and the edge are not.
     it(`${mode}: fails an untagged table handed to a function as RUNS_FLEET_JOBS_TABLE`, async () => {
       // Prepare
-      const rs = [table("jobs", { pointInTimeRecovery: { enabled: true } }), fn("runner", { environment: { variables: { RUNS_FLEET_JOBS_TABLE: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
+      const rs = [table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }), fn("runner", { environment: { variables: { RUNS_FLEET_JOBS_TABLE: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
       // Act
       const violations = await evaluate(rs, { mode });
       // Assess
@@ -41,7 +41,7 @@ describe(POLICY, () => {
 
   it("reads its env var names from config", async () => {
     // Prepare
-    const rs = [table("jobs", { pointInTimeRecovery: { enabled: true } }), fn("runner", { environment: { variables: { MY_JOBS: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
+    const rs = [table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }), fn("runner", { environment: { variables: { MY_JOBS: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
     // Act
     const [defaults, configured] = await Promise.all([evaluate(rs), evaluate(rs, { config: { [POLICY]: { envKeys: ["MY_JOBS"] } } })]);
     // Assess
