@@ -8,6 +8,7 @@ import { calledActions, type Grant } from "../../policy/contract";
 export type FleetResource =
   | "jobs-table" // RUNS_FLEET_JOBS_TABLE
   | "jobs-table-indexes" // its GSIs (Query)
+  | "sweep-cursors" // the jobs table's `housekeeping-cursor#<task>` items only (a dynamodb:LeadingKeys condition)
   | "runner-parameters" // <runner parameter path>/* : each runner's config parameters
   | "runner-path" // the path itself: GetParametersByPath is authorised on it, and Recursive lists below it
   | "managed-instances" // instances carrying the managed tag, by condition
@@ -31,6 +32,8 @@ export const HOUSEKEEPING_GRANTS = [
   { sid: "DeleteStaleRunnerParameters", actions: ["ssm:DeleteParameters"], resource: "runner-parameters" },
   { sid: "QueryJobIndexes", actions: ["dynamodb:Query"], resource: "jobs-table-indexes" },
   { sid: "DeleteOldJobs", actions: ["dynamodb:BatchWriteItem"], resource: "jobs-table" },
+  // Where each budgeted sweep resumes (functions/fleet/tasks/cursor.ts): those items, no job's.
+  { sid: "SweepCursors", actions: ["dynamodb:GetItem", "dynamodb:PutItem"], resource: "sweep-cursors" },
   { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "housekeeping-dlq" },
 ] as const satisfies readonly Grant<FleetResource>[];
 

@@ -70,6 +70,12 @@ export function fleetStatements(a: FleetAccess): { termination: Statement[]; hou
   const bindings = {
     "jobs-table": { resource: a.tableArn },
     "jobs-table-indexes": { resource: pulumi.interpolate`${a.tableArn}/index/*` },
+    // The sweeps' cursor items and nothing else of the table: GetItem and PutItem name one key each,
+    // so ForAllValues over the request's leading keys holds exactly when that key is a cursor's.
+    "sweep-cursors": {
+      resource: a.tableArn,
+      condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": `${JOBS_TABLE.sweepCursorKeyPrefix}*` } },
+    },
     // The runners' config parameters, nothing else in SSM.
     "runner-parameters": { resource: ssm("/*") },
     // GetParametersByPath is authorised on the path itself, and a recursive call on it lists every

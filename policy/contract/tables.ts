@@ -29,6 +29,16 @@ export const JOBS_TABLE = {
    * retries of it): the one that finds its own token completed the job and emits its metrics.
    */
   completionAttemptAttribute: "completion_attempt",
+  /**
+   * Who logged the completion and emitted its metrics: `pending` once the job is completed, then the
+   * attempt token of the one delivery whose conditional claim (`pending` → its token) applied.
+   */
+  completionReportedByAttribute: "completion_reported_by",
+  /**
+   * The housekeeping sweeps' cursors are items of this table too, keyed `<prefix><task>`: no status,
+   * instance or completion time, so they are in none of the (sparse) indexes the sweeps query.
+   */
+  sweepCursorKeyPrefix: "housekeeping-cursor#",
 } as const;
 
 /** Part 2 (retraining): one item per model (its last launch) plus the capacity lease items. */

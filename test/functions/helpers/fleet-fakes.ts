@@ -9,12 +9,16 @@ import {
   type AttributeValue,
   BatchWriteItemCommand,
   type BatchWriteItemCommandInput,
+  GetItemCommand,
+  type GetItemCommandInput,
+  PutItemCommand,
+  type PutItemCommandInput,
   QueryCommand,
   type QueryCommandInput,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { DescribeInstancesCommand, type DescribeInstancesCommandInput, type Instance } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, type DescribeInstancesCommandInput, type Instance, TerminateInstancesCommand, type TerminateInstancesCommandInput } from "@aws-sdk/client-ec2";
 import type { AwsStub } from "aws-sdk-client-mock";
 import { JOBS_TABLE } from "../../../policy/contract";
 import { awsError, TABLE } from "./fleet-deps";
@@ -62,6 +66,8 @@ const COMPARE: Readonly<Record<string, (a: string, b: string) => boolean>> = {
 /** The jobs table and its GSIs, in memory, behind a mocked DynamoDB client. */
 export class FakeJobsTable {
   readonly rows: JobRow[];
+  /** The sweeps' cursor items, by key: GetItem and PutItem answer for these keys only, as the role's LeadingKeys condition allows. */
+  readonly cursors = new Map<string, Values>();
 
   /** `unreadable`: indexes whose Query fails as a throttled read does after the SDK's retries. */
   constructor(rows: JobRow[], private readonly pageSize = 1000, private readonly unreadable: readonly string[] = []) {
@@ -74,7 +80,26 @@ export class FakeJobsTable {
   install(mock: AwsStub<any, any, any>): this {
     mock.on(QueryCommand).callsFake((input: QueryCommandInput) => this.query(input));
     mock.on(BatchWriteItemCommand).callsFake((input: BatchWriteItemCommandInput) => this.batchWrite(input));
+    mock.on(GetItemCommand).callsFake((input: GetItemCommandInput) => {
+      const key = this.cursorKeyOf(input.TableName, input.Key);
+      const item = this.cursors.get(key);
+      return item === undefined ? {} : { Item: item };
+    });
+    mock.on(PutItemCommand).callsFake((input: PutItemCommandInput) => {
+      const key = this.cursorKeyOf(input.TableName, input.Item);
+      this.cursors.set(key, { ...input.Item });
+      return {};
+    });
     return this;
+  }
+
+  /** The cursor key a GetItem or PutItem names; any other key is refused as the housekeeping role's grant refuses it. */
+  private cursorKeyOf(table: string | undefined, key: Values | undefined): string {
+    if (table !== TABLE) throw awsError("ResourceNotFoundException", `Requested resource not found: ${table}`);
+    const id = key?.[JOBS_TABLE.hashKey]?.S;
+    if (id === undefined) throw validation("The provided key element does not match the schema");
+    if (!id.startsWith(JOBS_TABLE.sweepCursorKeyPrefix)) throw awsError("AccessDeniedException", `not authorized to access the item ${id}`);
+    return id;
   }
 
   query(input: QueryCommandInput): { Items?: Values[]; Count: number; LastEvaluatedKey?: Values } {
@@ -161,14 +186,41 @@ function matchesFilter(instance: Instance, filter: { Name?: string | undefined; 
 }
 
 /**
- * EC2's DescribeInstances over `instances`: only those matching every filter, in one reservation
- * (one page). A filter name EC2 does not know fails the call, as EC2's does.
+ * EC2's DescribeInstances over `instances`: only those matching every filter, one reservation per
+ * page. With MaxResults, pages of that many in instance-id order, and a NextToken that names where
+ * the next page starts (the last id returned), as opaque to the caller as EC2's and as robust to
+ * instances leaving the answer in between. A filter name EC2 does not know fails the call, as
+ * EC2's does. `latencyMs`: each answer takes that long (on the timers, fake or real).
+ * TerminateInstances moves the named instances to `shutting-down`, as EC2 does.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the stub's client generics, see FakeJobsTable.install
-export function ec2Fleet(mock: AwsStub<any, any, any>, instances: Instance[]): void {
-  mock.on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
+export function ec2Fleet(mock: AwsStub<any, any, any>, instances: Instance[], options: { latencyMs?: number } = {}): void {
+  const answer = (input: DescribeInstancesCommandInput) => {
     const filters = input.Filters ?? [];
-    return { Reservations: [{ Instances: instances.filter((i) => filters.every((f) => matchesFilter(i, f))) }] };
+    const matching = instances.filter((i) => filters.every((f) => matchesFilter(i, f)));
+    if (input.MaxResults === undefined) return { Reservations: [{ Instances: matching }] };
+    if (input.MaxResults < 5 || input.MaxResults > 1000) throw awsError("InvalidParameterValue", `MaxResults must be 5..1000: ${input.MaxResults}`);
+    const sorted = [...matching].sort((a, b) => (a.InstanceId ?? "").localeCompare(b.InstanceId ?? ""));
+    const after = input.NextToken === undefined ? undefined : /^after:(i-[0-9a-f]+)$/.exec(input.NextToken)?.[1];
+    if (input.NextToken !== undefined && after === undefined) throw awsError("InvalidParameterValue", "Invalid NextToken");
+    const rest = after === undefined ? sorted : sorted.filter((i) => (i.InstanceId ?? "") > after);
+    const page = rest.slice(0, input.MaxResults);
+    const more = rest.length > page.length ? { NextToken: `after:${page[page.length - 1]!.InstanceId}` } : {};
+    return { Reservations: [{ Instances: page }], ...more };
+  };
+  mock.on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
+    if (options.latencyMs === undefined) return answer(input);
+    return new Promise((resolve, reject) => setTimeout(() => {
+      try {
+        resolve(answer(input));
+      } catch (error) {
+        reject(error);
+      }
+    }, options.latencyMs));
+  });
+  mock.on(TerminateInstancesCommand).callsFake((input: TerminateInstancesCommandInput) => {
+    for (const i of instances) if (input.InstanceIds?.includes(i.InstanceId ?? "")) i.State = { Name: "shutting-down", Code: 32 };
+    return {};
   });
 }
 
