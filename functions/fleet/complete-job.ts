@@ -1,4 +1,4 @@
-import { type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { JOBS_TABLE } from "../../policy/contract";
 import { type ConditionFailure, conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
 import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
@@ -17,14 +17,18 @@ export interface CompletionWriter {
 }
 
 /**
- * `completed`: this attempt's write completed the job, so its metrics are this attempt's to emit;
- * `recovered` when the write applied but its response was lost and the SDK's retry failed the
- * condition on the item it had just written. `duplicate`: the job was already complete (or not
- * running), by another message or by an earlier delivery of this one (`completedBy` says which).
+ * `completed`: this attempt's write completed the job; `recovered` when the write applied but its
+ * response was lost and the SDK's retry failed the condition on the item it had just written.
+ * `duplicate`: the job was already complete (or not running), by another message or by an earlier
+ * delivery of this one (`completedBy` says which); `report` says who reports it
+ * ({@link claimCompletionReport}).
  */
 export type CompletionOutcome =
   | { kind: "completed"; recovered: boolean }
-  | { kind: "duplicate"; completedBy: string | undefined; foundStatus: string | undefined };
+  | { kind: "duplicate"; completedBy: string | undefined; foundStatus: string | undefined; report: ReportState };
+
+/** `completion_reported_by` of a completed job whose completion nobody has logged and emitted yet. */
+export const REPORT_PENDING = "pending";
 
 const DAY_SECONDS = 86_400;
 
@@ -61,6 +65,7 @@ export async function markJobComplete(
     `#ttl = :ttl`,
     "#completed_by = :completed_by",
     "#completion_attempt = :completion_attempt",
+    "#reported_by = :pending_report",
   ];
   const names: Record<string, string> = {
     "#status": "status",
@@ -72,6 +77,7 @@ export async function markJobComplete(
     "#ttl": JOBS_TABLE.ttlAttribute,
     "#completed_by": JOBS_TABLE.completedByAttribute,
     "#completion_attempt": JOBS_TABLE.completionAttemptAttribute,
+    "#reported_by": JOBS_TABLE.completionReportedByAttribute,
   };
   const values: Record<string, { S: string } | { N: string }> = {
     ":status": { S: JOB_STATUS_FOR[message.status] },
@@ -84,6 +90,7 @@ export async function markJobComplete(
     ":running": { S: "running" },
     ":completed_by": { S: writer.messageId },
     ":completion_attempt": { S: writer.attempt },
+    ":pending_report": { S: REPORT_PENDING },
   };
   if (message.error !== undefined) {
     sets.push("#error = :error");
@@ -101,8 +108,8 @@ export async function markJobComplete(
   });
   try {
     // Re-sent with the same token after the SDK gave up: an earlier send that applied then fails
-    // its condition on this attempt's own item, which resolves as this attempt's completion; the
-    // redelivery (another token) could not tell whether this attempt emitted the metrics.
+    // its condition on this attempt's own item, which resolves as this attempt's completion. If
+    // every send fails, the record fails and its redelivery finds the report still pending.
     await withResends(() => dynamodb.send(command), retry);
     return { kind: "completed", recovered: false };
   } catch (error) {
@@ -118,5 +125,126 @@ function resolveFailedCondition(error: ConditionFailure, writer: CompletionWrite
   if (completedBy === writer.messageId && item?.[JOBS_TABLE.completionAttemptAttribute]?.S === writer.attempt) {
     return { kind: "completed", recovered: true };
   }
-  return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S };
+  return { kind: "duplicate", completedBy, foundStatus: item?.["status"]?.S, report: reportStateOf(item) };
+}
+
+/** Who reports a job's completion (logs it and emits its metrics), as the job item records it. */
+export interface ReportState {
+  /** `pending`, the claimant (`<message id> <attempt token>`), or undefined (a job completed before reports were recorded). */
+  by: string | undefined;
+  /** The claimant wrote, after its log line and metrics, that it reported. */
+  done: boolean;
+  /** Epoch seconds of the claim. */
+  claimedAt: number | undefined;
+}
+
+/**
+ * A claim older than this was made by an invocation that has ended (15 minutes is Lambda's longest
+ * timeout), so a delivery of another message may take an unfinished claim over.
+ */
+export const REPORT_TAKEOVER_SECONDS = 900;
+
+export function reportStateOf(item: Record<string, AttributeValue> | undefined): ReportState {
+  const claimedAt = item?.[JOBS_TABLE.completionReportClaimedAtAttribute]?.N;
+  return {
+    by: item?.[JOBS_TABLE.completionReportedByAttribute]?.S,
+    done: item?.[JOBS_TABLE.completionReportedAttribute]?.S !== undefined,
+    claimedAt: claimedAt === undefined ? undefined : Number(claimedAt),
+  };
+}
+
+/** `<message id> <attempt token>`: a claimant names its message, so the message's redelivery knows its own earlier claim. */
+export function claimantOf(writer: CompletionWriter): string {
+  return `${writer.messageId} ${writer.attempt}`;
+}
+
+/**
+ * What this delivery may claim: the pending report, or an unfinished claim (no `done`) whose claimant
+ * has certainly ended: an earlier delivery of this same message (SQS shows the message again only
+ * after that delivery's invocation returned or timed out), or any claim older than
+ * REPORT_TAKEOVER_SECONDS. That claimant either never learned that its claim applied (every answer
+ * was lost), and so emitted nothing, or emitted and then failed to record `done` and its message
+ * came back: the first is the single fault this covers, the second a double one (a duplicate report).
+ */
+export function claimable(state: ReportState, writer: CompletionWriter, nowSeconds: number): { previous: string | undefined } | null {
+  if (state.by === REPORT_PENDING) return { previous: undefined };
+  if (state.by === undefined || state.done) return null;
+  const ownMessage = state.by.startsWith(`${writer.messageId} `);
+  const stale = state.claimedAt !== undefined && state.claimedAt <= nowSeconds - REPORT_TAKEOVER_SECONDS;
+  return ownMessage || stale ? { previous: state.by } : null;
+}
+
+/** `mine`: this attempt logs and emits the completion (`recovered`: its claim's answer was lost); `taken`: another delivery does. */
+export type ReportClaim = { kind: "mine"; recovered: boolean } | { kind: "taken"; state: ReportState };
+
+/**
+ * Claims the right to log the job's completion and emit its metrics: `pending` (or the unfinished
+ * claim `previous`, see {@link claimable}) → this attempt's claimant, once per job. The condition lets
+ * exactly one claim apply, so exactly one delivery logs and emits, whichever answers were lost: a
+ * lost answer is re-sent and resolved from the old item (ALL_OLD) by this attempt's token.
+ *
+ * The claim comes before the log line and the metrics, which are written at once (EMF single
+ * metrics, not stored for the end of the batch), and `done` is recorded after them
+ * ({@link markReported}).
+ */
+export async function claimCompletionReport(
+  dynamodb: DynamoDBClient,
+  table: string,
+  jobId: string,
+  writer: CompletionWriter,
+  previous: string | undefined,
+  nowSeconds: number,
+  retry: ResendPolicy = DEFAULT_RESEND,
+): Promise<ReportClaim> {
+  const me = claimantOf(writer);
+  const command = new UpdateItemCommand({
+    TableName: table,
+    Key: { [JOBS_TABLE.hashKey]: { S: jobId } },
+    UpdateExpression: "SET #reported_by = :me, #claimed_at = :now",
+    ConditionExpression: previous === undefined ? "#reported_by = :pending" : "#reported_by = :previous AND attribute_not_exists(#reported)",
+    ExpressionAttributeNames: {
+      "#reported_by": JOBS_TABLE.completionReportedByAttribute,
+      "#claimed_at": JOBS_TABLE.completionReportClaimedAtAttribute,
+      ...(previous === undefined ? {} : { "#reported": JOBS_TABLE.completionReportedAttribute }),
+    },
+    ExpressionAttributeValues: {
+      ":me": { S: me },
+      ":now": { N: String(nowSeconds) },
+      ...(previous === undefined ? { ":pending": { S: REPORT_PENDING } } : { ":previous": { S: previous } }),
+    },
+    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+  });
+  try {
+    await withResends(() => dynamodb.send(command), retry);
+    return { kind: "mine", recovered: false };
+  } catch (error) {
+    if (!isConditionFailure(error)) throw error;
+    const state = reportStateOf(conditionFailureItem(error));
+    if (state.by === me) return { kind: "mine", recovered: true };
+    return { kind: "taken", state };
+  }
+}
+
+/**
+ * Records, after the log line and the metrics, that the claimant reported (conditional on its claim
+ * still standing): a later delivery then never takes the claim over. Re-sent like the claim; a
+ * lost answer re-sent meets its own value, which the condition allows.
+ */
+export async function markReported(dynamodb: DynamoDBClient, table: string, jobId: string, writer: CompletionWriter, retry: ResendPolicy = DEFAULT_RESEND): Promise<void> {
+  const me = claimantOf(writer);
+  await withResends(
+    () =>
+      dynamodb.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { [JOBS_TABLE.hashKey]: { S: jobId } },
+          UpdateExpression: "SET #reported = :me",
+          ConditionExpression: "#reported_by = :me",
+          ExpressionAttributeNames: { "#reported": JOBS_TABLE.completionReportedAttribute, "#reported_by": JOBS_TABLE.completionReportedByAttribute },
+          ExpressionAttributeValues: { ":me": { S: me } },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      ),
+    retry,
+  );
 }

@@ -56,4 +56,9 @@ export function emitWithDimension(
   single.addMetric(name, unit, value);
 }
 
+/** One metric without dimensions, written at once as its own EMF line (not stored for the end of the batch). */
+export function emitNow(metrics: FleetMetrics, name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void {
+  metrics.singleMetric().addMetric(name, unit, value);
+}
+
 export { MetricUnit };

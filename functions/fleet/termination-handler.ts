@@ -3,15 +3,15 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
 import type { SQSRecord } from "aws-lambda";
-import { logStep } from "../shared/logger";
+import { errorMessage, logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import { markJobComplete } from "./complete-job";
+import { claimable, claimCompletionReport, type CompletionOutcome, type CompletionWriter, markJobComplete, markReported } from "./complete-job";
 import { DEFAULT_RESEND, type ResendPolicy } from "../shared/resend";
 import type { TerminationConfig } from "./config";
 import { runnerConfigParameter } from "./jobs";
 import { parseBody, TerminationMessageSchema, type TerminationMessage } from "./messages";
-import { emitWithDimension, type FleetTelemetry, MetricUnit } from "./telemetry";
+import { emitNow, emitWithDimension, type FleetTelemetry, MetricUnit } from "./telemetry";
 
 export interface TerminationHandlerDeps extends FleetTelemetry {
   dynamodb: DynamoDBClient;
@@ -22,6 +22,8 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   newAttemptToken?: () => string;
   /** How often the completing write is re-sent after the SDK gave up; tests pass an instant sleep. */
   completionRetry?: ResendPolicy;
+  /** The clock (epoch ms) of the report claims; default Date.now. */
+  now?: () => number;
 }
 
 
@@ -34,10 +36,14 @@ export function errorClass(message: TerminationMessage): string {
   return message.status === "failure" ? `exit_${message.exit_code}` : message.status;
 }
 
-/** JobDuration (Status), then JobSuccess or JobFailure (Error). Called once per job, never for a duplicate. */
+/**
+ * JobDuration (Status), then JobSuccess or JobFailure (Error), each written at once as its own EMF
+ * line (none is stored for the end of the batch, where a later crash would lose it after the
+ * report was claimed). Called once per job: by the delivery whose report claim applied.
+ */
 function publishJobMetrics(deps: FleetTelemetry, message: TerminationMessage): void {
   emitWithDimension(deps.metrics, "JobDuration", MetricUnit.Seconds, message.duration_seconds, { name: "Status", value: message.status });
-  if (message.status === "success") deps.metrics.addMetric("JobSuccess", MetricUnit.Count, 1);
+  if (message.status === "success") emitNow(deps.metrics, "JobSuccess", MetricUnit.Count, 1);
   else emitWithDimension(deps.metrics, "JobFailure", MetricUnit.Count, 1, { name: "Error", value: errorClass(message) });
 }
 
@@ -54,15 +60,18 @@ async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: stri
 }
 
 /**
- * One termination message: complete the job (conditional), emit the job metrics if this
- * delivery completed it, delete the runner's config parameter. Metrics come before the SSM
- * delete (the original system has them after): if the delete fails, the retry finds the job already
- * complete, so metrics emitted after the delete would never be emitted at all.
+ * One termination message: complete the job (conditional), claim its report and, if this delivery's
+ * claim applied, log the completion and emit the job metrics, then delete the runner's config
+ * parameter. Metrics come before the SSM delete (the original system has them after): if the delete
+ * fails, the redelivery finds the report already claimed, so metrics after the delete would never
+ * be emitted at all.
  *
- * "This delivery completed it" is read from the item, not from the write's response: the write
- * records the message id and a token of this attempt, and a failed condition returns the old
- * item, so a completion whose response was lost (the SDK retried and failed the condition on its
- * own write) still emits its metrics, while a redelivery of the message (another token) does not.
+ * Exactly one delivery reports each job, whichever answer was lost. The completing write records
+ * the message id and this attempt's token and leaves the report `pending`; a failed condition
+ * returns the old item (ALL_OLD), so a completion whose answer was lost still resolves as this
+ * attempt's. Then the report is claimed (`pending` → this attempt's token, conditional): by the
+ * completer, or by a later delivery that finds the job complete and its report still pending,
+ * because the completer's every answer was lost and it failed before claiming.
  */
 export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatchHandler {
   const newAttemptToken = deps.newAttemptToken ?? randomUUID;
@@ -75,32 +84,12 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       }
       const message = parsed.value;
       const ids = { message_id: record.messageId, job_id: message.job_id, instance_id: message.instance_id };
-      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, {
-        messageId: record.messageId,
-        attempt: newAttemptToken(),
-      }, deps.completionRetry ?? DEFAULT_RESEND);
-      if (outcome.kind === "completed") {
-        logStep(deps.logger, "info", "job_marked_complete", {
-          ...ids,
-          status: message.status,
-          exit_code: message.exit_code,
-          duration_seconds: message.duration_seconds,
-          recovered: outcome.recovered,
-          ...(message.error !== undefined ? { error: message.error } : {}),
-        });
-        publishJobMetrics(deps, message);
-      } else {
-        logStep(deps.logger, "info", "job_already_complete", {
-          ...ids,
-          status: message.status,
-          found_status: outcome.foundStatus ?? null,
-          completed_by: outcome.completedBy ?? null,
-          // The same message completed it on an earlier delivery, which emitted the metrics then.
-          redelivery: outcome.completedBy === record.messageId,
-        });
-      }
+      const retry = deps.completionRetry ?? DEFAULT_RESEND;
+      const attempt = newAttemptToken();
+      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, { messageId: record.messageId, attempt }, retry);
+      const reported = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry);
       await deleteRunnerConfig(deps, message.instance_id, record.messageId);
-      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: outcome.kind === "duplicate" });
+      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: !reported });
     };
 
     try {
@@ -109,4 +98,59 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       deps.metrics.publishStoredMetrics();
     }
   };
+}
+
+/**
+ * Logs the completion and emits the job metrics if this delivery claims the report; true if it did.
+ * A claim that cannot be written (after the re-sends) fails the record before anything is emitted:
+ * the redelivery of the message takes the report over. A `done` mark that cannot be written is only
+ * logged: the report was made, and failing the record would bring the message back to make it again.
+ */
+async function reportCompletion(
+  deps: TerminationHandlerDeps,
+  message: TerminationMessage,
+  outcome: CompletionOutcome,
+  writer: CompletionWriter,
+  ids: Record<string, string>,
+  retry: ResendPolicy,
+): Promise<boolean> {
+  const nowSeconds = Math.floor((deps.now ?? Date.now)() / 1000);
+  const may = outcome.kind === "completed" ? { previous: undefined } : claimable(outcome.report, writer, nowSeconds);
+  const claim = may ? await claimCompletionReport(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, may.previous, nowSeconds, retry) : undefined;
+  if (claim?.kind === "mine") {
+    logStep(deps.logger, "info", "job_marked_complete", {
+      ...ids,
+      status: message.status,
+      exit_code: message.exit_code,
+      duration_seconds: message.duration_seconds,
+      recovered: outcome.kind === "completed" && outcome.recovered,
+      // A delivery that found the job completed (by an earlier delivery of its message, or another
+      // message) and its report pending or unfinished: that delivery failed before it could report.
+      ...(outcome.kind === "duplicate" ? { completed_by: outcome.completedBy ?? null, reported_for_earlier_delivery: true, took_over: may?.previous ?? null } : {}),
+      ...(claim.recovered ? { report_claim_recovered: true } : {}),
+      ...(message.error !== undefined ? { error: message.error } : {}),
+    });
+    publishJobMetrics(deps, message);
+    try {
+      await markReported(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, retry);
+    } catch (error) {
+      logStep(deps.logger, "warn", "job_report_mark_failed", { ...ids, error: errorMessage(error) });
+    }
+    return true;
+  }
+  if (claim !== undefined) {
+    // Another delivery (a concurrent copy of the message, or another message for the job) claimed the report first, and makes it.
+    logStep(deps.logger, "info", "job_completion_reported_elsewhere", { ...ids, completed_here: outcome.kind === "completed", reported_by: claim.state.by ?? null });
+    return false;
+  }
+  if (outcome.kind === "completed") throw new Error("unreachable: a completing delivery always claims");
+  logStep(deps.logger, "info", "job_already_complete", {
+    ...ids,
+    status: message.status,
+    found_status: outcome.foundStatus ?? null,
+    completed_by: outcome.completedBy ?? null,
+    // The same message completed it on an earlier delivery, which reported it then.
+    redelivery: outcome.completedBy === ids.message_id,
+  });
+  return false;
 }

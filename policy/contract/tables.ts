@@ -30,10 +30,14 @@ export const JOBS_TABLE = {
    */
   completionAttemptAttribute: "completion_attempt",
   /**
-   * Who logged the completion and emitted its metrics: `pending` once the job is completed, then the
-   * attempt token of the one delivery whose conditional claim (`pending` → its token) applied.
+   * Who logs the completion and emits its metrics: `pending` once the job is completed, then the
+   * delivery (`<message id> <attempt token>`) whose conditional claim applied.
    */
   completionReportedByAttribute: "completion_reported_by",
+  /** Epoch seconds of that claim: an unfinished claim older than Lambda's longest timeout may be taken over. */
+  completionReportClaimedAtAttribute: "completion_report_claimed_at",
+  /** The claimant, written after its log line and metrics: the report is done, never taken over. */
+  completionReportedAttribute: "completion_reported",
   /**
    * The housekeeping sweeps' cursors are items of this table too, keyed `<prefix><task>`: no status,
    * instance or completion time, so they are in none of the (sparse) indexes the sweeps query.

@@ -1,4 +1,4 @@
-import { type AttributeValue, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
@@ -26,17 +26,62 @@ function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
   t.dynamodbMock.on(UpdateItemCommand).resolves({});
   t.ssmMock.on(DeleteParameterCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_RESEND, sleep: instant }, ...overrides });
+  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_RESEND, sleep: instant }, now: () => NOW_MS, ...overrides });
   return { ...t, handler };
 }
 
+/** The claim of the report: `pending` (or an unfinished claim) → this delivery. */
+const isClaim = (input: UpdateItemCommandInput): boolean => input.UpdateExpression === "SET #reported_by = :me, #claimed_at = :now";
+/** The `done` mark written after the report. Every other UpdateItem here is the completing write. */
+const isMark = (input: UpdateItemCommandInput): boolean => input.UpdateExpression === "SET #reported = :me";
+/** The clock of the report claims (epoch ms). */
+const NOW_MS = Date.parse("2025-11-25T10:05:00Z");
+
+/**
+ * The jobs table behind the mock (a FakeJobItems), losing the answers of the first `lose.completion`
+ * completing writes and the first `lose.claim` report claims: the write applies, then its answer is a
+ * connection reset, as after a dropped connection once the SDK's own retries are spent.
+ */
+function lossyTable(t: ReturnType<typeof arrange>, items: Array<Record<string, AttributeValue>>, lose: Losses): FakeJobItems {
+  const table = new FakeJobItems(items);
+  const left = { completion: lose.completion ?? 0, claim: lose.claim ?? 0, mark: lose.mark ?? 0 };
+  t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {
+    const kind = isClaim(input) ? "claim" : isMark(input) ? "mark" : "completion";
+    let answer: { out: unknown } | { error: unknown };
+    try {
+      answer = { out: table.update(input, conditionFailed) };
+    } catch (error) {
+      answer = { error };
+    }
+    // The answer is lost whatever it was: an applied write's, or a failed condition's.
+    if (left[kind]-- > 0) throw connectionReset();
+    if ("error" in answer) throw answer.error;
+    return answer.out;
+  });
+  return table;
+}
+
+interface Losses {
+  completion?: number;
+  claim?: number;
+  mark?: number;
+}
+
 /** The job item as a failed condition returns it (ALL_OLD): completed, and by whom. */
-function completedItem(completedBy: string | undefined, attempt: string | undefined, status = "completed"): Record<string, AttributeValue> {
+function completedItem(
+  completedBy: string | undefined,
+  attempt: string | undefined,
+  status = "completed",
+  report: { by?: string; done?: boolean; claimedAt?: number } = {},
+): Record<string, AttributeValue> {
   return {
     job_id: { S: "67890" },
     status: { S: status },
     ...(completedBy === undefined ? {} : { completed_by: { S: completedBy } }),
     ...(attempt === undefined ? {} : { completion_attempt: { S: attempt } }),
+    ...(report.by === undefined ? {} : { completion_reported_by: { S: report.by } }),
+    ...(report.done && report.by !== undefined ? { completion_reported: { S: report.by } } : {}),
+    ...(report.claimedAt === undefined ? {} : { completion_report_claimed_at: { N: String(report.claimedAt) } }),
   };
 }
 
@@ -122,50 +167,79 @@ describe("fleet termination handler", () => {
     await t.handler(sqsEvent(record));
     await t.handler(sqsEvent(record));
 
-    const values = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input.ExpressionAttributeValues ?? {});
+    const values = t.dynamodbMock.commandCalls(UpdateItemCommand).filter((c) => !isClaim(c.args[0].input) && !isMark(c.args[0].input)).map((c) => c.args[0].input.ExpressionAttributeValues ?? {});
     expect(values.map((v) => v[":completed_by"]?.S)).to.deep.equal([record.messageId, record.messageId]);
     expect(values[0]?.[":completion_attempt"]?.S).to.be.a("string").and.not.equal(values[1]?.[":completion_attempt"]?.S);
   });
 
-  describe("a failed completion condition is resolved by who completed the job (the old item)", () => {
-    const cases: Array<{ title: string; completedBy: (messageId: string) => string | undefined; attempt: string | undefined; status?: string; metrics: number; step: string; fields: Record<string, unknown> }> = [
+  describe("a failed completion condition is resolved by who completed the job, and who reported it (the old item)", () => {
+    const cases: Array<{ title: string; item: (messageId: string) => Record<string, AttributeValue>; metrics: number; step: string; fields: Record<string, unknown> }> = [
       {
-        title: "this attempt (the write applied, its response was lost, the SDK's retry failed the condition): completed, metrics emitted once",
-        completedBy: (id) => id,
-        attempt: "attempt-1",
+        title: "this attempt (the write applied, its response was lost, the SDK's retry failed the condition): completed, its report claimed, metrics emitted once",
+        item: (id) => completedItem(id, "attempt-1", "completed", { by: "pending" }),
         metrics: 1,
         step: "job_marked_complete",
         fields: { recovered: true },
       },
       {
-        title: "another message: a duplicate, no metrics",
-        completedBy: () => "m-other",
-        attempt: "attempt-0",
+        title: "another message, which reported it: a duplicate, no metrics",
+        item: () => completedItem("m-other", "attempt-0", "completed", { by: "m-other attempt-0", done: true, claimedAt: NOW_MS / 1000 - 3600 }),
         metrics: 0,
         step: "job_already_complete",
         fields: { completed_by: "m-other", found_status: "completed", redelivery: false },
       },
       {
-        title: "an earlier delivery of this message (it emitted the metrics then): a duplicate, no metrics",
-        completedBy: (id) => id,
-        attempt: "attempt-0",
+        title: "an earlier delivery of this message, which reported it: a duplicate, no metrics",
+        item: (id) => completedItem(id, "attempt-0", "completed", { by: `${id} attempt-0`, done: true, claimedAt: NOW_MS / 1000 - 60 }),
         metrics: 0,
         step: "job_already_complete",
         fields: { redelivery: true },
       },
       {
-        title: "nobody recorded (completed before writers were recorded): a duplicate, no metrics",
-        completedBy: () => undefined,
-        attempt: undefined,
+        title: "an earlier delivery of this message that never reported it (every answer of its write was lost): this delivery reports it, once",
+        item: (id) => completedItem(id, "attempt-0", "completed", { by: "pending" }),
+        metrics: 1,
+        step: "job_marked_complete",
+        fields: { recovered: false, reported_for_earlier_delivery: true },
+      },
+      {
+        title: "another message that never reported it: this delivery reports it, once",
+        item: () => completedItem("m-other", "attempt-0", "completed", { by: "pending" }),
+        metrics: 1,
+        step: "job_marked_complete",
+        fields: { completed_by: "m-other", reported_for_earlier_delivery: true },
+      },
+      {
+        title: "an earlier delivery of this message claimed it and never finished (every answer of its claim was lost): this delivery takes it over",
+        item: (id) => completedItem(id, "attempt-0", "completed", { by: `${id} attempt-0`, claimedAt: NOW_MS / 1000 - 60 }),
+        metrics: 1,
+        step: "job_marked_complete",
+        fields: { reported_for_earlier_delivery: true },
+      },
+      {
+        title: "another message's unfinished claim, younger than Lambda's longest timeout (it may still be reporting): left to it, no metrics",
+        item: () => completedItem("m-other", "attempt-0", "completed", { by: "m-other attempt-0", claimedAt: NOW_MS / 1000 - 899 }),
+        metrics: 0,
+        step: "job_already_complete",
+        fields: { completed_by: "m-other" },
+      },
+      {
+        title: "another message's unfinished claim 15 minutes old (its invocation has ended): taken over, metrics once",
+        item: () => completedItem("m-other", "attempt-0", "completed", { by: "m-other attempt-0", claimedAt: NOW_MS / 1000 - 900 }),
+        metrics: 1,
+        step: "job_marked_complete",
+        fields: { took_over: "m-other attempt-0" },
+      },
+      {
+        title: "nobody recorded (completed before writers and reports were recorded): a duplicate, no metrics",
+        item: () => completedItem(undefined, undefined),
         metrics: 0,
         step: "job_already_complete",
         fields: { completed_by: null },
       },
       {
         title: "a job that is not running (queued): not completed by this message, no metrics",
-        completedBy: () => undefined,
-        attempt: undefined,
-        status: "queued",
+        item: () => completedItem(undefined, undefined, "queued"),
         metrics: 0,
         step: "job_already_complete",
         fields: { found_status: "queued" },
@@ -173,12 +247,13 @@ describe("fleet termination handler", () => {
     ];
     for (const c of cases) {
       it(c.title, async () => {
+        // Prepare
         const t = arrange({ newAttemptToken: () => "attempt-1" });
         const record = sqsRecord(terminationMessage());
-        t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem(c.completedBy(record.messageId), c.attempt, c.status)));
-
+        lossyTable(t, [c.item(record.messageId)], {});
+        // Act
         const response = await t.handler(sqsEvent(record));
-
+        // Assess
         expect(response.batchItemFailures).to.deep.equal([]);
         expect(t.metrics.named("JobDuration")).to.have.length(c.metrics);
         expect(t.metrics.named("JobSuccess")).to.have.length(c.metrics);
@@ -188,21 +263,112 @@ describe("fleet termination handler", () => {
     }
   });
 
-  it("a lost completion response followed by a redelivery (the SSM delete failed) emits the job metrics exactly once", async () => {
-    let token = 0;
-    const t = arrange({ newAttemptToken: () => `attempt-${++token}` });
-    const record = sqsRecord(terminationMessage());
-    t.dynamodbMock.on(UpdateItemCommand).rejects(conditionFailed(completedItem(record.messageId, "attempt-1")));
-    t.ssmMock.on(DeleteParameterCommand).rejectsOnce(awsError("InternalServerError")).resolves({});
+  describe("whichever answer is lost, exactly one delivery logs the completion and emits its metrics", () => {
+    const cases: Array<{ title: string; lose: Losses; ssmFailures?: number; deliveries: number }> = [
+      { title: "nothing lost", lose: {}, deliveries: 1 },
+      { title: "the completing write's answer, once (the re-send resolves it)", lose: { completion: 1 }, deliveries: 1 },
+      { title: "every answer of the completing write (4 sends): the redelivery reports it", lose: { completion: 4 }, deliveries: 2 },
+      { title: "the claim's answer, once (the re-send resolves it by this attempt's token)", lose: { claim: 1 }, deliveries: 1 },
+      { title: "every answer of the claim (4 sends): the record fails before emitting, the redelivery takes the unfinished claim over", lose: { claim: 4 }, deliveries: 2 },
+      { title: "every answer of both, over three deliveries", lose: { completion: 4, claim: 4 }, deliveries: 3 },
+      { title: "the done mark's answer, once (the re-send meets its own value)", lose: { mark: 1 }, deliveries: 1 },
+      { title: "every answer of the done mark: logged, the record still succeeds", lose: { mark: 4 }, deliveries: 1 },
+      { title: "every answer of the claim, then the SSM delete fails too, then everything of the redelivery's completing write", lose: { claim: 4, completion: 5 }, ssmFailures: 0, deliveries: 3 },
+      { title: "none, but the SSM delete fails: the redelivery finds it reported", lose: {}, ssmFailures: 1, deliveries: 2 },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        // Prepare: a running job; the message is redelivered until a delivery succeeds.
+        let token = 0;
+        const t = arrange({ newAttemptToken: () => `attempt-${++token}` });
+        const record = sqsRecord(terminationMessage());
+        const table = lossyTable(t, [{ job_id: { S: "67890" }, status: { S: "running" } }], c.lose);
+        let ssmFailures = c.ssmFailures ?? 0;
+        t.ssmMock.on(DeleteParameterCommand).callsFake(() => {
+          if (ssmFailures-- > 0) throw awsError("InternalServerError");
+          return {};
+        });
+        // Act
+        const failures: number[] = [];
+        for (let i = 0; i < 6; i++) {
+          const response = await t.handler(sqsEvent(record));
+          failures.push(response.batchItemFailures.length);
+          if (response.batchItemFailures.length === 0) break;
+        }
+        // Assess
+        expect(failures).to.have.length(c.deliveries);
+        expect(t.metrics.named("JobDuration")).to.have.length(1);
+        expect(t.metrics.named("JobSuccess")).to.have.length(1);
+        expect(t.logger.withStep("job_marked_complete")).to.have.length(1);
+        expect(table.items.get("67890")?.completion_reported_by?.S).to.match(new RegExp(`^${record.messageId} attempt-\\d$`));
+      });
+    }
 
-    const first = await t.handler(sqsEvent(record));
-    const redelivery = await t.handler(sqsEvent(record));
+    it("a concurrent delivery that claimed the report first reports it; the completer only logs that it was reported elsewhere", async () => {
+      // Prepare: the completing write applies, then another delivery claims the report before this one does.
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const record = sqsRecord(terminationMessage());
+      const table = new FakeJobItems([{ job_id: { S: "67890" }, status: { S: "running" } }]);
+      t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {
+        if (isClaim(input)) table.items.get("67890")!.completion_reported_by = { S: "m-concurrent attempt-9" };
+        return table.update(input, conditionFailed);
+      });
+      // Act
+      const response = await t.handler(sqsEvent(record));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.metrics.emitted).to.deep.equal([]);
+      expect(t.logger.steps()).to.deep.equal(["job_completion_reported_elsewhere", "ssm_parameter_deleted", "termination_processed"]);
+      expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: true, reported_by: "m-concurrent attempt-9" });
+      expect(t.logger.withStep("termination_processed")[0]?.fields).to.include({ duplicate: true });
+    });
 
-    expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
-    expect(redelivery.batchItemFailures).to.deep.equal([]);
-    expect(t.metrics.named("JobDuration")).to.have.length(1);
-    expect(t.metrics.named("JobSuccess")).to.have.length(1);
-    expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ redelivery: true });
+    it("the claim is conditional on the pending report, records this delivery and the time, asks for the old item; the done mark follows", async () => {
+      // Prepare
+      const t = { ...arrange({ newAttemptToken: () => "attempt-1" }), lastRecordId: "" };
+      const record = sqsRecord(terminationMessage());
+      t.lastRecordId = record.messageId;
+      // Act
+      await t.handler(sqsEvent(record));
+      // Assess
+      const writes = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
+      const me = { S: `${t.lastRecordId} attempt-1` };
+      expect(writes.find(isClaim)).to.deep.equal({
+        TableName: TABLE,
+        Key: { job_id: { S: "67890" } },
+        UpdateExpression: "SET #reported_by = :me, #claimed_at = :now",
+        ConditionExpression: "#reported_by = :pending",
+        ExpressionAttributeNames: { "#reported_by": "completion_reported_by", "#claimed_at": "completion_report_claimed_at" },
+        ExpressionAttributeValues: { ":me": me, ":now": { N: String(NOW_MS / 1000) }, ":pending": { S: "pending" } },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      });
+      expect(writes.find(isMark)).to.deep.equal({
+        TableName: TABLE,
+        Key: { job_id: { S: "67890" } },
+        UpdateExpression: "SET #reported = :me",
+        ConditionExpression: "#reported_by = :me",
+        ExpressionAttributeNames: { "#reported": "completion_reported", "#reported_by": "completion_reported_by" },
+        ExpressionAttributeValues: { ":me": me },
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      });
+    });
+
+    it("a claim that fails with another error (not re-sent) fails the record before anything is emitted", async () => {
+      // Prepare
+      const t = arrange();
+      const table = new FakeJobItems([]);
+      t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {
+        if (isClaim(input)) throw Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } });
+        return table.update(input, conditionFailed);
+      });
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(response.batchItemFailures).to.have.length(1);
+      expect(t.metrics.emitted).to.deep.equal([]);
+      expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(0);
+      expect(t.dynamodbMock.commandCalls(UpdateItemCommand).filter((c) => isClaim(c.args[0].input))).to.have.length(1);
+    });
   });
 
   describe("the SDK gave up on the completing write (its attempts or its retry quota ran out)", () => {
@@ -210,12 +376,12 @@ describe("fleet termination handler", () => {
       // Prepare: the first send applied, but every answer the SDK saw was lost; the re-send meets its own item
       const t = arrange({ newAttemptToken: () => "attempt-1" });
       const record = sqsRecord(terminationMessage());
-      t.dynamodbMock.on(UpdateItemCommand).rejectsOnce(connectionReset()).rejects(conditionFailed(completedItem(record.messageId, "attempt-1")));
+      lossyTable(t, [], { completion: 1 });
       // Act
       const response = await t.handler(sqsEvent(record));
       // Assess
       expect(response.batchItemFailures).to.deep.equal([]);
-      const sends = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
+      const sends = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input).filter((i) => !isClaim(i) && !isMark(i));
       expect(sends).to.have.length(2);
       expect(sends[1]).to.deep.equal(sends[0]);
       expect(t.metrics.named("JobDuration")).to.have.length(1);
@@ -383,6 +549,10 @@ describe("fleet termination handler", () => {
       expires_at: { N: "1764669723" },
       completed_by: { S: record.messageId },
       completion_attempt: { S: "attempt-1" },
+      // The report: claimed by this delivery at NOW_MS, and done.
+      completion_reported_by: { S: `${record.messageId} attempt-1` },
+      completion_report_claimed_at: { N: String(NOW_MS / 1000) },
+      completion_reported: { S: `${record.messageId} attempt-1` },
       ...extra,
     });
 

@@ -228,7 +228,7 @@ export function ec2Fleet(mock: AwsStub<any, any, any>, instances: Instance[], op
  * The jobs table's items for the termination consumer's UpdateItem: the update expression is
  * applied as DynamoDB applies it (SET `#a = :v` and `#a = if_not_exists(#a, :v)`, through the
  * expression attribute names and values) under the condition (`#a = :v` terms joined by OR, and
- * `attribute_not_exists(#a)`). A failed condition raises ConditionalCheckFailedException carrying
+ * `attribute_not_exists(#a)`, conjunctions of them by AND). A failed condition raises ConditionalCheckFailedException carrying
  * the old item when ReturnValuesOnConditionCheckFailure is ALL_OLD, as DynamoDB does.
  */
 export class FakeJobItems {
@@ -288,12 +288,15 @@ export class FakeJobItems {
   }
 
   private holds(expression: string, item: Values, names: Names, values: Values): boolean {
-    return expression.split(" OR ").some((term) => {
-      const absent = /^attribute_not_exists\((#\w+)\)$/.exec(term);
-      if (absent) return item[nameOf(names, absent[1]!)] === undefined;
-      const equal = /^(#\w+) = (:\w+)$/.exec(term);
-      if (!equal) throw validation(`Invalid ConditionExpression: ${expression}`);
-      return item[nameOf(names, equal[1]!)]?.S === valueOf(values, equal[2]!);
-    });
+    // Terms joined by OR, each a conjunction (AND) of `#a = :v` and `attribute_not_exists(#a)`.
+    return expression.split(" OR ").some((term) =>
+      term.split(" AND ").every((part) => {
+        const absent = /^attribute_not_exists\((#\w+)\)$/.exec(part);
+        if (absent) return item[nameOf(names, absent[1]!)] === undefined;
+        const equal = /^(#\w+) = (:\w+)$/.exec(part);
+        if (!equal) throw validation(`Invalid ConditionExpression: ${expression}`);
+        return item[nameOf(names, equal[1]!)]?.S === valueOf(values, equal[2]!);
+      }),
+    );
   }
 }
