@@ -1,15 +1,13 @@
 import { DescribeInstancesCommand, type EC2Client, type Instance, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { instancesOf } from "../shared/ec2";
-import { logStep } from "../shared/logger";
+import { errorMessage, logStep } from "../shared/logger";
 import { countOne } from "../shared/metrics";
 import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
 import { type Advert, type ResourceClassSpec, type WorkflowRequirements } from "./advert";
-import { acquireLock, releaseLock } from "./lock";
+import { acquireLock, type LockDeps, releaseLock } from "./lock";
 import { DEFAULT_TOLERANCE, pickup, type PickupDeps } from "./pickup";
 
-export interface ClaimDeps extends PickupDeps {
-  dynamodb: DynamoDBClient;
+export interface ClaimDeps extends PickupDeps, LockDeps {
   ec2: EC2Client;
 }
 
@@ -90,9 +88,18 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
     }
     const instanceId = picked.advert.instance_id;
     const nowSeconds = Math.floor(deps.clock() / 1000);
-    const lock = await acquireLock(deps, request.claimTableName, instanceId, request.workflowId, nowSeconds, nowSeconds + request.lockTtlSeconds, {
-      resource_class: request.resourceClass.name,
-    });
+    let lock: Awaited<ReturnType<typeof acquireLock>>;
+    try {
+      lock = await acquireLock(deps, request.claimTableName, instanceId, request.workflowId, nowSeconds, nowSeconds + request.lockTtlSeconds, {
+        resource_class: request.resourceClass.name,
+      });
+    } catch (error) {
+      // Every send of the lock write failed, and some may have applied with their answer lost: the
+      // lock may be this workflow's with nobody to release it (the caller gets an error, not an
+      // instance), held for its whole TTL. It is released (conditional on this owner) before the error goes up.
+      await releaseQuietly(deps, request, instanceId, "acquire_failed");
+      throw error;
+    }
     if (!lock.acquired) {
       logStep(deps.logger, "info", "claim_lost_race", { workflow_id: request.workflowId, instance_id: instanceId, holder: lock.holder ?? null });
       countOne(deps.metrics, "ClaimsLostRace");
@@ -109,7 +116,7 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
     try {
       verdict = await checkAndStart(deps, request, instanceId);
     } catch (error) {
-      await releaseLock(deps, request.claimTableName, instanceId, request.workflowId);
+      await releaseQuietly(deps, request, instanceId, "check_failed");
       throw error;
     }
     if (!verdict.claimable) {
@@ -127,6 +134,19 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
     });
     countOne(deps.metrics, "InstancesClaimed");
     return { outcome: "claimed", instanceId, advert: picked.advert, state: verdict.state, started: verdict.started, lockExpiresAt, attempts };
+  }
+}
+
+/**
+ * Releases the workflow's lock on the way out of a failed claim; a release that fails too is logged
+ * (the lock then lapses at its TTL) so that the claim's own error is the one that goes up.
+ */
+async function releaseQuietly(deps: ClaimDeps, request: ClaimRequest, instanceId: string, reason: string): Promise<void> {
+  try {
+    await releaseLock(deps, request.claimTableName, instanceId, request.workflowId);
+  } catch (error) {
+    logStep(deps.logger, "warn", "claim_lock_release_failed", { workflow_id: request.workflowId, instance_id: instanceId, reason, error: errorMessage(error) });
+    countOne(deps.metrics, "ClaimLockReleaseFailed");
   }
 }
 

@@ -1,5 +1,6 @@
 import { DeleteItemCommand, type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
+import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
 
 /** Claim-table attribute names (the table's hash key and its TTL attribute). */
 export const LOCK_KEY = "instance_id";
@@ -8,6 +9,13 @@ export const LOCK_EXPIRES_AT = "expires_at";
 
 export interface LockDeps {
   dynamodb: DynamoDBClient;
+  /**
+   * How often a lock write is sent again after the SDK gave up on it (its attempts or its retry
+   * quota spent): the same request again is resolved by its owner (a condition failed on the
+   * caller's own item), so a write whose every answer was lost is not left unknown. Tests pass an
+   * instant sleep.
+   */
+  resend?: ResendPolicy;
 }
 
 /**
@@ -36,22 +44,21 @@ export async function acquireLock(
   expiresAtSeconds: number,
   extra: Record<string, string> = {},
 ): Promise<AcquireResult> {
+  const put = new PutItemCommand({
+    TableName: table,
+    Item: {
+      [LOCK_KEY]: { S: key },
+      [LOCK_OWNER]: { S: owner },
+      [LOCK_EXPIRES_AT]: { N: String(expiresAtSeconds) },
+      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, { S: v }])),
+    },
+    ConditionExpression: "attribute_not_exists(#k) OR #e < :now",
+    ExpressionAttributeNames: { "#k": LOCK_KEY, "#e": LOCK_EXPIRES_AT },
+    ExpressionAttributeValues: { ":now": { N: String(nowSeconds) } },
+    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+  });
   try {
-    await deps.dynamodb.send(
-      new PutItemCommand({
-        TableName: table,
-        Item: {
-          [LOCK_KEY]: { S: key },
-          [LOCK_OWNER]: { S: owner },
-          [LOCK_EXPIRES_AT]: { N: String(expiresAtSeconds) },
-          ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, { S: v }])),
-        },
-        ConditionExpression: "attribute_not_exists(#k) OR #e < :now",
-        ExpressionAttributeNames: { "#k": LOCK_KEY, "#e": LOCK_EXPIRES_AT },
-        ExpressionAttributeValues: { ":now": { N: String(nowSeconds) } },
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      }),
-    );
+    await withResends(() => deps.dynamodb.send(put), deps.resend ?? DEFAULT_RESEND);
     return { acquired: true, expiresAt: expiresAtSeconds, recovered: false };
   } catch (error) {
     if (!isConditionFailure(error)) throw error;
@@ -72,17 +79,16 @@ export async function acquireLock(
  * lost (or the TTL sweep). Resolves false only when another owner holds the key.
  */
 export async function releaseLock(deps: LockDeps, table: string, key: string, owner: string): Promise<boolean> {
+  const del = new DeleteItemCommand({
+    TableName: table,
+    Key: { [LOCK_KEY]: { S: key } },
+    ConditionExpression: "#o = :owner",
+    ExpressionAttributeNames: { "#o": LOCK_OWNER },
+    ExpressionAttributeValues: { ":owner": { S: owner } },
+    ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+  });
   try {
-    await deps.dynamodb.send(
-      new DeleteItemCommand({
-        TableName: table,
-        Key: { [LOCK_KEY]: { S: key } },
-        ConditionExpression: "#o = :owner",
-        ExpressionAttributeNames: { "#o": LOCK_OWNER },
-        ExpressionAttributeValues: { ":owner": { S: owner } },
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      }),
-    );
+    await withResends(() => deps.dynamodb.send(del), deps.resend ?? DEFAULT_RESEND);
     return true;
   } catch (error) {
     if (!isConditionFailure(error)) throw error;

@@ -175,6 +175,21 @@ describe("warm pool against moto", () => {
     expect(await lockOwner(id)).to.equal(undefined);
   });
 
+  it("a claim whose lock write loses every answer (the SDK's attempts and every re-send) fails and leaves no lock behind", async () => {
+    // Prepare: the first send takes the lock in moto; its answer and every later one are connection resets.
+    const id = await poolInstance("running");
+    await world.send(pool, JSON.stringify(advertFor(id)));
+    const fault = loseResponses(dynamodb, "PutItemCommand", 1000);
+    const t = telemetry();
+    // Act
+    const error = await claimInstance({ sqs: world.sqs, ec2: world.ec2, dynamodb, clock: Date.now, ...t }, claimRequest("wf-a")).then(() => undefined, (e: unknown) => e);
+    fault.remove();
+    // Assess
+    expect(error).to.be.instanceOf(Error).with.property("message").that.matches(/socket hang up/);
+    expect(fault.lost, "every send was answered with a reset").to.be.greaterThan(4);
+    expect(await lockOwner(id), "the lock the workflow could not know it took is released").to.equal(undefined);
+  });
+
   it("a release whose response is lost (the SDK retries into nothing) resolves as released", async () => {
     const now = Math.floor(Date.now() / 1000);
     await acquireLock({ dynamodb }, TABLE, "i-0000000000000ddd2", "wf-a", now, now + 600);

@@ -1,5 +1,5 @@
 import { DescribeInstancesCommand, type DescribeInstancesResult, StartInstancesCommand } from "@aws-sdk/client-ec2";
-import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { claimInstance, type ClaimRequest, releaseClaim } from "../../../functions/pool/claim";
 import { advert, ec2Error, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
@@ -207,6 +207,38 @@ describe("claim API", () => {
 
     expect((error as Error).message).to.equal("RequestLimitExceeded");
     expect(t.table.items.has(a.instance_id)).to.equal(false);
+  });
+
+  describe("a lock write that fails through every re-send (its answers lost: it may have applied)", () => {
+    const reset = () => Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} });
+    const cases: Array<{ title: string; applied: boolean; releaseFails: boolean; leftOwner: string | undefined; releaseLogged: boolean }> = [
+      { title: "the write applied: the claim fails and releases the lock it cannot know it took, nothing leaks", applied: true, releaseFails: false, leftOwner: undefined, releaseLogged: false },
+      { title: "the write never applied: the release finds nothing, the claim fails", applied: false, releaseFails: false, leftOwner: undefined, releaseLogged: false },
+      { title: "the release fails too: logged and counted, the lock write's error is the one that goes up", applied: true, releaseFails: true, leftOwner: "wf-1", releaseLogged: true },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        // Prepare
+        const a = advert();
+        const t = arrange();
+        t.queue.push(a);
+        const instant = { rounds: 4, baseDelayMs: 0, sleep: async () => undefined };
+        t.table.mock.on(PutItemCommand).callsFake(() => {
+          if (c.applied) t.table.items.set(a.instance_id, { owner: "wf-1", expiresAt: t.clock.now / 1000 + 600 });
+          throw reset();
+        });
+        if (c.releaseFails) t.table.mock.on(DeleteItemCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+        // Act
+        const error = await claimInstance({ ...t.deps, resend: instant }, t.request()).then(() => undefined, (e: unknown) => e);
+        // Assess
+        expect(error).to.be.instanceOf(Error).with.property("message", "socket hang up");
+        expect(t.table.mock.commandCalls(PutItemCommand)).to.have.length(4);
+        expect(t.table.mock.commandCalls(DeleteItemCommand)).to.have.length(1);
+        expect(t.table.items.get(a.instance_id)?.owner).to.equal(c.leftOwner);
+        expect(t.logger.withStep("claim_lock_release_failed")).to.have.length(c.releaseLogged ? 1 : 0);
+        expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(c.releaseLogged ? 1 : 0);
+      });
+    }
   });
 
   it("writes the claim lock under the instance id, owned by the workflow, with its class and TTL, only if no unexpired lock is there", async () => {
