@@ -49,7 +49,15 @@ export const oldJobs: Task<{ retention_days?: number | undefined }> = async (dep
   let deleteRequests = 0;
   let unprocessed = 0;
   let complete = true;
+  // At least one batch is deleted per run before the budget may stop it: a Query page slower than
+  // the whole budget used to end a run having deleted nothing, every run. No cursor is needed to
+  // go on: a deleted record leaves the index, so the next run's Query starts where this one stopped.
+  let acted = false;
   statuses: for (const status of TERMINAL_JOB_STATUSES) {
+    if (acted && budget.exhausted()) {
+      complete = false;
+      break;
+    }
     const pages = paginateQuery(
       { client: deps.dynamodb, pageSize: 100 },
       {
@@ -65,13 +73,19 @@ export const oldJobs: Task<{ retention_days?: number | undefined }> = async (dep
     for await (const page of pages) {
       const ids = (page.Items ?? []).map((i) => i[JOBS_TABLE.hashKey]?.S).filter((id): id is string => id !== undefined);
       for (const batch of chunks(ids, DELETE_BATCH_SIZE)) {
-        if (budget.exhausted()) {
+        if (acted && budget.exhausted()) {
           complete = false;
           break statuses;
         }
         const r = await batchDelete(deps.dynamodb, deps.config.jobsTable, batch);
         deleteRequests += r.deleteRequests;
         unprocessed += r.unprocessed;
+        acted = true;
+      }
+      // Before asking for another page (which may take the rest of the budget and more).
+      if (acted && budget.exhausted() && page.LastEvaluatedKey !== undefined) {
+        complete = false;
+        break statuses;
       }
     }
   }

@@ -5,6 +5,7 @@ import { chunks } from "../budget";
 import { instanceIdOfParameter } from "../jobs";
 import { MetricUnit } from "../telemetry";
 import { instancesOf } from "../../shared/ec2";
+import { readCursor, writeCursor } from "./cursor";
 import type { Task, TaskDeps } from "./types";
 
 /** GetParametersByPath returns at most 10 per page. */
@@ -71,54 +72,79 @@ async function deleteParameters(deps: TaskDeps, names: string[]): Promise<number
  * deleted, 10 per call. Parameters younger than the minimum age are left alone: their instance
  * may not be visible to DescribeInstances yet.
  *
- * Page by page: each listed page is judged and its stale parameters deleted before the budget is
- * checked, so a run that runs out of time has still made progress on what it listed (listing
- * everything first made a long path start over from the top, unprocessed, on every run).
+ * Page by page, from a cursor: each listed page is judged and its stale parameters deleted, the
+ * cursor (where the next page starts) is saved, and only then is the budget checked. However slow
+ * SSM and EC2 are, a run acts on at least one page and the next run starts on the page after it.
+ * (Starting every run from the top made a first page of live runners' configs, slower to judge
+ * than the whole budget, all that was ever judged.)
  *
  * Deleting while paging can shift later pages under the NextToken when the token is an offset
  * (moto's is; SSM's is opaque), so parameters would be skipped. A pass that deleted anything is
- * therefore followed by another pass from the top; the task is complete once a whole pass
- * deletes nothing. Instances found live are remembered, so a further pass re-lists but does not
- * re-describe them.
+ * therefore followed by another pass from the top; the task is complete once a whole pass, from
+ * the top, deletes nothing. Instances found live are remembered, so a further pass re-lists but
+ * does not re-describe them.
  */
 export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (deps, params, budget) => {
   const minAge = params.min_age_minutes ?? deps.config.ssmMinAgeMinutes;
   const youngerThan = deps.now().getTime() - minAge * 60_000;
+  const query = deps.config.runnerParameterPath;
+  let token = await readCursor(deps, "stale_ssm", query);
+  const resumed = token !== undefined;
   const knownLive = new Set<string>();
   let listed = 0;
   let stale = 0;
   let deleted = 0;
   let passes = 0;
+  let pagesThisRun = 0;
+  let restarted = false;
   let complete = false;
   passes: while (passes < MAX_LIST_PASSES) {
     passes += 1;
+    // A pass that began at a saved cursor is not a whole pass: it cannot show the path is clean.
+    const fromTheTop = token === undefined;
     let staleThisPass = 0;
     const pages = paginateGetParametersByPath(
-      { client: deps.ssm, pageSize: SSM_PAGE_SIZE },
+      { client: deps.ssm, pageSize: SSM_PAGE_SIZE, ...(token === undefined ? {} : { startingToken: token }) },
       { Path: deps.config.runnerParameterPath, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
     );
-    for await (const page of pages) {
-      const parameters = page.Parameters ?? [];
-      listed += parameters.length;
-      const byInstance = judgeablePage(deps.config.runnerParameterPath, parameters, youngerThan);
-      const pageStale: string[] = [];
-      for (const ids of chunks([...byInstance.keys()].filter((id) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
-        const live = await liveInstances(deps, ids);
-        for (const id of ids) {
-          if (live.has(id)) knownLive.add(id);
-          else pageStale.push(...(byInstance.get(id) ?? []));
+    try {
+      for await (const page of pages) {
+        pagesThisRun += 1;
+        const parameters = page.Parameters ?? [];
+        listed += parameters.length;
+        const byInstance = judgeablePage(deps.config.runnerParameterPath, parameters, youngerThan);
+        const pageStale: string[] = [];
+        for (const ids of chunks([...byInstance.keys()].filter((id) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
+          const live = await liveInstances(deps, ids);
+          for (const id of ids) {
+            if (live.has(id)) knownLive.add(id);
+            else pageStale.push(...(byInstance.get(id) ?? []));
+          }
         }
+        staleThisPass += pageStale.length;
+        stale += pageStale.length;
+        deleted += await deleteParameters(deps, pageStale);
+        token = page.NextToken || undefined;
+        await writeCursor(deps, "stale_ssm", query, token);
+        if (budget.exhausted() && token !== undefined) break passes;
       }
-      staleThisPass += pageStale.length;
-      stale += pageStale.length;
-      deleted += await deleteParameters(deps, pageStale);
-      if (budget.exhausted()) break passes;
+    } catch (error) {
+      // The saved token failed (SSM's tokens expire; an error is how it says so): start from the
+      // top, once. If SSM itself is failing, the listing from the top fails too, and the run with it.
+      if (!resumed || pagesThisRun > 0 || restarted) throw error;
+      logStep(deps.logger, "warn", "sweep_cursor_rejected", { task_type: "stale_ssm", error: errorMessage(error) });
+      token = undefined;
+      restarted = true;
+      passes -= 1;
+      continue;
     }
-    if (staleThisPass === 0) {
+    token = undefined;
+    if (staleThisPass === 0 && fromTheTop) {
       complete = true;
       break;
     }
+    if (budget.exhausted()) break;
   }
   deps.metrics.addMetric("SSMParametersDeleted", MetricUnit.Count, deleted);
-  return { complete, listed, stale, deleted, passes };
+  return { complete, resumed, listed, stale, deleted, passes };
 };

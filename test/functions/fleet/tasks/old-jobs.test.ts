@@ -88,8 +88,23 @@ describe("housekeeping task old_jobs", () => {
 
     const result = await oldJobs(t.deps, {}, budgetOf(1));
 
-    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(1);
-    expect(result).to.deep.include({ complete: false, deleteRequests: 25 });
+    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(2);
+    expect(result).to.deep.include({ complete: false, deleteRequests: 50 });
+  });
+
+  it("a Query slower than the whole budget still deletes a batch per run, so the backlog is gone within one run per batch", async () => {
+    // Prepare: 60 old records; the budget is spent before the first delete of every run (the Query took it all).
+    const t = harness();
+    const table = jobsByStatus(t, { completed: 60 });
+    const spent = { exhausted: () => true };
+    // Act: four scheduled runs (60 records, 25 a batch)
+    const results = [];
+    for (let run = 0; run < 4; run++) results.push(await oldJobs(t.deps, {}, spent));
+    // Assess: each run deleted one batch and said it was not done; the run that finds nothing left
+    // queries every status and is complete.
+    expect(results.map((r) => r.deleteRequests)).to.deep.equal([25, 25, 10, 0]);
+    expect(results.map((r) => r.complete)).to.deep.equal([false, false, false, true]);
+    expect(table.rows.filter((r) => r.status === "completed")).to.deep.equal([]);
   });
 
   it("deletes exactly the keys of the jobs completed before the cutoff: recent, running and queued jobs stay", async () => {

@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { staleSsm } from "../../../../functions/fleet/tasks/stale-ssm";
 import { awsError } from "../../helpers/fleet-deps";
 import { ec2Fleet } from "../../helpers/fleet-fakes";
-import { unlimited, budgetOf, harness, minutesAgo, id } from "../../helpers/fleet-tasks";
+import { activeJobs, unlimited, budgetOf, harness, minutesAgo, id } from "../../helpers/fleet-tasks";
 
 describe("housekeeping task stale_ssm", () => {
   const param = (n: number, ageMinutes = 60) => ({ Name: `/runs-fleet/dev/runners/${id(n)}/config`, LastModifiedDate: minutesAgo(ageMinutes) });
@@ -128,6 +128,46 @@ describe("housekeeping task stale_ssm", () => {
     expect(t.metrics.named("SSMParametersDeleted")[0]?.value).to.equal(9);
   });
 
+  describe("a listing slower than the whole budget (every run out of time after its first page)", () => {
+    const spent = { exhausted: () => true };
+    // An offset token (moto's) skips what deletions shift under it; the pass after it, from the top, picks that up.
+    const cases = [
+      { token: "key" as const, runs: 4, resumed: [false, true, true, true] },
+      { token: "offset" as const, runs: 5, resumed: [false, true, true, false, true] },
+    ];
+    for (const { token, runs, resumed } of cases) {
+      it(`with a ${token} NextToken: sweeps the whole path within ${runs} runs (35 parameters, 10 a page), though its first page (live runners) never changes`, async () => {
+        // Prepare: 10 live runners' configs sort first; 25 stale ones after them; the cursor items live in the jobs table.
+        const t = harness();
+        const store = ssmPath(t, [...range(1, 10), ...range(100, 124)].map((n) => param(n)), token);
+        liveEc2(t, range(1, 10).map((n) => ({ n })));
+        const table = activeJobs(t, []);
+        // Act
+        const results = [];
+        for (let run = 0; run < runs; run++) results.push(await staleSsm(t.deps, {}, spent));
+        // Assess: only the live runners' configs are left, and each run after the first resumed.
+        expect(store.map((p) => p.Name)).to.deep.equal(names(range(1, 10)));
+        expect(results.map((r) => r.resumed)).to.deep.equal(resumed);
+        expect([...table.cursors.keys()]).to.deep.equal(["housekeeping-cursor#stale_ssm"]);
+      });
+    }
+
+    it("a cursor SSM refuses (an expired token) is logged and the run starts from the top", async () => {
+      // Prepare
+      const t = harness();
+      ssmPath(t, [param(1)]);
+      liveEc2(t, []);
+      const table = activeJobs(t, []);
+      table.cursors.set("housekeeping-cursor#stale_ssm", { query: { S: "/runs-fleet/dev/runners" }, position: { S: "expired" }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+      t.ssmMock.on(GetParametersByPathCommand, { NextToken: "expired" }).rejects(awsError("ValidationException", "invalid NextToken"));
+      // Act
+      const result = await staleSsm(t.deps, {}, unlimited);
+      // Assess
+      expect(t.logger.withStep("sweep_cursor_rejected")).to.have.length(1);
+      expect(result).to.deep.include({ resumed: true, deleted: 1 });
+    });
+  });
+
   it("a parameter exactly the minimum age is old enough to judge", async () => {
     // Prepare
     const t = harness({ ssmMinAgeMinutes: 15 });
@@ -205,7 +245,7 @@ describe("housekeeping task stale_ssm", () => {
     // Act
     const result = await staleSsm(t.deps, {}, unlimited);
     // Assess
-    expect(result).to.deep.equal({ complete: true, listed: 0, stale: 0, deleted: 0, passes: 1 });
+    expect(result).to.deep.equal({ complete: true, resumed: false, listed: 0, stale: 0, deleted: 0, passes: 1 });
     expect(t.ec2Mock.calls()).to.have.length(0);
   });
 
