@@ -45,8 +45,9 @@ describe("housekeeping task pool_audit", () => {
 
     const result = await poolAudit(t.deps, {}, unlimited);
 
-    expect(result).to.deep.equal({ complete: true, pools: 2 });
-    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.include({ Name: "tag:runs-fleet:pool", Values: ["default", "gpu"] });
+    expect(result).to.deep.equal({ complete: true, resumed: false, pools: 2 });
+    // One listing per pool: the unit of work a run completes before its budget is checked.
+    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.Filters?.find((f) => f.Name === "tag:runs-fleet:pool")?.Values)).to.deep.equal([["default"], ["gpu"]]);
     expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.include({ Name: "tag:encache:environment", Values: ["dev"] });
     expect(t.logger.withStep("pool_audit_report").map((e) => e.fields)).to.deep.equal([
       { step: "pool_audit_report", pool: "default", running: 2, stopped: 0, idle: 1, compute_cost_usd_per_hour: 0.2, idle_cost_usd_per_hour: 0.1, utilization_percent: 50 },
@@ -77,7 +78,7 @@ describe("housekeeping task pool_audit", () => {
 
     const result = await poolAudit(t.deps, {}, unlimited);
 
-    expect(result).to.deep.equal({ complete: true, pools: 0 });
+    expect(result).to.deep.equal({ complete: true, resumed: false, pools: 0 });
     expect(t.ec2Mock.calls()).to.have.length(0);
   });
 
@@ -85,9 +86,42 @@ describe("housekeeping task pool_audit", () => {
     const t = harness({ pools: ["a", "b"] });
     t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
 
-    const result = await poolAudit(t.deps, {}, budgetOf(1));
+    const result = await poolAudit(t.deps, {}, budgetOf(0));
 
-    expect(result).to.deep.equal({ complete: false, pools: 1 });
+    expect(result).to.deep.equal({ complete: false, resumed: false, pools: 1 });
+  });
+
+  it("a listing slower than the whole budget still reports a pool per run, each run the next, so N pools are reported within N runs", async () => {
+    // Prepare: three pools; every run is out of time after its first pool; the cursor lives in the jobs table.
+    const t = harness({ pools: ["a", "b", "c"], instancePrices: {} });
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    const table = activeJobs(t, []);
+    const spent = { exhausted: () => true };
+    // Act: four scheduled runs
+    const results = [];
+    for (let run = 0; run < 4; run++) results.push(await poolAudit(t.deps, {}, spent));
+    // Assess: a, b, c in turn, then from the top again
+    expect(t.logger.withStep("pool_audit_report").map((e) => e.fields.pool)).to.deep.equal(["a", "b", "c", "a"]);
+    expect(results.map((r) => [r.complete, r.resumed])).to.deep.equal([
+      [false, false],
+      [false, true],
+      [true, true],
+      [false, false],
+    ]);
+    expect([...table.cursors.keys()]).to.deep.equal(["housekeeping-cursor#pool_audit"]);
+  });
+
+  it("a cursor saved for another pool list is not used: the run starts with the first pool", async () => {
+    // Prepare
+    const t = harness({ pools: ["a", "b"], instancePrices: {} });
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    const table = activeJobs(t, []);
+    table.cursors.set("housekeeping-cursor#pool_audit", { query: { S: JSON.stringify(["x", "b"]) }, position: { S: "b" }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+    // Act
+    const result = await poolAudit(t.deps, {}, { exhausted: () => true });
+    // Assess
+    expect(result).to.deep.include({ resumed: false, pools: 1 });
+    expect(t.logger.withStep("pool_audit_report").map((e) => e.fields.pool)).to.deep.equal(["a"]);
   });
 
   it("counts only the stack's managed instances of the configured pools, stopping ones as stopped", async () => {
@@ -163,7 +197,7 @@ describe("housekeeping task pool_audit", () => {
     // Act
     const result = await poolAudit(t.deps, {}, unlimited);
     // Assess
-    expect(result).to.deep.equal({ complete: true, pools: 1 });
+    expect(result).to.deep.equal({ complete: true, resumed: false, pools: 1 });
     expect(t.logger.withStep("pool_audit_report")[0]?.fields).to.include({ pool: "default", running: 0, stopped: 0, idle: 0 });
   });
 
@@ -189,7 +223,7 @@ describe("housekeeping task pool_audit", () => {
     // Act
     const result = await poolAudit(t.deps, {}, unlimited);
     // Assess
-    expect(result).to.deep.equal({ complete: true, pools: 1 });
+    expect(result).to.deep.equal({ complete: true, resumed: false, pools: 1 });
     expect(t.logger.withStep("pool_audit_report").map((e) => [e.fields.pool, e.fields.running])).to.deep.equal([["default", 1]]);
   });
 
