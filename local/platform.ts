@@ -57,8 +57,11 @@ export interface PlatformOptions {
   codeEndpoints?: (caller: string, upstream: CodeEndpoints) => Promise<CodeEndpoints>;
   /** Tasks of the worker service to run. @default the service's desired count (at least 1) */
   workerTasks?: number;
-  /** Applied last to each worker task's environment (the chaos run adds its long job type to the allow-list). */
-  workerEnv?: Record<string, string>;
+  /**
+   * Applied last to each worker task's environment, given the container's own (the chaos run adds
+   * its long job type to the allow-list, sized by the stack's heartbeat).
+   */
+  workerEnv?: (container: Record<string, string>) => Record<string, string>;
 }
 
 /** The endpoints a piece of code under test uses: moto, and a service's own where it has one (sqs, ec2, ecs). */
@@ -361,7 +364,8 @@ async function startWorker(topology: Topology, endpoints: { aws: string; sqs: st
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
   if (!taskDefinition) throw new Error(`service ${service.logicalName}: task definition ${service.taskDefinitionArn} not found`);
-  const extraEnv = { ...localTaskEnvironment(containerEnvironment(pickContainer(taskDefinition)), endpoints.sqs, options.speed), ...(options.workerEnv ?? {}) };
+  const container = containerEnvironment(pickContainer(taskDefinition));
+  const extraEnv = { ...localTaskEnvironment(container, endpoints.sqs, options.speed), ...(options.workerEnv?.(container) ?? {}) };
   const count = options.workerTasks ?? Math.max(1, service.desiredCount);
   const runner = new WorkerServiceRunner({
     taskDefinition,
