@@ -25,7 +25,8 @@
 import * as path from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../../functions/shared/exit";
-import { anyFailed, renderSeeds, renderSummary, runsDocument, type SeedRun } from "./report";
+import { spawn } from "node:child_process";
+import { anyFailed, renderSeeds, renderSummary, type RunsDocument, runsDocument, type SeedRun, seedRun } from "./report";
 import { chaosWorkDir, runChaos } from "./run";
 
 export const CHAOS_OPTIONS = {
@@ -123,25 +124,64 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const out = args.json ? process.stderr : process.stdout;
+  if (args.seeds.length === 1) return runOne(args, args.seeds[0] ?? args.seed, out);
+  // The program deploys into moto once per process (pulumi's mocks are global): one child per seed.
   const runs: SeedRun[] = [];
   let code = 0;
   for (const seed of args.seeds) {
-    const workDir = chaosWorkDir(args.stack, seed);
-    try {
-      const result = await runChaos({ ...args, seed, workDir, note: (line) => out.write(`${line}\n`) });
-      runs.push({ seed, result });
-      out.write(`\n${renderSummary(result, { ...args, seed })}\n`);
-      out.write(`logs: ${path.relative(process.cwd(), path.join(workDir, "logs"))}/, faults: ${path.relative(process.cwd(), `${workDir}-faults.jsonl`)}\n\n`);
-    } catch (err) {
-      const e = err as Error;
-      process.stderr.write(`chaos: the run at seed ${seed} failed: ${e.stack ?? e.message}\n`);
+    const child = await runChild(args, seed, out);
+    if (child.run) runs.push(child.run);
+    if (child.code === 2 || !child.run) {
+      process.stderr.write(`chaos: the run at seed ${seed} failed (exit ${child.code}); the seeds after it were not run\n`);
       code = 2;
       break;
     }
   }
-  if (runs.length > 1) out.write(`${renderSeeds(runs, args)}\n`);
+  out.write(`\n${renderSeeds(runs, args)}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify(runsDocument(runs), null, 2)}\n`);
   return code !== 0 ? code : anyFailed(runs) ? 1 : 0;
+}
+
+/** One seed in this process: its table, and with --json the document of a run of one seed. */
+async function runOne(args: ChaosArgs, seed: number, out: NodeJS.WritableStream): Promise<number> {
+  const workDir = chaosWorkDir(args.stack, seed);
+  let result;
+  try {
+    result = await runChaos({ ...args, seed, workDir, note: (line) => out.write(`${line}\n`) });
+  } catch (err) {
+    const e = err as Error;
+    process.stderr.write(`chaos: the run failed: ${e.stack ?? e.message}\n`);
+    return 2;
+  }
+  out.write(`\n${renderSummary(result, { ...args, seed })}\n`);
+  out.write(`logs: ${path.relative(process.cwd(), path.join(workDir, "logs"))}/, faults: ${path.relative(process.cwd(), `${workDir}-faults.jsonl`)}\n`);
+  const run = seedRun(seed, result);
+  if (args.json) process.stdout.write(`${JSON.stringify(runsDocument([run]), null, 2)}\n`);
+  return anyFailed([run]) ? 1 : 0;
+}
+
+/** One seed in a child process (this CLI, --seed and --json): its progress and table to `out`, its document back. */
+function runChild(args: ChaosArgs, seed: number, out: NodeJS.WritableStream): Promise<{ code: number; run?: SeedRun }> {
+  const argv = [
+    ...["--messages", String(args.messages), "--fault-rate", String(args.faultRate), "--seed", String(seed), "--speed", String(args.speed), "--stack", args.stack],
+    ...["--settle-seconds", String(args.settleSeconds), "--claimers", String(args.claimers), "--worker-tasks", String(args.workerTasks), "--json"],
+  ];
+  const child = spawn(process.execPath, [...process.execArgv, __filename, ...argv], { stdio: ["ignore", "pipe", "pipe"] });
+  const stdout: Buffer[] = [];
+  child.stdout.on("data", (c: Buffer) => stdout.push(c));
+  child.stderr.on("data", (c: Buffer) => out.write(c));
+  return new Promise((resolve) => {
+    child.once("error", () => resolve({ code: 2 }));
+    child.once("close", (code) => {
+      let run: SeedRun | undefined;
+      try {
+        run = (JSON.parse(Buffer.concat(stdout).toString("utf8")) as RunsDocument).seeds[0];
+      } catch {
+        run = undefined;
+      }
+      resolve({ code: code ?? 2, ...(run ? { run } : {}) });
+    });
+  });
 }
 
 if (require.main === module) {

@@ -8,32 +8,34 @@ export function summaryDocument(r: ChaosSummary): ChaosSummary {
   return { totals: r.totals, byConsumer: r.byConsumer, faults: r.faults };
 }
 
-export interface SeedRun {
-  seed: number;
-  result: ChaosResult;
+/** One seed's run, as the `--json` document lists it. */
+export type SeedRun = { seed: number; wallMs: number; settled: boolean } & ChaosSummary;
+
+export function seedRun(seed: number, result: ChaosResult): SeedRun {
+  return { seed, wallMs: result.wallMs, settled: result.settled, ...summaryDocument(result) };
 }
 
 export interface RunsDocument {
   /** Every seed's totals added up. */
   totals: Totals;
   faults: ChaosSummary["faults"];
-  seeds: Array<{ seed: number; wallMs: number; settled: boolean } & ChaosSummary>;
+  seeds: SeedRun[];
 }
 
 /** Pure: the `--json` document of a run over several seeds (one seed is a run of one). */
 export function runsDocument(runs: readonly SeedRun[]): RunsDocument {
   const byKind = {} as Record<FaultKind, number>;
-  for (const { result } of runs) for (const [k, n] of Object.entries(result.faults.byKind) as Array<[FaultKind, number]>) byKind[k] = (byKind[k] ?? 0) + n;
+  for (const r of runs) for (const [k, n] of Object.entries(r.faults.byKind) as Array<[FaultKind, number]>) byKind[k] = (byKind[k] ?? 0) + n;
   return {
-    totals: addTotals(runs.map((r) => r.result.totals)),
-    faults: { injected: runs.reduce((n, r) => n + r.result.faults.injected, 0), byKind },
-    seeds: runs.map(({ seed, result }) => ({ seed, wallMs: result.wallMs, settled: result.settled, ...summaryDocument(result) })),
+    totals: addTotals(runs.map((r) => r.totals)),
+    faults: { injected: runs.reduce((n, r) => n + r.faults.injected, 0), byKind },
+    seeds: [...runs],
   };
 }
 
 /** Exit 1 when any seed lost, duplicated or leaked anything, or ran a worker job twice. */
 export function anyFailed(runs: readonly SeedRun[]): boolean {
-  return runs.some((r) => failed(r.result.totals));
+  return runs.some((r) => failed(r.totals));
 }
 
 const COLUMNS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost", "duplicateSideEffects", "leakedLocks", "jobsRunMoreThanOnce", "jobsCompletedMoreThanOnce", "leakedLeases"] as const;
@@ -67,9 +69,9 @@ export function renderSummary(r: ChaosResult, run: { messages: number; faultRate
 /** The per-seed table and the total over seeds. */
 export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; faultRate: number; speed: number }): string {
   const rows: string[][] = [["seed", ...HEADERS, "faults", "wall s"]];
-  for (const { seed, result } of runs) rows.push([String(seed), ...COLUMNS.map((k) => String(result.totals[k])), String(result.faults.injected), (result.wallMs / 1000).toFixed(0)]);
+  for (const r of runs) rows.push([String(r.seed), ...COLUMNS.map((k) => String(r.totals[k])), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
   const doc = runsDocument(runs);
-  rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.result.wallMs, 0) / 1000).toFixed(0)]);
+  rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
   return [`chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`, table(rows), verdict(doc.totals, "exit 1")].join("\n");
 }
 

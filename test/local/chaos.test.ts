@@ -6,7 +6,7 @@ import { expect } from "chai";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../infra/bundle";
 import { parseChaosArgs, parseSeeds } from "../../local/chaos/cli";
-import { anyFailed, runsDocument, summaryDocument } from "../../local/chaos/report";
+import { anyFailed, renderSeeds, runsDocument, type SeedRun, seedRun, summaryDocument } from "../../local/chaos/report";
 import { type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChaos, withLongJobType } from "../../local/chaos/run";
 import { CONSUMERS, generateTraffic, longJobs } from "../../local/chaos/traffic";
 
@@ -54,7 +54,7 @@ describe("chaos run (small, seeded)", function () {
       "leakedLeases",
     ]);
     expect(Object.keys(doc.faults)).to.deep.equal(["injected", "byKind"]);
-    const runs = runsDocument([{ seed: 11, result }]);
+    const runs = runsDocument([seedRun(11, result)]);
     expect(Object.keys(runs)).to.deep.equal(["totals", "faults", "seeds"]);
     expect(runs.totals).to.deep.equal(result.totals);
     expect(Object.keys(runs.seeds[0] ?? {})).to.deep.equal(["seed", "wallMs", "settled", "totals", "byConsumer", "faults"]);
@@ -87,7 +87,7 @@ describe("chaos run (small, seeded)", function () {
       .filter((c) => c.lost + c.duplicateSideEffects + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases > 0)
       .map((c) => ({ consumer: c.consumer, lost: c.lostExamples, duplicates: c.duplicateSideEffects, leaked: c.details.leaked, runTwice: c.details.runTwiceExamples, leakedLeases: c.details.leakedExamples }));
     expect(problems).to.deep.equal([]);
-    expect(anyFailed([{ seed: 11, result }])).to.equal(false);
+    expect(anyFailed([seedRun(11, result)])).to.equal(false);
   });
 });
 
@@ -129,6 +129,29 @@ describe("chaos CLI arguments", () => {
     [["--nope"], /nope/],
   ];
   for (const [argv, message] of bad) it(`refuses ${argv.join(" ")}`, () => expect(() => parseChaosArgs(argv)).to.throw(message));
+});
+
+describe("chaos runs over several seeds (pure)", () => {
+  const zero = { sent: 0, processed: 0, quarantined: 0, inDlq: 0, remaining: 0, lost: 0, duplicateSideEffects: 0, leakedLocks: 0, jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 };
+  const byKind = { "not-applied": 1, "response-lost": 0, throttled: 2, "server-error": 0, latency: 0 };
+  const run = (seed: number, totals: Partial<typeof zero>): SeedRun => ({ seed, wallMs: 1000 * seed, settled: true, totals: { ...zero, ...totals }, byConsumer: [], faults: { injected: 3, byKind } });
+
+  it("adds the seeds' totals and faults; fails when any seed does, the worker's counts included", () => {
+    // Prepare
+    const clean = run(1, { sent: 10, processed: 10 });
+    const ranTwice = run(2, { sent: 10, processed: 10, jobsRunMoreThanOnce: 1 });
+
+    // Act
+    const doc = runsDocument([clean, ranTwice]);
+    const table = renderSeeds([clean, ranTwice], { messages: 10, faultRate: 0.3, speed: 20 });
+
+    // Assess
+    expect(doc.totals).to.deep.equal({ ...zero, sent: 20, processed: 20, jobsRunMoreThanOnce: 1 });
+    expect(doc.faults).to.deep.equal({ injected: 6, byKind: { "not-applied": 2, "response-lost": 0, throttled: 4, "server-error": 0, latency: 0 } });
+    expect(doc.seeds.map((s) => s.seed)).to.deep.equal([1, 2]);
+    expect({ both: anyFailed([clean, ranTwice]), clean: anyFailed([clean]) }).to.deep.equal({ both: true, clean: false });
+    expect(table.split("\n").map((l) => l.split(/\s+/)[0])).to.deep.equal(["chaos", "seed", "1", "2", "total", "FAILED:"]);
+  });
 });
 
 describe("chaos long worker jobs (pure)", () => {
