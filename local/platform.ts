@@ -55,6 +55,13 @@ export interface PlatformOptions {
    * @default the platform's own endpoints
    */
   codeEndpoints?: (caller: string, upstream: CodeEndpoints) => Promise<CodeEndpoints>;
+  /** Tasks of the worker service to run. @default the service's desired count (at least 1) */
+  workerTasks?: number;
+  /**
+   * Applied last to each worker task's environment, given the container's own (the chaos run adds
+   * its long job type to the allow-list, sized by the stack's heartbeat).
+   */
+  workerEnv?: (container: Record<string, string>) => Record<string, string>;
 }
 
 /** The endpoints a piece of code under test uses: moto, and a service's own where it has one (sqs, ec2, ecs). */
@@ -106,6 +113,8 @@ export class LocalPlatform {
     readonly alarms: AlarmWatcher,
     /** What the HTML report draws: `recorder.recorded()`, also after `stop()`. */
     readonly recorder: RunRecorder,
+    /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
+    readonly sqsRealtimeEndpoint: string,
   ) {}
 
   /** Starts moto, deploys the program into it and starts every local stand-in. */
@@ -123,6 +132,11 @@ export class LocalPlatform {
       const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed });
       const sqsEndpoint = await proxy.start();
       stoppers.push(() => proxy.stop());
+      // The worker service keeps real time (see localTaskEnvironment), but not moto's lax receipt
+      // handles: its own proxy at speed 1 keeps only the receipt-handle rule, with the same memory of handles.
+      const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts });
+      const sqsRealtimeEndpoint = await realtimeProxy.start();
+      stoppers.push(() => realtimeProxy.stop());
 
       // This process talks to moto too (the program's mocks, the scenarios). What it replaces is put
       // back on stop: a platform started inside a test run (the chaos test) must not leave the rest
@@ -165,8 +179,9 @@ export class LocalPlatform {
       const ecsTasks = await startEcsTasks(topology, aws, endpoint, clock, options, (t) => built.platform?.failTask(t) ?? false);
       stoppers.push(() => ecsTasks.stop());
 
-      const workerEndpoint = options.codeEndpoints ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: {} })).aws : endpoint;
-      const worker = await startWorker(topology, workerEndpoint, topology.region, options, logDir);
+      // Under the chaos run both the worker's AWS and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
+      const workerEndpoint = options.codeEndpoints ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: { sqs: sqsRealtimeEndpoint } })).aws : undefined;
+      const worker = await startWorker(topology, { aws: workerEndpoint ?? endpoint, sqs: workerEndpoint ?? sqsRealtimeEndpoint }, topology.region, options, logDir);
       if (worker) stoppers.push(() => worker.stop());
 
       // One poller of queue depths for the alarms and the report; its rounds fall on the alarms' simulated minutes.
@@ -185,7 +200,7 @@ export class LocalPlatform {
       recorder.start();
       depths.start();
 
-      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms, recorder);
+      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms, recorder, sqsRealtimeEndpoint);
       built.platform = platform;
       platform.stoppers.push(...stoppers);
       return platform;
@@ -340,23 +355,28 @@ async function startGpu(topology: Topology, aws: AwsClients, clock: SimClock, op
   return gpu;
 }
 
-/** The queue worker service's tasks run as local processes, talking to moto in real time. */
-async function startWorker(topology: Topology, endpoint: string, region: string, options: PlatformOptions, logDir: string): Promise<WorkerServiceRunner | undefined> {
+/**
+ * The queue worker service's tasks run as local processes, talking to moto in real time: `aws` for
+ * every service, `sqs` (the real-time SQS proxy, or the chaos run's port in front of it) for the queues.
+ */
+async function startWorker(topology: Topology, endpoints: { aws: string; sqs: string }, region: string, options: PlatformOptions, logDir: string): Promise<WorkerServiceRunner | undefined> {
   const service = topology.services[0];
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
   if (!taskDefinition) throw new Error(`service ${service.logicalName}: task definition ${service.taskDefinitionArn} not found`);
-  const extraEnv = localTaskEnvironment(containerEnvironment(pickContainer(taskDefinition)), endpoint, options.speed);
+  const container = containerEnvironment(pickContainer(taskDefinition));
+  const extraEnv = { ...localTaskEnvironment(container, endpoints.sqs, options.speed), ...(options.workerEnv?.(container) ?? {}) };
+  const count = options.workerTasks ?? Math.max(1, service.desiredCount);
   const runner = new WorkerServiceRunner({
     taskDefinition,
-    count: Math.max(1, service.desiredCount),
-    awsEnv: motoClientEnv(endpoint, region),
+    count,
+    awsEnv: { ...motoClientEnv(endpoints.aws, region), AWS_ENDPOINT_URL_SQS: endpoints.sqs },
     extraEnv,
     logDir,
     scratchRoot: path.join(options.workDir, "scratch"),
   });
   await runner.start();
-  options.note(`worker service ${service.name}: ${Math.max(1, service.desiredCount)} task(s) running as local processes`);
+  options.note(`worker service ${service.name}: ${count} task(s) running as local processes`);
   return runner;
 }
 

@@ -22,11 +22,29 @@
  * message visible again (VisibilityTimeout 0 on the same receipt handle) when the exact simulated
  * time is up. Nobody else can hold that receipt handle meanwhile, since the message is invisible.
  *
+ * It also keeps SQS's receipt-handle rule, which moto does not (sqs-receipts.ts): a DeleteMessage
+ * with a handle superseded by a later receive succeeds without deleting, a ChangeMessageVisibility
+ * with one is refused (ReceiptHandleIsInvalid), per entry in the batch forms. To learn the handles
+ * it reads every ReceiveMessage answer it passes on. At speed 1 it does only that: the local run
+ * puts such a proxy in front of the worker service, which keeps real time.
+ *
  * Rewriting a body invalidates the SDK's SigV4 signature. That is fine here: moto does not verify
  * signatures. Do not put this proxy in front of real AWS.
  */
+import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import { closeServer, listenOnLoopback } from "./loopback";
+import {
+  answerWithStale,
+  DELETE_MESSAGE,
+  DELETE_MESSAGE_BATCH,
+  deletedHandles,
+  HANDLE_OPERATIONS,
+  type LocalAnswer,
+  RECEIVE_MESSAGE,
+  ReceiptHandles,
+  splitStale,
+} from "./sqs-receipts";
 
 /** 0 stays 0 (no delay, or "visible now"); anything else becomes at least one second. */
 export function scaleSeconds(seconds: number, speed: number): number {
@@ -79,11 +97,19 @@ export class SqsClockProxy {
   /** Pending "visible again" calls by receipt handle: a later change to the same handle replaces it. */
   private readonly reveals = new Map<string, NodeJS.Timeout>();
 
-  constructor(opts: { target: string; speed: number }) {
+  /** The receipt-handle rule's memory (sqs-receipts.ts); undefined when the rule is off. */
+  readonly receipts: ReceiptHandles | undefined;
+
+  /**
+   * `receipts`: share one ReceiptHandles between the proxies that hand out the same queues' messages;
+   * `false` turns the receipt-handle rule off (moto's behaviour). @default a ReceiptHandles of its own
+   */
+  constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false }) {
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
     this.target = new URL(opts.target);
     if (this.target.protocol !== "http:") throw new Error(`SqsClockProxy: target must be an http:// URL (moto), got ${opts.target}`);
     this.speed = opts.speed;
+    this.receipts = opts.receipts === false ? undefined : (opts.receipts ?? new ReceiptHandles());
   }
 
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
@@ -109,22 +135,87 @@ export class SqsClockProxy {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.counts.requests++;
     const rewrite = this.rewriteFor(req);
-    if (!rewrite) {
+    const target = this.receipts ? jsonTarget(req) : undefined;
+    const handles = target !== undefined && (HANDLE_OPERATIONS.has(target) || target === RECEIVE_MESSAGE) ? target : undefined;
+    if (!rewrite && handles === undefined) {
       this.forward(req, res, req.rawHeaders, (upstream) => req.pipe(upstream));
       return;
     }
-    // Only the few operations that carry a duration are buffered; their bodies are small.
+    // Only the few operations that carry a duration or a receipt handle are buffered; their bodies are small.
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("error", () => res.destroy());
     req.on("end", () => {
-      const original = Buffer.concat(chunks);
-      const body = this.rewriteBody(original, rewrite);
+      let original: Buffer = Buffer.concat(chunks);
+      const receipt = handles !== undefined ? this.receiptRule(handles, original) : undefined;
+      if (receipt?.answer) {
+        respond(res, receipt.answer);
+        return;
+      }
+      if (receipt?.forward) original = receipt.forward;
+      const body = rewrite ? this.rewriteBody(original, rewrite) : original;
       if (body !== original) this.counts.rewritten++;
       const target = req.headers["x-amz-target"];
-      const reveal = target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch" ? this.exactReveal(original, req.rawHeaders) : undefined;
-      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body), reveal);
+      const reveal = rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch") ? this.exactReveal(original, req.rawHeaders) : undefined;
+      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body), reveal, receipt?.onReply);
     });
+  }
+
+  /**
+   * The receipt-handle rule (sqs-receipts.ts) for one buffered call: an answer given here (every
+   * entry stale), or the body to forward (stale entries taken out) and what to do with moto's reply
+   * (learn a receive's handles, forget deleted messages, add the stale entries to a batch's answer).
+   */
+  private receiptRule(target: string, original: Buffer): { answer?: LocalAnswer; forward?: Buffer; onReply?: (status: number, reply: Buffer) => Buffer } | undefined {
+    const receipts = this.receipts;
+    if (!receipts) return undefined;
+    let request: unknown;
+    try {
+      request = JSON.parse(original.toString("utf8"));
+    } catch {
+      return undefined;
+    }
+    if (!isObject(request)) return undefined;
+    const parseReply = (reply: Buffer): Json | undefined => {
+      try {
+        const parsed: unknown = JSON.parse(reply.toString("utf8"));
+        return isObject(parsed) ? parsed : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    if (target === RECEIVE_MESSAGE) {
+      return {
+        onReply: (status, reply) => {
+          const parsed = status === 200 ? parseReply(reply) : undefined;
+          const messages = parsed && Array.isArray(parsed.Messages) ? (parsed.Messages as Array<{ MessageId?: unknown; ReceiptHandle?: unknown }>) : [];
+          // A pending reveal on a handle this receive superseded would act on the new receive's message (moto takes old handles).
+          for (const old of receipts.received(messages)) this.cancelReveal(old);
+          return reply;
+        },
+      };
+    }
+    const { forward, stale } = splitStale(target, request, (h) => receipts.isStale(h));
+    const isDelete = target === DELETE_MESSAGE || target === DELETE_MESSAGE_BATCH;
+    if (stale.length > 0) {
+      if (isDelete) receipts.counts.deletesIgnored += stale.length;
+      else receipts.counts.visibilityChangesRefused += stale.length;
+    }
+    if (forward === undefined) return { answer: answerWithStale(target, stale) };
+    const onReply = (status: number, reply: Buffer): Buffer => {
+      const parsed = parseReply(reply);
+      if (isDelete && status === 200) for (const h of deletedHandles(target, forward, parsed ?? {})) receipts.deleted(h);
+      if (stale.length === 0 || parsed === undefined) return reply;
+      const merged = answerWithStale(target, stale, { status, body: parsed });
+      return merged ? Buffer.from(merged.body, "utf8") : reply;
+    };
+    return { forward: stale.length > 0 ? Buffer.from(JSON.stringify(forward), "utf8") : undefined, onReply };
+  }
+
+  private cancelReveal(handle: string): void {
+    const pending = this.reveals.get(handle);
+    if (pending) clearTimeout(pending);
+    this.reveals.delete(handle);
   }
 
   private rewriteFor(req: http.IncomingMessage): Rewrite | undefined {
@@ -203,7 +294,14 @@ export class SqsClockProxy {
     };
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, headers: string[], send: (upstream: http.ClientRequest) => void, onStatus?: (status: number) => void): void {
+  private forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    headers: string[],
+    send: (upstream: http.ClientRequest) => void,
+    onStatus?: (status: number) => void,
+    onReply?: (status: number, reply: Buffer) => Buffer,
+  ): void {
     const upstream = http.request({
       host: this.target.hostname,
       port: this.target.port,
@@ -213,10 +311,22 @@ export class SqsClockProxy {
       agent: this.agent,
     });
     upstream.on("response", (reply) => {
-      onStatus?.(reply.statusCode ?? 502);
-      res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
-      reply.pipe(res);
+      const status = reply.statusCode ?? 502;
+      onStatus?.(status);
       reply.on("error", () => res.destroy());
+      if (!onReply) {
+        res.writeHead(status, reply.statusMessage, reply.rawHeaders);
+        reply.pipe(res);
+        return;
+      }
+      // The receipt-handle rule reads (and may amend) the answer: buffered, then sent with its own length.
+      const chunks: Buffer[] = [];
+      reply.on("data", (c: Buffer) => chunks.push(c));
+      reply.on("end", () => {
+        const body = onReply(status, Buffer.concat(chunks));
+        res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, body.length));
+        res.end(body);
+      });
     });
     upstream.on("error", (err) => {
       if (res.headersSent) {
@@ -234,6 +344,21 @@ export class SqsClockProxy {
     req.on("error", () => upstream.destroy());
     send(upstream);
   }
+}
+
+/** The JSON-protocol operation of a POST (`x-amz-target`), or undefined for anything else. */
+function jsonTarget(req: http.IncomingMessage): string | undefined {
+  const target = req.headers["x-amz-target"];
+  const contentType = req.headers["content-type"] ?? "";
+  if (req.method !== "POST" || typeof target !== "string" || !contentType.startsWith("application/x-amz-json-1.0")) return undefined;
+  return target;
+}
+
+/** Sends an answer made here (the receipt-handle rule's), never reaching moto. */
+function respond(res: http.ServerResponse, answer: LocalAnswer): void {
+  const body = Buffer.from(answer.body, "utf8");
+  res.writeHead(answer.status, { ...answer.headers, "content-length": String(body.length), "x-amzn-requestid": randomUUID() });
+  res.end(body);
 }
 
 /** `rawHeaders` with its X-Amz-Target replaced: the operation the proxy sends on its own. */

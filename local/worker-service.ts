@@ -79,18 +79,20 @@ export const SIMULATED_TIME_KNOBS = ["WORKER_SHUTDOWN_GRACE_SECONDS", "WORKER_ID
 
 /**
  * What a worker task needs on top of its container environment to run in the local run:
- * - its queue URLs on moto's own origin: the queues were created through the SQS clock proxy,
- *   so their URLs name it, and SDK v3 sends each call to its QueueUrl's origin. Through the
- *   proxy a job's visibility would be divided by the speed while the worker's heartbeat is not,
- *   and the job would be handed to a second task mid-run;
+ * - its queue URLs on a real-time SQS origin (`sqsEndpoint`: the local run's real-time SQS proxy,
+ *   which keeps SQS's receipt-handle rule and no clock, or moto's own): the queues were created
+ *   through the SQS clock proxy, so their URLs name it, and SDK v3 sends each call to its
+ *   QueueUrl's origin. Through the clock proxy a job's visibility (from the message's estimate)
+ *   would be divided by the speed while the job's run time is not, and the job would be handed
+ *   to a second task mid-run;
  * - the stack's timers divided by the speed (never below 1 s), so idle windows, heartbeats,
  *   retry delays and the shutdown grace keep their proportions to the run's other clocks;
  * - 1 s polls, so stopping a task or the run never waits out a 20 s long poll.
  */
-export function localTaskEnvironment(container: Record<string, string>, motoEndpoint: string, speed: number): Record<string, string> {
+export function localTaskEnvironment(container: Record<string, string>, sqsEndpoint: string, speed: number): Record<string, string> {
   const out: Record<string, string> = { WORKER_WAIT_TIME_SECONDS: "1" };
   for (const [key, value] of Object.entries(container)) {
-    if (key.endsWith("_QUEUE_URL") && /^https?:/.test(value)) out[key] = new URL(new URL(value).pathname, motoEndpoint).toString();
+    if (key.endsWith("_QUEUE_URL") && /^https?:/.test(value)) out[key] = new URL(new URL(value).pathname, sqsEndpoint).toString();
   }
   for (const key of SIMULATED_TIME_KNOBS) {
     const value = Number(container[key]);

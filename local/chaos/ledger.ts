@@ -114,7 +114,113 @@ export function leakedLocks(locks: readonly LockItem[], nowSeconds: number, ours
   return locks.filter((l) => ours(l.owner) && l.expiresAtSeconds > nowSeconds && !live.has(`${l.owner}/${l.instanceId}`));
 }
 
-export interface ConsumerTotals extends MessageCounts {
+/**
+ * The worker's job ledger (issue 25), as the chaos run reads it. Kept in one place: the ledger is
+ * built beside this harness, and its names may still move.
+ */
+export const WORKER_LEDGER = {
+  /** The table's logical name in the program. */
+  table: "worker-jobs",
+  /** Its partition key: the job id (or the message id of a job without one). */
+  key: "job_key",
+  /** The job id a key names (the identity today). */
+  jobIdOf: (key: string): string => key,
+  /** Log steps, compared with `-` and `_` alike. */
+  steps: {
+    started: "job_started",
+    succeeded: "job_succeeded",
+    leaseTaken: "job_lease_taken",
+    alreadyCompleted: "job_already_completed",
+    heldElsewhere: "job_held_elsewhere",
+  },
+} as const;
+
+/** One ledger item, as much of it as the counts need. */
+export interface WorkerLedgerItem {
+  jobKey: string;
+  state: string;
+  /** +1 each time a lease was taken to run the job. */
+  runs?: number;
+  holder?: string;
+}
+
+export interface WorkerJobCounts {
+  /** Jobs run more than once: by their runs in the ledger, or by the runs their tasks logged, whichever is more. */
+  jobsRunMoreThanOnce: number;
+  /** Jobs whose success was logged more than once. */
+  jobsCompletedMoreThanOnce: number;
+  /** Ledger items still `running` once every worker message is accounted for. */
+  leakedLeases: number;
+  details: {
+    ledgerTable: "present" | "absent";
+    /** Items still `running` (leaked only when every message is accounted for). */
+    leasesRunning: number;
+    leasesTaken: number;
+    alreadyCompletedSkips: number;
+    heldElsewhereSkips: number;
+    /** Up to 10 jobs run more than once, with their runs. */
+    runTwiceExamples: Array<{ job: string; runs: number }>;
+    leakedExamples: Array<{ job: string; holder?: string }>;
+  };
+}
+
+const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.step === "string" && line.step.replace(/-/g, "_") === step;
+
+/**
+ * Pure: the worker's run counts from its tasks' log lines and the ledger's items (undefined: no
+ * table, so nothing can leak). A job's runs are its `leaseTaken` lines when it has any (with the
+ * ledger, a run starts with a lease), else its `started` lines, and never fewer than the ledger's
+ * `runs`. `everyMessageAccounted`: no worker message remains on its queue, so a lease still held
+ * has no job behind it.
+ */
+export function workerJobCounts(
+  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>,
+  ledger: readonly WorkerLedgerItem[] | undefined,
+  everyMessageAccounted: boolean,
+): WorkerJobCounts {
+  const s = WORKER_LEDGER.steps;
+  const count = (step: string) => {
+    const m = new Map<string, number>();
+    for (const l of lines) if (stepIs(l, step) && typeof l.job_id === "string") m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
+    return m;
+  };
+  const started = count(s.started);
+  const leases = count(s.leaseTaken);
+  const succeeded = count(s.succeeded);
+  const runs = new Map<string, number>();
+  for (const job of new Set([...started.keys(), ...leases.keys()])) runs.set(job, leases.get(job) ?? started.get(job) ?? 0);
+  for (const item of ledger ?? []) {
+    const job = WORKER_LEDGER.jobIdOf(item.jobKey);
+    runs.set(job, Math.max(runs.get(job) ?? 0, item.runs ?? 0));
+  }
+  const runTwice = [...runs].filter(([, n]) => n > 1);
+  const running = (ledger ?? []).filter((i) => i.state === "running");
+  const leaked = everyMessageAccounted ? running : [];
+  const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  return {
+    jobsRunMoreThanOnce: runTwice.length,
+    jobsCompletedMoreThanOnce: [...succeeded.values()].filter((n) => n > 1).length,
+    leakedLeases: leaked.length,
+    details: {
+      ledgerTable: ledger === undefined ? "absent" : "present",
+      leasesRunning: running.length,
+      leasesTaken: total(leases),
+      alreadyCompletedSkips: lines.filter((l) => stepIs(l, s.alreadyCompleted)).length,
+      heldElsewhereSkips: lines.filter((l) => stepIs(l, s.heldElsewhere)).length,
+      runTwiceExamples: runTwice.slice(0, 10).map(([job, n]) => ({ job, runs: n })),
+      leakedExamples: leaked.slice(0, 10).map((i) => ({ job: WORKER_LEDGER.jobIdOf(i.jobKey), ...(i.holder !== undefined ? { holder: i.holder } : {}) })),
+    },
+  };
+}
+
+/** What the run counts for the worker beside messages; 0 for every other consumer. */
+export interface WorkerRunTotals {
+  jobsRunMoreThanOnce: number;
+  jobsCompletedMoreThanOnce: number;
+  leakedLeases: number;
+}
+
+export interface ConsumerTotals extends MessageCounts, WorkerRunTotals {
   consumer: Consumer;
   duplicateSideEffects: number;
   leakedLocks: number;
@@ -136,7 +242,7 @@ export interface ChaosSummary {
 export function consumerTotals(
   consumer: Consumer,
   facts: readonly MessageFacts[],
-  extra: { duplicateSideEffects?: number; leakedLocks?: number; details?: Record<string, unknown> } = {},
+  extra: { duplicateSideEffects?: number; leakedLocks?: number; worker?: WorkerRunTotals; details?: Record<string, unknown> } = {},
 ): ConsumerTotals {
   const row: ConsumerTotals = {
     consumer,
@@ -148,6 +254,9 @@ export function consumerTotals(
     lost: 0,
     duplicateSideEffects: extra.duplicateSideEffects ?? 0,
     leakedLocks: extra.leakedLocks ?? 0,
+    jobsRunMoreThanOnce: extra.worker?.jobsRunMoreThanOnce ?? 0,
+    jobsCompletedMoreThanOnce: extra.worker?.jobsCompletedMoreThanOnce ?? 0,
+    leakedLeases: extra.worker?.leakedLeases ?? 0,
     details: extra.details ?? {},
     lostExamples: [],
   };
@@ -161,12 +270,29 @@ export function consumerTotals(
 }
 
 export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
-  const totals: Totals = { sent: 0, processed: 0, quarantined: 0, inDlq: 0, remaining: 0, lost: 0, duplicateSideEffects: 0, leakedLocks: 0 };
+  const totals: Totals = {
+    sent: 0,
+    processed: 0,
+    quarantined: 0,
+    inDlq: 0,
+    remaining: 0,
+    lost: 0,
+    duplicateSideEffects: 0,
+    leakedLocks: 0,
+    jobsRunMoreThanOnce: 0,
+    jobsCompletedMoreThanOnce: 0,
+    leakedLeases: 0,
+  };
   for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
   return totals;
 }
 
-/** Exit 1 when anything is lost, duplicated or leaked. */
+/** Exit 1 when anything is lost, duplicated or leaked, or a worker job ran twice. */
 export function failed(totals: Totals): boolean {
-  return totals.lost > 0 || totals.duplicateSideEffects > 0 || totals.leakedLocks > 0;
+  return totals.lost > 0 || totals.duplicateSideEffects > 0 || totals.leakedLocks > 0 || totals.jobsRunMoreThanOnce > 0 || totals.jobsCompletedMoreThanOnce > 0 || totals.leakedLeases > 0;
+}
+
+/** Pure: the totals of several runs (seeds), field by field. */
+export function addTotals(rows: readonly Totals[]): Totals {
+  return sumTotals(rows.map((t) => ({ ...t, consumer: "worker" as const, details: {}, lostExamples: [] })));
 }

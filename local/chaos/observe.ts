@@ -9,7 +9,8 @@
  *   duration, so a metric names its job) and the jobs table;
  * - housekeeping and pool refill triggers: the function acknowledged the message (records deleted);
  * - malformed pool adverts: the claimers' `advert_discarded` lines;
- * - worker: `job_succeeded` lines in every worker task's log;
+ * - worker: `job_succeeded` lines in every worker task's log; runs (started or leased) per job from
+ *   the same logs, and the worker's job ledger table when the stack has one (WORKER_LEDGER);
  * - everywhere: copies of a message's body in a quarantine (with a reason), in a DLQ nothing
  *   consumes, or still on a consumed queue.
  */
@@ -22,7 +23,7 @@ import type { LocalQueue } from "../types";
 import { QUEUE_ROLES } from "../../policy/contract";
 import { type LogLine, readLogLines } from "../scenarios/logs";
 import type { ForwardedCall, FaultRecord } from "./fault-proxy";
-import { everyReceiveFaulted, type LockItem, type MessageFacts } from "./ledger";
+import { everyReceiveFaulted, type LockItem, type MessageFacts, WORKER_LEDGER, type WorkerLedgerItem } from "./ledger";
 import type { Receive } from "./receives";
 import type { ChaosMessage, Consumer } from "./traffic";
 
@@ -190,10 +191,26 @@ export function acknowledgedEffects(receives: readonly Receive[], fn: string, ke
 /** Completions per worker job: a job run again after an interruption is fine, completing it twice is a duplicate. */
 export function workerEffects(lines: readonly LogLine[]): Effects {
   const e = emptyEffects();
-  for (const l of lines) if (l.step === "job_succeeded" && typeof l.job_id === "string") bump(e.effects, l.job_id);
+  for (const l of lines) if (l.step === WORKER_LEDGER.steps.succeeded && typeof l.job_id === "string") bump(e.effects, l.job_id);
   for (const [k, n] of e.effects) if (n > 1) e.duplicates.set(k, n - 1);
-  e.details = { completions: [...e.effects.values()].reduce((a, b) => a + b, 0), jobsStarted: lines.filter((l) => l.step === "job_started").length };
+  e.details = { completions: [...e.effects.values()].reduce((a, b) => a + b, 0), jobsStarted: lines.filter((l) => l.step === WORKER_LEDGER.steps.started).length };
   return e;
+}
+
+/** Every item of the worker's job ledger, or undefined when the stack has no such table. */
+export async function workerLedger(platform: LocalPlatform): Promise<WorkerLedgerItem[] | undefined> {
+  const table = platform.topology.tables.find((t) => t.logicalName === WORKER_LEDGER.table);
+  if (!table) return undefined;
+  const items: WorkerLedgerItem[] = [];
+  for await (const page of paginateScan({ client: platform.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
+    for (const item of page.Items ?? []) {
+      const jobKey = item[WORKER_LEDGER.key]?.S;
+      if (jobKey === undefined) continue;
+      const runs = item.runs?.N;
+      items.push({ jobKey, state: item.state?.S ?? "", ...(runs !== undefined ? { runs: Number(runs) } : {}), ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}) });
+    }
+  }
+  return items;
 }
 
 /** Every worker task's log lines (the service's tasks write `logs/worker-<n>.log`). */

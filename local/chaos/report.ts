@@ -1,37 +1,86 @@
-/** The chaos run's summary: the `--json` document (exactly the issue's shape) and the readable table. */
-import type { ChaosSummary, ConsumerTotals } from "./ledger";
+/** The chaos run's summary: the `--json` document and the readable tables, per seed and in total. */
+import { addTotals, type ChaosSummary, type ConsumerTotals, failed, type Totals } from "./ledger";
+import type { FaultKind } from "./fault-proxy";
 import type { ChaosResult } from "./run";
 
-/** `{ totals, byConsumer, faults }` and nothing else. */
+/** One seed's `{ totals, byConsumer, faults }` and nothing else. */
 export function summaryDocument(r: ChaosSummary): ChaosSummary {
   return { totals: r.totals, byConsumer: r.byConsumer, faults: r.faults };
 }
 
-const COLUMNS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost", "duplicateSideEffects", "leakedLocks"] as const;
-const HEADERS = ["sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "duplicates", "leaked"];
+/** One seed's run, as the `--json` document lists it. */
+export type SeedRun = { seed: number; wallMs: number; settled: boolean } & ChaosSummary;
+
+export function seedRun(seed: number, result: ChaosResult): SeedRun {
+  return { seed, wallMs: result.wallMs, settled: result.settled, ...summaryDocument(result) };
+}
+
+export interface RunsDocument {
+  /** Every seed's totals added up. */
+  totals: Totals;
+  faults: ChaosSummary["faults"];
+  seeds: SeedRun[];
+}
+
+/** Pure: the `--json` document of a run over several seeds (one seed is a run of one). */
+export function runsDocument(runs: readonly SeedRun[]): RunsDocument {
+  const byKind = {} as Record<FaultKind, number>;
+  for (const r of runs) for (const [k, n] of Object.entries(r.faults.byKind) as Array<[FaultKind, number]>) byKind[k] = (byKind[k] ?? 0) + n;
+  return {
+    totals: addTotals(runs.map((r) => r.totals)),
+    faults: { injected: runs.reduce((n, r) => n + r.faults.injected, 0), byKind },
+    seeds: [...runs],
+  };
+}
+
+/** Exit 1 when any seed lost, duplicated or leaked anything, or ran a worker job twice. */
+export function anyFailed(runs: readonly SeedRun[]): boolean {
+  return runs.some((r) => failed(r.totals));
+}
+
+const COLUMNS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost", "duplicateSideEffects", "leakedLocks", "jobsRunMoreThanOnce", "jobsCompletedMoreThanOnce", "leakedLeases"] as const;
+const HEADERS = ["sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "duplicates", "leaked locks", "run >1", "done >1", "leaked leases"];
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
+}
+
+const problemCount = (t: Totals) => t.lost + t.duplicateSideEffects + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases;
+const verdict = (t: Totals, exit: string) => (problemCount(t) === 0 ? "nothing lost, duplicated or leaked, no worker job run twice" : `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`);
 
 export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; seed: number; speed: number }): string {
   const rows: string[][] = [["consumer", ...HEADERS]];
   for (const c of r.byConsumer) rows.push([c.consumer, ...COLUMNS.map((k) => String(c[k]))]);
   rows.push(["total", ...COLUMNS.map((k) => String(r.totals[k]))]);
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const table = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
   const kinds = Object.entries(r.faults.byKind)
     .map(([k, n]) => `${k} ${n}`)
     .join(", ");
   const lines = [
     `chaos run: ${run.messages} messages, fault rate ${run.faultRate}, seed ${run.seed}, speed ${run.speed}; ${(r.wallMs / 1000).toFixed(0)} s${r.settled ? "" : " (the queues did not drain in time)"}`,
-    table,
+    table(rows),
     `faults injected: ${r.faults.injected} (${kinds})`,
     ...r.byConsumer.flatMap(problems),
-    r.totals.lost + r.totals.duplicateSideEffects + r.totals.leakedLocks === 0 ? "nothing lost, duplicated or leaked" : "FAILED: something was lost, duplicated or leaked (exit 1)",
+    verdict(r.totals, "exit 1"),
   ];
   return lines.join("\n");
+}
+
+/** The per-seed table and the total over seeds. */
+export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; faultRate: number; speed: number }): string {
+  const rows: string[][] = [["seed", ...HEADERS, "faults", "wall s"]];
+  for (const r of runs) rows.push([String(r.seed), ...COLUMNS.map((k) => String(r.totals[k])), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
+  const doc = runsDocument(runs);
+  rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
+  return [`chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`, table(rows), verdict(doc.totals, "exit 1")].join("\n");
 }
 
 function problems(c: ConsumerTotals): string[] {
   const out = c.lostExamples.map((l) => `  ${c.consumer}: lost ${l.key}: ${l.reason}`);
   if (c.duplicateSideEffects > 0) out.push(`  ${c.consumer}: ${c.duplicateSideEffects} duplicate side effect(s)`);
   if (c.leakedLocks > 0) out.push(`  ${c.consumer}: ${c.leakedLocks} leaked lock(s): ${JSON.stringify(c.details.leaked)}`);
+  if (c.jobsRunMoreThanOnce > 0) out.push(`  ${c.consumer}: ${c.jobsRunMoreThanOnce} job(s) run more than once: ${JSON.stringify(c.details.runTwiceExamples)}`);
+  if (c.jobsCompletedMoreThanOnce > 0) out.push(`  ${c.consumer}: ${c.jobsCompletedMoreThanOnce} job(s) completed more than once`);
+  if (c.leakedLeases > 0) out.push(`  ${c.consumer}: ${c.leakedLeases} leaked lease(s): ${JSON.stringify(c.details.leakedExamples)}`);
   return out;
 }

@@ -13,7 +13,7 @@ import { LocalPlatform } from "../platform";
 import { sendAll, waitFor } from "../scenarios/scenario";
 import { readSteps } from "../scenarios/logs";
 import { FaultProxy, type FaultRecord, type ForwardedCall, type Upstreams } from "./fault-proxy";
-import { type ChaosSummary, claimsPerInstance, consumerTotals, type ConsumerTotals, leakedLocks, sumTotals } from "./ledger";
+import { type ChaosSummary, claimsPerInstance, consumerTotals, type ConsumerTotals, leakedLocks, sumTotals, workerJobCounts } from "./ledger";
 import {
   acknowledgedEffects,
   claimLocks,
@@ -26,6 +26,7 @@ import {
   type SentMessage,
   windowEffects,
   workerEffects,
+  workerLedger,
   workerLogLines,
 } from "./observe";
 import { PoolClaimers } from "./pool-claims";
@@ -42,6 +43,8 @@ export interface ChaosOptions {
   settleSeconds: number;
   /** Workflows claiming at once in each pool round. */
   claimers: number;
+  /** Tasks of the worker service (the long jobs need slots). @default the service's desired count */
+  workerTasks?: number;
   /** Where the run's state goes; never `.local/<stack>`, which `npm start` owns. */
   workDir: string;
   note: (line: string) => void;
@@ -54,9 +57,38 @@ export interface ChaosResult extends ChaosSummary {
   settled: boolean;
 }
 
-/** The chaos run's state directory for a stack: beside `npm start`'s `.local/<stack>`, never in it. */
-export function chaosWorkDir(stack: string): string {
-  return path.join(REPO_ROOT, ".local", `chaos-${stack}`);
+/** The chaos run's state directory for a stack and seed: beside `npm start`'s `.local/<stack>`, never in it. */
+export function chaosWorkDir(stack: string, seed?: number): string {
+  return path.join(REPO_ROOT, ".local", seed === undefined ? `chaos-${stack}` : `chaos-${stack}-seed-${seed}`);
+}
+
+/** The worker job type the run adds to the allow-list for its long jobs: a fixed-argument sleep, as the dev stack's hold-8s. */
+export const LONG_JOB_TYPE = "chaos-hold";
+/** A long job lasts this many of the worker's heartbeats (the issue asks for at least three). */
+export const LONG_JOB_HEARTBEATS = 4;
+
+export interface LongJobSizing {
+  /** The worker's heartbeat in real seconds at the run's speed (as localTaskEnvironment divides it). */
+  heartbeatSeconds: number;
+  /** The long job's run time, real seconds. */
+  seconds: number;
+}
+
+/**
+ * Pure: a long job's length at the run's speed. The worker's heartbeat is the stack's divided by
+ * the speed (at least 1 s, as localTaskEnvironment does); its first visibility for a job that
+ * estimates 1 s is one heartbeat extension, 3 heartbeats; the job lasts LONG_JOB_HEARTBEATS, so it
+ * outlives that first visibility and needs every extension to land.
+ */
+export function longJobSizing(stackHeartbeatSeconds: number, speed: number): LongJobSizing {
+  const heartbeatSeconds = Math.max(1, Math.ceil(stackHeartbeatSeconds / speed));
+  return { heartbeatSeconds, seconds: LONG_JOB_HEARTBEATS * heartbeatSeconds };
+}
+
+/** Pure: the worker's environment with the long job type allowed (a fixed-argument sleep of `seconds`). */
+export function withLongJobType(container: Record<string, string>, seconds: number): Record<string, string> {
+  const executables = executablesSchema.parse(JSON.parse(container.WORKER_EXECUTABLES ?? "{}"));
+  return { WORKER_EXECUTABLES: JSON.stringify({ ...executables, [LONG_JOB_TYPE]: { command: "/bin/sleep", args: [String(seconds)] } }) };
 }
 
 /** The queues each consumer is fed from, whose emptiness means it is done. */
@@ -87,6 +119,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   });
   const upstreams: { lambdas?: Upstreams } = {};
   let platform: LocalPlatform | undefined;
+  let longJob: LongJobSizing | undefined;
   try {
     platform = await LocalPlatform.start({
       stack: o.stack,
@@ -95,6 +128,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       gpuBootSimMs: 30_000,
       taskSimMs: 5_000,
       note: o.note,
+      ...(o.workerTasks !== undefined ? { workerTasks: o.workerTasks } : {}),
+      workerEnv: (container) => {
+        longJob = longJobSizing(Number(container.WORKER_HEARTBEAT_SECONDS ?? 60), o.speed);
+        return withLongJobType(container, longJob.seconds);
+      },
       codeEndpoints: async (caller, upstream) => {
         if (caller !== "worker-service") upstreams.lambdas ??= upstream;
         const front = await proxy.front(caller, upstream);
@@ -109,8 +147,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     // The claim library's SQS calls take the SQS clock as the Lambdas' do; EC2 and DynamoDB go to moto, as in the pool scenario.
     const claimEndpoint = await proxy.front("pool-claim", { aws: p.moto.endpoint, byService: { sqs: upstreams.lambdas?.byService.sqs ?? p.moto.endpoint } });
     const claimers = new PoolClaimers(p, claimEndpoint, o.claimers, `c${o.seed.toString(36)}`);
-    const traffic = generateTraffic(o.messages, { seed: o.seed, poolClass: claimers.cls.name, workerJobType: workerJobType(p), nowMs: p.clock.now() });
-    o.note(`chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`);
+    const traffic = generateTraffic(o.messages, {
+      seed: o.seed,
+      poolClass: claimers.cls.name,
+      workerJobType: workerJobType(p),
+      ...(longJob ? { longJobType: LONG_JOB_TYPE } : {}),
+      nowMs: p.clock.now(),
+    });
+    const longSent = traffic.filter((m) => m.long).length;
+    o.note(`chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`);
 
     claimers.start(Math.max(1000, (5 * 60_000) / o.speed));
     const sent = await sendTraffic(p, traffic);
@@ -124,7 +169,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await p.scheduler.stop();
     await p.worker?.stop();
 
-    const byConsumer = await account(p, sent, receives, proxy, runTasks, claimers);
+    const byConsumer = await account(p, sent, receives, proxy, runTasks, claimers, { ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }), type: LONG_JOB_TYPE, sent: longSent });
     const stats = proxy.stats();
     return { totals: sumTotals(byConsumer), byConsumer, faults: { injected: stats.injected, byKind: stats.byKind }, wallMs: Date.now() - started, faultLog: proxy.faults(), settled };
   } finally {
@@ -190,6 +235,7 @@ async function account(
   proxy: FaultProxy,
   runTasks: readonly ForwardedCall[],
   claimers: PoolClaimers,
+  longJobs: LongJobSizing & { type: string; sent: number },
 ): Promise<ConsumerTotals[]> {
   const copies = await readQueues(p);
   const receives = recorder.receives();
@@ -220,6 +266,7 @@ async function account(
     "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
     worker: workerEffects(workerLogLines(p.options.workDir)),
   };
+  const ledger = await workerLedger(p);
 
   const claims = claimsPerInstance(claimers.rounds);
   const nowSeconds = Math.floor(p.clock.now() / 1000);
@@ -230,6 +277,12 @@ async function account(
     const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden);
     const faultsHere = faults.filter((f) => f.caller === callerOf(consumer)).length;
     const pastVisibility = receivesPastVisibility(p, receives, callerOf(consumer));
+    if (consumer === "worker") {
+      const row = consumerTotals(consumer, facts);
+      // Leases are judged only once every worker message is accounted for: one still on the queue may rightly hold one.
+      const counts = workerJobCounts(workerLogLines(p.options.workDir), ledger, row.remaining === 0);
+      return consumerTotals(consumer, facts, { worker: counts, details: { ...effects[consumer].details, ...counts.details, longJobs, faultsInjected: faultsHere } });
+    }
     if (consumer !== "pool-claim") return consumerTotals(consumer, facts, { details: { ...effects[consumer].details, faultsInjected: faultsHere, receivesPastVisibility: pastVisibility } });
     return consumerTotals(consumer, facts, {
       duplicateSideEffects: claims.duplicates,

@@ -18,6 +18,8 @@ export interface ChaosMessage {
   key: string;
   body: string;
   wellFormed: boolean;
+  /** A worker job of the long type (LONG_JOB_SHARE). */
+  long?: boolean;
 }
 
 /**
@@ -38,6 +40,11 @@ export const SHARES: Record<Consumer, number> = {
 export const RETRAINING_MAX = 40;
 /** Of each consumer's messages, this share is malformed (at least one each). */
 export const MALFORMED_SHARE = 0.05;
+/**
+ * Of the worker's well-formed jobs, this share (at least one) is of the long type: jobs that
+ * outlive their first visibility timeout, so they live on heartbeats (run.ts sizes them).
+ */
+export const LONG_JOB_SHARE = 0.05;
 
 export interface TrafficContext {
   seed: number;
@@ -45,6 +52,8 @@ export interface TrafficContext {
   poolClass: string;
   /** A job type the stack's worker allows, for well-formed jobs. */
   workerJobType: string;
+  /** The allowed job type that runs for several heartbeats, for LONG_JOB_SHARE of them; none without. */
+  longJobType?: string;
   /** Simulated now, epoch ms (timestamps in bodies). */
   nowMs: number;
 }
@@ -69,15 +78,22 @@ export function generateTraffic(total: number, ctx: TrafficContext): ChaosMessag
   for (const consumer of CONSUMERS) {
     const n = counts[consumer];
     const malformed = Math.max(1, Math.round(n * MALFORMED_SHARE));
-    for (let i = 0; i < n; i++) all.push(GENERATORS[consumer](rng, { ...ctx, tag, i, malformed: i < malformed }));
+    const long = consumer === "worker" && ctx.longJobType !== undefined ? longJobs(n - malformed) : 0;
+    for (let i = 0; i < n; i++) all.push(GENERATORS[consumer](rng, { ...ctx, tag, i, malformed: i < malformed, long: i >= malformed && i < malformed + long }));
   }
   return rng.shuffle(all);
+}
+
+/** Pure: how many of `wellFormed` worker jobs are long: LONG_JOB_SHARE rounded up, at least one. */
+export function longJobs(wellFormed: number): number {
+  return wellFormed <= 0 ? 0 : Math.min(wellFormed, Math.max(1, Math.ceil(wellFormed * LONG_JOB_SHARE)));
 }
 
 interface Draw extends TrafficContext {
   tag: string;
   i: number;
   malformed: boolean;
+  long: boolean;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -179,6 +195,9 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
   worker: (rng, d) => {
     const job = `w-${d.tag}-${d.i}`;
     const base = { consumer: "worker" as const, queue: "worker", key: job };
+    // estimated_seconds 1 for the long ones too: their first visibility is then one heartbeat
+    // extension, shorter than the job, and only heartbeats keep the message hidden while it runs.
+    if (d.long && d.longJobType !== undefined) return { ...base, wellFormed: true, long: true, body: JSON.stringify({ job_id: job, type: d.longJobType, payload: { n: d.i, text: "chaos, long" }, estimated_seconds: 1 }) };
     if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ job_id: job, type: d.workerJobType, payload: { n: d.i, text: "chaos" }, estimated_seconds: 1 }) };
     return {
       ...base,

@@ -169,10 +169,10 @@ class WorkerRun {
     this.runner = new WorkerServiceRunner({
       taskDefinition: td,
       count: 2,
-      awsEnv: motoClientEnv(platform.moto.endpoint, platform.topology.region),
+      awsEnv: { ...motoClientEnv(platform.moto.endpoint, platform.topology.region), AWS_ENDPOINT_URL_SQS: platform.sqsRealtimeEndpoint },
       logDir: path.join(platform.options.workDir, "logs", "worker-scenario"),
       scratchRoot: path.join(platform.options.workDir, "scratch", "worker-scenario"),
-      // The same local timings and moto-direct queue URLs as the service's own task.
+      // The same local timings and real-time queue URLs (receipt-handle rule kept) as the service's own task.
       extraEnv: this.taskTimingEnv(),
     });
     ({ bodies: this.bodies, expected: this.expected } = jobsFor(ctx.runId, this.size, long));
@@ -253,7 +253,7 @@ class WorkerRun {
   }
 
   private taskTimingEnv(): Record<string, string> {
-    return localTaskEnvironment(this.container, this.platform.moto.endpoint, this.platform.options.speed);
+    return localTaskEnvironment(this.container, this.platform.sqsRealtimeEndpoint, this.platform.options.speed);
   }
 
   private tasks(): TaskRef[] {

@@ -11,6 +11,9 @@ import {
   type MessageFacts,
   receiveFaulted,
   sumTotals,
+  addTotals,
+  workerJobCounts,
+  type WorkerLedgerItem,
 } from "../../local/chaos/ledger";
 import type { Receive } from "../../local/chaos/receives";
 
@@ -145,9 +148,123 @@ describe("chaos ledger", () => {
       expect(row).to.include({ sent: 4, processed: 2, quarantined: 1, lost: 1, duplicateSideEffects: 1 });
       expect(row.lostExamples).to.deep.equal([{ key: "gone", reason: "no effect, and on no queue" }]);
       const totals = sumTotals([row, consumerTotals("pool-claim", [], { leakedLocks: 2, duplicateSideEffects: 1 })]);
-      expect(totals).to.deep.equal({ sent: 4, processed: 2, quarantined: 1, inDlq: 0, remaining: 0, lost: 1, duplicateSideEffects: 2, leakedLocks: 2 });
+      expect(totals).to.deep.equal({
+        sent: 4,
+        processed: 2,
+        quarantined: 1,
+        inDlq: 0,
+        remaining: 0,
+        lost: 1,
+        duplicateSideEffects: 2,
+        leakedLocks: 2,
+        jobsRunMoreThanOnce: 0,
+        jobsCompletedMoreThanOnce: 0,
+        leakedLeases: 0,
+      });
       expect(failed(totals)).to.equal(true);
       expect(failed({ ...totals, lost: 0, duplicateSideEffects: 0, leakedLocks: 0 })).to.equal(false);
+    });
+
+    const clean = sumTotals([]);
+    const failures: Array<[keyof typeof clean, boolean]> = [
+      ["jobsRunMoreThanOnce", true],
+      ["jobsCompletedMoreThanOnce", true],
+      ["leakedLeases", true],
+      ["leakedLocks", true],
+      ["processed", false],
+      ["remaining", false],
+    ];
+    for (const [field, fails] of failures) it(`${fails ? "fails" : "does not fail"} on one ${field}`, () => expect(failed({ ...clean, [field]: 1 })).to.equal(fails));
+
+    it("adds the seeds' totals field by field, the worker's counts with them", () => {
+      const a = { ...clean, sent: 10, processed: 9, lost: 1, jobsRunMoreThanOnce: 2 };
+      const b = { ...clean, sent: 5, processed: 5, leakedLeases: 1 };
+
+      expect(addTotals([a, b])).to.deep.equal({ ...clean, sent: 15, processed: 14, lost: 1, jobsRunMoreThanOnce: 2, leakedLeases: 1 });
+    });
+
+    it("carries the worker's counts into its row", () => {
+      const row = consumerTotals("worker", [facts({ effects: 1 })], { worker: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 2, leakedLeases: 3 } });
+      expect(row).to.include({ jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 2, leakedLeases: 3 });
+    });
+  });
+
+  describe("workerJobCounts: runs, completions and leases of the worker's jobs", () => {
+    const line = (step: string, job: string) => ({ step, job_id: job });
+    const item = (jobKey: string, state: string, runs?: number, holder?: string): WorkerLedgerItem => ({ jobKey, state, ...(runs !== undefined ? { runs } : {}), ...(holder ? { holder } : {}) });
+    const cases: Array<{
+      name: string;
+      lines: Array<{ step: string; job_id: string }>;
+      ledger: WorkerLedgerItem[] | undefined;
+      accounted: boolean;
+      expected: { jobsRunMoreThanOnce: number; jobsCompletedMoreThanOnce: number; leakedLeases: number };
+    }> = [
+      {
+        name: "before the ledger: a job started twice ran twice, succeeded twice completed twice; no table, nothing leaks",
+        lines: [line("job_started", "a"), line("job_succeeded", "a"), line("job_started", "a"), line("job_succeeded", "a"), line("job_started", "b"), line("job_succeeded", "b")],
+        ledger: undefined,
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 1, leakedLeases: 0 },
+      },
+      {
+        name: "with leases logged, runs are the leases taken (a start without a lease is not a run)",
+        lines: [line("job_started", "a"), line("job-lease-taken", "a"), line("job_started", "a"), line("job-held-elsewhere", "a"), line("job_succeeded", "a")],
+        ledger: [item("a", "completed", 1)],
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+      },
+      {
+        name: "leases taken twice in the logs (either spelling) is a job run twice",
+        lines: [line("job_lease_taken", "a"), line("job-lease-taken", "a")],
+        ledger: [item("a", "completed", 1)],
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+      },
+      {
+        name: "the ledger's runs count when the logs show fewer (a task's log lost)",
+        lines: [line("job_lease_taken", "a")],
+        ledger: [item("a", "completed", 2), item("b", "completed", 1)],
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+      },
+      {
+        name: "an item still running once every message is accounted for is a leaked lease",
+        lines: [],
+        ledger: [item("a", "running", 1, "task-1"), item("b", "completed", 1)],
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 1 },
+      },
+      {
+        name: "an item running while messages remain is not judged",
+        lines: [],
+        ledger: [item("a", "running", 1)],
+        accounted: false,
+        expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        const counts = workerJobCounts(c.lines, c.ledger, c.accounted);
+        expect({ jobsRunMoreThanOnce: counts.jobsRunMoreThanOnce, jobsCompletedMoreThanOnce: counts.jobsCompletedMoreThanOnce, leakedLeases: counts.leakedLeases }).to.deep.equal(c.expected);
+      });
+    }
+
+    it("details: the table's presence, leases running, skips and examples", () => {
+      const counts = workerJobCounts(
+        [line("job-lease-taken", "a"), line("job_lease_taken", "a"), line("job-already-completed", "a"), line("job-held-elsewhere", "b")],
+        [item("a", "completed", 2), item("b", "running", 1, "task-2")],
+        true,
+      );
+      expect(counts.details).to.deep.equal({
+        ledgerTable: "present",
+        leasesRunning: 1,
+        leasesTaken: 2,
+        alreadyCompletedSkips: 1,
+        heldElsewhereSkips: 1,
+        runTwiceExamples: [{ job: "a", runs: 2 }],
+        leakedExamples: [{ job: "b", holder: "task-2" }],
+      });
+      expect(workerJobCounts([], undefined, true).details.ledgerTable).to.equal("absent");
     });
   });
 });
