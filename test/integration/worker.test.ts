@@ -1,9 +1,13 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { buildHandlers } from "../../functions/worker/handlers";
+import { dynamoLedgerStore, JobLedger } from "../../functions/worker/ledger";
+import { WORKER_JOBS_TABLE } from "../../policy/contract";
 import { TaskProtection } from "../../functions/worker/protection";
 import { createWorker } from "../../functions/worker/worker";
 import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
@@ -13,6 +17,19 @@ import { AwsWorld, type Queue } from "./helpers/aws-world";
 import { resetMoto } from "./helpers/moto";
 
 const MAX_RECEIVE_COUNT = 3;
+const LEDGER_TABLE = "worker-jobs";
+
+/** The job ledger as the part declares it. */
+export async function createLedgerTable(dynamodb: DynamoDBClient, name = LEDGER_TABLE): Promise<void> {
+  await dynamodb.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: "PAY_PER_REQUEST",
+      KeySchema: [{ AttributeName: WORKER_JOBS_TABLE.hashKey, KeyType: "HASH" }],
+      AttributeDefinitions: [{ AttributeName: WORKER_JOBS_TABLE.hashKey, AttributeType: "S" }],
+    }),
+  );
+}
 
 describe("worker against moto: drains a queue, failures reach the DLQ after maxReceiveCount", function () {
   this.timeout(60_000);
@@ -21,6 +38,7 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
   let work: Queue;
   let dlq: Queue;
   let scratch: string;
+  let dynamodb: DynamoDBClient;
 
   before(() => agent.start());
   after(() => agent.stop());
@@ -28,6 +46,8 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
     await resetMoto();
     agent.reset();
     world = new AwsWorld();
+    dynamodb = new DynamoDBClient({});
+    await createLedgerTable(dynamodb);
     dlq = await world.createQueue("worker-dlq");
     work = await world.createQueue("worker", {
       VisibilityTimeout: "30",
@@ -55,6 +75,7 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
       config,
       handlers: buildHandlers(executables, scratch),
       protection: new TaskProtection({ agentUri: agent.uri, expiresInMinutes: 30, logger, metrics }),
+      ledger: new JobLedger({ store: dynamoLedgerStore(DynamoDBDocumentClient.from(dynamodb), LEDGER_TABLE), holder: () => Promise.resolve("it-task"), leaseMs: 180_000 }),
       logger,
       metrics,
     });
