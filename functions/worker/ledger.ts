@@ -171,7 +171,11 @@ export type Acquired =
   /** Another lease is live: this receive's handle is recorded in it (when `recorded`), the message left to its holder. */
   | { kind: "held"; holder: string; leaseExpiresAt: number; recorded: boolean };
 
-export type Renewed = { kind: "renewed"; receiptHandle: string; leaseExpiresAt: number } | { kind: "lost"; holder: string | undefined; state: JobState | undefined };
+export type Renewed =
+  | { kind: "renewed"; receiptHandle: string; leaseExpiresAt: number }
+  /** This lease's own completion landed first (a beat racing the completing write): nothing is lost. */
+  | { kind: "completed"; receiptHandle: string }
+  | { kind: "lost"; holder: string | undefined; state: JobState | undefined };
 
 export type Completed = { kind: "completed"; receiptHandle: string; recovered: boolean } | { kind: "refused"; holder: string | undefined; state: JobState | undefined };
 
@@ -286,6 +290,7 @@ export class JobLedger {
   /**
    * Moves the lease's expiry on, fenced by its token, and reads back the current receipt handle.
    * A token of another means the lease was taken over after it expired: this holder must stop.
+   * Its own token on a completed job means the beat raced this holder's own completion.
    * A renewal that applies twice (a lost response) is the same renewal.
    */
   async renew(lease: Lease): Promise<Renewed> {
@@ -297,6 +302,10 @@ export class JobLedger {
       return { kind: "renewed", receiptHandle: lease.receiptHandle, leaseExpiresAt: item?.lease_expires_at ?? now + this.o.leaseMs };
     }
     const old = asItem(out.old);
+    if (old?.state === "completed" && old.lease_token === lease.token) {
+      lease.receiptHandle = old.receipt_handle;
+      return { kind: "completed", receiptHandle: old.receipt_handle };
+    }
     return { kind: "lost", holder: old?.holder, state: old?.state };
   }
 

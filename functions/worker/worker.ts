@@ -438,6 +438,8 @@ export class Worker {
           entry.abort.abort(new LeaseLost());
           return deadline;
         }
+        // "completed": the completing write landed while this beat was on its way; the beat goes on
+        // keeping the message hidden until the delete lands.
         handleChanged = renewed.receiptHandle !== before;
       } catch (error) {
         logStep(this.d.logger, "error", "job_lease_renewal_failed", { job_key: lease.jobKey, holder: lease.holder, error: errorMessage(error) });

@@ -155,7 +155,7 @@ async function renew(world: World, name: TaskName): Promise<void> {
   try {
     const out = await t.ledger.renew(t.lease);
     if (out.kind === "lost") t.lease = undefined;
-    else t.believedUntil = out.leaseExpiresAt;
+    else if (out.kind === "renewed") t.believedUntil = out.leaseExpiresAt;
   } catch {
     // Not assumed: the belief stays where it was.
   }

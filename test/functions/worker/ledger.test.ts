@@ -180,6 +180,22 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
       expect(completion).to.deep.equal({ kind: "refused", holder: "task-b", state: "running" });
     });
 
+    it("a renewal that races its own lease's completion reads it as completed, not as a lost lease", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      await a.complete(taken.lease, "succeeded");
+
+      // Act
+      const renewal = await a.renew(taken.lease);
+
+      // Assess
+      expect(renewal).to.deep.equal({ kind: "completed", receiptHandle: "rh-1" });
+    });
+
     it("a completion whose response was lost is our own (recovered) and answers with the latest handle", async () => {
       // Prepare
       const clock = { now: T0 };

@@ -237,6 +237,29 @@ describe("worker: the job ledger on each fault path", function () {
     expect(worker.stats.succeeded).to.equal(1);
   });
 
+  it("a beat whose renewal lands after the job's own completion is no lost lease: the job succeeds and is deleted (found by npm start)", async () => {
+    // Prepare: renewals take 80 ms; the beat at 100 ms is still on its way when the 150 ms job completes
+    const table = new MemoryLedgerStore();
+    const slowRenewals: LedgerStore = {
+      write: async (w) => {
+        if (ArmedStore.kindOf(w) === "renew") await sleep(80);
+        return table.write(w);
+      },
+    };
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, ledgerStore: slowRenewals, handlers: { work: () => sleep(150) } });
+    const m = message(job("work", { job_id: "j-race", estimated_seconds: 0.1 }));
+    arrangeQueue(t, [[m]]);
+
+    // Act
+    const worker = await runUntil(t, () => deleted(t).length === 1, "the delete");
+    await advance(300);
+
+    // Assess
+    expect(t.logger.withStep("job_lease_lost")).to.deep.equal([]);
+    expect(worker.stats).to.deep.include({ succeeded: 1, leasesLost: 0 });
+    expect(table.items.get("j-race")).to.deep.include({ state: "completed" });
+  });
+
   it("a lease that cannot be taken (the table unreachable) does not run the job and leaves its message alone", async () => {
     // Prepare
     const store = new ArmedStore();
