@@ -13,6 +13,7 @@ import { bundleFunction, REPO_ROOT } from "../infra/bundle";
 import { MotoServer } from "../local/moto";
 import { buildHandlers, type HandlerRegistry } from "../functions/worker/handlers";
 import { TaskProtection } from "../functions/worker/protection";
+import { JobLedger, MemoryLedgerStore } from "../functions/worker/ledger";
 import { createWorker } from "../functions/worker/worker";
 import { testWorkerConfig } from "../test/functions/helpers/worker-deps";
 import { job, message, mockedWorkerDeps, waitFor } from "../test/functions/helpers/worker-deps";
@@ -70,6 +71,8 @@ async function throughput(sqs: SQSClient, concurrency: number, kind: "in-process
     config: testWorkerConfig({ workQueueUrl: url, quarantineQueueUrl: url, concurrency, waitTimeSeconds: 1, idleWindowMs: 0 }),
     handlers,
     protection: new TaskProtection({ agentUri: undefined, expiresInMinutes: 60, logger, metrics }),
+    // In memory: the bench measures the worker's SQS overhead; the ledger adds one UpdateItem per take and per completion.
+    ledger: new JobLedger({ store: new MemoryLedgerStore(), holder: () => Promise.resolve("bench"), leaseMs: 180_000 }),
     logger,
     metrics,
   });

@@ -52,9 +52,13 @@ const workerShape = {
   WORKER_EXECUTABLES: executablesEnv.default({}),
   /** The writable scratch volume (the root filesystem is read-only). */
   WORKER_SCRATCH_DIR: z.string().startsWith("/", "must be an absolute path").default("/scratch"),
+  /** The job ledger's DynamoDB table (`worker-jobs`): leases and completions, keyed by job. */
+  WORKER_JOBS_TABLE: z.string().min(3).max(255),
   /** Injected by ECS (agent v1.63+). Unset outside ECS: protection is then a no-op. */
   ECS_AGENT_URI: envUrl().optional(),
-} satisfies Record<EnvName<"worker"> | "ECS_AGENT_URI", z.ZodType>;
+  /** Injected by ECS: its `/task` names the task ARN, the ledger's holder identity. Unset outside ECS: hostname:pid. */
+  ECS_CONTAINER_METADATA_URI_V4: envUrl().optional(),
+} satisfies Record<EnvName<"worker"> | "ECS_AGENT_URI" | "ECS_CONTAINER_METADATA_URI_V4", z.ZodType>;
 
 /** Everything in milliseconds inside the worker, so tests can run the same code in ms. */
 export interface WorkerConfig {
@@ -75,6 +79,9 @@ export interface WorkerConfig {
   executables: Record<string, Executable>;
   scratchDir: string;
   agentUri: string | undefined;
+  /** The job ledger's table name. */
+  jobsTable: string;
+  metadataUri: string | undefined;
 }
 
 export function parseWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
@@ -96,5 +103,7 @@ export function parseWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
     executables: e.WORKER_EXECUTABLES,
     scratchDir: e.WORKER_SCRATCH_DIR,
     agentUri: e.ECS_AGENT_URI,
+    jobsTable: e.WORKER_JOBS_TABLE,
+    metadataUri: e.ECS_CONTAINER_METADATA_URI_V4,
   };
 }

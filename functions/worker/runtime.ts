@@ -1,9 +1,14 @@
+import * as os from "node:os";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { flushAndExit } from "../shared/exit";
 import { createLogger, errorMessage } from "../shared/logger";
 import { createMetrics } from "../shared/metrics";
 import { parseWorkerConfig } from "./config";
 import { buildHandlers } from "./handlers";
+import { HEARTBEAT_EXTENSION_FACTOR } from "./job";
+import { dynamoLedgerStore, JobLedger } from "./ledger";
 import { TaskProtection } from "./protection";
 import { createWorker, type WorkerDeps } from "./worker";
 
@@ -12,17 +17,41 @@ export { createWorker } from "./worker";
 // Module scope: one client (and its connection pool) for the life of the task; the SDK's
 // default retries apply to every call.
 const sqs = new SQSClient({});
+const db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+
+/** How long the task metadata endpoint gets to name the task before hostname:pid stands in. */
+const METADATA_TIMEOUT_MS = 2000;
+
+/**
+ * This task's identity in the ledger's `holder`: the ECS task ARN from the task metadata endpoint
+ * (v4 `/task`), else hostname:pid (outside ECS, or if the endpoint does not answer). Informational:
+ * the lease token, not the holder, fences every write.
+ */
+export async function taskIdentity(metadataUri: string | undefined, fetchFn: typeof fetch = fetch, fallback = `${os.hostname()}:${process.pid}`): Promise<string> {
+  if (!metadataUri) return fallback;
+  try {
+    const res = await fetchFn(`${metadataUri}/task`, { signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
+    if (!res.ok) return fallback;
+    const body = (await res.json()) as { TaskARN?: unknown };
+    return typeof body.TaskARN === "string" && body.TaskARN !== "" ? body.TaskARN : fallback;
+  } catch {
+    return fallback;
+  }
+}
 
 /** The real client, config and telemetry the container runs with; tests build their own. */
 export function defaultDeps(env: NodeJS.ProcessEnv = process.env): WorkerDeps {
   const config = parseWorkerConfig(env);
   const logger = createLogger();
   const metrics = createMetrics();
+  let identity: Promise<string> | undefined;
   return {
     sqs,
     config,
     handlers: buildHandlers(config.executables, config.scratchDir),
     protection: new TaskProtection({ agentUri: config.agentUri, expiresInMinutes: config.protectionExpiresMinutes, logger, metrics }),
+    // A lease outlives two missed beats, as a visibility extension does.
+    ledger: new JobLedger({ store: dynamoLedgerStore(db, config.jobsTable), holder: () => (identity ??= taskIdentity(config.metadataUri)), leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs }),
     logger,
     metrics,
   };

@@ -13,6 +13,7 @@ import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend
 import type { WorkerConfig } from "./config";
 import type { HandlerRegistry } from "./handlers";
 import { heartbeatExtensionSeconds, initialVisibilitySeconds, parseJob, type Job } from "./job";
+import type { JobLedger, Lease } from "./ledger";
 import type { TaskProtection } from "./protection";
 import { asSqsRecord, queueArnFromUrl, receiveCount } from "./sqs-record";
 
@@ -21,6 +22,8 @@ export interface WorkerDeps {
   config: WorkerConfig;
   handlers: HandlerRegistry;
   protection: TaskProtection;
+  /** The job ledger (`worker-jobs`): a job runs only under a lease taken there, and is completed there before its delete. */
+  ledger: JobLedger;
   logger: StepLogger;
   metrics: MetricsSink;
   /** How a finished job's DeleteMessage is re-sent after the SDK gave up; tests pass an instant sleep. */
@@ -39,6 +42,18 @@ class ShutdownAbort extends Error {
   }
 }
 
+class LeaseLost extends Error {
+  constructor() {
+    super("the job's lease was taken over by another task");
+    this.name = "LeaseLost";
+  }
+}
+
+/** The job's identity in the ledger: its job id, or the message id where it has none. */
+export function jobKeyOf(job: Pick<Job, "job_id">, message: Pick<Message, "MessageId">): string {
+  return job.job_id !== "" ? job.job_id : (message.MessageId ?? "");
+}
+
 interface Running {
   message: Message;
   abort: AbortController;
@@ -50,6 +65,14 @@ interface Running {
   givenBack: Promise<void> | undefined;
   /** The visibility heartbeat; kept here so a give-back can stop it even if the handler runs on. */
   heartbeat: NodeJS.Timeout | undefined;
+  /** The job's lease; its receiptHandle is the latest any receive recorded, the one every SQS call uses. */
+  lease: Lease | undefined;
+  /** The outcome is in the ledger: the heartbeat only keeps the message hidden until its delete lands. */
+  completed: boolean;
+  /** Another task took the lease over: this task must not touch the job's message again. */
+  leaseLost: boolean;
+  /** The beat in flight, if any: awaited before a retry or give-back sets the visibility, so a late extension cannot undo it. */
+  beat: Promise<unknown> | undefined;
 }
 
 export interface WorkerStats {
@@ -58,6 +81,12 @@ export interface WorkerStats {
   failed: number;
   quarantined: number;
   returned: number;
+  /** Redelivered messages of completed jobs, deleted unrun. */
+  alreadyCompleted: number;
+  /** Messages whose job another task held: left to it, unrun. */
+  heldElsewhere: number;
+  /** Jobs whose lease another task took over while this one ran them (or whose completion was refused). */
+  leasesLost: number;
 }
 
 /**
@@ -66,7 +95,7 @@ export interface WorkerStats {
  * unprotected idle window after going idle, and on stop() gives back what it cannot finish.
  */
 export class Worker {
-  readonly stats: WorkerStats = { received: 0, succeeded: 0, failed: 0, quarantined: 0, returned: 0 };
+  readonly stats: WorkerStats = { received: 0, succeeded: 0, failed: 0, quarantined: 0, returned: 0, alreadyCompleted: 0, heldElsewhere: 0, leasesLost: 0 };
   private stopping = false;
   private readonly running = new Set<Running>();
   private stopRequestedAt: number | undefined;
@@ -144,7 +173,7 @@ export class Worker {
 
   private async returnUnstarted(messages: Message[], why: "shutdown"): Promise<void> {
     if (messages.length === 0) return;
-    const results = await Promise.all(messages.map((m) => this.changeVisibility(m, 0, "give_back")));
+    const results = await Promise.all(messages.map((m) => this.changeVisibility(target(m), 0, "give_back")));
     logStep(this.d.logger, "info", `${why}_returned`, {
       messages: messages.length,
       visible_again: results.filter(Boolean).length,
@@ -201,7 +230,7 @@ export class Worker {
 
   private start(message: Message): void {
     this.stats.received += 1;
-    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), givenBack: undefined, heartbeat: undefined };
+    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), givenBack: undefined, heartbeat: undefined, lease: undefined, completed: false, leaseLost: false, beat: undefined };
     this.running.add(entry);
     entry.done = this.process(entry)
       .catch((error: unknown) => logStep(this.d.logger, "error", "job_crashed", { message_id: message.MessageId, error: errorMessage(error) }))
@@ -223,6 +252,8 @@ export class Worker {
     if (!parsed.ok) return this.quarantine(message, parsed.reason);
     const handler = this.d.handlers.get(parsed.job.type);
     if (!handler) return this.quarantine(message, `unknown job type ${JSON.stringify(parsed.job.type)}`);
+    entry.lease = await this.takeLease(message, parsed.job);
+    if (!entry.lease) return;
     this.workedSinceIdle = true;
     await this.d.protection.acquire();
     try {
@@ -232,12 +263,50 @@ export class Worker {
     }
   }
 
+  /**
+   * A job runs only under its lease. A message whose job is complete is deleted unrun (this
+   * receive's handle is the current one); one whose job another task holds is left alone: its
+   * handle is recorded in that lease, the holder's next beat hides the message again with it and
+   * deletes with it, and this task spends no visibility change on it.
+   */
+  private async takeLease(message: Message, job: Job): Promise<Lease | undefined> {
+    const jobKey = jobKeyOf(job, message);
+    const fields = { job_key: jobKey, job_id: job.job_id, message_id: message.MessageId, receive_count: receiveCount(message) };
+    let acquired: Awaited<ReturnType<JobLedger["acquire"]>>;
+    try {
+      acquired = await this.d.ledger.acquire(jobKey, message.ReceiptHandle ?? "");
+    } catch (error) {
+      // Nothing proves the job is free to run: the message shows again after the queue's visibility.
+      logStep(this.d.logger, "error", "job_lease_failed", { ...fields, error: errorMessage(error) });
+      return undefined;
+    }
+    switch (acquired.kind) {
+      case "taken":
+        logStep(this.d.logger, "info", "job_lease_taken", { ...fields, holder: acquired.lease.holder, runs: acquired.lease.runs, recovered: acquired.recovered });
+        return acquired.lease;
+      case "completed":
+        this.stats.alreadyCompleted += 1;
+        logStep(this.d.logger, "info", "job_already_completed", { ...fields, holder: acquired.holder, completed_at: acquired.completedAt, outcome: acquired.outcome });
+        countOne(this.d.metrics, "JobsAlreadyCompleted");
+        await this.deleteMessage(target(message), jobKey);
+        return undefined;
+      case "held":
+        this.stats.heldElsewhere += 1;
+        logStep(this.d.logger, "info", "job_held_elsewhere", { ...fields, holder: acquired.holder, lease_expires_at: acquired.leaseExpiresAt, receipt_handle_recorded: acquired.recorded });
+        countOne(this.d.metrics, "JobsHeldElsewhere");
+        return undefined;
+    }
+  }
+
   private async runJob(entry: Running, job: Job, handler: NonNullable<ReturnType<HandlerRegistry["get"]>>): Promise<void> {
     const { message } = entry;
+    const lease = entry.lease!;
     const c = this.d.config;
     const visibility = initialVisibilitySeconds(job.estimated_seconds, c);
-    await this.changeVisibility(message, visibility, "initial");
-    entry.heartbeat = this.startHeartbeat(entry, job, Date.now() + visibility * 1000);
+    const sentAt = Date.now();
+    const hidden = await this.changeVisibility(this.targetOf(entry), visibility, "initial");
+    // A failed first window is not assumed: the heartbeat extends at its first beat.
+    entry.heartbeat = this.startHeartbeat(entry, job, hidden ? sentAt + visibility * 1000 : sentAt);
     const fields = { job_id: job.job_id, type: job.type, message_id: message.MessageId, receive_count: receiveCount(message) };
     logStep(this.d.logger, "info", "job_started", { ...fields, visibility_seconds: visibility });
     countOne(this.d.metrics, "JobsStarted");
@@ -251,13 +320,17 @@ export class Worker {
       failure = error;
     }
     const durationMs = Date.now() - startedAt;
-    if (!succeeded || entry.givenBack) clearInterval(entry.heartbeat);
+    if (!succeeded || entry.givenBack || entry.leaseLost) await this.stopHeartbeat(entry);
+    // Logged at the beat that found it; the message and the outcome are the new holder's.
+    if (entry.leaseLost) return;
     if (entry.givenBack) return;
     if (succeeded) {
       // The heartbeat runs on until the delete is through: a slow or re-sent delete must not let
       // the message come back (and the job run again) while it is on its way.
       try {
-        await this.deleteMessage(message, job);
+        const completion = await this.complete(entry, lease);
+        if (completion?.kind === "refused") return this.leaseLost(entry, "completion", completion.holder);
+        if (completion) await this.deleteMessage(this.targetOf(entry), lease.jobKey);
       } finally {
         clearInterval(entry.heartbeat);
       }
@@ -266,8 +339,10 @@ export class Worker {
       countOne(this.d.metrics, "JobsSucceeded");
       this.d.metrics.addMetric("JobDuration", MetricUnit.Milliseconds, durationMs);
     } else if (!entry.abort.signal.aborted) {
-      // Left on the queue: it comes back after the retry delay and, after maxReceiveCount, lands in the DLQ.
-      await this.changeVisibility(message, c.retryDelaySeconds, "retry");
+      // Left on the queue: it comes back after the retry delay and, after maxReceiveCount, lands in
+      // the DLQ. The lease ends now, so that receive takes the job instead of finding it held.
+      await this.releaseLease(entry, lease);
+      await this.changeVisibility(this.targetOf(entry), c.retryDelaySeconds, "retry");
       this.stats.failed += 1;
       logStep(this.d.logger, "warn", "job_failed", { ...fields, duration_ms: durationMs, error: errorMessage(failure), retry_in_seconds: c.retryDelaySeconds });
       countOne(this.d.metrics, "JobsFailed");
@@ -278,47 +353,130 @@ export class Worker {
   }
 
   /**
-   * Extends visibility only when the current window is about to end, so a job with a good
-   * estimate costs no extra calls, and one that overruns it is never handed to another task.
+   * Writes the outcome, fenced by the lease token. A write that keeps failing is tried again every
+   * heartbeat while the heartbeat keeps the lease and the message alive: a job that ran is not
+   * left to run again for a passing DynamoDB fault. Only shutdown (or a lost lease) ends the tries;
+   * the job then runs again once its lease expires (docs/reliability.md, the residual case).
+   */
+  private async complete(entry: Running, lease: Lease): Promise<Awaited<ReturnType<JobLedger["complete"]>> | undefined> {
+    for (;;) {
+      try {
+        const out = await this.d.ledger.complete(lease, "succeeded");
+        if (out.kind === "completed") entry.completed = true;
+        if (out.kind === "completed" && out.recovered) logStep(this.d.logger, "info", "job_completion_recovered", { job_key: lease.jobKey, holder: lease.holder });
+        return out;
+      } catch (error) {
+        logStep(this.d.logger, "error", "job_completion_failed", { job_key: lease.jobKey, holder: lease.holder, error: errorMessage(error), retrying: !this.stopping && !entry.leaseLost });
+        if (this.stopping || entry.leaseLost) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, this.d.config.heartbeatMs));
+      }
+    }
+  }
+
+  /** Another task holds the job now: its message and its outcome are that task's. */
+  private leaseLost(entry: Running, at: "renewal" | "completion", holder?: string): void {
+    entry.leaseLost = true;
+    this.stats.leasesLost += 1;
+    logStep(this.d.logger, "warn", "job_lease_lost", { job_key: entry.lease?.jobKey, message_id: entry.message.MessageId, at, holder: entry.lease?.holder, new_holder: holder });
+    countOne(this.d.metrics, "JobLeasesLost");
+  }
+
+  private async releaseLease(entry: Running, lease: Lease): Promise<void> {
+    try {
+      await this.d.ledger.release(lease);
+    } catch (error) {
+      // The lease then expires by itself, one lease length later.
+      logStep(this.d.logger, "error", "job_lease_release_failed", { job_key: lease.jobKey, message_id: entry.message.MessageId, error: errorMessage(error) });
+    }
+  }
+
+  /** The message as every call about a running job addresses it: with the latest recorded handle. */
+  private targetOf(entry: Running): VisibilityTarget {
+    return { messageId: entry.message.MessageId, receiptHandle: entry.lease?.receiptHandle ?? entry.message.ReceiptHandle };
+  }
+
+  /**
+   * Every beat renews the lease (which reads back the latest receipt handle). Visibility is
+   * extended only when the current window is about to end, so a job with a good estimate costs no
+   * extra SQS calls, and at once when another receive recorded a new handle (the message showed,
+   * and that receive left it to us). A failed renewal or extension is re-sent, and never assumed:
+   * the window's end moves only when an extension landed, so the next beat tries again.
    */
   private startHeartbeat(entry: Running, job: Job, initialDeadline: number): NodeJS.Timeout {
-    const c = this.d.config;
     let deadline = initialDeadline;
-    const extension = heartbeatExtensionSeconds(c);
+    let beating = false;
     const timer = setInterval(() => {
       // A job given back belongs to the queue again; the handler may still be running.
-      if (entry.givenBack) return;
-      if (deadline - Date.now() > 2 * c.heartbeatMs) return;
-      deadline = Date.now() + extension * 1000;
-      void this.changeVisibility(entry.message, extension, "heartbeat").then((ok) => {
-        if (ok) logStep(this.d.logger, "debug", "visibility_extended", { job_id: job.job_id, extended_seconds: extension });
-      });
-    }, c.heartbeatMs);
+      if (entry.givenBack || entry.leaseLost || beating) return;
+      beating = true;
+      entry.beat = this.beat(entry, job, deadline)
+        .then((next) => (deadline = next))
+        .finally(() => (beating = false));
+    }, this.d.config.heartbeatMs);
     timer.unref();
     return timer;
   }
 
-  private async changeVisibility(message: Message, seconds: number, purpose: "initial" | "heartbeat" | "retry" | "give_back"): Promise<boolean> {
+  private async stopHeartbeat(entry: Running): Promise<void> {
+    clearInterval(entry.heartbeat);
+    await entry.beat;
+  }
+
+  /** One beat; answers with the window's end as it now stands. */
+  private async beat(entry: Running, job: Job, deadline: number): Promise<number> {
+    const c = this.d.config;
+    const lease = entry.lease!;
+    let handleChanged = false;
+    if (!entry.completed) {
+      const before = lease.receiptHandle;
+      try {
+        const renewed = await this.d.ledger.renew(lease);
+        if (renewed.kind === "lost") {
+          // Expired and taken by another task: stop the handler, leave the message to the new holder.
+          clearInterval(entry.heartbeat);
+          this.leaseLost(entry, "renewal", renewed.holder);
+          entry.abort.abort(new LeaseLost());
+          return deadline;
+        }
+        // "completed": the completing write landed while this beat was on its way; the beat goes on
+        // keeping the message hidden until the delete lands.
+        handleChanged = renewed.receiptHandle !== before;
+      } catch (error) {
+        logStep(this.d.logger, "error", "job_lease_renewal_failed", { job_key: lease.jobKey, holder: lease.holder, error: errorMessage(error) });
+      }
+    }
+    if (entry.givenBack || entry.leaseLost) return deadline;
+    if (!handleChanged && deadline - Date.now() > 2 * c.heartbeatMs) return deadline;
+    const extension = heartbeatExtensionSeconds(c);
+    const sentAt = Date.now();
+    const ok = await this.changeVisibility(this.targetOf(entry), extension, "heartbeat", true);
+    if (!ok) return deadline;
+    logStep(this.d.logger, "debug", "visibility_extended", { job_id: job.job_id, extended_seconds: extension, ...(handleChanged ? { receipt_handle_changed: true } : {}) });
+    return sentAt + extension * 1000;
+  }
+
+  /** `resend`: re-send what the SDK gave up on (a heartbeat's extension must land, not be assumed). */
+  private async changeVisibility(message: VisibilityTarget, seconds: number, purpose: "initial" | "heartbeat" | "retry" | "give_back", resend = false): Promise<boolean> {
     try {
-      await this.d.sqs.send(
-        new ChangeMessageVisibilityCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: seconds }),
-      );
+      const send = () =>
+        this.d.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: seconds }));
+      await (resend ? withResends(send, this.d.resend ?? DEFAULT_RESEND) : send());
       return true;
     } catch (error) {
-      logStep(this.d.logger, "error", "visibility_change_failed", { message_id: message.MessageId, purpose, seconds, error: errorMessage(error) });
+      logStep(this.d.logger, "error", "visibility_change_failed", { message_id: message.messageId, purpose, seconds, error: errorMessage(error) });
       return false;
     }
   }
 
-  private async deleteMessage(message: Message, job: Job): Promise<void> {
+  private async deleteMessage(message: VisibilityTarget, jobKey: string): Promise<void> {
     try {
-      // Deleting one receipt handle twice is harmless, and a delete that never lands runs the job
-      // again, so it is re-sent after the SDK gives up.
-      const send = () => this.d.sqs.send(new DeleteMessageCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.ReceiptHandle }));
+      // Deleting one receipt handle twice is harmless, and a message whose delete never lands
+      // comes back, so it is re-sent after the SDK gives up.
+      const send = () => this.d.sqs.send(new DeleteMessageCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.receiptHandle }));
       await withResends(send, this.d.resend ?? DEFAULT_RESEND);
     } catch (error) {
-      // The job ran; the message will come back once and run again (handlers are idempotent by job_id).
-      logStep(this.d.logger, "error", "delete_failed", { job_id: job.job_id, message_id: message.MessageId, error: errorMessage(error) });
+      // The job is complete in the ledger: the message comes back, and that receive deletes it unrun.
+      logStep(this.d.logger, "error", "delete_failed", { job_id: jobKey, message_id: message.messageId, error: errorMessage(error) });
     }
   }
 
@@ -342,9 +500,15 @@ export class Worker {
     return entry.givenBack;
   }
 
-  /** The heartbeat checks `givenBack` at every beat, and the job clears it once its handler ends. */
+  /**
+   * The heartbeat checks `givenBack` at every beat, and the job clears it once its handler ends.
+   * The lease ends with it, so the next receive takes the job instead of finding it held.
+   */
   private async returnToQueue(entry: Running, jobId: string | undefined): Promise<void> {
-    const ok = await this.changeVisibility(entry.message, 0, "give_back");
+    // The message is another task's once the lease is lost, and a completed job's is being deleted.
+    if (entry.leaseLost || entry.completed) return;
+    await this.stopHeartbeat(entry);
+    const [ok] = await Promise.all([this.changeVisibility(this.targetOf(entry), 0, "give_back"), entry.lease ? this.releaseLease(entry, entry.lease) : undefined]);
     if (ok) this.stats.returned += 1;
     logStep(this.d.logger, "warn", "job_returned", { job_id: jobId, message_id: entry.message.MessageId, visible_again: ok });
     countOne(this.d.metrics, "JobsReturned");
@@ -380,6 +544,14 @@ export class Worker {
     this.d.metrics.publishStoredMetrics();
   }
 }
+
+/** What a visibility change or delete addresses: the message, by its latest receipt handle. */
+interface VisibilityTarget {
+  messageId: string | undefined;
+  receiptHandle: string | undefined;
+}
+
+const target = (m: Message): VisibilityTarget => ({ messageId: m.MessageId, receiptHandle: m.ReceiptHandle });
 
 export function createWorker(deps: WorkerDeps): Worker {
   return new Worker(deps);

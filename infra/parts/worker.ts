@@ -3,9 +3,10 @@ import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
-import { metricsNamespace, PRODUCT } from "../../policy/contract";
+import { JOBS_TABLE_ROLE, metricsNamespace, PRODUCT, TABLE_ROLE_TAG, WORKER_JOBS_TABLE } from "../../policy/contract";
 import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
+import { Table } from "../components/table";
 import { powertoolsServiceName } from "../components/queue-consumer";
 import { QueueWorkerService } from "../components/queue-worker-service";
 import { imageContentTag, writeImageContext } from "../components/queue-worker-service-image";
@@ -36,6 +37,8 @@ export function clusterTasksArn(clusterArn: string): string {
 export interface WorkerTaskAccess {
   workQueueArn: pulumi.Input<string>;
   workDlqArn: pulumi.Input<string>;
+  /** ARN of the job ledger table. */
+  jobsTableArn: pulumi.Input<string>;
   /** ARN of the cluster the tasks run in; protection is granted on its tasks only. */
   clusterArn: pulumi.Input<string>;
 }
@@ -45,6 +48,7 @@ export function workerTaskRoleStatements(a: WorkerTaskAccess): Statement[] {
   return statementsFor(WORKER_GRANTS, {
     "work-queue": { resource: a.workQueueArn },
     "work-dlq": { resource: a.workDlqArn },
+    "jobs-table": { resource: a.jobsTableArn },
     "own-task": { resource: pulumi.output(a.clusterArn).apply(clusterTasksArn) },
   });
 }
@@ -56,6 +60,8 @@ export function workerTaskRoleStatements(a: WorkerTaskAccess): Statement[] {
  */
 export class Worker extends pulumi.ComponentResource {
   readonly queue: ManagedQueue;
+  /** The job ledger (`<name>-jobs`): leases and completions, one item per job. */
+  readonly jobsTable: Table;
   readonly repository: aws.ecr.Repository;
   readonly image: awsx.ecr.Image;
   readonly service: QueueWorkerService;
@@ -69,14 +75,16 @@ export class Worker extends pulumi.ComponentResource {
     const part = partScope(this, name, args, "worker");
 
     this.queue = createQueue(part);
+    this.jobsTable = createJobsTable(part);
     this.repository = createRepository(part);
     ({ image: this.image, bundleBytes: this.bundleBytes } = createImage(part, this.repository));
     this.powertoolsServiceName = powertoolsServiceName(name, args.platform.environment);
-    this.service = createService(part, { queue: this.queue, repository: this.repository, image: this.image, powertoolsServiceName: this.powertoolsServiceName });
+    this.service = createService(part, { queue: this.queue, jobsTable: this.jobsTable, repository: this.repository, image: this.image, powertoolsServiceName: this.powertoolsServiceName });
 
     this.registerOutputs({
       queueUrl: this.queue.queue.url,
       dlqUrl: this.queue.dlq.url,
+      jobsTableName: this.jobsTable.table.name,
       repositoryUrl: this.repository.repositoryUrl,
       imageUri: this.image.imageUri,
       serviceName: this.service.service.name,
@@ -99,6 +107,20 @@ function createQueue({ name, args, tags, parent }: WorkerPart): ManagedQueue {
       protectDlq: args.platform.deletionProtection,
       tags,
     },
+    { parent },
+  );
+}
+
+/**
+ * The job ledger: TTL drops an item 14 days after its last write (functions/worker/ledger.ts,
+ * LEDGER_RETENTION_SECONDS), PITR and encryption come with the Table component. Tagged as a jobs
+ * table, so job-table-ttl holds it to its TTL.
+ */
+function createJobsTable({ name, args, tags, parent }: WorkerPart): Table {
+  const { hashKey, ttlAttribute } = WORKER_JOBS_TABLE;
+  return new Table(
+    `${name}-jobs`,
+    { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags: { ...tags, [TABLE_ROLE_TAG]: JOBS_TABLE_ROLE } },
     { parent },
   );
 }
@@ -172,7 +194,7 @@ export function workerBuildArgs(c: Pick<WorkerConfig, "baseImage">): Record<stri
 /** The Fargate Spot service, its task roles and its backlog-per-task scaling. */
 function createService(
   { name, args, tags, parent }: WorkerPart,
-  deps: { queue: ManagedQueue; repository: aws.ecr.Repository; image: awsx.ecr.Image; powertoolsServiceName: string },
+  deps: { queue: ManagedQueue; jobsTable: Table; repository: aws.ecr.Repository; image: awsx.ecr.Image; powertoolsServiceName: string },
 ): QueueWorkerService {
   const w = args.config;
   const { queue } = deps;
@@ -183,7 +205,7 @@ function createService(
       image: deps.image.imageUri,
       repositoryArn: deps.repository.arn,
       queueName: queue.queue.name,
-      taskRoleStatements: workerTaskRoleStatements({ workQueueArn: queue.queue.arn, workDlqArn: queue.dlq.arn, clusterArn: args.cluster.cluster.arn }),
+      taskRoleStatements: workerTaskRoleStatements({ workQueueArn: queue.queue.arn, workDlqArn: queue.dlq.arn, jobsTableArn: deps.jobsTable.table.arn, clusterArn: args.cluster.cluster.arn }),
       vpcId: args.network.vpcId,
       subnetIds: args.network.privateSubnetIds,
       region: args.region,
@@ -219,6 +241,7 @@ function createService(
         TASK_PROTECTION_EXPIRES_MINUTES: String(w.protectionExpiresMinutes),
         WORKER_EXECUTABLES: JSON.stringify(w.executables),
         WORKER_SCRATCH_DIR: WORKER_SCRATCH_PATH,
+        WORKER_JOBS_TABLE: deps.jobsTable.table.name,
         POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName,
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
         POWERTOOLS_LOG_LEVEL: "INFO",

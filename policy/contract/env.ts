@@ -60,6 +60,7 @@ export const FUNCTION_ENV = {
     "TASK_PROTECTION_EXPIRES_MINUTES",
     "WORKER_EXECUTABLES",
     "WORKER_SCRATCH_DIR",
+    "WORKER_JOBS_TABLE",
   ],
 } as const;
 

@@ -56,3 +56,9 @@ export const RETRAINING_INTENT_TABLE = { hashKey: "origin_message_id", ttlAttrib
 
 /** Part 5 (pool): one claim lock or refill lease per key, expiring by TTL. */
 export const CLAIM_TABLE = { hashKey: "instance_id", ttlAttribute: "expires_at" } as const;
+
+/**
+ * Part 4 (worker): the job ledger, one item per job (its job id, or the message id where there is
+ * none): the lease that lets one task run it, then its completion (functions/worker/ledger.ts).
+ */
+export const WORKER_JOBS_TABLE = { hashKey: "job_key", ttlAttribute: "expires_at" } as const;

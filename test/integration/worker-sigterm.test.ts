@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -9,6 +10,7 @@ import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
 import { sleep, waitFor } from "../functions/helpers/worker-deps";
 import { AwsWorld, type Queue } from "./helpers/aws-world";
 import { motoEndpoint, resetMoto } from "./helpers/moto";
+import { createLedgerTable, LEDGER_TABLE } from "./helpers/worker-ledger";
 
 type LogLine = Record<string, unknown> & { step?: string };
 
@@ -32,6 +34,7 @@ describe("worker process: SIGTERM mid-job (bundled worker as a child process, ag
     await resetMoto();
     agent.reset();
     world = new AwsWorld();
+    await createLedgerTable(new DynamoDBClient({}));
     dlq = await world.createQueue("worker-dlq");
     work = await world.createQueue("worker", {
       VisibilityTimeout: "300",
@@ -69,6 +72,7 @@ describe("worker process: SIGTERM mid-job (bundled worker as a child process, ag
         WORKER_SHUTDOWN_GRACE_SECONDS: "4",
         WORKER_EXECUTABLES: JSON.stringify({ short: { command: "/bin/sleep", args: ["2"] }, long: { command: "/bin/sleep", args: ["120"] } }),
         WORKER_SCRATCH_DIR: path.join(dir, "scratch"),
+        WORKER_JOBS_TABLE: LEDGER_TABLE,
         ECS_AGENT_URI: agent.uri,
         POWERTOOLS_SERVICE_NAME: "worker",
         POWERTOOLS_METRICS_NAMESPACE: "Encache/Worker",

@@ -1,9 +1,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
 import { buildHandlers } from "../../functions/worker/handlers";
+import { dynamoLedgerStore, JobLedger } from "../../functions/worker/ledger";
 import { TaskProtection } from "../../functions/worker/protection";
 import { createWorker } from "../../functions/worker/worker";
 import { FakeEcsAgent } from "../functions/helpers/ecs-agent";
@@ -11,9 +14,9 @@ import { testWorkerConfig, waitFor } from "../functions/helpers/worker-deps";
 import { RecordingLogger, RecordingMetrics } from "../functions/helpers/telemetry";
 import { AwsWorld, type Queue } from "./helpers/aws-world";
 import { resetMoto } from "./helpers/moto";
+import { createLedgerTable, LEDGER_TABLE } from "./helpers/worker-ledger";
 
 const MAX_RECEIVE_COUNT = 3;
-
 describe("worker against moto: drains a queue, failures reach the DLQ after maxReceiveCount", function () {
   this.timeout(60_000);
   const agent = new FakeEcsAgent();
@@ -21,6 +24,7 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
   let work: Queue;
   let dlq: Queue;
   let scratch: string;
+  let dynamodb: DynamoDBClient;
 
   before(() => agent.start());
   after(() => agent.stop());
@@ -28,6 +32,8 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
     await resetMoto();
     agent.reset();
     world = new AwsWorld();
+    dynamodb = new DynamoDBClient({});
+    await createLedgerTable(dynamodb);
     dlq = await world.createQueue("worker-dlq");
     work = await world.createQueue("worker", {
       VisibilityTimeout: "30",
@@ -55,6 +61,7 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
       config,
       handlers: buildHandlers(executables, scratch),
       protection: new TaskProtection({ agentUri: agent.uri, expiresInMinutes: 30, logger, metrics }),
+      ledger: new JobLedger({ store: dynamoLedgerStore(DynamoDBDocumentClient.from(dynamodb), LEDGER_TABLE), holder: () => Promise.resolve("it-task"), leaseMs: 180_000 }),
       logger,
       metrics,
     });
@@ -89,5 +96,10 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
     expect(agent.puts()[0]).to.equal(true);
     expect(agent.puts().at(-1)).to.equal(false);
     expect(agent.protectedNow).to.equal(false);
+    // The ledger's expressions as DynamoDB (moto) judges them: each good job completed under one
+    // lease; the broken one taken three times, each failure releasing its lease.
+    const item = async (key: string) => (await dynamodb.send(new GetItemCommand({ TableName: LEDGER_TABLE, Key: { job_key: { S: key } } }))).Item;
+    for (const j of good) expect(await item(j.job_id), j.job_id).to.deep.include({ state: { S: "completed" }, outcome: { S: "succeeded" }, runs: { N: "1" }, holder: { S: "it-task" } });
+    expect(await item("bad-1")).to.deep.include({ state: { S: "running" }, runs: { N: "3" }, lease_expires_at: { N: "0" } });
   });
 });

@@ -1,4 +1,6 @@
 import * as fs from "node:fs";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { createLedgerTable, LEDGER_TABLE } from "../integration/helpers/worker-ledger";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
@@ -267,6 +269,7 @@ describe("local worker service: the worker container as local processes against 
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }),
     });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "worker-svc-"));
+    await createLedgerTable(new DynamoDBClient({}));
   });
   afterEach(async () => {
     await runner?.stop();
@@ -287,6 +290,7 @@ describe("local worker service: the worker container as local processes against 
       TASK_PROTECTION_EXPIRES_MINUTES: "10",
       WORKER_EXECUTABLES: JSON.stringify({ nap: { command: "/bin/sleep", args: ["1"] }, long: { command: "/bin/sleep", args: ["60"] } }),
       WORKER_SCRATCH_DIR: "/scratch",
+      WORKER_JOBS_TABLE: LEDGER_TABLE,
       POWERTOOLS_SERVICE_NAME: "worker",
       POWERTOOLS_METRICS_NAMESPACE: "Encache/Worker",
       POWERTOOLS_LOG_LEVEL: "INFO",

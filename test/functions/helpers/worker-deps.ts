@@ -3,6 +3,8 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { WorkerConfig } from "../../../functions/worker/config";
 import type { HandlerRegistry, JobHandler } from "../../../functions/worker/handlers";
+import { HEARTBEAT_EXTENSION_FACTOR } from "../../../functions/worker/job";
+import { JobLedger, type LedgerStore, MemoryLedgerStore } from "../../../functions/worker/ledger";
 import { TaskProtection, type AgentFetch } from "../../../functions/worker/protection";
 import type { WorkerDeps } from "../../../functions/worker/worker";
 import { RecordingLogger, RecordingMetrics } from "./telemetry";
@@ -29,6 +31,8 @@ export function testWorkerConfig(overrides: Partial<WorkerConfig> = {}): WorkerC
     executables: {},
     scratchDir: "/tmp",
     agentUri: undefined,
+    jobsTable: "worker-jobs",
+    metadataUri: undefined,
     ...overrides,
   };
 }
@@ -39,7 +43,7 @@ const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test",
 export { DEFAULT_RESEND };
 
 export function mockedWorkerDeps(
-  options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number; fetch?: AgentFetch } = {},
+  options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number; fetch?: AgentFetch; ledgerStore?: LedgerStore; holder?: string } = {},
 ) {
   const sqs = new SQSClient(clientOptions);
   const logger = new RecordingLogger();
@@ -56,8 +60,12 @@ export function mockedWorkerDeps(
   });
   const handlers: HandlerRegistry = new Map(Object.entries(options.handlers ?? {}));
   // The SDK's give-up is re-sent without real pauses; tests that care pass their own.
-  const deps: WorkerDeps = { sqs, config, handlers, protection, logger, metrics, resend: { ...DEFAULT_RESEND, sleep: async () => undefined } };
-  return { deps, sqsMock: mockClient(sqs), logger, metrics, protection };
+  const resend = { ...DEFAULT_RESEND, sleep: async () => undefined };
+  const ledgerStore = options.ledgerStore ?? new MemoryLedgerStore();
+  const holder = options.holder ?? "task-under-test";
+  const ledger = new JobLedger({ store: ledgerStore, holder: () => Promise.resolve(holder), leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs, resend });
+  const deps: WorkerDeps = { sqs, config, handlers, protection, ledger, logger, metrics, resend };
+  return { deps, sqsMock: mockClient(sqs), logger, metrics, protection, ledgerStore };
 }
 
 let n = 0;

@@ -6,6 +6,7 @@ import { EnvConfigError } from "../../../functions/shared/env";
 const base = {
   WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
+  WORKER_JOBS_TABLE: "worker-jobs-1a2b3c",
 };
 
 describe("worker: environment (functions/worker/config.ts)", () => {
@@ -34,6 +35,8 @@ describe("worker: environment (functions/worker/config.ts)", () => {
     ["a relative executable", { ...base, WORKER_EXECUTABLES: '{"x":{"command":"sha256sum"}}' }, /WORKER_EXECUTABLES/],
     ["a job type with a slash", { ...base, WORKER_EXECUTABLES: '{"../x":{"command":"/bin/true"}}' }, /WORKER_EXECUTABLES/],
     ["an agent URI that is not a URL", { ...base, ECS_AGENT_URI: "169.254.170.2" }, /ECS_AGENT_URI/],
+    ["a missing job ledger table", { WORK_QUEUE_URL: base.WORK_QUEUE_URL, QUARANTINE_QUEUE_URL: base.QUARANTINE_QUEUE_URL }, /WORKER_JOBS_TABLE is required/],
+    ["a metadata URI that is not a URL", { ...base, ECS_CONTAINER_METADATA_URI_V4: "169.254.170.2/v4" }, /ECS_CONTAINER_METADATA_URI_V4/],
   ];
   for (const [name, env, reason] of bad) {
     it(`rejects ${name}`, () => {
@@ -55,6 +58,7 @@ describe("worker: environment (functions/worker/config.ts)", () => {
       TASK_PROTECTION_EXPIRES_MINUTES: "120",
       WORKER_SCRATCH_DIR: "/data/scratch",
       ECS_AGENT_URI: "http://169.254.170.2/api/task-1",
+      ECS_CONTAINER_METADATA_URI_V4: "http://169.254.170.2/v4/task-1",
     });
     expect(c).to.deep.equal({
       workQueueUrl: base.WORK_QUEUE_URL,
@@ -73,6 +77,8 @@ describe("worker: environment (functions/worker/config.ts)", () => {
       executables: {},
       scratchDir: "/data/scratch",
       agentUri: "http://169.254.170.2/api/task-1",
+      jobsTable: base.WORKER_JOBS_TABLE,
+      metadataUri: "http://169.254.170.2/v4/task-1",
     });
   });
 

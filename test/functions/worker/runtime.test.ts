@@ -10,6 +10,7 @@ import { arrangeQueue, mockedWorkerDeps } from "../helpers/worker-harness";
 const env = {
   WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
+  WORKER_JOBS_TABLE: "worker-jobs-1a2b3c",
   WORKER_CONCURRENCY: "3",
   TASK_PROTECTION_EXPIRES_MINUTES: "7",
   WORKER_EXECUTABLES: '{"payload-digest":{"command":"/usr/bin/sha256sum","args":["-"]}}',

@@ -45,7 +45,7 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
       { name: "JobsSucceeded", unit: "Count", value: 1 },
       { name: "JobDuration", unit: "Milliseconds", value: 250 },
     ]);
-    expect(worker.stats).to.deep.equal({ received: 1, succeeded: 1, failed: 0, quarantined: 0, returned: 0 });
+    expect(worker.stats).to.deep.equal({ received: 1, succeeded: 1, failed: 0, quarantined: 0, returned: 0, alreadyCompleted: 0, heldElsewhere: 0, leasesLost: 0 });
   });
 
   it("logs a failed job as job_failed (warn) with its error, retry delay and duration, and counts it", async () => {
@@ -123,7 +123,7 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
     // Assess
     expect(t.logger.withStep("shutdown_started").map((e) => [e.level, e.fields])).to.deep.equal([["info", { step: "shutdown_started", reason: "SIGTERM", in_flight: 1 }]]);
     expect(t.logger.withStep("shutdown_complete").map((e) => [e.level, e.fields])).to.deep.equal([
-      ["info", { step: "shutdown_complete", received: 1, succeeded: 0, failed: 0, quarantined: 0, returned: 1, unfinished: 1 }],
+      ["info", { step: "shutdown_complete", received: 1, succeeded: 0, failed: 0, quarantined: 0, returned: 1, alreadyCompleted: 0, heldElsewhere: 0, leasesLost: 0, unfinished: 1 }],
     ]);
     expect(t.logger.withStep("job_returned").map((e) => e.level)).to.deep.equal(["warn"]);
     expect(t.metrics.count("JobsReturned")).to.equal(1);

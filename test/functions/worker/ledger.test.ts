@@ -1,0 +1,317 @@
+import { expect } from "chai";
+import type { ConditionalOutcome } from "../../../functions/shared/conditional-write";
+import {
+  applyWrite,
+  evaluateCondition,
+  JobLedger,
+  LEDGER_RETENTION_SECONDS,
+  type LedgerItem,
+  type LedgerStore,
+  type LedgerWrite,
+  MemoryLedgerStore,
+  updateInput,
+} from "../../../functions/worker/ledger";
+
+const LEASE_MS = 3000;
+const T0 = 1_800_000_000_000;
+
+/** A memory table whose next writes can apply with their answer lost, or fail before applying. */
+class FaultyStore implements LedgerStore {
+  readonly table = new MemoryLedgerStore();
+  readonly faults: Array<"lost" | "unapplied"> = [];
+  readonly writes: LedgerWrite[] = [];
+
+  async write(w: LedgerWrite): Promise<ConditionalOutcome> {
+    this.writes.push(w);
+    const fault = this.faults.shift();
+    if (fault === "unapplied") throw Object.assign(new Error("socket hang up"), { name: "TimeoutError" });
+    const out = await this.table.write(w);
+    if (fault === "lost") throw Object.assign(new Error("read ECONNRESET"), { name: "TimeoutError" });
+    return out;
+  }
+}
+
+function ledgerOn(store: LedgerStore, clock: { now: number }, holder: string, tokens: string[]): JobLedger {
+  return new JobLedger({
+    store,
+    holder: () => Promise.resolve(holder),
+    leaseMs: LEASE_MS,
+    now: () => clock.now,
+    newToken: () => tokens.shift() ?? "token-exhausted",
+    resend: { rounds: 4, baseDelayMs: 0, sleep: async () => undefined },
+  });
+}
+
+describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
+  describe("conditions as data (pure)", () => {
+    const running: LedgerItem = { job_key: "j", state: "running", holder: "a", lease_token: "t", lease_expires_at: 100, receipt_handle: "rh", runs: 1, expires_at: 1 };
+
+    it("judges each condition as DynamoDB would: absent only with no item, < only on numbers, and/or", () => {
+      expect(evaluateCondition({ op: "absent" }, undefined)).to.equal(true);
+      expect(evaluateCondition({ op: "absent" }, running)).to.equal(false);
+      expect(evaluateCondition({ op: "eq", attr: "state", value: "running" }, running)).to.equal(true);
+      expect(evaluateCondition({ op: "eq", attr: "state", value: "running" }, undefined)).to.equal(false);
+      expect(evaluateCondition({ op: "lt", attr: "lease_expires_at", value: 101 }, running)).to.equal(true);
+      expect(evaluateCondition({ op: "lt", attr: "lease_expires_at", value: 100 }, running)).to.equal(false);
+      expect(evaluateCondition({ op: "lt", attr: "completed_at", value: 1e15 }, running), "a missing attribute is not less than anything").to.equal(false);
+      expect(evaluateCondition({ op: "and", of: [{ op: "absent" }, { op: "eq", attr: "state", value: "running" }] }, running)).to.equal(false);
+      expect(evaluateCondition({ op: "or", of: [{ op: "absent" }, { op: "eq", attr: "state", value: "running" }] }, running)).to.equal(true);
+    });
+
+    it("applies SET and ADD as UpdateItem does, creating a missing item", () => {
+      expect(applyWrite(undefined, { jobKey: "j", condition: { op: "absent" }, set: { state: "running" }, add: { runs: 1 } })).to.deep.equal({ job_key: "j", state: "running", runs: 1 });
+      expect(applyWrite(running, { jobKey: "j", condition: { op: "absent" }, set: { holder: "b" }, add: { runs: 1 } })).to.deep.include({ holder: "b", runs: 2, receipt_handle: "rh" });
+    });
+
+    it("sends the take as one UpdateItem whose expression names every attribute by placeholder (state is a reserved word) and asks for ALL_NEW", () => {
+      const input = updateInput("worker-jobs", {
+        jobKey: "job-1",
+        condition: { op: "or", of: [{ op: "absent" }, { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "lt", attr: "lease_expires_at", value: 5 }] }] },
+        set: { state: "running", lease_token: "tk" },
+        add: { runs: 1 },
+      });
+      expect(input).to.deep.equal({
+        TableName: "worker-jobs",
+        Key: { job_key: "job-1" },
+        UpdateExpression: "SET #state = :v0, #lease_token = :v1 ADD #runs :v2",
+        ConditionExpression: "(attribute_not_exists(#job_key) OR (#state = :v3 AND #lease_expires_at < :v4))",
+        ExpressionAttributeNames: { "#state": "state", "#lease_token": "lease_token", "#runs": "runs", "#job_key": "job_key", "#lease_expires_at": "lease_expires_at" },
+        ExpressionAttributeValues: { ":v0": "running", ":v1": "tk", ":v2": 1, ":v3": "running", ":v4": 5 },
+        ReturnValues: "ALL_NEW",
+      });
+    });
+  });
+
+  describe("leases, renewals and completions, fault by fault", () => {
+    it("a first take writes the lease with holder, token, expiry, handle, runs 1 and a 14-day TTL", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+
+      // Act
+      const out = await a.acquire("job-1", "rh-1");
+
+      // Assess
+      expect(out).to.deep.equal({ kind: "taken", recovered: false, lease: { jobKey: "job-1", token: "ta", holder: "task-a", receiptHandle: "rh-1", runs: 1 } });
+      expect(store.items.get("job-1")).to.deep.equal({
+        job_key: "job-1",
+        state: "running",
+        holder: "task-a",
+        lease_token: "ta",
+        lease_expires_at: T0 + LEASE_MS,
+        receipt_handle: "rh-1",
+        runs: 1,
+        expires_at: Math.floor(T0 / 1000) + LEDGER_RETENTION_SECONDS,
+      });
+    });
+
+    it("a take whose response was lost is our own lease (recovered), counted as one run", async () => {
+      // Prepare: the take applies, its answer is lost, the re-send meets the item it wrote
+      const clock = { now: T0 };
+      const store = new FaultyStore();
+      store.faults.push("lost");
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+
+      // Act
+      const out = await a.acquire("job-1", "rh-1");
+
+      // Assess
+      expect(out).to.deep.include({ kind: "taken", recovered: true });
+      expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta", runs: 1 });
+      expect(store.writes).to.have.length(2);
+    });
+
+    it("a live lease elsewhere is not taken: this receive's handle is recorded in it, fenced by that lease's token", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+      await a.acquire("job-1", "rh-1");
+      clock.now += LEASE_MS - 1;
+
+      // Act
+      const out = await b.acquire("job-1", "rh-2");
+
+      // Assess
+      expect(out).to.deep.equal({ kind: "held", holder: "task-a", leaseExpiresAt: T0 + LEASE_MS, recorded: true });
+      expect(store.items.get("job-1")).to.deep.include({ holder: "task-a", lease_token: "ta", receipt_handle: "rh-2", runs: 1 });
+    });
+
+    it("the holder's renewal reads back the handle another receive recorded", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      await b.acquire("job-1", "rh-2");
+      clock.now += 1000;
+
+      // Act
+      const renewed = await a.renew(taken.lease);
+
+      // Assess
+      expect(renewed).to.deep.equal({ kind: "renewed", receiptHandle: "rh-2", leaseExpiresAt: T0 + 1000 + LEASE_MS });
+      expect(taken.lease.receiptHandle).to.equal("rh-2");
+    });
+
+    it("an expired lease is taken over (runs 2); the old holder's renewal and completion are then refused", async () => {
+      // Prepare: A's lease lapses (A stalled), B takes the job
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+      const first = await a.acquire("job-1", "rh-1");
+      if (first.kind !== "taken") throw new Error("not taken");
+      clock.now += LEASE_MS + 1;
+      const second = await b.acquire("job-1", "rh-2");
+
+      // Act
+      const renewal = await a.renew(first.lease);
+      const completion = await a.complete(first.lease, "succeeded");
+
+      // Assess
+      expect(second).to.deep.include({ kind: "taken", recovered: false });
+      expect(store.items.get("job-1")).to.deep.include({ holder: "task-b", lease_token: "tb", runs: 2, state: "running" });
+      expect(renewal).to.deep.equal({ kind: "lost", holder: "task-b", state: "running" });
+      expect(completion).to.deep.equal({ kind: "refused", holder: "task-b", state: "running" });
+    });
+
+    it("a renewal that races its own lease's completion reads it as completed, not as a lost lease", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      await a.complete(taken.lease, "succeeded");
+
+      // Act
+      const renewal = await a.renew(taken.lease);
+
+      // Assess
+      expect(renewal).to.deep.equal({ kind: "completed", receiptHandle: "rh-1" });
+    });
+
+    it("a completion whose response was lost is our own (recovered) and answers with the latest handle", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new FaultyStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      await b.acquire("job-1", "rh-2");
+      store.faults.push("lost");
+
+      // Act
+      const out = await a.complete(taken.lease, "succeeded");
+
+      // Assess
+      expect(out).to.deep.equal({ kind: "completed", receiptHandle: "rh-2", recovered: true });
+      expect(store.table.items.get("job-1")).to.deep.include({ state: "completed", outcome: "succeeded", completed_at: T0 });
+    });
+
+    it("a redelivery of a completed job finds it completed, whoever asks, and writes nothing", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta", "ta2"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      await a.complete(taken.lease, "succeeded");
+      const before = { ...store.items.get("job-1") };
+      clock.now += 10 * LEASE_MS;
+
+      // Act
+      const again = await a.acquire("job-1", "rh-9");
+
+      // Assess
+      expect(again).to.deep.equal({ kind: "completed", holder: "task-a", completedAt: T0, outcome: "succeeded" });
+      expect(store.items.get("job-1")).to.deep.equal(before);
+    });
+
+    it("a release expires the lease at once, so the next receive takes it without waiting it out; a release of a superseded lease changes nothing", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new MemoryLedgerStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+
+      // Act
+      const released = await a.release(taken.lease);
+      clock.now += 1;
+      const next = await b.acquire("job-1", "rh-2");
+      const stale = await a.release(taken.lease);
+
+      // Assess
+      expect(released).to.equal(true);
+      expect(next).to.deep.include({ kind: "taken" });
+      expect(stale).to.equal(false);
+      expect(store.items.get("job-1")).to.deep.include({ lease_token: "tb", lease_expires_at: T0 + 1 + LEASE_MS });
+    });
+
+    it("a renewal whose response was lost is re-sent and applies as the same renewal", async () => {
+      // Prepare
+      const clock = { now: T0 };
+      const store = new FaultyStore();
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      clock.now += 1000;
+      store.faults.push("lost", "unapplied");
+
+      // Act
+      const out = await a.renew(taken.lease);
+
+      // Assess
+      expect(out).to.deep.include({ kind: "renewed", leaseExpiresAt: T0 + 1000 + LEASE_MS });
+      expect(store.writes).to.have.length(4);
+    });
+
+    it("the receive that records its handle as the holder completes finds the job completed (delete unrun)", async () => {
+      // Prepare: B's take fails against A's live lease; A completes before B's record lands
+      const clock = { now: T0 };
+      const table = new MemoryLedgerStore();
+      const a = ledgerOn(table, clock, "task-a", ["ta"]);
+      const taken = await a.acquire("job-1", "rh-1");
+      if (taken.kind !== "taken") throw new Error("not taken");
+      const racing: LedgerStore = {
+        write: async (w) => {
+          if (w.set.receipt_handle === "rh-2" && w.add === undefined) await a.complete(taken.lease, "succeeded");
+          return table.write(w);
+        },
+      };
+      const b = ledgerOn(racing, clock, "task-b", ["tb"]);
+
+      // Act
+      const out = await b.acquire("job-1", "rh-2");
+
+      // Assess
+      expect(out).to.deep.include({ kind: "completed", holder: "task-a" });
+      expect(table.items.get("job-1")).to.deep.include({ state: "completed", receipt_handle: "rh-1" });
+    });
+
+    it("an error that is not a failed condition propagates once the re-sends are spent", async () => {
+      // Prepare
+      const store = new FaultyStore();
+      store.faults.push("unapplied", "unapplied", "unapplied", "unapplied");
+      const a = ledgerOn(store, { now: T0 }, "task-a", ["ta"]);
+
+      // Act
+      const out = await a.acquire("job-1", "rh-1").then(
+        () => "resolved",
+        (e: unknown) => (e as Error).message,
+      );
+
+      // Assess
+      expect(out).to.equal("socket hang up");
+      expect(store.table.items.size).to.equal(0);
+    });
+  });
+});
