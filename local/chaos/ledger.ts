@@ -132,6 +132,8 @@ export const WORKER_LEDGER = {
     leaseTaken: "job_lease_taken",
     alreadyCompleted: "job_already_completed",
     heldElsewhere: "job_held_elsewhere",
+    /** With `at: "completion"`: the handler finished, but a newer holder had the lease (its completion refused). */
+    leaseLost: "job_lease_lost",
   },
 } as const;
 
@@ -139,13 +141,15 @@ export const WORKER_LEDGER = {
 export interface WorkerLedgerItem {
   jobKey: string;
   state: string;
-  /** +1 each time a lease was taken to run the job. */
+  /** +1 each time a lease was taken to run the job (a run given back or failed is taken again). */
   runs?: number;
   holder?: string;
+  /** Epoch ms; 0 once the holder released it (a failed job, a give-back). */
+  leaseExpiresAt?: number;
 }
 
 export interface WorkerJobCounts {
-  /** Jobs run more than once: by their runs in the ledger, or by the runs their tasks logged, whichever is more. */
+  /** Jobs whose handler ran to its end more than once (a job interrupted, failed or given back and run again is expected). */
   jobsRunMoreThanOnce: number;
   /** Jobs whose success was logged more than once. */
   jobsCompletedMoreThanOnce: number;
@@ -153,7 +157,7 @@ export interface WorkerJobCounts {
   leakedLeases: number;
   details: {
     ledgerTable: "present" | "absent";
-    /** Items still `running` (leaked only when every message is accounted for). */
+    /** Items still `running` and not released (leaked only when every message is accounted for). */
     leasesRunning: number;
     leasesTaken: number;
     alreadyCompletedSkips: number;
@@ -168,33 +172,31 @@ const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.
 
 /**
  * Pure: the worker's run counts from its tasks' log lines and the ledger's items (undefined: no
- * table, so nothing can leak). A job's runs are its `leaseTaken` lines when it has any (with the
- * ledger, a run starts with a lease), else its `started` lines, and never fewer than the ledger's
- * `runs`. `everyMessageAccounted`: no worker message remains on its queue, so a lease still held
- * has no job behind it.
+ * table, so nothing can leak). A run counts when the job's handler ran to its end: a
+ * `succeeded` line, or a `leaseLost` line at the completion (the handler finished, and a newer
+ * holder's lease refused its completion). A job taken again after it was given back, failed or
+ * lost its lease mid-run is expected, so the ledger's `runs` (every lease taken) is reported, not
+ * judged. A leaked lease is an item still `running` and not released (`leaseExpiresAt` 0 is a
+ * release), once every message is accounted for (`everyMessageAccounted`: no worker message
+ * remains on its queue, so a lease still held has no job behind it).
  */
 export function workerJobCounts(
-  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>,
+  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>,
   ledger: readonly WorkerLedgerItem[] | undefined,
   everyMessageAccounted: boolean,
 ): WorkerJobCounts {
   const s = WORKER_LEDGER.steps;
-  const count = (step: string) => {
+  const count = (step: string, also: (l: { at?: unknown }) => boolean = () => true) => {
     const m = new Map<string, number>();
-    for (const l of lines) if (stepIs(l, step) && typeof l.job_id === "string") m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
+    for (const l of lines) if (stepIs(l, step) && also(l) && typeof l.job_id === "string") m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
     return m;
   };
-  const started = count(s.started);
   const leases = count(s.leaseTaken);
   const succeeded = count(s.succeeded);
-  const runs = new Map<string, number>();
-  for (const job of new Set([...started.keys(), ...leases.keys()])) runs.set(job, leases.get(job) ?? started.get(job) ?? 0);
-  for (const item of ledger ?? []) {
-    const job = WORKER_LEDGER.jobIdOf(item.jobKey);
-    runs.set(job, Math.max(runs.get(job) ?? 0, item.runs ?? 0));
-  }
-  const runTwice = [...runs].filter(([, n]) => n > 1);
-  const running = (ledger ?? []).filter((i) => i.state === "running");
+  const finished = new Map(succeeded);
+  for (const [job, n] of count(s.leaseLost, (l) => l.at === "completion")) finished.set(job, (finished.get(job) ?? 0) + n);
+  const runTwice = [...finished].filter(([, n]) => n > 1);
+  const running = (ledger ?? []).filter((i) => i.state === "running" && i.leaseExpiresAt !== 0);
   const leaked = everyMessageAccounted ? running : [];
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   return {
@@ -204,7 +206,7 @@ export function workerJobCounts(
     details: {
       ledgerTable: ledger === undefined ? "absent" : "present",
       leasesRunning: running.length,
-      leasesTaken: total(leases),
+      leasesTaken: Math.max(total(leases), (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0)),
       alreadyCompletedSkips: lines.filter((l) => stepIs(l, s.alreadyCompleted)).length,
       heldElsewhereSkips: lines.filter((l) => stepIs(l, s.heldElsewhere)).length,
       runTwiceExamples: runTwice.slice(0, 10).map(([job, n]) => ({ job, runs: n })),

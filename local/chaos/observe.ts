@@ -207,7 +207,14 @@ export async function workerLedger(platform: LocalPlatform): Promise<WorkerLedge
       const jobKey = item[WORKER_LEDGER.key]?.S;
       if (jobKey === undefined) continue;
       const runs = item.runs?.N;
-      items.push({ jobKey, state: item.state?.S ?? "", ...(runs !== undefined ? { runs: Number(runs) } : {}), ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}) });
+      const expires = item.lease_expires_at?.N;
+      items.push({
+        jobKey,
+        state: item.state?.S ?? "",
+        ...(runs !== undefined ? { runs: Number(runs) } : {}),
+        ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
+        ...(expires !== undefined ? { leaseExpiresAt: Number(expires) } : {}),
+      });
     }
   }
   return items;

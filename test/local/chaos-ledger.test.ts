@@ -190,11 +190,17 @@ describe("chaos ledger", () => {
   });
 
   describe("workerJobCounts: runs, completions and leases of the worker's jobs", () => {
-    const line = (step: string, job: string) => ({ step, job_id: job });
-    const item = (jobKey: string, state: string, runs?: number, holder?: string): WorkerLedgerItem => ({ jobKey, state, ...(runs !== undefined ? { runs } : {}), ...(holder ? { holder } : {}) });
+    const line = (step: string, job: string): { step: string; job_id: string; at?: string } => ({ step, job_id: job });
+    const item = (jobKey: string, state: string, runs?: number, holder?: string, leaseExpiresAt?: number): WorkerLedgerItem => ({
+      jobKey,
+      state,
+      ...(runs !== undefined ? { runs } : {}),
+      ...(holder ? { holder } : {}),
+      ...(leaseExpiresAt !== undefined ? { leaseExpiresAt } : {}),
+    });
     const cases: Array<{
       name: string;
-      lines: Array<{ step: string; job_id: string }>;
+      lines: Array<{ step: string; job_id: string; at?: string }>;
       ledger: WorkerLedgerItem[] | undefined;
       accounted: boolean;
       expected: { jobsRunMoreThanOnce: number; jobsCompletedMoreThanOnce: number; leakedLeases: number };
@@ -214,23 +220,30 @@ describe("chaos ledger", () => {
         expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
       },
       {
-        name: "leases taken twice in the logs (either spelling) is a job run twice",
-        lines: [line("job_lease_taken", "a"), line("job-lease-taken", "a")],
-        ledger: [item("a", "completed", 1)],
+        name: "a lease taken again after a give-back or a failure (either spelling) is not a job run twice: only runs that reached the end count",
+        lines: [line("job_lease_taken", "a"), line("job-lease-taken", "a"), line("job_succeeded", "a")],
+        ledger: [item("a", "completed", 2)],
+        accounted: true,
+        expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+      },
+      {
+        name: "a run whose completion a newer holder refused, beside a success, is a job run twice",
+        lines: [line("job_lease_taken", "a"), { step: "job_lease_lost", job_id: "a", at: "completion" }, line("job_lease_taken", "a"), line("job_succeeded", "a")],
+        ledger: [item("a", "completed", 2)],
         accounted: true,
         expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
       },
       {
-        name: "the ledger's runs count when the logs show fewer (a task's log lost)",
-        lines: [line("job_lease_taken", "a")],
-        ledger: [item("a", "completed", 2), item("b", "completed", 1)],
+        name: "a lease lost mid-run (at the renewal) is an interrupted run, not a second one",
+        lines: [{ step: "job_lease_lost", job_id: "a", at: "renewal" }, line("job_succeeded", "a")],
+        ledger: [item("a", "completed", 2)],
         accounted: true,
-        expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
+        expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
       },
       {
-        name: "an item still running once every message is accounted for is a leaked lease",
+        name: "an item still running once every message is accounted for is a leaked lease; a released one (expiry 0) is not",
         lines: [],
-        ledger: [item("a", "running", 1, "task-1"), item("b", "completed", 1)],
+        ledger: [item("a", "running", 1, "task-1", Date.now() + 60_000), item("b", "completed", 1), item("c", "running", 1, "task-1", 0)],
         accounted: true,
         expected: { jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 1 },
       },
@@ -251,14 +264,15 @@ describe("chaos ledger", () => {
 
     it("details: the table's presence, leases running, skips and examples", () => {
       const counts = workerJobCounts(
-        [line("job-lease-taken", "a"), line("job_lease_taken", "a"), line("job-already-completed", "a"), line("job-held-elsewhere", "b")],
+        [line("job-lease-taken", "a"), line("job_lease_taken", "a"), line("job_succeeded", "a"), line("job_succeeded", "a"), line("job-already-completed", "a"), line("job-held-elsewhere", "b")],
         [item("a", "completed", 2), item("b", "running", 1, "task-2")],
         true,
       );
       expect(counts.details).to.deep.equal({
         ledgerTable: "present",
         leasesRunning: 1,
-        leasesTaken: 2,
+        // The ledger's runs (a: 2, b: 1) when they are more than the logs show.
+        leasesTaken: 3,
         alreadyCompletedSkips: 1,
         heldElsewhereSkips: 1,
         runTwiceExamples: [{ job: "a", runs: 2 }],
