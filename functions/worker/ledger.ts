@@ -226,10 +226,38 @@ export class JobLedger {
    * whose response was lost; `completed` means delete unrun; a live lease elsewhere gets this
    * receive's handle recorded in it, so its holder extends and deletes with the handle that is
    * current.
+   *
+   * A live lease that names this very task, for a job this task is not running (`runningHere`
+   * false), is our own take whose every answer was lost, abandoned when the take failed: it is
+   * taken over, fenced by its token, rather than left to expire while every receive reads it as
+   * someone else's. And a take that fails (an error after the SDK's retries and the re-sends)
+   * releases whatever it may have taken, fenced by its own token, before the error goes up.
    */
-  async acquire(jobKey: string, receiptHandle: string): Promise<Acquired> {
+  async acquire(jobKey: string, receiptHandle: string, runningHere = false): Promise<Acquired> {
     const holder = await this.o.holder();
     const token = this.newToken();
+    try {
+      return await this.takeOrRecord(jobKey, receiptHandle, holder, token, runningHere);
+    } catch (error) {
+      await this.abandon(jobKey, token);
+      throw error;
+    }
+  }
+
+  /** Releases a take that may have applied unseen (lease_expires_at 0, as a give-back does); a failure is left to the self-takeover. */
+  private async abandon(jobKey: string, token: string): Promise<void> {
+    try {
+      await this.o.store.write({
+        jobKey,
+        condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: token }] },
+        set: { lease_expires_at: 0 },
+      });
+    } catch {
+      // The take's own error is the one to report; an unreleased lease of ours is taken over by our next receive.
+    }
+  }
+
+  private async takeOrRecord(jobKey: string, receiptHandle: string, holder: string, token: string, runningHere: boolean): Promise<Acquired> {
     let last: LedgerItem | undefined;
     for (let round = 0; round < ACQUIRE_ROUNDS; round++) {
       const now = this.now();
@@ -256,6 +284,20 @@ export class JobLedger {
       }
       if (old.state === "completed") return { kind: "completed", holder: old.holder, completedAt: old.completed_at, outcome: old.outcome };
       if (!(old.lease_expires_at >= now)) continue; // expired between the read and our clock: take again
+      if (old.holder === holder && !runningHere) {
+        // Our own lease, of a take we gave up on (every answer lost): take it over, fenced by its token.
+        const over = await this.write({
+          jobKey,
+          condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: old.lease_token }] },
+          set: { holder, lease_token: token, lease_expires_at: now + this.o.leaseMs, receipt_handle: receiptHandle, expires_at: this.ttl(now) },
+          add: { runs: 1 },
+        });
+        if (over.applied) return { kind: "taken", lease: this.leaseFrom(asItem(over.attributes), { jobKey, token, holder, receiptHandle }), recovered: true };
+        const met = asItem(over.old);
+        last = met;
+        if (met?.lease_token === token) return { kind: "taken", lease: this.leaseFrom(met, { jobKey, token, holder, receiptHandle }), recovered: true };
+        continue;
+      }
       // A live lease elsewhere: record this receive's handle in it, fenced by that lease's token.
       const record = await this.write({
         jobKey,

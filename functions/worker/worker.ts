@@ -263,6 +263,11 @@ export class Worker {
     }
   }
 
+  /** Whether this task is running `jobKey` under another receive of it (not `message` itself). */
+  private runsHere(jobKey: string, message: Message): boolean {
+    return [...this.running].some((r) => r.message !== message && r.lease?.jobKey === jobKey);
+  }
+
   /**
    * A job runs only under its lease. A message whose job is complete is deleted unrun (this
    * receive's handle is the current one); one whose job another task holds is left alone: its
@@ -274,7 +279,7 @@ export class Worker {
     const fields = { job_key: jobKey, job_id: job.job_id, message_id: message.MessageId, receive_count: receiveCount(message) };
     let acquired: Awaited<ReturnType<JobLedger["acquire"]>>;
     try {
-      acquired = await this.d.ledger.acquire(jobKey, message.ReceiptHandle ?? "");
+      acquired = await this.d.ledger.acquire(jobKey, message.ReceiptHandle ?? "", this.runsHere(jobKey, message));
     } catch (error) {
       // Nothing proves the job is free to run: the message shows again after the queue's visibility.
       logStep(this.d.logger, "error", "job_lease_failed", { ...fields, error: errorMessage(error) });

@@ -129,7 +129,8 @@ async function receive(world: World, name: TaskName, f: Fault = "none"): Promise
   const free = before === undefined || (before.state === "running" && before.lease_expires_at < world.now);
   let out: Awaited<ReturnType<JobLedger["acquire"]>>;
   try {
-    out = await t.ledger.acquire(JOB, handle);
+    // As the worker does: a task that is running the job under a lease says so (runsHere).
+    out = await t.ledger.acquire(JOB, handle, t.lease !== undefined);
   } catch {
     return; // the take's outcome is unknown to the task: it does not run the job
   }

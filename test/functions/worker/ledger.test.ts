@@ -297,6 +297,52 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
       expect(table.items.get("job-1")).to.deep.include({ state: "completed", receipt_handle: "rh-1" });
     });
 
+    it("a take whose every answer is lost is released before its error goes up, so the next receive takes the job at once", async () => {
+      // Prepare: the first send applies; it and every re-send lose their answers
+      const clock = { now: T0 };
+      const store = new FaultyStore();
+      store.faults.push("lost", "lost", "lost", "lost");
+      const a = ledgerOn(store, clock, "task-a", ["ta"]);
+      const b = ledgerOn(store, clock, "task-b", ["tb"]);
+
+      // Act
+      const failed = await a.acquire("job-1", "rh-1").then(
+        () => "resolved",
+        (e: unknown) => (e as Error).message,
+      );
+      const next = await b.acquire("job-1", "rh-2");
+
+      // Assess
+      expect(failed).to.equal("read ECONNRESET");
+      expect(next).to.deep.include({ kind: "taken", recovered: false });
+      expect(store.table.items.get("job-1")).to.deep.include({ holder: "task-b", lease_token: "tb", runs: 2 });
+    });
+
+    for (const runningHere of [false, true]) {
+      it(`an unreleased lease of this very task, from a take it gave up on, is ${runningHere ? "left alone while this task runs the job" : "taken over by its next receive, fenced by that lease's token"}`, async () => {
+        // Prepare: every answer of the take lost, and the release fails too
+        const clock = { now: T0 };
+        const store = new FaultyStore();
+        store.faults.push("lost", "lost", "lost", "lost", "unapplied");
+        const a = ledgerOn(store, clock, "task-a", ["ta", "ta2"]);
+        await a.acquire("job-1", "rh-1").catch(() => undefined);
+        expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta", lease_expires_at: T0 + LEASE_MS });
+
+        // Act: the message shows again, to the same task, while its lease is live
+        clock.now += 1000;
+        const out = await a.acquire("job-1", "rh-2", runningHere);
+
+        // Assess
+        if (runningHere) {
+          expect(out).to.deep.include({ kind: "held", holder: "task-a" });
+          expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta", receipt_handle: "rh-2", runs: 1 });
+        } else {
+          expect(out).to.deep.include({ kind: "taken", recovered: true });
+          expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta2", receipt_handle: "rh-2", runs: 2, lease_expires_at: T0 + 1000 + LEASE_MS });
+        }
+      });
+    }
+
     it("an error that is not a failed condition propagates once the re-sends are spent", async () => {
       // Prepare
       const store = new FaultyStore();
