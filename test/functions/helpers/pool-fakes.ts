@@ -58,6 +58,10 @@ export class FakePoolQueue {
   readonly inFlight = new Set<string>();
   private messages: { id: string; body: string }[] = [];
   private seq = 0;
+  /** Handles already used to delete a message. */
+  private readonly deleted = new Set<string>();
+  /** The next deletes apply and lose their answer. */
+  deleteAnswersLost = 0;
 
   constructor(clock?: FakeClock, readonly queueUrl = QUEUE_URL) {
     this.mock.on(ReceiveMessageCommand).callsFake(() => {
@@ -69,7 +73,15 @@ export class FakePoolQueue {
     });
     this.mock.on(DeleteMessageCommand).callsFake((input: DeleteMessageCommandInput) => {
       if (input.QueueUrl !== this.queueUrl) throw sqsError("AWS.SimpleQueueService.NonExistentQueue");
+      // As SQS: a handle already used to delete deletes again without error; one never handed out is invalid.
+      if (input.ReceiptHandle && this.deleted.has(input.ReceiptHandle)) return {};
       if (!input.ReceiptHandle || !this.inFlight.delete(input.ReceiptHandle)) throw sqsError("ReceiptHandleIsInvalid");
+      this.deleted.add(input.ReceiptHandle);
+      if (this.deleteAnswersLost > 0) {
+        this.deleteAnswersLost -= 1;
+        // Applied, and its answer never came back (what the SDK reports once its retries are spent).
+        throw Object.assign(new Error("read ECONNRESET"), { name: "TimeoutError" });
+      }
       return {};
     });
     this.mock.on(SendMessageCommand).callsFake((input: SendMessageCommandInput) => {

@@ -277,6 +277,20 @@ describe("pickup manager (seed 004)", () => {
       });
     }
 
+    it("a delete on receipt whose answer was lost is re-sent, so a malformed advert is still discarded and counted, not dropped unjudged", async () => {
+      // Prepare: a malformed advert; its delete applies and its answer is lost (the SDK gave up)
+      const t = arrange();
+      const deps = { ...t.deps, resend: { rounds: 4, baseDelayMs: 0, sleep: async () => undefined } };
+      t.queue.push("not json");
+      t.queue.deleteAnswersLost = 1;
+      // Act
+      const result = await pickup(deps, t.request());
+      // Assess: the re-send learned the delete had applied; the advert was judged
+      expect(result).to.deep.include({ kind: "exhausted", scope: "global" });
+      expect(t.queue.calls("DeleteMessageCommand")).to.equal(2);
+      expect(t.logger.steps()).to.include("advert_discarded");
+    });
+
     it("propagates an SQS error (after the SDK's retries) instead of looping", async () => {
       const t = arrange();
       t.queue.mock.on(ReceiveMessageCommand).rejects(new Error("AWS.SimpleQueueService.NonExistentQueue"));
