@@ -73,6 +73,8 @@ interface Running {
   leaseLost: boolean;
   /** The beat in flight, if any: awaited before a retry or give-back sets the visibility, so a late extension cannot undo it. */
   beat: Promise<unknown> | undefined;
+  /** The job's ledger key, once parsed: set before the take, so a second receive of the job on this task sees it is in hand. */
+  jobKey?: string;
 }
 
 export interface WorkerStats {
@@ -252,7 +254,8 @@ export class Worker {
     if (!parsed.ok) return this.quarantine(message, parsed.reason);
     const handler = this.d.handlers.get(parsed.job.type);
     if (!handler) return this.quarantine(message, `unknown job type ${JSON.stringify(parsed.job.type)}`);
-    entry.lease = await this.takeLease(message, parsed.job);
+    entry.jobKey = jobKeyOf(parsed.job, message);
+    entry.lease = await this.takeLease(entry, parsed.job);
     if (!entry.lease) return;
     this.workedSinceIdle = true;
     await this.d.protection.acquire();
@@ -263,9 +266,13 @@ export class Worker {
     }
   }
 
-  /** Whether this task is running `jobKey` under another receive of it (not `message` itself). */
-  private runsHere(jobKey: string, message: Message): boolean {
-    return [...this.running].some((r) => r.message !== message && r.lease?.jobKey === jobKey);
+  /**
+   * Whether another receive of `jobKey` on this task is taking or running it: two copies of one
+   * message can arrive in one batch, and the first's take is still on its way when the second
+   * meets the lease it wrote, naming this task.
+   */
+  private runsHere(jobKey: string, entry: Running): boolean {
+    return [...this.running].some((r) => r !== entry && r.jobKey === jobKey);
   }
 
   /**
@@ -274,12 +281,13 @@ export class Worker {
    * handle is recorded in that lease, the holder's next beat hides the message again with it and
    * deletes with it, and this task spends no visibility change on it.
    */
-  private async takeLease(message: Message, job: Job): Promise<Lease | undefined> {
+  private async takeLease(entry: Running, job: Job): Promise<Lease | undefined> {
+    const { message } = entry;
     const jobKey = jobKeyOf(job, message);
     const fields = { job_key: jobKey, job_id: job.job_id, message_id: message.MessageId, receive_count: receiveCount(message) };
     let acquired: Awaited<ReturnType<JobLedger["acquire"]>>;
     try {
-      acquired = await this.d.ledger.acquire(jobKey, message.ReceiptHandle ?? "", this.runsHere(jobKey, message));
+      acquired = await this.d.ledger.acquire(jobKey, message.ReceiptHandle ?? "", this.runsHere(jobKey, entry));
     } catch (error) {
       // Nothing proves the job is free to run: the message shows again after the queue's visibility.
       logStep(this.d.logger, "error", "job_lease_failed", { ...fields, error: errorMessage(error) });
