@@ -26,6 +26,14 @@ under the dispatcher's lock), and werkzeug logs every request line to a pipe nob
 is cached (the package does not change while the server runs) and request lines are logged only
 for errors, which keeps the GIL for the calls the platform makes.
 
+moto's SQS DeleteMessage rebuilds the queue's message list outside the queue's lock and then
+assigns it back, while SendMessage appends under that lock: a message sent between the two steps
+is dropped without a trace, never received and on no queue; two concurrent deletes undo each
+other, and a deleted message comes back. A chaos run at 30 % faults (seed 3,
+10,000 messages) lost 5 ingest windows that way: consumers delete while the traffic is still
+being sent. AWS never loses an acknowledged send, so a delete here takes the queue's lock and
+removes its message in place (atomic_deletes).
+
 MOTO_SWITCH_INTERVAL (seconds) shortens Python's thread switch interval. Tests set it to make
 interleavings that are rare at the default likely, so the lock is proven rather than assumed.
 """
@@ -41,6 +49,7 @@ from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
 from moto.sqs import models as sqs_models
+from moto.sqs.exceptions import ReceiptHandleIsInvalid
 from moto.sqs.models import Queue
 from moto.ssm.responses import SimpleSystemManagerResponse
 
@@ -88,6 +97,29 @@ def fast_sqs_clock() -> None:
     sqs_models.unix_time_millis = unix_time_millis  # type: ignore[assignment]
 
 
+def atomic_deletes() -> None:
+    """Queue.delete_message with moto's semantics (an already-deleted handle is a no-op, an unknown
+    one is ReceiptHandleIsInvalid), applied under the queue's lock and in place, so a concurrent
+    SendMessage (add_message, under the same lock) or a move to the DLQ is never undone."""
+
+    def delete_message(self: Queue, receipt_handle: str) -> None:  # type: ignore[no-untyped-def]
+        with self._messages_lock:
+            if receipt_handle in self.deleted_messages:
+                return
+            doomed = [m for m in self._messages if m.had_receipt_handle(receipt_handle)]
+            if not doomed:
+                raise ReceiptHandleIsInvalid()
+            for message in doomed:
+                self.pending_messages.discard(message)
+                self.deleted_messages.update(message.all_receipt_handles)  # type: ignore[arg-type]
+                try:
+                    self._messages.remove(message)
+                except ValueError:
+                    pass  # a receive moved it to the DLQ meanwhile
+
+    Queue.delete_message = delete_message  # type: ignore[method-assign]
+
+
 def cached_module_list() -> None:
     modules = tuple(backends.list_of_moto_modules())
     backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
@@ -100,6 +132,7 @@ if __name__ == "__main__":
     for handler in (DynamoHandler, SimpleSystemManagerResponse):
         serialised(handler, threading.Lock())
     patient_long_polls()
+    atomic_deletes()
     cached_module_list()
     fast_sqs_clock()
     # werkzeug's request lines (one per call) go to a pipe only read on a failed start.

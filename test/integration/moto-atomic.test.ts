@@ -3,8 +3,13 @@
  * request thread; local/moto-server.py runs each DynamoDB and SSM request under a lock so that
  * concurrent writers cannot both pass one condition. MOTO_SWITCH_INTERVAL makes the interleaving
  * that is rare at Python's default likely: without the lock, rounds here see two winners.
+ *
+ * The same for SQS's one write that moto applies in two steps: DeleteMessage rebuilds the queue's
+ * list and assigns it back, so a message sent between the two steps vanished (a chaos run lost 5
+ * windows that way). moto-server.py deletes under the queue's lock, in place.
  */
 import { CreateTableCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { MotoServer, motoClientEnv } from "../../local/moto";
@@ -28,6 +33,7 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
   const moto = new MotoServer();
   let dynamodb: DynamoDBClient;
   let ssm: SSMClient;
+  let sqs: SQSClient;
 
   before(async () => {
     const endpoint = await moto.start({ env: { MOTO_SWITCH_INTERVAL: "0.000001" } });
@@ -35,6 +41,7 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
     const config = { endpoint, region: "us-east-1", credentials: { accessKeyId: AWS_ACCESS_KEY_ID!, secretAccessKey: AWS_SECRET_ACCESS_KEY! }, maxAttempts: 1 };
     dynamodb = new DynamoDBClient(config);
     ssm = new SSMClient(config);
+    sqs = new SQSClient(config);
     await dynamodb.send(
       new CreateTableCommand({
         TableName: "jobs",
@@ -48,6 +55,7 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
   after(async () => {
     dynamodb?.destroy();
     ssm?.destroy();
+    sqs?.destroy();
     await moto.stop();
   });
 
@@ -115,4 +123,35 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
       expect(winnersPerRound.filter((n) => n !== 1), "rounds without exactly one winner").to.deep.equal([]);
     });
   }
+
+  it(`SQS SendMessage beside DeleteMessage: ${ROUNDS} rounds, no sent message lost`, async () => {
+    // Prepare
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "race-sends", Attributes: { VisibilityTimeout: "600" } }));
+    const leftPerRound: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const olds = await Promise.all(Array.from({ length: WRITERS }, (_, i) => sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `old-${round}-${i}` }))));
+      const handles: string[] = [];
+      while (handles.length < olds.length) {
+        const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+        handles.push(...(out.Messages ?? []).map((m) => m.ReceiptHandle ?? ""));
+      }
+      // Act: every old message deleted while as many new ones are sent
+      await Promise.all([
+        ...handles.map((ReceiptHandle) => sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle }))),
+        ...Array.from({ length: WRITERS }, (_, i) => sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `new-${round}-${i}` }))),
+      ]);
+      const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
+      const left = Number(attributes.Attributes?.ApproximateNumberOfMessages) + Number(attributes.Attributes?.ApproximateNumberOfMessagesNotVisible);
+      leftPerRound.push(left);
+      // Take this round's new messages out of the way of the next round's receive.
+      let taken = 0;
+      while (taken < Number(attributes.Attributes?.ApproximateNumberOfMessages)) {
+        const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+        for (const m of out.Messages ?? []) await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: m.ReceiptHandle }));
+        taken += out.Messages?.length ?? 0;
+      }
+    }
+    // Assess
+    expect(leftPerRound.filter((n) => n !== WRITERS), "rounds where a sent message vanished").to.deep.equal([]);
+  });
 });
