@@ -50,15 +50,17 @@ describe("ingest/window handler", () => {
       expect(t.metrics.count("WindowsProcessed")).to.equal(1);
     });
 
-    const httpFailures: { name: string; behaviour: FakeGpuService["behaviour"]; error: string }[] = [
+    // Only the hang needs a short timeout; a reply under a busy machine (a mutation run beside a
+    // chaos run) can take longer than 150 ms, and then a 429 reads as a timeout.
+    const httpFailures: { name: string; behaviour: FakeGpuService["behaviour"]; error: string; timeoutMs?: number }[] = [
       { name: "a 500 reply", behaviour: { status: 500 }, error: "500" },
       { name: "a 429 reply", behaviour: { status: 429 }, error: "429" },
       { name: "a 404 reply", behaviour: { status: 404 }, error: "404" },
-      { name: "no reply before the timeout", behaviour: "hang", error: "TimeoutError" },
+      { name: "no reply before the timeout", behaviour: "hang", error: "TimeoutError", timeoutMs: 150 },
     ];
     for (const c of httpFailures) {
       it(`reports ${c.name} as an item failure`, async () => {
-        const t = harness(150);
+        const t = harness(c.timeoutMs);
         gpuUp(t);
         gpu.behaviour = c.behaviour;
         const record = sqsRecord();
