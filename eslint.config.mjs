@@ -27,9 +27,21 @@ export const IMPORT_BOUNDARIES = [
   },
   { from: "infra/", forbid: ["infra/index"], why: "infra/index.ts is the composition root: nothing inside infra/ imports it" },
   { from: "infra/parts/", forbid: ["infra/config", "infra/index"], why: "infra/ runs one way: index.ts → config.ts → parts/ → components/ → iam/" },
-  { from: "infra/components/", forbid: ["infra/parts/", "infra/config", "infra/index"], why: "infra/ runs one way: index.ts → config.ts → parts/ → components/ → iam/" },
-  { from: "infra/iam/", forbid: ["infra/components/", "infra/parts/", "infra/config", "infra/index"], why: "infra/ runs one way: index.ts → config.ts → parts/ → components/ → iam/" },
-  { from: "plan/", forbid: ["local/", "test/", "scripts/", "stryker/"], why: "plan/ imports the program and the pack; local/ builds on plan/, not the reverse" },
+  {
+    from: "infra/components/",
+    forbid: ["infra/parts/", "infra/config", "infra/index"],
+    why: "infra/ runs one way: index.ts → config.ts → parts/ → components/ → iam/",
+  },
+  {
+    from: "infra/iam/",
+    forbid: ["infra/components/", "infra/parts/", "infra/config", "infra/index"],
+    why: "infra/ runs one way: index.ts → config.ts → parts/ → components/ → iam/",
+  },
+  {
+    from: "plan/",
+    forbid: ["local/", "test/", "scripts/", "stryker/"],
+    why: "plan/ imports the program and the pack; local/ builds on plan/, not the reverse",
+  },
   { from: "local/", forbid: ["test/", "scripts/", "stryker/"], why: "only tests and scripts import test helpers and scripts" },
 ];
 
@@ -40,7 +52,10 @@ const within = (target, entry) => (entry.endsWith("/") ? target.startsWith(entry
 function resolveSpecifier(filename, specifier) {
   const abs = path.resolve(path.dirname(filename), specifier);
   const isDir = fs.existsSync(abs) && fs.statSync(abs).isDirectory();
-  const rel = path.relative(ROOT, isDir ? path.join(abs, "index") : abs).split(path.sep).join("/");
+  const rel = path
+    .relative(ROOT, isDir ? path.join(abs, "index") : abs)
+    .split(path.sep)
+    .join("/");
   return noExtension(rel);
 }
 

@@ -41,7 +41,11 @@ export function fillRegions(markdown: string, render: (name: string, body: strin
   return markdown.replace(REGION, (_all, name: string, body: string) => `<!-- generated:${name} -->\n${render(name, body).trimEnd()}\n<!-- /generated -->`);
 }
 
-const mdCell = (s: string) => s.replace(/\|/g, "\\|").replace(/\s*\n\s*/g, " ").trim();
+const mdCell = (s: string) =>
+  s
+    .replace(/\|/g, "\\|")
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
 const code = (s: string) => (s.includes("`") ? `\`\` ${s} \`\`` : `\`${s}\``);
 
 // ---------------------------------------------------------------------------------------------
@@ -65,7 +69,13 @@ export function renderOutputs(byStack: Record<string, string[]>): string {
   const names = [...new Set(Object.values(byStack).flat())];
   const stacks = Object.keys(byStack);
   const rows = names.map((n) => `| ${code(n)} | ${stacks.map((s) => (byStack[s]!.includes(n) ? "yes" : "–")).join(" | ")} |`);
-  return [`${names.length} outputs, as the program returns them:`, "", `| output | ${stacks.join(" | ")} |`, `|---|${stacks.map(() => "---|").join("")}`, ...rows].join("\n");
+  return [
+    `${names.length} outputs, as the program returns them:`,
+    "",
+    `| output | ${stacks.join(" | ")} |`,
+    `|---|${stacks.map(() => "---|").join("")}`,
+    ...rows,
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,7 +167,7 @@ export function readWorkflows(root = REPO_ROOT): WorkflowFile[] {
       const triggers = typeof on === "string" ? [on] : Array.isArray(on) ? on.map(String) : Object.keys((on ?? {}) as object);
       const comment = text
         .split("\n")
-        .filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith("#")))
+        .filter((_line, i, all) => all.slice(0, i + 1).every((x) => x.startsWith("#")))
         .map((l) => l.replace(/^#\s?/, ""))
         .join(" ");
       return { file, name: doc.name ?? file, triggers, jobs: Object.keys(doc.jobs ?? {}), summary: firstSentence(comment) };
@@ -225,7 +235,8 @@ export function configKeys(schema: JsonSchema, prefix: string[] = []): ConfigKey
 }
 
 const isEmptyObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
-const objectOf = (s: JsonSchema): JsonSchema | undefined => (s.type === "object" ? s : [...(s.anyOf ?? []), ...(s.oneOf ?? [])].find((x) => x.type === "object"));
+const objectOf = (s: JsonSchema): JsonSchema | undefined =>
+  s.type === "object" ? s : [...(s.anyOf ?? []), ...(s.oneOf ?? [])].find((x) => x.type === "object");
 
 /** A short type: `integer 2–1000`, `"Single" \| "OnePerAz"`, `string[]`, `{protocol, endpoint}[]`. Pure. */
 export function typeOf(s: JsonSchema): string {
@@ -277,7 +288,8 @@ export function schemaDocs(file: string, source: string): SchemaDoc[] {
       const jsdoc = ts.getJSDocCommentsAndTags(node).filter(ts.isJSDoc).at(-1);
       if (jsdoc) {
         const chain: string[] = [];
-        for (let n: ts.Node | undefined = node; n; n = n.parent) if (ts.isPropertyAssignment(n) || ts.isShorthandPropertyAssignment(n)) chain.unshift(nameOf(n.name));
+        for (let n: ts.Node | undefined = node; n; n = n.parent)
+          if (ts.isPropertyAssignment(n) || ts.isShorthandPropertyAssignment(n)) chain.unshift(nameOf(n.name));
         const text = ts.getTextOfJSDocComment(jsdoc.comment) ?? "";
         const def = jsdoc.tags?.find((t) => t.tagName.text === "default");
         docs.push({ file, chain, text: text.replace(/\s+/g, " ").trim(), ...(def ? { default: (ts.getTextOfJSDocComment(def.comment) ?? "").trim() } : {}) });
@@ -323,12 +335,15 @@ const shortValue = (v: unknown): string => {
 
 /** The stack schema as JSON schema (input side: what a stack file may say). */
 export async function stackJsonSchema(): Promise<JsonSchema> {
-  const { stackConfigSchema } = await import("../infra/config");
+  const { stackConfigSchema } = await import("../infra/config.js");
   return z.toJSONSchema(stackConfigSchema, { io: "input", unrepresentable: "any" }) as JsonSchema;
 }
 
 export function readStackConfig(stack: string, root = REPO_ROOT): Record<string, unknown> {
-  return ((parse(fs.readFileSync(path.join(root, `Pulumi.${stack}.yaml`), "utf8")) as { config?: Record<string, unknown> }).config ?? {}) as Record<string, unknown>;
+  return ((parse(fs.readFileSync(path.join(root, `Pulumi.${stack}.yaml`), "utf8")) as { config?: Record<string, unknown> }).config ?? {}) as Record<
+    string,
+    unknown
+  >;
 }
 
 /** The config reference: one table per top-level key, a row per key. Pure. */

@@ -27,7 +27,7 @@ export function mappedFolders(map: string): string[] {
 function folderMap(): string {
   const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
   const m = /^## Where things are\n[\s\S]*?^```\n([\s\S]*?)^```/m.exec(readme);
-  expect(m, "README.md has no folder map under \"## Where things are\"").to.not.equal(null);
+  expect(m, 'README.md has no folder map under "## Where things are"').to.not.equal(null);
   return m![1]!;
 }
 
@@ -45,6 +45,9 @@ describe("README.md's folder map", () => {
     const tracked = execFileSync("git", ["ls-files"], { cwd: REPO_ROOT, encoding: "utf8" }).split("\n");
     const top = [...new Set(tracked.filter((f) => f.includes("/")).map((f) => f.split("/")[0]!))].filter((f) => !f.startsWith(".")).sort();
     const mapped = new Set(mappedFolders(folderMap()));
-    expect(top.filter((f) => !mapped.has(f)), "top-level folders missing from the map").to.deep.equal([]);
+    expect(
+      top.filter((f) => !mapped.has(f)),
+      "top-level folders missing from the map",
+    ).to.deep.equal([]);
   });
 });

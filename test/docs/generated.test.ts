@@ -26,11 +26,13 @@ describe("the generated lists in README.md and docs/", function () {
     it("rewrites only the bodies of marked regions, by name", () => {
       const md = "a\n<!-- generated:x -->\nold\n<!-- /generated -->\nb\n<!-- generated:y -->\n<!-- /generated -->\n";
       expect(regionNames(md)).to.deep.equal(["x", "y"]);
-      expect(fillRegions(md, (name, body) => `${name}:${body.trim()}`)).to.equal("a\n<!-- generated:x -->\nx:old\n<!-- /generated -->\nb\n<!-- generated:y -->\ny:\n<!-- /generated -->\n");
+      expect(fillRegions(md, (name, body) => `${name}:${body.trim()}`)).to.equal(
+        "a\n<!-- generated:x -->\nx:old\n<!-- /generated -->\nb\n<!-- generated:y -->\ny:\n<!-- /generated -->\n",
+      );
     });
 
     it("reads the tiers from test:tiers in order, keeps each row's prose, and marks a new tier for describing", () => {
-      const pkg = { scripts: { "test:tiers": "npm run a && npm run b", a: "mocha \"test/a/**/*.test.ts\" --ignore test/a/x.ts", b: "tsc -p ." } };
+      const pkg = { scripts: { "test:tiers": "npm run a && npm run b", a: 'mocha "test/a/**/*.test.ts" --ignore test/a/x.ts', b: "tsc -p ." } };
       expect(tierScripts(pkg)).to.deep.equal(["a", "b"]);
       const table = renderTiers(pkg, "| `npm run a` | old | what a checks |");
       expect(table).to.contain("| `npm run a` | `test/a/**/*.test.ts` | what a checks |");
@@ -55,7 +57,21 @@ describe("the generated lists in README.md and docs/", function () {
       });
       expect(keys.map((k) => k.path.join("."))).to.deep.equal(["a.b", "m", "m.<name>.size"]);
       expect(keys[0]).to.deep.include({ type: "integer 1–5", default: 2 });
-      const source = ["const s = z.object({", "  a: z.object({", "    /** B of a. */", "    b: z.number(),", "  }),", "  /** Any b. */", "  b: z.number(),", "  /**", "   * Size.", "   * @default 1", "   */", "  size: z.number(),", "});"];
+      const source = [
+        "const s = z.object({",
+        "  a: z.object({",
+        "    /** B of a. */",
+        "    b: z.number(),",
+        "  }),",
+        "  /** Any b. */",
+        "  b: z.number(),",
+        "  /**",
+        "   * Size.",
+        "   * @default 1",
+        "   */",
+        "  size: z.number(),",
+        "});",
+      ];
       const docs = schemaDocs("x.ts", source.join("\n"));
       expect(docFor(["a", "b"], docs)?.text).to.equal("B of a.");
       expect(docFor(["c", "b"], docs)?.text).to.equal("Any b.");

@@ -36,7 +36,10 @@ describe("the import rules of docs/architecture.md, as a lint", function () {
 
   const right: Array<[string, string]> = [
     ["functions/ingest/planted.ts", 'import { x } from "../shared/env";\nimport { y } from "./gpu";\nexport const z = [x, y];\n'],
-    ["infra/parts/planted.ts", 'export { grants } from "../../functions/ingest/iam";\nexport { PRODUCT } from "../../policy/contract";\nexport { ManagedQueue } from "../components/managed-queue";\n'],
+    [
+      "infra/parts/planted.ts",
+      'export { grants } from "../../functions/ingest/iam";\nexport { PRODUCT } from "../../policy/contract";\nexport { ManagedQueue } from "../components/managed-queue";\n',
+    ],
     ["policy/rules/planted.ts", 'export { PRODUCT } from "../contract";\n'],
     ["local/planted.ts", 'export { x } from "../plan/mocks";\nexport { y } from "../infra/config";\n'],
   ];

@@ -57,7 +57,8 @@ describe("links in README.md and docs/ resolve", () => {
           broken.push(`${link}: no such file`);
           continue;
         }
-        if (anchor !== undefined && resolved.endsWith(".md") && !anchors(fs.readFileSync(resolved, "utf8")).has(anchor)) broken.push(`${link}: no such heading`);
+        if (anchor !== undefined && resolved.endsWith(".md") && !anchors(fs.readFileSync(resolved, "utf8")).has(anchor))
+          broken.push(`${link}: no such heading`);
       }
       expect(broken).to.deep.equal([]);
     });
