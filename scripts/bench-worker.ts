@@ -15,8 +15,7 @@ import { buildHandlers, type HandlerRegistry } from "../functions/worker/handler
 import { TaskProtection } from "../functions/worker/protection";
 import { JobLedger, MemoryLedgerStore } from "../functions/worker/ledger";
 import { createWorker } from "../functions/worker/worker";
-import { testWorkerConfig } from "../test/functions/helpers/worker-deps";
-import { job, message, mockedWorkerDeps, waitFor } from "../test/functions/helpers/worker-deps";
+import { job, message, mockedWorkerDeps, testWorkerConfig, waitFor } from "../test/functions/helpers/worker-deps";
 import { RecordingLogger, RecordingMetrics } from "../test/functions/helpers/telemetry";
 
 const MESSAGES = 200;

@@ -3,16 +3,14 @@ import { z } from "zod";
 import type { SQSRecord } from "aws-lambda";
 import { logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
-import { processSqsBatch } from "../shared/sqs";
-import { budgetFrom } from "./budget";
+import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
+import { budgetFrom, type TimeBudget } from "./budget";
 import { HousekeepingMessageSchema, parseBody, TASK_TYPES, type HousekeepingMessage, type TaskType } from "./messages";
 import { oldJobs } from "./tasks/old-jobs";
 import { orphanedInstances } from "./tasks/orphaned-instances";
 import { poolAudit } from "./tasks/pool-audit";
 import { staleSsm } from "./tasks/stale-ssm";
 import type { TaskDeps, TaskResult } from "./tasks/types";
-import type { SqsBatchHandler } from "../shared/sqs";
-import type { TimeBudget } from "./budget";
 
 export interface HousekeepingHandlerDeps extends TaskDeps {
   sqs: SQSClient;

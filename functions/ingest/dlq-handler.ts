@@ -5,7 +5,7 @@ import type { SQSRecord } from "aws-lambda";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
-import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch } from "../shared/sqs";
+import { approximateReceiveCount, messageAgeSeconds, once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import type { DlqConfig } from "./config";
 import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type AutostartOutcome, type GpuAddress, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
@@ -13,7 +13,6 @@ import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./par
 import type { FetchFn } from "./gpu-http";
 import { parseWindowPayload } from "./payload";
 import { changeVisibilityInBatches } from "./visibility";
-import type { SqsBatchHandler } from "../shared/sqs";
 
 export interface DlqHandlerDeps {
   ssm: SSMClient;

@@ -1,6 +1,6 @@
 /**
  * The CI workflows (.github/workflows): actionlint finds nothing (and does find a broken workflow),
- * and each workflow keeps the promises the README makes of it.
+ * and each workflow keeps the promises docs/ci.md makes of it.
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";

@@ -40,7 +40,7 @@ describe("stack config refuses what AWS would refuse", () => {
 });
 
 /** Elastic IPs: one per NAT gateway, from one regional quota that both stacks share when they share a region. */
-describe("the Elastic IP quota the stacks take, as the README states it", () => {
+describe("the Elastic IP quota the stacks take, as docs/deploy.md states it", () => {
   const eipsOf = (stack: string) => {
     const { network } = parseStackConfig(stackConfig(stack));
     return natGatewayCount(network.natGateways, zoneCount({ availabilityZoneNames: network.availabilityZoneIds, availabilityZones: network.availabilityZones }));
@@ -62,14 +62,14 @@ describe("the Elastic IP quota the stacks take, as the README states it", () => 
     expect(zoneCount({})).to.equal(2);
   });
 
-  it("the README's deploy checklist gives each stack's count and their sum against the default quota, from the committed stack files", () => {
+  it("the deploy checklist (docs/deploy.md) gives each stack's count and their sum against the default quota, from the committed stack files", () => {
     // Prepare
-    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    const readme = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
     const stated = /Elastic IPs.*?dev takes (\d+) and prod (\d+): (\d+) of the default (\d+) per region/s.exec(readme);
     // Act
     const [dev, prod] = [eipsOf("dev"), eipsOf("prod")];
     // Assess
-    expect(stated, "the README's Elastic IP bullet is missing or reworded").to.not.equal(null);
+    expect(stated, "the Elastic IP bullet of docs/deploy.md is missing or reworded").to.not.equal(null);
     expect(stated!.slice(1).map(Number)).to.deep.equal([dev, prod, dev + prod, DEFAULT_ELASTIC_IP_QUOTA]);
     expect(dev + prod, "both stacks fit one region's default quota").to.be.at.most(DEFAULT_ELASTIC_IP_QUOTA);
   });

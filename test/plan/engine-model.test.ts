@@ -14,8 +14,7 @@ import { byteOrder } from "../../policy/lib/provider-normal-form";
 import { UNKNOWN_STRING } from "../../policy/testing/engine";
 import { PROVIDER_SCHEMA, computedUnsetAttributes, isAwsCustom } from "../../policy/testing/provider-model";
 import type { RecordedResource } from "../../policy/testing/types";
-import type { PlanDocument } from "../../plan/render";
-import { UNKNOWN_IN_JSON } from "../../plan/render";
+import { type PlanDocument, UNKNOWN_IN_JSON } from "../../plan/render";
 import { planJson } from "../infra/helpers/run-plan";
 
 function unknownPaths(value: unknown, at = ""): string[] {

@@ -1,7 +1,12 @@
-import { EC2Client, EC2ServiceException, type DescribeInstancesCommandOutput } from "@aws-sdk/client-ec2";
+import {
+  DescribeInstancesCommand,
+  type DescribeInstancesCommandInput,
+  type DescribeInstancesCommandOutput,
+  EC2Client,
+  EC2ServiceException,
+} from "@aws-sdk/client-ec2";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
-import { DescribeInstancesCommand, type DescribeInstancesCommandInput } from "@aws-sdk/client-ec2";
 import { mockClient } from "aws-sdk-client-mock";
 import type { DlqConfig, WindowConfig } from "../../../functions/ingest/config";
 import type { DlqHandlerDeps } from "../../../functions/ingest/dlq-handler";

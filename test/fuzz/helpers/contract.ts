@@ -7,8 +7,7 @@ import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from
 import type { SQSBatchResponse } from "aws-lambda";
 import type { AwsClientStub } from "aws-sdk-client-mock";
 import { expect } from "chai";
-import type { FuzzRecord } from "./arbitraries";
-import { SQS_MAX_BYTES } from "./arbitraries";
+import { type FuzzRecord, SQS_MAX_BYTES } from "./arbitraries";
 
 /** The reason attribute the shared quarantine helper sets (functions/shared/quarantine.ts). */
 export const REASON_ATTRIBUTE = "quarantine-reason";
