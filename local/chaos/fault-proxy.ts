@@ -17,7 +17,7 @@
  */
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
-import { closeServer, listenOnLoopback } from "../loopback";
+import { closeServer, listenOnLoopback } from "../aws/loopback";
 import { errorResponse, operationOf, serviceOf } from "./protocols";
 import { KeyedStreams } from "./rng";
 

@@ -9,7 +9,7 @@
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
-import type { GpuServiceSimulator } from "../gpu-service";
+import type { GpuServiceSimulator } from "../hosts/gpu-service";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue, ScenarioSummary } from "../types";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
