@@ -16,7 +16,7 @@
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSEvent } from "aws-lambda";
 import type { InvokeResult } from "./lambda-host";
-import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../sqs-record";
+import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../functions/shared/sqs-record";
 import type { LocalMapping } from "../types";
 
 export interface MappingStats {

@@ -16,7 +16,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Worker } from "node:worker_threads";
-import { regionOfArn } from "../sqs-record";
+import { regionOfArn } from "../../functions/shared/sqs-record";
 import type { LocalFunction } from "../types";
 
 export type InvokeResult =

@@ -1,10 +1,10 @@
 import type { Message } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
-import { asSqsRecord, queueArnFromUrl, receiveCount } from "../../../functions/worker/sqs-record";
+import { queueArnFromUrl, receiveCount, toSqsRecord } from "../../../functions/shared/sqs-record";
 
 const QUEUE_ARN = "arn:aws:sqs:eu-west-1:123456789012:worker";
 
-describe("worker: a polled message in Lambda's SQSRecord shape (functions/worker/sqs-record.ts)", () => {
+describe("a polled message in Lambda's SQSRecord shape (functions/shared/sqs-record.ts)", () => {
   it("carries every fact of a polled message over under Lambda's names", () => {
     // Prepare
     const message: Message = {
@@ -16,7 +16,7 @@ describe("worker: a polled message in Lambda's SQSRecord shape (functions/worker
     };
 
     // Act
-    const record = asSqsRecord(message, QUEUE_ARN);
+    const record = toSqsRecord(message, QUEUE_ARN);
 
     // Assess
     expect(record).to.deep.equal({
@@ -33,11 +33,11 @@ describe("worker: a polled message in Lambda's SQSRecord shape (functions/worker
   });
 
   it("fills what a message lacks with Lambda's neutral values", () => {
-    expect(asSqsRecord({}, QUEUE_ARN)).to.deep.equal({
-      messageId: "unknown",
+    expect(toSqsRecord({}, QUEUE_ARN)).to.deep.equal({
+      messageId: "",
       receiptHandle: "",
       body: "",
-      attributes: { ApproximateReceiveCount: "0", SentTimestamp: "0", SenderId: "", ApproximateFirstReceiveTimestamp: "0" },
+      attributes: { ApproximateReceiveCount: "1", SentTimestamp: "", SenderId: "", ApproximateFirstReceiveTimestamp: "" },
       messageAttributes: {},
       md5OfBody: "",
       eventSource: "aws:sqs",
@@ -46,8 +46,16 @@ describe("worker: a polled message in Lambda's SQSRecord shape (functions/worker
     });
   });
 
-  it("takes no region from a queue ARN without one", () => {
-    expect(asSqsRecord({}, "not-an-arn").awsRegion).to.equal("");
+  it("takes us-east-1 for a queue ARN without a region", () => {
+    expect(toSqsRecord({}, "not-an-arn").awsRegion).to.equal("us-east-1");
+  });
+
+  it("spells message attributes as Lambda does: camelCase, binary as base64, list fields present", () => {
+    const record = toSqsRecord({ MessageAttributes: { kind: { DataType: "String", StringValue: "a" }, blob: { DataType: "Binary", BinaryValue: Buffer.from("hi") } } }, QUEUE_ARN);
+    expect(record.messageAttributes).to.deep.equal({
+      kind: { stringValue: "a", stringListValues: [], binaryListValues: [], dataType: "String" },
+      blob: { binaryValue: Buffer.from("hi").toString("base64"), stringListValues: [], binaryListValues: [], dataType: "Binary" },
+    });
   });
 
   const urls: Array<[string, string, string]> = [

@@ -1,8 +1,9 @@
 /**
  * SQS API messages → the records Lambda's SQS event source hands a function. The SDK's
  * ReceiveMessage output and Lambda's event spell the same data differently (PascalCase vs
- * camelCase attributes, Uint8Array vs base64), and handlers parse the Lambda spelling, so the
- * local event source and the integration tests' `pollOnce` both build events here.
+ * camelCase attributes, Uint8Array vs base64), and handlers parse the Lambda spelling. The one
+ * converter: the local event source and the integration tests' `pollOnce` build events here, and
+ * the worker turns a polled message into the record the shared quarantine helper takes.
  */
 import type { Message, MessageAttributeValue } from "@aws-sdk/client-sqs";
 import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from "aws-lambda";
@@ -70,4 +71,18 @@ export function toLambdaAttributes(attributes: Record<string, MessageAttributeVa
     };
   }
   return out;
+}
+
+/** `https://sqs.us-east-1.amazonaws.com/123456789012/work` → `arn:aws:sqs:us-east-1:123456789012:work`. */
+export function queueArnFromUrl(url: string): string {
+  const u = new URL(url);
+  const [, account, name] = u.pathname.split("/");
+  const region = /sqs\.([a-z0-9-]+)\./.exec(u.hostname)?.[1] ?? "unknown";
+  return `arn:aws:sqs:${region}:${account ?? "unknown"}:${name ?? "unknown"}`;
+}
+
+/** A message's ApproximateReceiveCount, 0 when SQS did not return it. */
+export function receiveCount(message: Message): number {
+  const n = Number(message.Attributes?.ApproximateReceiveCount);
+  return Number.isFinite(n) ? n : 0;
 }
