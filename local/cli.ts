@@ -21,8 +21,8 @@ import { LocalPlatform } from "./platform";
 import { buildReportData, renderReport } from "./show/report";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize } from "./scenarios/scenario";
-import type { AlarmReport, LiveSnapshot, ScenarioSummary } from "./types";
-import { LiveView, renderAlarmReport, renderSummaryTable, summaryDocument } from "./show/view";
+import type { AlarmReport } from "./observe/alarm-watch";
+import { type LiveSnapshot, LiveView, renderAlarmReport, renderSummaryTable, type ScenarioSummary, summaryDocument } from "./show/view";
 
 /** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
 export const RUN_OPTIONS = {

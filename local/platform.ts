@@ -27,8 +27,7 @@ import { LocalScheduler } from "./hosts/scheduler";
 import { SqsClockProxy } from "./aws/sqs-clock";
 import { Ec2ClockProxy } from "./aws/ec2-clock";
 import { EcsClientTokenProxy } from "./aws/ecs-client-token";
-import { deployLocally } from "./provision/topology";
-import type { LocalFunction, LocalQueue, Topology } from "./types";
+import { deployLocally, type LocalFunction, type LocalQueue, type Topology } from "./provision/topology";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 
 export interface PlatformOptions {

@@ -12,7 +12,16 @@
  * samples counts as `treatMissingData` says. Only periods from the alarm's first sample on are
  * looked at: before the run the alarm did not exist.
  */
-import type { AlarmFiring, LocalAlarm } from "../types";
+import type { LocalAlarm } from "../provision/topology";
+
+/** One OK → ALARM transition an alarm would have made, in simulated ms since the run's start. */
+export interface AlarmFiring {
+  atMs: number;
+  /** The statistic of the period that crossed the threshold, at that moment. */
+  value: number;
+  /** When it went back to OK; absent when it was still in ALARM at the end. */
+  okAtMs?: number;
+}
 
 /** One reading of a queue's ApproximateNumberOfMessagesVisible, at simulated epoch ms. */
 export interface QueueSample {
@@ -249,4 +258,16 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
 export function alarmSubject(alarm: LocalAlarm, state: AlarmState, region: string): string {
   const subject = `${state}: "${alarm.name}" in ${region}`;
   return subject.length <= 100 ? subject : `${subject.slice(0, 97)}...`;
+}
+
+/** Simulated time since the run's start, `+hh:mm:ss` (hours keep counting past 99). */
+export function runTime(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `+${two(Math.floor(total / 3600))}:${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
+}
+
+/** A statistic's value: whole numbers as they are, others to two decimals (an Average). */
+export function alarmValue(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }

@@ -8,11 +8,39 @@
  */
 import { SetAlarmStateCommand, type CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { PublishCommand, type SNSClient } from "@aws-sdk/client-sns";
-import { alarmMessage, alarmSubject, evaluateAlarms, firingsOf, OPERATORS, stateReason, unsupportedReason, type AlarmEvaluation, type AlarmTransition, type QueueSample } from "./alarm-eval";
+import { alarmMessage, alarmSubject, alarmValue, evaluateAlarms, firingsOf, OPERATORS, runTime, stateReason, unsupportedReason, type AlarmEvaluation, type AlarmFiring, type AlarmTransition, type QueueSample } from "./alarm-eval";
 import type { SimClock } from "../hosts/clock";
 import type { DepthRound, DepthSource } from "./depth-sampler";
-import type { AlarmReport, LocalAlarm, LocalQueue, LocalTopic } from "../types";
-import { alarmValue, runTime } from "../show/view";
+import type { LocalAlarm, LocalQueue, LocalTopic } from "../provision/topology";
+
+/** What the run's queue-depth samples say of one alarm. */
+export interface AlarmOutcome {
+  alarm: string;
+  logicalName: string;
+  queue?: string;
+  statistic: string;
+  comparisonOperator: string;
+  threshold?: number;
+  periodSeconds: number;
+  evaluationPeriods: number;
+  firings: AlarmFiring[];
+  /** Names of the topics in moto the state changes were published to. */
+  notified: string[];
+  /** Action ARNs that are no topic in moto: nothing was published there. */
+  unreachableActions: string[];
+  /** Why the alarm could not be evaluated from queue depths; absent when it was. */
+  unsupported?: string;
+}
+
+/** The end-of-run alarm block, and `--json`'s `alarms`. */
+export interface AlarmReport {
+  /** Queue-depth samples taken, and the simulated time between two rounds of them. */
+  samples: number;
+  sampleEverySimMs: number;
+  /** SNS messages published to topics in moto (ALARM and OK state changes). */
+  published: number;
+  alarms: AlarmOutcome[];
+}
 
 /** Sampling faster than this only loads moto: at high speeds a round then spans several simulated minutes. */
 export const MIN_SAMPLE_REAL_MS = 200;

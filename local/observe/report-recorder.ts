@@ -8,7 +8,7 @@
 import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { GpuServiceState } from "../hosts/gpu-service";
-import type { LocalQueue } from "../types";
+import type { LocalQueue } from "../provision/topology";
 
 /** The GPU as a chart shows it: its instance not running, running but the service not up yet, or serving. */
 export type GpuPhase = "stopped" | "booting" | "serving";

@@ -4,7 +4,8 @@
  */
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalSchedule, ScenarioSummary } from "../types";
+import type { LocalQueue, LocalSchedule } from "../provision/topology";
+import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 

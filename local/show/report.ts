@@ -11,8 +11,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/report-recorder";
-import type { AlarmReport, LocalQueue, ScenarioSummary, Timing } from "../types";
-import { formatTiming, runTime } from "./view";
+import type { AlarmReport } from "../observe/alarm-watch";
+import type { LocalQueue } from "../provision/topology";
+import { runTime } from "../observe/alarm-eval";
+import { formatTiming, type ScenarioSummary, type Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
 export type SeriesKind = "source" | "dlq" | "quarantine" | "gpu" | "deliveries" | "tasks";

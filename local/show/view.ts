@@ -6,8 +6,77 @@
  * Rendering is pure (snapshot in, lines out) so it is tested without a terminal; LiveView only
  * decides *when* to write and how to overwrite the previous block.
  */
-import { OPERATORS } from "../observe/alarm-eval";
-import type { AlarmOutcome, AlarmReport, LiveSnapshot, QueueGauge, ScenarioSummary, Timing } from "../types";
+import { alarmValue, OPERATORS, runTime } from "../observe/alarm-eval";
+import type { AlarmOutcome, AlarmReport } from "../observe/alarm-watch";
+
+/**
+ * One key timing of a scenario. The run's clock goes `--speed` times faster than the wall, so
+ * a duration a person waited for and the duration the platform lived through differ: both are
+ * given (built with `timing()` or `keyTimings()` of local/scenarios/scenario.ts).
+ */
+export interface Timing {
+  wallMs: number;
+  simulatedSeconds: number;
+}
+
+/** The real instants (epoch ms) a key timing runs between. */
+export interface TimingMark {
+  fromMs: number;
+  toMs: number;
+}
+
+/** Where every message sent ended up: the counts a scenario and the chaos run both account for. */
+export interface MessageCounts {
+  /** Messages put on a queue. */
+  sent: number;
+  /** Messages whose effect was observed (GPU received it, task launched, job completed…). */
+  processed: number;
+  /** Messages moved to a quarantine queue with a reason. */
+  quarantined: number;
+  /** Messages sitting in a DLQ at the end. */
+  inDlq: number;
+  /** Messages still on their source queue at the end (visible or in flight). */
+  remaining: number;
+  /** sent − processed − quarantined − inDlq − remaining: must be 0. */
+  lost: number;
+}
+
+/** One row of the end-of-run table, and one entry of `--json`'s `scenarios`. */
+export interface ScenarioSummary extends MessageCounts {
+  scenario: string;
+  wallMs: number;
+  /** Key timings, in wall time and in simulated time (null when the event never happened). */
+  timings: Record<string, Timing | null>;
+  /**
+   * When each key timing's interval began and ended, for the HTML report's timeline; a timing
+   * without a mark is listed there but not drawn. Absent when the scenario marks none.
+   */
+  marks?: Record<string, TimingMark>;
+  /** Scenario-specific counts (tasks launched, duplicates, claims…). */
+  details: Record<string, unknown>;
+  /** Expectations the scenario checked that did not hold (empty when it passed). */
+  failures: string[];
+}
+
+/** One gauge row of the live view. */
+export interface QueueGauge {
+  /** Short label, e.g. `ingest` or `ingest-dlq`. */
+  label: string;
+  visible: number;
+  inFlight: number;
+}
+
+/** What the live view draws on each tick. */
+export interface LiveSnapshot {
+  scenario: string;
+  elapsedMs: number;
+  progress: { done: number; total: number };
+  queues: QueueGauge[];
+  /** Counters shown under the gauges, e.g. processed, quarantined, in DLQ. */
+  counters: Record<string, number>;
+  /** Free-form status lines, e.g. `GPU: running (serving)`. */
+  status: string[];
+}
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
@@ -476,18 +545,6 @@ export function summaryDocument(
 
 // ---------------------------------------------------------------------------------------------
 // The alarms
-
-/** Simulated time since the run's start, `+hh:mm:ss` (hours keep counting past 99). */
-export function runTime(ms: number): string {
-  const total = Math.max(0, Math.floor(ms / 1000));
-  const two = (n: number) => String(n).padStart(2, "0");
-  return `+${two(Math.floor(total / 3600))}:${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
-}
-
-/** A statistic's value: whole numbers as they are, others to two decimals (an Average). */
-export function alarmValue(n: number): string {
-  return Number.isInteger(n) ? String(n) : n.toFixed(2);
-}
 
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;

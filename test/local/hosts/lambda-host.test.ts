@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { type InvokeResult, LambdaHost } from "../../../local/hosts/lambda-host";
-import type { LocalFunction } from "../../../local/types";
+import type { LocalFunction } from "../../../local/provision/topology";
 import { localFunction } from "../fixtures/functions";
 
 const AWS_ENV = { AWS_ENDPOINT_URL: "http://127.0.0.1:1", AWS_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing" };

@@ -1,8 +1,8 @@
 /** local/observe/alarm-eval.ts and alarmReport: what CloudWatch would have done with the run's queue-depth samples. */
 import { expect } from "chai";
-import { alarmMessage, alarmSubject, evaluateAlarms, firingsOf, stateReason, type AlarmTransition, type QueueSample } from "../../../local/observe/alarm-eval";
+import { type AlarmFiring, alarmMessage, alarmSubject, type AlarmTransition, evaluateAlarms, firingsOf, type QueueSample, stateReason } from "../../../local/observe/alarm-eval";
 import { alarmReport } from "../../../local/observe/alarm-watch";
-import type { AlarmFiring, LocalAlarm } from "../../../local/types";
+import type { LocalAlarm } from "../../../local/provision/topology";
 
 const MINUTE = 60_000;
 /** 2026-11-24 01:55 UTC: on a 5-minute boundary, as CloudWatch aligns periods. */

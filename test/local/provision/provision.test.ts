@@ -22,8 +22,8 @@ import {
   splitCreated,
   taskDefinitionsFrom,
   topicsFrom,
+  type Topology,
 } from "../../../local/provision/topology";
-import type { Topology } from "../../../local/types";
 import type { RecordedResource } from "../../../policy/testing/types";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 import { provisionInChild, runProvisionChild } from "../helpers/provision-run";

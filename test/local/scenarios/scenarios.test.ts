@@ -8,7 +8,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import { nodeNote } from "../../../local/cli";
-import type { AlarmReport, ScenarioSummary } from "../../../local/types";
+import type { AlarmReport } from "../../../local/observe/alarm-watch";
+import type { ScenarioSummary } from "../../../local/show/view";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const REPORT = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "local-run-")), "report.html");

@@ -4,8 +4,9 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import { formatTiming, LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, runTime, summaryDocument, type ViewTimers } from "../../../local/show/view";
-import type { AlarmOutcome, AlarmReport, LiveSnapshot, ScenarioSummary } from "../../../local/types";
+import { formatTiming, type LiveSnapshot, LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, type ScenarioSummary, summaryDocument, type ViewTimers } from "../../../local/show/view";
+import { runTime } from "../../../local/observe/alarm-eval";
+import type { AlarmOutcome, AlarmReport } from "../../../local/observe/alarm-watch";
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
