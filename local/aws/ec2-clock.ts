@@ -12,8 +12,8 @@
  * way EC2 does, so the platform's handling of that window runs locally too.
  * Requests pass through unchanged. moto checks no signatures; never put this in front of AWS.
  */
-import * as http from "node:http";
-import { closeServer, listenOnLoopback } from "./loopback";
+import type * as http from "node:http";
+import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 
 /**
  * Pure: every `<launchTime>` in an EC2 XML response, on the simulated clock; for an instance in
@@ -53,74 +53,51 @@ export function incorrectStateError(id: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>IncorrectInstanceState</Code><Message>The instance '${id}' is not in a state from which it can be started.</Message></Error></Errors><RequestID>local-ec2-clock</RequestID></Response>`;
 }
 
-export class Ec2ClockProxy {
-  private server?: http.Server;
-  private readonly agent = new http.Agent({ keepAlive: true });
+export class Ec2ClockProxy extends InterceptingProxy {
+  private readonly target: URL;
   private readonly startedAt = new Map<string, number>();
   /** Real ms until which each instance the proxy saw stopped is still `stopping`. */
   private readonly stoppingUntil = new Map<string, number>();
 
-  constructor(private readonly opts: { target: string; clock: { t0Ms: number; speed: number }; stopDelayRealMs?: number }) {}
+  constructor(private readonly opts: { target: string; clock: { t0Ms: number; speed: number }; stopDelayRealMs?: number }) {
+    super("Ec2ClockProxy");
+    this.target = new URL(opts.target);
+  }
 
   private stopping(): string[] {
     const now = Date.now();
     return [...this.stoppingUntil].filter(([, until]) => until > now).map(([id]) => id);
   }
 
-  async start(): Promise<string> {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    return listenOnLoopback(this.server);
+  /** Listens on a free loopback port; resolves to the proxy's base URL. */
+  start(): Promise<string> {
+    return this.listen((req, res) => {
+      readBody(req).then(
+        (body) => this.answer(req, body, res),
+        () => res.destroy(),
+      );
+    });
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    await closeServer(server);
-    this.agent.destroy();
-  }
-
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => this.forward(req, Buffer.concat(chunks), res));
-  }
-
-  private forward(req: http.IncomingMessage, requestBody: Buffer, res: http.ServerResponse): void {
+  private answer(req: http.IncomingMessage, requestBody: Buffer, res: http.ServerResponse): void {
     const text = requestBody.toString("utf8");
     const startedNow = startedInstanceIds(text);
     const refused = startedNow.find((id) => this.stopping().includes(id));
     if (refused) {
-      const body = incorrectStateError(refused);
-      res.writeHead(400, { "content-type": "text/xml", "content-length": Buffer.byteLength(body) });
-      res.end(body);
+      sendReply(res, 400, { "content-type": "text/xml" }, incorrectStateError(refused));
       return;
     }
     const stoppedNow = instanceIdsOf("StopInstances", text);
-    const target = new URL(this.opts.target);
-    const upstream = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: this.agent },
+    this.exchange(this.target, req, requestBody).then(
       (up) => {
-        const chunks: Buffer[] = [];
-        up.on("data", (c: Buffer) => chunks.push(c));
-        up.on("end", () => {
-          if ((up.statusCode ?? 500) < 300) {
-            for (const id of startedNow) this.startedAt.set(id, Date.now());
-            for (const id of stoppedNow) this.stoppingUntil.set(id, Date.now() + (this.opts.stopDelayRealMs ?? 0));
-          }
-          const xml = simulateLaunchTimes(Buffer.concat(chunks).toString("utf8"), this.opts.clock, this.startedAt);
-          const body = Buffer.from(stoppedNow.length > 0 ? xml : stillStopping(xml, this.stopping()), "utf8");
-          const headers = { ...up.headers, "content-length": String(body.length) };
-          delete headers["transfer-encoding"];
-          res.writeHead(up.statusCode ?? 502, headers);
-          res.end(body);
-        });
-        up.on("error", () => res.destroy());
+        if (up.status < 300) {
+          for (const id of startedNow) this.startedAt.set(id, Date.now());
+          for (const id of stoppedNow) this.stoppingUntil.set(id, Date.now() + (this.opts.stopDelayRealMs ?? 0));
+        }
+        const xml = simulateLaunchTimes(up.body.toString("utf8"), this.opts.clock, this.startedAt);
+        sendReply(res, up.status, up.headers, stoppedNow.length > 0 ? xml : stillStopping(xml, this.stopping()));
       },
+      (err: Error) => this.fail(res, this.target, err),
     );
-    upstream.on("error", (err) => {
-      res.writeHead(502, { "content-type": "text/plain" });
-      res.end(`moto unreachable: ${err.message}`);
-    });
-    upstream.end(requestBody);
   }
 }

@@ -11,8 +11,8 @@
  * token wait for the first's answer. Only RunTask is looked at; everything else passes through.
  * moto checks no signatures; never put this in front of AWS.
  */
-import * as http from "node:http";
-import { closeServer, listenOnLoopback } from "./loopback";
+import type * as http from "node:http";
+import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 
 /** ECS's documented idempotency window for RunTask's clientToken. */
 export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
@@ -53,7 +53,7 @@ interface Remembered {
 
 interface Answer {
   status: number;
-  headers: http.OutgoingHttpHeaders;
+  headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders;
   body: Buffer;
 }
 
@@ -66,9 +66,8 @@ export interface EcsClientTokenProxyOptions {
   windowMs?: number;
 }
 
-export class EcsClientTokenProxy {
-  private server?: http.Server;
-  private readonly agent = new http.Agent({ keepAlive: true });
+export class EcsClientTokenProxy extends InterceptingProxy {
+  private readonly target: URL;
   private readonly tokens = new Map<string, Remembered>();
   /** Calls under way per token: a second call with the token waits for the first's outcome. */
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -76,42 +75,28 @@ export class EcsClientTokenProxy {
   private readonly windowMs: number;
   readonly counts = { runTasks: 0, replayed: 0, conflicts: 0 };
 
-  constructor(private readonly opts: EcsClientTokenProxyOptions) {
+  constructor(opts: EcsClientTokenProxyOptions) {
+    super("EcsClientTokenProxy");
+    this.target = new URL(opts.target);
     this.now = opts.now ?? Date.now;
     this.windowMs = opts.windowMs ?? CLIENT_TOKEN_WINDOW_MS;
   }
 
-  async start(): Promise<string> {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    return listenOnLoopback(this.server);
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    await closeServer(server);
-    this.agent.destroy();
-  }
-
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      this.answer(req, Buffer.concat(chunks))
-        .then((a) => {
-          res.writeHead(a.status, a.headers);
-          res.end(a.body);
-        })
-        .catch((err: unknown) => {
-          res.writeHead(502, { "content-type": "text/plain" });
-          res.end(`moto unreachable: ${err instanceof Error ? err.message : String(err)}`);
-        });
+  /** Listens on a free loopback port; resolves to the proxy's base URL. */
+  start(): Promise<string> {
+    return this.listen((req, res) => {
+      readBody(req)
+        .then((body) => this.answer(req, body))
+        .then(
+          (a) => sendReply(res, a.status, a.headers, a.body),
+          (err: Error) => this.fail(res, this.target, err),
+        );
     });
   }
 
   private async answer(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
     const token = req.headers["x-amz-target"] === RUN_TASK_TARGET ? tokenOf(body) : undefined;
-    if (token === undefined) return this.forward(req, body);
+    if (token === undefined) return this.toMoto(req, body);
     this.counts.runTasks += 1;
     for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
     const parameters = runTaskParameters(JSON.parse(body.toString("utf8")) as Json);
@@ -128,7 +113,7 @@ export class EcsClientTokenProxy {
     let done!: () => void;
     this.inFlight.set(token, new Promise<void>((resolve) => (done = resolve)));
     try {
-      const answer = await this.forward(req, body);
+      const answer = await this.toMoto(req, body);
       const taskArns = taskArnsOf(answer.body);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
       if (answer.status < 300 && taskArns.length > 0) {
@@ -141,23 +126,10 @@ export class EcsClientTokenProxy {
     }
   }
 
-  private forward(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
-    const target = new URL(this.opts.target);
-    return new Promise((resolve, reject) => {
-      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: this.agent }, (up) => {
-        const chunks: Buffer[] = [];
-        up.on("data", (c: Buffer) => chunks.push(c));
-        up.on("end", () => {
-          const out = Buffer.concat(chunks);
-          const headers: http.OutgoingHttpHeaders = { ...up.headers, "content-length": String(out.length) };
-          delete headers["transfer-encoding"];
-          resolve({ status: up.statusCode ?? 502, headers, body: out });
-        });
-        up.on("error", reject);
-      });
-      upstream.on("error", reject);
-      upstream.end(body);
-    });
+  /** Forwarded to moto, without aborting when the client goes away: a RunTask that reached moto still binds its token. */
+  private async toMoto(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
+    const up = await this.exchange(this.target, req, body);
+    return { status: up.status, headers: up.headers, body: up.body };
   }
 }
 

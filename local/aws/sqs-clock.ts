@@ -33,7 +33,7 @@
  */
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
-import { closeServer, listenOnLoopback } from "./loopback";
+import { InterceptingProxy, readBody } from "./intercepting-proxy";
 import {
   answerWithStale,
   DELETE_MESSAGE,
@@ -87,12 +87,9 @@ function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-export class SqsClockProxy {
+export class SqsClockProxy extends InterceptingProxy {
   private readonly target: URL;
   private readonly speed: number;
-  private server?: http.Server;
-  // Keep-alive to moto: a fresh TCP connection per SQS call would add latency to every poll.
-  private readonly agent = new http.Agent({ keepAlive: true });
   private counts = { requests: 0, rewritten: 0 };
   /** Pending "visible again" calls by receipt handle: a later change to the same handle replaces it. */
   private readonly reveals = new Map<string, NodeJS.Timeout>();
@@ -105,6 +102,7 @@ export class SqsClockProxy {
    * `false` turns the receipt-handle rule off (moto's behaviour). @default a ReceiptHandles of its own
    */
   constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false }) {
+    super("SqsClockProxy");
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
     this.target = new URL(opts.target);
     if (this.target.protocol !== "http:") throw new Error(`SqsClockProxy: target must be an http:// URL (moto), got ${opts.target}`);
@@ -114,18 +112,14 @@ export class SqsClockProxy {
 
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
   async start(): Promise<string> {
-    if (this.server) throw new Error("SqsClockProxy already started");
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    return listenOnLoopback(this.server);
+    if (this.listening) throw new Error("SqsClockProxy already started");
+    return this.listen((req, res) => this.handle(req, res));
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    await closeServer(server);
+  /** Pending reveals die with the proxy. */
+  protected override onStop(): void {
     for (const t of this.reveals.values()) clearTimeout(t);
     this.reveals.clear();
-    this.agent.destroy();
   }
 
   stats(): { requests: number; rewritten: number } {
@@ -138,27 +132,26 @@ export class SqsClockProxy {
     const target = this.receipts ? jsonTarget(req) : undefined;
     const handles = target !== undefined && (HANDLE_OPERATIONS.has(target) || target === RECEIVE_MESSAGE) ? target : undefined;
     if (!rewrite && handles === undefined) {
-      this.forward(req, res, req.rawHeaders, (upstream) => req.pipe(upstream));
+      this.stream(this.target, req, res);
       return;
     }
     // Only the few operations that carry a duration or a receipt handle are buffered; their bodies are small.
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("error", () => res.destroy());
-    req.on("end", () => {
-      let original: Buffer = Buffer.concat(chunks);
-      const receipt = handles !== undefined ? this.receiptRule(handles, original) : undefined;
-      if (receipt?.answer) {
-        respond(res, receipt.answer);
-        return;
-      }
-      if (receipt?.forward) original = receipt.forward;
-      const body = rewrite ? this.rewriteBody(original, rewrite) : original;
-      if (body !== original) this.counts.rewritten++;
-      const target = req.headers["x-amz-target"];
-      const reveal = rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch") ? this.exactReveal(original, req.rawHeaders) : undefined;
-      this.forward(req, res, withContentLength(req.rawHeaders, body.length), (upstream) => upstream.end(body), reveal, receipt?.onReply);
-    });
+    readBody(req).then((body) => this.intercept(req, res, body, rewrite, handles), () => res.destroy());
+  }
+
+  private intercept(req: http.IncomingMessage, res: http.ServerResponse, received: Buffer, rewrite: Rewrite | undefined, handles: string | undefined): void {
+    let original: Buffer = received;
+    const receipt = handles !== undefined ? this.receiptRule(handles, original) : undefined;
+    if (receipt?.answer) {
+      respond(res, receipt.answer);
+      return;
+    }
+    if (receipt?.forward) original = receipt.forward;
+    const body = rewrite ? this.rewriteBody(original, rewrite) : original;
+    if (body !== original) this.counts.rewritten++;
+    const target = req.headers["x-amz-target"];
+    const reveal = rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch") ? this.exactReveal(original, req.rawHeaders) : undefined;
+    this.relay(req, res, withContentLength(req.rawHeaders, body.length), body, reveal, receipt?.onReply);
   }
 
   /**
@@ -294,55 +287,34 @@ export class SqsClockProxy {
     };
   }
 
-  private forward(
+  /** A buffered call on to moto; `onReply`, when given, reads (and may amend) moto's answer before it is sent on. */
+  private relay(
     req: http.IncomingMessage,
     res: http.ServerResponse,
     headers: string[],
-    send: (upstream: http.ClientRequest) => void,
+    body: Buffer,
     onStatus?: (status: number) => void,
     onReply?: (status: number, reply: Buffer) => Buffer,
   ): void {
-    const upstream = http.request({
-      host: this.target.hostname,
-      port: this.target.port,
-      method: req.method,
-      path: req.url,
-      headers,
-      agent: this.agent,
-    });
-    upstream.on("response", (reply) => {
-      const status = reply.statusCode ?? 502;
-      onStatus?.(status);
-      reply.on("error", () => res.destroy());
-      if (!onReply) {
-        res.writeHead(status, reply.statusMessage, reply.rawHeaders);
-        reply.pipe(res);
-        return;
-      }
-      // The receipt-handle rule reads (and may amend) the answer: buffered, then sent with its own length.
-      const chunks: Buffer[] = [];
-      reply.on("data", (c: Buffer) => chunks.push(c));
-      reply.on("end", () => {
-        const body = onReply(status, Buffer.concat(chunks));
-        res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, body.length));
-        res.end(body);
-      });
-    });
-    upstream.on("error", (err) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      res.writeHead(502, { "content-type": "text/plain" });
-      res.end(`SqsClockProxy: moto at ${this.target.origin} did not answer: ${err.message}`);
-    });
-    // A client that gives up (an aborted long poll, a closed socket) must not leave a request
-    // to moto running, nor crash the proxy with an unhandled error.
-    res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    req.on("error", () => upstream.destroy());
-    send(upstream);
+    this.forward(this.target, req, body, { headers, abortWith: res }).then(
+      (reply) => {
+        const status = reply.statusCode ?? 502;
+        onStatus?.(status);
+        reply.on("error", () => res.destroy());
+        if (!onReply) {
+          res.writeHead(status, reply.statusMessage, reply.rawHeaders);
+          reply.pipe(res);
+          return;
+        }
+        // The receipt-handle rule reads (and may amend) the answer: buffered, then sent with its own length.
+        readBody(reply).then((replyBody) => {
+          const amended = onReply(status, replyBody);
+          res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, amended.length));
+          res.end(amended);
+        }, () => res.destroy());
+      },
+      (err: Error) => this.fail(res, this.target, err),
+    );
   }
 }
 
