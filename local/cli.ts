@@ -16,13 +16,13 @@ import * as path from "node:path";
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
-import { RUNTIME as LAMBDA_RUNTIME } from "./lambda-host";
+import { RUNTIME as LAMBDA_RUNTIME } from "./hosts/lambda-host";
 import { LocalPlatform } from "./platform";
-import { buildReportData, renderReport } from "./report";
+import { buildReportData, renderReport } from "./show/report";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize } from "./scenarios/scenario";
-import type { AlarmReport, LiveSnapshot, ScenarioSummary } from "./types";
-import { LiveView, renderAlarmReport, renderSummaryTable, summaryDocument } from "./view";
+import type { AlarmReport } from "./observe/alarm-watch";
+import { type LiveSnapshot, LiveView, renderAlarmReport, renderSummaryTable, type ScenarioSummary, summaryDocument } from "./show/view";
 
 /** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
 export const RUN_OPTIONS = {

@@ -14,22 +14,21 @@ import { SNSClient } from "@aws-sdk/client-sns";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
-import { AlarmWatcher, sampleEveryRealMs } from "./alarm-watch";
-import { SimClock } from "./clock";
-import { DepthSampler, type QueueDepth, readDepth, roundEveryRealMs } from "./depth-sampler";
-import { EcsTaskSimulator, type SimTask } from "./ecs-tasks";
-import { SqsEventSource } from "./event-source";
-import { GpuServiceSimulator } from "./gpu-service";
-import { LambdaHost } from "./lambda-host";
-import { MotoServer, motoClientEnv } from "./moto";
-import { RunRecorder } from "./report-recorder";
-import { LocalScheduler } from "./scheduler";
-import { SqsClockProxy } from "./sqs-clock";
-import { Ec2ClockProxy } from "./ec2-clock";
-import { EcsClientTokenProxy } from "./ecs-client-token";
-import { deployLocally } from "./topology";
-import type { LocalFunction, LocalQueue, Topology } from "./types";
-import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./worker-service";
+import { AlarmWatcher, sampleEveryRealMs } from "./observe/alarm-watch";
+import { SimClock } from "./hosts/clock";
+import { DepthSampler, type QueueDepth, readDepth, roundEveryRealMs } from "./observe/depth-sampler";
+import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
+import { SqsEventSource } from "./hosts/event-source";
+import { GpuServiceSimulator } from "./hosts/gpu-service";
+import { LambdaHost } from "./hosts/lambda-host";
+import { MotoServer, motoClientEnv } from "./aws/moto";
+import { RunRecorder } from "./observe/report-recorder";
+import { LocalScheduler } from "./hosts/scheduler";
+import { SqsClockProxy } from "./aws/sqs-clock";
+import { Ec2ClockProxy } from "./aws/ec2-clock";
+import { EcsClientTokenProxy } from "./aws/ecs-client-token";
+import { deployLocally, type LocalFunction, type LocalQueue, type Topology } from "./provision/topology";
+import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 
 export interface PlatformOptions {
   stack: string;
@@ -71,7 +70,7 @@ export interface CodeEndpoints {
   byService: Record<string, string>;
 }
 
-export type { QueueDepth } from "./depth-sampler";
+export type { QueueDepth } from "./observe/depth-sampler";
 
 /**
  * How often the report's recorder wants the queues' depths, in real ms: fine enough for a

@@ -11,12 +11,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { REPO_ROOT } from "../infra/bundle";
-import { SqsEventSource } from "../local/event-source";
-import { LambdaHost } from "../local/lambda-host";
-import { MotoServer, motoClientEnv } from "../local/moto";
-import { SqsClockProxy } from "../local/sqs-clock";
-import { deployLocally } from "../local/topology";
-import type { LocalFunction, LocalMapping } from "../local/types";
+import { SqsEventSource } from "../local/hosts/event-source";
+import { LambdaHost } from "../local/hosts/lambda-host";
+import { MotoServer, motoClientEnv } from "../local/aws/moto";
+import { SqsClockProxy } from "../local/aws/sqs-clock";
+import { deployLocally, type LocalFunction, type LocalMapping } from "../local/provision/topology";
 
 const REGION = "us-east-1";
 const SAMPLES = 5;

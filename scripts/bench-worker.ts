@@ -10,7 +10,7 @@ import * as path from "node:path";
 import * as zlib from "node:zlib";
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { bundleFunction, REPO_ROOT } from "../infra/bundle";
-import { MotoServer } from "../local/moto";
+import { MotoServer } from "../local/aws/moto";
 import { buildHandlers, type HandlerRegistry } from "../functions/worker/handlers";
 import { TaskProtection } from "../functions/worker/protection";
 import { JobLedger, MemoryLedgerStore } from "../functions/worker/ledger";

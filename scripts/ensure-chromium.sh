@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a headless Chromium is there for the HTML report's browser test
-# (test/local/report.test.ts). Quick when one is: CHROMIUM_PATH, or chromium, chromium-browser or
+# (test/local/show/report.test.ts). Quick when one is: CHROMIUM_PATH, or chromium, chromium-browser or
 # google-chrome on PATH. Otherwise it installs Debian's chromium with apt-get, but only as root
 # (a CI container, .ci/run on a fresh clone). Anywhere else it says how to get one and carries on:
 # the other local tests still run, and the browser test fails with the same advice (never skips).

@@ -15,7 +15,7 @@ import type { HandlerRegistry } from "./handlers";
 import { heartbeatExtensionSeconds, initialVisibilitySeconds, parseJob, type Job } from "./job";
 import type { JobLedger, Lease } from "./ledger";
 import type { TaskProtection } from "./protection";
-import { asSqsRecord, queueArnFromUrl, receiveCount } from "./sqs-record";
+import { queueArnFromUrl, receiveCount, toSqsRecord } from "../shared/sqs-record";
 
 export interface WorkerDeps {
   sqs: SQSClient;
@@ -495,7 +495,7 @@ export class Worker {
 
   private async quarantine(message: Message, reason: string): Promise<void> {
     try {
-      await quarantine(this.d.sqs, this.d.config.quarantineQueueUrl, asSqsRecord(message, this.queueArn), reason, this.d);
+      await quarantine(this.d.sqs, this.d.config.quarantineQueueUrl, toSqsRecord(message, this.queueArn), reason, this.d);
     } catch (error) {
       // Not acknowledged: it is redelivered and, at worst, reaches the DLQ through the redrive policy.
       logStep(this.d.logger, "error", "quarantine_failed", { message_id: message.MessageId, reason, error: errorMessage(error) });

@@ -16,8 +16,8 @@
  * proxy's origin, and it checks no signature: never put it in front of AWS.
  */
 import { randomUUID } from "node:crypto";
-import * as http from "node:http";
-import { closeServer, listenOnLoopback } from "../loopback";
+import type * as http from "node:http";
+import { InterceptingProxy, readBody, sendReply } from "../aws/intercepting-proxy";
 import { errorResponse, operationOf, serviceOf } from "./protocols";
 import { KeyedStreams } from "./rng";
 
@@ -80,9 +80,7 @@ export interface FaultProxyOptions {
 
 const REQUEST_CHARS = 4000;
 
-export class FaultProxy {
-  private readonly servers: http.Server[] = [];
-  private readonly agent = new http.Agent({ keepAlive: true });
+export class FaultProxy extends InterceptingProxy {
   private readonly streams: KeyedStreams;
   private readonly log: FaultRecord[] = [];
   private readonly kinds: readonly FaultKind[];
@@ -90,6 +88,7 @@ export class FaultProxy {
   private calls = 0;
 
   constructor(private readonly o: FaultProxyOptions) {
+    super("FaultProxy");
     if (!(o.rate >= 0 && o.rate <= 1)) throw new Error(`FaultProxy: rate must be from 0 to 1, got ${o.rate}`);
     this.rate = o.rate;
     this.kinds = o.kinds ?? FAULT_KINDS;
@@ -98,10 +97,8 @@ export class FaultProxy {
   }
 
   /** A port for `caller`'s calls, routed by service to `upstream`; resolves to its base URL. */
-  async front(caller: string, upstream: Upstreams): Promise<string> {
-    const server = http.createServer((req, res) => this.handle(caller, upstream, req, res));
-    this.servers.push(server);
-    return listenOnLoopback(server);
+  front(caller: string, upstream: Upstreams): Promise<string> {
+    return this.listen((req, res) => this.handle(caller, upstream, req, res));
   }
 
   /** Faults injected so far, oldest first. */
@@ -120,47 +117,38 @@ export class FaultProxy {
     this.rate = rate;
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.servers.map((s) => closeServer(s)));
-    this.servers.length = 0;
-    this.agent.destroy();
+  private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
+    readBody(req).then((body) => this.intercept(caller, upstream, req, body, res), () => res.destroy());
   }
 
-  private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("error", () => res.destroy());
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const text = body.toString("utf8");
-      const service = serviceOf(req.headers);
-      const operation = operationOf(req.headers, req.method ?? "POST", req.url ?? "/", text);
-      this.calls += 1;
-      const kind = this.draw(caller, service, operation);
-      const target = upstream.byService[service] ?? upstream.aws;
-      const call = { caller, service, operation, text };
-      if (kind === undefined) return this.forward(call, target, req, body, res, false);
-      if (kind === "not-applied") {
-        this.record(call, kind);
-        req.socket.destroy();
-        return;
-      }
-      if (kind === "throttled" || kind === "server-error") {
-        this.record(call, kind);
-        const error = errorResponse(service, kind === "throttled" ? "throttling" : "serverError", `injected by the chaos run (${kind})`, randomUUID());
-        res.writeHead(error.status, { ...error.headers, "content-length": String(Buffer.byteLength(error.body)) });
-        res.end(error.body);
-        return;
-      }
-      if (kind === "latency") {
-        const [min, max] = this.o.latencyMs ?? [20, 800];
-        const latencyMs = Math.round(min + this.streams.for(caller, service, operation, "latency").float() * (max - min));
-        this.record(call, kind, { latencyMs });
-        setTimeout(() => this.forward(call, target, req, body, res, false), latencyMs);
-        return;
-      }
-      this.forward(call, target, req, body, res, true);
-    });
+  private intercept(caller: string, upstream: Upstreams, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+    const text = body.toString("utf8");
+    const service = serviceOf(req.headers);
+    const operation = operationOf(req.headers, req.method ?? "POST", req.url ?? "/", text);
+    this.calls += 1;
+    const kind = this.draw(caller, service, operation);
+    const target = upstream.byService[service] ?? upstream.aws;
+    const call = { caller, service, operation, text };
+    if (kind === undefined) return this.relay(call, target, req, body, res, false);
+    if (kind === "not-applied") {
+      this.record(call, kind);
+      req.socket.destroy();
+      return;
+    }
+    if (kind === "throttled" || kind === "server-error") {
+      this.record(call, kind);
+      const error = errorResponse(service, kind === "throttled" ? "throttling" : "serverError", `injected by the chaos run (${kind})`, randomUUID());
+      sendReply(res, error.status, error.headers, error.body);
+      return;
+    }
+    if (kind === "latency") {
+      const [min, max] = this.o.latencyMs ?? [20, 800];
+      const latencyMs = Math.round(min + this.streams.for(caller, service, operation, "latency").float() * (max - min));
+      this.record(call, kind, { latencyMs });
+      setTimeout(() => this.relay(call, target, req, body, res, false), latencyMs);
+      return;
+    }
+    this.relay(call, target, req, body, res, true);
   }
 
   /** Undefined: no fault for this call. */
@@ -172,36 +160,20 @@ export class FaultProxy {
     return roll < this.rate ? kind : undefined;
   }
 
-  private forward(call: { caller: string; service: string; operation: string; text: string }, target: string, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, loseResponse: boolean): void {
+  private relay(call: { caller: string; service: string; operation: string; text: string }, target: string, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, loseResponse: boolean): void {
     const url = new URL(target);
-    const upstream = http.request({ host: url.hostname, port: url.port, method: req.method, path: req.url, headers: req.headers, agent: this.agent }, (reply) => {
-      const parts: Buffer[] = [];
-      reply.on("data", (c: Buffer) => parts.push(c));
-      reply.on("error", () => res.destroy());
-      reply.on("end", () => {
-        const status = reply.statusCode ?? 502;
-        const answer = Buffer.concat(parts);
-        this.o.onForwarded?.({ atMs: Date.now(), caller: call.caller, service: call.service, operation: call.operation, status, responseLost: loseResponse, request: call.text.slice(0, REQUEST_CHARS) });
+    this.exchange(url, req, body, { abortWith: res }).then(
+      (reply) => {
+        this.o.onForwarded?.({ atMs: Date.now(), caller: call.caller, service: call.service, operation: call.operation, status: reply.status, responseLost: loseResponse, request: call.text.slice(0, REQUEST_CHARS) });
         if (loseResponse) {
-          this.record(call, "response-lost", { upstreamStatus: status, response: answer.toString("utf8") });
+          this.record(call, "response-lost", { upstreamStatus: reply.status, response: reply.body.toString("utf8") });
           res.destroy();
           return;
         }
-        const headers = { ...reply.headers, "content-length": String(answer.length) };
-        delete headers["transfer-encoding"];
-        res.writeHead(status, reply.statusMessage, headers);
-        res.end(answer);
-      });
-    });
-    upstream.on("error", (err) => {
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(502, { "content-type": "text/plain" });
-      res.end(`FaultProxy: ${target} did not answer: ${err.message}`);
-    });
-    res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    upstream.end(body);
+        sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage);
+      },
+      (err: Error) => this.fail(res, url, err),
+    );
   }
 
   private record(call: { caller: string; service: string; operation: string; text: string }, kind: FaultKind, extra: { latencyMs?: number; upstreamStatus?: number; response?: string } = {}): void {

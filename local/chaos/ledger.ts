@@ -6,7 +6,7 @@
 import type { FaultKind, FaultRecord } from "./fault-proxy";
 import type { Receive } from "./receives";
 import type { Consumer } from "./traffic";
-import type { MessageCounts } from "../types";
+import type { MessageCounts } from "../show/view";
 
 export type Outcome = "processed" | "quarantined" | "inDlq" | "remaining" | "lost";
 

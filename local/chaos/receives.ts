@@ -5,8 +5,8 @@
  * because injected faults failed each of its receives.
  */
 import type { SQSEvent } from "aws-lambda";
-import { settleBatch } from "../event-source";
-import type { InvokeResult, LambdaHost } from "../lambda-host";
+import { settleBatch } from "../hosts/event-source";
+import type { InvokeResult, LambdaHost } from "../hosts/lambda-host";
 
 export interface Receive {
   /** The function's logical name (as the fault proxy's callers are named). */

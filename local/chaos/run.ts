@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../infra/bundle";
 import { executablesSchema } from "../../functions/worker/config";
-import { containerEnvironment, pickContainer } from "../worker-service";
+import { containerEnvironment, pickContainer } from "../hosts/worker-service";
 import { LocalPlatform } from "../platform";
 import { sendAll, waitFor } from "../scenarios/scenario";
 import { readSteps } from "../scenarios/logs";

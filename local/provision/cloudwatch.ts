@@ -1,7 +1,7 @@
 /**
  * CloudWatch: metric alarms, put into moto with their metric, threshold and actions, and
  * answered with moto's ARN. moto stores alarms but never evaluates them: the local run computes
- * from its own queue-depth samples which would have fired (../alarm-eval.ts).
+ * from its own queue-depth samples which would have fired (../observe/alarm-eval.ts).
  */
 import {
   DescribeAlarmsCommand,

@@ -8,7 +8,8 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, QueueGauge, ScenarioSummary } from "../types";
+import type { LocalQueue } from "../provision/topology";
+import type { QueueGauge, ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 

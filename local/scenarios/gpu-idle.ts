@@ -9,9 +9,10 @@
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
-import type { GpuServiceSimulator } from "../gpu-service";
+import type { GpuServiceSimulator } from "../hosts/gpu-service";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, ScenarioSummary } from "../types";
+import type { LocalQueue } from "../provision/topology";
+import type { ScenarioSummary } from "../show/view";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */

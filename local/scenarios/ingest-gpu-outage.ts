@@ -4,9 +4,10 @@
  * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
  */
 import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import type { GpuServiceSimulator } from "../gpu-service";
+import type { GpuServiceSimulator } from "../hosts/gpu-service";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, ScenarioSummary } from "../types";
+import type { LocalQueue } from "../provision/topology";
+import type { ScenarioSummary } from "../show/view";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;

@@ -2,9 +2,10 @@
  * retraining (docs/parts/retraining.md): a scheduled trigger and manual triggers become ECS tasks, never more
  * than MAX_CONCURRENT_TASKS at once; the rest are deferred and launched as tasks finish.
  */
-import type { SimTask } from "../ecs-tasks";
+import type { SimTask } from "../hosts/ecs-tasks";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalSchedule, ScenarioSummary } from "../types";
+import type { LocalQueue, LocalSchedule } from "../provision/topology";
+import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 

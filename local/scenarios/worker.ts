@@ -11,10 +11,11 @@
  * other wait of the local run is. It interrupts one of them mid-job.
  */
 import * as path from "node:path";
-import { motoClientEnv } from "../moto";
+import { motoClientEnv } from "../aws/moto";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalTaskDefinition, QueueGauge, ScenarioSummary } from "../types";
-import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../worker-service";
+import type { LocalQueue, LocalTaskDefinition } from "../provision/topology";
+import type { QueueGauge, ScenarioSummary } from "../show/view";
+import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../hosts/worker-service";
 import { type LogLine, readLogLines } from "./logs";
 import { gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 import { executablesSchema } from "../../functions/worker/config";

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import { NODE_RUNTIME, REPO_ROOT } from "../../infra/bundle";
-import { RUNTIME as LAMBDA_HOST_RUNTIME } from "../../local/lambda-host";
+import { RUNTIME as LAMBDA_HOST_RUNTIME } from "../../local/hosts/lambda-host";
 
 const read = (file: string) => fs.readFileSync(path.join(REPO_ROOT, file), "utf8");
 const WANT = read(".nvmrc").trim();

@@ -1,6 +1,6 @@
 /**
  * The local AWS must refuse what AWS refuses. moto applies a conditional write in two steps on a
- * request thread; local/moto-server.py runs each DynamoDB and SSM request under a lock so that
+ * request thread; local/aws/moto-server.py runs each DynamoDB and SSM request under a lock so that
  * concurrent writers cannot both pass one condition. MOTO_SWITCH_INTERVAL makes the interleaving
  * that is rare at Python's default likely: without the lock, rounds here see two winners.
  *
@@ -12,7 +12,7 @@ import { CreateTableCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand }
 import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
-import { MotoServer, motoClientEnv } from "../../local/moto";
+import { MotoServer, motoClientEnv } from "../../local/aws/moto";
 
 const ROUNDS = 60;
 const WRITERS = 4;

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
-import { ensureMotoInstalled, MotoUnavailableError } from "../../local/moto";
+import { ensureMotoInstalled, MotoUnavailableError } from "../../local/aws/moto";
 import { describeUncreated } from "../../local/platform";
 
 describe("local run: start-up helpers", () => {

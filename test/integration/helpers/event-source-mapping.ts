@@ -1,7 +1,7 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { settleBatch } from "../../../local/event-source";
-import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../local/sqs-record";
+import { settleBatch } from "../../../local/hosts/event-source";
+import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../../functions/shared/sqs-record";
 import type { SqsBatchHandler } from "../../../functions/shared/sqs";
 
 export interface MappingTarget {

@@ -2,7 +2,7 @@
  * Mocha root-hook plugin (loaded with --require): one moto server for the whole run on a free
  * loopback port, with the AWS SDK pointed at it through AWS_ENDPOINT_URL. Tests call resetMoto().
  */
-import { MotoServer, motoClientEnv } from "../../../local/moto";
+import { MotoServer, motoClientEnv } from "../../../local/aws/moto";
 
 const moto = new MotoServer();
 

@@ -11,7 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import { flushAndExit } from "../../../functions/shared/exit";
-import { deployLocally } from "../../../local/topology";
+import { deployLocally } from "../../../local/provision/topology";
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { twice: { type: "boolean" }, program: { type: "string" } }, allowPositionals: true });

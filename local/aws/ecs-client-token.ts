@@ -1,0 +1,153 @@
+/**
+ * RunTask's `clientToken`, as ECS documents it, in front of moto (which ignores it). Within 24
+ * hours of a RunTask, the same token with the same parameters returns that call's tasks and starts
+ * nothing; the same token with other parameters is refused with ConflictException (botocore's ECS
+ * model: `{message, resourceIds}`, resourceIds being the tasks already tied to the token). Past
+ * the window the token is forgotten and starts a task again, as on AWS. Without this, every
+ * retried or duplicated RunTask in the local run is an extra task, so the local evidence would
+ * show duplicates that AWS absorbs, and hide the ones it does not (a retry past 24 hours).
+ *
+ * The window runs on the clock given (the local run's simulated clock). Concurrent calls with one
+ * token wait for the first's answer. Only RunTask is looked at; everything else passes through.
+ * moto checks no signatures; never put this in front of AWS.
+ */
+import type * as http from "node:http";
+import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+
+/** ECS's documented idempotency window for RunTask's clientToken. */
+export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
+const RUN_TASK_TARGET = "AmazonEC2ContainerServiceV20141113.RunTask";
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Pure: the request's parameters without the token, with keys sorted, so equal requests compare equal however they were serialised. */
+export function runTaskParameters(body: Json): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canonical) : isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])])) : v;
+  const { clientToken: _token, ...rest } = body;
+  return JSON.stringify(canonical(rest));
+}
+
+/** Pure: ECS's refusal of a token reused with other parameters, in its JSON protocol's shape. */
+export function conflictError(token: string, taskArns: readonly string[]): { status: number; headers: Record<string, string>; body: string } {
+  const body = JSON.stringify({
+    __type: "ConflictException",
+    message: `The clientToken ${token} was already used by a RunTask with different parameters.`,
+    resourceIds: [...taskArns],
+  });
+  return { status: 400, headers: { "content-type": "application/x-amz-json-1.1", "x-amzn-errortype": "ConflictException" }, body };
+}
+
+interface Remembered {
+  parameters: string;
+  atMs: number;
+  taskArns: string[];
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders;
+  body: Buffer;
+}
+
+export interface EcsClientTokenProxyOptions {
+  /** moto's base URL. */
+  target: string;
+  /** Epoch ms; the local run passes its simulated clock. @default Date.now */
+  now?: () => number;
+  /** @default CLIENT_TOKEN_WINDOW_MS */
+  windowMs?: number;
+}
+
+export class EcsClientTokenProxy extends InterceptingProxy {
+  private readonly target: URL;
+  private readonly tokens = new Map<string, Remembered>();
+  /** Calls under way per token: a second call with the token waits for the first's outcome. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly now: () => number;
+  private readonly windowMs: number;
+  readonly counts = { runTasks: 0, replayed: 0, conflicts: 0 };
+
+  constructor(opts: EcsClientTokenProxyOptions) {
+    super("EcsClientTokenProxy");
+    this.target = new URL(opts.target);
+    this.now = opts.now ?? Date.now;
+    this.windowMs = opts.windowMs ?? CLIENT_TOKEN_WINDOW_MS;
+  }
+
+  /** Listens on a free loopback port; resolves to the proxy's base URL. */
+  start(): Promise<string> {
+    return this.listen((req, res) => {
+      readBody(req)
+        .then((body) => this.answer(req, body))
+        .then(
+          (a) => sendReply(res, a.status, a.headers, a.body),
+          (err: Error) => this.fail(res, this.target, err),
+        );
+    });
+  }
+
+  private async answer(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
+    const token = req.headers["x-amz-target"] === RUN_TASK_TARGET ? tokenOf(body) : undefined;
+    if (token === undefined) return this.toMoto(req, body);
+    this.counts.runTasks += 1;
+    for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
+    const parameters = runTaskParameters(JSON.parse(body.toString("utf8")) as Json);
+    const known = this.tokens.get(token);
+    if (known && this.now() - known.atMs < this.windowMs) {
+      if (known.parameters !== parameters) {
+        this.counts.conflicts += 1;
+        const c = conflictError(token, known.taskArns);
+        return { status: c.status, headers: { ...c.headers, "content-length": String(Buffer.byteLength(c.body)) }, body: Buffer.from(c.body) };
+      }
+      this.counts.replayed += 1;
+      return { status: known.status, headers: known.headers, body: known.body };
+    }
+    let done!: () => void;
+    this.inFlight.set(token, new Promise<void>((resolve) => (done = resolve)));
+    try {
+      const answer = await this.toMoto(req, body);
+      const taskArns = taskArnsOf(answer.body);
+      // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
+      if (answer.status < 300 && taskArns.length > 0) {
+        this.tokens.set(token, { parameters, atMs: this.now(), taskArns, status: answer.status, headers: answer.headers as http.IncomingHttpHeaders, body: answer.body });
+      }
+      return answer;
+    } finally {
+      this.inFlight.delete(token);
+      done();
+    }
+  }
+
+  /** Forwarded to moto, without aborting when the client goes away: a RunTask that reached moto still binds its token. */
+  private async toMoto(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
+    const up = await this.exchange(this.target, req, body);
+    return { status: up.status, headers: up.headers, body: up.body };
+  }
+}
+
+function tokenOf(body: Buffer): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    return isObject(parsed) && typeof parsed.clientToken === "string" ? parsed.clientToken : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function taskArnsOf(body: Buffer): string[] {
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    const tasks = isObject(parsed) && Array.isArray(parsed.tasks) ? parsed.tasks : [];
+    return tasks.flatMap((t) => (isObject(t) && typeof t.taskArn === "string" ? [t.taskArn] : []));
+  } catch {
+    return [];
+  }
+}

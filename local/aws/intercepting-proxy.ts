@@ -1,0 +1,141 @@
+/**
+ * What the local run's HTTP proxies share (the SQS and EC2 clocks and ECS's clientToken in front
+ * of moto, the chaos run's fault proxy in front of those): servers on free loopback ports, each
+ * call handed to the proxy's own handler, forwarded over one keep-alive agent with the client's
+ * method, path and headers (Host included, so moto builds URLs on the proxy's origin), the reply
+ * streamed back or read in full to be amended, and a stop that does not hang. A subclass decides
+ * only what it intercepts. No proxy here checks or makes a signature: never put one in front of AWS.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Readable } from "node:stream";
+
+/** An upstream's reply, read in full. */
+export interface UpstreamReply {
+  status: number;
+  statusMessage: string | undefined;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface ForwardOptions {
+  /** What to send instead of the client's headers (raw name/value pairs or an object). @default the client's */
+  headers?: http.OutgoingHttpHeaders | string[];
+  /** The client's response: when it closes unfinished (the client gave up), the upstream call is aborted. */
+  abortWith?: http.ServerResponse;
+}
+
+export abstract class InterceptingProxy {
+  private readonly servers = new Set<http.Server>();
+  /** Keep-alive to the upstream: a fresh TCP connection per call would add latency to every poll. */
+  protected readonly agent = new http.Agent({ keepAlive: true });
+
+  /** `label` names the proxy in the 502 it answers when its upstream does not. */
+  constructor(protected readonly label: string) {}
+
+  /** True between the first listen and stop. */
+  protected get listening(): boolean {
+    return this.servers.size > 0;
+  }
+
+  /** A server on a free loopback port that hands every call to `handle`; resolves to its base URL. */
+  protected async listen(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<string> {
+    const server = http.createServer(handle);
+    this.servers.add(server);
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(0, "127.0.0.1", () => done());
+    });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /** Closes every server, then lets go of what the subclass holds (`onStop`) and of the agent. */
+  async stop(): Promise<void> {
+    const servers = [...this.servers];
+    this.servers.clear();
+    await Promise.all(servers.map((server) => closeServer(server)));
+    this.onStop();
+    this.agent.destroy();
+  }
+
+  /** What a subclass lets go of at stop (timers), once its servers are closed. */
+  protected onStop(): void {}
+
+  /**
+   * Sends the client's call on to `target` (its method and path; its headers unless others are
+   * given) with `body`, a buffer or `"stream"` (the client's body piped through), and resolves
+   * when the upstream's reply starts. Rejects when the upstream does not answer.
+   */
+  protected forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: opts.headers ?? req.headers, agent: this.agent });
+      upstream.on("response", resolve);
+      upstream.on("error", reject);
+      const res = opts.abortWith;
+      // A client that gives up (an aborted long poll, a closed socket) must not leave a call to the upstream running.
+      res?.on("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (body === "stream") {
+        req.on("error", () => upstream.destroy());
+        req.pipe(upstream);
+      } else upstream.end(body);
+    });
+  }
+
+  /** `forward` with a buffered body, and the reply read in full. */
+  protected async exchange(target: URL, req: http.IncomingMessage, body: Buffer, opts: ForwardOptions = {}): Promise<UpstreamReply> {
+    const reply = await this.forward(target, req, body, opts);
+    const replyBody = await readBody(reply);
+    return { status: reply.statusCode ?? 502, statusMessage: reply.statusMessage, headers: reply.headers, body: replyBody };
+  }
+
+  /** Passes the call through untouched, streamed both ways: the reply's status, headers and body as the upstream sent them. */
+  protected stream(target: URL, req: http.IncomingMessage, res: http.ServerResponse, headers: http.OutgoingHttpHeaders | string[] = req.rawHeaders): void {
+    this.forward(target, req, "stream", { headers, abortWith: res }).then(
+      (reply) => {
+        reply.on("error", () => res.destroy());
+        res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
+        reply.pipe(res);
+      },
+      (err: Error) => this.fail(res, target, err),
+    );
+  }
+
+  /** The upstream did not answer: a 502 saying so, or the connection dropped when the reply had begun. */
+  protected fail(res: http.ServerResponse, target: URL, err: Error): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.writeHead(502, { "content-type": "text/plain" });
+    res.end(`${this.label}: ${target.origin} did not answer: ${err.message}`);
+  }
+}
+
+/** A body read in full (a client's request or an upstream's reply); rejects when the stream fails. */
+export function readBody(stream: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("error", reject);
+    stream.on("end", () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+/** Sends a reply made or amended by a proxy, with its own length (any transfer-encoding dropped). */
+export function sendReply(res: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders | http.IncomingHttpHeaders, body: Buffer | string, statusMessage?: string): void {
+  const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
+  const out: http.OutgoingHttpHeaders = { ...headers, "content-length": String(bytes.length) };
+  delete out["transfer-encoding"];
+  if (statusMessage !== undefined) res.writeHead(status, statusMessage, out);
+  else res.writeHead(status, out);
+  res.end(bytes);
+}
+
+/** Closes the server, dropping idle keep-alive sockets, which would hold close() open until they time out. */
+async function closeServer(server: http.Server): Promise<void> {
+  const closed = new Promise<void>((done) => server.close(() => done()));
+  server.closeAllConnections();
+  await closed;
+}
