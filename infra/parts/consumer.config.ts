@@ -15,11 +15,14 @@ export interface ConsumerSizing {
   maxConcurrency: number;
 }
 
-/** A bounded integer, with the part's default when it has one. */
-function sized(min: number, max: number, fallback: number | undefined) {
-  const schema = z.number().int().min(min).max(max);
-  return fallback === undefined ? schema : schema.default(fallback);
-}
+/** Lambda's and the event source mapping's bounds on each sizing value. */
+const SIZING = {
+  timeoutSeconds: z.number().int().min(1).max(900),
+  memoryMb: z.number().int().min(128).max(10_240),
+  batchSize: z.number().int().min(1).max(10_000),
+  batchingWindowSeconds: z.number().int().min(0).max(300),
+  maxConcurrency: z.number().int().min(2).max(1000),
+} satisfies Record<keyof ConsumerSizing, z.ZodNumber>;
 
 /**
  * The one schema of a Lambda queue consumer's sizing, for every part's config block. `defaults` are
@@ -28,13 +31,13 @@ function sized(min: number, max: number, fallback: number | undefined) {
  * checks across fields are `consumerIssues`, which every part's cross-field check calls.
  */
 export function consumerSchema<const D extends Partial<ConsumerSizing> = Record<never, number>>(defaults: D = {} as D): z.ZodObject<ConsumerShape<D>> {
-  return z.object({
-    timeoutSeconds: sized(1, 900, defaults.timeoutSeconds),
-    memoryMb: sized(128, 10_240, defaults.memoryMb),
-    batchSize: sized(1, 10_000, defaults.batchSize),
-    batchingWindowSeconds: sized(0, 300, defaults.batchingWindowSeconds),
-    maxConcurrency: sized(2, 1000, defaults.maxConcurrency),
-  }) as unknown as z.ZodObject<ConsumerShape<D>>;
+  const shape = Object.fromEntries(
+    (Object.keys(SIZING) as (keyof ConsumerSizing)[]).map((key) => {
+      const fallback = defaults[key];
+      return [key, fallback === undefined ? SIZING[key] : SIZING[key].default(fallback)];
+    }),
+  );
+  return z.object(shape) as unknown as z.ZodObject<ConsumerShape<D>>;
 }
 
 /** A field with a default is optional in the stack file; one without is required. */
