@@ -108,7 +108,7 @@ async function refillCalls(): Promise<void> {
       dynamodb: table.dynamodb,
       sqs: queue.sqs,
       clock: Date.now,
-      config: { classes: [], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 60, quarantineQueueUrl: QUEUE_URL },
+      config: { classes: [], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: QUEUE_URL },
       ...telemetry(),
     };
     await refillClass(deps, { ...GPU_SMALL, queueUrl: QUEUE_URL, launchTemplateId: "lt-1", size }, "run");

@@ -1,5 +1,5 @@
 import { type AttributeValue, type DynamoDBClient, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
-import { JOBS_TABLE } from "../../policy/contract";
+import { JOBS_TABLE } from "../shared/tables";
 import { type ConditionFailure, conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
 import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
 import { JOB_STATUS_FOR } from "./jobs";

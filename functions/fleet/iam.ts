@@ -1,4 +1,4 @@
-import { calledActions, type Grant } from "../../policy/contract";
+import { calledActions, type Grant } from "../shared/grants";
 
 /**
  * The IAM grants each fleet handler's code needs, declared once, beside that code; the program

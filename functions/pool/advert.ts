@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../shared/patterns";
 
 
 export const USAGE_CLASSES = ["on-demand", "spot"] as const;

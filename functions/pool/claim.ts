@@ -2,7 +2,7 @@ import { DescribeInstancesCommand, type EC2Client, type Instance, StartInstances
 import { instancesOf } from "../shared/ec2";
 import { errorMessage, logStep } from "../shared/logger";
 import { countOne } from "../shared/metrics";
-import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
+import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "./tags";
 import { type Advert, type ResourceClassSpec, type WorkflowRequirements } from "./advert";
 import { acquireLock, type LockDeps, releaseLock } from "./lock";
 import { DEFAULT_TOLERANCE, pickup, type PickupDeps } from "./pickup";

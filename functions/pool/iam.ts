@@ -1,4 +1,4 @@
-import { calledActions, grantedActions, type Grant } from "../../policy/contract";
+import { calledActions, grantedActions, type Grant } from "../shared/grants";
 
 /**
  * The IAM grants the pool code needs, declared once, beside that code; the program binds each

@@ -5,7 +5,6 @@ import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { instancesOf } from "../shared/ec2";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
-import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
 import { advertFor } from "./advert";
 import type { PoolClassConfig, RefillConfig } from "./config";
 import { acquireLock, LOCK_EXPIRES_AT, LOCK_KEY, releaseLock } from "./lock";
@@ -69,8 +68,8 @@ async function poolInstances(deps: RefillDeps, cls: PoolClassConfig): Promise<Po
     { client: deps.ec2, stopOnSameToken: true },
     {
       Filters: [
-        { Name: `tag:${POOL_TAG_KEY}`, Values: [deps.config.poolTag] },
-        { Name: `tag:${POOL_CLASS_TAG_KEY}`, Values: [cls.name] },
+        { Name: `tag:${deps.config.poolTagKey}`, Values: [deps.config.poolTag] },
+        { Name: `tag:${deps.config.poolClassTagKey}`, Values: [cls.name] },
         { Name: "instance-state-name", Values: ["pending", "running", "stopping", "stopped"] },
       ],
     },
@@ -160,8 +159,8 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
     let launched: PoolInstance[] = [];
     if (toLaunch > 0) {
       const tags = [
-        { Key: POOL_TAG_KEY, Value: deps.config.poolTag },
-        { Key: POOL_CLASS_TAG_KEY, Value: cls.name },
+        { Key: deps.config.poolTagKey, Value: deps.config.poolTag },
+        { Key: deps.config.poolClassTagKey, Value: cls.name },
       ];
       try {
         const out = await deps.ec2.send(

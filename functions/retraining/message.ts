@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../policy/contract";
+import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../shared/patterns";
 
 export const TRIGGERS = ["scheduled", "drift_detected", "manual"] as const;
 export type Trigger = (typeof TRIGGERS)[number];

@@ -7,38 +7,142 @@ export class EnvConfigError extends Error {
   }
 }
 
-type EnvShape = Record<string, z.ZodType>;
-
 /**
- * Parses only the variables the schema names. An empty string counts as unset, because infra
- * tooling often renders "no value" as "" and a default should apply then.
- * Throws EnvConfigError whose message names every bad variable and why.
+ * One variable of a function's environment: the env var's name, how its text parses into the
+ * field's value, and how the program writes that value as text. There are no defaults and no
+ * bounds here: the program sets every variable from the stack config, whose schema holds them
+ * (`infra/parts/<part>.config.ts`), so a function only checks that a value is there and well-typed.
  */
-export function parseEnv<S extends EnvShape>(shape: S, env: NodeJS.ProcessEnv): z.output<z.ZodObject<S>> {
-  const picked: Record<string, string | undefined> = {};
-  for (const name of Object.keys(shape)) {
-    const value = env[name];
-    picked[name] = value === "" ? undefined : value;
+export interface EnvField<T> {
+  readonly name: string;
+  readonly parse: z.ZodType<T, string>;
+  readonly format: (value: T) => string;
+  /** Set only for a variable the program may leave unset (the field is then `undefined`). */
+  readonly optional?: true;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a table of fields of any value type
+export type EnvFields = Record<string, EnvField<any>>;
+
+/** The typed values of a table of fields. */
+export type EnvValues<F extends EnvFields> = {
+  [K in keyof F as F[K]["optional"] extends true ? never : K]: F[K] extends EnvField<infer T> ? T : never;
+} & {
+  [K in keyof F as F[K]["optional"] extends true ? K : never]?: F[K] extends EnvField<infer T> ? T : never;
+};
+
+/** A function's env codec: its one table of field, env var name and parser. */
+export interface EnvCodec<F extends EnvFields> {
+  readonly fields: F;
+  /** The fields' keys in byte order of their env var names: the order every environment is emitted in. */
+  readonly order: readonly (keyof F & string)[];
+  /** Reads exactly these variables; throws EnvConfigError naming every missing or bad variable. */
+  parse(env: NodeJS.ProcessEnv): EnvValues<F>;
+  /** The environment that carries `values`, in byte order of the variable names. */
+  encode(values: EnvValues<F>): Record<string, string>;
+}
+
+/** Byte order of two ASCII names (what the AWS provider sorts container environments by). */
+export function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A codec over `fields`; two fields may not share an env var name. */
+export function envCodec<F extends EnvFields>(fields: F): EnvCodec<F> {
+  const names = Object.values(fields).map((f) => f.name);
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) throw new Error(`env codec: ${dup} is named by two fields`);
+  const order = (Object.keys(fields) as (keyof F & string)[]).sort((a, b) => byteOrder(fields[a]!.name, fields[b]!.name));
+  return {
+    fields,
+    order,
+    parse: (env) => parseFields(fields, order, env) as EnvValues<F>,
+    encode: (values) => {
+      const out: Record<string, string> = {};
+      for (const key of order) {
+        const value = (values as Record<string, unknown>)[key];
+        if (value !== undefined) out[fields[key]!.name] = fields[key]!.format(value);
+      }
+      return out;
+    },
+  };
+}
+
+/** Empty text counts as unset: infra tooling often renders "no value" as "". */
+function parseFields(fields: EnvFields, order: readonly string[], env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const key of order) {
+    const field = fields[key]!;
+    const raw = env[field.name];
+    if (raw === undefined || raw === "") {
+      if (!field.optional) problems.push(`${field.name} is required but not set`);
+      continue;
+    }
+    const result = field.parse.safeParse(raw);
+    if (result.success) out[key] = result.data;
+    else problems.push(`${field.name} is invalid (${result.error.issues.map((i) => i.message).join(", ")}; got ${JSON.stringify(raw)})`);
   }
-  const result = z.object(shape).safeParse(picked);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const name = String(issue.path[0] ?? "(environment)");
-    const raw = picked[name];
-    return raw === undefined ? `${name} is required but not set` : `${name} is invalid (${issue.message}; got ${JSON.stringify(raw)})`;
-  });
-  throw new EnvConfigError(problems);
+  if (problems.length > 0) throw new EnvConfigError(problems);
+  return out;
 }
 
-/** An integer env var within [min, max]; digits only, so "8080abc" or "1e3" are rejected. */
-export function envInt(min: number, max: number) {
-  return z
-    .string()
-    .regex(/^\d+$/, "must be a whole number")
-    .transform(Number)
-    .pipe(z.number().int().min(min, `must be >= ${min}`).max(max, `must be <= ${max}`));
+/** The same field, which the program may leave unset. */
+export function optional<T>(field: EnvField<T>): EnvField<T> & { readonly optional: true } {
+  return { ...field, optional: true };
 }
 
-export function envUrl() {
-  return z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+/** Any non-empty text. */
+export function envText(name: string): EnvField<string> {
+  return { name, parse: z.string(), format: (v) => v };
+}
+
+/** A whole number, digits only ("8080abc" and "1e3" are not). */
+export function envInt(name: string): EnvField<number> {
+  return { name, parse: z.string().regex(/^\d+$/, "must be a whole number").transform(Number), format: String };
+}
+
+/** An http(s) URL. */
+export function envUrl(name: string): EnvField<string> {
+  return { name, parse: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }), format: (v) => v };
+}
+
+/** `true` or `false` (also 1/0, yes/no, as the original systems wrote them). */
+export function envFlag(name: string): EnvField<boolean> {
+  return {
+    name,
+    parse: z
+      .string()
+      .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
+      .transform((s) => /^(true|1|yes)$/i.test(s)),
+    format: String,
+  };
+}
+
+/** A comma-separated list; blanks are dropped. */
+export function envList(name: string): EnvField<string[]> {
+  return {
+    name,
+    parse: z.string().transform((s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0)),
+    format: (v) => v.join(","),
+  };
+}
+
+/** JSON, whose parsed value `schema` types. */
+export function envJson<T>(name: string, schema: z.ZodType<T, unknown>): EnvField<T> {
+  return {
+    name,
+    parse: z
+      .string()
+      .transform((raw, ctx) => {
+        try {
+          return JSON.parse(raw) as unknown;
+        } catch {
+          ctx.addIssue({ code: "custom", message: "must be JSON" });
+          return z.NEVER;
+        }
+      })
+      .pipe(schema),
+    format: (v) => JSON.stringify(v),
+  };
 }

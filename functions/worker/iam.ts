@@ -1,4 +1,4 @@
-import { calledActions, type Grant } from "../../policy/contract";
+import { calledActions, type Grant } from "../shared/grants";
 
 /**
  * The worker task role's grants, declared once, beside the worker's code; the program binds each

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { fargateSizeProblem } from "../../policy/contract";
+import { fargateSizeProblem } from "../aws-rules";
 import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
 import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";

@@ -2,7 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { ENVIRONMENT_TAG, INSTANCE_TYPE_PATTERN } from "../../policy/contract";
+import { ENVIRONMENT_TAG } from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 
 export interface GpuInstanceArgs {
   /** EC2 instance type, e.g. `g5.xlarge`. */

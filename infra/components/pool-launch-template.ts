@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 
 export interface PoolLaunchTemplateArgs {
   /** Instance type the template launches. */

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { scheduleExpressionProblem, scheduleTimezoneProblem } from "../../policy/contract";
+import { scheduleExpressionProblem, scheduleTimezoneProblem } from "../aws-rules";
 
 export interface QueueScheduleArgs {
   /** ARN of the SQS queue the schedule sends to. */

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { Grant } from "../../policy/contract";
+import type { Grant } from "../../functions/shared/grants";
 import type { Statement } from "./document";
 
 /**

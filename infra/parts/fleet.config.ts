@@ -1,5 +1,8 @@
 import { z } from "zod";
-import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, scheduleExpressionProblem, requiredVisibilityTimeoutSeconds, SQS_MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MULTIPLIER } from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
+import { scheduleExpressionProblem } from "../aws-rules";
+import { consumerIssues, consumerSchema } from "./consumer.config";
 
 /**
  * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
@@ -17,18 +20,28 @@ const schedule = z.string().superRefine((expression, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
-const consumer = {
-  /** Visibility timeout of the consumed queue; ≥ 6 × timeoutSeconds + batchingWindowSeconds. */
-  queueVisibilityTimeoutSeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS),
-  /** Lambda timeout in seconds (1–900). */
-  timeoutSeconds: z.number().int().min(1).max(900),
-  /** Lambda memory in MB. */
-  memoryMb: z.number().int().min(128).max(10_240).default(256),
-  /** Batching window in seconds (0–300). */
-  batchingWindowSeconds: z.number().int().min(0).max(300).default(0),
-  /** Event source mapping maximum concurrency (2–1000): the bound on parallel invocations. */
-  maxConcurrency: z.number().int().min(2).max(1000).default(2),
-};
+/**
+ * Names that operators of the original runs-fleet system rely on, and their defaults: the program
+ * sets them on the fleet functions (their environment) and on the fleet's IAM conditions. The
+ * runner parameter path is not among them: it carries the stack's environment
+ * (`/runs-fleet/<environment>/runners`), and the stack always sets it.
+ */
+export const FLEET_NAME_DEFAULTS = {
+  /** The tag that makes an instance the fleet's: the orphan sweep and TerminateInstances key on it. */
+  managedTagKey: "runs-fleet:managed",
+  managedTagValue: "true",
+  /** The tag naming an instance's pool (pool_audit). */
+  poolTagKey: "runs-fleet:pool",
+  /** CloudWatch namespace of the fleet's metrics. */
+  metricsNamespace: "RunsFleet",
+} as const;
+
+/** A fleet consumer: its sizing, and the visibility timeout of the queue it consumes (≥ 6 × timeoutSeconds + batchingWindowSeconds). */
+const consumer = (batchSize: z.ZodType<number, number | undefined>) =>
+  consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0, maxConcurrency: 2 }).extend({
+    queueVisibilityTimeoutSeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS),
+    batchSize,
+  });
 
 export const fleetConfigSchema = z
   .object({
@@ -38,15 +51,12 @@ export const fleetConfigSchema = z
     maxRuntimeMinutes: z.number().int().min(1).max(10_080),
     /** stale_ssm spares parameters younger than this (their instance may not be visible yet). */
     ssmMinAgeMinutes: z.number().int().min(0).max(10_080).default(15),
-    termination: z.object({
-      ...consumer,
-      /** Messages per invocation; Powertools runs a batch in parallel, so this is the original system's worker count (5). */
-      batchSize: z.number().int().min(1).max(10).default(5),
-    }),
-    housekeeping: z.object({
-      ...consumer,
+    /** Messages per invocation; Powertools runs a batch in parallel, so this is the original system's worker count (5). */
+    termination: consumer(z.number().int().min(1).max(10).default(5)),
+    housekeeping: consumer(
       /** One task per invocation, so each task gets the whole time budget. */
-      batchSize: z.literal(1, { message: "must be 1: each housekeeping task gets a whole invocation's time budget" }).default(1),
+      z.literal(1, { message: "must be 1: each housekeeping task gets a whole invocation's time budget" }).default(1),
+    ).extend({
       /** Tasks stop starting new work when less than this remains of the invocation. */
       timeMarginSeconds: z.number().int().min(1).max(600).default(15),
     }),
@@ -102,12 +112,8 @@ export function fleetCrossFieldIssues(cfg: {
   const issues: Array<{ path: string[]; message: string }> = [];
   for (const key of ["termination", "housekeeping"] as const) {
     const c = cfg[key];
-    const needed = requiredVisibilityTimeoutSeconds(c.timeoutSeconds, c.batchingWindowSeconds);
-    if (c.queueVisibilityTimeoutSeconds < needed) {
-      issues.push({
-        path: [key, "queueVisibilityTimeoutSeconds"],
-        message: `must be at least ${VISIBILITY_TIMEOUT_MULTIPLIER} × ${key}.timeoutSeconds + ${key}.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
-      });
+    for (const issue of consumerIssues(c, { key: [key], visibilityPath: [key, "queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: key })) {
+      issues.push({ path: issue.path.map(String), message: issue.message });
     }
   }
   if (cfg.housekeeping.timeMarginSeconds >= cfg.housekeeping.timeoutSeconds) {

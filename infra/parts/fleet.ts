@@ -1,6 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { ENVIRONMENT_TAG, JOBS_TABLE, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../../policy/contract";
+import { ENVIRONMENT_TAG, JOBS_TABLE_ROLE, TABLE_ROLE_TAG } from "../../policy/contract";
+import { JOBS_TABLE } from "../../functions/shared/tables";
+import { HOUSEKEEPING_ENV, TERMINATION_ENV } from "../../functions/fleet/env";
 import { HOUSEKEEPING_GRANTS, TERMINATION_GRANTS } from "../../functions/fleet/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
@@ -10,7 +12,8 @@ import { TerminalQueue } from "../components/terminal-queue";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { type FleetConfig, HOUSEKEEPING_SCHEDULES } from "./fleet.config";
-import { consumerSizing, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing } from "./consumer.config";
+import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const FLEET_ENTRIES = {
@@ -194,15 +197,14 @@ function createConsumers(
     names: f.names,
     environment: args.platform.environment,
   });
-  const environment = {
-    RUNS_FLEET_JOBS_TABLE: deps.jobs.table.name,
-    RUNS_FLEET_JOB_RETENTION_DAYS: String(f.jobRetentionDays),
-    RUNS_FLEET_RUNNER_PARAMETER_PATH: f.names.runnerParameterPath,
-    // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
-    POWERTOOLS_METRICS_NAMESPACE: f.names.metricsNamespace,
-    POWERTOOLS_LOG_LEVEL: "INFO",
+  const common = {
+    jobsTable: deps.jobs.table.name,
+    retentionDays: f.jobRetentionDays,
+    runnerParameterPath: f.names.runnerParameterPath,
   };
-  const common = { logRetentionDays: args.platform.logRetentionDays, tags };
+  // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
+  const powertools = { POWERTOOLS_METRICS_NAMESPACE: f.names.metricsNamespace, POWERTOOLS_LOG_LEVEL: "INFO" };
+  const sizing = { logRetentionDays: args.platform.logRetentionDays, tags };
 
   const termination = new QueueConsumer(
     `${name}-termination-consumer`,
@@ -211,13 +213,9 @@ function createConsumers(
       queueArn: terminationQueue.queue.arn,
       queueVisibilityTimeoutSeconds: terminationQueue.settings.visibilityTimeoutSeconds,
       statements: statements.termination,
-      environment: {
-        ...environment,
-        RUNS_FLEET_TERMINATION_QUEUE_URL: terminationQueue.queue.url,
-        RUNS_FLEET_TERMINATION_DLQ_URL: terminationQueue.dlq.url,
-      } satisfies FunctionEnvironment<"fleet-termination">,
+      environment: functionEnvironment(TERMINATION_ENV, { ...common, queueUrl: terminationQueue.queue.url, quarantineQueueUrl: terminationQueue.dlq.url }, powertools),
       ...consumerSizing(f.termination),
-      ...common,
+      ...sizing,
     },
     { parent },
   );
@@ -229,22 +227,27 @@ function createConsumers(
       queueArn: housekeepingQueue.queue.arn,
       queueVisibilityTimeoutSeconds: housekeepingQueue.settings.visibilityTimeoutSeconds,
       statements: statements.housekeeping,
-      environment: {
-        ...environment,
-        RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: housekeepingQueue.queue.url,
-        RUNS_FLEET_HOUSEKEEPING_DLQ_URL: housekeepingQueue.dlq.url,
-        RUNS_FLEET_MAX_RUNTIME_MINUTES: String(f.maxRuntimeMinutes),
-        RUNS_FLEET_SSM_MIN_AGE_MINUTES: String(f.ssmMinAgeMinutes),
-        RUNS_FLEET_POOLS: JSON.stringify(f.pools),
-        RUNS_FLEET_INSTANCE_PRICES: JSON.stringify(f.instancePricesUsdPerHour),
-        RUNS_FLEET_TIME_MARGIN_MS: String(f.housekeeping.timeMarginSeconds * 1000),
-        RUNS_FLEET_MANAGED_TAG_KEY: f.names.managedTagKey,
-        RUNS_FLEET_MANAGED_TAG_VALUE: f.names.managedTagValue,
-        RUNS_FLEET_POOL_TAG_KEY: f.names.poolTagKey,
-        RUNS_FLEET_ENVIRONMENT: args.platform.environment,
-      } satisfies FunctionEnvironment<"fleet-housekeeping">,
+      environment: functionEnvironment(
+        HOUSEKEEPING_ENV,
+        {
+          ...common,
+          queueUrl: housekeepingQueue.queue.url,
+          quarantineQueueUrl: housekeepingQueue.dlq.url,
+          maxRuntimeMinutes: f.maxRuntimeMinutes,
+          ssmMinAgeMinutes: f.ssmMinAgeMinutes,
+          pools: f.pools,
+          instancePrices: f.instancePricesUsdPerHour,
+          timeMarginMs: f.housekeeping.timeMarginSeconds * 1000,
+          managedTagKey: f.names.managedTagKey,
+          managedTagValue: f.names.managedTagValue,
+          poolTagKey: f.names.poolTagKey,
+          environmentTagKey: ENVIRONMENT_TAG,
+          environment: args.platform.environment,
+        },
+        powertools,
+      ),
       ...consumerSizing(f.housekeeping),
-      ...common,
+      ...sizing,
     },
     { parent },
   );

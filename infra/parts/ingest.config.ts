@@ -1,11 +1,7 @@
 import { z } from "zod";
-import {
-  INSTANCE_TYPE_PATTERN,
-  requiredVisibilityTimeoutSeconds,
-  SQS_MAX_RETENTION_SECONDS,
-  SQS_MAX_VISIBILITY_SECONDS,
-  VISIBILITY_TIMEOUT_MULTIPLIER,
-} from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
+import { consumerIssues, consumerSchema } from "./consumer.config";
 
 /**
  * `encache:gpu` and `encache:ingest` (part 1, docs/parts/ingest.md): the GPU instance, and the ingest queue,
@@ -15,20 +11,8 @@ import {
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
-/** A Lambda queue consumer's sizing. */
-export const consumerSchema = z.object({
-  /** Lambda timeout in seconds (1–900). */
-  timeoutSeconds: positiveInt(900),
-  /** Lambda memory in MB (128–10240). */
-  memoryMb: z.number().int().min(128).max(10_240).default(256),
-  /** SQS batch size (1–10000; above 10 needs a batching window). */
-  batchSize: positiveInt(10_000),
-  /** Batching window in seconds (0–300). */
-  batchingWindowSeconds: z.number().int().min(0).max(300).default(0),
-  /** Event source mapping maximum concurrency (2–1000). */
-  maxConcurrency: z.number().int().min(2).max(1000),
-});
-export type ConsumerConfig = z.output<typeof consumerSchema>;
+/** The ingest consumers' sizing: memory and batching window default, the rest is per stack. */
+const ingestConsumerSchema = consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0 });
 
 export const gpuConfigSchema = z.object({
   /** EC2 instance type of the GPU worker. */
@@ -110,8 +94,8 @@ export const ingestConfigSchema = z
     windowRetrySeconds: z.number().int().min(1).max(SQS_MAX_VISIBILITY_SECONDS).default(10),
     /** A running GPU whose service refuses within this many seconds of launch is treated as booting. */
     gpuBootGraceSeconds: z.number().int().min(0).max(3600).default(600),
-    window: consumerSchema,
-    dlqConsumer: consumerSchema.extend({
+    window: ingestConsumerSchema,
+    dlqConsumer: ingestConsumerSchema.extend({
       /**
        * Records per invocation. The original system reads one; up to 10 lets one invocation park
        * a batch with one lookup, one start attempt and one ChangeMessageVisibilityBatch, and
@@ -130,25 +114,10 @@ export type IngestConfig = z.output<typeof ingestConfigSchema>;
 export function ingestConfigProblems(
   c: Pick<IngestConfig, "queueVisibilityTimeoutSeconds" | "dlqVisibilityTimeoutSeconds" | "messageRetentionSeconds" | "window" | "dlqConsumer">,
 ): Array<{ path: Array<string | number>; message: string }> {
-  const problems: Array<{ path: Array<string | number>; message: string }> = [];
-  const consumers = [
-    { key: "window", visibilityKey: "queueVisibilityTimeoutSeconds", visibility: c.queueVisibilityTimeoutSeconds, consumer: c.window },
-    { key: "dlqConsumer", visibilityKey: "dlqVisibilityTimeoutSeconds", visibility: c.dlqVisibilityTimeoutSeconds, consumer: c.dlqConsumer },
-  ] as const;
-  for (const { key, visibilityKey, visibility, consumer } of consumers) {
-    const needed = requiredVisibilityTimeoutSeconds(consumer.timeoutSeconds, consumer.batchingWindowSeconds);
-    if (visibility < needed) {
-      problems.push({
-        path: [visibilityKey],
-        message: `must be at least ${VISIBILITY_TIMEOUT_MULTIPLIER} × ingest.${key}.timeoutSeconds + ingest.${key}.batchingWindowSeconds = ${needed} (got ${visibility})`,
-      });
-    }
-  }
-  for (const { key, consumer } of consumers) {
-    if (consumer.batchSize > 10 && consumer.batchingWindowSeconds === 0) {
-      problems.push({ path: [key, "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
-    }
-  }
+  const problems = [
+    ...consumerIssues(c.window, { key: ["window"], visibilityPath: ["queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: "ingest.window" }),
+    ...consumerIssues(c.dlqConsumer, { key: ["dlqConsumer"], visibilityPath: ["dlqVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.dlqVisibilityTimeoutSeconds, prefix: "ingest.dlqConsumer" }),
+  ];
   if (c.messageRetentionSeconds >= SQS_MAX_RETENTION_SECONDS) {
     problems.push({ path: ["messageRetentionSeconds"], message: "must be below 14 days: the DLQ keeps 14 days and must outlive its source" });
   }

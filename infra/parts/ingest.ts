@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { ENVIRONMENT_TAG, metricsNamespace } from "../../policy/contract";
+import { ENVIRONMENT_TAG, metricsNamespace, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
+import { DLQ_ENV, IDLE_ENV, WINDOW_ENV } from "../../functions/ingest/env";
 import { DLQ_INLINE_GRANTS, GPU_EC2_GRANTS, IDLE_GRANTS, WINDOW_GRANTS } from "../../functions/ingest/iam";
 import { QueueSchedule } from "../components/queue-schedule";
 import { GpuInstance } from "../components/gpu-instance";
@@ -11,7 +12,8 @@ import { httpsEgress, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import type { GpuConfig, IngestConfig } from "./ingest.config";
-import { consumerSizing, firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing } from "./consumer.config";
+import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
 export const INGEST_ENTRIES = {
@@ -238,14 +240,13 @@ function createConsumers(
   const { ingest, gpu } = args.config;
   const { queue, quarantine } = deps;
   const gpuEnv = {
-    GPU_INSTANCE_ID_PARAM: gpu.instanceIdParameter,
-    GPU_NAME_TAG: gpu.nameTag,
-    GPU_SERVICE_PORT: String(gpu.servicePort),
-    GPU_SERVICE_PATH: gpu.servicePath,
-    GPU_REQUEST_TIMEOUT_MS: String(gpu.requestTimeoutMs),
-    POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"),
-    POWERTOOLS_LOG_LEVEL: "INFO",
+    instanceIdParam: gpu.instanceIdParameter,
+    nameTag: gpu.nameTag,
+    servicePort: gpu.servicePort,
+    servicePath: gpu.servicePath,
+    requestTimeoutMs: gpu.requestTimeoutMs,
   };
+  const powertools = { POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"), POWERTOOLS_LOG_LEVEL: "INFO" };
   const common = {
     logRetentionDays: args.platform.logRetentionDays,
     vpc: { subnetIds: args.network.privateSubnetIds, securityGroupIds: [deps.consumersSg.id] },
@@ -260,15 +261,18 @@ function createConsumers(
       queueArn: queue.queue.arn,
       queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
       statements: ingestStatements({ ...access, quarantineQueueArn: queue.dlq.arn }).window,
-      environment: {
-        ...gpuEnv,
-        // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
-        QUARANTINE_QUEUE_URL: queue.dlq.url,
-        INGEST_QUEUE_URL: queue.queue.url,
-        WINDOW_RETRY_SECONDS: String(ingest.windowRetrySeconds),
-        DLQ_BOOT_GRACE_SECONDS: String(ingest.gpuBootGraceSeconds),
-        POWERTOOLS_SERVICE_NAME: `ingest-window-${args.platform.environment}`,
-      } satisfies FunctionEnvironment<"ingest-window">,
+      environment: functionEnvironment(
+        WINDOW_ENV,
+        {
+          ...gpuEnv,
+          // Malformed windows go straight to the ingest DLQ with their reason (DESIGN: quarantine).
+          quarantineQueueUrl: queue.dlq.url,
+          ingestQueueUrl: queue.queue.url,
+          retrySeconds: ingest.windowRetrySeconds,
+          bootGraceSeconds: ingest.gpuBootGraceSeconds,
+        },
+        { ...powertools, POWERTOOLS_SERVICE_NAME: `ingest-window-${args.platform.environment}` },
+      ),
       ...consumerSizing(ingest.window),
       ...common,
     },
@@ -283,19 +287,22 @@ function createConsumers(
       queueVisibilityTimeoutSeconds: queue.settings.dlqVisibilityTimeoutSeconds,
       statements: ingestStatements({ ...access, quarantineQueueArn: quarantine.queue.arn }).dlq,
       managedPolicyArns: [deps.gpuEc2Policy.arn],
-      environment: {
-        ...gpuEnv,
-        INGEST_DLQ_URL: queue.dlq.url,
-        // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
-        QUARANTINE_QUEUE_URL: quarantine.queue.url,
-        DLQ_VISIBILITY_EXTENSION_SECONDS: String(ingest.dlqParkSeconds),
-        DLQ_BOOT_PARK_SECONDS: String(ingest.dlqBootParkSeconds),
-        DLQ_CAPACITY_RETRY_SECONDS: String(ingest.dlqCapacityRetrySeconds),
-        DLQ_BOOT_GRACE_SECONDS: String(ingest.gpuBootGraceSeconds),
-        // Quarantine a day before the DLQ's retention would delete a message nobody took.
-        DLQ_MAX_AGE_SECONDS: String(DLQ_RETENTION_SECONDS - 86_400),
-        POWERTOOLS_SERVICE_NAME: `ingest-dlq-consumer-${args.platform.environment}`,
-      } satisfies FunctionEnvironment<"ingest-dlq-consumer">,
+      environment: functionEnvironment(
+        DLQ_ENV,
+        {
+          ...gpuEnv,
+          dlqUrl: queue.dlq.url,
+          // This consumer's own queue is the DLQ, so malformed messages go to the terminal quarantine queue.
+          quarantineQueueUrl: quarantine.queue.url,
+          visibilityExtensionSeconds: ingest.dlqParkSeconds,
+          bootParkSeconds: ingest.dlqBootParkSeconds,
+          capacityRetrySeconds: ingest.dlqCapacityRetrySeconds,
+          bootGraceSeconds: ingest.gpuBootGraceSeconds,
+          // Quarantine a day before the DLQ's retention would delete a message nobody took.
+          maxAgeSeconds: DLQ_RETENTION_SECONDS - 86_400,
+        },
+        { ...powertools, POWERTOOLS_SERVICE_NAME: `ingest-dlq-consumer-${args.platform.environment}` },
+      ),
       ...consumerSizing(ingest.dlqConsumer),
       ...common,
     },
@@ -318,7 +325,7 @@ function createIdleStop(
 ): NonNullable<Ingest["idleStop"]> {
   const { gpu } = args.config;
   const { platform } = args;
-  const visibility = 6 * IDLE_CONSUMER.timeoutSeconds;
+  const visibility = requiredVisibilityTimeoutSeconds(IDLE_CONSUMER.timeoutSeconds, IDLE_CONSUMER.batchingWindowSeconds);
   const queue = new ManagedQueue(
     `${name}-gpu-idle`,
     { visibilityTimeoutSeconds: visibility, maxReceiveCount: platform.maxReceiveCount, dlqVisibilityTimeoutSeconds: visibility, alarmActions: platform.alarmActions, protectDlq: platform.deletionProtection, tags },
@@ -351,19 +358,20 @@ function createIdleStop(
         parameterArn: deps.gpu.instanceIdParameter.arn,
         queueArns: [deps.queue.queue.arn, deps.queue.dlq.arn],
       }),
-      environment: {
-        GPU_INSTANCE_ID_PARAM: gpu.instanceIdParameter,
-        GPU_SERVICE_PORT: String(gpu.servicePort),
-        GPU_STATUS_PATH: gpu.statusPath,
-        GPU_REQUEST_TIMEOUT_MS: String(gpu.requestTimeoutMs),
-        GPU_IDLE_STOP_MINUTES: String(gpu.idleStopMinutes),
-        GPU_HOLD_TAG: gpu.holdTag,
-        INGEST_QUEUE_URL: deps.queue.queue.url,
-        INGEST_DLQ_URL: deps.queue.dlq.url,
-        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"),
-        POWERTOOLS_SERVICE_NAME: `ingest-gpu-idle-${platform.environment}`,
-        POWERTOOLS_LOG_LEVEL: "INFO",
-      } satisfies FunctionEnvironment<"ingest-gpu-idle">,
+      environment: functionEnvironment(
+        IDLE_ENV,
+        {
+          instanceIdParam: gpu.instanceIdParameter,
+          servicePort: gpu.servicePort,
+          statusPath: gpu.statusPath,
+          requestTimeoutMs: gpu.requestTimeoutMs,
+          idleStopMinutes: gpu.idleStopMinutes,
+          holdTag: gpu.holdTag,
+          ingestQueueUrl: deps.queue.queue.url,
+          dlqUrl: deps.queue.dlq.url,
+        },
+        { POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"), POWERTOOLS_SERVICE_NAME: `ingest-gpu-idle-${platform.environment}`, POWERTOOLS_LOG_LEVEL: "INFO" },
+      ),
       ...IDLE_CONSUMER,
       logRetentionDays: platform.logRetentionDays,
       // In the VPC: it asks the GPU service for its status on the service port.

@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
-import { type EnvName, type FunctionName, PART_TAG, type PowertoolsEnvName } from "../../policy/contract";
+import { byteOrder, type EnvCodec, type EnvFields, type EnvValues } from "../../functions/shared/env";
+import { PART_TAG } from "../../policy/contract";
 import type { StackConfig } from "../config";
 import type { FargateCluster } from "../components/fargate-cluster";
 
@@ -56,23 +57,6 @@ export function firstSubnet(privateSubnetIds: pulumi.Input<string[]>): pulumi.Ou
   });
 }
 
-/** The five sizing fields a QueueConsumer takes, picked from a consumer's config block. Pure. */
-export function consumerSizing(c: {
-  timeoutSeconds: number;
-  memoryMb: number;
-  batchSize: number;
-  batchingWindowSeconds: number;
-  maxConcurrency: number;
-}): { timeoutSeconds: number; memoryMb: number; batchSize: number; batchingWindowSeconds: number; maxConcurrency: number } {
-  return {
-    timeoutSeconds: c.timeoutSeconds,
-    memoryMb: c.memoryMb,
-    batchSize: c.batchSize,
-    batchingWindowSeconds: c.batchingWindowSeconds,
-    maxConcurrency: c.maxConcurrency,
-  };
-}
-
 /** What every step of a part's recipe needs: its name (the prefix of child names), args, tags and parent. */
 export interface PartScope<A extends PartArgs> {
   name: string;
@@ -86,9 +70,24 @@ export function partScope<A extends PartArgs>(parent: pulumi.Resource, name: str
   return { name, args, tags: { ...(args.tags ?? {}), [PART_TAG]: part }, parent };
 }
 
+/** Powertools' own variables, and the SDK's region, which the program sets beside a function's own. */
+export type PowertoolsEnvironment = Partial<Record<"POWERTOOLS_SERVICE_NAME" | "POWERTOOLS_METRICS_NAMESPACE" | "POWERTOOLS_LOG_LEVEL" | "AWS_REGION", pulumi.Input<string>>>;
+
+/** A function's env values as the program has them: each may still be an output (a queue's url). */
+export type EnvInputs<F extends EnvFields> = { [K in keyof EnvValues<F>]: pulumi.Input<EnvValues<F>[K]> };
+
 /**
- * A function's environment as the program sets it: every name its code reads (the contract's
- * list, so a missing or misspelt name fails the type-check), plus Powertools' and the SDK's own.
+ * A function's environment, built from its own env codec (`functions/<part>/env.ts`): every field
+ * the code reads, written by the codec's formatter (an output through `apply`), plus Powertools'
+ * variables; in byte order of the names, as the AWS provider stores a container's environment.
  */
-export type FunctionEnvironment<F extends FunctionName> = Record<EnvName<F>, pulumi.Input<string>> &
-  Partial<Record<PowertoolsEnvName | "AWS_REGION", pulumi.Input<string>>>;
+export function functionEnvironment<F extends EnvFields>(codec: EnvCodec<F>, values: EnvInputs<F>, powertools: PowertoolsEnvironment = {}): Record<string, pulumi.Input<string>> {
+  const entries: Array<[string, pulumi.Input<string>]> = Object.entries(powertools).filter((e): e is [string, pulumi.Input<string>] => e[1] !== undefined);
+  for (const key of codec.order) {
+    const value = (values as Record<string, pulumi.Input<unknown> | undefined>)[key];
+    if (value === undefined) continue;
+    const { name, format } = codec.fields[key]!;
+    entries.push([name, pulumi.Output.isInstance(value) || value instanceof Promise ? pulumi.output(value).apply((v) => format(v)) : format(value)]);
+  }
+  return Object.fromEntries(entries.sort(([a], [b]) => byteOrder(a, b)));
+}

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { INSTANCE_TYPE_PATTERN } from "../../policy/contract";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { consumerIssues, consumerSchema } from "./consumer.config";
 
 /**
  * Stack config of the warm-instance pool (`encache:pool`). Composed into `infra/config.ts`;
@@ -47,14 +48,15 @@ export const poolConfigSchema = z
     tolerance: z.number().int().min(1).max(100).default(5),
     /** Claim lock lifetime (DynamoDB TTL), seconds. */
     lockTtlSeconds: z.number().int().min(60).max(604_800).default(3600),
-    refill: z.object({
+    /**
+     * The refill consumer: its sizing (timeoutSeconds at least 10; maxConcurrency 2–1000, the
+     * per-class lease serialises runs), one class per invocation, and its queue.
+     */
+    refill: consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0, maxConcurrency: 2 }).extend({
+      /** One class per invocation: each refill run gets the whole timeout. */
+      batchSize: z.literal(1, { message: "must be 1: each refill run tops up one class" }).default(1),
       /** Minutes between refill runs of each class (EventBridge Scheduler `rate`). */
       everyMinutes: z.number().int().min(1).max(1440),
-      /** Refill Lambda timeout, seconds. */
-      timeoutSeconds: z.number().int().min(10).max(900),
-      memoryMb: z.number().int().min(128).max(10_240).default(256),
-      /** Maximum concurrent refill invocations (2–1000; the per-class lease serialises runs). */
-      maxConcurrency: z.number().int().min(2).max(1000).default(2),
       /** Refill queue visibility timeout; ≥ 6 × timeoutSeconds. */
       queueVisibilityTimeoutSeconds: z.number().int().min(1).max(43_200),
       /**
@@ -76,6 +78,9 @@ export const poolConfigSchema = z
 export type PoolConfig = z.infer<typeof poolConfigSchema>;
 export type PoolClassConfig = z.infer<typeof poolClassSchema>;
 
+/** The shortest refill timeout: a run makes several EC2, DynamoDB and SQS calls. */
+const MIN_REFILL_TIMEOUT_SECONDS = 10;
+
 /** A pool queue is emptied by delete-on-receive; its visibility only covers one pickup cycle. */
 export const POOL_QUEUE_VISIBILITY_SECONDS = 30;
 
@@ -85,12 +90,11 @@ export function refillRetentionSeconds(refill: Pick<PoolConfig["refill"], "every
 }
 
 /** Checks across keys, pure so tests call it directly. Paths are relative to `encache:pool`. */
-export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSeconds" | "refill">): Array<{ path: string[]; message: string }> {
-  const issues: Array<{ path: string[]; message: string }> = [];
-  const needed = 6 * cfg.refill.timeoutSeconds;
-  if (cfg.refill.queueVisibilityTimeoutSeconds < needed) {
-    issues.push({ path: ["refill", "queueVisibilityTimeoutSeconds"], message: `must be at least 6 × refill.timeoutSeconds = ${needed} (got ${cfg.refill.queueVisibilityTimeoutSeconds})` });
-  }
+export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSeconds" | "refill">): Array<{ path: Array<string | number>; message: string }> {
+  const { refill } = cfg;
+  const issues = consumerIssues(refill, { key: ["refill"], visibilityPath: ["refill", "queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: refill.queueVisibilityTimeoutSeconds, prefix: "refill" });
+  // The refill's lease (REFILL_LEASE_SECONDS) is its timeout; a run needs a few EC2 and SQS round trips.
+  if (refill.timeoutSeconds < MIN_REFILL_TIMEOUT_SECONDS) issues.push({ path: ["refill", "timeoutSeconds"], message: `must be at least ${MIN_REFILL_TIMEOUT_SECONDS}` });
   // Idle instances are re-advertised each run; an advert must live until the next run.
   const period = cfg.refill.everyMinutes * 60;
   if (cfg.advertRetentionSeconds < period) {

@@ -1,6 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { CLAIM_TABLE, metricsNamespace, POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../policy/contract";
+import { metricsNamespace } from "../../policy/contract";
+import { CLAIM_TABLE } from "../../functions/shared/tables";
+import { REFILL_ENV } from "../../functions/pool/env";
+import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../functions/pool/tags";
 import { CLAIM_GRANTS, REFILL_GRANTS } from "../../functions/pool/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { PoolLaunchTemplate } from "../components/pool-launch-template";
@@ -11,7 +14,8 @@ import { TerminalQueue } from "../components/terminal-queue";
 import { assumedBy, httpsEgress, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
-import { firstSubnet, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing } from "./consumer.config";
+import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { POOL_QUEUE_VISIBILITY_SECONDS, type PoolClassConfig, type PoolConfig, refillRetentionSeconds } from "./pool.config";
 
 /** Handler entry points, relative to the repository root. */
@@ -286,34 +290,35 @@ function createRefill(
       queueArn: refillQueue.queue.arn,
       queueVisibilityTimeoutSeconds: refillQueue.settings.visibilityTimeoutSeconds,
       statements: deps.statements,
-      environment: {
-        POOL_CLASSES: pulumi.jsonStringify(
-          Object.entries(deps.classes).map(([className, r]) => {
-            const cls = p.classes[className]!;
-            return {
-              name: className,
-              queueUrl: r.queue.queue.url,
-              launchTemplateId: r.launchTemplate.template.id,
-              size: cls.size,
-              instanceTypes: cls.instanceTypes,
-              cpu: cls.cpu,
-              memoryMib: cls.memoryMib,
-              usageClass: cls.usageClass,
-            };
-          }),
-        ),
-        CLAIM_TABLE_NAME: deps.claimTable.table.name,
-        POOL_TAG: p.poolTag,
-        REFILL_LEASE_SECONDS: String(p.refill.timeoutSeconds),
-        QUARANTINE_QUEUE_URL: refillQueue.dlq.url,
+      environment: functionEnvironment(
+        REFILL_ENV,
+        {
+          classes: pulumi.output(
+            Object.entries(deps.classes).map(([className, r]) => {
+              const cls = p.classes[className]!;
+              return {
+                name: className,
+                queueUrl: r.queue.queue.url,
+                launchTemplateId: r.launchTemplate.template.id,
+                size: cls.size,
+                instanceTypes: cls.instanceTypes,
+                cpu: cls.cpu,
+                memoryMib: cls.memoryMib,
+                usageClass: cls.usageClass,
+              };
+            }),
+          ),
+          claimTableName: deps.claimTable.table.name,
+          poolTag: p.poolTag,
+          poolTagKey: POOL_TAG_KEY,
+          poolClassTagKey: POOL_CLASS_TAG_KEY,
+          leaseSeconds: p.refill.timeoutSeconds,
+          quarantineQueueUrl: refillQueue.dlq.url,
+        },
         // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
-        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Pool"),
-        POWERTOOLS_LOG_LEVEL: "INFO",
-      } satisfies FunctionEnvironment<"pool-refill">,
-      timeoutSeconds: p.refill.timeoutSeconds,
-      memoryMb: p.refill.memoryMb,
-      batchSize: 1,
-      maxConcurrency: p.refill.maxConcurrency,
+        { POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Pool"), POWERTOOLS_LOG_LEVEL: "INFO" },
+      ),
+      ...consumerSizing(p.refill),
       logRetentionDays: args.platform.logRetentionDays,
       tags,
     },

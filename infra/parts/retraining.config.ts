@@ -1,14 +1,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import {
-  FARGATE_CPU_UNITS,
-  fargateSizeProblem,
-  MODEL_NAME_PATTERN,
-  MODEL_NAME_RULE,
-  requiredVisibilityTimeoutSeconds,
-  scheduleExpressionProblem,
-  scheduleTimezoneProblem,
-} from "../../policy/contract";
+import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../functions/shared/patterns";
+import { FARGATE_CPU_UNITS, fargateSizeProblem, scheduleExpressionProblem, scheduleTimezoneProblem } from "../aws-rules";
+import { consumerIssues, consumerSchema } from "./consumer.config";
 
 /**
  * `encache:retraining` (docs/parts/retraining.md). Defaults are the original system's: queue visibility 600 s, retention
@@ -17,20 +11,8 @@ import {
  */
 
 
-const launcherSchema = z
-  .object({
-    /** Lambda timeout in seconds (original: 30). */
-    timeoutSeconds: z.number().int().min(1).max(900).default(30),
-    /** Lambda memory in MB (original: 256). */
-    memoryMb: z.number().int().min(128).max(10_240).default(256),
-    /** SQS batch size (original: 10). */
-    batchSize: z.number().int().min(1).max(10_000).default(10),
-    /** Batching window in seconds (original: 5). */
-    batchingWindowSeconds: z.number().int().min(0).max(300).default(5),
-    /** Event source mapping maximum concurrency (2–1000). */
-    maxConcurrency: z.number().int().min(2).max(1000).default(2),
-  })
-  .prefault({});
+/** The launcher's sizing, the original system's: 30 s, 256 MB, batches of 10 with a 5 s window. */
+const launcherSchema = consumerSchema({ timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 }).prefault({});
 
 const scheduleSchema = z.object({
   /** The model the schedule retrains; sent as `model_name`. */
@@ -110,16 +92,7 @@ export function retrainingConfigProblems(
   c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "schedules"> & { strategy: Omit<RetrainingConfig["strategy"], "hardening"> } & Partial<Pick<RetrainingConfig, "useSpot">>,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems: Array<{ path: Array<string | number>; message: string }> = [];
-  const needed = requiredVisibilityTimeoutSeconds(c.launcher.timeoutSeconds, c.launcher.batchingWindowSeconds);
-  if (c.queueVisibilityTimeoutSeconds < needed) {
-    problems.push({
-      path: ["queueVisibilityTimeoutSeconds"],
-      message: `must be at least 6 × launcher.timeoutSeconds + launcher.batchingWindowSeconds = ${needed} (got ${c.queueVisibilityTimeoutSeconds})`,
-    });
-  }
-  if (c.launcher.batchSize > 10 && c.launcher.batchingWindowSeconds === 0) {
-    problems.push({ path: ["launcher", "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
-  }
+  problems.push(...consumerIssues(c.launcher, { key: ["launcher"], visibilityPath: ["queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: "launcher" }));
   const size = fargateSizeProblem(c.strategy.cpu, c.strategy.memoryMb);
   // The shared check names cpu when cpu itself is no Fargate size, else memory that does not fit it.
   if (size) problems.push({ path: ["strategy", FARGATE_CPU_UNITS.includes(c.strategy.cpu) ? "memoryMb" : "cpu"], message: size });

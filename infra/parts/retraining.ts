@@ -1,6 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { metricsNamespace, RETRAINING_INTENT_TABLE, RETRAINING_STATE_TABLE } from "../../policy/contract";
+import { metricsNamespace } from "../../policy/contract";
+import { RETRAINING_INTENT_TABLE, RETRAINING_STATE_TABLE } from "../../functions/shared/tables";
+import { LAUNCHER_ENV } from "../../functions/retraining/env";
 import { LAUNCHER_GRANTS } from "../../functions/retraining/iam";
 import { FargateTaskDefinition } from "../components/fargate-task-definition";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
@@ -10,7 +12,8 @@ import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
 import { httpsEgress, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
-import { consumerSizing, type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { consumerSizing } from "./consumer.config";
+import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
 
 /** Handler entry point, relative to the repository root. */
@@ -234,31 +237,33 @@ function createLauncher(
         quarantineQueueArn: queue.dlq.arn,
         retrainingQueueArn: queue.queue.arn,
       }),
-      environment: {
-        ECS_CLUSTER: cluster.name,
-        // The deployed revision, so a launch never picks up a revision Pulumi did not make.
-        ECS_TASK_DEFINITION_ARN: td.taskDefinition.arn,
-        ECS_TASK_DEFINITION_FAMILY: r.taskDefinitionFamily,
-        ECS_SUBNETS: pulumi.output(args.network.privateSubnetIds).apply((ids) => ids.join(",")),
-        ECS_SECURITY_GROUPS: deps.tasksSecurityGroup.id,
-        ECS_CONTAINER_NAME: r.containerName,
-        USE_SPOT: String(r.useSpot),
-        RETRAINING_STATE_TABLE: stateTable.table.name,
-        MAX_CONCURRENT_TASKS: String(r.maxConcurrentTasks),
-        ENVIRONMENT: args.platform.environment,
-        // Malformed messages go straight to the retraining DLQ with their reason (DESIGN: quarantine).
-        QUARANTINE_QUEUE_URL: queue.dlq.url,
-        // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
-        RETRAINING_QUEUE_URL: queue.queue.url,
-        DEFER_DELAY_SECONDS: String(r.deferDelaySeconds),
-        RETRAINING_INTENT_TABLE: intentTable.table.name,
-        RETRAINING_INTENT_RETENTION_SECONDS: String(intentRetentionSeconds(queue.settings.messageRetentionSeconds)),
-        // On the last receive the launcher dead-letters a failing message itself, stamped with its origin id.
-        MAX_RECEIVE_COUNT: String(queue.settings.maxReceiveCount),
+      environment: functionEnvironment(
+        LAUNCHER_ENV,
+        {
+          cluster: cluster.name,
+          // The deployed revision, so a launch never picks up a revision Pulumi did not make.
+          taskDefinitionArn: td.taskDefinition.arn,
+          taskDefinitionFamily: r.taskDefinitionFamily,
+          subnets: args.network.privateSubnetIds,
+          securityGroups: pulumi.output(deps.tasksSecurityGroup.id).apply((id) => [id]),
+          containerName: r.containerName,
+          useSpot: r.useSpot,
+          stateTable: stateTable.table.name,
+          maxConcurrentTasks: r.maxConcurrentTasks,
+          environment: args.platform.environment,
+          // Malformed messages go straight to the retraining DLQ with their reason (DESIGN: quarantine).
+          quarantineQueueUrl: queue.dlq.url,
+          // A message that must wait for capacity is re-sent here with this delay, not failed (it would spend maxReceiveCount).
+          retrainingQueueUrl: queue.queue.url,
+          deferDelaySeconds: r.deferDelaySeconds,
+          intentTable: intentTable.table.name,
+          intentRetentionSeconds: intentRetentionSeconds(queue.settings.messageRetentionSeconds),
+          // On the last receive the launcher dead-letters a failing message itself, stamped with its origin id.
+          maxReceiveCount: queue.settings.maxReceiveCount,
+        },
         // POWERTOOLS_SERVICE_NAME is left to the QueueConsumer: `<its name>-<environment>`, per stack.
-        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"),
-        POWERTOOLS_LOG_LEVEL: "INFO",
-      } satisfies FunctionEnvironment<"retraining-launcher">,
+        { POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("RetrainingPipeline"), POWERTOOLS_LOG_LEVEL: "INFO" },
+      ),
       ...consumerSizing(r.launcher),
       logRetentionDays: args.platform.logRetentionDays,
       tags,

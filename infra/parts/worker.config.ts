@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { fargateSizeProblem, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
-import { executablesSchema, MAX_SHUTDOWN_GRACE_SECONDS } from "../../functions/worker/config";
+import { SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
+import { fargateSizeProblem } from "../aws-rules";
+import { executablesSchema } from "../../functions/worker/env";
 import { HEARTBEAT_EXTENSION_FACTOR } from "../../functions/worker/job";
 
 export { HEARTBEAT_EXTENSION_FACTOR };
@@ -8,10 +9,11 @@ export { HEARTBEAT_EXTENSION_FACTOR };
 /** Fargate's hard ceiling on the time between SIGTERM and SIGKILL; also the Spot warning. */
 export const WORKER_STOP_TIMEOUT_SECONDS = 120;
 /**
- * Seconds kept back from the stop timeout for the abort settle (5 s), giving messages back and
- * releasing protection; the worker's env schema caps the grace at the same 105 s.
+ * Seconds kept back from the stop timeout after the grace period: the abort settle (5 s,
+ * `ABORT_SETTLE_MS` in functions/worker/config.ts), the parallel give-backs and the release of
+ * protection (2 s agent timeout). So the grace is at most 105 s.
  */
-export const SHUTDOWN_MARGIN_SECONDS = WORKER_STOP_TIMEOUT_SECONDS - MAX_SHUTDOWN_GRACE_SECONDS;
+export const SHUTDOWN_MARGIN_SECONDS = 15;
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 

@@ -3,7 +3,9 @@ import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
-import { JOBS_TABLE_ROLE, metricsNamespace, PRODUCT, TABLE_ROLE_TAG, WORKER_JOBS_TABLE } from "../../policy/contract";
+import { JOBS_TABLE_ROLE, metricsNamespace, PRODUCT, TABLE_ROLE_TAG } from "../../policy/contract";
+import { WORKER_JOBS_TABLE } from "../../functions/shared/tables";
+import { WORKER_ENV } from "../../functions/worker/env";
 import { WORKER_GRANTS } from "../../functions/worker/iam";
 import { ManagedQueue } from "../components/managed-queue";
 import { Table } from "../components/table";
@@ -13,7 +15,7 @@ import { imageContentTag, writeImageContext } from "../components/queue-worker-s
 import { REPO_ROOT } from "../bundle";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
-import { type FunctionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { WORKER_STOP_TIMEOUT_SECONDS, type WorkerConfig, workQueueVisibilitySeconds } from "./worker.config";
 
 /** The container entry, its Dockerfile and the build context the program writes, relative to the repository root. */
@@ -225,27 +227,28 @@ function createService(
         scaleOutCooldownSeconds: w.scaleOutCooldownSeconds,
         scaleInCooldownSeconds: w.scaleInCooldownSeconds,
       },
-      environment: {
-        AWS_REGION: args.region,
-        WORK_QUEUE_URL: queue.queue.url,
-        QUARANTINE_QUEUE_URL: queue.dlq.url,
-        WORKER_CONCURRENCY: String(w.concurrency),
-        WORKER_WAIT_TIME_SECONDS: "20",
-        WORKER_IDLE_WINDOW_SECONDS: String(w.idleWindowSeconds),
-        WORKER_MAX_PROTECTED_SECONDS: String(w.maxProtectedSeconds),
-        WORKER_DEFAULT_VISIBILITY_SECONDS: String(w.defaultVisibilitySeconds),
-        WORKER_MAX_VISIBILITY_SECONDS: String(w.maxVisibilitySeconds),
-        WORKER_HEARTBEAT_SECONDS: String(w.heartbeatSeconds),
-        WORKER_RETRY_DELAY_SECONDS: String(w.retryDelaySeconds),
-        WORKER_SHUTDOWN_GRACE_SECONDS: String(w.shutdownGraceSeconds),
-        TASK_PROTECTION_EXPIRES_MINUTES: String(w.protectionExpiresMinutes),
-        WORKER_EXECUTABLES: JSON.stringify(w.executables),
-        WORKER_SCRATCH_DIR: WORKER_SCRATCH_PATH,
-        WORKER_JOBS_TABLE: deps.jobsTable.table.name,
-        POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName,
-        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
-        POWERTOOLS_LOG_LEVEL: "INFO",
-      } satisfies FunctionEnvironment<"worker">,
+      environment: functionEnvironment(
+        WORKER_ENV,
+        {
+          workQueueUrl: queue.queue.url,
+          quarantineQueueUrl: queue.dlq.url,
+          concurrency: w.concurrency,
+          // SQS's longest long poll: an idle task makes the fewest receives.
+          waitTimeSeconds: 20,
+          idleWindowSeconds: w.idleWindowSeconds,
+          maxProtectedSeconds: w.maxProtectedSeconds,
+          defaultVisibilitySeconds: w.defaultVisibilitySeconds,
+          maxVisibilitySeconds: w.maxVisibilitySeconds,
+          heartbeatSeconds: w.heartbeatSeconds,
+          retryDelaySeconds: w.retryDelaySeconds,
+          shutdownGraceSeconds: w.shutdownGraceSeconds,
+          protectionExpiresMinutes: w.protectionExpiresMinutes,
+          executables: w.executables,
+          scratchDir: WORKER_SCRATCH_PATH,
+          jobsTable: deps.jobsTable.table.name,
+        },
+        { AWS_REGION: args.region, POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName, POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"), POWERTOOLS_LOG_LEVEL: "INFO" },
+      ),
       logRetentionDays: args.platform.logRetentionDays,
       tags,
     },

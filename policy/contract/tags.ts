@@ -49,7 +49,3 @@ export const JOBS_TABLE_ROLE = "jobs";
 export const TASK_PROTECTION_TAG = `${PRODUCT}:task-protection`;
 export const TASK_PROTECTION_ENV = "ENCACHE_TASK_PROTECTION";
 export const TASK_PROTECTION_MODE = "agent-endpoint";
-
-/** Warm-pool membership: launch templates set them, IAM conditions and the claim check read them. */
-export const POOL_TAG_KEY = `${PRODUCT}:pool`;
-export const POOL_CLASS_TAG_KEY = `${PRODUCT}:pool-class`;

@@ -3,7 +3,9 @@ import { DescribeInstancesCommand, RunInstancesCommand } from "@aws-sdk/client-e
 import { GetParametersByPathCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-handler";
-import { ENVIRONMENT_TAG, FLEET_NAME_DEFAULTS, JOBS_TABLE } from "../../policy/contract";
+import { ENVIRONMENT_TAG } from "../../policy/contract";
+import { FLEET_NAME_DEFAULTS } from "../../infra/parts/fleet.config";
+import { JOBS_TABLE } from "../../functions/shared/tables";
 
 const MANAGED_TAG = { key: FLEET_NAME_DEFAULTS.managedTagKey, value: FLEET_NAME_DEFAULTS.managedTagValue };
 /** The stack under test is dev; an instance of prod's fleet carries the same managed tag. */

@@ -212,7 +212,7 @@ describe("warm pool against moto", () => {
     const t = telemetry();
 
     const out = await refillClass(
-      { ec2: world.ec2, dynamodb, sqs: world.sqs, clock: Date.now, config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 60, quarantineQueueUrl: pool.url }, ...t },
+      { ec2: world.ec2, dynamodb, sqs: world.sqs, clock: Date.now, config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: pool.url }, ...t },
       cls,
       "msg-1",
     );
@@ -259,7 +259,7 @@ describe("warm pool against moto", () => {
       dynamodb,
       sqs: world.sqs,
       clock: Date.now,
-      config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 60, quarantineQueueUrl: pool.url },
+      config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: pool.url },
       ...telemetry(),
     });
 

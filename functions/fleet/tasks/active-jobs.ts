@@ -1,5 +1,5 @@
 import { type DynamoDBClient, paginateQuery } from "@aws-sdk/client-dynamodb";
-import { JOBS_TABLE } from "../../../policy/contract";
+import { JOBS_TABLE } from "../../shared/tables";
 import { ACTIVE_JOB_STATUSES } from "../jobs";
 
 /** Whether any job on this instance is still queued or running (Query on the instance_id index). */

@@ -1,5 +1,5 @@
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { JOBS_TABLE } from "../../../policy/contract";
+import { JOBS_TABLE } from "../../shared/tables";
 import { errorMessage, logStep } from "../../shared/logger";
 import type { TaskDeps } from "./types";
 

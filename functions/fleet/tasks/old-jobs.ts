@@ -1,7 +1,7 @@
 import { BatchWriteItemCommand, type DynamoDBClient, paginateQuery, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { logStep } from "../../shared/logger";
 import { chunks } from "../budget";
-import { JOBS_TABLE } from "../../../policy/contract";
+import { JOBS_TABLE } from "../../shared/tables";
 import { TERMINAL_JOB_STATUSES } from "../jobs";
 import { rfc3339 } from "../messages";
 import { MetricUnit } from "../telemetry";

@@ -10,10 +10,13 @@ import type * as TerminationEntry from "../../../functions/fleet/termination";
 import { createTerminationHandler } from "../../../functions/fleet/termination-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { contextWithRemaining, housekeepingConfig, mockedClients, terminationConfig, terminationMessage } from "../helpers/fleet-deps";
+import { sampleEnv } from "../helpers/env-samples";
 
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
 /** What the entry modules parse at import, plus the service name Powertools would turn into a dimension. */
 const ENV: Record<string, string> = {
+  ...sampleEnv("fleet termination"),
+  ...sampleEnv("fleet housekeeping"),
   POWERTOOLS_SERVICE_NAME: "fleet-under-test",
   POWERTOOLS_METRICS_NAMESPACE: "RunsFleet",
   RUNS_FLEET_JOBS_TABLE: "fleet-jobs",

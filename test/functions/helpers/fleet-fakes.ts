@@ -20,7 +20,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, type DescribeInstancesCommandInput, type Instance, TerminateInstancesCommand, type TerminateInstancesCommandInput } from "@aws-sdk/client-ec2";
 import type { AwsStub } from "aws-sdk-client-mock";
-import { JOBS_TABLE } from "../../../policy/contract";
+import { JOBS_TABLE } from "../../../functions/shared/tables";
 import { awsError, TABLE } from "./fleet-deps";
 
 /** A job item: the attributes the fleet's queries read. */

@@ -28,7 +28,7 @@ export function arrange(instances: FakeEc2Instance[] = [], size = 3) {
     return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })) };
   });
   const t = telemetry();
-  const config: RefillConfig = { classes: [{ ...CLS, size }], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 120, quarantineQueueUrl: REFILL_DLQ };
+  const config: RefillConfig = { classes: [{ ...CLS, size }], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 120, quarantineQueueUrl: REFILL_DLQ };
   const deps = { ec2: ec2.ec2, dynamodb: table.dynamodb, sqs, clock: clock.read, config, ...t };
   const adverts = () =>
     sqsMock

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { resolve } from "node:path";
 import { expect } from "chai";
+import { sampleEnv } from "../helpers/env-samples";
 
 const root = resolve(__dirname, "../../..");
 
@@ -16,7 +17,10 @@ function loadEntry(modulePath: string, env: Record<string, string>): Promise<{ c
   });
 }
 
+/** Every ingest variable but INGEST_DLQ_URL. */
+const { INGEST_DLQ_URL: _dlq, ...sampled } = { ...sampleEnv("ingest GPU idle"), ...sampleEnv("ingest DLQ consumer"), ...sampleEnv("ingest window") };
 const baseEnv = {
+  ...sampled,
   GPU_SERVICE_PORT: "8080",
   GPU_SERVICE_PATH: "/ingest/window",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-quarantine",

@@ -5,8 +5,10 @@ import { expect } from "chai";
 import { parseDlqConfig, parseIdleConfig, parseWindowConfig } from "../../../functions/ingest/config";
 import { gpuServiceUrlFor } from "../../../functions/ingest/deliver-window";
 import { runtimeClients, runtimeDeps } from "../../../functions/ingest/runtime-deps";
+import { sampleEnv } from "../helpers/env-samples";
 
 const ENV = {
+  ...sampleEnv("ingest GPU idle"), ...sampleEnv("ingest DLQ consumer"), ...sampleEnv("ingest window"),
   GPU_SERVICE_PORT: "8080",
   GPU_SERVICE_PATH: "/ingest/window",
   GPU_IDLE_STOP_MINUTES: "30",

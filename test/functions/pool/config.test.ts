@@ -9,10 +9,25 @@ describe("pool refill", () => {
       POOL_CLASSES: JSON.stringify([CLS]),
       CLAIM_TABLE_NAME: TABLE,
       POOL_TAG,
+      POOL_TAG_KEY: "encache:pool",
+      POOL_CLASS_TAG_KEY: "encache:pool-class",
+      REFILL_LEASE_SECONDS: "300",
       QUARANTINE_QUEUE_URL: REFILL_DLQ,
     };
-    it("parses POOL_CLASSES and defaults the lease", () => {
-      expect(parseRefillConfig(env)).to.deep.equal({ classes: [CLS], claimTableName: TABLE, poolTag: POOL_TAG, leaseSeconds: 300, quarantineQueueUrl: REFILL_DLQ });
+    it("parses POOL_CLASSES, the tag keys and the lease", () => {
+      // Act
+      const config = parseRefillConfig(env);
+
+      // Assess
+      expect(config).to.deep.equal({
+        classes: [CLS],
+        claimTableName: TABLE,
+        poolTag: POOL_TAG,
+        poolTagKey: "encache:pool",
+        poolClassTagKey: "encache:pool-class",
+        leaseSeconds: 300,
+        quarantineQueueUrl: REFILL_DLQ,
+      });
     });
     it("accepts a class with several instance types", () => {
       const cls = { ...CLS, instanceTypes: ["g5.xlarge", "g6.xlarge"] };
@@ -20,9 +35,10 @@ describe("pool refill", () => {
     });
     const bad: Array<[string, Record<string, string>, RegExp]> = [
       ["POOL_CLASSES not JSON", { POOL_CLASSES: "[" }, /POOL_CLASSES is invalid \(must be JSON; got "\["\)/],
-      ["an empty class list", { POOL_CLASSES: "[]" }, /POOL_CLASSES/],
+      ["a class without its launch template", { POOL_CLASSES: JSON.stringify([{ ...CLS, launchTemplateId: undefined }]) }, /POOL_CLASSES is invalid/],
       ["a missing table", { CLAIM_TABLE_NAME: "" }, /CLAIM_TABLE_NAME is required/],
-      ["a lease over an hour", { REFILL_LEASE_SECONDS: "3601" }, /REFILL_LEASE_SECONDS/],
+      ["a missing tag key", { POOL_TAG_KEY: "" }, /POOL_TAG_KEY is required/],
+      ["a lease that is no whole number", { REFILL_LEASE_SECONDS: "5m" }, /REFILL_LEASE_SECONDS is invalid/],
     ];
     for (const [title, override, message] of bad) {
       it(`rejects ${title}`, () => {

@@ -69,6 +69,8 @@ describe("pool IAM action lists match what the code calls", () => {
         classes: [{ name: "gpu-small", queueUrl: QUEUE_URL, launchTemplateId: "lt-1", size: 2, instanceTypes: ["g5.xlarge"], cpu: 4, memoryMib: 16384, usageClass: "on-demand" as const }],
         claimTableName: TABLE,
         poolTag: POOL_TAG,
+        poolTagKey: "encache:pool",
+        poolClassTagKey: "encache:pool-class",
         leaseSeconds: 60,
         quarantineQueueUrl: "https://sqs.us-east-1.amazonaws.com/123456789012/pool-refill-dlq",
       },

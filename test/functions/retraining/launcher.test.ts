@@ -1,7 +1,9 @@
 import { expect } from "chai";
+import { sampleEnv } from "../helpers/env-samples";
 
 /** The platform's variables for the launcher, as the infra sets them. */
-const ENV = {
+const ENV: Record<string, string> = {
+  ...sampleEnv("retraining launcher"),
   ECS_CLUSTER: "platform-cluster",
   ECS_SUBNETS: "subnet-a",
   ECS_SECURITY_GROUPS: "sg-1",
@@ -36,7 +38,7 @@ describe("retraining/launcher entry", function () {
     const deps = defaultDeps({ ...ENV, MAX_CONCURRENT_TASKS: "7" });
 
     expect(handler).to.be.a("function");
-    expect(deps.config).to.deep.include({ cluster: "platform-cluster", maxConcurrentTasks: 7, taskDefinition: "tradai-strategy-generic-dev" });
+    expect(deps.config).to.deep.include({ cluster: "platform-cluster", maxConcurrentTasks: 7, taskDefinition: ENV.ECS_TASK_DEFINITION_ARN });
     expect(deps.now()).to.be.instanceOf(Date);
   });
 });

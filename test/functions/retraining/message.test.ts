@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { parseRetrainingMessage, strategyOf } from "../../../functions/retraining/message";
-import { MODEL_NAME_RULE } from "../../../policy/contract";
+import { MODEL_NAME_RULE } from "../../../functions/shared/patterns";
 
 describe("retraining/launcher units", () => {
   describe("message", () => {

@@ -1,86 +1,63 @@
 import { expect } from "chai";
-import { executableSchema, executablesSchema, JOB_TYPE, MAX_SHUTDOWN_GRACE_SECONDS, parseWorkerConfig } from "../../../functions/worker/config";
-import { SHUTDOWN_MARGIN_SECONDS, WORKER_STOP_TIMEOUT_SECONDS } from "../../../infra/parts/worker.config";
+import { executableSchema, executablesSchema, JOB_TYPE, parseWorkerConfig } from "../../../functions/worker/config";
 import { EnvConfigError } from "../../../functions/shared/env";
+import { sampleEnv } from "../helpers/env-samples";
 
-const base = {
-  WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
-  QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
-  WORKER_JOBS_TABLE: "worker-jobs-1a2b3c",
-};
+const base = sampleEnv("worker");
 
 describe("worker: environment (functions/worker/config.ts)", () => {
-  it("applies defaults and converts seconds to milliseconds", () => {
-    const c = parseWorkerConfig({ ...base, WORKER_IDLE_WINDOW_SECONDS: "15", WORKER_HEARTBEAT_SECONDS: "60" });
-    expect(c).to.deep.include({ concurrency: 1, waitTimeSeconds: 20, idleWindowMs: 15_000, heartbeatMs: 60_000, shutdownGraceMs: 100_000, agentUri: undefined, scratchDir: "/scratch" });
-  });
-
-  it("accepts a grace period of 105 s, the stack config's bound (stop timeout 120 s − 15 s)", () => {
-    expect(parseWorkerConfig({ ...base, WORKER_SHUTDOWN_GRACE_SECONDS: "105" }).shutdownGraceMs).to.equal(105_000);
-    expect(WORKER_STOP_TIMEOUT_SECONDS - SHUTDOWN_MARGIN_SECONDS).to.equal(MAX_SHUTDOWN_GRACE_SECONDS);
-  });
-
-  it("reads the allow-list as JSON", () => {
-    const c = parseWorkerConfig({ ...base, WORKER_EXECUTABLES: '{"payload-digest":{"command":"/usr/bin/sha256sum","args":["-"]}}' });
-    expect(c.executables).to.deep.equal({ "payload-digest": { command: "/usr/bin/sha256sum", args: ["-"] } });
-  });
-
-  const bad: Array<[string, Record<string, string>, RegExp]> = [
-    ["a missing queue URL", { QUARANTINE_QUEUE_URL: base.QUARANTINE_QUEUE_URL }, /WORK_QUEUE_URL is required/],
-    ["N above 10", { ...base, WORKER_CONCURRENCY: "11" }, /WORKER_CONCURRENCY is invalid/],
-    ["a long poll over 20 s", { ...base, WORKER_WAIT_TIME_SECONDS: "21" }, /WORKER_WAIT_TIME_SECONDS/],
-    ["a grace period reaching the stop timeout", { ...base, WORKER_SHUTDOWN_GRACE_SECONDS: "120" }, /WORKER_SHUTDOWN_GRACE_SECONDS/],
-    ["a grace period leaving no room for the give-backs (106 s)", { ...base, WORKER_SHUTDOWN_GRACE_SECONDS: "106" }, /WORKER_SHUTDOWN_GRACE_SECONDS/],
-    ["an allow-list that is not JSON", { ...base, WORKER_EXECUTABLES: "sha256sum" }, /WORKER_EXECUTABLES/],
-    ["a relative executable", { ...base, WORKER_EXECUTABLES: '{"x":{"command":"sha256sum"}}' }, /WORKER_EXECUTABLES/],
-    ["a job type with a slash", { ...base, WORKER_EXECUTABLES: '{"../x":{"command":"/bin/true"}}' }, /WORKER_EXECUTABLES/],
-    ["an agent URI that is not a URL", { ...base, ECS_AGENT_URI: "169.254.170.2" }, /ECS_AGENT_URI/],
-    ["a missing job ledger table", { WORK_QUEUE_URL: base.WORK_QUEUE_URL, QUARANTINE_QUEUE_URL: base.QUARANTINE_QUEUE_URL }, /WORKER_JOBS_TABLE is required/],
-    ["a metadata URI that is not a URL", { ...base, ECS_CONTAINER_METADATA_URI_V4: "169.254.170.2/v4" }, /ECS_CONTAINER_METADATA_URI_V4/],
-  ];
-  for (const [name, env, reason] of bad) {
-    it(`rejects ${name}`, () => {
-      expect(() => parseWorkerConfig(env)).to.throw(EnvConfigError, reason);
-    });
-  }
-  it("reads every variable, in milliseconds where the worker counts in ms", () => {
+  it("reads every variable, in milliseconds where the worker counts in ms, and ECS's own two", () => {
+    // Act
     const c = parseWorkerConfig({
       ...base,
-      WORKER_CONCURRENCY: "4",
-      WORKER_WAIT_TIME_SECONDS: "10",
-      WORKER_IDLE_WINDOW_SECONDS: "30",
-      WORKER_MAX_PROTECTED_SECONDS: "7200",
-      WORKER_DEFAULT_VISIBILITY_SECONDS: "1800",
-      WORKER_MAX_VISIBILITY_SECONDS: "43200",
-      WORKER_HEARTBEAT_SECONDS: "120",
-      WORKER_RETRY_DELAY_SECONDS: "90",
-      WORKER_SHUTDOWN_GRACE_SECONDS: "60",
-      TASK_PROTECTION_EXPIRES_MINUTES: "120",
-      WORKER_SCRATCH_DIR: "/data/scratch",
       ECS_AGENT_URI: "http://169.254.170.2/api/task-1",
       ECS_CONTAINER_METADATA_URI_V4: "http://169.254.170.2/v4/task-1",
     });
+
+    // Assess
     expect(c).to.deep.equal({
       workQueueUrl: base.WORK_QUEUE_URL,
       quarantineQueueUrl: base.QUARANTINE_QUEUE_URL,
       concurrency: 4,
-      waitTimeSeconds: 10,
+      waitTimeSeconds: 20,
       idleWindowMs: 30_000,
-      maxProtectedMs: 7_200_000,
-      defaultVisibilitySeconds: 1800,
+      maxProtectedMs: 14_400_000,
+      defaultVisibilitySeconds: 900,
       maxVisibilitySeconds: 43_200,
-      heartbeatMs: 120_000,
-      retryDelaySeconds: 90,
-      shutdownGraceMs: 60_000,
+      heartbeatMs: 60_000,
+      retryDelaySeconds: 60,
+      shutdownGraceMs: 100_000,
       abortSettleMs: 5000,
-      protectionExpiresMinutes: 120,
-      executables: {},
-      scratchDir: "/data/scratch",
+      protectionExpiresMinutes: 60,
+      executables: { resize: { command: "/usr/bin/resize", args: ["--fast"] } },
+      scratchDir: "/scratch",
       agentUri: "http://169.254.170.2/api/task-1",
       jobsTable: base.WORKER_JOBS_TABLE,
       metadataUri: "http://169.254.170.2/v4/task-1",
     });
   });
+
+  it("leaves ECS's variables unset outside ECS", () => {
+    expect(parseWorkerConfig(base)).to.include({ agentUri: undefined, metadataUri: undefined });
+  });
+
+  // Required and well-typed: N, the heartbeat and the grace are bounded by the stack schema (infra/parts/worker.config.ts).
+  const bad: Array<[string, Record<string, string | undefined>, RegExp]> = [
+    ["a missing queue URL", { WORK_QUEUE_URL: undefined }, /WORK_QUEUE_URL is required/],
+    ["no N (the stack schema requires it; the worker has no default)", { WORKER_CONCURRENCY: undefined }, /WORKER_CONCURRENCY is required/],
+    ["an N that is no whole number", { WORKER_CONCURRENCY: "two" }, /WORKER_CONCURRENCY is invalid/],
+    ["an allow-list that is not JSON", { WORKER_EXECUTABLES: "sha256sum" }, /WORKER_EXECUTABLES/],
+    ["a relative executable", { WORKER_EXECUTABLES: '{"x":{"command":"sha256sum"}}' }, /WORKER_EXECUTABLES/],
+    ["a job type with a slash", { WORKER_EXECUTABLES: '{"../x":{"command":"/bin/true"}}' }, /WORKER_EXECUTABLES/],
+    ["an agent URI that is not a URL", { ECS_AGENT_URI: "169.254.170.2" }, /ECS_AGENT_URI/],
+    ["a missing job ledger table", { WORKER_JOBS_TABLE: undefined }, /WORKER_JOBS_TABLE is required/],
+    ["a metadata URI that is not a URL", { ECS_CONTAINER_METADATA_URI_V4: "169.254.170.2/v4" }, /ECS_CONTAINER_METADATA_URI_V4/],
+  ];
+  for (const [name, env, reason] of bad) {
+    it(`rejects ${name}`, () => {
+      expect(() => parseWorkerConfig({ ...base, ...env })).to.throw(EnvConfigError, reason);
+    });
+  }
 
   it("caps the default visibility at the maximum", () => {
     const c = parseWorkerConfig({ ...base, WORKER_DEFAULT_VISIBILITY_SECONDS: "900", WORKER_MAX_VISIBILITY_SECONDS: "600" });
@@ -133,8 +110,8 @@ describe("worker: environment (functions/worker/config.ts)", () => {
   }
 
   const messages: Array<[string, Record<string, string>, string]> = [
-    ["an allow-list that is not JSON", { WORKER_EXECUTABLES: "sha256sum" }, "must be a JSON object"],
-    ["a relative scratch directory", { WORKER_SCRATCH_DIR: "scratch" }, "must be an absolute path"],
+    ["an allow-list that is not JSON", { WORKER_EXECUTABLES: "sha256sum" }, "must be JSON"],
+    ["a relative executable", { WORKER_EXECUTABLES: '{"x":{"command":"sha256sum"}}' }, "must be an absolute path"],
   ];
   for (const [name, env, message] of messages) {
     it(`says why it rejects ${name}`, () => {

@@ -6,8 +6,10 @@ import { FakeEcsAgent } from "../helpers/ecs-agent";
 import { until, useFakeTime, waitFor } from "../helpers/fake-time";
 import { job, message } from "../helpers/worker-deps";
 import { arrangeQueue, mockedWorkerDeps } from "../helpers/worker-harness";
+import { sampleEnv } from "../helpers/env-samples";
 
 const env = {
+  ...sampleEnv("worker"),
   WORK_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker",
   QUARANTINE_QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/worker-dlq",
   WORKER_JOBS_TABLE: "worker-jobs-1a2b3c",

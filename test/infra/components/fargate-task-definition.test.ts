@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { hardenedContainerFields } from "../../../infra/components/container-hardening";
 import { ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
-import { fargateSizeProblem } from "../../../policy/contract";
+import { fargateSizeProblem } from "../../../infra/aws-rules";
 import { allowedActions } from "../../../infra/iam/document";
 
 describe("FargateTaskDefinition validators", () => {

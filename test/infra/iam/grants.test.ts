@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import type { Grant } from "../../../policy/contract";
+import type { Grant } from "../../../functions/shared/grants";
 import { statementsFor } from "../../../infra/iam/grants";
 
 describe("statementsFor: a role's statements derived from the grants beside the code", () => {

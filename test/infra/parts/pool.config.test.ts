@@ -21,7 +21,7 @@ describe("pool config (encache:pool)", () => {
     ["pool.classes", {}, /^encache:pool\.classes: must declare at least one resource class/],
     ["pool.requeueDelaySeconds", 901, /^encache:pool\.requeueDelaySeconds: /],
     ["pool.tolerance", 0, /^encache:pool\.tolerance: /],
-    ["pool.refill.queueVisibilityTimeoutSeconds", 100, /^encache:pool\.refill\.queueVisibilityTimeoutSeconds: must be at least 6 × refill\.timeoutSeconds = 360/],
+    ["pool.refill.queueVisibilityTimeoutSeconds", 100, /^encache:pool\.refill\.queueVisibilityTimeoutSeconds: must be at least 6 × refill\.timeoutSeconds \+ refill\.batchingWindowSeconds = 360/],
     ["pool.advertRetentionSeconds", 120, /^encache:pool\.advertRetentionSeconds: must be at least one refill period/],
     ["pool.advertRetentionSeconds", 3600, /^encache:pool\.advertRetentionSeconds: must be at most two refill periods/],
     ["pool.refill.everyMinutes", undefined, /^encache:pool\.refill\.everyMinutes: is required/],
@@ -41,6 +41,6 @@ describe("pool config (encache:pool)", () => {
   });
 
   it("cross-field checks are pure and relative to encache:pool", () => {
-    expect(poolCrossFieldIssues({ advertRetentionSeconds: 300, refill: { everyMinutes: 5, timeoutSeconds: 60, memoryMb: 256, maxConcurrency: 2, queueVisibilityTimeoutSeconds: 360 } })).to.deep.equal([]);
+    expect(poolCrossFieldIssues({ advertRetentionSeconds: 300, refill: { everyMinutes: 5, timeoutSeconds: 60, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 0, maxConcurrency: 2, queueVisibilityTimeoutSeconds: 360 } })).to.deep.equal([]);
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { strategyFamily } from "../../../infra/parts/retraining";
-import { FARGATE_CPU_UNITS, fargateSizeProblem } from "../../../policy/contract";
+import { FARGATE_CPU_UNITS, fargateSizeProblem } from "../../../infra/aws-rules";
 import { MAX_SCHEDULE_SLUG, retrainingConfigProblems, retrainingConfigSchema, scheduleSlug } from "../../../infra/parts/retraining.config";
 import { autoNamesOverLimit } from "../../../infra/components/queue-schedule";
 import { configError, devConfig, withValue } from "../helpers/stack-config";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { parseStackConfig } from "../../../infra/config";
-import { fargateSizeProblem } from "../../../policy/contract";
+import { fargateSizeProblem } from "../../../infra/aws-rules";
 import { workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/parts/worker.config";
 import { clusterTasksArn } from "../../../infra/parts/worker";
 import { configIssues, devConfig, withValue } from "../helpers/stack-config";

@@ -1,5 +1,5 @@
 import { CreateTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { WORKER_JOBS_TABLE } from "../../../policy/contract";
+import { WORKER_JOBS_TABLE } from "../../../functions/shared/tables";
 
 export const LEDGER_TABLE = "worker-jobs";
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { fargateSizeProblem, SCHEDULE_TIMEZONE_MAX_LENGTH, scheduleExpressionProblem, scheduleTimezoneProblem } from "../../../policy/contract";
+import { fargateSizeProblem, SCHEDULE_TIMEZONE_MAX_LENGTH, scheduleExpressionProblem, scheduleTimezoneProblem } from "../../infra/aws-rules";
 
-describe("the contract's AWS rules (policy/contract)", () => {
+describe("AWS's rules on what the program declares (infra/aws-rules.ts)", () => {
   describe("fargateSizeProblem: AWS's Fargate table", () => {
     const cases: Array<[number, number, boolean]> = [
       [256, 512, true],

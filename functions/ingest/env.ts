@@ -1,0 +1,51 @@
+import { envCodec, envInt, envText, envUrl } from "../shared/env";
+
+/**
+ * The ingest functions' environments: field, env var name and parser, once. The program builds
+ * each function's environment from these (infra/parts/ingest.ts) and the function parses its own
+ * with the same codec (config.ts). Defaults and bounds are the stack schema's
+ * (infra/parts/ingest.config.ts); names follow the original system, which runbooks key on.
+ */
+const GPU = {
+  instanceIdParam: envText("GPU_INSTANCE_ID_PARAM"),
+  nameTag: envText("GPU_NAME_TAG"),
+  servicePort: envInt("GPU_SERVICE_PORT"),
+  servicePath: envText("GPU_SERVICE_PATH"),
+  requestTimeoutMs: envInt("GPU_REQUEST_TIMEOUT_MS"),
+  quarantineQueueUrl: envUrl("QUARANTINE_QUEUE_URL"),
+};
+
+/** `ingest-window`: sends each window to the GPU service. */
+export const WINDOW_ENV = envCodec({
+  ...GPU,
+  ingestQueueUrl: envUrl("INGEST_QUEUE_URL"),
+  /** A window the GPU could not take comes back this soon, not after the queue's visibility timeout. */
+  retrySeconds: envInt("WINDOW_RETRY_SECONDS"),
+  /** A running GPU whose service refuses this soon after launch is booting: retry soon too. */
+  bootGraceSeconds: envInt("DLQ_BOOT_GRACE_SECONDS"),
+});
+
+/** `ingest-dlq-consumer`: parks DLQ messages and starts the GPU. */
+export const DLQ_ENV = envCodec({
+  ...GPU,
+  dlqUrl: envUrl("INGEST_DLQ_URL"),
+  visibilityExtensionSeconds: envInt("DLQ_VISIBILITY_EXTENSION_SECONDS"),
+  /** A DLQ message older than this is quarantined rather than parked again (the DLQ's retention would delete it). */
+  maxAgeSeconds: envInt("DLQ_MAX_AGE_SECONDS"),
+  bootParkSeconds: envInt("DLQ_BOOT_PARK_SECONDS"),
+  capacityRetrySeconds: envInt("DLQ_CAPACITY_RETRY_SECONDS"),
+  bootGraceSeconds: envInt("DLQ_BOOT_GRACE_SECONDS"),
+});
+
+/** `ingest-gpu-idle`: stops the GPU after a while without work. */
+export const IDLE_ENV = envCodec({
+  instanceIdParam: GPU.instanceIdParam,
+  servicePort: GPU.servicePort,
+  statusPath: envText("GPU_STATUS_PATH"),
+  requestTimeoutMs: GPU.requestTimeoutMs,
+  idleStopMinutes: envInt("GPU_IDLE_STOP_MINUTES"),
+  /** The tag key an operator holds the GPU on with. */
+  holdTag: envText("GPU_HOLD_TAG"),
+  ingestQueueUrl: envUrl("INGEST_QUEUE_URL"),
+  dlqUrl: envUrl("INGEST_DLQ_URL"),
+});
