@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { PRODUCT, retentionNeededSeconds } from "../policy/contract";
 import { stackScopeProblems, withStackScopedDefaults } from "./stack-scope";
+import type { PlatformSettings } from "./parts/part-args";
 import { managedQueueDefaults } from "./components/managed-queue";
 import { alertSubscriptionProblem } from "./components/alert-topic";
 import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
@@ -162,6 +163,17 @@ const stackConfigObject = z
 export const stackConfigSchema = z.preprocess(withStackScopedDefaults, stackConfigObject);
 
 export type StackConfig = z.output<typeof stackConfigObject>;
+
+/** The stack-wide slice of the config. Pure. */
+export function platformSettings(c: StackConfig, alertTopicArn?: pulumi.Input<string>): PlatformSettings {
+  return {
+    environment: c.environment,
+    logRetentionDays: c.logRetentionDays,
+    deletionProtection: c.deletionProtection,
+    alarmActions: [...(alertTopicArn ? [alertTopicArn] : []), ...c.alarmActions],
+    maxReceiveCount: c.queues.maxReceiveCount,
+  };
+}
 
 /** One queue with a DLQ, as the parts declare it: where its retention and visibility come from. */
 interface QueueBudget {

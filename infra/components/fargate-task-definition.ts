@@ -1,10 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { fargateSizeProblem } from "../../policy/contract";
-import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
+import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "../lib/container-hardening";
 import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { declare } from "./declared-document";
+import { declare } from "../lib/declared-document";
 
 /** `<account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag|@digest]` → the repository ARN; undefined for other registries. Pure. */
 export function ecrRepositoryArn(image: string): string | undefined {

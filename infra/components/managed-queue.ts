@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES, retentionNeededSeconds } from "../../policy/contract";
-import { queueDepthAlarm } from "./queue-depth-alarm";
+import { queueDepthAlarm } from "../lib/queue-depth-alarm";
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
 export const DLQ_RETENTION_SECONDS = 1_209_600;

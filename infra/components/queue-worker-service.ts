@@ -2,8 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { assumedBy, httpsEgress, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
-import { declare } from "./declared-document";
+import { hardenedContainerFields, SCRATCH_VOLUME } from "../lib/container-hardening";
+import { declare } from "../lib/declared-document";
 
 const TASK_DEFINITION_TYPE = "aws:ecs/taskDefinition:TaskDefinition";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_MODE, TASK_PROTECTION_TAG } from "../../policy/contract";

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { QUEUE_ROLE_TAG, type QueueRole } from "../../policy/contract";
 import { DLQ_RETENTION_SECONDS } from "./managed-queue";
-import { queueDepthAlarm } from "./queue-depth-alarm";
+import { queueDepthAlarm } from "../lib/queue-depth-alarm";
 
 export type TerminalQueueRole = Exclude<QueueRole, "source">;
 

@@ -1,6 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
 import { type EnvName, type FunctionName, PART_TAG, type PowertoolsEnvName } from "../../policy/contract";
-import type { StackConfig } from "../config";
 import type { FargateCluster } from "../components/fargate-cluster";
 
 /** The stack-wide settings every part applies the same way. */
@@ -17,6 +16,18 @@ export interface PlatformSettings {
   maxReceiveCount: number;
 }
 
+/** One egress rule beyond HTTPS that an operator opens for a group (`network.extraEgress.<group>`). */
+export interface EgressRule {
+  protocol: "tcp" | "udp";
+  fromPort: number;
+  toPort: number;
+  cidrBlocks: string[];
+  description: string;
+}
+
+/** The groups whose egress the stack config may widen, each with its extra rules. */
+export type ExtraEgress = Record<"ingestConsumers" | "ingestGpu" | "retrainingTasks" | "worker" | "poolInstances", EgressRule[]>;
+
 /** What the composition root hands every part, besides the part's own config slice. */
 export interface PartArgs {
   /** AWS region the stack deploys to (ARN patterns, the awslogs driver). */
@@ -25,7 +36,7 @@ export interface PartArgs {
    * The platform VPC: functions and tasks run in its private subnets. Its CIDR scopes traffic
    * between the platform's own groups; `extraEgress` is what the stack config opens beyond HTTPS.
    */
-  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]>; cidrBlock: string; extraEgress: StackConfig["network"]["extraEgress"] };
+  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]>; cidrBlock: string; extraEgress: ExtraEgress };
   /** The platform's one ECS cluster (retraining tasks, the queue worker). */
   cluster: FargateCluster;
   platform: PlatformSettings;
@@ -34,17 +45,6 @@ export interface PartArgs {
    * @default {}
    */
   tags?: Record<string, string>;
-}
-
-/** The stack-wide slice of the config. Pure. */
-export function platformSettings(c: StackConfig, alertTopicArn?: pulumi.Input<string>): PlatformSettings {
-  return {
-    environment: c.environment,
-    logRetentionDays: c.logRetentionDays,
-    deletionProtection: c.deletionProtection,
-    alarmActions: [...(alertTopicArn ? [alertTopicArn] : []), ...c.alarmActions],
-    maxReceiveCount: c.queues.maxReceiveCount,
-  };
 }
 
 /** The first private subnet, for a single instance (the GPU). */

@@ -9,7 +9,7 @@ import { ManagedQueue } from "../components/managed-queue";
 import { Table } from "../components/table";
 import { powertoolsServiceName } from "../components/queue-consumer";
 import { QueueWorkerService } from "../components/queue-worker-service";
-import { imageContentTag, writeImageContext } from "../components/queue-worker-service-image";
+import { imageContentTag, writeImageContext } from "./worker.image";
 import { REPO_ROOT } from "../bundle";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";

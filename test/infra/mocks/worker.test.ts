@@ -3,7 +3,7 @@ import { parse } from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
-import { imageContentTag } from "../../../infra/components/queue-worker-service-image";
+import { imageContentTag } from "../../../infra/parts/worker.image";
 import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
 import { useStackPlans } from "../helpers/run-plan";
