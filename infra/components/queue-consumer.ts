@@ -141,9 +141,12 @@ export class QueueConsumer extends pulumi.ComponentResource {
   readonly bundleBytes: number;
   /** The function's POWERTOOLS_SERVICE_NAME: the `service` dimension of its EMF metrics. */
   readonly powertoolsServiceName: pulumi.Input<string>;
+  /** The component's name, which the function takes: how the inventory and the local run call it. */
+  readonly label: string;
 
   constructor(name: string, args: QueueConsumerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:QueueConsumer", name, {}, opts);
+    this.label = name;
     const sizing = resolveQueueConsumerSizing({
       queueVisibilityTimeoutSeconds: args.queueVisibilityTimeoutSeconds,
       timeoutSeconds: args.timeoutSeconds,

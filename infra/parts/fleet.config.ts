@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { FLEET_NAME_DEFAULTS, INSTANCE_TYPE_PATTERN, scheduleExpressionProblem, requiredVisibilityTimeoutSeconds, SQS_MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MULTIPLIER } from "../../policy/contract";
+import { managedQueueDefaults } from "../components/managed-queue";
+import type { QueueBudget } from "./part-args";
 
 /**
  * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
@@ -126,3 +128,15 @@ export const HOUSEKEEPING_SCHEDULES = [
   { taskType: "old_jobs", key: "oldJobs" },
   { taskType: "pool_audit", key: "poolAudit" },
 ] as const;
+
+/** The termination and housekeeping queues (their retention is the ManagedQueue default), with the keys behind their numbers. Pure. */
+export function fleetQueueBudgets(c: { termination: { queueVisibilityTimeoutSeconds: number }; housekeeping: { queueVisibilityTimeoutSeconds: number } }): QueueBudget[] {
+  return (["termination", "housekeeping"] as const).map((key) => ({
+    queue: `fleet-${key}`,
+    retentionSeconds: managedQueueDefaults.messageRetentionSeconds,
+    retentionFrom: "the ManagedQueue default",
+    visibilitySeconds: c[key].queueVisibilityTimeoutSeconds,
+    visibilityFrom: `fleet.${key}.queueVisibilityTimeoutSeconds`,
+    path: ["fleet", key, "queueVisibilityTimeoutSeconds"],
+  }));
+}

@@ -47,6 +47,23 @@ export interface PartArgs {
   tags?: Record<string, string>;
 }
 
+/**
+ * One source queue's retention and visibility, with the config keys behind them: a queue must keep
+ * a message through all its receives (config.ts, queueRetentionProblems). Each part's config
+ * module lists its own queues' budgets, under the queues' logical names.
+ */
+export interface QueueBudget {
+  /** The queue's logical name, as its part declares it (its ManagedQueue's name). */
+  queue: string;
+  retentionSeconds: number;
+  /** The keys the retention is set or derived from. */
+  retentionFrom: string;
+  visibilitySeconds: number;
+  visibilityFrom: string;
+  /** Where the error is reported: the key a user would change. */
+  path: Array<string | number>;
+}
+
 /** The first private subnet, for a single instance (the GPU). */
 export function firstSubnet(privateSubnetIds: pulumi.Input<string[]>): pulumi.Output<string> {
   return pulumi.output(privateSubnetIds).apply((ids) => {
