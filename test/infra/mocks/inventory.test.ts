@@ -58,18 +58,16 @@ describe("every queue a part declares is in its inventory, on the dashboard, in 
         for (const q of records.flatMap((p) => p.queues)) expect(q.consumers.length, `${q.label}'s consumers`).to.be.above(0);
       });
 
-      it("draws every source queue, its DLQ and every terminal queue on the dashboard", () => {
+      it("draws every queue of the stack on the dashboard: each source queue, its DLQ, each terminal queue", () => {
         // Prepare: each queue's physical name, the last part of its ARN.
-        const physical = new Map(of(stacks[stack]!, "aws:sqs/queue:Queue").map((q) => [q.name, String(q.arn).split(":").pop()!]));
-        const records = inventories[stack]!;
-        const logical = [...records.flatMap((p) => p.queues.flatMap((q) => [q.label, q.dlq])), ...records.flatMap((p) => p.terminalQueues)];
+        const queues = of(stacks[stack]!, "aws:sqs/queue:Queue").map((q) => ({ name: q.name, physical: String(q.arn).split(":").pop()! }));
 
         // Act
         const drawn = dashboardQueueNames(stacks[stack]!);
 
         // Assess
-        expect(logical.length).to.equal(physical.size);
-        for (const name of logical) expect(drawn.has(physical.get(name)!), `${name} on the dashboard`).to.equal(true);
+        expect(queues.length).to.be.above(10);
+        for (const q of queues) expect(drawn.has(q.physical), `${q.name} on the dashboard`).to.equal(true);
       });
 
       it("budgets every source queue's retention against its receives, and no queue the program lacks", () => {
