@@ -2,13 +2,13 @@ import * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { PRODUCT, retentionNeededSeconds } from "../policy/contract";
 import { stackScopeProblems, withStackScopedDefaults } from "./stack-scope";
-import { managedQueueDefaults } from "./components/managed-queue";
+import type { PlatformSettings, QueueBudget } from "./parts/part-args";
 import { alertSubscriptionProblem } from "./components/alert-topic";
-import { gpuConfigSchema, ingestConfigSchema } from "./parts/ingest.config";
-import { retrainingConfigSchema } from "./parts/retraining.config";
-import { fleetConfigSchema } from "./parts/fleet.config";
-import { workerConfigSchema, workQueueVisibilitySeconds } from "./parts/worker.config";
-import { POOL_QUEUE_VISIBILITY_SECONDS, poolConfigSchema, refillRetentionSeconds } from "./parts/pool.config";
+import { gpuConfigSchema, ingestConfigSchema, ingestQueueBudgets } from "./parts/ingest.config";
+import { retrainingConfigSchema, retrainingQueueBudgets } from "./parts/retraining.config";
+import { fleetConfigSchema, fleetQueueBudgets } from "./parts/fleet.config";
+import { workerConfigSchema, workerQueueBudgets } from "./parts/worker.config";
+import { poolConfigSchema, poolQueueBudgets } from "./parts/pool.config";
 
 /**
  * The stack config, validated with zod before any resource is declared.
@@ -163,42 +163,25 @@ export const stackConfigSchema = z.preprocess(withStackScopedDefaults, stackConf
 
 export type StackConfig = z.output<typeof stackConfigObject>;
 
-/** One queue with a DLQ, as the parts declare it: where its retention and visibility come from. */
-interface QueueBudget {
-  queue: string;
-  retentionSeconds: number;
-  /** The keys the retention is set or derived from. */
-  retentionFrom: string;
-  visibilitySeconds: number;
-  visibilityFrom: string;
-  /** Where the error is reported: the key a user would change. */
-  path: Array<string | number>;
+/** The stack-wide slice of the config. Pure. */
+export function platformSettings(c: StackConfig, alertTopicArn?: pulumi.Input<string>): PlatformSettings {
+  return {
+    environment: c.environment,
+    logRetentionDays: c.logRetentionDays,
+    deletionProtection: c.deletionProtection,
+    alarmActions: [...(alertTopicArn ? [alertTopicArn] : []), ...c.alarmActions],
+    maxReceiveCount: c.queues.maxReceiveCount,
+  };
 }
 
-/** Every source queue of the five parts, with the config keys behind its numbers. Pure. */
-export function queueBudgets(cfg: Pick<StackConfig, "ingest" | "retraining" | "fleet" | "worker" | "pool">): QueueBudget[] {
-  const fleetRetention = managedQueueDefaults.messageRetentionSeconds;
+/** Every source queue of the five parts, each part's from its own config module, with the config keys behind its numbers. Pure. */
+export function queueBudgets(cfg: Pick<StackConfig, "gpu" | "ingest" | "retraining" | "fleet" | "worker" | "pool">): QueueBudget[] {
   return [
-    { queue: "ingest", retentionSeconds: cfg.ingest.messageRetentionSeconds, retentionFrom: "ingest.messageRetentionSeconds", visibilitySeconds: cfg.ingest.queueVisibilityTimeoutSeconds, visibilityFrom: "ingest.queueVisibilityTimeoutSeconds", path: ["ingest", "messageRetentionSeconds"] },
-    { queue: "retraining", retentionSeconds: cfg.retraining.messageRetentionSeconds, retentionFrom: "retraining.messageRetentionSeconds", visibilitySeconds: cfg.retraining.queueVisibilityTimeoutSeconds, visibilityFrom: "retraining.queueVisibilityTimeoutSeconds", path: ["retraining", "messageRetentionSeconds"] },
-    ...(["termination", "housekeeping"] as const).map((key) => ({
-      queue: `fleet-${key}`,
-      retentionSeconds: fleetRetention,
-      retentionFrom: "the ManagedQueue default",
-      visibilitySeconds: cfg.fleet[key].queueVisibilityTimeoutSeconds,
-      visibilityFrom: `fleet.${key}.queueVisibilityTimeoutSeconds`,
-      path: ["fleet", key, "queueVisibilityTimeoutSeconds"],
-    })),
-    { queue: "worker", retentionSeconds: cfg.worker.messageRetentionSeconds, retentionFrom: "worker.messageRetentionSeconds", visibilitySeconds: workQueueVisibilitySeconds(cfg.worker), visibilityFrom: "worker.heartbeatSeconds and worker.maxVisibilitySeconds", path: ["worker", "messageRetentionSeconds"] },
-    {
-      queue: "pool-refill",
-      retentionSeconds: refillRetentionSeconds(cfg.pool.refill),
-      retentionFrom: cfg.pool.refill.messageRetentionSeconds === undefined ? "4 × pool.refill.everyMinutes (set pool.refill.messageRetentionSeconds to choose it)" : "pool.refill.messageRetentionSeconds",
-      visibilitySeconds: cfg.pool.refill.queueVisibilityTimeoutSeconds,
-      visibilityFrom: "pool.refill.queueVisibilityTimeoutSeconds",
-      path: ["pool", "refill", cfg.pool.refill.messageRetentionSeconds === undefined ? "queueVisibilityTimeoutSeconds" : "messageRetentionSeconds"],
-    },
-    { queue: "pool-<class>", retentionSeconds: cfg.pool.advertRetentionSeconds, retentionFrom: "pool.advertRetentionSeconds", visibilitySeconds: POOL_QUEUE_VISIBILITY_SECONDS, visibilityFrom: "the pool queues' fixed visibility", path: ["pool", "advertRetentionSeconds"] },
+    ...ingestQueueBudgets({ ingest: cfg.ingest, gpu: cfg.gpu }),
+    ...retrainingQueueBudgets(cfg.retraining),
+    ...fleetQueueBudgets(cfg.fleet),
+    ...workerQueueBudgets(cfg.worker),
+    ...poolQueueBudgets(cfg.pool),
   ];
 }
 
@@ -206,7 +189,7 @@ export function queueBudgets(cfg: Pick<StackConfig, "ingest" | "retraining" | "f
  * A queue with a DLQ must keep a message through all its receives, or a failing message expires
  * before it reaches the DLQ and nobody is told. Pure.
  */
-export function queueRetentionProblems(cfg: Pick<StackConfig, "queues" | "ingest" | "retraining" | "fleet" | "worker" | "pool">): Array<{ path: Array<string | number>; message: string }> {
+export function queueRetentionProblems(cfg: Pick<StackConfig, "queues" | "gpu" | "ingest" | "retraining" | "fleet" | "worker" | "pool">): Array<{ path: Array<string | number>; message: string }> {
   const receives = cfg.queues.maxReceiveCount;
   return queueBudgets(cfg)
     .filter((q) => q.retentionSeconds < retentionNeededSeconds(q.visibilitySeconds, receives))

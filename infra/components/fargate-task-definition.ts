@@ -1,10 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { fargateSizeProblem } from "../aws-rules";
-import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
+import { type ContainerHardening, hardenedContainerFields, SCRATCH_VOLUME } from "../lib/container-hardening";
 import { assumedBy, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { declare } from "./declared-document";
+import { declare } from "../lib/declared-document";
 
 /** `<account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag|@digest]` → the repository ARN; undefined for other registries. Pure. */
 export function ecrRepositoryArn(image: string): string | undefined {
@@ -16,10 +16,12 @@ export function ecrRepositoryArn(image: string): string | undefined {
 
 /**
  * What ECS's agent does with the execution role: pull the image (only from ECR needs IAM; the
- * token call has no resource-level permissions) and write the container's logs.
+ * token call has no resource-level permissions) and write the container's logs. The repository is
+ * `repositoryArn` when given (an image whose URI is known only after deployment), else read from a
+ * literal ECR `image`. Pure.
  */
-export function executionRoleStatements(args: { image: string; logGroupArn: pulumi.Input<string> }): Statement[] {
-  const repo = ecrRepositoryArn(args.image);
+export function executionRoleStatements(args: { image?: pulumi.Input<string>; repositoryArn?: pulumi.Input<string>; logGroupArn: pulumi.Input<string> }): Statement[] {
+  const repo = args.repositoryArn ?? (typeof args.image === "string" ? ecrRepositoryArn(args.image) : undefined);
   return [
     ...(repo
       ? [
@@ -37,7 +39,12 @@ export interface FargateTaskDefinitionArgs {
   /** The one container's name; RunTask overrides address it by this name. */
   containerName: string;
   /** Container image URI. An ECR image gets pull rights on its repository only. */
-  image: string;
+  image: pulumi.Input<string>;
+  /**
+   * The ECR repository the execution role may pull from, for an image whose URI is an output.
+   * @default read from `image` when it is a literal ECR URI; none for other registries
+   */
+  repositoryArn?: pulumi.Input<string>;
   /** Region of the log group, for the awslogs driver. */
   region: string;
   /**
@@ -56,10 +63,26 @@ export interface FargateTaskDefinitionArgs {
    */
   cpuArchitecture?: "X86_64" | "ARM64";
   /**
-   * Fixed container environment; per-run values come from RunTask overrides.
+   * Fixed container environment; per-run values come from RunTask overrides. Declared in byte
+   * order of the names, the order the AWS provider stores a container's environment in.
    * @default {}
    */
   environment?: Record<string, pulumi.Input<string>>;
+  /**
+   * Write `privileged` into the container definition; left out, ECS's own default (false) holds.
+   * @default undefined
+   */
+  privileged?: boolean;
+  /**
+   * Reserve the task's CPU units for the container too (its `cpu` field), not only the task's.
+   * @default false
+   */
+  containerCpu?: boolean;
+  /**
+   * Tags of the task definition only, besides `tags` (a marker the pack reads on it, say).
+   * @default {}
+   */
+  taskDefinitionTags?: Record<string, string>;
   /**
    * What the workload's own code calls, as plain statements; the task role gets exactly these.
    * @default [] (a task role with no permissions)
@@ -123,10 +146,24 @@ export function resolveFargateTaskDefinitionArgs(
   return r;
 }
 
+/** The container environment as ECS takes it, in byte order of the names (Go's cmp.Compare, as the provider stores it). Pure. */
+export function containerEnvironment<V>(environment: Record<string, V>): Array<{ name: string; value: V }> {
+  return Object.entries(environment)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => ({ name, value }));
+}
+
+const TASK_DEFINITION_TYPE = "aws:ecs/taskDefinition:TaskDefinition";
+const ECS_TASKS = "ecs-tasks.amazonaws.com";
+
 /**
  * A one-container Fargate task definition with its own log group, an execution role that can
  * pull exactly its image and write exactly its logs, and a task role holding only the
- * workload's statements. Launchers pass both roles on with `iam:PassRole` scoped to their ARNs.
+ * workload's statements. Launchers pass both roles on with `iam:PassRole` scoped to their ARNs;
+ * a service (QueueWorkerService) composes one, as awsx's FargateService composes its own.
+ *
+ * Children: `<name>-logs`, `<name>-execution` and `<name>-execution-policy`, `<name>-task` and
+ * `<name>-task-policy`, and the task definition `<name>`.
  */
 export class FargateTaskDefinition extends pulumi.ComponentResource {
   readonly taskDefinition: aws.ecs.TaskDefinition;
@@ -134,43 +171,90 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
   readonly executionRole: aws.iam.Role;
   readonly logGroup: aws.cloudwatch.LogGroup;
   readonly family: string;
+  /** The resolved sizing, so a caller can check it without waiting on outputs. */
+  readonly sizing: ResolvedFargateTaskDefinitionSizing;
 
-  constructor(name: string, args: FargateTaskDefinitionArgs, opts?: pulumi.ComponentResourceOptions) {
+  private readonly tags: Record<string, string>;
+
+  constructor(
+    private readonly name: string,
+    private readonly args: FargateTaskDefinitionArgs,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
     super("encache:compute:FargateTaskDefinition", name, {}, opts);
-    const r = resolveFargateTaskDefinitionArgs(args);
-    const tags = args.tags ?? {};
+    this.sizing = resolveFargateTaskDefinitionArgs(args);
+    this.tags = args.tags ?? {};
     this.family = args.family;
 
-    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: r.logRetentionDays, tags }, { parent: this });
-
+    this.logGroup = this.declareLogGroup();
     const trust = trustScope(this);
-    this.executionRole = new aws.iam.Role(`${name}-execution`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent: this });
-    const executionPolicy = new aws.iam.RolePolicy(
-      `${name}-execution-policy`,
-      {
-        role: this.executionRole.id,
-        policy: declaredPolicy(executionRoleStatements({ image: args.image, logGroupArn: this.logGroup.arn }), { resource: `${name}-execution-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }),
+    this.executionRole = this.declareRole("execution", trust);
+    const executionPolicy = this.declareExecutionPolicy();
+    this.taskRole = this.declareRole("task", trust);
+    const taskPolicies = this.declareTaskPolicy();
+    // The execution role must be able to pull and log before the first task starts.
+    this.taskDefinition = this.declareTaskDefinition([executionPolicy, ...taskPolicies]);
+
+    this.registerOutputs({ taskDefinitionArn: this.taskDefinition.arn, taskRoleArn: this.taskRole.arn, executionRoleArn: this.executionRole.arn });
+  }
+
+  /** `<name>-logs`: the container's awslogs group. */
+  private declareLogGroup(): aws.cloudwatch.LogGroup {
+    return new aws.cloudwatch.LogGroup(`${this.name}-logs`, { retentionInDays: this.sizing.logRetentionDays, tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>-execution` or `<name>-task`: a role only ECS tasks of this account and region assume. */
+  private declareRole(role: "execution" | "task", trust: ReturnType<typeof trustScope>): aws.iam.Role {
+    return new aws.iam.Role(`${this.name}-${role}`, { assumeRolePolicy: assumedBy(ECS_TASKS, trust), tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>-execution-policy`: pull exactly the image, write exactly the logs. */
+  private declareExecutionPolicy(): aws.iam.RolePolicy {
+    const statements = executionRoleStatements({ image: this.args.image, repositoryArn: this.args.repositoryArn, logGroupArn: this.logGroup.arn });
+    return this.declareRolePolicy("execution-policy", this.executionRole, statements);
+  }
+
+  /** `<name>-task-policy`: the workload's statements, when it has any (a role with no policy grants nothing). */
+  private declareTaskPolicy(): aws.iam.RolePolicy[] {
+    const statements = this.args.taskRoleStatements ?? [];
+    return statements.length > 0 ? [this.declareRolePolicy("task-policy", this.taskRole, statements)] : [];
+  }
+
+  private declareRolePolicy(suffix: string, role: aws.iam.Role, statements: Statement[]): aws.iam.RolePolicy {
+    const name = `${this.name}-${suffix}`;
+    return new aws.iam.RolePolicy(name, { role: role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) }, { parent: this });
+  }
+
+  /**
+   * The one container, hardened. A plain structure with outputs as leaves (not built inside an
+   * apply), declared beside the task definition so every known field is readable on a first preview.
+   */
+  private containerDefinitions(): pulumi.Output<string> {
+    const { args, sizing: r } = this;
+    const container = {
+      name: args.containerName,
+      image: args.image,
+      essential: true,
+      ...(args.privileged !== undefined ? { privileged: args.privileged } : {}),
+      ...hardenedContainerFields(args.hardening),
+      memory: r.memoryMb,
+      ...(args.containerCpu ? { cpu: r.cpu } : {}),
+      stopTimeout: r.stopTimeoutSeconds,
+      environment: containerEnvironment(args.environment ?? {}),
+      logConfiguration: {
+        logDriver: "awslogs",
+        options: { "awslogs-group": this.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": args.containerName },
       },
-      { parent: this },
-    );
+    };
+    return pulumi.jsonStringify(declare([container], { resource: this.name, resourceType: TASK_DEFINITION_TYPE, property: "containerDefinitions", parent: this }));
+  }
 
-    this.taskRole = new aws.iam.Role(`${name}-task`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent: this });
-    const taskStatements = args.taskRoleStatements ?? [];
-    const taskPolicies =
-      taskStatements.length > 0
-        ? [
-            new aws.iam.RolePolicy(
-              `${name}-task-policy`,
-              { role: this.taskRole.id, policy: declaredPolicy(taskStatements, { resource: `${name}-task-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
-              { parent: this },
-            ),
-          ]
-        : [];
-
-    const environment = Object.entries(args.environment ?? {}).map(([key, value]) => ({ name: key, value }));
-    const hardened = hardenedContainerFields(args.hardening);
-    this.taskDefinition = new aws.ecs.TaskDefinition(
-      name,
+  /** `<name>`: the task definition, registered once its roles carry their policies. */
+  private declareTaskDefinition(policies: aws.iam.RolePolicy[]): aws.ecs.TaskDefinition {
+    const { args, sizing: r } = this;
+    const scratch = "mountPoints" in hardenedContainerFields(args.hardening);
+    return new aws.ecs.TaskDefinition(
+      this.name,
       {
         family: args.family,
         requiresCompatibilities: ["FARGATE"],
@@ -179,35 +263,13 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
         memory: String(r.memoryMb),
         runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: r.cpuArchitecture },
         // A bind-mount volume without a host path: task-scoped ephemeral storage, the read-only root's scratch.
-        ...("mountPoints" in hardened ? { volumes: [{ name: SCRATCH_VOLUME }] } : {}),
+        ...(scratch ? { volumes: [{ name: SCRATCH_VOLUME }] } : {}),
         executionRoleArn: this.executionRole.arn,
         taskRoleArn: this.taskRole.arn,
-        containerDefinitions: pulumi.jsonStringify(
-          declare(
-            [
-              {
-                name: args.containerName,
-            image: args.image,
-            essential: true,
-            ...hardened,
-            memory: r.memoryMb,
-            stopTimeout: r.stopTimeoutSeconds,
-            environment,
-            logConfiguration: {
-              logDriver: "awslogs",
-              options: { "awslogs-group": this.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": args.containerName },
-            },
-          },
-            ],
-            { resource: name, resourceType: "aws:ecs/taskDefinition:TaskDefinition", property: "containerDefinitions", parent: this },
-          ),
-        ),
-        tags,
+        containerDefinitions: this.containerDefinitions(),
+        tags: { ...this.tags, ...(args.taskDefinitionTags ?? {}) },
       },
-      // The execution role must be able to pull and log before the first task starts.
-      { parent: this, dependsOn: [executionPolicy, ...taskPolicies] },
+      { parent: this, dependsOn: policies },
     );
-
-    this.registerOutputs({ taskDefinitionArn: this.taskDefinition.arn, taskRoleArn: this.taskRole.arn, executionRoleArn: this.executionRole.arn });
   }
 }

@@ -91,24 +91,53 @@ export class GpuInstance extends pulumi.ComponentResource {
   readonly instanceIdParameter: aws.ssm.Parameter;
   readonly role: aws.iam.Role;
 
-  constructor(name: string, args: GpuInstanceArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("encache:compute:GpuInstance", name, {}, opts);
-    const r = resolveGpuInstanceArgs(args);
-    const tags = args.tags ?? {};
+  private readonly tags: Record<string, string>;
+  private readonly settings: ReturnType<typeof resolveGpuInstanceArgs>;
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
-    // Session Manager only: the GPU service itself calls no AWS API.
-    new aws.iam.RolePolicy(
-      `${name}-session-manager`,
-      { role: this.role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: `${name}-session-manager`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+  constructor(
+    private readonly name: string,
+    private readonly args: GpuInstanceArgs,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
+    super("encache:compute:GpuInstance", name, {}, opts);
+    this.settings = resolveGpuInstanceArgs(args);
+    this.tags = args.tags ?? {};
+
+    this.role = this.declareRole();
+    this.declareSessionManagerPolicy();
+    const profile = this.declareInstanceProfile();
+    this.instance = this.declareInstance(profile);
+    this.instanceIdParameter = this.declareInstanceIdParameter();
+
+    this.registerOutputs({ instanceId: this.instance.id, instanceIdParameterName: this.instanceIdParameter.name });
+  }
+
+  /** `<name>-role`: assumed by EC2 only. */
+  private declareRole(): aws.iam.Role {
+    return new aws.iam.Role(`${this.name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>-session-manager`: Session Manager only; the GPU service itself calls no AWS API. */
+  private declareSessionManagerPolicy(): aws.iam.RolePolicy {
+    const name = `${this.name}-session-manager`;
+    return new aws.iam.RolePolicy(
+      name,
+      { role: this.role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
       { parent: this },
     );
-    const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
+  }
 
+  /** `<name>-profile`: the role, as the instance wears it. */
+  private declareInstanceProfile(): aws.iam.InstanceProfile {
+    return new aws.iam.InstanceProfile(`${this.name}-profile`, { role: this.role.name, tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>`: the instance, private, IMDSv2 only, on an encrypted gp3 root, its AMI read from SSM once. */
+  private declareInstance(profile: aws.iam.InstanceProfile): aws.ec2.Instance {
+    const { args, settings: r, tags } = this;
     const ami = aws.ssm.getParameterOutput({ name: r.amiParameter }, { parent: this });
-
-    this.instance = new aws.ec2.Instance(
-      name,
+    return new aws.ec2.Instance(
+      this.name,
       {
         instanceType: r.instanceType,
         ami: ami.value,
@@ -127,19 +156,21 @@ export class GpuInstance extends pulumi.ComponentResource {
       // alone does not stop a `--replace`, a subnet change or `destroy` from terminating the GPU and its volume.
       { parent: this, ignoreChanges: ["ami"], protect: r.deletionProtection },
     );
+  }
 
-    this.instanceIdParameter = new aws.ssm.Parameter(
-      `${name}-instance-id`,
+  /** `<name>-instance-id`: the SSM parameter that publishes the instance's id. */
+  private declareInstanceIdParameter(): aws.ssm.Parameter {
+    const r = this.settings;
+    return new aws.ssm.Parameter(
+      `${this.name}-instance-id`,
       {
         name: r.instanceIdParameter,
         type: "String",
         value: this.instance.id,
         description: `Id of the ${r.nameTag} instance; the ingest functions read it (the sentinel "none" means: find it by tag).`,
-        tags,
+        tags: this.tags,
       },
       { parent: this },
     );
-
-    this.registerOutputs({ instanceId: this.instance.id, instanceIdParameterName: this.instanceIdParameter.name });
   }
 }

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES, retentionNeededSeconds } from "../../policy/contract";
-import { queueDepthAlarm } from "./queue-depth-alarm";
+import { queueDepthAlarm } from "../lib/queue-depth-alarm";
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
 export const DLQ_RETENTION_SECONDS = 1_209_600;
@@ -105,63 +105,109 @@ export class ManagedQueue extends pulumi.ComponentResource {
   readonly dlqAlarm: aws.cloudwatch.MetricAlarm;
   /** The resolved settings, so consumers can check them without waiting on outputs. */
   readonly settings: ResolvedManagedQueueArgs;
+  /** The component's name, which the source queue takes (its DLQ is `<label>-dlq`): how the dashboard, the budgets and the local run call it. */
+  readonly label: string;
+
+  private readonly tags: Record<string, string>;
 
   constructor(name: string, args: ManagedQueueArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:messaging:ManagedQueue", name, {}, opts);
+    this.label = name;
     this.settings = resolveManagedQueueArgs(args);
-    const s = this.settings;
-    const tags = args.tags ?? {};
+    this.tags = args.tags ?? {};
 
-    this.dlq = new aws.sqs.Queue(
-      `${name}-dlq`,
+    this.dlq = this.declareDlq();
+    this.queue = this.declareSourceQueue();
+    this.declareRedriveAllowPolicy();
+    this.dlqAlarm = this.declareDlqAlarm(args.alarmActions ?? []);
+
+    this.registerOutputs({ queueArn: this.arn, queueUrl: this.url, dlqArn: this.dlqArn, dlqUrl: this.dlqUrl });
+  }
+
+  /** The source queue's URL. */
+  get url(): pulumi.Output<string> {
+    return this.queue.url;
+  }
+
+  /** The source queue's ARN. */
+  get arn(): pulumi.Output<string> {
+    return this.queue.arn;
+  }
+
+  /** The source queue's physical name (the `QueueName` dimension of its metrics). */
+  get name(): pulumi.Output<string> {
+    return this.queue.name;
+  }
+
+  get dlqUrl(): pulumi.Output<string> {
+    return this.dlq.url;
+  }
+
+  get dlqArn(): pulumi.Output<string> {
+    return this.dlq.arn;
+  }
+
+  get dlqName(): pulumi.Output<string> {
+    return this.dlq.name;
+  }
+
+  /** `<name>-dlq`: keeps a failed message 14 days, encrypted, tagged as a DLQ. */
+  private declareDlq(): aws.sqs.Queue {
+    const s = this.settings;
+    return new aws.sqs.Queue(
+      `${this.label}-dlq`,
       {
         messageRetentionSeconds: DLQ_RETENTION_SECONDS,
         visibilityTimeoutSeconds: s.dlqVisibilityTimeoutSeconds,
         sqsManagedSseEnabled: true,
-        tags: { ...tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.dlq },
+        tags: { ...this.tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.dlq },
       },
       // What waits in a DLQ is the only copy of work that failed; deleting the queue deletes it.
       { parent: this, protect: s.protectDlq },
     );
+  }
 
-    this.queue = new aws.sqs.Queue(
-      name,
+  /** `<name>`: the source queue, redriving to the DLQ after maxReceiveCount receives. */
+  private declareSourceQueue(): aws.sqs.Queue {
+    const s = this.settings;
+    return new aws.sqs.Queue(
+      this.label,
       {
         visibilityTimeoutSeconds: s.visibilityTimeoutSeconds,
         messageRetentionSeconds: s.messageRetentionSeconds,
         sqsManagedSseEnabled: true,
         redrivePolicy: pulumi.jsonStringify({ deadLetterTargetArn: this.dlq.arn, maxReceiveCount: s.maxReceiveCount }),
-        tags: { ...tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.source, [MAX_RECEIVE_COUNT_TAG]: String(s.maxReceiveCount) },
+        tags: { ...this.tags, [QUEUE_ROLE_TAG]: QUEUE_ROLES.source, [MAX_RECEIVE_COUNT_TAG]: String(s.maxReceiveCount) },
       },
       { parent: this },
     );
+  }
 
-    new aws.sqs.RedriveAllowPolicy(
-      `${name}-dlq-redrive-allow`,
+  /** `<name>-dlq-redrive-allow`: only the source may redrive into the DLQ (inline it would form a cycle with the redrive policy). */
+  private declareRedriveAllowPolicy(): aws.sqs.RedriveAllowPolicy {
+    return new aws.sqs.RedriveAllowPolicy(
+      `${this.label}-dlq-redrive-allow`,
       {
         queueUrl: this.dlq.id,
         redriveAllowPolicy: pulumi.jsonStringify({ redrivePermission: "byQueue", sourceQueueArns: [this.queue.arn] }),
       },
       { parent: this },
     );
+  }
 
-    this.dlqAlarm = queueDepthAlarm(
-      `${name}-dlq-depth`,
+  /** `<name>-dlq-depth`: anything visible in the DLQ needs a human. */
+  private declareDlqAlarm(alarmActions: pulumi.Input<string>[]): aws.cloudwatch.MetricAlarm {
+    const s = this.settings;
+    return queueDepthAlarm(
+      `${this.label}-dlq-depth`,
       this.dlq,
       {
         threshold: s.dlqAlarmThreshold,
-        alarmActions: args.alarmActions ?? [],
-        description: `Messages are waiting in the DLQ of ${name}: they failed ${s.maxReceiveCount} times.`,
-        tags,
+        alarmActions,
+        description: `Messages are waiting in the DLQ of ${this.label}: they failed ${s.maxReceiveCount} times.`,
+        tags: this.tags,
       },
       { parent: this },
     );
-
-    this.registerOutputs({
-      queueArn: this.queue.arn,
-      queueUrl: this.queue.url,
-      dlqArn: this.dlq.arn,
-      dlqUrl: this.dlq.url,
-    });
   }
 }

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { bundleArchive, bundleFunction, NODE_RUNTIME } from "../bundle";
+import { bundleArchive, bundleFunction, type FunctionBundle, NODE_RUNTIME } from "../bundle";
 import { ENVIRONMENT_TAG, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 import { assumedBy, logsStatement, sqsEventSourceStatement, trustScope, vpcAccessStatements, type Statement } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
@@ -141,9 +141,14 @@ export class QueueConsumer extends pulumi.ComponentResource {
   readonly bundleBytes: number;
   /** The function's POWERTOOLS_SERVICE_NAME: the `service` dimension of its EMF metrics. */
   readonly powertoolsServiceName: pulumi.Input<string>;
+  /** The component's name, which the function takes: how the inventory and the local run call it. */
+  readonly label: string;
+
+  private readonly tags: Record<string, string>;
 
   constructor(name: string, args: QueueConsumerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:QueueConsumer", name, {}, opts);
+    this.label = name;
     const sizing = resolveQueueConsumerSizing({
       queueVisibilityTimeoutSeconds: args.queueVisibilityTimeoutSeconds,
       timeoutSeconds: args.timeoutSeconds,
@@ -154,32 +159,53 @@ export class QueueConsumer extends pulumi.ComponentResource {
       logRetentionDays: args.logRetentionDays,
     });
     this.sizing = sizing;
-    const tags = args.tags ?? {};
-    this.powertoolsServiceName = args.environment?.POWERTOOLS_SERVICE_NAME ?? powertoolsServiceName(name, tags[ENVIRONMENT_TAG]);
+    this.tags = args.tags ?? {};
+    this.powertoolsServiceName = args.environment?.POWERTOOLS_SERVICE_NAME ?? powertoolsServiceName(name, this.tags[ENVIRONMENT_TAG]);
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("lambda.amazonaws.com"), tags }, { parent: this });
+    this.role = this.declareRole();
+    this.logGroup = this.declareLogGroup();
+    const policies = [this.declareInlinePolicy(args), ...this.declareManagedPolicyAttachments(args.managedPolicyArns ?? [])];
+    const bundle = bundleFunction(args.entry);
+    this.bundleBytes = bundle.bytes;
+    // The role must carry its policies before the mapping starts polling with it.
+    this.function = this.declareFunction(args, bundle, policies);
+    this.mapping = this.declareMapping(args.queueArn);
 
-    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: sizing.logRetentionDays, tags }, { parent: this });
+    this.registerOutputs({ functionName: this.function.name, functionArn: this.function.arn, roleArn: this.role.arn });
+  }
 
+  /** `<name>-role`: assumed by Lambda only. */
+  private declareRole(): aws.iam.Role {
+    return new aws.iam.Role(`${this.label}-role`, { assumeRolePolicy: assumedBy("lambda.amazonaws.com"), tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>-logs`: the function's log group, with retention. */
+  private declareLogGroup(): aws.cloudwatch.LogGroup {
+    return new aws.cloudwatch.LogGroup(`${this.label}-logs`, { retentionInDays: this.sizing.logRetentionDays, tags: this.tags }, { parent: this });
+  }
+
+  /** `<name>-policy`: what the code calls, the poller's SQS actions, the log writes, and the VPC's ENIs when in one. */
+  private declareInlinePolicy(args: QueueConsumerArgs): aws.iam.RolePolicy {
+    const name = `${this.label}-policy`;
     const statements: Statement[] = [
       ...args.statements,
       sqsEventSourceStatement(args.queueArn),
       logsStatement(this.logGroup.arn),
       ...(args.vpc ? vpcAccessStatements(trustScope(this)) : []),
     ];
-    const inline = new aws.iam.RolePolicy(
-      `${name}-policy`,
-      { role: this.role.id, policy: declaredPolicy(statements, { resource: `${name}-policy`, resourceType: ROLE_POLICY_TYPE, parent: this }) },
-      { parent: this },
-    );
-    const attachments = (args.managedPolicyArns ?? []).map(
-      (policyArn, i) => new aws.iam.RolePolicyAttachment(`${name}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }),
-    );
+    return new aws.iam.RolePolicy(name, { role: this.role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) }, { parent: this });
+  }
 
-    const bundle = bundleFunction(args.entry);
-    this.bundleBytes = bundle.bytes;
-    this.function = new aws.lambda.Function(
-      name,
+  /** `<name>-attach-<i>`: each managed policy the caller names. */
+  private declareManagedPolicyAttachments(policyArns: pulumi.Input<string>[]): aws.iam.RolePolicyAttachment[] {
+    return policyArns.map((policyArn, i) => new aws.iam.RolePolicyAttachment(`${this.label}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }));
+  }
+
+  /** `<name>`: the bundled function, on arm64, logging JSON to its own group. */
+  private declareFunction(args: QueueConsumerArgs, bundle: FunctionBundle, policies: pulumi.Resource[]): aws.lambda.Function {
+    const { sizing, tags } = this;
+    return new aws.lambda.Function(
+      this.label,
       {
         runtime: NODE_RUNTIME,
         architectures: ["arm64"],
@@ -194,14 +220,17 @@ export class QueueConsumer extends pulumi.ComponentResource {
         vpcConfig: args.vpc ? { subnetIds: args.vpc.subnetIds, securityGroupIds: args.vpc.securityGroupIds } : undefined,
         tags,
       },
-      // The role must carry its policies before the mapping starts polling with it.
-      { parent: this, dependsOn: [inline, ...attachments] },
+      { parent: this, dependsOn: policies },
     );
+  }
 
-    this.mapping = new aws.lambda.EventSourceMapping(
-      `${name}-mapping`,
+  /** `<name>-mapping`: the queue's event source, reporting batch item failures, under the concurrency cap. */
+  private declareMapping(queueArn: pulumi.Input<string>): aws.lambda.EventSourceMapping {
+    const { sizing } = this;
+    return new aws.lambda.EventSourceMapping(
+      `${this.label}-mapping`,
       {
-        eventSourceArn: args.queueArn,
+        eventSourceArn: queueArn,
         functionName: this.function.arn,
         batchSize: sizing.batchSize,
         maximumBatchingWindowInSeconds: sizing.batchingWindowSeconds,
@@ -210,7 +239,5 @@ export class QueueConsumer extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-
-    this.registerOutputs({ functionName: this.function.name, functionArn: this.function.arn, roleArn: this.role.arn });
   }
 }

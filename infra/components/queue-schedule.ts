@@ -92,21 +92,36 @@ export class QueueSchedule extends pulumi.ComponentResource {
     if (tooLong) throw new Error(`QueueSchedule ${name}: ${tooLong}`);
     const tags = args.tags ?? {};
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com", trustScope(this)), tags }, { parent: this });
-    const policy = new aws.iam.RolePolicy(
+    this.role = this.declareRole(name, tags);
+    const policy = this.declareSendPolicy(name, args);
+    this.schedule = this.declareSchedule(name, args, r, policy);
+    this.registerOutputs({ scheduleArn: this.schedule.arn });
+  }
+
+  /** `<name>-role`: assumed by EventBridge Scheduler, for this account's schedules only. */
+  private declareRole(name: string, tags: Record<string, string>): aws.iam.Role {
+    return new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("scheduler.amazonaws.com", trustScope(this)), tags }, { parent: this });
+  }
+
+  /** `<name>-policy`: send to the target queue and the DLQ (Scheduler sends to the DLQ with the schedule's own role). */
+  private declareSendPolicy(name: string, args: QueueScheduleArgs): aws.iam.RolePolicy {
+    return new aws.iam.RolePolicy(
       `${name}-policy`,
       {
         role: this.role.id,
-        policy: declaredPolicy(
-          // Scheduler sends to the DLQ with the schedule's own role.
-          [{ Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] }],
-          { resource: `${name}-policy`, resourceType: ROLE_POLICY_TYPE, parent: this },
-        ),
+        policy: declaredPolicy([{ Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] }], {
+          resource: `${name}-policy`,
+          resourceType: ROLE_POLICY_TYPE,
+          parent: this,
+        }),
       },
       { parent: this },
     );
+  }
 
-    this.schedule = new aws.scheduler.Schedule(
+  /** `<name>`: the schedule, sending its message to the queue, failed deliveries to the DLQ. */
+  private declareSchedule(name: string, args: QueueScheduleArgs, r: ReturnType<typeof resolveQueueScheduleArgs>, policy: aws.iam.RolePolicy): aws.scheduler.Schedule {
+    return new aws.scheduler.Schedule(
       name,
       {
         description: args.description ?? "",
@@ -123,6 +138,5 @@ export class QueueSchedule extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: [policy] },
     );
-    this.registerOutputs({ scheduleArn: this.schedule.arn });
   }
 }

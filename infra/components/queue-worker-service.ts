@@ -1,14 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, httpsEgress, type Statement, trustScope } from "../iam/document";
-import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { hardenedContainerFields, SCRATCH_VOLUME } from "./container-hardening";
-import { declare } from "./declared-document";
-
-const TASK_DEFINITION_TYPE = "aws:ecs/taskDefinition:TaskDefinition";
 import { TASK_PROTECTION_ENV, TASK_PROTECTION_MODE, TASK_PROTECTION_TAG } from "../../policy/contract";
+import { httpsEgress, type Statement } from "../iam/document";
 import type { FargateCluster } from "./fargate-cluster";
-
+import { FargateTaskDefinition } from "./fargate-task-definition";
 
 export interface QueueWorkerScaling {
   /** Fewest tasks (≥ 1: backlog ÷ running tasks has no value at zero tasks). */
@@ -213,50 +208,49 @@ export function backlogPerTaskMetrics(names: { queueName: pulumi.Input<string>; 
   ];
 }
 
-/** What the ECS agent does with the execution role: pull the image from its repository, write the logs. */
-export function executionRoleStatements(a: { repositoryArn: pulumi.Input<string>; logGroupArn: pulumi.Input<string> }): Statement[] {
-  return [
-    // GetAuthorizationToken has no resource-level permissions.
-    { Sid: "EcrToken", Effect: "Allow", Action: ["ecr:GetAuthorizationToken"], Resource: "*" },
-    {
-      Sid: "PullImage",
-      Effect: "Allow",
-      Action: ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
-      Resource: a.repositoryArn,
-    },
-    { Sid: "WriteTaskLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: pulumi.interpolate`${a.logGroupArn}:*` },
-  ];
+/**
+ * The children this service declared itself before its task definition became a
+ * FargateTaskDefinition: each now lives under that component, two of them under the task
+ * definition's own role names. Their earlier names under this service, by their names now.
+ */
+export function earlierChildNames(name: string): Record<string, string> {
+  return { [`${name}-task`]: `${name}-task-role`, [`${name}-execution`]: `${name}-execution-role` };
 }
 
 /**
  * A Fargate Spot ECS service whose tasks long-poll a queue: one hardened container (non-root,
  * read-only root filesystem with a writable scratch volume, container memory limit, logs,
- * stopTimeout), its task and execution roles, a security group with egress only, no public IP,
- * and target tracking on backlog per task.
+ * stopTimeout) in a FargateTaskDefinition with its task and execution roles, a security group
+ * with egress only, no public IP, and target tracking on backlog per task.
+ *
+ * Children: the task definition `<name>` (a FargateTaskDefinition), `<name>-sg`, the service
+ * `<name>`, `<name>-scaling` and `<name>-backlog-per-task`.
  */
 export class QueueWorkerService extends pulumi.ComponentResource {
-  readonly taskDefinition: aws.ecs.TaskDefinition;
+  /** The task definition, its roles and its log group. */
+  readonly task: FargateTaskDefinition;
   readonly service: aws.ecs.Service;
-  readonly taskRole: aws.iam.Role;
-  readonly executionRole: aws.iam.Role;
-  readonly logGroup: aws.cloudwatch.LogGroup;
   readonly securityGroup: aws.ec2.SecurityGroup;
   readonly scalingTarget: aws.appautoscaling.Target;
   readonly scalingPolicy: aws.appautoscaling.Policy;
   readonly settings: ResolvedQueueWorkerSettings;
 
-  constructor(name: string, args: QueueWorkerServiceArgs, opts?: pulumi.ComponentResourceOptions) {
+  private readonly tags: Record<string, string>;
+
+  constructor(
+    private readonly name: string,
+    private readonly args: QueueWorkerServiceArgs,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
     super("encache:compute:QueueWorkerService", name, {}, opts);
     this.settings = resolveQueueWorkerServiceArgs(args);
-    const scope: ServiceScope = { name, args, r: this.settings, tags: args.tags ?? {}, parent: this };
+    this.tags = args.tags ?? {};
 
-    this.logGroup = new aws.cloudwatch.LogGroup(`${name}-logs`, { retentionInDays: this.settings.logRetentionDays, tags: scope.tags }, { parent: this });
-    const roles = createRoles(scope, this.logGroup);
-    ({ taskRole: this.taskRole, executionRole: this.executionRole } = roles);
-    this.taskDefinition = createTaskDefinition(scope, { ...roles, logGroup: this.logGroup });
-    this.securityGroup = createSecurityGroup(scope);
-    this.service = createService(scope, this.taskDefinition, this.securityGroup);
-    ({ target: this.scalingTarget, policy: this.scalingPolicy } = createScaling(scope, this.service));
+    this.task = this.declareTaskDefinition();
+    this.securityGroup = this.declareSecurityGroup();
+    this.service = this.declareService();
+    this.scalingTarget = this.declareScalingTarget();
+    this.scalingPolicy = this.declareBacklogPerTaskPolicy();
 
     this.registerOutputs({
       serviceName: this.service.name,
@@ -265,172 +259,144 @@ export class QueueWorkerService extends pulumi.ComponentResource {
       logGroupName: this.logGroup.name,
     });
   }
-}
 
-interface ServiceScope {
-  name: string;
-  args: QueueWorkerServiceArgs;
-  r: ResolvedQueueWorkerSettings;
-  tags: Record<string, string>;
-  parent: pulumi.Resource;
-}
+  get taskDefinition(): aws.ecs.TaskDefinition {
+    return this.task.taskDefinition;
+  }
 
-interface ServiceRoles {
-  taskRole: aws.iam.Role;
-  executionRole: aws.iam.Role;
-  /** The roles' inline policies: the task definition waits for them, so no task starts without its grants. */
-  policies: aws.iam.RolePolicy[];
-}
+  get taskRole(): aws.iam.Role {
+    return this.task.taskRole;
+  }
 
-/** The task role (exactly the workload's statements) and the execution role (image pull, logs). */
-function createRoles({ name, args, tags, parent }: ServiceScope, logGroup: aws.cloudwatch.LogGroup): ServiceRoles {
-  const trust = trustScope(parent);
-  const taskRole = new aws.iam.Role(`${name}-task-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent });
-  const taskPolicy = new aws.iam.RolePolicy(
-    `${name}-task-policy`,
-    { role: taskRole.id, policy: declaredPolicy(args.taskRoleStatements, { resource: `${name}-task-policy`, resourceType: ROLE_POLICY_TYPE, parent }) },
-    { parent },
-  );
-  const executionRole = new aws.iam.Role(`${name}-execution-role`, { assumeRolePolicy: assumedBy("ecs-tasks.amazonaws.com", trust), tags }, { parent });
-  const executionPolicy = new aws.iam.RolePolicy(
-    `${name}-execution-policy`,
-    {
-      role: executionRole.id,
-      policy: declaredPolicy(executionRoleStatements({ repositoryArn: args.repositoryArn, logGroupArn: logGroup.arn }), {
-        resource: `${name}-execution-policy`,
-        resourceType: ROLE_POLICY_TYPE,
-        parent,
-      }),
-    },
-    { parent },
-  );
-  return { taskRole, executionRole, policies: [taskPolicy, executionPolicy] };
-}
+  get executionRole(): aws.iam.Role {
+    return this.task.executionRole;
+  }
 
-/** The one hardened container: non-root, read-only root with a scratch volume, no capabilities. */
-function createTaskDefinition({ name, args, r, tags, parent }: ServiceScope, deps: ServiceRoles & { logGroup: aws.cloudwatch.LogGroup }): aws.ecs.TaskDefinition {
-  const environment = {
-    ...(args.environment ?? {}),
-    ...(r.taskProtection ? { [TASK_PROTECTION_ENV]: TASK_PROTECTION_MODE } : {}),
-  };
-  // A plain structure with outputs as leaves (not built inside an apply), so its declaration keeps
-  // every known field readable on a first preview.
-  const containers = declare(
-    [
+  get logGroup(): aws.cloudwatch.LogGroup {
+    return this.task.logGroup;
+  }
+
+  /**
+   * `<name>`: the one hardened container (non-root, read-only root with a scratch volume, no
+   * capabilities, an init process that reaps the allow-listed executables' orphans and forwards
+   * SIGTERM), holding task protection when asked.
+   */
+  private declareTaskDefinition(): FargateTaskDefinition {
+    const { args, settings: r } = this;
+    return new FargateTaskDefinition(
+      this.name,
       {
-        name: r.containerName,
+        family: args.family,
+        containerName: r.containerName,
         image: args.image,
-        essential: true,
-        privileged: false,
-        // Read-only root with the scratch volume, the image's `node` user (uid 1000), no capabilities,
-        // and an init process that reaps the allow-listed executables' orphans and forwards SIGTERM.
-        ...hardenedContainerFields({ scratchPath: r.scratchPath, initProcess: true }),
-        memory: r.memoryMb,
+        repositoryArn: args.repositoryArn,
+        region: args.region,
         cpu: r.cpu,
-        stopTimeout: r.stopTimeoutSeconds,
-        // In the order the provider stores them (orderEnvironmentVariables: Go's cmp.Compare, byte
-        // order), not localeCompare's: the declaration then equals the stored definition.
-        environment: Object.entries(environment)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([key, value]) => ({ name: key, value })),
-        logConfiguration: {
-          logDriver: "awslogs",
-          options: { "awslogs-group": deps.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": r.containerName },
+        memoryMb: r.memoryMb,
+        containerCpu: true,
+        privileged: false,
+        hardening: { scratchPath: r.scratchPath, initProcess: true },
+        stopTimeoutSeconds: r.stopTimeoutSeconds,
+        logRetentionDays: r.logRetentionDays,
+        environment: { ...(args.environment ?? {}), ...(r.taskProtection ? { [TASK_PROTECTION_ENV]: TASK_PROTECTION_MODE } : {}) },
+        taskRoleStatements: args.taskRoleStatements,
+        taskDefinitionTags: r.taskProtection ? { [TASK_PROTECTION_TAG]: TASK_PROTECTION_MODE } : {},
+        tags: this.tags,
+      },
+      { parent: this, transformations: [this.keepEarlierUrns()] },
+    );
+  }
+
+  /**
+   * Aliases that keep the URNs of the children this service declared itself before it composed a
+   * FargateTaskDefinition (earlierChildNames): a changed parent or name would otherwise replace them.
+   */
+  private keepEarlierUrns(): pulumi.ResourceTransformation {
+    const earlier = earlierChildNames(this.name);
+    return ({ type, name, props, opts }) => {
+      if (type === "encache:compute:FargateTaskDefinition") return undefined;
+      return { props, opts: pulumi.mergeOptions(opts, { aliases: [{ name: earlier[name] ?? name, parent: this }] }) };
+    };
+  }
+
+  /** `<name>-sg`: no ingress; egress to the AWS APIs through NAT. */
+  private declareSecurityGroup(): aws.ec2.SecurityGroup {
+    const { name, args } = this;
+    return new aws.ec2.SecurityGroup(
+      `${name}-sg`,
+      {
+        vpcId: args.vpcId,
+        description: `${name} tasks: no ingress; egress to AWS APIs through NAT`,
+        // The task-protection endpoint is the ECS agent's, link-local, which security groups do not filter.
+        egress: [httpsEgress("SQS, ECR, CloudWatch Logs through NAT"), ...(args.extraEgress ?? [])],
+        tags: this.tags,
+      },
+      { parent: this },
+    );
+  }
+
+  /** `<name>`: the service, Spot after `fargateBase` on-demand tasks, private, rolling back a failed deploy. */
+  private declareService(): aws.ecs.Service {
+    const { args, settings: r } = this;
+    return new aws.ecs.Service(
+      this.name,
+      {
+        cluster: args.cluster.cluster.arn,
+        taskDefinition: this.taskDefinition.arn,
+        desiredCount: r.scaling.minTasks,
+        capacityProviderStrategies: capacityProviderStrategy(r.fargateBase),
+        networkConfiguration: { subnets: args.subnetIds, securityGroups: [this.securityGroup.id], assignPublicIp: false },
+        deploymentCircuitBreaker: { enable: true, rollback: true },
+        // New tasks start before old ones stop; protected old tasks stop only once they release.
+        deploymentMinimumHealthyPercent: 100,
+        deploymentMaximumPercent: 200,
+        enableEcsManagedTags: true,
+        propagateTags: "SERVICE",
+        tags: this.tags,
+      },
+      // Autoscaling owns the desired count after creation; the strategy needs the cluster's providers.
+      { parent: this, dependsOn: [args.cluster.capacityProviders], ignoreChanges: ["desiredCount"] },
+    );
+  }
+
+  /** `<name>-scaling`: the service's desired count, between the fewest and most tasks. */
+  private declareScalingTarget(): aws.appautoscaling.Target {
+    const { args, settings: r } = this;
+    return new aws.appautoscaling.Target(
+      `${this.name}-scaling`,
+      {
+        serviceNamespace: "ecs",
+        scalableDimension: "ecs:service:DesiredCount",
+        resourceId: pulumi.interpolate`service/${args.cluster.cluster.name}/${this.service.name}`,
+        minCapacity: r.scaling.minTasks,
+        maxCapacity: r.scaling.maxTasks,
+        tags: this.tags,
+      },
+      { parent: this },
+    );
+  }
+
+  /** `<name>-backlog-per-task`: target tracking on backlog per task (visible messages ÷ running tasks). */
+  private declareBacklogPerTaskPolicy(): aws.appautoscaling.Policy {
+    const { args, settings: r } = this;
+    const target = this.scalingTarget;
+    return new aws.appautoscaling.Policy(
+      `${this.name}-backlog-per-task`,
+      {
+        policyType: "TargetTrackingScaling",
+        serviceNamespace: target.serviceNamespace,
+        scalableDimension: target.scalableDimension,
+        resourceId: target.resourceId,
+        targetTrackingScalingPolicyConfiguration: {
+          targetValue: r.scaling.backlogPerTaskTarget,
+          scaleOutCooldown: r.scaling.scaleOutCooldownSeconds,
+          scaleInCooldown: r.scaling.scaleInCooldownSeconds,
+          customizedMetricSpecification: {
+            metrics: backlogPerTaskMetrics({ queueName: args.queueName, clusterName: args.cluster.cluster.name, serviceName: this.service.name }),
+          },
         },
       },
-    ],
-    { resource: name, resourceType: TASK_DEFINITION_TYPE, property: "containerDefinitions", parent },
-  );
-  const containerDefinitions = pulumi.jsonStringify(containers);
-  return new aws.ecs.TaskDefinition(
-    name,
-    {
-      family: args.family,
-      requiresCompatibilities: ["FARGATE"],
-      networkMode: "awsvpc",
-      cpu: String(r.cpu),
-      memory: String(r.memoryMb),
-      runtimePlatform: { operatingSystemFamily: "LINUX", cpuArchitecture: "X86_64" },
-      taskRoleArn: deps.taskRole.arn,
-      executionRoleArn: deps.executionRole.arn,
-      // A bind-mount volume without a host path: task-scoped ephemeral storage on Fargate.
-      volumes: [{ name: SCRATCH_VOLUME }],
-      containerDefinitions,
-      tags: { ...tags, ...(r.taskProtection ? { [TASK_PROTECTION_TAG]: TASK_PROTECTION_MODE } : {}) },
-    },
-    { parent, dependsOn: deps.policies },
-  );
-}
-
-/** No ingress; egress to the AWS APIs through NAT. */
-function createSecurityGroup({ name, args, tags, parent }: ServiceScope): aws.ec2.SecurityGroup {
-  return new aws.ec2.SecurityGroup(
-    `${name}-sg`,
-    {
-      vpcId: args.vpcId,
-      description: `${name} tasks: no ingress; egress to AWS APIs through NAT`,
-      // The task-protection endpoint is the ECS agent's, link-local, which security groups do not filter.
-      egress: [httpsEgress("SQS, ECR, CloudWatch Logs through NAT"), ...(args.extraEgress ?? [])],
-      tags,
-    },
-    { parent },
-  );
-}
-
-/** The service: Spot after `fargateBase` on-demand tasks, private, rolling back a failed deploy. */
-function createService({ name, args, r, tags, parent }: ServiceScope, taskDefinition: aws.ecs.TaskDefinition, securityGroup: aws.ec2.SecurityGroup): aws.ecs.Service {
-  return new aws.ecs.Service(
-    name,
-    {
-      cluster: args.cluster.cluster.arn,
-      taskDefinition: taskDefinition.arn,
-      desiredCount: r.scaling.minTasks,
-      capacityProviderStrategies: capacityProviderStrategy(r.fargateBase),
-      networkConfiguration: { subnets: args.subnetIds, securityGroups: [securityGroup.id], assignPublicIp: false },
-      deploymentCircuitBreaker: { enable: true, rollback: true },
-      // New tasks start before old ones stop; protected old tasks stop only once they release.
-      deploymentMinimumHealthyPercent: 100,
-      deploymentMaximumPercent: 200,
-      enableEcsManagedTags: true,
-      propagateTags: "SERVICE",
-      tags,
-    },
-    // Autoscaling owns the desired count after creation; the strategy needs the cluster's providers.
-    { parent, dependsOn: [args.cluster.capacityProviders], ignoreChanges: ["desiredCount"] },
-  );
-}
-
-/** Target tracking on backlog per task (visible messages ÷ running tasks). */
-function createScaling({ name, args, r, tags, parent }: ServiceScope, service: aws.ecs.Service): { target: aws.appautoscaling.Target; policy: aws.appautoscaling.Policy } {
-  const target = new aws.appautoscaling.Target(
-    `${name}-scaling`,
-    {
-      serviceNamespace: "ecs",
-      scalableDimension: "ecs:service:DesiredCount",
-      resourceId: pulumi.interpolate`service/${args.cluster.cluster.name}/${service.name}`,
-      minCapacity: r.scaling.minTasks,
-      maxCapacity: r.scaling.maxTasks,
-      tags,
-    },
-    { parent },
-  );
-  const policy = new aws.appautoscaling.Policy(
-    `${name}-backlog-per-task`,
-    {
-      policyType: "TargetTrackingScaling",
-      serviceNamespace: target.serviceNamespace,
-      scalableDimension: target.scalableDimension,
-      resourceId: target.resourceId,
-      targetTrackingScalingPolicyConfiguration: {
-        targetValue: r.scaling.backlogPerTaskTarget,
-        scaleOutCooldown: r.scaling.scaleOutCooldownSeconds,
-        scaleInCooldown: r.scaling.scaleInCooldownSeconds,
-        customizedMetricSpecification: {
-          metrics: backlogPerTaskMetrics({ queueName: args.queueName, clusterName: args.cluster.cluster.name, serviceName: service.name }),
-        },
-      },
-    },
-    { parent },
-  );
-  return { target, policy };
+      { parent: this },
+    );
+  }
 }

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { QUEUE_ROLE_TAG, type QueueRole } from "../../policy/contract";
 import { DLQ_RETENTION_SECONDS } from "./managed-queue";
-import { queueDepthAlarm } from "./queue-depth-alarm";
+import { queueDepthAlarm } from "../lib/queue-depth-alarm";
 
 export type TerminalQueueRole = Exclude<QueueRole, "source">;
 
@@ -42,25 +42,42 @@ const DESCRIPTIONS: Record<TerminalQueueRole, (name: string) => string> = {
 export class TerminalQueue extends pulumi.ComponentResource {
   readonly queue: aws.sqs.Queue;
   readonly alarm: aws.cloudwatch.MetricAlarm;
+  /** The component's name, which the queue takes: how the dashboard and the local run call it. */
+  readonly label: string;
 
   constructor(name: string, args: TerminalQueueArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:messaging:TerminalQueue", name, {}, opts);
+    this.label = name;
     const tags = args.tags ?? {};
-    this.queue = new aws.sqs.Queue(
-      name,
-      {
-        messageRetentionSeconds: DLQ_RETENTION_SECONDS,
-        sqsManagedSseEnabled: true,
-        tags: { ...tags, [QUEUE_ROLE_TAG]: args.role },
-      },
-      { parent: this, protect: args.protect ?? false },
+    this.queue = this.declareQueue(args.role, args.protect ?? false, tags);
+    this.alarm = this.declareDepthAlarm(args.role, args.alarmActions ?? [], tags);
+    this.registerOutputs({ queueArn: this.arn, queueUrl: this.url });
+  }
+
+  get url(): pulumi.Output<string> {
+    return this.queue.url;
+  }
+
+  get arn(): pulumi.Output<string> {
+    return this.queue.arn;
+  }
+
+  /** The queue's physical name (the `QueueName` dimension of its metrics). */
+  get name(): pulumi.Output<string> {
+    return this.queue.name;
+  }
+
+  /** `<name>`: keeps what lands here 14 days, encrypted, tagged with its role. */
+  private declareQueue(role: TerminalQueueRole, protect: boolean, tags: Record<string, string>): aws.sqs.Queue {
+    return new aws.sqs.Queue(
+      this.label,
+      { messageRetentionSeconds: DLQ_RETENTION_SECONDS, sqsManagedSseEnabled: true, tags: { ...tags, [QUEUE_ROLE_TAG]: role } },
+      { parent: this, protect },
     );
-    this.alarm = queueDepthAlarm(
-      `${name}-depth`,
-      this.queue,
-      { threshold: 1, alarmActions: args.alarmActions ?? [], description: DESCRIPTIONS[args.role](name), tags },
-      { parent: this },
-    );
-    this.registerOutputs({ queueArn: this.queue.arn, queueUrl: this.queue.url });
+  }
+
+  /** `<name>-depth`: one message trips it. */
+  private declareDepthAlarm(role: TerminalQueueRole, alarmActions: pulumi.Input<string>[], tags: Record<string, string>): aws.cloudwatch.MetricAlarm {
+    return queueDepthAlarm(`${this.label}-depth`, this.queue, { threshold: 1, alarmActions, description: DESCRIPTIONS[role](this.label), tags }, { parent: this });
   }
 }

@@ -1,6 +1,6 @@
 import type * as aws from "@pulumi/aws";
 import type * as pulumi from "@pulumi/pulumi";
-import { declare } from "../components/declared-document";
+import { declare } from "../lib/declared-document";
 import { policyDocument, type Statement } from "./document";
 
 export const ROLE_POLICY_TYPE = "aws:iam/rolePolicy:RolePolicy";

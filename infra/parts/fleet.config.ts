@@ -3,6 +3,8 @@ import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { scheduleExpressionProblem } from "../aws-rules";
 import { consumerIssues, consumerSchema } from "./consumer.config";
+import { managedQueueDefaults } from "../components/managed-queue";
+import type { QueueBudget } from "./part-args";
 
 /**
  * Stack config of the fleet lifecycle part (`encache:fleet`). Composed into `infra/config.ts`;
@@ -132,3 +134,15 @@ export const HOUSEKEEPING_SCHEDULES = [
   { taskType: "old_jobs", key: "oldJobs" },
   { taskType: "pool_audit", key: "poolAudit" },
 ] as const;
+
+/** The termination and housekeeping queues (their retention is the ManagedQueue default), with the keys behind their numbers. Pure. */
+export function fleetQueueBudgets(c: { termination: { queueVisibilityTimeoutSeconds: number }; housekeeping: { queueVisibilityTimeoutSeconds: number } }): QueueBudget[] {
+  return (["termination", "housekeeping"] as const).map((key) => ({
+    queue: `fleet-${key}`,
+    retentionSeconds: managedQueueDefaults.messageRetentionSeconds,
+    retentionFrom: "the ManagedQueue default",
+    visibilitySeconds: c[key].queueVisibilityTimeoutSeconds,
+    visibilityFrom: `fleet.${key}.queueVisibilityTimeoutSeconds`,
+    path: ["fleet", key, "queueVisibilityTimeoutSeconds"],
+  }));
+}

@@ -14,6 +14,7 @@ import { statementsFor } from "../iam/grants";
 import { type FleetConfig, HOUSEKEEPING_SCHEDULES } from "./fleet.config";
 import { consumerSizing } from "./consumer.config";
 import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 
 /** Handler entry points, relative to the repository root. */
 export const FLEET_ENTRIES = {
@@ -105,7 +106,9 @@ type Schedules = Record<(typeof HOUSEKEEPING_SCHEDULES)[number]["taskType"], Que
  * instances, stale SSM parameters, old job records, pool cost audit), one Scheduler schedule per
  * housekeeping task, and the jobs table.
  */
-export class Fleet extends pulumi.ComponentResource {
+export class Fleet extends pulumi.ComponentResource implements PartFace<FleetOutputs> {
+  readonly outputs: FleetOutputs;
+  readonly inventory: PartInventory;
   readonly terminationQueue: ManagedQueue;
   readonly housekeepingQueue: ManagedQueue;
   readonly schedulesDlq: TerminalQueue;
@@ -127,12 +130,50 @@ export class Fleet extends pulumi.ComponentResource {
       housekeepingQueue: this.housekeepingQueue,
     }));
 
-    this.registerOutputs({
-      terminationQueueUrl: this.terminationQueue.queue.url,
-      housekeepingQueueUrl: this.housekeepingQueue.queue.url,
-      jobsTableName: this.jobs.table.name,
-    });
+    this.outputs = this.stackOutputs();
+    this.inventory = this.describeInventory(name);
+    this.registerOutputs({ ...this.outputs, inventory: inventoryRecord(this.inventory) });
   }
+
+  /** The part's stack outputs, under their public names. */
+  private stackOutputs(): FleetOutputs {
+    return {
+      fleetTerminationQueueUrl: this.terminationQueue.url,
+      fleetTerminationDlqUrl: this.terminationQueue.dlqUrl,
+      fleetHousekeepingQueueUrl: this.housekeepingQueue.url,
+      fleetHousekeepingDlqUrl: this.housekeepingQueue.dlqUrl,
+      fleetSchedulesDlqUrl: this.schedulesDlq.url,
+      fleetJobsTable: this.jobs.table.name,
+      fleetTerminationFunction: this.terminationConsumer.function.name,
+      fleetHousekeepingFunction: this.housekeepingConsumer.function.name,
+    };
+  }
+
+  /** The termination and housekeeping queues with their consumers, the schedules' DLQ. */
+  private describeInventory(name: string): PartInventory {
+    return {
+      part: name,
+      queues: [
+        { queue: this.terminationQueue, consumers: [functionConsumer(this.terminationConsumer)] },
+        { queue: this.housekeepingQueue, consumers: [functionConsumer(this.housekeepingConsumer)] },
+      ],
+      terminalQueues: [this.schedulesDlq],
+      ecsServices: [],
+      views: {},
+    };
+  }
+}
+
+/** Part 3's stack outputs. */
+export interface FleetOutputs extends Record<string, pulumi.Input<unknown>> {
+  fleetTerminationQueueUrl: pulumi.Output<string>;
+  fleetTerminationDlqUrl: pulumi.Output<string>;
+  fleetHousekeepingQueueUrl: pulumi.Output<string>;
+  fleetHousekeepingDlqUrl: pulumi.Output<string>;
+  fleetSchedulesDlqUrl: pulumi.Output<string>;
+  fleetJobsTable: pulumi.Output<string>;
+  fleetTerminationFunction: pulumi.Output<string>;
+  fleetHousekeepingFunction: pulumi.Output<string>;
 }
 
 type FleetPart = PartScope<FleetArgs>;

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
-import { SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
+import { requiredVisibilityTimeoutSeconds, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { consumerIssues, consumerSchema } from "./consumer.config";
+import { managedQueueDefaults } from "../components/managed-queue";
+import type { QueueBudget } from "./part-args";
 
 /**
  * `encache:gpu` and `encache:ingest` (part 1, docs/parts/ingest.md): the GPU instance, and the ingest queue,
@@ -122,4 +124,36 @@ export function ingestConfigProblems(
     problems.push({ path: ["messageRetentionSeconds"], message: "must be below 14 days: the DLQ keeps 14 days and must outlive its source" });
   }
   return problems;
+}
+
+/** The GPU idle check's consumer sizing: one tick at a time, a few AWS calls and one HTTP GET. */
+export const IDLE_CONSUMER = { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 0, maxConcurrency: 2 } as const;
+
+/** The idle-check queue's visibility (and its DLQ's): what its consumer needs. */
+export const GPU_IDLE_QUEUE_VISIBILITY_SECONDS = requiredVisibilityTimeoutSeconds(IDLE_CONSUMER.timeoutSeconds, IDLE_CONSUMER.batchingWindowSeconds);
+
+/** The ingest part's source queues (`ingest`, and `ingest-gpu-idle` while the idle stop is on), with the keys behind their numbers. Pure. */
+export function ingestQueueBudgets(c: { ingest: Pick<IngestConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">; gpu: Pick<GpuConfig, "idleStopMinutes"> }): QueueBudget[] {
+  return [
+    {
+      queue: "ingest",
+      retentionSeconds: c.ingest.messageRetentionSeconds,
+      retentionFrom: "ingest.messageRetentionSeconds",
+      visibilitySeconds: c.ingest.queueVisibilityTimeoutSeconds,
+      visibilityFrom: "ingest.queueVisibilityTimeoutSeconds",
+      path: ["ingest", "messageRetentionSeconds"],
+    },
+    ...(c.gpu.idleStopMinutes > 0
+      ? [
+          {
+            queue: "ingest-gpu-idle",
+            retentionSeconds: managedQueueDefaults.messageRetentionSeconds,
+            retentionFrom: "the ManagedQueue default",
+            visibilitySeconds: GPU_IDLE_QUEUE_VISIBILITY_SECONDS,
+            visibilityFrom: "the idle check's fixed sizing",
+            path: ["gpu", "idleStopMinutes"],
+          },
+        ]
+      : []),
+  ];
 }

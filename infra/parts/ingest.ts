@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { ENVIRONMENT_TAG, metricsNamespace, requiredVisibilityTimeoutSeconds } from "../../policy/contract";
+import { ENVIRONMENT_TAG, metricsNamespace } from "../../policy/contract";
 import { DLQ_ENV, IDLE_ENV, WINDOW_ENV } from "../../functions/ingest/env";
 import { DLQ_INLINE_GRANTS, GPU_EC2_GRANTS, IDLE_GRANTS, WINDOW_GRANTS } from "../../functions/ingest/iam";
 import { QueueSchedule } from "../components/queue-schedule";
@@ -11,8 +11,9 @@ import { TerminalQueue } from "../components/terminal-queue";
 import { httpsEgress, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
-import type { GpuConfig, IngestConfig } from "./ingest.config";
+import { GPU_IDLE_QUEUE_VISIBILITY_SECONDS, type GpuConfig, IDLE_CONSUMER, type IngestConfig } from "./ingest.config";
 import { consumerSizing } from "./consumer.config";
+import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 
 /** Handler entry points, relative to the repository root. */
@@ -85,7 +86,9 @@ export function gpuEc2Statements(a: { region: string; accountId: pulumi.Input<st
  * to the GPU service, and the DLQ consumer that starts the stopped GPU instance when work is
  * waiting for it.
  */
-export class Ingest extends pulumi.ComponentResource {
+export class Ingest extends pulumi.ComponentResource implements PartFace<IngestOutputs> {
+  readonly outputs: IngestOutputs;
+  readonly inventory: PartInventory;
   readonly queue: ManagedQueue;
   readonly quarantine: TerminalQueue;
   readonly gpu: GpuInstance;
@@ -133,13 +136,57 @@ export class Ingest extends pulumi.ComponentResource {
     );
     if (args.config.gpu.idleStopMinutes > 0) this.idleStop = createIdleStop(part, { queue: this.queue, gpu: this.gpu, consumersSg: groups.consumers });
 
-    this.registerOutputs({
-      queueUrl: this.queue.queue.url,
-      dlqUrl: this.queue.dlq.url,
-      quarantineUrl: this.quarantine.queue.url,
-      gpuInstanceId: this.gpu.instance.id,
-    });
+    this.outputs = this.stackOutputs();
+    this.inventory = this.describeInventory(name);
+    this.registerOutputs({ ...this.outputs, inventory: inventoryRecord(this.inventory) });
   }
+
+  /** The part's stack outputs, under their public names. */
+  private stackOutputs(): IngestOutputs {
+    return {
+      ingestQueueUrl: this.queue.url,
+      ingestDlqUrl: this.queue.dlqUrl,
+      ingestQuarantineUrl: this.quarantine.url,
+      gpuInstanceId: this.gpu.instance.id,
+      gpuInstanceIdParameter: this.gpu.instanceIdParameter.name,
+      ingestWindowFunction: this.windowConsumer.function.name,
+      ingestDlqConsumerFunction: this.dlqConsumer.function.name,
+    };
+  }
+
+  /** The ingest queue (its DLQ consumed too), the idle-check queue, the quarantine; the GPU's view of the dashboard. */
+  private describeInventory(name: string): PartInventory {
+    const idle = this.idleStop;
+    return {
+      part: name,
+      queues: [
+        { queue: this.queue, consumers: [functionConsumer(this.windowConsumer)], dlqConsumers: [functionConsumer(this.dlqConsumer)] },
+        ...(idle ? [{ queue: idle.queue, consumers: [functionConsumer(idle.consumer)] }] : []),
+      ],
+      terminalQueues: [this.quarantine, ...(idle ? [idle.schedulesDlq] : [])],
+      ecsServices: [],
+      views: {
+        ingest: {
+          gpuInstanceId: this.gpu.instance.id,
+          windowService: this.windowConsumer.powertoolsServiceName,
+          dlqService: this.dlqConsumer.powertoolsServiceName,
+          // Without the idle stop (gpu.idleStopMinutes 0) nothing reports the GPU's run state.
+          ...(idle ? { gpuIdleService: idle.consumer.powertoolsServiceName } : {}),
+        },
+      },
+    };
+  }
+}
+
+/** Part 1's stack outputs. */
+export interface IngestOutputs extends Record<string, pulumi.Input<unknown>> {
+  ingestQueueUrl: pulumi.Output<string>;
+  ingestDlqUrl: pulumi.Output<string>;
+  ingestQuarantineUrl: pulumi.Output<string>;
+  gpuInstanceId: pulumi.Output<string>;
+  gpuInstanceIdParameter: pulumi.Output<string>;
+  ingestWindowFunction: pulumi.Output<string>;
+  ingestDlqConsumerFunction: pulumi.Output<string>;
 }
 
 type IngestPart = PartScope<IngestArgs>;
@@ -311,9 +358,6 @@ function createConsumers(
   return { window, dlq };
 }
 
-/** The idle check's own consumer sizing: one tick at a time, a few AWS calls and one HTTP GET. */
-const IDLE_CONSUMER = { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 0, maxConcurrency: 2 } as const;
-
 /**
  * The GPU idle stop: a schedule ticks every gpu.idleCheckMinutes into a queue whose consumer stops
  * this stack's GPU after gpu.idleStopMinutes without work (functions/ingest/idle-handler.ts). A queue
@@ -325,7 +369,7 @@ function createIdleStop(
 ): NonNullable<Ingest["idleStop"]> {
   const { gpu } = args.config;
   const { platform } = args;
-  const visibility = requiredVisibilityTimeoutSeconds(IDLE_CONSUMER.timeoutSeconds, IDLE_CONSUMER.batchingWindowSeconds);
+  const visibility = GPU_IDLE_QUEUE_VISIBILITY_SECONDS;
   const queue = new ManagedQueue(
     `${name}-gpu-idle`,
     { visibilityTimeoutSeconds: visibility, maxReceiveCount: platform.maxReceiveCount, dlqVisibilityTimeoutSeconds: visibility, alarmActions: platform.alarmActions, protectDlq: platform.deletionProtection, tags },

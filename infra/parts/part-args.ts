@@ -1,7 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { byteOrder, type EnvCodec, type EnvFields, type EnvValues } from "../../functions/shared/env";
 import { PART_TAG } from "../../policy/contract";
-import type { StackConfig } from "../config";
 import type { FargateCluster } from "../components/fargate-cluster";
 
 /** The stack-wide settings every part applies the same way. */
@@ -18,6 +17,18 @@ export interface PlatformSettings {
   maxReceiveCount: number;
 }
 
+/** One egress rule beyond HTTPS that an operator opens for a group (`network.extraEgress.<group>`). */
+export interface EgressRule {
+  protocol: "tcp" | "udp";
+  fromPort: number;
+  toPort: number;
+  cidrBlocks: string[];
+  description: string;
+}
+
+/** The groups whose egress the stack config may widen, each with its extra rules. */
+export type ExtraEgress = Record<"ingestConsumers" | "ingestGpu" | "retrainingTasks" | "worker" | "poolInstances", EgressRule[]>;
+
 /** What the composition root hands every part, besides the part's own config slice. */
 export interface PartArgs {
   /** AWS region the stack deploys to (ARN patterns, the awslogs driver). */
@@ -26,7 +37,7 @@ export interface PartArgs {
    * The platform VPC: functions and tasks run in its private subnets. Its CIDR scopes traffic
    * between the platform's own groups; `extraEgress` is what the stack config opens beyond HTTPS.
    */
-  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]>; cidrBlock: string; extraEgress: StackConfig["network"]["extraEgress"] };
+  network: { vpcId: pulumi.Input<string>; privateSubnetIds: pulumi.Input<string[]>; cidrBlock: string; extraEgress: ExtraEgress };
   /** The platform's one ECS cluster (retraining tasks, the queue worker). */
   cluster: FargateCluster;
   platform: PlatformSettings;
@@ -37,15 +48,21 @@ export interface PartArgs {
   tags?: Record<string, string>;
 }
 
-/** The stack-wide slice of the config. Pure. */
-export function platformSettings(c: StackConfig, alertTopicArn?: pulumi.Input<string>): PlatformSettings {
-  return {
-    environment: c.environment,
-    logRetentionDays: c.logRetentionDays,
-    deletionProtection: c.deletionProtection,
-    alarmActions: [...(alertTopicArn ? [alertTopicArn] : []), ...c.alarmActions],
-    maxReceiveCount: c.queues.maxReceiveCount,
-  };
+/**
+ * One source queue's retention and visibility, with the config keys behind them: a queue must keep
+ * a message through all its receives (config.ts, queueRetentionProblems). Each part's config
+ * module lists its own queues' budgets, under the queues' logical names.
+ */
+export interface QueueBudget {
+  /** The queue's logical name, as its part declares it (its ManagedQueue's name). */
+  queue: string;
+  retentionSeconds: number;
+  /** The keys the retention is set or derived from. */
+  retentionFrom: string;
+  visibilitySeconds: number;
+  visibilityFrom: string;
+  /** Where the error is reported: the key a user would change. */
+  path: Array<string | number>;
 }
 
 /** The first private subnet, for a single instance (the GPU). */

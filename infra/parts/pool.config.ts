@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { consumerIssues, consumerSchema } from "./consumer.config";
+import type { QueueBudget } from "./part-args";
 
 /**
  * Stack config of the warm-instance pool (`encache:pool`). Composed into `infra/config.ts`;
@@ -103,4 +104,27 @@ export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSecon
     issues.push({ path: ["advertRetentionSeconds"], message: `must be at most two refill periods (${2 * period}): each run re-advertises idle instances, so longer retention piles up duplicates` });
   }
   return issues;
+}
+
+/** The refill queue and each class's advert queue (`pool-<class>`), with the keys behind their numbers. Pure. */
+export function poolQueueBudgets(c: Pick<PoolConfig, "refill" | "advertRetentionSeconds" | "classes">): QueueBudget[] {
+  const derived = c.refill.messageRetentionSeconds === undefined;
+  return [
+    {
+      queue: "pool-refill",
+      retentionSeconds: refillRetentionSeconds(c.refill),
+      retentionFrom: derived ? "4 × pool.refill.everyMinutes (set pool.refill.messageRetentionSeconds to choose it)" : "pool.refill.messageRetentionSeconds",
+      visibilitySeconds: c.refill.queueVisibilityTimeoutSeconds,
+      visibilityFrom: "pool.refill.queueVisibilityTimeoutSeconds",
+      path: ["pool", "refill", derived ? "queueVisibilityTimeoutSeconds" : "messageRetentionSeconds"],
+    },
+    ...Object.keys(c.classes).map((className) => ({
+      queue: `pool-${className}`,
+      retentionSeconds: c.advertRetentionSeconds,
+      retentionFrom: "pool.advertRetentionSeconds",
+      visibilitySeconds: POOL_QUEUE_VISIBILITY_SECONDS,
+      visibilityFrom: "the pool queues' fixed visibility",
+      path: ["pool", "advertRetentionSeconds"],
+    })),
+  ];
 }

@@ -16,6 +16,7 @@ import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/de
 import { arnOf, statementsFor } from "../iam/grants";
 import { consumerSizing } from "./consumer.config";
 import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 import { POOL_QUEUE_VISIBILITY_SECONDS, type PoolClassConfig, type PoolConfig, refillRetentionSeconds } from "./pool.config";
 
 /** Handler entry points, relative to the repository root. */
@@ -103,7 +104,9 @@ export function poolStatements(a: PoolAccess): { refill: Statement[]; claim: Sta
  * refill function fed by one schedule per class, and the managed policy a claim worker
  * attaches to use the claim API (`functions/pool/claim.ts`).
  */
-export class Pool extends pulumi.ComponentResource {
+export class Pool extends pulumi.ComponentResource implements PartFace<PoolOutputs> {
+  readonly outputs: PoolOutputs;
+  readonly inventory: PartInventory;
   readonly classes: Record<string, PoolClassResources>;
   /** Each class's configured size: the count refill tops the class up to. */
   readonly classSizes: Record<string, number>;
@@ -114,9 +117,12 @@ export class Pool extends pulumi.ComponentResource {
   readonly claimPolicy: aws.iam.Policy;
   readonly instanceRole: aws.iam.Role;
   readonly instanceProfile: aws.iam.InstanceProfile;
+  /** The claim API's name (`<name>-claim`, its managed policy's): the consumer of every advert queue. */
+  readonly claimPolicyLabel: string;
 
   constructor(name: string, args: PoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Pool", name, {}, opts);
+    this.claimPolicyLabel = `${name}-claim`;
     const part = partScope(this, name, args, "pool");
 
     ({ role: this.instanceRole, profile: this.instanceProfile } = createInstanceRole(part));
@@ -145,13 +151,54 @@ export class Pool extends pulumi.ComponentResource {
     this.refill = createRefill(part, { classes: this.classes, claimTable: this.claimTable, refillQueue: this.refillQueue, statements: statements.refill });
     this.claimPolicy = createClaimPolicy(part, statements.claim);
 
-    this.registerOutputs({
-      poolQueueUrls: Object.fromEntries(Object.entries(this.classes).map(([k, r]) => [k, r.queue.queue.url])),
-      claimTableName: this.claimTable.table.name,
-      refillFunction: this.refill.function.name,
-      claimPolicyArn: this.claimPolicy.arn,
-    });
+    this.outputs = this.stackOutputs();
+    this.inventory = this.describeInventory(name);
+    this.registerOutputs({ ...this.outputs, inventory: inventoryRecord(this.inventory) });
   }
+
+  /** The part's stack outputs, under their public names. */
+  private stackOutputs(): PoolOutputs {
+    return {
+      poolQueueUrls: Object.fromEntries(Object.entries(this.classes).map(([k, r]) => [k, r.queue.url])),
+      poolClaimTableName: this.claimTable.table.name,
+      poolRefillFunction: this.refill.function.name,
+      poolClaimPolicyArn: this.claimPolicy.arn,
+    };
+  }
+
+  /** The refill queue and its function, each class's advert queue (claimed through the claim API), and the pool's view of the dashboard. */
+  private describeInventory(name: string): PartInventory {
+    const classes = Object.entries(this.classes);
+    return {
+      part: name,
+      queues: [
+        { queue: this.refillQueue, consumers: [functionConsumer(this.refill)] },
+        ...classes.map(([className, r]) => ({
+          queue: r.queue,
+          consumers: [{ name: this.claimPolicyLabel, kind: "api" as const }],
+          advert: { className, size: this.classSizes[className]! },
+        })),
+      ],
+      terminalQueues: [this.scheduleDlq],
+      ecsServices: [],
+      views: {
+        pool: {
+          classes: classes.map(([className, r]) => ({ name: className, queueName: r.queue.name, size: this.classSizes[className]! })),
+          refillService: this.refill.powertoolsServiceName,
+          refillLogGroup: this.refill.logGroup.name,
+        },
+      },
+    };
+  }
+}
+
+/** Part 5's stack outputs. */
+export interface PoolOutputs extends Record<string, pulumi.Input<unknown>> {
+  /** Each class's advert queue URL, by class. */
+  poolQueueUrls: Record<string, pulumi.Output<string>>;
+  poolClaimTableName: pulumi.Output<string>;
+  poolRefillFunction: pulumi.Output<string>;
+  poolClaimPolicyArn: pulumi.Output<string>;
 }
 
 type PoolPart = PartScope<PoolArgs>;

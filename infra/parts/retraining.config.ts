@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../functions/shared/patterns";
 import { FARGATE_CPU_UNITS, fargateSizeProblem, scheduleExpressionProblem, scheduleTimezoneProblem } from "../aws-rules";
 import { consumerIssues, consumerSchema } from "./consumer.config";
+import type { QueueBudget } from "./part-args";
 
 /**
  * `encache:retraining` (docs/parts/retraining.md). Defaults are the original system's: queue visibility 600 s, retention
@@ -128,4 +129,18 @@ export function scheduleSlug(modelName: string): string {
   if (slug.length <= MAX_SCHEDULE_SLUG) return slug;
   const hash = createHash("sha256").update(modelName, "utf8").digest("hex").slice(0, 6);
   return `${slug.slice(0, MAX_SCHEDULE_SLUG - hash.length - 1).replace(/-+$/, "")}-${hash}`;
+}
+
+/** The retraining queue, with the keys behind its numbers. Pure. */
+export function retrainingQueueBudgets(c: Pick<RetrainingConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">): QueueBudget[] {
+  return [
+    {
+      queue: "retraining",
+      retentionSeconds: c.messageRetentionSeconds,
+      retentionFrom: "retraining.messageRetentionSeconds",
+      visibilitySeconds: c.queueVisibilityTimeoutSeconds,
+      visibilityFrom: "retraining.queueVisibilityTimeoutSeconds",
+      path: ["retraining", "messageRetentionSeconds"],
+    },
+  ];
 }

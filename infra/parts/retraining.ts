@@ -14,6 +14,7 @@ import { httpsEgress, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { consumerSizing } from "./consumer.config";
 import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
 
 /** Handler entry point, relative to the repository root. */
@@ -87,7 +88,9 @@ export function intentRetentionSeconds(queueRetentionSeconds: number, dlqRetenti
  * launcher Lambda that starts the generic strategy task on Fargate or Fargate Spot under a
  * concurrency cap, and the state table each launch is recorded in.
  */
-export class Retraining extends pulumi.ComponentResource {
+export class Retraining extends pulumi.ComponentResource implements PartFace<RetrainingOutputs> {
+  readonly outputs: RetrainingOutputs;
+  readonly inventory: PartInventory;
   readonly queue: ManagedQueue;
   readonly scheduleDlq: TerminalQueue;
   readonly schedules: QueueSchedule[];
@@ -114,15 +117,43 @@ export class Retraining extends pulumi.ComponentResource {
       tasksSecurityGroup: this.tasksSecurityGroup,
     });
 
-    this.registerOutputs({
-      queueUrl: this.queue.queue.url,
-      dlqUrl: this.queue.dlq.url,
-      stateTableName: this.stateTable.table.name,
-      intentTableName: this.intentTable.table.name,
-      taskDefinitionArn: this.strategyTask.taskDefinition.arn,
-      launcherFunctionName: this.launcher.function.name,
-    });
+    this.outputs = this.stackOutputs();
+    this.inventory = this.describeInventory(name);
+    this.registerOutputs({ ...this.outputs, inventory: inventoryRecord(this.inventory) });
   }
+
+  /** The part's stack outputs, under their public names. */
+  private stackOutputs(): RetrainingOutputs {
+    return {
+      retrainingQueueUrl: this.queue.url,
+      retrainingDlqUrl: this.queue.dlqUrl,
+      retrainingScheduleDlqUrl: this.scheduleDlq.url,
+      retrainingStateTable: this.stateTable.table.name,
+      retrainingTaskDefinitionArn: this.strategyTask.taskDefinition.arn,
+      retrainingLauncherFunction: this.launcher.function.name,
+    };
+  }
+
+  /** The retraining queue and its launcher, the schedules' DLQ. */
+  private describeInventory(name: string): PartInventory {
+    return {
+      part: name,
+      queues: [{ queue: this.queue, consumers: [functionConsumer(this.launcher)] }],
+      terminalQueues: [this.scheduleDlq],
+      ecsServices: [],
+      views: {},
+    };
+  }
+}
+
+/** Part 2's stack outputs. */
+export interface RetrainingOutputs extends Record<string, pulumi.Input<unknown>> {
+  retrainingQueueUrl: pulumi.Output<string>;
+  retrainingDlqUrl: pulumi.Output<string>;
+  retrainingScheduleDlqUrl: pulumi.Output<string>;
+  retrainingStateTable: pulumi.Output<string>;
+  retrainingTaskDefinitionArn: pulumi.Output<string>;
+  retrainingLauncherFunction: pulumi.Output<string>;
 }
 
 type RetrainingPart = PartScope<RetrainingArgs>;

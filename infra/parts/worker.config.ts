@@ -3,6 +3,7 @@ import { SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../pol
 import { fargateSizeProblem } from "../aws-rules";
 import { executablesSchema } from "../../functions/worker/env";
 import { HEARTBEAT_EXTENSION_FACTOR } from "../../functions/worker/job";
+import type { QueueBudget } from "./part-args";
 
 export { HEARTBEAT_EXTENSION_FACTOR };
 
@@ -112,4 +113,18 @@ export function workerConfigIssues(c: WorkerChecked): Array<{ path: string[]; me
  */
 export function workQueueVisibilitySeconds(c: Pick<WorkerConfig, "heartbeatSeconds" | "maxVisibilitySeconds">): number {
   return Math.min(c.maxVisibilitySeconds, HEARTBEAT_EXTENSION_FACTOR * c.heartbeatSeconds);
+}
+
+/** The work queue (its visibility derived from the heartbeat), with the keys behind its numbers. Pure. */
+export function workerQueueBudgets(c: Pick<WorkerConfig, "messageRetentionSeconds" | "heartbeatSeconds" | "maxVisibilitySeconds">): QueueBudget[] {
+  return [
+    {
+      queue: "worker",
+      retentionSeconds: c.messageRetentionSeconds,
+      retentionFrom: "worker.messageRetentionSeconds",
+      visibilitySeconds: workQueueVisibilitySeconds(c),
+      visibilityFrom: "worker.heartbeatSeconds and worker.maxVisibilitySeconds",
+      path: ["worker", "messageRetentionSeconds"],
+    },
+  ];
 }

@@ -11,11 +11,12 @@ import { ManagedQueue } from "../components/managed-queue";
 import { Table } from "../components/table";
 import { powertoolsServiceName } from "../components/queue-consumer";
 import { QueueWorkerService } from "../components/queue-worker-service";
-import { imageContentTag, writeImageContext } from "../components/queue-worker-service-image";
+import { imageContentTag, writeImageContext } from "./worker.image";
 import { REPO_ROOT } from "../bundle";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 import { WORKER_STOP_TIMEOUT_SECONDS, type WorkerConfig, workQueueVisibilitySeconds } from "./worker.config";
 
 /** The container entry, its Dockerfile and the build context the program writes, relative to the repository root. */
@@ -60,7 +61,9 @@ export function workerTaskRoleStatements(a: WorkerTaskAccess): Statement[] {
  * service whose tasks long-poll the queue, hold task scale-in protection while they work, and
  * scale on backlog per task.
  */
-export class Worker extends pulumi.ComponentResource {
+export class Worker extends pulumi.ComponentResource implements PartFace<WorkerOutputs> {
+  readonly outputs: WorkerOutputs;
+  readonly inventory: PartInventory;
   readonly queue: ManagedQueue;
   /** The job ledger (`<name>-jobs`): leases and completions, one item per job. */
   readonly jobsTable: Table;
@@ -83,15 +86,51 @@ export class Worker extends pulumi.ComponentResource {
     this.powertoolsServiceName = powertoolsServiceName(name, args.platform.environment);
     this.service = createService(part, { queue: this.queue, jobsTable: this.jobsTable, repository: this.repository, image: this.image, powertoolsServiceName: this.powertoolsServiceName });
 
-    this.registerOutputs({
-      queueUrl: this.queue.queue.url,
-      dlqUrl: this.queue.dlq.url,
-      jobsTableName: this.jobsTable.table.name,
-      repositoryUrl: this.repository.repositoryUrl,
-      imageUri: this.image.imageUri,
-      serviceName: this.service.service.name,
-    });
+    this.outputs = this.stackOutputs();
+    this.inventory = this.describeInventory(name, args);
+    this.registerOutputs({ ...this.outputs, inventory: inventoryRecord(this.inventory) });
   }
+
+  /** The part's stack outputs, under their public names. */
+  private stackOutputs(): WorkerOutputs {
+    return {
+      workerQueueUrl: this.queue.url,
+      workerDlqUrl: this.queue.dlqUrl,
+      workerRepositoryUrl: this.repository.repositoryUrl,
+      workerImageUri: this.image.imageUri,
+      workerServiceName: this.service.service.name,
+      workerTaskRoleArn: this.service.taskRole.arn,
+    };
+  }
+
+  /** The work queue and the ECS service that consumes it, and its view of the dashboard. */
+  private describeInventory(name: string, args: WorkerArgs): PartInventory {
+    const ecs = {
+      name,
+      clusterName: args.cluster.cluster.name,
+      serviceName: this.service.service.name,
+      queueName: this.queue.name,
+      metricsService: this.powertoolsServiceName,
+      backlogPerTaskTarget: this.service.settings.scaling.backlogPerTaskTarget,
+    };
+    return {
+      part: name,
+      queues: [{ queue: this.queue, consumers: [{ name, kind: "ecs-service", service: this.powertoolsServiceName, roleArn: this.service.taskRole.arn }] }],
+      terminalQueues: [],
+      ecsServices: [ecs],
+      views: { worker: { queueName: ecs.queueName, clusterName: ecs.clusterName, serviceName: ecs.serviceName, metricsService: ecs.metricsService, backlogPerTaskTarget: ecs.backlogPerTaskTarget } },
+    };
+  }
+}
+
+/** Part 4's stack outputs. */
+export interface WorkerOutputs extends Record<string, pulumi.Input<unknown>> {
+  workerQueueUrl: pulumi.Output<string>;
+  workerDlqUrl: pulumi.Output<string>;
+  workerRepositoryUrl: pulumi.Output<string>;
+  workerImageUri: pulumi.Output<string>;
+  workerServiceName: pulumi.Output<string>;
+  workerTaskRoleArn: pulumi.Output<string>;
 }
 
 type WorkerPart = PartScope<WorkerArgs>;

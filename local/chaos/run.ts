@@ -31,7 +31,8 @@ import {
 } from "./observe";
 import { PoolClaimers } from "./pool-claims";
 import { type Receive, ReceiveRecorder } from "./receives";
-import { type ChaosMessage, type Consumer, CONSUMERS, generateTraffic } from "./traffic";
+import { drainedQueues, type InventoryRecord, queuesConsumedBy, recordedInventory } from "../../infra/parts/inventory";
+import { type ChaosMessage, type Consumer, CONSUMERS, DRIVES, generateTraffic, trafficQueues } from "./traffic";
 
 export interface ChaosOptions {
   stack: string;
@@ -91,17 +92,20 @@ export function withLongJobType(container: Record<string, string>, seconds: numb
   return { WORKER_EXECUTABLES: JSON.stringify({ ...executables, [LONG_JOB_TYPE]: { command: "/bin/sleep", args: [String(seconds)] } }) };
 }
 
-/** The queues each consumer is fed from, whose emptiness means it is done. */
-const CONSUMED_QUEUES: Record<Consumer, (poolClass: string) => string[]> = {
-  "ingest-window": () => ["ingest"],
-  "ingest-dlq": () => ["ingest-dlq"],
-  "retraining-launcher": () => ["retraining"],
-  "fleet-termination": () => ["fleet-termination"],
-  "fleet-housekeeping": () => ["fleet-housekeeping"],
-  "pool-refill": () => ["pool-refill"],
-  "pool-claim": () => [],
-  worker: () => ["worker"],
-};
+/** The queues whose emptiness means a consumer is done, of those it is fed from: none for the claims, whose adverts may wait. Pure. */
+export function drainedBy(records: readonly InventoryRecord[], consumer: Consumer): string[] {
+  const drained = new Set(drainedQueues(records));
+  return queuesConsumedBy(records, DRIVES[consumer]).filter((q) => drained.has(q));
+}
+
+/** The local runtime's caller name of the worker service's code (local/platform.ts), which the fault proxy sees. */
+const ECS_SERVICE_CALLER = "worker-service";
+
+/** The fault proxy's caller name of each consumer's code: its program consumer's name, or the ECS host's. Pure. */
+export function callerOf(records: readonly InventoryRecord[], consumer: Consumer): string {
+  const name = DRIVES[consumer];
+  return records.some((p) => p.ecsServices.includes(name)) ? ECS_SERVICE_CALLER : name;
+}
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
@@ -147,7 +151,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     // The claim library's SQS calls take the SQS clock as the Lambdas' do; EC2 and DynamoDB go to moto, as in the pool scenario.
     const claimEndpoint = await proxy.front("pool-claim", { aws: p.moto.endpoint, byService: { sqs: upstreams.lambdas?.byService.sqs ?? p.moto.endpoint } });
     const claimers = new PoolClaimers(p, claimEndpoint, o.claimers, `c${o.seed.toString(36)}`);
+    const inventory = recordedInventory(p.topology.resources);
     const traffic = generateTraffic(o.messages, {
+      queues: trafficQueues(inventory, claimers.cls.name),
       seed: o.seed,
       poolClass: claimers.cls.name,
       workerJobType: workerJobType(p),
@@ -161,7 +167,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const sent = await sendTraffic(p, traffic);
     o.note(`chaos: all sent after ${((Date.now() - started) / 1000).toFixed(0)} s; waiting for the queues to drain`);
     const discards = () => claimers.steps.count("advert_discarded");
-    const settled = await waitFor(() => drained(p, claimers.cls.name, sent, discards), { timeoutMs: o.settleSeconds * 1000, everyMs: 1000, tick: progress(p, o, started) });
+    const settled = await waitFor(() => drained(p, inventory, traffic, sent, discards), { timeoutMs: o.settleSeconds * 1000, everyMs: 1000, tick: progress(p, inventory, o, started) });
     if (!settled) o.note(`chaos: the queues did not drain within ${o.settleSeconds} s; what is left counts as remaining`);
     await claimers.stop();
     // Freeze the runtime before reading: nothing may move between the reads.
@@ -169,7 +175,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await p.scheduler.stop();
     await p.worker?.stop();
 
-    const byConsumer = await account(p, sent, receives, proxy, runTasks, claimers, { ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }), type: LONG_JOB_TYPE, sent: longSent });
+    const byConsumer = await account(p, inventory, sent, receives, proxy, runTasks, claimers, { ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }), type: LONG_JOB_TYPE, sent: longSent });
     const stats = proxy.stats();
     return { totals: sumTotals(byConsumer), byConsumer, faults: { injected: stats.injected, byKind: stats.byKind }, wallMs: Date.now() - started, faultLog: proxy.faults(), settled };
   } finally {
@@ -206,23 +212,24 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
   return sent;
 }
 
-/** Every consumed queue empty, and every malformed advert picked up by a claimer. */
-async function drained(platform: LocalPlatform, poolClass: string, sent: readonly SentMessage[], discards: () => number): Promise<boolean> {
-  const queues = [...new Set(CONSUMERS.flatMap((c) => CONSUMED_QUEUES[c](poolClass)))];
-  const depths = await Promise.all(queues.map((q) => platform.depth(platform.queue(q))));
+/** Every drained queue of the program empty, and every malformed advert picked up by a claimer. */
+async function drained(platform: LocalPlatform, inventory: readonly InventoryRecord[], traffic: readonly ChaosMessage[], sent: readonly SentMessage[], discards: () => number): Promise<boolean> {
+  const depths = await Promise.all(drainedQueues(inventory).map((q) => platform.depth(platform.queue(q))));
   if (depths.some((d) => d.visible + d.inFlight + d.delayed > 0)) return false;
   const adverts = new Set(sent.filter((m) => m.consumer === "pool-claim").map((m) => m.messageId));
-  const pool = await platform.depth(platform.queue(`pool-${poolClass}`));
+  const advertQueue = traffic.find((m) => m.consumer === "pool-claim")?.queue;
+  if (advertQueue === undefined) return true;
+  const pool = await platform.depth(platform.queue(advertQueue));
   // Malformed adverts are visible until a pickup discards them; well-formed ones may wait there for claimers.
   return adverts.size === 0 || pool.visible + pool.inFlight === 0 || discards() >= adverts.size;
 }
 
-function progress(platform: LocalPlatform, o: ChaosOptions, started: number): () => Promise<void> {
+function progress(platform: LocalPlatform, inventory: readonly InventoryRecord[], o: ChaosOptions, started: number): () => Promise<void> {
   let last = 0;
   return async () => {
     if (Date.now() - last < 10_000) return;
     last = Date.now();
-    const names = ["ingest", "ingest-dlq", "retraining", "fleet-termination", "fleet-housekeeping", "pool-refill", "worker"];
+    const names = drainedQueues(inventory);
     const depths = await Promise.all(names.map(async (n) => [n, await platform.depth(platform.queue(n))] as const));
     o.note(`chaos: ${((Date.now() - started) / 1000).toFixed(0)} s, left: ${depths.map(([n, d]) => `${n} ${d.visible + d.inFlight + d.delayed}`).join(", ")}`);
   };
@@ -230,6 +237,7 @@ function progress(platform: LocalPlatform, o: ChaosOptions, started: number): ()
 
 async function account(
   p: LocalPlatform,
+  inventory: readonly InventoryRecord[],
   sent: readonly SentMessage[],
   recorder: ReceiveRecorder,
   proxy: FaultProxy,
@@ -260,9 +268,9 @@ async function account(
     "ingest-window": gpu,
     "ingest-dlq": gpu,
     "retraining-launcher": retrainingEffects(runTasks, p.ecsTasks.tasks().map((t) => t.tags.model_name ?? "")),
-    "fleet-termination": fleetEffects(readSteps(p, "fleet-termination-consumer"), durationToJob, await jobsDoneInTable(p, fleetJobs)),
-    "fleet-housekeeping": acknowledgedEffects(receives, "fleet-housekeeping-consumer", wellFormedKeyOfBody),
-    "pool-refill": acknowledgedEffects(receives, "pool-refill", wellFormedKeyOfBody),
+    "fleet-termination": fleetEffects(readSteps(p, DRIVES["fleet-termination"]), durationToJob, await jobsDoneInTable(p, fleetJobs)),
+    "fleet-housekeeping": acknowledgedEffects(receives, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
+    "pool-refill": acknowledgedEffects(receives, DRIVES["pool-refill"], wellFormedKeyOfBody),
     "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
     worker: workerEffects(workerLogLines(p.options.workDir)),
   };
@@ -273,10 +281,11 @@ async function account(
   const leaked = leakedLocks(await claimLocks(p, claimers.claimTableName), nowSeconds, (owner) => owner.startsWith(claimers.workflowPrefix), claimers.live);
 
   return CONSUMERS.map((consumer) => {
-    const hidden = CONSUMED_QUEUES[consumer](claimers.cls.name).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
+    const hidden = drainedBy(inventory, consumer).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
     const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden);
-    const faultsHere = faults.filter((f) => f.caller === callerOf(consumer)).length;
-    const pastVisibility = receivesPastVisibility(p, receives, callerOf(consumer));
+    const caller = callerOf(inventory, consumer);
+    const faultsHere = faults.filter((f) => f.caller === caller).length;
+    const pastVisibility = receivesPastVisibility(p, receives, caller);
     if (consumer === "worker") {
       const row = consumerTotals(consumer, facts);
       // Leases are judged only once every worker message is accounted for: one still on the queue may rightly hold one.
@@ -312,19 +321,4 @@ function receivesPastVisibility(p: LocalPlatform, receives: readonly Receive[], 
   const queues = p.topology.mappings.filter((m) => p.topology.functions.find((f) => f.name === m.functionName)?.logicalName === fn);
   const visibilityMs = Math.min(...queues.map((m) => p.topology.queues.find((q) => q.arn === m.queueArn)?.visibilityTimeoutSeconds ?? Infinity)) * (1000 / p.clock.speed);
   return receives.filter((r) => r.fn === fn && r.endMs - r.startMs > visibilityMs).length;
-}
-
-/** The fault proxy's caller name of each consumer's code. */
-function callerOf(consumer: Consumer): string {
-  const callers: Record<Consumer, string> = {
-    "ingest-window": "ingest-window",
-    "ingest-dlq": "ingest-dlq-consumer",
-    "retraining-launcher": "retraining-launcher",
-    "fleet-termination": "fleet-termination-consumer",
-    "fleet-housekeeping": "fleet-housekeeping-consumer",
-    "pool-refill": "pool-refill",
-    "pool-claim": "pool-claim",
-    worker: "worker-service",
-  };
-  return callers[consumer];
 }

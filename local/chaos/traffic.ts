@@ -4,11 +4,27 @@
  * message's own key), so a copy of it found anywhere (a quarantine, a DLQ, a deferral) names its
  * message without relying on SQS message ids.
  */
+import { type InventoryRecord, queuesConsumedBy } from "../../infra/parts/inventory";
 import { Rng } from "./rng";
 
-/** The consumers the run drives, one per queue it sends to (pool claims are driven separately). */
-export const CONSUMERS = ["ingest-window", "ingest-dlq", "retraining-launcher", "fleet-termination", "fleet-housekeeping", "pool-refill", "pool-claim", "worker"] as const;
-export type Consumer = (typeof CONSUMERS)[number];
+/**
+ * The consumers the run drives, each by the program's consumer its messages feed: its name in the
+ * parts' inventory (infra/parts/inventory.ts). Which queue that is comes from the program
+ * (trafficQueues, below), never from here. Pool claims are driven separately (pool-claims.ts).
+ */
+export const DRIVES = {
+  "ingest-window": "ingest-window",
+  "ingest-dlq": "ingest-dlq-consumer",
+  "retraining-launcher": "retraining-launcher",
+  "fleet-termination": "fleet-termination-consumer",
+  "fleet-housekeeping": "fleet-housekeeping-consumer",
+  "pool-refill": "pool-refill",
+  "pool-claim": "pool-claim",
+  worker: "worker",
+} as const;
+export type Consumer = keyof typeof DRIVES;
+/** The consumers the run drives, in the order it reports them. */
+export const CONSUMERS = Object.keys(DRIVES) as Consumer[];
 
 export interface ChaosMessage {
   consumer: Consumer;
@@ -37,6 +53,21 @@ export const SHARES: Record<Consumer, number> = {
   "pool-claim": 0.02,
   worker: 0.29,
 };
+/**
+ * The queue each driven consumer's messages go to, from the program's inventory: the one queue its
+ * program consumer takes from, or for the pool's claims the run's class's advert queue. Pure.
+ */
+export function trafficQueues(records: readonly InventoryRecord[], poolClass: string): Record<Consumer, string> {
+  const adverts = new Map(records.flatMap((p) => p.queues).flatMap((q) => (q.advertClass === undefined ? [] : [[q.label, q.advertClass] as const])));
+  return Object.fromEntries(
+    CONSUMERS.map((c) => {
+      const queues = queuesConsumedBy(records, DRIVES[c]).filter((q) => !adverts.has(q) || adverts.get(q) === poolClass);
+      if (queues.length !== 1) throw new Error(`chaos: ${c} drives ${DRIVES[c]}, which the program has consume ${queues.length} queues (${queues.join(", ") || "none"}); expected one`);
+      return [c, queues[0]!];
+    }),
+  ) as Record<Consumer, string>;
+}
+
 export const RETRAINING_MAX = 40;
 /** Of each consumer's messages, this share is malformed (at least one each). */
 export const MALFORMED_SHARE = 0.05;
@@ -48,6 +79,8 @@ export const LONG_JOB_SHARE = 0.05;
 
 export interface TrafficContext {
   seed: number;
+  /** The logical name of the queue each consumer's messages are sent to, as the program declares it. */
+  queues: Record<Consumer, string>;
   /** The pool class whose queue gets the malformed adverts and whose refill gets the triggers. */
   poolClass: string;
   /** A job type the stack's worker allows, for well-formed jobs. */
@@ -101,12 +134,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const instanceIdFor = (seed: number, i: number) => `i-${(seed % 0xffff).toString(16).padStart(4, "0")}${i.toString(16).padStart(8, "0")}`;
 
 const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
-  "ingest-window": (rng, d) => window("ingest-window", "ingest", rng, d),
-  "ingest-dlq": (rng, d) => window("ingest-dlq", "ingest-dlq", rng, d),
+  "ingest-window": (rng, d) => window("ingest-window", d.queues["ingest-window"], rng, d),
+  "ingest-dlq": (rng, d) => window("ingest-dlq", d.queues["ingest-dlq"], rng, d),
 
   "retraining-launcher": (rng, d) => {
     const model = `Chaos${rng.pick(["Pascal", "Euler", "Gauss"])}-${d.tag}-${d.i}`;
-    const base = { consumer: "retraining-launcher" as const, queue: "retraining", key: model };
+    const base = { consumer: "retraining-launcher" as const, queue: d.queues["retraining-launcher"], key: model };
     if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ model_name: model, trigger: rng.pick(["manual", "drift_detected"]) }) };
     return {
       ...base,
@@ -122,7 +155,7 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
 
   "fleet-termination": (rng, d) => {
     const job = `job-${d.tag}-${d.i}`;
-    const base = { consumer: "fleet-termination" as const, queue: "fleet-termination", key: job };
+    const base = { consumer: "fleet-termination" as const, queue: d.queues["fleet-termination"], key: job };
     const failed = rng.chance(0.2);
     const message = {
       instance_id: instanceIdFor(d.seed, d.i),
@@ -154,7 +187,7 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
     const task = rng.pick(["stale_ssm", "old_jobs", "pool_audit"]);
     const timestamp = iso(d.nowMs + d.i);
     const key = `${task}@${timestamp}`;
-    const base = { consumer: "fleet-housekeeping" as const, queue: "fleet-housekeeping", key };
+    const base = { consumer: "fleet-housekeeping" as const, queue: d.queues["fleet-housekeeping"], key };
     if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ task_type: task, timestamp, params: {} }) };
     return {
       ...base,
@@ -166,7 +199,7 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
   "pool-refill": (rng, d) => {
     const scheduled = iso(d.nowMs + d.i * 1000);
     const key = `refill@${scheduled}`;
-    const base = { consumer: "pool-refill" as const, queue: "pool-refill", key };
+    const base = { consumer: "pool-refill" as const, queue: d.queues["pool-refill"], key };
     if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ resource_class: d.poolClass, scheduled_time: scheduled }) };
     return {
       ...base,
@@ -181,7 +214,7 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
     const key = `advert-${d.tag}-${d.i}`;
     return {
       consumer: "pool-claim",
-      queue: `pool-${d.poolClass}`,
+      queue: d.queues["pool-claim"],
       key,
       wellFormed: false,
       body: rng.pick([
@@ -194,7 +227,7 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
 
   worker: (rng, d) => {
     const job = `w-${d.tag}-${d.i}`;
-    const base = { consumer: "worker" as const, queue: "worker", key: job };
+    const base = { consumer: "worker" as const, queue: d.queues.worker, key: job };
     // estimated_seconds 1 for the long ones too: their first visibility is then one heartbeat
     // extension, shorter than the job, and only heartbeats keep the message hidden while it runs.
     if (d.long && d.longJobType !== undefined) return { ...base, wellFormed: true, long: true, body: JSON.stringify({ job_id: job, type: d.longJobType, payload: { n: d.i, text: "chaos, long" }, estimated_seconds: 1 }) };

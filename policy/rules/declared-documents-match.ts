@@ -77,7 +77,7 @@ export const declaredDocumentsMatch: StackValidationPolicy = {
       if (!matches(property, actual.value, declared.value, isAwsVpc)) {
         reportViolation(
           `${target.type.split(":").pop()} '${target.name}': its ${property} differs from its declaration '${d.name}', which the rules judged on the first preview. ` +
-            "Build both from one value (infra/iam/declared.ts, infra/components/declared-document.ts).",
+            "Build both from one value (infra/iam/declared.ts, infra/lib/declared-document.ts).",
           target.urn,
         );
       }

@@ -34,7 +34,7 @@ export const documentsVisibleOnPreview: StackValidationPolicy = {
       reportViolation(
         `${resource.type.split(":").pop()} '${resource.name}': its ${judged.property} is unknown on this preview (it is built from outputs of ` +
           `resources not created yet) and no DeclaredDocument declares it, so ${judged.rules} cannot judge it. ` +
-          "Declare it beside the resource (infra/components/declared-document.ts), or judge it on a later preview.",
+          "Declare it beside the resource (infra/lib/declared-document.ts), or judge it on a later preview.",
         resource.urn,
       );
     }

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { hardenedContainerFields } from "../../../infra/components/container-hardening";
+import { hardenedContainerFields } from "../../../infra/lib/container-hardening";
 import { ecrRepositoryArn, executionRoleStatements, resolveFargateTaskDefinitionArgs } from "../../../infra/components/fargate-task-definition";
 import { fargateSizeProblem } from "../../../infra/aws-rules";
 import { allowedActions } from "../../../infra/iam/document";

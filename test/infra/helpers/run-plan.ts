@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
 import type { PlanDocument } from "../../../plan/render";
@@ -57,12 +59,24 @@ const stackPlans = new Map<string, Promise<{ run: PlanRun; doc: PlanDocument }>>
 export function stackPlan(stack: string): Promise<{ run: PlanRun; doc: PlanDocument }> {
   let plan = stackPlans.get(stack);
   if (!plan) {
-    plan = planJson(stack);
+    plan = planJson(stack, [], { PLAN_VIEW_FILE: viewFile(stack) });
     // Reported by whichever test awaits it; never an unhandled rejection meanwhile.
     plan.catch(() => undefined);
     stackPlans.set(stack, plan);
   }
   return plan;
+}
+
+/** Where a committed stack's plan writes the view the pack judged (PLAN_VIEW_FILE): outputs included, components' registered ones too. */
+function viewFile(stack: string): string {
+  return path.join(os.tmpdir(), `encache-mocks-view-${process.pid}-${stack}.json`);
+}
+
+/** The recording of a committed stack's plan, outputs included: what the parts registered (their inventory) can be read from it. */
+export async function stackView(stack: string): Promise<Array<{ urn: string; type: string; name: string; parent: string | null; outputs: Record<string, unknown> }>> {
+  const { run } = await stackPlan(stack);
+  if (run.code !== 0) throw new Error(`plan --stack ${stack} exited ${run.code}:\n${run.stderr}`);
+  return JSON.parse(fs.readFileSync(viewFile(stack), "utf8")) as Array<{ urn: string; type: string; name: string; parent: string | null; outputs: Record<string, unknown> }>;
 }
 
 /**

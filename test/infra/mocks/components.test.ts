@@ -10,6 +10,8 @@ type Components = {
   gpu: typeof import("../../../infra/components/gpu-instance");
   alerts: typeof import("../../../infra/components/alert-topic");
   bundle: typeof import("../../../infra/bundle");
+  cluster: typeof import("../../../infra/components/fargate-cluster");
+  qws: typeof import("../../../infra/components/queue-worker-service");
 };
 
 function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
@@ -31,6 +33,8 @@ describe("components under Pulumi mocks (in process)", function () {
       gpu: await import("../../../infra/components/gpu-instance.js"),
       alerts: await import("../../../infra/components/alert-topic.js"),
       bundle: await import("../../../infra/bundle.js"),
+      cluster: await import("../../../infra/components/fargate-cluster.js"),
+      qws: await import("../../../infra/components/queue-worker-service.js"),
     };
     // As in the plan: the bundle is rebuilt only when one of its inputs changed.
     c.bundle.useBundleCache(c.bundle.PLAN_BUNDLE_CACHE_DIR);
@@ -154,4 +158,59 @@ describe("components under Pulumi mocks (in process)", function () {
       });
     }
   });
+
+  it("QueueWorkerService composes a FargateTaskDefinition, whose children keep their earlier URNs under the service by aliases", async () => {
+    // Prepare: see each registration's alias specs, as the engine receives them.
+    const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource(req: AliasedRequest, cb: unknown): void };
+    const original = monitor.registerResource.bind(monitor);
+    const seen: Array<{ type: string; name: string; parent: string; aliases: Array<{ name: string; parenturn: string }> }> = [];
+    monitor.registerResource = (req, cb) => {
+      const aliases = req
+        .getAliasesList()
+        .map((a) => a.toObject().spec)
+        .filter((x): x is { name: string; parenturn: string } => x !== undefined)
+        .map((x) => ({ name: x.name, parenturn: x.parenturn }));
+      seen.push({ type: req.getType(), name: req.getName(), parent: req.getParent(), aliases });
+      original(req, cb);
+    };
+
+    // Act
+    let service: InstanceType<Components["qws"]["QueueWorkerService"]>;
+    try {
+      const cluster = new c.cluster.FargateCluster("qws-a-cluster", {});
+      service = new c.qws.QueueWorkerService("qws-a", {
+        cluster,
+        image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/w@sha256:" + "a".repeat(64),
+        repositoryArn: "arn:aws:ecr:us-east-1:123456789012:repository/w",
+        queueName: "q",
+        taskRoleStatements: [{ Sid: "Work", Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: "*" }],
+        vpcId: "vpc-1",
+        subnetIds: ["subnet-1"],
+        region: "us-east-1",
+        family: "qws-a",
+        scaling: { minTasks: 1, maxTasks: 2, backlogPerTaskTarget: 10 },
+      });
+      await promiseOf(service.service.name);
+    } finally {
+      monitor.registerResource = original;
+    }
+
+    // Assess
+    const serviceUrn = await promiseOf(service.urn);
+    const taskUrn = await promiseOf(service.task.urn);
+    const underTask = seen.filter((r) => r.parent === taskUrn);
+    expect(underTask.map((r) => r.name).sort()).to.deep.equal(
+      ["qws-a", "qws-a-declared", "qws-a-execution", "qws-a-execution-policy", "qws-a-execution-policy-declared", "qws-a-logs", "qws-a-task", "qws-a-task-policy", "qws-a-task-policy-declared"].sort(),
+    );
+    const earlier = c.qws.earlierChildNames("qws-a");
+    for (const r of underTask) expect(r.aliases, r.name).to.deep.equal([{ name: earlier[r.name] ?? r.name, parenturn: serviceUrn }]);
+    expect(seen.find((r) => r.type === "encache:compute:FargateTaskDefinition")?.aliases).to.deep.equal([]);
+  });
 });
+
+interface AliasedRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getAliasesList(): Array<{ toObject(): { spec?: { name: string; parenturn: string } } }>;
+}

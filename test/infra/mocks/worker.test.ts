@@ -3,7 +3,7 @@ import { parse } from "yaml";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
-import { imageContentTag } from "../../../infra/components/queue-worker-service-image";
+import { imageContentTag } from "../../../infra/parts/worker.image";
 import type { PlanDocument } from "../../../plan/render";
 import { WORKER_IAM_ACTIONS } from "../../../functions/worker/iam";
 import { useStackPlans } from "../helpers/run-plan";
@@ -72,14 +72,14 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
       });
 
       it("gives the task role exactly the worker's calls (protection, the work queue, quarantine to its DLQ), and the execution role only pull + logs", () => {
-        const taskRole = named(doc(), "aws:iam/role:Role", "worker-task-role");
+        const taskRole = named(doc(), "aws:iam/role:Role", "worker-task");
         expect(roleActions(doc(), taskRole)).to.deep.equal([...WORKER_IAM_ACTIONS].sort());
         expect(taskDefinition().dependencies).to.include(taskRole.urn);
         const protection = (of(doc(), "aws:iam/rolePolicy:RolePolicy").find((rp) => rp.name === "worker-task-policy")!.inputs.policy as Doc).Statement.find((s) =>
           [s.Action].flat().includes("ecs:UpdateTaskProtection"),
         );
         expect(String(protection?.Resource)).to.match(/^arn:aws:ecs:us-east-1:123456789012:task\/platform-cluster-[0-9a-f]+\/\*$/);
-        expect(roleActions(doc(), named(doc(), "aws:iam/role:Role", "worker-execution-role"))).to.deep.equal(
+        expect(roleActions(doc(), named(doc(), "aws:iam/role:Role", "worker-execution"))).to.deep.equal(
           ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetAuthorizationToken", "ecr:GetDownloadUrlForLayer", "logs:CreateLogStream", "logs:PutLogEvents"].sort(),
         );
       });

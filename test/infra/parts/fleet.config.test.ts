@@ -1,7 +1,6 @@
 import { expect } from "chai";
 import { parseStackConfig } from "../../../infra/config";
-import { fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
-import { FLEET_NAME_DEFAULTS } from "../../../infra/parts/fleet.config";
+import { FLEET_NAME_DEFAULTS, fleetConfigSchema, fleetCrossFieldIssues, HOUSEKEEPING_SCHEDULES } from "../../../infra/parts/fleet.config";
 import { devConfig, scopedStackConfig, withValue } from "../helpers/stack-config";
 
 const fleetSection = (stack: string): unknown => scopedStackConfig(stack).fleet;

@@ -8,7 +8,7 @@ import { REPO_ROOT } from "../../../infra/bundle";
 import { parseChaosArgs, parseSeeds } from "../../../local/chaos/cli";
 import { anyFailed, renderSeeds, runsDocument, type SeedRun, seedRun, summaryDocument } from "../../../local/chaos/report";
 import { type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChaos, withLongJobType } from "../../../local/chaos/run";
-import { CONSUMERS, generateTraffic, longJobs } from "../../../local/chaos/traffic";
+import { type Consumer, CONSUMERS, generateTraffic, longJobs } from "../../../local/chaos/traffic";
 
 describe("chaos run (small, seeded)", function () {
   this.timeout(240_000);
@@ -179,7 +179,7 @@ describe("chaos long worker jobs (pure)", () => {
   for (const [wellFormed, long] of shares) it(`${wellFormed} well-formed worker jobs → ${long} long (5 %, rounded up, at least one)`, () => expect(longJobs(wellFormed)).to.equal(long));
 
   it("the traffic carries that many long jobs, of the long type, estimating 1 s; none without a long type", () => {
-    const ctx = { seed: 3, poolClass: "p", workerJobType: "payload-digest", nowMs: 0 };
+    const ctx = { seed: 3, queues: Object.fromEntries(CONSUMERS.map((c) => [c, c])) as Record<Consumer, string>, poolClass: "p", workerJobType: "payload-digest", nowMs: 0 };
     const withLong = generateTraffic(2000, { ...ctx, longJobType: LONG_JOB_TYPE });
     const worker = withLong.filter((m) => m.consumer === "worker");
     const long = worker.filter((m) => m.long);

@@ -9,7 +9,7 @@ const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 10, 24, 1, 55);
 const TOPIC = "arn:aws:sns:us-east-1:123456789012:platform-alerts-1234567";
 
-/** An alarm as infra/components/queue-depth-alarm.ts declares it, with `over` applied. */
+/** An alarm as infra/lib/queue-depth-alarm.ts declares it, with `over` applied. */
 function alarm(over: Partial<LocalAlarm> = {}): LocalAlarm {
   return {
     urn: "urn:pulumi:dev::encache::aws:cloudwatch/metricAlarm:MetricAlarm::ingest-dlq-depth",

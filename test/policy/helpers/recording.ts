@@ -208,7 +208,7 @@ export function add(resources: RecordedResource[], ...added: RecordedResource[])
   resources.push(...added);
 }
 
-/** The documents the program declares beside their resources (infra/iam/declared.ts, infra/components/declared-document.ts). */
+/** The documents the program declares beside their resources (infra/iam/declared.ts, infra/lib/declared-document.ts). */
 const DECLARED: Readonly<Record<string, string>> = { [T.rolePolicy]: "policy", [T.policy]: "policy", [T.taskDefinition]: "containerDefinitions" };
 
 /**

@@ -1,9 +1,9 @@
-/** infra/components/queue-worker-service-image.ts: the worker image's tag covers everything its build reads. */
+/** infra/parts/worker.image.ts: the worker image's tag covers everything its build reads. */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
 import { REPO_ROOT } from "../../../infra/bundle";
-import { dockerIgnoreFor, type ImageBuild, imageContentTag } from "../../../infra/components/queue-worker-service-image";
+import { dockerIgnoreFor, type ImageBuild, imageContentTag } from "../../../infra/parts/worker.image";
 import { WORKER_DOCKERFILE, workerBuildArgs } from "../../../infra/parts/worker";
 import { parseStackConfig } from "../../../infra/config";
 import { stackConfig } from "../helpers/stack-config";
