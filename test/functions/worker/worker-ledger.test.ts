@@ -567,6 +567,31 @@ describe("worker: the job ledger on each fault path", function () {
     expect(table.items.get("j-given-back")).to.deep.include({ lease_expires_at: 0 });
   });
 
+  it("a renewal slower than a beat is not overlapped: each beat starts after the one before has ended", async () => {
+    // Prepare: renewals take 250 ms, beats every 100 ms, a 1 s job
+    const table = new MemoryLedgerStore();
+    const renewalsAt: number[] = [];
+    const slowRenewals: LedgerStore = {
+      write: async (w) => {
+        if (ArmedStore.kindOf(w) === "renew") {
+          renewalsAt.push(Date.now());
+          await sleep(250);
+        }
+        return table.write(w);
+      },
+    };
+    const t = mockedWorkerDeps({ config: { heartbeatMs: 100 }, ledgerStore: slowRenewals, handlers: { work: () => sleep(1000) } });
+    arrangeQueue(t, [[message(job("work", { job_id: "j-slow-beats", estimated_seconds: 100 }))]]);
+
+    // Act
+    await runUntil(t, () => deleted(t).length === 1, "the delete");
+
+    // Assess: one renewal at a time, the next beat's tick after the previous renewal's 250 ms
+    expect(renewalsAt.length).to.be.within(2, 4);
+    const gaps = renewalsAt.slice(1).map((at, i) => at - renewalsAt[i]!);
+    expect(gaps.every((gap) => gap >= 300)).to.equal(true);
+  });
+
   it("a failed job whose lease release fails is still retried on the queue, and the failure is logged (the lease then expires by itself)", async () => {
     // Prepare
     const store = new ArmedStore();
