@@ -384,8 +384,12 @@ export class Worker {
     }
   }
 
-  /** Another task holds the job now: its message and its outcome are that task's. */
+  /**
+   * Another task holds the job now: its message and its outcome are that task's. Once per job: a
+   * renewal on its way when the completion was refused finds the lease lost too.
+   */
   private leaseLost(entry: Running, lease: Lease, at: "renewal" | "completion", holder?: string): void {
+    if (entry.leaseLost) return;
     entry.leaseLost = true;
     this.stats.leasesLost += 1;
     logStep(this.d.logger, "warn", "job_lease_lost", { job_key: lease.jobKey, message_id: entry.message.MessageId, at, holder: lease.holder, new_holder: holder });

@@ -592,6 +592,45 @@ describe("worker: the job ledger on each fault path", function () {
     expect(gaps.every((gap) => gap >= 300)).to.equal(true);
   });
 
+  it("a lease lost twice over (the completion refused while a beat's renewal is on its way, which then finds it lost too) is logged and counted once", async () => {
+    // Prepare: renewals fail until B has taken the job over; then a renewal takes 150 ms, and the
+    // handler ends while it is on its way, so the completion is refused before the renewal answers
+    const store = new ArmedStore();
+    store.failing.renew = 1000;
+    let renewalOnItsWay: () => void = () => undefined;
+    const handlerEnds = new Promise<void>((r) => (renewalOnItsWay = r));
+    const slowAfterTakeover: LedgerStore = {
+      write: async (w) => {
+        if (ArmedStore.kindOf(w) === "renew" && store.failing.renew === 0) {
+          renewalOnItsWay();
+          await sleep(150);
+        }
+        return store.write(w);
+      },
+    };
+    const t = mockedWorkerDeps({ holder: "task-a", config: { heartbeatMs: 100 }, ledgerStore: slowAfterTakeover, handlers: { work: () => handlerEnds } });
+    const m = message(job("work", { job_id: "j-lost-twice", estimated_seconds: 100 }));
+    arrangeQueue(t, [[m]]);
+    const worker = createWorker(t.deps);
+    const running = worker.run();
+    await waitFor(() => t.logger.withStep("job_started").length === 1, 1000, "the start");
+    await advance(400);
+    await otherTask(store.table).acquire("j-lost-twice", "rh-b");
+    store.failing.renew = 0;
+
+    // Act
+    await waitFor(() => store.kinds.filter((k) => k === "renew").length > 0 && t.logger.withStep("job_lease_lost").length > 0, 2000, "the refusal");
+    await advance(300);
+    worker.stop("test");
+    await until(running);
+
+    // Assess
+    expect(t.logger.withStep("job_lease_lost").map((e) => e.fields.at)).to.deep.equal(["completion"]);
+    expect(t.metrics.count("JobLeasesLost")).to.equal(1);
+    expect(worker.stats.leasesLost).to.equal(1);
+    expect(deleted(t)).to.deep.equal([]);
+  });
+
   it("a failed job whose lease release fails is still retried on the queue, and the failure is logged (the lease then expires by itself)", async () => {
     // Prepare
     const store = new ArmedStore();
