@@ -58,22 +58,26 @@ describe("worker: the container's wiring (functions/worker/runtime.ts)", functio
         asked.push({ url: String(url), signal: init?.signal });
         return Promise.resolve(res());
       };
-    const cases: Array<{ title: string; uri: string | undefined; fetch: typeof fetch; name: string }> = [
-      { title: "the task ARN from the metadata endpoint's /task", uri: "http://169.254.170.2/v4/abc", fetch: answering(() => Response.json({ TaskARN: ARN })), name: ARN },
-      { title: "the fallback outside ECS (no metadata URI), without asking", uri: undefined, fetch: () => Promise.reject(new Error("must not be asked")), name: "host:1" },
-      { title: "the fallback when the endpoint answers an error status", uri: "http://169.254.170.2/v4/abc", fetch: answering(() => Response.json({ TaskARN: ARN }, { status: 500 })), name: "host:1" },
-      { title: "the fallback when the reply has no TaskARN", uri: "http://169.254.170.2/v4/abc", fetch: answering(() => Response.json({ Cluster: "c" })), name: "host:1" },
-      { title: "the fallback when the TaskARN is empty", uri: "http://169.254.170.2/v4/abc", fetch: answering(() => Response.json({ TaskARN: "" })), name: "host:1" },
-      { title: "the fallback when the TaskARN is not a string", uri: "http://169.254.170.2/v4/abc", fetch: answering(() => Response.json({ TaskARN: 42 })), name: "host:1" },
-      { title: "the fallback when the endpoint cannot be reached", uri: "http://169.254.170.2/v4/abc", fetch: () => Promise.reject(new TypeError("fetch failed")), name: "host:1" },
+    const cases: Array<{ title: string; uri: string | undefined; fetch: (asked: Array<{ url: string; signal: unknown }>) => typeof fetch; name: string }> = [
+      { title: "the task ARN from the metadata endpoint's /task", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: ARN },
+      { title: "the fallback outside ECS (no metadata URI), without asking", uri: undefined, fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: "host:1" },
+      { title: "the fallback when the endpoint answers an error status", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }, { status: 500 }), asked), name: "host:1" },
+      { title: "the fallback when the reply has no TaskARN", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ Cluster: "c" }), asked), name: "host:1" },
+      { title: "the fallback when the TaskARN is empty", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: "" }), asked), name: "host:1" },
+      { title: "the fallback when the TaskARN is not a string", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: 42 }), asked), name: "host:1" },
+      { title: "the fallback when the endpoint cannot be reached", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Promise.reject(new TypeError("fetch failed")), asked), name: "host:1" },
     ];
     for (const c of cases) {
       it(`names ${c.title}`, async () => {
+        // Prepare
+        const asked: Array<{ url: string; signal: unknown }> = [];
+
         // Act
-        const name = await taskIdentity(c.uri, c.fetch, "host:1");
+        const name = await taskIdentity(c.uri, c.fetch(asked), "host:1");
 
         // Assess
         expect(name).to.equal(c.name);
+        expect(asked, "the endpoint is asked only when there is one").to.have.length(c.uri ? 1 : 0);
       });
     }
 

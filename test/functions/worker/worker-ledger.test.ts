@@ -67,6 +67,7 @@ describe("worker: the job ledger on each fault path", function () {
     expect(t.logger.withStep("job_lease_taken").map((e) => e.fields)).to.deep.equal([
       { step: "job_lease_taken", job_key: "j-1", job_id: "j-1", message_id: m.MessageId, receive_count: 1, holder: "task-a", runs: 1, recovered: false },
     ]);
+    expect(t.logger.withStep("job_completion_recovered"), "a completion answered at once is not a recovered one").to.deep.equal([]);
   });
 
   it("deletes a redelivered message of a completed job without running it, with this receive's handle, and logs job_already_completed", async () => {
@@ -629,6 +630,20 @@ describe("worker: the job ledger on each fault path", function () {
     expect(t.metrics.count("JobLeasesLost")).to.equal(1);
     expect(worker.stats.leasesLost).to.equal(1);
     expect(deleted(t)).to.deep.equal([]);
+  });
+
+  it("a message without a receipt handle (SQS always sends one) is taken with an empty handle, not an invented one", async () => {
+    // Prepare
+    const t = mockedWorkerDeps({ handlers: { work: () => Promise.resolve() } });
+    const { ReceiptHandle: _none, ...m } = message(job("work", { job_id: "j-no-handle" }));
+    arrangeQueue(t, [[m]]);
+
+    // Act
+    await runUntil(t, () => deleted(t).length === 1, "the delete");
+
+    // Assess
+    expect((t.ledgerStore as MemoryLedgerStore).items.get("j-no-handle")).to.deep.include({ receipt_handle: "", state: "completed" });
+    expect(deleted(t)).to.deep.equal([""]);
   });
 
   it("a failed job whose lease release fails is still retried on the queue, and the failure is logged (the lease then expires by itself)", async () => {
