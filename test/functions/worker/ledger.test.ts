@@ -131,8 +131,9 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
         lease_expires_at: T0 + LEASE_MS,
         receipt_handle: "rh-1",
         runs: 1,
-        expires_at: Math.floor(T0 / 1000) + LEDGER_RETENTION_SECONDS,
+        expires_at: Math.floor(T0 / 1000) + 14 * 24 * 3600,
       });
+      expect(LEDGER_RETENTION_SECONDS, "14 days: SQS's longest retention (the DLQ's)").to.equal(1_209_600);
     });
 
     it("a take whose response was lost is our own lease (recovered), counted as one run", async () => {

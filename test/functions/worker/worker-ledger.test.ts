@@ -424,7 +424,9 @@ describe("worker: the job ledger on each fault path", function () {
 
       // Act: beats go on for a while after the loss; the handler ends before or after the shutdown
       await waitFor(() => t.logger.withStep("job_lease_lost").length === 1, 2000, "the lost lease");
+      const renewalsAtLoss = store.kinds.filter((k) => k === "renew").length;
       await advance(500);
+      const renewalsAfter = store.kinds.filter((k) => k === "renew").length - renewalsAtLoss;
       if (finishes === "before the stop") {
         finish();
         await advance(50);
@@ -443,6 +445,7 @@ describe("worker: the job ledger on each fault path", function () {
         { step: "job_lease_lost", job_key: "j-ignores", message_id: m.MessageId, at: "renewal", holder: "task-a", new_holder: "task-b" },
       ]);
       expect(t.metrics.count("JobLeasesLost")).to.equal(1);
+      expect(renewalsAfter, "the beats stop at the loss").to.equal(0);
       expect(store.kinds.filter((k) => k === "complete" || k === "release")).to.deep.equal([]);
       expect(visibilityCalls(t)).to.deep.equal([[m.ReceiptHandle, 200]]);
       expect(deleted(t)).to.deep.equal([]);
