@@ -150,7 +150,11 @@ export interface LedgerStore {
   write(write: LedgerWrite): Promise<ConditionalOutcome>;
 }
 
-/** The DynamoDB table, through the DocumentClient (ReturnValuesOnConditionCheckFailure: ALL_OLD). */
+/**
+ * The DynamoDB table, through the DocumentClient (ReturnValuesOnConditionCheckFailure: ALL_OLD).
+ * Every write asks ALL_NEW, and an UpdateItem that applied always has an item to return: the
+ * ledger reads an applied write's `attributes` as present.
+ */
 export function dynamoLedgerStore(db: DynamoDBDocumentClient, tableName: string): LedgerStore {
   return { write: (w) => conditionalWrite(db, new UpdateCommand(updateInput(tableName, w))) };
 }
@@ -205,10 +209,6 @@ export class JobLedger {
     this.now = o.now ?? Date.now;
     this.newToken = o.newToken ?? randomUUID;
     this.resend = o.resend ?? DEFAULT_RESEND;
-  }
-
-  holder(): Promise<string> {
-    return this.o.holder();
   }
 
   private ttl(now: number): number {
@@ -273,17 +273,15 @@ export class JobLedger {
         set: { state: "running", holder, lease_token: token, lease_expires_at: now + this.o.leaseMs, receipt_handle: receiptHandle, expires_at: this.ttl(now) },
         add: { runs: 1 },
       });
-      if (take.applied) return { kind: "taken", lease: this.leaseFrom(asItem(take.attributes), { jobKey, token, holder, receiptHandle }), recovered: false };
+      if (take.applied) return { kind: "taken", lease: this.leaseFrom(asItem(take.attributes)!, { jobKey, token, holder }), recovered: false };
       const old = asItem(take.old);
       last = old;
       if (old === undefined) continue; // no item, yet the condition failed: it was just deleted (TTL); take again
-      if (old.lease_token === token) {
-        // Our own take, applied with its response lost (the SDK or a re-send met it).
-        if (old.state === "completed") return { kind: "completed", holder: old.holder, completedAt: old.completed_at, outcome: old.outcome };
-        return { kind: "taken", lease: this.leaseFrom(old, { jobKey, token, holder, receiptHandle }), recovered: true };
-      }
+      // Our own take, applied with its response lost (the SDK or a re-send met it). Only this call
+      // holds its token, so the job is still running under it.
+      if (old.lease_token === token) return { kind: "taken", lease: this.leaseFrom(old, { jobKey, token, holder }), recovered: true };
       if (old.state === "completed") return { kind: "completed", holder: old.holder, completedAt: old.completed_at, outcome: old.outcome };
-      if (!(old.lease_expires_at >= now)) continue; // expired between the read and our clock: take again
+      // Running under a live lease: the take's condition failed against this very `now`.
       if (old.holder === holder && !runningHere) {
         // Our own lease, of a take we gave up on (every answer lost): take it over, fenced by its token.
         const over = await this.write({
@@ -292,10 +290,10 @@ export class JobLedger {
           set: { holder, lease_token: token, lease_expires_at: now + this.o.leaseMs, receipt_handle: receiptHandle, expires_at: this.ttl(now) },
           add: { runs: 1 },
         });
-        if (over.applied) return { kind: "taken", lease: this.leaseFrom(asItem(over.attributes), { jobKey, token, holder, receiptHandle }), recovered: true };
+        if (over.applied) return { kind: "taken", lease: this.leaseFrom(asItem(over.attributes)!, { jobKey, token, holder }), recovered: true };
         const met = asItem(over.old);
         last = met;
-        if (met?.lease_token === token) return { kind: "taken", lease: this.leaseFrom(met, { jobKey, token, holder, receiptHandle }), recovered: true };
+        if (met?.lease_token === token) return { kind: "taken", lease: this.leaseFrom(met, { jobKey, token, holder }), recovered: true };
         continue;
       }
       // A live lease elsewhere: record this receive's handle in it, fenced by that lease's token.
@@ -314,14 +312,9 @@ export class JobLedger {
     return { kind: "held", holder: last?.holder ?? "unknown", leaseExpiresAt: last?.lease_expires_at ?? 0, recorded: false };
   }
 
-  private leaseFrom(item: LedgerItem | undefined, fallback: { jobKey: string; token: string; holder: string; receiptHandle: string }): Lease {
-    return {
-      jobKey: fallback.jobKey,
-      token: fallback.token,
-      holder: fallback.holder,
-      receiptHandle: item?.receipt_handle ?? fallback.receiptHandle,
-      runs: item?.runs ?? 1,
-    };
+  /** The lease as the item holds it: its latest receipt handle and its run count. */
+  private leaseFrom(item: LedgerItem, lease: { jobKey: string; token: string; holder: string }): Lease {
+    return { ...lease, receiptHandle: item.receipt_handle, runs: item.runs };
   }
 
   /** The lease's condition: the job still running under this lease token. */
@@ -339,9 +332,10 @@ export class JobLedger {
     const now = this.now();
     const out = await this.write({ jobKey: lease.jobKey, condition: this.fenced(lease), set: { lease_expires_at: now + this.o.leaseMs, expires_at: this.ttl(now) } });
     if (out.applied) {
-      const item = asItem(out.attributes);
-      if (item?.receipt_handle) lease.receiptHandle = item.receipt_handle;
-      return { kind: "renewed", receiptHandle: lease.receiptHandle, leaseExpiresAt: item?.lease_expires_at ?? now + this.o.leaseMs };
+      // ALL_NEW: the item as this renewal left it, with the latest handle any receive recorded.
+      const item = asItem(out.attributes)!;
+      lease.receiptHandle = item.receipt_handle;
+      return { kind: "renewed", receiptHandle: item.receipt_handle, leaseExpiresAt: item.lease_expires_at };
     }
     const old = asItem(out.old);
     if (old?.state === "completed" && old.lease_token === lease.token) {
@@ -375,7 +369,7 @@ export class JobLedger {
       set: { state: "completed", completed_at: now, outcome, expires_at: this.ttl(now) },
     });
     if (out.applied) {
-      const handle = asItem(out.attributes)?.receipt_handle ?? lease.receiptHandle;
+      const handle = asItem(out.attributes)!.receipt_handle;
       lease.receiptHandle = handle;
       return { kind: "completed", receiptHandle: handle, recovered: false };
     }

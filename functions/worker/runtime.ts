@@ -39,19 +39,24 @@ export async function taskIdentity(metadataUri: string | undefined, fetchFn: typ
   }
 }
 
+/** The ledger's `holder`: this task's identity, looked up at the first take and kept for the task's life. */
+export function taskHolder(metadataUri: string | undefined, fetchFn: typeof fetch = fetch): () => Promise<string> {
+  let identity: Promise<string> | undefined;
+  return () => (identity ??= taskIdentity(metadataUri, fetchFn));
+}
+
 /** The real client, config and telemetry the container runs with; tests build their own. */
 export function defaultDeps(env: NodeJS.ProcessEnv = process.env): WorkerDeps {
   const config = parseWorkerConfig(env);
   const logger = createLogger();
   const metrics = createMetrics();
-  let identity: Promise<string> | undefined;
   return {
     sqs,
     config,
     handlers: buildHandlers(config.executables, config.scratchDir),
     protection: new TaskProtection({ agentUri: config.agentUri, expiresInMinutes: config.protectionExpiresMinutes, logger, metrics }),
     // A lease outlives two missed beats, as a visibility extension does.
-    ledger: new JobLedger({ store: dynamoLedgerStore(db, config.jobsTable), holder: () => (identity ??= taskIdentity(config.metadataUri)), leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs }),
+    ledger: new JobLedger({ store: dynamoLedgerStore(db, config.jobsTable), holder: taskHolder(config.metadataUri), leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs }),
     logger,
     metrics,
   };

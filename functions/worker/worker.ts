@@ -49,11 +49,6 @@ class LeaseLost extends Error {
   }
 }
 
-/** The job's identity in the ledger: its job id, or the message id where it has none. */
-export function jobKeyOf(job: Pick<Job, "job_id">, message: Pick<Message, "MessageId">): string {
-  return job.job_id !== "" ? job.job_id : (message.MessageId ?? "");
-}
-
 interface Running {
   message: Message;
   abort: AbortController;
@@ -254,7 +249,8 @@ export class Worker {
     if (!parsed.ok) return this.quarantine(message, parsed.reason);
     const handler = this.d.handlers.get(parsed.job.type);
     if (!handler) return this.quarantine(message, `unknown job type ${JSON.stringify(parsed.job.type)}`);
-    entry.jobKey = jobKeyOf(parsed.job, message);
+    // The job's identity in the ledger: its job id (the schema requires one).
+    entry.jobKey = parsed.job.job_id;
     entry.lease = await this.takeLease(entry, parsed.job);
     if (!entry.lease) return;
     this.workedSinceIdle = true;
@@ -283,7 +279,7 @@ export class Worker {
    */
   private async takeLease(entry: Running, job: Job): Promise<Lease | undefined> {
     const { message } = entry;
-    const jobKey = jobKeyOf(job, message);
+    const jobKey = job.job_id;
     const fields = { job_key: jobKey, job_id: job.job_id, message_id: message.MessageId, receive_count: receiveCount(message) };
     let acquired: Awaited<ReturnType<JobLedger["acquire"]>>;
     try {
@@ -342,8 +338,13 @@ export class Worker {
       // the message come back (and the job run again) while it is on its way.
       try {
         const completion = await this.complete(entry, lease);
-        if (completion?.kind === "refused") return this.leaseLost(entry, "completion", completion.holder);
-        if (completion) await this.deleteMessage(this.targetOf(entry), lease.jobKey);
+        // Given up (shutdown, or a beat found the lease lost): the outcome is not in the ledger and
+        // the job runs again under another lease, so this run is not counted as a success.
+        if (completion === undefined) return;
+        if (completion.kind === "refused") return this.leaseLost(entry, lease, "completion", completion.holder);
+        entry.completed = true;
+        if (completion.recovered) logStep(this.d.logger, "info", "job_completion_recovered", { job_key: lease.jobKey, holder: lease.holder });
+        await this.deleteMessage(this.targetOf(entry), lease.jobKey);
       } finally {
         clearInterval(entry.heartbeat);
       }
@@ -374,10 +375,7 @@ export class Worker {
   private async complete(entry: Running, lease: Lease): Promise<Awaited<ReturnType<JobLedger["complete"]>> | undefined> {
     for (;;) {
       try {
-        const out = await this.d.ledger.complete(lease, "succeeded");
-        if (out.kind === "completed") entry.completed = true;
-        if (out.kind === "completed" && out.recovered) logStep(this.d.logger, "info", "job_completion_recovered", { job_key: lease.jobKey, holder: lease.holder });
-        return out;
+        return await this.d.ledger.complete(lease, "succeeded");
       } catch (error) {
         logStep(this.d.logger, "error", "job_completion_failed", { job_key: lease.jobKey, holder: lease.holder, error: errorMessage(error), retrying: !this.stopping && !entry.leaseLost });
         if (this.stopping || entry.leaseLost) return undefined;
@@ -386,11 +384,15 @@ export class Worker {
     }
   }
 
-  /** Another task holds the job now: its message and its outcome are that task's. */
-  private leaseLost(entry: Running, at: "renewal" | "completion", holder?: string): void {
+  /**
+   * Another task holds the job now: its message and its outcome are that task's. Once per job: a
+   * renewal on its way when the completion was refused finds the lease lost too.
+   */
+  private leaseLost(entry: Running, lease: Lease, at: "renewal" | "completion", holder?: string): void {
+    if (entry.leaseLost) return;
     entry.leaseLost = true;
     this.stats.leasesLost += 1;
-    logStep(this.d.logger, "warn", "job_lease_lost", { job_key: entry.lease?.jobKey, message_id: entry.message.MessageId, at, holder: entry.lease?.holder, new_holder: holder });
+    logStep(this.d.logger, "warn", "job_lease_lost", { job_key: lease.jobKey, message_id: entry.message.MessageId, at, holder: lease.holder, new_holder: holder });
     countOne(this.d.metrics, "JobLeasesLost");
   }
 
@@ -419,8 +421,10 @@ export class Worker {
     let deadline = initialDeadline;
     let beating = false;
     const timer = setInterval(() => {
-      // A job given back belongs to the queue again; the handler may still be running.
-      if (entry.givenBack || entry.leaseLost || beating) return;
+      // One beat at a time. A give-back or a lost lease clears this timer at once; a give-back
+      // that finds the job completed (its delete on its way) leaves it, and the beat then only
+      // checks `givenBack` (below).
+      if (beating) return;
       beating = true;
       entry.beat = this.beat(entry, job, deadline)
         .then((next) => (deadline = next))
@@ -447,7 +451,7 @@ export class Worker {
         if (renewed.kind === "lost") {
           // Expired and taken by another task: stop the handler, leave the message to the new holder.
           clearInterval(entry.heartbeat);
-          this.leaseLost(entry, "renewal", renewed.holder);
+          this.leaseLost(entry, lease, "renewal", renewed.holder);
           entry.abort.abort(new LeaseLost());
           return deadline;
         }

@@ -25,7 +25,10 @@ describe("worker IAM: the action list matches what the code calls", function () 
     // The ledger through the real DynamoDB store, so its calls are SDK commands the test can see.
     const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: "us-east-1", credentials: { accessKeyId: "test", secretAccessKey: "test" } }));
     const dbMock = mockClient(db);
-    dbMock.on(UpdateCommand).resolves({});
+    // Every ledger write asks ALL_NEW, and an applied UpdateItem answers with the item it left.
+    dbMock.on(UpdateCommand).callsFake((input: { Key: { job_key: string } }) => ({
+      Attributes: { job_key: input.Key.job_key, state: "running", holder: "task", lease_token: "any", lease_expires_at: Date.now() + 180_000, receipt_handle: "rh-in-table", runs: 1 },
+    }));
     const ledger = new JobLedger({ store: dynamoLedgerStore(db, "worker-jobs"), holder: () => Promise.resolve("task"), leaseMs: 180_000 });
     const inbox = [[message(job("work")), message("not json"), message(job("boom"))]];
     t.sqsMock.on(ReceiveMessageCommand).callsFake(async () => {

@@ -1,7 +1,8 @@
 import { EventEmitter } from "node:events";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
-import { defaultDeps, runWorkerProcess } from "../../../functions/worker/runtime";
+import * as os from "node:os";
+import { defaultDeps, runWorkerProcess, taskHolder, taskIdentity } from "../../../functions/worker/runtime";
 import { FakeEcsAgent } from "../helpers/ecs-agent";
 import { until, useFakeTime, waitFor } from "../helpers/fake-time";
 import { job, message } from "../helpers/worker-deps";
@@ -48,6 +49,67 @@ describe("worker: the container's wiring (functions/worker/runtime.ts)", functio
 
       expect(deps.protection.enabled).to.equal(true);
       expect(agent.requests.map((r) => r.body)).to.deep.equal([{ ProtectionEnabled: true, ExpiresInMinutes: 7 }, { ProtectionEnabled: false }]);
+    });
+  });
+
+  describe("taskIdentity: the ledger's holder name", () => {
+    const ARN = "arn:aws:ecs:us-east-1:123456789012:task/workers/0123456789abcdef";
+    const answering =
+      (res: () => Response | Promise<Response>, asked: Array<{ url: string; signal: unknown }> = []): typeof fetch =>
+      (url, init) => {
+        asked.push({ url: String(url), signal: init?.signal });
+        return Promise.resolve(res());
+      };
+    const cases: Array<{ title: string; uri: string | undefined; fetch: (asked: Array<{ url: string; signal: unknown }>) => typeof fetch; name: string }> = [
+      { title: "the task ARN from the metadata endpoint's /task", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: ARN },
+      { title: "the fallback outside ECS (no metadata URI), without asking", uri: undefined, fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: "host:1" },
+      { title: "the fallback when the endpoint answers an error status", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }, { status: 500 }), asked), name: "host:1" },
+      { title: "the fallback when the reply has no TaskARN", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ Cluster: "c" }), asked), name: "host:1" },
+      { title: "the fallback when the TaskARN is empty", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: "" }), asked), name: "host:1" },
+      { title: "the fallback when the TaskARN is not a string", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: 42 }), asked), name: "host:1" },
+      { title: "the fallback when the endpoint cannot be reached", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Promise.reject(new TypeError("fetch failed")), asked), name: "host:1" },
+    ];
+    for (const c of cases) {
+      it(`names ${c.title}`, async () => {
+        // Prepare
+        const asked: Array<{ url: string; signal: unknown }> = [];
+
+        // Act
+        const name = await taskIdentity(c.uri, c.fetch(asked), "host:1");
+
+        // Assess
+        expect(name).to.equal(c.name);
+        expect(asked, "the endpoint is asked only when there is one").to.have.length(c.uri ? 1 : 0);
+      });
+    }
+
+    it("asks v4's /task under the metadata URI, bounded by a timeout signal", async () => {
+      // Prepare
+      const asked: Array<{ url: string; signal: unknown }> = [];
+
+      // Act
+      await taskIdentity("http://169.254.170.2/v4/abc", answering(() => Response.json({ TaskARN: ARN }), asked), "host:1");
+
+      // Assess
+      expect(asked.map((a) => a.url)).to.deep.equal(["http://169.254.170.2/v4/abc/task"]);
+      expect(asked[0]!.signal).to.be.instanceOf(AbortSignal);
+    });
+
+    it("falls back to hostname:pid by default", async () => {
+      expect(await taskIdentity(undefined)).to.equal(`${os.hostname()}:${process.pid}`);
+    });
+
+    it("taskHolder looks the identity up once, at the first take, and answers it to every later one", async () => {
+      // Prepare
+      const asked: Array<{ url: string; signal: unknown }> = [];
+      const holder = taskHolder("http://169.254.170.2/v4/abc", answering(() => Response.json({ TaskARN: ARN }), asked));
+
+      // Act
+      const names = [await holder(), await holder()];
+
+      // Assess
+      expect(names).to.deep.equal([ARN, ARN]);
+      expect(asked).to.have.length(1);
     });
   });
 
