@@ -220,8 +220,13 @@ async function drained(platform: LocalPlatform, inventory: readonly InventoryRec
   const advertQueue = traffic.find((m) => m.consumer === "pool-claim")?.queue;
   if (advertQueue === undefined) return true;
   const pool = await platform.depth(platform.queue(advertQueue));
-  // Malformed adverts are visible until a pickup discards them; well-formed ones may wait there for claimers.
-  return adverts.size === 0 || pool.visible + pool.inFlight === 0 || discards() >= adverts.size;
+  // Malformed adverts are visible until a pickup discards them; well-formed ones may wait there for
+  // claimers. An advert whose every pickup failed moves to the class's DLQ, and is settled there too
+  // (the ledger judges whether every receive was faulted): without it, a run whose claimers' receives
+  // kept failing waited out the whole settle time (seen at 30 % on a loaded machine).
+  const dlq = inventory.flatMap((p) => p.queues).find((q) => q.label === advertQueue)?.dlq;
+  const parked = dlq === undefined ? 0 : (await platform.depth(platform.queue(dlq))).visible;
+  return adverts.size === 0 || pool.visible + pool.inFlight === 0 || discards() + parked >= adverts.size;
 }
 
 function progress(platform: LocalPlatform, inventory: readonly InventoryRecord[], o: ChaosOptions, started: number): () => Promise<void> {
