@@ -11,6 +11,7 @@ import { sleep, waitFor } from "../functions/helpers/worker-deps";
 import { AwsWorld, type Queue } from "./helpers/aws-world";
 import { motoEndpoint, resetMoto } from "./helpers/moto";
 import { createLedgerTable, LEDGER_TABLE } from "./helpers/worker-ledger";
+import { sampleEnv } from "../functions/helpers/env-samples";
 
 type LogLine = Record<string, unknown> & { step?: string };
 
@@ -58,6 +59,8 @@ describe("worker process: SIGTERM mid-job (bundled worker as a child process, ag
       cwd: dir,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
+        // Every variable the worker's env codec requires (the program sets them all), then this test's own.
+        ...sampleEnv("worker"),
         PATH: process.env.PATH,
         AWS_ENDPOINT_URL: motoEndpoint(),
         AWS_REGION: "us-east-1",
