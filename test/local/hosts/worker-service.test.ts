@@ -14,6 +14,7 @@ import { RecordingLogger, RecordingMetrics } from "../../functions/helpers/telem
 import { sleep } from "../../functions/helpers/worker-deps";
 import { AwsWorld, type Queue } from "../../integration/helpers/aws-world";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
+import { sampleEnv } from "../../functions/helpers/env-samples";
 
 async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -280,6 +281,8 @@ describe("local worker service: the worker container as local processes against 
   /** Shaped like the program's worker task definition, with short waits so a test is quick. */
   function taskDefinition(): LocalTaskDefinition {
     const env: Record<string, string> = {
+      // Every variable the worker's env codec requires (the program sets them all), then this test's own.
+      ...sampleEnv("worker"),
       AWS_REGION: "us-east-1",
       WORK_QUEUE_URL: work.url,
       QUARANTINE_QUEUE_URL: dlq.url,
