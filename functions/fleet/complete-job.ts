@@ -134,8 +134,8 @@ export interface ReportState {
   by: string | undefined;
   /** The claimant wrote, after its log line and metrics, that it reported. */
   done: boolean;
-  /** Epoch seconds of the claim. */
-  claimedAt: number | undefined;
+  /** Epoch seconds of the claim, as stored (a DynamoDB number), or undefined when none was recorded. */
+  claimedAt: string | undefined;
 }
 
 /**
@@ -145,11 +145,10 @@ export interface ReportState {
 export const REPORT_TAKEOVER_SECONDS = 900;
 
 export function reportStateOf(item: Record<string, AttributeValue> | undefined): ReportState {
-  const claimedAt = item?.[JOBS_TABLE.completionReportClaimedAtAttribute]?.N;
   return {
     by: item?.[JOBS_TABLE.completionReportedByAttribute]?.S,
     done: item?.[JOBS_TABLE.completionReportedAttribute]?.S !== undefined,
-    claimedAt: claimedAt === undefined ? undefined : Number(claimedAt),
+    claimedAt: item?.[JOBS_TABLE.completionReportClaimedAtAttribute]?.N,
   };
 }
 
@@ -170,7 +169,8 @@ export function claimable(state: ReportState, writer: CompletionWriter, nowSecon
   if (state.by === REPORT_PENDING) return { previous: undefined };
   if (state.by === undefined || state.done) return null;
   const ownMessage = state.by.startsWith(`${writer.messageId} `);
-  const stale = state.claimedAt !== undefined && state.claimedAt <= nowSeconds - REPORT_TAKEOVER_SECONDS;
+  // A claim without a time is never stale: Number(undefined) is NaN, and NaN <= x is false.
+  const stale = Number(state.claimedAt) <= nowSeconds - REPORT_TAKEOVER_SECONDS;
   return ownMessage || stale ? { previous: state.by } : null;
 }
 

@@ -77,5 +77,6 @@ export function parseBody<S extends z.ZodType>(schema: S, body: string): ParseRe
 
 /** RFC 3339 in UTC at second precision: the one spelling stored, so GSI range comparisons are lexical. */
 export function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+  // toISOString's `.sss` before the final Z occurs once, so the pattern needs no `$` anchor.
+  return date.toISOString().replace(/\.\d{3}Z/, "Z");
 }

@@ -115,9 +115,25 @@ async function reportCompletion(
   retry: ResendPolicy,
 ): Promise<boolean> {
   const nowSeconds = Math.floor((deps.now ?? Date.now)() / 1000);
-  const may = outcome.kind === "completed" ? { previous: undefined } : claimable(outcome.report, writer, nowSeconds);
-  const claim = may ? await claimCompletionReport(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, may.previous, nowSeconds, retry) : undefined;
-  if (claim?.kind === "mine") {
+  // A completing delivery claims the pending report; a delivery that found the job completed only a claimable one.
+  let previous: string | undefined;
+  if (outcome.kind === "duplicate") {
+    const may = claimable(outcome.report, writer, nowSeconds);
+    if (may === null) {
+      logStep(deps.logger, "info", "job_already_complete", {
+        ...ids,
+        status: message.status,
+        found_status: outcome.foundStatus ?? null,
+        completed_by: outcome.completedBy ?? null,
+        // The same message completed it on an earlier delivery, which reported it then.
+        redelivery: outcome.completedBy === ids.message_id,
+      });
+      return false;
+    }
+    previous = may.previous;
+  }
+  const claim = await claimCompletionReport(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, previous, nowSeconds, retry);
+  if (claim.kind === "mine") {
     logStep(deps.logger, "info", "job_marked_complete", {
       ...ids,
       status: message.status,
@@ -126,7 +142,7 @@ async function reportCompletion(
       recovered: outcome.kind === "completed" && outcome.recovered,
       // A delivery that found the job completed (by an earlier delivery of its message, or another
       // message) and its report pending or unfinished: that delivery failed before it could report.
-      ...(outcome.kind === "duplicate" ? { completed_by: outcome.completedBy ?? null, reported_for_earlier_delivery: true, took_over: may?.previous ?? null } : {}),
+      ...(outcome.kind === "duplicate" ? { completed_by: outcome.completedBy ?? null, reported_for_earlier_delivery: true, took_over: previous ?? null } : {}),
       ...(claim.recovered ? { report_claim_recovered: true } : {}),
       ...(message.error !== undefined ? { error: message.error } : {}),
     });
@@ -138,19 +154,7 @@ async function reportCompletion(
     }
     return true;
   }
-  if (claim !== undefined) {
-    // Another delivery (a concurrent copy of the message, or another message for the job) claimed the report first, and makes it.
-    logStep(deps.logger, "info", "job_completion_reported_elsewhere", { ...ids, completed_here: outcome.kind === "completed", reported_by: claim.state.by ?? null });
-    return false;
-  }
-  if (outcome.kind === "completed") throw new Error("unreachable: a completing delivery always claims");
-  logStep(deps.logger, "info", "job_already_complete", {
-    ...ids,
-    status: message.status,
-    found_status: outcome.foundStatus ?? null,
-    completed_by: outcome.completedBy ?? null,
-    // The same message completed it on an earlier delivery, which reported it then.
-    redelivery: outcome.completedBy === ids.message_id,
-  });
+  // Another delivery (a concurrent copy of the message, or another message for the job) claimed the report first, and makes it.
+  logStep(deps.logger, "info", "job_completion_reported_elsewhere", { ...ids, completed_here: outcome.kind === "completed", reported_by: claim.state.by ?? null });
   return false;
 }

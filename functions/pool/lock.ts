@@ -1,6 +1,6 @@
 import { DeleteItemCommand, type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { conditionFailureItem, isConditionFailure } from "../shared/conditional-write";
-import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
+import { type ResendPolicy, withResends } from "../shared/resend";
 
 /** Claim-table attribute names (the table's hash key and its TTL attribute). */
 export const LOCK_KEY = "instance_id";
@@ -12,8 +12,8 @@ export interface LockDeps {
   /**
    * How often a lock write is sent again after the SDK gave up on it (its attempts or its retry
    * quota spent): the same request again is resolved by its owner (a condition failed on the
-   * caller's own item), so a write whose every answer was lost is not left unknown. Tests pass an
-   * instant sleep.
+   * caller's own item), so a write whose every answer was lost is not left unknown. Absent:
+   * withResends' DEFAULT_RESEND. Tests pass an instant sleep.
    */
   resend?: ResendPolicy;
 }
@@ -58,7 +58,7 @@ export async function acquireLock(
     ReturnValuesOnConditionCheckFailure: "ALL_OLD",
   });
   try {
-    await withResends(() => deps.dynamodb.send(put), deps.resend ?? DEFAULT_RESEND);
+    await withResends(() => deps.dynamodb.send(put), deps.resend);
     return { acquired: true, expiresAt: expiresAtSeconds, recovered: false };
   } catch (error) {
     if (!isConditionFailure(error)) throw error;
@@ -88,7 +88,7 @@ export async function releaseLock(deps: LockDeps, table: string, key: string, ow
     ReturnValuesOnConditionCheckFailure: "ALL_OLD",
   });
   try {
-    await withResends(() => deps.dynamodb.send(del), deps.resend ?? DEFAULT_RESEND);
+    await withResends(() => deps.dynamodb.send(del), deps.resend);
     return true;
   } catch (error) {
     if (!isConditionFailure(error)) throw error;

@@ -1,5 +1,5 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { DEFAULT_RESEND, type ResendPolicy, withResends } from "../shared/resend";
+import { type ResendPolicy, withResends } from "../shared/resend";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { type Advert, classContradiction, parseAdvert, type ResourceClassSpec, unsuitability, type WorkflowRequirements } from "./advert";
@@ -17,7 +17,7 @@ export interface PickupDeps {
   clock: Clock;
   logger: StepLogger;
   metrics: MetricsSink;
-  /** How the delete on receipt is re-sent after the SDK gave up; tests pass an instant sleep. */
+  /** How the delete on receipt is re-sent after the SDK gave up (absent: withResends' DEFAULT_RESEND); tests pass an instant sleep. */
   resend?: ResendPolicy;
 }
 
@@ -89,7 +89,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
     // Re-sent after the SDK gave up: a delete whose answer was lost has removed the advert, and
     // failing here would drop it unjudged (a malformed one neither discarded nor counted). A
     // DeleteMessage of the same handle again succeeds, so the re-send learns the outcome.
-    await withResends(() => deps.sqs.send(new DeleteMessageCommand({ QueueUrl: request.queueUrl, ReceiptHandle: message.ReceiptHandle })), deps.resend ?? DEFAULT_RESEND);
+    await withResends(() => deps.sqs.send(new DeleteMessageCommand({ QueueUrl: request.queueUrl, ReceiptHandle: message.ReceiptHandle })), deps.resend);
 
     const body = message.Body ?? "";
     const parsed = parseAdvert(body);

@@ -71,7 +71,7 @@ export const oldJobs: Task<{ retention_days?: number | undefined }> = async (dep
       },
     );
     for await (const page of pages) {
-      const ids = (page.Items ?? []).map((i) => i[JOBS_TABLE.hashKey]?.S).filter((id): id is string => id !== undefined);
+      const ids = page.Items?.map((i) => i[JOBS_TABLE.hashKey]?.S).filter((id): id is string => id !== undefined) ?? [];
       for (const batch of chunks(ids, DELETE_BATCH_SIZE)) {
         if (acted && budget.exhausted()) {
           complete = false;

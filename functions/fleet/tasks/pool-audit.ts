@@ -19,13 +19,16 @@ export interface PoolReport {
   utilization_percent: number;
 }
 
-const RUNNING = new Set(["pending", "running"]);
-const STOPPED = new Set(["stopping", "stopped"]);
+const RUNNING_STATES = ["pending", "running"] as const;
+const STOPPED_STATES = ["stopping", "stopped"] as const;
+/** Looked up by an instance's `State?.Name`: an instance without a State is in neither. */
+const RUNNING: ReadonlySet<string | undefined> = new Set(RUNNING_STATES);
+const STOPPED: ReadonlySet<string | undefined> = new Set(STOPPED_STATES);
 
 /** Pure arithmetic of the report, from counted instances and the price table. */
 export function poolReport(
   pool: string,
-  instances: ReadonlyArray<{ type: string; state: string; idle: boolean }>,
+  instances: ReadonlyArray<{ type: string; state: string | undefined; idle: boolean }>,
   prices: Readonly<Record<string, number>>,
 ): PoolReport {
   const running = instances.filter((i) => RUNNING.has(i.state));
@@ -51,7 +54,7 @@ async function poolInstances(deps: TaskDeps, pool: string): Promise<Instance[]> 
         { Name: `tag:${deps.config.managedTag.key}`, Values: [deps.config.managedTag.value] },
         { Name: `tag:${deps.config.environmentTag.key}`, Values: [deps.config.environmentTag.value] },
         { Name: `tag:${deps.config.poolTagKey}`, Values: [pool] },
-        { Name: "instance-state-name", Values: [...RUNNING, ...STOPPED] },
+        { Name: "instance-state-name", Values: [...RUNNING_STATES, ...STOPPED_STATES] },
       ],
     },
   );
@@ -65,7 +68,7 @@ async function reportPool(deps: TaskDeps, pool: string): Promise<PoolReport> {
   const counted = [];
   // The filter selected instances that carry this pool's tag; the check keeps that true whatever EC2 answers.
   for (const i of (await poolInstances(deps, pool)).filter((x) => x.Tags?.some((t) => t.Key === deps.config.poolTagKey && t.Value === pool))) {
-    const state = i.State?.Name ?? "unknown";
+    const state = i.State?.Name;
     const type = i.InstanceType ?? "unknown";
     if (RUNNING.has(state) && deps.config.instancePrices[type] === undefined) {
       logStep(deps.logger, "warn", "pool_audit_price_missing", { pool, instance_type: type });
@@ -104,10 +107,12 @@ export const poolAudit: Task<Record<string, never>> = async (deps, _params, budg
   }
   const query = JSON.stringify(pools);
   const saved = await readCursor(deps, "pool_audit", query);
-  const first = saved !== undefined && pools.includes(saved) ? pools.indexOf(saved) : 0;
+  // The saved pool's place in this list, or the first pool (no cursor: -1).
+  const first = Math.max(pools.findIndex((p) => p === saved), 0);
   let reported = 0;
   let complete = false;
-  for (let i = first; i < pools.length; i++) {
+  // Ends at the last pool (its `next` is undefined) or when the budget is spent.
+  for (let i = first; ; i++) {
     await reportPool(deps, pools[i]!);
     reported += 1;
     const next = pools[i + 1];

@@ -104,7 +104,8 @@ export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (d
     const fromTheTop = token === undefined;
     let staleThisPass = 0;
     const pages = paginateGetParametersByPath(
-      { client: deps.ssm, pageSize: SSM_PAGE_SIZE, ...(token === undefined ? {} : { startingToken: token }) },
+      // No startingToken (undefined) is the first page: the paginator then starts from the request's own NextToken, which is unset.
+      { client: deps.ssm, pageSize: SSM_PAGE_SIZE, startingToken: token },
       { Path: deps.config.runnerParameterPath, Recursive: true, WithDecryption: false, MaxResults: SSM_PAGE_SIZE },
     );
     try {
@@ -114,11 +115,11 @@ export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (d
         listed += parameters.length;
         const byInstance = judgeablePage(deps.config.runnerParameterPath, parameters, youngerThan);
         const pageStale: string[] = [];
-        for (const ids of chunks([...byInstance.keys()].filter((id) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
-          const live = await liveInstances(deps, ids);
-          for (const id of ids) {
+        for (const batch of chunks([...byInstance].filter(([id]) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
+          const live = await liveInstances(deps, batch.map(([id]) => id));
+          for (const [id, names] of batch) {
             if (live.has(id)) knownLive.add(id);
-            else pageStale.push(...(byInstance.get(id) ?? []));
+            else pageStale.push(...names);
           }
         }
         staleThisPass += pageStale.length;

@@ -1,4 +1,4 @@
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { QueryCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
@@ -111,6 +111,20 @@ describe("fleet entry modules emit EMF in the seed's dimension sets (no Powertoo
     const emitted = await emfDimensions(() => handler(sqsEvent(sqsRecord(message)), contextWithRemaining(() => 600_000)));
 
     expect(emitted).to.deep.equal({ PoolIdleCost: [["PoolName"]], PoolComputeCost: [["PoolName"]], PoolUtilization: [["PoolName"]] });
+  });
+
+  it("housekeeping: a task's stored metric (JobRecordsArchived) carries no dimension", async () => {
+    // Prepare: old_jobs over an empty table, with the entry module's metrics.
+    const t = mockedClients();
+    t.dynamodbMock.on(QueryCommand).resolves({ Items: [], Count: 0 });
+    t.sqsMock.on(SendMessageCommand).resolves({});
+    const metrics: FleetMetrics = housekeeping.defaultDeps(ENV).metrics;
+    const handler = createHousekeepingHandler({ ...t.clients, logger: t.logger, metrics, config: housekeepingConfig(), now: () => new Date("2025-11-25T12:00:00Z") });
+    const message = { task_type: "old_jobs", timestamp: "2025-11-25T12:00:00Z", params: {} };
+    // Act
+    const emitted = await emfDimensions(() => handler(sqsEvent(sqsRecord(message)), contextWithRemaining(() => 600_000)));
+    // Assess
+    expect(emitted["JobRecordsArchived"]).to.deep.equal([]);
   });
 
   it("housekeeping's default clock reads the current time", () => {

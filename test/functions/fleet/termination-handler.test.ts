@@ -264,15 +264,15 @@ describe("fleet termination handler", () => {
   });
 
   describe("whichever answer is lost, exactly one delivery logs the completion and emits its metrics", () => {
-    const cases: Array<{ title: string; lose: Losses; ssmFailures?: number; deliveries: number }> = [
+    const cases: Array<{ title: string; lose: Losses; ssmFailures?: number; deliveries: number; claimRecovered?: true; markFailed?: true }> = [
       { title: "nothing lost", lose: {}, deliveries: 1 },
       { title: "the completing write's answer, once (the re-send resolves it)", lose: { completion: 1 }, deliveries: 1 },
       { title: "every answer of the completing write (4 sends): the redelivery reports it", lose: { completion: 4 }, deliveries: 2 },
-      { title: "the claim's answer, once (the re-send resolves it by this attempt's token)", lose: { claim: 1 }, deliveries: 1 },
+      { title: "the claim's answer, once (the re-send resolves it by this attempt's token)", lose: { claim: 1 }, deliveries: 1, claimRecovered: true },
       { title: "every answer of the claim (4 sends): the record fails before emitting, the redelivery takes the unfinished claim over", lose: { claim: 4 }, deliveries: 2 },
       { title: "every answer of both, over three deliveries", lose: { completion: 4, claim: 4 }, deliveries: 3 },
       { title: "the done mark's answer, once (the re-send meets its own value)", lose: { mark: 1 }, deliveries: 1 },
-      { title: "every answer of the done mark: logged, the record still succeeds", lose: { mark: 4 }, deliveries: 1 },
+      { title: "every answer of the done mark: logged, the record still succeeds", lose: { mark: 4 }, deliveries: 1, markFailed: true },
       { title: "every answer of the claim, then the SSM delete fails too, then everything of the redelivery's completing write", lose: { claim: 4, completion: 5 }, ssmFailures: 0, deliveries: 3 },
       { title: "none, but the SSM delete fails: the redelivery finds it reported", lose: {}, ssmFailures: 1, deliveries: 2 },
     ];
@@ -300,7 +300,14 @@ describe("fleet termination handler", () => {
         expect(t.metrics.named("JobDuration")).to.have.length(1);
         expect(t.metrics.named("JobSuccess")).to.have.length(1);
         expect(t.logger.withStep("job_marked_complete")).to.have.length(1);
-        expect(table.items.get("67890")?.completion_reported_by?.S).to.match(new RegExp(`^${record.messageId} attempt-\\d$`));
+        expect(t.logger.withStep("job_marked_complete")[0]?.fields["report_claim_recovered"]).to.equal(c.claimRecovered);
+        const item = table.items.get("67890");
+        expect(item?.completion_reported_by?.S).to.match(new RegExp(`^${record.messageId} attempt-\\d$`));
+        // The done mark was written (its answer lost or not) by the claimant.
+        expect(item?.completion_reported).to.deep.equal(item?.completion_reported_by);
+        expect(t.logger.withStep("job_report_mark_failed").map((e) => e.fields)).to.deep.equal(
+          c.markFailed ? [{ step: "job_report_mark_failed", message_id: record.messageId, job_id: "67890", instance_id: "i-0123456789abcdef0", error: "Error: socket hang up" }] : [],
+        );
       });
     }
 
@@ -321,6 +328,22 @@ describe("fleet termination handler", () => {
       expect(t.logger.steps()).to.deep.equal(["job_completion_reported_elsewhere", "ssm_parameter_deleted", "termination_processed"]);
       expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: true, reported_by: "m-concurrent attempt-9" });
       expect(t.logger.withStep("termination_processed")[0]?.fields).to.include({ duplicate: true });
+    });
+
+    it("a delivery that found the job completed, its report pending, and lost the claim to another only logs that it was reported elsewhere, as not completed here", async () => {
+      // Prepare: another message completed the job and left its report pending; a concurrent delivery claims it first.
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const table = new FakeJobItems([completedItem("m-other", "attempt-3", "completed", { by: "pending" })]);
+      t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {
+        if (isClaim(input)) table.items.get("67890")!.completion_reported_by = { S: "m-concurrent attempt-9" };
+        return table.update(input, conditionFailed);
+      });
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(t.metrics.emitted).to.deep.equal([]);
+      expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: false, reported_by: "m-concurrent attempt-9" });
     });
 
     it("the claim is conditional on the pending report, records this delivery and the time, asks for the old item; the done mark follows", async () => {

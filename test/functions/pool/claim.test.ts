@@ -235,10 +235,29 @@ describe("claim API", () => {
         expect(t.table.mock.commandCalls(PutItemCommand)).to.have.length(4);
         expect(t.table.mock.commandCalls(DeleteItemCommand)).to.have.length(1);
         expect(t.table.items.get(a.instance_id)?.owner).to.equal(c.leftOwner);
-        expect(t.logger.withStep("claim_lock_release_failed")).to.have.length(c.releaseLogged ? 1 : 0);
+        expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal(
+          c.releaseLogged ? [{ step: "claim_lock_release_failed", workflow_id: "wf-1", instance_id: a.instance_id, reason: "acquire_failed", error: "AccessDeniedException: denied" }] : [],
+        );
         expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(c.releaseLogged ? 1 : 0);
       });
     }
+  });
+
+  it("a check of the instance that fails, and a release that fails too: logged with the reason, the check's error goes up", async () => {
+    // Prepare: EC2 fails the description of the locked instance; the lock's release is refused.
+    const a = advert();
+    const t = arrange();
+    t.queue.push(a);
+    t.ec2.mock.on(DescribeInstancesCommand).rejects(Object.assign(new Error("EC2 is failing"), { name: "InternalError", $fault: "server", $metadata: { httpStatusCode: 500 } }));
+    t.table.mock.on(DeleteItemCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+    // Act
+    const error = await claimInstance(t.deps, t.request()).then(() => undefined, (e: unknown) => e);
+    // Assess
+    expect(error).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
+    expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal([
+      { step: "claim_lock_release_failed", workflow_id: "wf-1", instance_id: a.instance_id, reason: "check_failed", error: "AccessDeniedException: denied" },
+    ]);
+    expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(1);
   });
 
   it("writes the claim lock under the instance id, owned by the workflow, with its class and TTL, only if no unexpired lock is there", async () => {

@@ -1,4 +1,4 @@
-import { BatchWriteItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { BatchWriteItemCommand, QueryCommand, type QueryCommandInput } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { oldJobs, oldJobsCutoff } from "../../../../functions/fleet/tasks/old-jobs";
 import { TABLE } from "../../helpers/fleet-deps";
@@ -150,5 +150,46 @@ describe("housekeeping task old_jobs", () => {
     await oldJobs(t.deps, {}, unlimited);
     // Assess
     expect(t.logger.withStep("old_jobs_unprocessed").map((e) => e.fields)).to.deep.equal([{ step: "old_jobs_unprocessed", unprocessed: 1, cutoff: "2025-11-18T12:00:00Z" }]);
+  });
+
+  describe("the budget between pages", () => {
+    it("out of time after a page with more to come: stops before asking for the next page, incomplete", async () => {
+      // Prepare: 60 old completed jobs served 30 a page; the budget holds for one check.
+      const t = harness();
+      const table = jobsByStatus(t, { completed: 60 }, 30);
+      // Act
+      const result = await oldJobs(t.deps, {}, budgetOf(1));
+      // Assess
+      expect(t.dynamodbMock.commandCalls(QueryCommand)).to.have.length(1);
+      expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand).map((c) => c.args[0].input.RequestItems?.[TABLE]?.length)).to.deep.equal([25, 5]);
+      expect(table.rows).to.have.length(30);
+      expect(result).to.deep.equal({ complete: false, deleteRequests: 30, unprocessed: 0 });
+    });
+
+    it("out of time after the last page of the last status: the run is complete", async () => {
+      // Prepare: old jobs only in the last terminal status, one page; the budget is spent from the start.
+      const t = harness();
+      const table = jobsByStatus(t, { interrupted: 3 });
+      // Act
+      const result = await oldJobs(t.deps, {}, budgetOf(0));
+      // Assess
+      expect(t.dynamodbMock.commandCalls(QueryCommand).map((c) => c.args[0].input.ExpressionAttributeValues?.[":status"]?.S)).to.deep.equal(["completed", "failed", "timeout", "interrupted"]);
+      expect(table.rows).to.deep.equal([]);
+      expect(result).to.deep.equal({ complete: true, deleteRequests: 3, unprocessed: 0 });
+    });
+  });
+
+  it("a page without Items deletes nothing, and an item without its key is skipped, never sent as a key", async () => {
+    // Prepare: "completed" answers one item lacking job_id beside one with it; the other statuses answer no Items at all.
+    const t = harness();
+    t.dynamodbMock.on(QueryCommand).callsFake((input: QueryCommandInput) =>
+      input.ExpressionAttributeValues?.[":status"]?.S === "completed" ? { Items: [{ status: { S: "completed" } }, { job_id: { S: "j-1" } }], Count: 2 } : { Count: 0 },
+    );
+    t.dynamodbMock.on(BatchWriteItemCommand).resolves({ UnprocessedItems: {} });
+    // Act
+    const result = await oldJobs(t.deps, {}, unlimited);
+    // Assess
+    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand).map((c) => c.args[0].input.RequestItems)).to.deep.equal([{ [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "j-1" } } } }] }]);
+    expect(result).to.deep.equal({ complete: true, deleteRequests: 1, unprocessed: 0 });
   });
 });

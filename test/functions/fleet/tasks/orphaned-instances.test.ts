@@ -6,7 +6,7 @@ import { budgetFrom } from "../../../../functions/fleet/budget";
 import { CURSOR_TTL_SECONDS } from "../../../../functions/fleet/tasks/cursor";
 import { ORPHAN_PAGE_SIZE, orphanCutoff, orphanedInstances } from "../../../../functions/fleet/tasks/orphaned-instances";
 import type { TaskDeps, TaskResult } from "../../../../functions/fleet/tasks/types";
-import { TABLE } from "../../helpers/fleet-deps";
+import { awsError, TABLE } from "../../helpers/fleet-deps";
 import { ec2Fleet } from "../../helpers/fleet-fakes";
 import { NOW, unlimited, budgetOf, harness, id, instance, activeJobs } from "../../helpers/fleet-tasks";
 
@@ -231,6 +231,38 @@ describe("housekeeping task orphaned_instances", () => {
       // Assess
       expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.NextToken)).to.deep.equal(["expired-token", undefined]);
       expect(result).to.deep.include({ complete: true, terminated: 1 });
+      expect(t.logger.withStep("sweep_cursor_rejected").map((e) => e.fields)).to.deep.equal([
+        { step: "sweep_cursor_rejected", task_type: "orphaned_instances", error: "InvalidParameterValue: Invalid NextToken" },
+      ]);
+    });
+
+    it("a resumed run whose later page fails fails the run: the token that failed was not the saved one", async () => {
+      // Prepare: a live cursor at the second page; EC2 fails the third.
+      const t = harness();
+      ec2Fleet(t.ec2Mock, Array.from({ length: 250 }, (_, i) => instance(i + 1, 600)));
+      t.ec2Mock.on(DescribeInstancesCommand, { NextToken: `after:${id(200)}` }).rejects(awsError("InternalError", "EC2 is failing"));
+      const table = activeJobs(t, []);
+      table.cursors.set("housekeeping-cursor#orphaned_instances", { query: { S: JSON.stringify(FILTERS) }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } });
+      // Act
+      const failure = await orphanedInstances(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      // Assess
+      expect(failure).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.NextToken)).to.deep.equal([`after:${id(100)}`, `after:${id(200)}`]);
+      expect(t.logger.withStep("sweep_cursor_rejected")).to.deep.equal([]);
+      expect(table.cursors.get("housekeeping-cursor#orphaned_instances")?.["position"]).to.deep.equal({ S: `after:${id(200)}` });
+    });
+
+    it("a saved token refused and EC2 failing from the top too fails the run after one restart", async () => {
+      // Prepare
+      const t = harness();
+      t.ec2Mock.on(DescribeInstancesCommand).rejects(awsError("InternalError", "EC2 is failing"));
+      const table = activeJobs(t, []);
+      table.cursors.set("housekeeping-cursor#orphaned_instances", { query: { S: JSON.stringify(FILTERS) }, position: { S: "expired-token" }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } });
+      // Act
+      const failure = await orphanedInstances(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      // Assess
+      expect(failure).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
+      expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.NextToken)).to.deep.equal(["expired-token", undefined]);
       expect(t.logger.withStep("sweep_cursor_rejected")).to.have.length(1);
     });
 

@@ -237,4 +237,29 @@ describe("housekeeping task pool_audit", () => {
     // Assess
     expect(t.logger.withStep("pool_audit_price_missing").map((e) => e.fields.instance_type)).to.deep.equal(["unknown"]);
   });
+
+  it("counts only instances tagged with this pool, whatever EC2 answers beyond its filter", async () => {
+    // Prepare: an EC2 answer that ignores the filter: another pool's instance, this pool's name under another tag key, an untagged one.
+    const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
+    t.ec2Mock.on(DescribeInstancesCommand).resolves({
+      Reservations: [
+        {
+          Instances: [
+            instance(1, 5, tag("default")),
+            instance(2, 5, tag("gpu")),
+            instance(3, 5, { Tags: [...FLEET_TAGS, { Key: "Name", Value: "default" }] }),
+            instance(4, 5, { Tags: undefined }),
+          ],
+        },
+      ],
+    });
+    activeJobs(t, []);
+    // Act
+    const result = await poolAudit(t.deps, {}, unlimited);
+    // Assess
+    expect(result).to.deep.equal({ complete: true, resumed: false, pools: 1 });
+    expect(t.logger.withStep("pool_audit_report").map((e) => e.fields)).to.deep.equal([
+      { step: "pool_audit_report", pool: "default", running: 1, stopped: 0, idle: 1, compute_cost_usd_per_hour: 0.1, idle_cost_usd_per_hour: 0.1, utilization_percent: 0 },
+    ]);
+  });
 });

@@ -163,9 +163,88 @@ describe("housekeeping task stale_ssm", () => {
       // Act
       const result = await staleSsm(t.deps, {}, unlimited);
       // Assess
-      expect(t.logger.withStep("sweep_cursor_rejected")).to.have.length(1);
-      expect(result).to.deep.include({ resumed: true, deleted: 1 });
+      expect(t.logger.withStep("sweep_cursor_rejected").map((e) => e.fields)).to.deep.equal([
+        { step: "sweep_cursor_rejected", task_type: "stale_ssm", error: "ValidationException: invalid NextToken" },
+      ]);
+      // The refused listing is no pass: one from the top that deleted, one that confirmed.
+      expect(result).to.deep.include({ complete: true, resumed: true, deleted: 1, passes: 2 });
     });
+
+    /** The runner path of `count` parameters, with a live cursor saved at `position`. */
+    function resumedAt(position: string, count = 25) {
+      const t = harness();
+      const store = ssmPath(t, range(1, count).map((n) => param(n)));
+      const table = activeJobs(t, []);
+      table.cursors.set("housekeeping-cursor#stale_ssm", { query: { S: "/runs-fleet/dev/runners" }, position: { S: position }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+      return { t, store, table };
+    }
+    const listedTokens = (t: ReturnType<typeof harness>) => t.ssmMock.commandCalls(GetParametersByPathCommand).map((c) => c.args[0].input.NextToken);
+
+    it("a resumed run whose later page fails fails the run: the token that failed was not the saved one", async () => {
+      // Prepare: the cursor at the second page; SSM fails the third.
+      const { t, table } = resumedAt(param(10).Name);
+      liveEc2(t, range(1, 25).map((n) => ({ n })));
+      t.ssmMock.on(GetParametersByPathCommand, { NextToken: param(20).Name }).rejects(awsError("InternalServerError", "SSM is failing"));
+      // Act
+      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      // Assess
+      expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
+      // (The paginator re-uses one input object for its pages, so the calls show its last token.)
+      expect(listedTokens(t)).to.have.length(2);
+      expect(t.logger.withStep("sweep_cursor_rejected")).to.deep.equal([]);
+      expect(table.cursors.get("housekeeping-cursor#stale_ssm")?.["position"]).to.deep.equal({ S: param(20).Name });
+    });
+
+    it("a saved token refused and SSM failing from the top too fails the run after one restart", async () => {
+      // Prepare
+      const { t } = resumedAt("expired");
+      liveEc2(t, []);
+      t.ssmMock.on(GetParametersByPathCommand).rejects(awsError("InternalServerError", "SSM is failing"));
+      // Act
+      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      // Assess
+      expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
+      expect(listedTokens(t)).to.deep.equal(["expired", undefined]);
+      expect(t.logger.withStep("sweep_cursor_rejected")).to.have.length(1);
+    });
+
+    it("a listing that fails from the top, with no cursor, fails the run at once: nothing to fall back to", async () => {
+      // Prepare
+      const t = harness();
+      activeJobs(t, []);
+      t.ssmMock.on(GetParametersByPathCommand).rejects(awsError("InternalServerError", "SSM is failing"));
+      // Act
+      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      // Assess
+      expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
+      expect(listedTokens(t)).to.deep.equal([undefined]);
+      expect(t.logger.withStep("sweep_cursor_rejected")).to.deep.equal([]);
+    });
+
+    it("a resumed pass that deletes nothing does not make the run complete: the pages before the cursor are swept from the top", async () => {
+      // Prepare: the cursor after the first page; the first page's instances are gone, the rest live.
+      const { t, store } = resumedAt(param(10).Name, 15);
+      liveEc2(t, range(11, 15).map((n) => ({ n })));
+      // Act
+      const result = await staleSsm(t.deps, {}, unlimited);
+      // Assess
+      expect(listedTokens(t)).to.have.length(4);
+      expect(store.map((p) => p.Name)).to.deep.equal(names(range(11, 15)));
+      expect(result).to.deep.include({ complete: true, resumed: true, deleted: 10, passes: 3 });
+    });
+  });
+
+  it("a pass from the top whose only page deletes nothing is complete, even with the budget spent on that page", async () => {
+    // Prepare
+    const t = harness();
+    ssmPath(t, [param(1), param(2)]);
+    liveEc2(t, [{ n: 1 }, { n: 2 }]);
+    const table = activeJobs(t, []);
+    // Act
+    const result = await staleSsm(t.deps, {}, { exhausted: () => true });
+    // Assess
+    expect(result).to.deep.include({ complete: true, resumed: false, deleted: 0, passes: 1 });
+    expect(table.cursors.get("housekeeping-cursor#stale_ssm")?.["position"]).to.equal(undefined);
   });
 
   it("a parameter exactly the minimum age is old enough to judge", async () => {
