@@ -56,7 +56,10 @@ const stackConfigObject = z
     /** More SNS topic ARNs every alarm notifies, besides the stack's own alert topic. */
     alarmActions: z
       .array(z.string().regex(/^arn:aws[a-z-]*:sns:/, "must be an SNS topic ARN"))
-      .max(MAX_ALARM_ACTIONS - 1, `must name at most ${MAX_ALARM_ACTIONS - 1} topics: CloudWatch takes 5 actions per alarm state, and the program adds the stack's alert topic`)
+      .max(
+        MAX_ALARM_ACTIONS - 1,
+        `must name at most ${MAX_ALARM_ACTIONS - 1} topics: CloudWatch takes 5 actions per alarm state, and the program adds the stack's alert topic`,
+      )
       .default([]),
     /** Who the stack's alert topic tells. An email subscription stays pending until confirmed. */
     alerts: z
@@ -77,72 +80,72 @@ const stackConfigObject = z
           .default([]),
       })
       .prefault({}),
-    network: z.object({
-      /** IPv4 CIDR of the platform VPC. */
-      cidrBlock: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|2[0-4])$/, "must be an IPv4 CIDR between /16 and /24"),
-      /** NAT gateways: one shared (cheap, dev) or one per AZ (resilient, prod). */
-      natGateways: z.enum(["Single", "OnePerAz"]).default("Single"),
-      /**
-       * How many availability zones to spread subnets over, when they are not pinned by ID.
-       * @default the number of availabilityZoneIds, else 2
-       */
-      availabilityZones: z.number().int().min(2).max(3).optional(),
-      /**
-       * Egress beyond HTTPS that a group's members need, per group: operators decide, so none by
-       * default (the GPU's model downloads, the strategy image's data sources…).
-       */
-      extraEgress: z
-        .object({
-          ingestConsumers: extraEgressRules,
-          ingestGpu: extraEgressRules,
-          retrainingTasks: extraEgressRules,
-          worker: extraEgressRules,
-          poolInstances: extraEgressRules,
-        })
-        .prefault({}),
-      /**
-       * The zones, by AZ ID (`use1-az1`): the same physical zone in every account, unlike a name.
-       * Pin zones where the GPU instance types and Lambda in a VPC are offered
-       * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
-       */
-      /**
-       * Gateway endpoints in every route table: free, and S3 (ECR's image layers) and DynamoDB
-       * traffic then stays off the NAT gateway and its per-GB charge. `[]` routes it through NAT.
-       */
-      gatewayEndpoints: z
-        .array(z.enum(GATEWAY_ENDPOINT_SERVICES))
-        .refine((s) => new Set(s).size === s.length, "must not name a service twice")
-        .default([...GATEWAY_ENDPOINT_SERVICES]),
-      /**
-       * Interface endpoints (PrivateLink) by service, e.g. `sqs`, `ecr.api`, `ecr.dkr`, `logs`: each
-       * costs about $7.30 a month per zone plus $0.01 per GB, so none unless an operator asks.
-       */
-      interfaceEndpoints: z
-        .array(z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)*$/, "must be a service's endpoint name such as sqs or ecr.dkr"))
-        .refine((s) => new Set(s).size === s.length, "must not name a service twice")
-        .default([]),
-      availabilityZoneIds: z
-        .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
-        .min(2, "must name at least 2 zones")
-        .max(3, "must name at most 3 zones")
-        .refine((ids) => new Set(ids).size === ids.length, "must not name a zone twice")
-        .optional(),
-    })
-    .superRefine((network, ctx) => {
-      const ids = network.availabilityZoneIds;
-      if (ids && network.availabilityZones !== undefined && network.availabilityZones !== ids.length) {
-        ctx.addIssue({ code: "custom", path: ["availabilityZones"], message: `is ${network.availabilityZones} but availabilityZoneIds names ${ids.length} zones; drop one of the two` });
-      }
-    }),
+    network: z
+      .object({
+        /** IPv4 CIDR of the platform VPC. */
+        cidrBlock: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|2[0-4])$/, "must be an IPv4 CIDR between /16 and /24"),
+        /** NAT gateways: one shared (cheap, dev) or one per AZ (resilient, prod). */
+        natGateways: z.enum(["Single", "OnePerAz"]).default("Single"),
+        /**
+         * How many availability zones to spread subnets over, when they are not pinned by ID.
+         * @default the number of availabilityZoneIds, else 2
+         */
+        availabilityZones: z.number().int().min(2).max(3).optional(),
+        /**
+         * Egress beyond HTTPS that a group's members need, per group: operators decide, so none by
+         * default (the GPU's model downloads, the strategy image's data sources…).
+         */
+        extraEgress: z
+          .object({
+            ingestConsumers: extraEgressRules,
+            ingestGpu: extraEgressRules,
+            retrainingTasks: extraEgressRules,
+            worker: extraEgressRules,
+            poolInstances: extraEgressRules,
+          })
+          .prefault({}),
+        /**
+         * The zones, by AZ ID (`use1-az1`): the same physical zone in every account, unlike a name.
+         * Pin zones where the GPU instance types and Lambda in a VPC are offered
+         * (`aws ec2 describe-instance-type-offerings --location-type availability-zone-id`).
+         */
+        /**
+         * Gateway endpoints in every route table: free, and S3 (ECR's image layers) and DynamoDB
+         * traffic then stays off the NAT gateway and its per-GB charge. `[]` routes it through NAT.
+         */
+        gatewayEndpoints: z
+          .array(z.enum(GATEWAY_ENDPOINT_SERVICES))
+          .refine((s) => new Set(s).size === s.length, "must not name a service twice")
+          .default([...GATEWAY_ENDPOINT_SERVICES]),
+        /**
+         * Interface endpoints (PrivateLink) by service, e.g. `sqs`, `ecr.api`, `ecr.dkr`, `logs`: each
+         * costs about $7.30 a month per zone plus $0.01 per GB, so none unless an operator asks.
+         */
+        interfaceEndpoints: z
+          .array(z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)*$/, "must be a service's endpoint name such as sqs or ecr.dkr"))
+          .refine((s) => new Set(s).size === s.length, "must not name a service twice")
+          .default([]),
+        availabilityZoneIds: z
+          .array(z.string().regex(/^[a-z]{2,5}\d-az\d{1,2}$/, "must be an AZ ID such as use1-az1"))
+          .min(2, "must name at least 2 zones")
+          .max(3, "must name at most 3 zones")
+          .refine((ids) => new Set(ids).size === ids.length, "must not name a zone twice")
+          .optional(),
+      })
+      .superRefine((network, ctx) => {
+        const ids = network.availabilityZoneIds;
+        if (ids && network.availabilityZones !== undefined && network.availabilityZones !== ids.length) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["availabilityZones"],
+            message: `is ${network.availabilityZones} but availabilityZoneIds names ${ids.length} zones; drop one of the two`,
+          });
+        }
+      }),
     queues: z
       .object({
         /** Receives before a message moves to its DLQ. Never 1: one transient error would dead-letter it. */
-        maxReceiveCount: z
-          .number()
-          .int()
-          .min(2, "must be at least 2 (1 dead-letters a message on its first transient failure)")
-          .max(1000)
-          .default(3),
+        maxReceiveCount: z.number().int().min(2, "must be at least 2 (1 dead-letters a message on its first transient failure)").max(1000).default(3),
       })
       .default({ maxReceiveCount: 3 }),
     // The parts, 1 to 5.
@@ -189,7 +192,9 @@ export function queueBudgets(cfg: Pick<StackConfig, "gpu" | "ingest" | "retraini
  * A queue with a DLQ must keep a message through all its receives, or a failing message expires
  * before it reaches the DLQ and nobody is told. Pure.
  */
-export function queueRetentionProblems(cfg: Pick<StackConfig, "queues" | "gpu" | "ingest" | "retraining" | "fleet" | "worker" | "pool">): Array<{ path: Array<string | number>; message: string }> {
+export function queueRetentionProblems(
+  cfg: Pick<StackConfig, "queues" | "gpu" | "ingest" | "retraining" | "fleet" | "worker" | "pool">,
+): Array<{ path: Array<string | number>; message: string }> {
   const receives = cfg.queues.maxReceiveCount;
   return queueBudgets(cfg)
     .filter((q) => q.retentionSeconds < retentionNeededSeconds(q.visibilitySeconds, receives))
@@ -205,9 +210,7 @@ export type RawStackConfig = z.input<typeof stackConfigObject>;
 
 /** Thrown when the stack config is invalid; every line names a full config key. */
 export class StackConfigError extends Error {
-  constructor(
-    readonly issues: ReadonlyArray<{ key: string; reason: string }>,
-  ) {
+  constructor(readonly issues: ReadonlyArray<{ key: string; reason: string }>) {
     super(`Invalid stack config:\n${issues.map((i) => `  ${i.key}: ${i.reason}`).join("\n")}`);
     this.name = "StackConfigError";
   }

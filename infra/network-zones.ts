@@ -10,7 +10,10 @@ import { StackConfigError } from "./config";
 export const ZONE_IDS_KEY = "encache:network.availabilityZoneIds";
 
 /** The names of `ids`, in their order, from a DescribeAvailabilityZones answer; or the IDs it lacks. Pure. */
-export function namesInIdOrder(ids: readonly string[], zones: { names: readonly string[]; zoneIds: readonly string[] }): { names: string[] } | { missing: string[] } {
+export function namesInIdOrder(
+  ids: readonly string[],
+  zones: { names: readonly string[]; zoneIds: readonly string[] },
+): { names: string[] } | { missing: string[] } {
   const nameOf = new Map(zones.zoneIds.map((id, i) => [id, zones.names[i]]));
   const missing = ids.filter((id) => nameOf.get(id) === undefined);
   if (missing.length > 0) return { missing };

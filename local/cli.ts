@@ -139,7 +139,8 @@ async function main(argv: string[]): Promise<number> {
   out.write(`\n${renderSummaryTable(rows, { color: args.tty })}\n`);
   out.write(`${renderAlarmReport(alarms, { color: args.tty })}\n`);
   out.write(`logs: ${path.relative(process.cwd(), path.join(REPO_ROOT, ".local", args.stack, "logs"))}/\n`);
-  const reported = args.report === undefined || writeReport(args.report, platform, rows, alarms, { stack: args.stack, speed: args.speed, wallMs: doc.wallMs }, out);
+  const reported =
+    args.report === undefined || writeReport(args.report, platform, rows, alarms, { stack: args.stack, speed: args.speed, wallMs: doc.wallMs }, out);
   if (args.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   return doc.ok && reported ? 0 : 1;
 }
@@ -179,7 +180,13 @@ function writeReport(
  */
 function showWarningsAsNotes(note: (line: string) => void): void {
   process.removeAllListeners("warning");
-  process.on("warning", (w) => note(`${w.name} ${w.message}`.includes("NodeVersionSupportWarning") ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})` : `warning: ${w.name}: ${w.message}`));
+  process.on("warning", (w) =>
+    note(
+      `${w.name} ${w.message}`.includes("NodeVersionSupportWarning")
+        ? `warning: the AWS SDK will require Node ≥ 22 from January 2027 (running ${process.version})`
+        : `warning: ${w.name}: ${w.message}`,
+    ),
+  );
 }
 
 /**

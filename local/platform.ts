@@ -152,14 +152,23 @@ export class LocalPlatform {
       const aws = awsClients(topology.region, endpoint, sqsEndpoint);
 
       // The Lambdas' EC2 calls see launch times on their own (simulated) clock.
-      const ec2Proxy = new Ec2ClockProxy({ target: endpoint, clock: { t0Ms: clock.t0, speed: clock.speed }, stopDelayRealMs: clock.real(options.gpuStopSimMs ?? 60_000) });
+      const ec2Proxy = new Ec2ClockProxy({
+        target: endpoint,
+        clock: { t0Ms: clock.t0, speed: clock.speed },
+        stopDelayRealMs: clock.real(options.gpuStopSimMs ?? 60_000),
+      });
       const ec2Endpoint = await ec2Proxy.start();
       stoppers.push(() => ec2Proxy.stop());
       // The Lambdas' RunTask honours clientToken as ECS does (moto ignores it), on the simulated clock.
       const ecsProxy = new EcsClientTokenProxy({ target: endpoint, now: () => clock.now() });
       const ecsEndpoint = await ecsProxy.start();
       stoppers.push(() => ecsProxy.stop());
-      const lambdaEnv = { ...motoClientEnv(endpoint, topology.region), AWS_ENDPOINT_URL_SQS: sqsEndpoint, AWS_ENDPOINT_URL_EC2: ec2Endpoint, AWS_ENDPOINT_URL_ECS: ecsEndpoint };
+      const lambdaEnv = {
+        ...motoClientEnv(endpoint, topology.region),
+        AWS_ENDPOINT_URL_SQS: sqsEndpoint,
+        AWS_ENDPOINT_URL_EC2: ec2Endpoint,
+        AWS_ENDPOINT_URL_ECS: ecsEndpoint,
+      };
       const hosted = await hostedFunctions(topology, lambdaEnv, options.codeEndpoints);
       const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
@@ -179,8 +188,16 @@ export class LocalPlatform {
       stoppers.push(() => ecsTasks.stop());
 
       // Under the chaos run both the worker's AWS and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
-      const workerEndpoint = options.codeEndpoints ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: { sqs: sqsRealtimeEndpoint } })).aws : undefined;
-      const worker = await startWorker(topology, { aws: workerEndpoint ?? endpoint, sqs: workerEndpoint ?? sqsRealtimeEndpoint }, topology.region, options, logDir);
+      const workerEndpoint = options.codeEndpoints
+        ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: { sqs: sqsRealtimeEndpoint } })).aws
+        : undefined;
+      const worker = await startWorker(
+        topology,
+        { aws: workerEndpoint ?? endpoint, sqs: workerEndpoint ?? sqsRealtimeEndpoint },
+        topology.region,
+        options,
+        logDir,
+      );
       if (worker) stoppers.push(() => worker.stop());
 
       // One poller of queue depths for the alarms and the report; its rounds fall on the alarms' simulated minutes.
@@ -199,7 +216,22 @@ export class LocalPlatform {
       recorder.start();
       depths.start();
 
-      const platform = new LocalPlatform(options, clock, moto, topology, aws, lambdas, sources, scheduler, ecsTasks, gpu, worker, alarms, recorder, sqsRealtimeEndpoint);
+      const platform = new LocalPlatform(
+        options,
+        clock,
+        moto,
+        topology,
+        aws,
+        lambdas,
+        sources,
+        scheduler,
+        ecsTasks,
+        gpu,
+        worker,
+        alarms,
+        recorder,
+        sqsRealtimeEndpoint,
+      );
       built.platform = platform;
       platform.stoppers.push(...stoppers);
       return platform;
@@ -279,14 +311,20 @@ async function hostedFunctions(
   const shared = Object.fromEntries(Object.entries(awsEnv).filter(([k]) => !isEndpoint(k)));
   const upstream: CodeEndpoints = {
     aws: awsEnv.AWS_ENDPOINT_URL ?? "",
-    byService: Object.fromEntries(Object.entries(awsEnv).filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_")).map(([k, v]) => [k.slice("AWS_ENDPOINT_URL_".length).toLowerCase(), v])),
+    byService: Object.fromEntries(
+      Object.entries(awsEnv)
+        .filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_"))
+        .map(([k, v]) => [k.slice("AWS_ENDPOINT_URL_".length).toLowerCase(), v]),
+    ),
   };
   const sqsOrigin = new URL(upstream.byService.sqs ?? upstream.aws).origin;
   const functions = await Promise.all(
     topology.functions.map(async (fn) => {
       const front = await codeEndpoints(fn.logicalName, upstream);
       const frontSqs = new URL(front.byService.sqs ?? front.aws).origin;
-      const environment = Object.fromEntries(Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]));
+      const environment = Object.fromEntries(
+        Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]),
+      );
       const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [`AWS_ENDPOINT_URL_${service.toUpperCase()}`, url]));
       return { ...fn, environment: { ...environment, AWS_ENDPOINT_URL: front.aws, ...endpoints } };
     }),
@@ -320,7 +358,14 @@ function startScheduler(topology: Topology, aws: AwsClients, options: PlatformOp
 }
 
 /** RunTask's tasks end after the simulated task time; `fails` is read at each task's end, so a scenario can decide. */
-async function startEcsTasks(topology: Topology, aws: AwsClients, endpoint: string, clock: SimClock, options: PlatformOptions, fails: (t: SimTask) => boolean): Promise<EcsTaskSimulator> {
+async function startEcsTasks(
+  topology: Topology,
+  aws: AwsClients,
+  endpoint: string,
+  clock: SimClock,
+  options: PlatformOptions,
+  fails: (t: SimTask) => boolean,
+): Promise<EcsTaskSimulator> {
   const ecsTasks = new EcsTaskSimulator({
     ecs: aws.ecs,
     motoEndpoint: endpoint,
@@ -333,7 +378,13 @@ async function startEcsTasks(topology: Topology, aws: AwsClients, endpoint: stri
 }
 
 /** The GPU service plays on a loopback port; the Lambdas' calls to the instance's private IP are routed there. */
-async function startGpu(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions, lambdas: LambdaHost): Promise<GpuServiceSimulator | undefined> {
+async function startGpu(
+  topology: Topology,
+  aws: AwsClients,
+  clock: SimClock,
+  options: PlatformOptions,
+  lambdas: LambdaHost,
+): Promise<GpuServiceSimulator | undefined> {
   const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
   const nameTag = window?.environment.GPU_NAME_TAG;
   const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
@@ -358,7 +409,13 @@ async function startGpu(topology: Topology, aws: AwsClients, clock: SimClock, op
  * The queue worker service's tasks run as local processes, talking to moto in real time: `aws` for
  * every service, `sqs` (the real-time SQS proxy, or the chaos run's port in front of it) for the queues.
  */
-async function startWorker(topology: Topology, endpoints: { aws: string; sqs: string }, region: string, options: PlatformOptions, logDir: string): Promise<WorkerServiceRunner | undefined> {
+async function startWorker(
+  topology: Topology,
+  endpoints: { aws: string; sqs: string },
+  region: string,
+  options: PlatformOptions,
+  logDir: string,
+): Promise<WorkerServiceRunner | undefined> {
   const service = topology.services[0];
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
@@ -405,7 +462,12 @@ export function describeUncreated(topology: Pick<Topology, "uncreated">): string
     const short = r.type.split(":").at(-1) ?? r.type;
     counts.set(short, (counts.get(short) ?? 0) + 1);
   }
-  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([t, n]) => `${n} ${t}`).join(", ") || "nothing";
+  return (
+    [...counts]
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .map(([t, n]) => `${n} ${t}`)
+      .join(", ") || "nothing"
+  );
 }
 
 /** Sets each variable, deleting those given as undefined. */

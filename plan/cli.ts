@@ -52,17 +52,25 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     // Loaded only past the usage checks: Pulumi alone takes about a second to load.
-    const [pulumi, { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache }, { policies }, { evaluatePolicies }, { createMocks }, { installRecorder }, { planDocument, renderHuman }, engine] =
-      await Promise.all([
-        import("@pulumi/pulumi"),
-        import("../infra/bundle.js"),
-        import("../policy/policies.js"),
-        import("../policy/testing/evaluate.js"),
-        import("./mocks.js"),
-        import("./record.js"),
-        import("./render.js"),
-        import("../policy/testing/engine.js"),
-      ]);
+    const [
+      pulumi,
+      { bundleSizes, PLAN_BUNDLE_CACHE_DIR, REPO_ROOT, useBundleCache },
+      { policies },
+      { evaluatePolicies },
+      { createMocks },
+      { installRecorder },
+      { planDocument, renderHuman },
+      engine,
+    ] = await Promise.all([
+      import("@pulumi/pulumi"),
+      import("../infra/bundle.js"),
+      import("../policy/policies.js"),
+      import("../policy/testing/evaluate.js"),
+      import("./mocks.js"),
+      import("./record.js"),
+      import("./render.js"),
+      import("../policy/testing/engine.js"),
+    ]);
     const files = readStackFiles(REPO_ROOT, values.stack);
     const program = resolveProgram(REPO_ROOT, values.program ?? files.main);
     const region = files.config["aws:region"] ?? "us-east-1";

@@ -53,7 +53,13 @@ function messagingAnswers(region: string): Record<string, Answerer> {
     "aws:lambda/function:Function": (args, state) => {
       const name = physicalName(args);
       const arn = `arn:aws:lambda:${region}:${acct}:function:${name}`;
-      return state(name, { name, arn, qualifiedArn: `${arn}:$LATEST`, invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`, version: "$LATEST" });
+      return state(name, {
+        name,
+        arn,
+        qualifiedArn: `${arn}:$LATEST`,
+        invokeArn: `arn:aws:apigateway:${region}:lambda:path/2015-03-31/functions/${arn}/invocations`,
+        version: "$LATEST",
+      });
     },
     "aws:lambda/eventSourceMapping:EventSourceMapping": (args, state) => {
       const h = shortHash(pulumi.getStack(), args.type, args.name);
@@ -176,7 +182,10 @@ function componentAnswers(): Record<string, Answerer> {
       // awsx's VPC is a remote component: under mocks its children are not run, so answer with its outputs.
       const azs = Number(inputs.numberOfAvailabilityZones ?? 2);
       const subnets = (tier: string) => Array.from({ length: azs }, (_, i) => hexId(`subnet`, { ...args, name: `${args.name}-${tier}-${i}` }));
-      return { id: undefined, state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] } };
+      return {
+        id: undefined,
+        state: { vpcId: hexId("vpc", args), privateSubnetIds: subnets("private"), publicSubnetIds: subnets("public"), isolatedSubnetIds: [] },
+      };
     },
   };
 }
@@ -243,7 +252,14 @@ export function createMocks(region: string, opts: { preview?: boolean } = {}): p
       const inputs = args.inputs as Record<string, unknown>;
       switch (args.token) {
         case "aws:ssm/getParameter:getParameter":
-          return { ...inputs, id: inputs.name, arn: `arn:aws:ssm:${region}::parameter${String(inputs.name)}`, type: "String", value: "ami-0123456789abcdef0", version: 1 };
+          return {
+            ...inputs,
+            id: inputs.name,
+            arn: `arn:aws:ssm:${region}::parameter${String(inputs.name)}`,
+            type: "String",
+            value: "ami-0123456789abcdef0",
+            version: 1,
+          };
         case "aws:index/getCallerIdentity:getCallerIdentity":
           return { accountId: acct, arn: `arn:aws:iam::${acct}:user/plan`, userId: "AIDAPLAN", id: acct };
         case "aws:index/getRegion:getRegion":

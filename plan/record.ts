@@ -102,9 +102,7 @@ export function installRecorder(): Recorder {
         else quietTurns = 0;
         seen = started;
       }
-      return Promise.all(
-        records.map(async (r) => ({ ...r, inputs: await plainValue(r.inputs), outputs: await plainValue(r.outputs) }) as RecordedResource),
-      );
+      return Promise.all(records.map(async (r) => ({ ...r, inputs: await plainValue(r.inputs), outputs: await plainValue(r.outputs) }) as RecordedResource));
     },
   };
 }

@@ -22,7 +22,13 @@ function readable(value: unknown): unknown {
   return value;
 }
 
-export function planDocument(project: string, stack: string, resources: RecordedResource[], violations: Violation[], opts: { firstPreview?: boolean } = {}): PlanDocument {
+export function planDocument(
+  project: string,
+  stack: string,
+  resources: RecordedResource[],
+  violations: Violation[],
+  opts: { firstPreview?: boolean } = {},
+): PlanDocument {
   return {
     project,
     stack,
@@ -78,9 +84,6 @@ export function renderHuman(doc: PlanDocument, extras: { bundles: Record<string,
       lines.push(`      ${v.message.replace(/\n/g, "\n      ")}`);
     }
   }
-  lines.push(
-    "",
-    `${doc.summary.mandatory} mandatory, ${doc.summary.advisory} advisory violation(s); planned in ${(extras.wallMs / 1000).toFixed(1)} s`,
-  );
+  lines.push("", `${doc.summary.mandatory} mandatory, ${doc.summary.advisory} advisory violation(s); planned in ${(extras.wallMs / 1000).toFixed(1)} s`);
   return lines.join("\n");
 }

@@ -48,7 +48,10 @@ export function sarifLog(input: SarifInput): Record<string, unknown> {
   const results = input.violations.map((v) => {
     const resource = v.urn ? byUrn.get(v.urn) : undefined;
     const uri = resource?.sourcePosition ? relativeUri(resource.sourcePosition.uri, input.root) : undefined;
-    const region = uri && resource?.sourcePosition ? { startLine: Math.max(1, resource.sourcePosition.line), startColumn: Math.max(1, resource.sourcePosition.column) } : { startLine: 1 };
+    const region =
+      uri && resource?.sourcePosition
+        ? { startLine: Math.max(1, resource.sourcePosition.line), startColumn: Math.max(1, resource.sourcePosition.column) }
+        : { startLine: 1 };
     return {
       ruleId: v.policy,
       ...(ruleIndex.has(v.policy) ? { ruleIndex: ruleIndex.get(v.policy) } : {}),

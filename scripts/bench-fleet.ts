@@ -20,7 +20,12 @@ type Harness = ReturnType<typeof mockedClients>;
 
 function callsByAction(t: Harness): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [prefix, mock] of [["dynamodb", t.dynamodbMock], ["ssm", t.ssmMock], ["sqs", t.sqsMock], ["ec2", t.ec2Mock]] as const) {
+  for (const [prefix, mock] of [
+    ["dynamodb", t.dynamodbMock],
+    ["ssm", t.ssmMock],
+    ["sqs", t.sqsMock],
+    ["ec2", t.ec2Mock],
+  ] as const) {
     for (const call of mock.calls()) {
       const action = `${prefix}:${call.args[0].constructor.name.replace(/Command$/, "")}`;
       out[action] = (out[action] ?? 0) + 1;
@@ -29,7 +34,10 @@ function callsByAction(t: Harness): Record<string, number> {
   return out;
 }
 const total = (calls: Record<string, number>) => Object.values(calls).reduce((a, b) => a + b, 0);
-const describe = (calls: Record<string, number>) => Object.entries(calls).map(([a, n]) => `${a}×${n}`).join(", ");
+const describe = (calls: Record<string, number>) =>
+  Object.entries(calls)
+    .map(([a, n]) => `${a}×${n}`)
+    .join(", ");
 
 function terminationHarness(duplicate: boolean) {
   const t = mockedClients();
@@ -62,7 +70,9 @@ async function housekeepingCalls(): Promise<Array<[string, string]>> {
       label: "orphaned_instances: 120 old instances, none busy",
       task: "orphaned_instances",
       arrange: (t) => {
-        t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: Array.from({ length: 120 }, (_, i) => ({ InstanceId: `i-${i.toString(16).padStart(17, "0")}`, LaunchTime: old })) }] });
+        t.ec2Mock.on(DescribeInstancesCommand).resolves({
+          Reservations: [{ Instances: Array.from({ length: 120 }, (_, i) => ({ InstanceId: `i-${i.toString(16).padStart(17, "0")}`, LaunchTime: old })) }],
+        });
         t.ec2Mock.on(TerminateInstancesCommand).resolves({});
         t.dynamodbMock.on(QueryCommand).resolves({ Count: 0 });
       },
@@ -71,7 +81,10 @@ async function housekeepingCalls(): Promise<Array<[string, string]>> {
       label: "stale_ssm: 25 parameters, all instances gone",
       task: "stale_ssm",
       arrange: (t) => {
-        const params = Array.from({ length: 25 }, (_, i) => ({ Name: `/runs-fleet/runners/i-${i.toString(16).padStart(17, "0")}/config`, LastModifiedDate: old }));
+        const params = Array.from({ length: 25 }, (_, i) => ({
+          Name: `/runs-fleet/runners/i-${i.toString(16).padStart(17, "0")}/config`,
+          LastModifiedDate: old,
+        }));
         // A cursor NextToken (after the last name returned) over a path that deletions shrink, as SSM's.
         t.ssmMock.on(GetParametersByPathCommand).callsFake((input: { NextToken?: string }) => {
           const after = input.NextToken;
@@ -81,7 +94,11 @@ async function housekeepingCalls(): Promise<Array<[string, string]>> {
         });
         t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
         t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => {
-          for (const n of input.Names) params.splice(params.findIndex((p) => p.Name === n), 1);
+          for (const n of input.Names)
+            params.splice(
+              params.findIndex((p) => p.Name === n),
+              1,
+            );
           return { DeletedParameters: input.Names };
         });
       },
@@ -113,7 +130,9 @@ async function terminationThroughput(): Promise<string> {
   const { handler } = terminationHarness(false);
   const batches = 400;
   const batchSize = 5;
-  const events = Array.from({ length: batches }, () => sqsEvent(...Array.from({ length: batchSize }, (_, i) => sqsRecord(terminationMessage({ job_id: `j${i}` })))));
+  const events = Array.from({ length: batches }, () =>
+    sqsEvent(...Array.from({ length: batchSize }, (_, i) => sqsRecord(terminationMessage({ job_id: `j${i}` })))),
+  );
   await handler(events[0]!);
   const start = process.hrtime.bigint();
   for (const e of events) await handler(e);

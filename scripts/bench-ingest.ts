@@ -148,7 +148,11 @@ async function awsCallsPerMessage() {
 async function parkCost() {
   // The parks the dev stack deploys, not the unit tests' fixture.
   const ingest = stackConfigFrom(readStackFiles(REPO_ROOT, "dev").config).ingest;
-  const config = { bootParkSeconds: ingest.dlqBootParkSeconds, capacityRetrySeconds: ingest.dlqCapacityRetrySeconds, visibilityExtensionSeconds: ingest.dlqParkSeconds };
+  const config = {
+    bootParkSeconds: ingest.dlqBootParkSeconds,
+    capacityRetrySeconds: ingest.dlqCapacityRetrySeconds,
+    visibilityExtensionSeconds: ingest.dlqParkSeconds,
+  };
   const perParkedMessage = async (batch: number, arrange: (m: ReturnType<typeof mockedIngestDeps>) => void) => {
     const m = mockedIngestDeps();
     stubSsm(m, "i-gpu");
@@ -182,9 +186,16 @@ async function parkCost() {
 
 /** The local run's "GPU up → backlog drained", from `npm start -- --scenario ingest-gpu-outage --json`. */
 function drainTime(): { wallMs: number; simulatedSeconds: number } | undefined {
-  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "local/cli.ts"), "--scenario", "ingest-gpu-outage", "--json", "--no-tty"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 600_000 });
+  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "local/cli.ts"), "--scenario", "ingest-gpu-outage", "--json", "--no-tty"], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 600_000,
+  });
   if (r.status !== 0) throw new Error(`the ingest scenario exited ${r.status}: ${r.stderr.slice(-2000)}`);
-  const doc = JSON.parse(r.stdout) as { speed: number; scenarios: Array<{ timings: Record<string, number | { wallMs: number; simulatedSeconds: number } | null> }> };
+  const doc = JSON.parse(r.stdout) as {
+    speed: number;
+    scenarios: Array<{ timings: Record<string, number | { wallMs: number; simulatedSeconds: number } | null> }>;
+  };
   const t = doc.scenarios[0]?.timings["GPU up → backlog drained"];
   if (t === null || t === undefined) return undefined;
   // Either shape: wall ms alone (older runs) or wall and simulated.
@@ -249,7 +260,9 @@ async function main() {
   console.log("\nAWS calls per message");
   for (const x of results.awsCalls) console.log(`  ${x.scenario.padEnd(58)} ${x.calls} calls, ${x.perMessage.toFixed(2)}/msg`);
   const t = results.throughput;
-  console.log(`\nwindow handler throughput: ${t.messages} msgs in ${t.seconds.toFixed(2)} s = ${t.messagesPerSecond.toFixed(0)} msg/s (batches of 10, POST to 127.0.0.1, mocked AWS), rss ${t.rssMiB.toFixed(0)} MiB`);
+  console.log(
+    `\nwindow handler throughput: ${t.messages} msgs in ${t.seconds.toFixed(2)} s = ${t.messagesPerSecond.toFixed(0)} msg/s (batches of 10, POST to 127.0.0.1, mocked AWS), rss ${t.rssMiB.toFixed(0)} MiB`,
+  );
   console.log(`offline plan wall time (median of 3): dev ${results.planWallMs.dev} ms, prod ${results.planWallMs.prod} ms`);
   const p = results.parkCost;
   console.log("\nAWS calls per parked DLQ message per minute of waiting (a return = the poller's receive + the handler's calls, shared by the batch)");
@@ -262,7 +275,9 @@ async function main() {
   console.log("  before this change (issue 15, one message per invocation, 20 s boot park): booting 15.00, capacity 3.00, cannot start 0.40");
   console.log("  steady state (GPU up, no backlog): nothing parks, 0");
   const d = results.drain;
-  console.log(`\nGPU serving → parked backlog drained (local run, ingest-gpu-outage at speed 60): ${d ? `${(d.wallMs / 1000).toFixed(1)} s wall = ${d.simulatedSeconds.toFixed(0)} simulated s` : "not reached"}`);
+  console.log(
+    `\nGPU serving → parked backlog drained (local run, ingest-gpu-outage at speed 60): ${d ? `${(d.wallMs / 1000).toFixed(1)} s wall = ${d.simulatedSeconds.toFixed(0)} simulated s` : "not reached"}`,
+  );
   console.log("  before issue 15: 14.3 s wall ≈ 860 simulated s (every park 900 s; window retries after the 180 s visibility timeout)");
   console.log("  issue 15's first version (one message per invocation, 20 s boot park): 83–111 simulated s");
   console.log("\nwritten to .bench/results.json");

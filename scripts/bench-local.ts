@@ -40,7 +40,12 @@ async function invocations(functions: LocalFunction[], awsEnv: Record<string, st
       warm.push(again.durationMs);
       await host.close();
     }
-    rows.push({ function: fn.logicalName, bundleKiB: +(fs.statSync(fn.codePath).size / 1024).toFixed(1), coldMs: Math.round(median(cold)), warmMs: +median(warm).toFixed(1) });
+    rows.push({
+      function: fn.logicalName,
+      bundleKiB: +(fs.statSync(fn.codePath).size / 1024).toFixed(1),
+      coldMs: Math.round(median(cold)),
+      warmMs: +median(warm).toFixed(1),
+    });
   }
   return rows;
 }
@@ -50,7 +55,9 @@ async function throughput(label: string, sqs: SQSClient, awsEnv: Record<string, 
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: "30" } }));
   const url = QueueUrl ?? "";
   for (let i = 0; i < MESSAGES; i += 10) {
-    await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: 10 }, (_, j) => ({ Id: String(j), MessageBody: `m${i + j}` })) }));
+    await sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: 10 }, (_, j) => ({ Id: String(j), MessageBody: `m${i + j}` })) }),
+    );
   }
   const fn: LocalFunction = {
     urn: "urn:bench",
@@ -80,7 +87,9 @@ async function throughput(label: string, sqs: SQSClient, awsEnv: Record<string, 
   const start = process.hrtime.bigint();
   source.start();
   for (;;) {
-    const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
+    const a = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+    );
     if (Number(a.Attributes?.ApproximateNumberOfMessages) + Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible) === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -88,7 +97,14 @@ async function throughput(label: string, sqs: SQSClient, awsEnv: Record<string, 
   const stats = source.stats();
   await source.stop();
   await host.close();
-  return { path: label, messages: MESSAGES, seconds: +seconds.toFixed(2), messagesPerSecond: Math.round(MESSAGES / seconds), invocations: stats.invocations, messagesPerInvocation: +(stats.received / Math.max(1, stats.invocations)).toFixed(1) };
+  return {
+    path: label,
+    messages: MESSAGES,
+    seconds: +seconds.toFixed(2),
+    messagesPerSecond: Math.round(MESSAGES / seconds),
+    invocations: stats.invocations,
+    messagesPerInvocation: +(stats.received / Math.max(1, stats.invocations)).toFixed(1),
+  };
 }
 
 async function proxyCost(direct: SQSClient, proxied: SQSClient) {

@@ -9,7 +9,20 @@ import { POOL_ENTRIES } from "../infra/parts/pool";
 import { claimInstance, type ClaimRequest } from "../functions/pool/claim";
 import { pickup } from "../functions/pool/pickup";
 import { refillClass } from "../functions/pool/refill-class";
-import { advert, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../test/functions/helpers/pool-fakes";
+import {
+  advert,
+  FakeClaimTable,
+  FakeClock,
+  FakeEc2,
+  type FakeEc2Instance,
+  FakePoolQueue,
+  GPU_SMALL,
+  POOL_TAG,
+  poolTags,
+  QUEUE_URL,
+  TABLE,
+  telemetry,
+} from "../test/functions/helpers/pool-fakes";
 
 interface Row {
   what: string;
@@ -52,16 +65,37 @@ async function pickupCalls(): Promise<void> {
     for (let i = 0; i < unsuitableFirst; i += 1) w.queue.push(advert({ instance_type: "g6.xlarge" }));
     w.queue.push(advert());
     const before = w.calls();
-    const r = await pickup(w.deps, { queueUrl: QUEUE_URL, resourceClass: GPU_SMALL, requirements: { allowedInstanceTypes: ["g5.xlarge"] }, requeueDelaySeconds: 5, tolerance: 5, deadline: w.clock.now + 1000 });
+    const r = await pickup(w.deps, {
+      queueUrl: QUEUE_URL,
+      resourceClass: GPU_SMALL,
+      requirements: { allowedInstanceTypes: ["g5.xlarge"] },
+      requeueDelaySeconds: 5,
+      tolerance: 5,
+      deadline: w.clock.now + 1000,
+    });
     if (r.kind !== "suitable") throw new Error("bench pickup found nothing");
     row(`AWS calls per successful pickup (${unsuitableFirst} unsuitable first)`, w.calls() - before);
   }
   const empty = claimWorld([]);
-  await pickup(empty.deps, { queueUrl: QUEUE_URL, resourceClass: GPU_SMALL, requirements: {}, requeueDelaySeconds: 5, tolerance: 5, deadline: empty.clock.now + 1000 });
+  await pickup(empty.deps, {
+    queueUrl: QUEUE_URL,
+    resourceClass: GPU_SMALL,
+    requirements: {},
+    requeueDelaySeconds: 5,
+    tolerance: 5,
+    deadline: empty.clock.now + 1000,
+  });
   row("AWS calls per pickup of an empty pool (global exhaustion)", empty.calls());
   const lone = claimWorld([]);
   lone.queue.push(advert({ instance_type: "g6.xlarge" }));
-  await pickup(lone.deps, { queueUrl: QUEUE_URL, resourceClass: GPU_SMALL, requirements: { allowedInstanceTypes: ["g5.xlarge"] }, requeueDelaySeconds: 0, tolerance: 5, deadline: lone.clock.now + 1000 });
+  await pickup(lone.deps, {
+    queueUrl: QUEUE_URL,
+    resourceClass: GPU_SMALL,
+    requirements: { allowedInstanceTypes: ["g5.xlarge"] },
+    requeueDelaySeconds: 0,
+    tolerance: 5,
+    deadline: lone.clock.now + 1000,
+  });
   row("AWS calls per pickup ending in local exhaustion (tolerance 5)", lone.calls());
 }
 
@@ -98,7 +132,11 @@ async function refillCalls(): Promise<void> {
   for (const [title, instances, size] of [
     ["empty class, size 3", [] as FakeEc2Instance[], 3],
     ["full class, size 3 (re-advertise only)", [0, 1, 2].map((i) => ({ id: `i-00000000000000f0${i}`, state: "running", tags: poolTags() })), 3],
-    ["full class, size 25 (re-advertise only)", Array.from({ length: 25 }, (_, i) => ({ id: `i-0000000000000${(0xf00 + i).toString(16)}`, state: "running", tags: poolTags() })), 25],
+    [
+      "full class, size 25 (re-advertise only)",
+      Array.from({ length: 25 }, (_, i) => ({ id: `i-0000000000000${(0xf00 + i).toString(16)}`, state: "running", tags: poolTags() })),
+      25,
+    ],
   ] as const) {
     const ec2 = new FakeEc2([...instances]);
     const table = new FakeClaimTable();
@@ -108,7 +146,15 @@ async function refillCalls(): Promise<void> {
       dynamodb: table.dynamodb,
       sqs: queue.sqs,
       clock: Date.now,
-      config: { classes: [], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: QUEUE_URL },
+      config: {
+        classes: [],
+        claimTableName: TABLE,
+        poolTag: POOL_TAG,
+        poolTagKey: "encache:pool",
+        poolClassTagKey: "encache:pool-class",
+        leaseSeconds: 60,
+        quarantineQueueUrl: QUEUE_URL,
+      },
       ...telemetry(),
     };
     await refillClass(deps, { ...GPU_SMALL, queueUrl: QUEUE_URL, launchTemplateId: "lt-1", size }, "run");
@@ -125,7 +171,14 @@ async function throughput(): Promise<void> {
   const t0 = process.hrtime.bigint();
   let found = 0;
   while (found < n / 2) {
-    const r = await pickup(w.deps, { queueUrl: QUEUE_URL, resourceClass: GPU_SMALL, requirements: { allowedInstanceTypes: ["g5.xlarge"] }, requeueDelaySeconds: 0, tolerance: 5, deadline: w.clock.now + 1000 });
+    const r = await pickup(w.deps, {
+      queueUrl: QUEUE_URL,
+      resourceClass: GPU_SMALL,
+      requirements: { allowedInstanceTypes: ["g5.xlarge"] },
+      requeueDelaySeconds: 0,
+      tolerance: 5,
+      deadline: w.clock.now + 1000,
+    });
     if (r.kind !== "suitable") break;
     found += 1;
   }

@@ -29,7 +29,12 @@ const scenarios: Scenario[] = [
   { name: "10 valid, room for all", config: { maxConcurrentTasks: 20 }, running: 0, bodies: () => valid(10) },
   { name: "10 valid, room for 3 (7 deferred)", config: { maxConcurrentTasks: 5 }, running: 2, bodies: () => valid(10) },
   { name: "10 valid, lease busy (all deferred)", config: { maxConcurrentTasks: 20 }, running: 0, leaseBusy: true, bodies: () => valid(10) },
-  { name: "8 valid + 2 malformed (quarantined)", config: { maxConcurrentTasks: 20 }, running: 0, bodies: () => [...valid(8), "{", JSON.stringify({ model_name: "M" })] },
+  {
+    name: "8 valid + 2 malformed (quarantined)",
+    config: { maxConcurrentTasks: 20 },
+    running: 0,
+    bodies: () => [...valid(8), "{", JSON.stringify({ model_name: "M" })],
+  },
 ];
 
 function harness(s: Scenario) {

@@ -8,7 +8,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
-import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { bundleFunction, REPO_ROOT } from "../infra/bundle";
 import { MotoServer } from "../local/aws/moto";
 import { buildHandlers, type HandlerRegistry } from "../functions/worker/handlers";
@@ -57,7 +65,10 @@ async function throughput(sqs: SQSClient, concurrency: number, kind: "in-process
     await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
-        Entries: Array.from({ length: 10 }, (_, j) => ({ Id: String(j), MessageBody: JSON.stringify({ job_id: `j${i + j}`, type: "work", payload: { i: i + j }, estimated_seconds: 30 }) })),
+        Entries: Array.from({ length: 10 }, (_, j) => ({
+          Id: String(j),
+          MessageBody: JSON.stringify({ job_id: `j${i + j}`, type: "work", payload: { i: i + j }, estimated_seconds: 30 }),
+        })),
       }),
     );
   }
@@ -108,7 +119,12 @@ async function main(): Promise<void> {
   console.log("worker bundle (dist/worker-image/worker.js)");
   console.log(`  ${kib(bundle.bytes)} raw, ${kib(gzip)} gzip`);
   console.log("SQS calls per job, success path (receives that returned jobs; a receive asks for the free slots)");
-  for (const [label, c] of Object.entries(calls)) console.log(`  ${label.padEnd(4)} ${Object.entries(c).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`);
+  for (const [label, c] of Object.entries(calls))
+    console.log(
+      `  ${label.padEnd(4)} ${Object.entries(c)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(", ")}`,
+    );
   console.log(`throughput on moto, ${MESSAGES} queued jobs, messages per second`);
   console.log(`  ${"handler".padEnd(38)} ${"N = 1".padEnd(8)} N = 4`);
   for (const kind of ["in-process", "executable"]) {
@@ -117,7 +133,10 @@ async function main(): Promise<void> {
     console.log(`  ${label.padEnd(38)} ${r(1).padEnd(8)} ${r(4)}`);
   }
   fs.mkdirSync(path.join(REPO_ROOT, ".bench"), { recursive: true });
-  fs.writeFileSync(path.join(REPO_ROOT, ".bench/worker.json"), JSON.stringify({ bundle: { bytes: bundle.bytes, gzipBytes: gzip }, callsPerJob: calls, throughput: rates }, null, 2));
+  fs.writeFileSync(
+    path.join(REPO_ROOT, ".bench/worker.json"),
+    JSON.stringify({ bundle: { bytes: bundle.bytes, gzipBytes: gzip }, callsPerJob: calls, throughput: rates }, null, 2),
+  );
 }
 
 main().then(

@@ -61,7 +61,10 @@ async function main(): Promise<number> {
     console.log(`mutate: ${part} scored ${score.score.toFixed(1)} % (${score.coveredScore.toFixed(1)} % on covered code)`);
     for (const { entry, found, expected } of misplaced) {
       failed = true;
-      const where = found === 0 ? "no longer has that code (or it sits inside another listed equivalent)" : `has it in ${found} places, the entry says ${expected}: review the new places, then set "places"`;
+      const where =
+        found === 0
+          ? "no longer has that code (or it sits inside another listed equivalent)"
+          : `has it in ${found} places, the entry says ${expected}: review the new places, then set "places"`;
       console.error(`mutate: equivalent \`${entry.code}\` in stryker/equivalent-mutants/${part}.json: ${entry.file} ${where}`);
     }
   }

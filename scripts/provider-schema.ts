@@ -14,4 +14,6 @@ const out = path.join(root, "policy/testing/provider-schema.json");
 const schema = providerSchema(path.join(root, "node_modules"));
 fs.writeFileSync(out, `${JSON.stringify(schema, null, 2)}\n`);
 const attrs = Object.values(schema.types).reduce((n, t) => n + t.computed.length + t.optionalComputed.length, 0);
-process.stdout.write(`${path.relative(root, out)}: ${Object.keys(schema.types).length} types, ${attrs} computed attributes (top level), from ${schema.source.package} ${schema.source.version}\n`);
+process.stdout.write(
+  `${path.relative(root, out)}: ${Object.keys(schema.types).length} types, ${attrs} computed attributes (top level), from ${schema.source.package} ${schema.source.version}\n`,
+);

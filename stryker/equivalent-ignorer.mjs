@@ -25,7 +25,10 @@ export const LISTINGS = path.join(ROOT, "stryker/equivalent-mutants");
 
 /** Every listing's entries, in file order. @returns {Entry[]} */
 export function readEntries(dir = LISTINGS) {
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   return files.flatMap((name) => {
     const file = path.join(dir, name);
     const parsed = JSON.parse(fs.readFileSync(file, "utf8"));

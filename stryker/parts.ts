@@ -65,10 +65,7 @@ export function scoreOf(statuses: readonly MutantStatus[]): PartScore {
 
 /** The table `npm run mutate` prints at the end, in the shape of the issue's. */
 export function scoreTable(rows: ReadonlyArray<{ part: Part; score: PartScore }>): string {
-  const lines = [
-    "| part | mutants | mutation score | on covered code | ignored (equivalent) | threshold | |",
-    "|---|---:|---:|---:|---:|---:|---|",
-  ];
+  const lines = ["| part | mutants | mutation score | on covered code | ignored (equivalent) | threshold | |", "|---|---:|---:|---:|---:|---:|---|"];
   for (const { part, score } of rows) {
     const ok = score.score >= THRESHOLDS[part];
     lines.push(

@@ -32,7 +32,6 @@ export const REPORT_PENDING = "pending";
 
 const DAY_SECONDS = 86_400;
 
-
 /** Epoch seconds at which DynamoDB may expire the record: completion + retention. */
 export function expiresAt(completedAt: string, retentionDays: number): number {
   return Math.floor(Date.parse(completedAt) / 1000) + retentionDays * DAY_SECONDS;
@@ -230,7 +229,13 @@ export async function claimCompletionReport(
  * still standing): a later delivery then never takes the claim over. Re-sent like the claim; a
  * lost answer re-sent meets its own value, which the condition allows.
  */
-export async function markReported(dynamodb: DynamoDBClient, table: string, jobId: string, writer: CompletionWriter, retry: ResendPolicy = DEFAULT_RESEND): Promise<void> {
+export async function markReported(
+  dynamodb: DynamoDBClient,
+  table: string,
+  jobId: string,
+  writer: CompletionWriter,
+  retry: ResendPolicy = DEFAULT_RESEND,
+): Promise<void> {
   const me = claimantOf(writer);
   await withResends(
     () =>

@@ -26,7 +26,6 @@ export interface TerminationHandlerDeps extends FleetTelemetry {
   now?: () => number;
 }
 
-
 /**
  * The `Error` dimension of `JobFailure`. Free-text errors would make every distinct message a
  * billed custom metric, so the dimension is a bounded class: `timeout`, `interrupted`, or
@@ -86,7 +85,14 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       const ids = { message_id: record.messageId, job_id: message.job_id, instance_id: message.instance_id };
       const retry = deps.completionRetry ?? DEFAULT_RESEND;
       const attempt = newAttemptToken();
-      const outcome = await markJobComplete(deps.dynamodb, deps.config.jobsTable, message, deps.config.retentionDays, { messageId: record.messageId, attempt }, retry);
+      const outcome = await markJobComplete(
+        deps.dynamodb,
+        deps.config.jobsTable,
+        message,
+        deps.config.retentionDays,
+        { messageId: record.messageId, attempt },
+        retry,
+      );
       const reported = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry);
       await deleteRunnerConfig(deps, message.instance_id, record.messageId);
       logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: !reported });
@@ -155,6 +161,10 @@ async function reportCompletion(
     return true;
   }
   // Another delivery (a concurrent copy of the message, or another message for the job) claimed the report first, and makes it.
-  logStep(deps.logger, "info", "job_completion_reported_elsewhere", { ...ids, completed_here: outcome.kind === "completed", reported_by: claim.state.by ?? null });
+  logStep(deps.logger, "info", "job_completion_reported_elsewhere", {
+    ...ids,
+    completed_here: outcome.kind === "completed",
+    reported_by: claim.state.by ?? null,
+  });
   return false;
 }

@@ -23,12 +23,7 @@ export function gpuServiceUrlFor(config: { servicePort: number; servicePath: str
  * Sends one validated window to the running GPU. Shared by the window and DLQ consumers so a
  * redelivered message is processed exactly like a fresh one. Throws so the record is retried.
  */
-export async function deliverWindow(
-  deps: DeliverWindowDeps,
-  record: SQSRecord,
-  payload: WindowPayload,
-  gpu: GpuAddress,
-): Promise<void> {
+export async function deliverWindow(deps: DeliverWindowDeps, record: SQSRecord, payload: WindowPayload, gpu: GpuAddress): Promise<void> {
   try {
     await postWindowToGpu(deps.fetch, deps.gpuServiceUrl(gpu.privateIp), payload, deps.config.requestTimeoutMs);
   } catch (error) {

@@ -43,13 +43,14 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
     const cached = serving !== undefined && now() < serving.until ? serving.address : undefined;
     // A failed check counts as "unavailable": this queue's job is to hold messages until the
     // GPU is back, so parking is the safe answer.
-    const gpuLookup = once((): Promise<{ address: GpuAddress | null; seen: GpuObservation | undefined }> =>
-      cached
-        ? Promise.resolve({ address: cached, seen: undefined as GpuObservation | undefined })
-        : lookupGpu(deps).catch((error: unknown) => {
-            logStep(deps.logger, "warn", "gpu_availability_check_failed", { error: errorMessage(error) });
-            return { address: null, seen: undefined as GpuObservation | undefined };
-          }),
+    const gpuLookup = once(
+      (): Promise<{ address: GpuAddress | null; seen: GpuObservation | undefined }> =>
+        cached
+          ? Promise.resolve({ address: cached, seen: undefined as GpuObservation | undefined })
+          : lookupGpu(deps).catch((error: unknown) => {
+              logStep(deps.logger, "warn", "gpu_availability_check_failed", { error: errorMessage(error) });
+              return { address: null, seen: undefined as GpuObservation | undefined };
+            }),
     );
     const runningGpu = async () => (await gpuLookup()).address;
     // The start attempt reuses what the availability check read; after a failed check it reads afresh.

@@ -13,12 +13,7 @@ export class GpuRequestError extends Error {
 }
 
 /** Resolves on a 2xx reply; rejects on non-2xx, network errors and on timeout (TimeoutError). */
-export async function postWindowToGpu(
-  fetchFn: FetchFn,
-  url: string,
-  payload: WindowPayload,
-  timeoutMs: number,
-): Promise<void> {
+export async function postWindowToGpu(fetchFn: FetchFn, url: string, payload: WindowPayload, timeoutMs: number): Promise<void> {
   const response = await fetchFn(url, {
     method: "POST",
     headers: { "content-type": "application/json", "idempotency-key": windowKey(payload) },

@@ -1,10 +1,4 @@
-import {
-  DescribeInstancesCommand,
-  type EC2Client,
-  type Instance,
-  paginateDescribeInstances,
-  StartInstancesCommand,
-} from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, type EC2Client, type Instance, paginateDescribeInstances, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
 import { instancesOf } from "../shared/ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
@@ -154,7 +148,10 @@ export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): P
     } catch (error) {
       const refused = startRefusal(error);
       if (!refused) throw error;
-      logStep(deps.logger, refused === "stopping" ? "info" : "warn", `gpu_autostart_${refused}`, { instance_id: candidate.instanceId, error: errorMessage(error) });
+      logStep(deps.logger, refused === "stopping" ? "info" : "warn", `gpu_autostart_${refused}`, {
+        instance_id: candidate.instanceId,
+        error: errorMessage(error),
+      });
       return refused;
     }
     logStep(deps.logger, "info", "gpu_autostart_attempted", {

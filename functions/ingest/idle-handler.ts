@@ -66,7 +66,12 @@ async function check(deps: IdleHandlerDeps, nowMs: number): Promise<void> {
   }
   const out = await deps.ec2.send(new StopInstancesCommand({ InstanceIds: [instance.InstanceId] }));
   const previous = out.StoppingInstances?.[0]?.PreviousState?.Name;
-  logStep(deps.logger, "info", "gpu_idle_stopped", { instance_id: instance.InstanceId, previous_state: previous ?? "unknown", idle_seconds: Math.round(decision.idleSeconds), basis: decision.basis });
+  logStep(deps.logger, "info", "gpu_idle_stopped", {
+    instance_id: instance.InstanceId,
+    previous_state: previous ?? "unknown",
+    idle_seconds: Math.round(decision.idleSeconds),
+    basis: decision.basis,
+  });
   // Counted once per real stop: a duplicate tick finds it stopping and is not a second stop.
   if (previous === "running") countOne(deps.metrics, "GpuStopped");
 }
@@ -94,7 +99,8 @@ async function serviceStatus(deps: IdleHandlerDeps, instance: Instance): Promise
   try {
     const res = await deps.fetch(url, { method: "GET", signal: AbortSignal.timeout(deps.config.requestTimeoutMs) });
     const body = (await res.json()) as Partial<GpuStatus>;
-    if (!res.ok || typeof body.active !== "number" || typeof body.idleSeconds !== "number") throw new Error(`status ${res.status}: ${JSON.stringify(body).slice(0, 200)}`);
+    if (!res.ok || typeof body.active !== "number" || typeof body.idleSeconds !== "number")
+      throw new Error(`status ${res.status}: ${JSON.stringify(body).slice(0, 200)}`);
     return { active: body.active, idleSeconds: body.idleSeconds };
   } catch (error) {
     logStep(deps.logger, "warn", "gpu_status_unavailable", { instance_id: instance.InstanceId, error: errorMessage(error) });

@@ -30,8 +30,6 @@ export function parseWindowPayload(body: string): PayloadParseResult {
   }
   const result = WindowPayloadSchema.safeParse(json);
   if (result.success) return { ok: true, payload: result.data };
-  const reason = result.error.issues
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
-    .join("; ");
+  const reason = result.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`).join("; ");
   return { ok: false, reason: `schema: ${reason}` };
 }

@@ -27,7 +27,6 @@ export interface WindowHandlerDeps {
   now?: () => number;
 }
 
-
 export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
   return async (event, context) => {
     // One lookup per batch; if it fails, every valid record fails with it and is retried.
@@ -84,7 +83,11 @@ export function createWindowHandler(deps: WindowHandlerDeps): SqsBatchHandler {
  */
 async function bringBackSoon(deps: WindowHandlerDeps, soon: Array<{ record: SQSRecord; reason: string }>): Promise<void> {
   const seconds = deps.config.retrySeconds;
-  const failed = await changeVisibilityInBatches(deps.sqs, deps.config.ingestQueueUrl, soon.map(({ record }) => ({ record, seconds })));
+  const failed = await changeVisibilityInBatches(
+    deps.sqs,
+    deps.config.ingestQueueUrl,
+    soon.map(({ record }) => ({ record, seconds })),
+  );
   for (const { record, reason } of soon) {
     const error = failed.get(record.messageId);
     if (error === undefined) logStep(deps.logger, "info", "window_retry_soon", { message_id: record.messageId, retry_seconds: seconds, reason });

@@ -1,10 +1,8 @@
 import { z } from "zod";
 import { INSTANCE_TYPE_PATTERN } from "../shared/patterns";
 
-
 export const USAGE_CLASSES = ["on-demand", "spot"] as const;
 export type UsageClass = (typeof USAGE_CLASSES)[number];
-
 
 /**
  * An idle warm instance's advert, one SQS message on its resource class's pool queue.

@@ -76,9 +76,7 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
 
   while (deps.clock() < request.deadline) {
     cycles += 1;
-    const received = await deps.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: request.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 0 }),
-    );
+    const received = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: request.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 0 }));
     const message = received.Messages?.[0];
     if (!message) {
       logStep(logger, "info", "pool_exhausted", { scope: "global", resource_class: request.resourceClass.name, cycles });

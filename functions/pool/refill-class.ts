@@ -20,9 +20,7 @@ export interface RefillDeps {
   metrics: MetricsSink;
 }
 
-export type RefillOutcome =
-  | { kind: "lease_held" }
-  | { kind: "refilled"; liveUnclaimed: number; started: string[]; launched: string[]; advertised: number };
+export type RefillOutcome = { kind: "lease_held" } | { kind: "refilled"; liveUnclaimed: number; started: string[]; launched: string[]; advertised: number };
 
 /** The claim-table key of a class's refill lease; instance ids start with `i-`, so it never collides. */
 export function leaseKey(resourceClass: string): string {
@@ -136,7 +134,11 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
   }
   try {
     const instances = await poolInstances(deps, cls);
-    const claimed = await claimedIds(deps, instances.map((i) => i.id), nowSeconds);
+    const claimed = await claimedIds(
+      deps,
+      instances.map((i) => i.id),
+      nowSeconds,
+    );
     const idle = instances.filter((i) => !claimed.has(i.id));
     const live = idle.filter((i) => LIVE.has(i.state));
     const stopped = idle.filter((i) => i.state === "stopped");
@@ -227,7 +229,9 @@ async function advertise(deps: RefillDeps, cls: PoolClassConfig, instances: Pool
     const failed = out.Failed ?? [];
     for (let k = 0; k < chunk.length - failed.length; k += 1) countOne(deps.metrics, "AdvertsPublished");
     if (failed.length > 0) {
-      throw new Error(`SendMessageBatch rejected ${failed.length} advert(s) of ${cls.name}: ${failed.map((f) => `${f.Code} ${f.Message ?? ""}`.trim()).join("; ")}`);
+      throw new Error(
+        `SendMessageBatch rejected ${failed.length} advert(s) of ${cls.name}: ${failed.map((f) => `${f.Code} ${f.Message ?? ""}`.trim()).join("; ")}`,
+      );
     }
   }
 }

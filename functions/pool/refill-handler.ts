@@ -8,7 +8,6 @@ import { parseRefillMessage } from "./refill-message";
 /** The handler needs exactly what refilling one class needs. */
 export type RefillHandlerDeps = RefillDeps;
 
-
 /**
  * The pool-refill consumer: one scheduled message per class. A malformed message, or one
  * naming a class this stack does not have, is quarantined to the refill DLQ; a failed run is

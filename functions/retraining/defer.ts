@@ -1,4 +1,10 @@
-import { type MessageAttributeValue, SendMessageBatchCommand, type SendMessageBatchRequestEntry, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  type MessageAttributeValue,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import type { SQSMessageAttributes, SQSRecord } from "aws-lambda";
 import { errorMessage } from "../shared/logger";
 import { reasonAttribute } from "../shared/quarantine";

@@ -38,7 +38,6 @@ export interface LauncherDeps {
 /** Time assumed left when invoked without a Lambda context (local runs): the original system's 30 s timeout. */
 export const DEFAULT_REMAINING_MS = 30_000;
 
-
 /** The original system's four metrics plus deferrals (namespace suffix RetrainingPipeline, dimension Environment). */
 export const METRICS = {
   received: "SQSMessagesReceived",
@@ -254,7 +253,13 @@ class LauncherBatch {
       const since = new Date(claim.firstClaimedAt).toISOString();
       logStep(deps.logger, "error", "launch_outcome_unknown", { ...fields, first_claimed_at: since });
       // A task may exist that ECS no longer ties to the clientToken: an operator decides, with the reason in the DLQ.
-      await quarantine(deps.sqs, deps.config.quarantineQueueUrl, job.record, `launch_outcome_unknown: claimed at ${since}, beyond the RunTask clientToken window`, deps);
+      await quarantine(
+        deps.sqs,
+        deps.config.quarantineQueueUrl,
+        job.record,
+        `launch_outcome_unknown: claimed at ${since}, beyond the RunTask clientToken window`,
+        deps,
+      );
     }
     return false;
   }
@@ -321,7 +326,13 @@ class LauncherBatch {
     const fields = { origin_message_id: job.messageId, model_name: job.message.modelName, task_arn: taskArn };
     let result;
     try {
-      result = await completeIntent(deps.db, deps.config.intentTable, { originMessageId: job.messageId, attempt, taskArn, nowMs, retentionSeconds: deps.config.intentRetentionSeconds });
+      result = await completeIntent(deps.db, deps.config.intentTable, {
+        originMessageId: job.messageId,
+        attempt,
+        taskArn,
+        nowMs,
+        retentionSeconds: deps.config.intentRetentionSeconds,
+      });
     } catch (error) {
       logStep(deps.logger, "error", "launch_intent_complete_failed", { ...fields, error: errorMessage(error) });
       throw error;
@@ -344,7 +355,8 @@ class LauncherBatch {
       logStep(deps.logger, first ? "error" : "warn", step, { message_id: messageId, model_name: modelName, task_arn: taskArn, error: errorMessage(error) });
       throw error;
     }
-    if (result.kind === "superseded") logStep(deps.logger, "info", "state_superseded", { model_name: modelName, task_arn: taskArn, job_id: jobId, newer_message_id: result.by });
+    if (result.kind === "superseded")
+      logStep(deps.logger, "info", "state_superseded", { model_name: modelName, task_arn: taskArn, job_id: jobId, newer_message_id: result.by });
     else if (first) logStep(deps.logger, "info", "state_recorded", { model_name: modelName, task_arn: taskArn, job_id: jobId });
   }
 

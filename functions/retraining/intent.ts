@@ -165,7 +165,13 @@ export async function completeIntent(db: DynamoDBDocumentClient, table: string, 
       UpdateExpression: "SET #status = :launched, task_arn = :task_arn, launched_at = :now, expires_at = :ttl REMOVE in_progress_until",
       ConditionExpression: "#attempt = :me",
       ExpressionAttributeNames: { "#status": "status", "#attempt": "attempt" },
-      ExpressionAttributeValues: { ":launched": "launched", ":task_arn": c.taskArn, ":now": c.nowMs, ":ttl": ttl(c.nowMs, c.retentionSeconds), ":me": c.attempt },
+      ExpressionAttributeValues: {
+        ":launched": "launched",
+        ":task_arn": c.taskArn,
+        ":now": c.nowMs,
+        ":ttl": ttl(c.nowMs, c.retentionSeconds),
+        ":me": c.attempt,
+      },
     }),
   );
   if (outcome.applied || outcome.old?.attempt === c.attempt) return { kind: "completed" };
@@ -180,7 +186,11 @@ export async function completeIntent(db: DynamoDBDocumentClient, table: string, 
  * attempt: a claim another attempt took over is theirs. A lost response needs no resolution
  * here: a retry that finds the item gone or already released leaves it as this attempt meant.
  */
-export async function releaseIntent(db: DynamoDBDocumentClient, table: string, r: { originMessageId: string; attempt: string; definite: boolean }): Promise<void> {
+export async function releaseIntent(
+  db: DynamoDBDocumentClient,
+  table: string,
+  r: { originMessageId: string; attempt: string; definite: boolean },
+): Promise<void> {
   const key = { [INTENT_KEY]: r.originMessageId };
   const mine = { ConditionExpression: "#attempt = :me AND #status = :in_progress", ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" } };
   const values = { ":me": r.attempt, ":in_progress": "in_progress" };
@@ -188,7 +198,13 @@ export async function releaseIntent(db: DynamoDBDocumentClient, table: string, r
     db,
     r.definite
       ? new DeleteCommand({ TableName: table, Key: key, ...mine, ExpressionAttributeValues: values })
-      : new UpdateCommand({ TableName: table, Key: key, UpdateExpression: "SET in_progress_until = :zero", ...mine, ExpressionAttributeValues: { ...values, ":zero": 0 } }),
+      : new UpdateCommand({
+          TableName: table,
+          Key: key,
+          UpdateExpression: "SET in_progress_until = :zero",
+          ...mine,
+          ExpressionAttributeValues: { ...values, ":zero": 0 },
+        }),
   );
 }
 

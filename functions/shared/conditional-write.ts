@@ -27,7 +27,9 @@ export function conditionFailureItem(error: ConditionFailure): Record<string, At
 /* The DocumentClient flavour, for callers that read and write plain JS items. */
 
 /** What a conditional write found: it applied, or its condition failed against `old` (undefined: no item). */
-export type ConditionalOutcome = { applied: true; attributes: Record<string, unknown> | undefined } | { applied: false; old: Record<string, unknown> | undefined };
+export type ConditionalOutcome =
+  | { applied: true; attributes: Record<string, unknown> | undefined }
+  | { applied: false; old: Record<string, unknown> | undefined };
 
 type ConditionalCommand = PutCommand | UpdateCommand | DeleteCommand;
 

@@ -123,7 +123,12 @@ export function envFlag(name: string): EnvField<boolean> {
 export function envList(name: string): EnvField<string[]> {
   return {
     name,
-    parse: z.string().transform((s) => s.split(",").map((x) => x.trim()).filter((x) => x.length > 0)),
+    parse: z.string().transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x.length > 0),
+    ),
     format: (v) => v.join(","),
   };
 }

@@ -30,13 +30,7 @@ export function reasonAttribute(reason: string): string {
  * retried forever yet is not lost. Resolving means the caller may acknowledge the record;
  * if SendMessage fails this throws, and the record must be reported as a batch item failure.
  */
-export async function quarantine(
-  sqs: SQSClient,
-  queueUrl: string,
-  record: SQSRecord,
-  rawReason: string,
-  telemetry: Telemetry,
-): Promise<void> {
+export async function quarantine(sqs: SQSClient, queueUrl: string, record: SQSRecord, rawReason: string, telemetry: Telemetry): Promise<void> {
   const reason = reasonAttribute(rawReason);
   await sqs.send(
     new SendMessageCommand({

@@ -12,11 +12,7 @@ export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
  * batchItemFailures. A full-batch failure is reported the same way instead of throwing, so the
  * event source mapping retries exactly the failed items and the Lambda does not count as errored.
  */
-export async function processSqsBatch(
-  event: SQSEvent,
-  recordHandler: SqsRecordHandler,
-  context?: Context,
-): Promise<SQSBatchResponse> {
+export async function processSqsBatch(event: SQSEvent, recordHandler: SqsRecordHandler, context?: Context): Promise<SQSBatchResponse> {
   // A processor per invocation: it holds per-batch state, and tests invoke handlers concurrently.
   const processor = new BatchProcessor(EventType.SQS);
   return processPartialResponse(event, recordHandler, processor, {

@@ -41,7 +41,10 @@ export async function runExecutable(executable: Executable, ctx: JobContext, scr
         signal: ctx.signal,
         killSignal: "SIGKILL",
       });
-      for (const [stream, readable] of [["stdout", child.stdout], ["stderr", child.stderr]] as const) {
+      for (const [stream, readable] of [
+        ["stdout", child.stdout],
+        ["stderr", child.stderr],
+      ] as const) {
         createInterface({ input: readable }).on("line", (line) => {
           logStep(ctx.logger, stream === "stderr" ? "warn" : "info", "job_output", {
             job_id: ctx.job.job_id,

@@ -4,7 +4,6 @@ import type { JobHandler } from "./job";
 
 export type { JobContext, JobHandler } from "./job";
 
-
 export type HandlerRegistry = ReadonlyMap<string, JobHandler>;
 
 /**

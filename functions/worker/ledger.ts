@@ -181,7 +181,9 @@ export type Renewed =
   | { kind: "completed"; receiptHandle: string }
   | { kind: "lost"; holder: string | undefined; state: JobState | undefined };
 
-export type Completed = { kind: "completed"; receiptHandle: string; recovered: boolean } | { kind: "refused"; holder: string | undefined; state: JobState | undefined };
+export type Completed =
+  | { kind: "completed"; receiptHandle: string; recovered: boolean }
+  | { kind: "refused"; holder: string | undefined; state: JobState | undefined };
 
 export interface JobLedgerOptions {
   store: LedgerStore;
@@ -249,7 +251,13 @@ export class JobLedger {
     try {
       await this.o.store.write({
         jobKey,
-        condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: token }] },
+        condition: {
+          op: "and",
+          of: [
+            { op: "eq", attr: "state", value: "running" },
+            { op: "eq", attr: "lease_token", value: token },
+          ],
+        },
         set: { lease_expires_at: 0 },
       });
     } catch {
@@ -267,7 +275,13 @@ export class JobLedger {
           op: "or",
           of: [
             { op: "absent" },
-            { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "lt", attr: "lease_expires_at", value: now }] },
+            {
+              op: "and",
+              of: [
+                { op: "eq", attr: "state", value: "running" },
+                { op: "lt", attr: "lease_expires_at", value: now },
+              ],
+            },
           ],
         },
         set: { state: "running", holder, lease_token: token, lease_expires_at: now + this.o.leaseMs, receipt_handle: receiptHandle, expires_at: this.ttl(now) },
@@ -286,7 +300,13 @@ export class JobLedger {
         // Our own lease, of a take we gave up on (every answer lost): take it over, fenced by its token.
         const over = await this.write({
           jobKey,
-          condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: old.lease_token }] },
+          condition: {
+            op: "and",
+            of: [
+              { op: "eq", attr: "state", value: "running" },
+              { op: "eq", attr: "lease_token", value: old.lease_token },
+            ],
+          },
           set: { holder, lease_token: token, lease_expires_at: now + this.o.leaseMs, receipt_handle: receiptHandle, expires_at: this.ttl(now) },
           add: { runs: 1 },
         });
@@ -299,7 +319,13 @@ export class JobLedger {
       // A live lease elsewhere: record this receive's handle in it, fenced by that lease's token.
       const record = await this.write({
         jobKey,
-        condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: old.lease_token }] },
+        condition: {
+          op: "and",
+          of: [
+            { op: "eq", attr: "state", value: "running" },
+            { op: "eq", attr: "lease_token", value: old.lease_token },
+          ],
+        },
         set: { receipt_handle: receiptHandle, expires_at: this.ttl(now) },
       });
       if (record.applied) return { kind: "held", holder: old.holder, leaseExpiresAt: old.lease_expires_at, recorded: true };
@@ -319,7 +345,13 @@ export class JobLedger {
 
   /** The lease's condition: the job still running under this lease token. */
   private fenced(lease: Lease): Condition {
-    return { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: lease.token }] };
+    return {
+      op: "and",
+      of: [
+        { op: "eq", attr: "state", value: "running" },
+        { op: "eq", attr: "lease_token", value: lease.token },
+      ],
+    };
   }
 
   /**
@@ -330,7 +362,11 @@ export class JobLedger {
    */
   async renew(lease: Lease): Promise<Renewed> {
     const now = this.now();
-    const out = await this.write({ jobKey: lease.jobKey, condition: this.fenced(lease), set: { lease_expires_at: now + this.o.leaseMs, expires_at: this.ttl(now) } });
+    const out = await this.write({
+      jobKey: lease.jobKey,
+      condition: this.fenced(lease),
+      set: { lease_expires_at: now + this.o.leaseMs, expires_at: this.ttl(now) },
+    });
     if (out.applied) {
       // ALL_NEW: the item as this renewal left it, with the latest handle any receive recorded.
       const item = asItem(out.attributes)!;

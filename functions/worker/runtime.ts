@@ -27,7 +27,11 @@ const METADATA_TIMEOUT_MS = 2000;
  * (v4 `/task`), else hostname:pid (outside ECS, or if the endpoint does not answer). Informational:
  * the lease token, not the holder, fences every write.
  */
-export async function taskIdentity(metadataUri: string | undefined, fetchFn: typeof fetch = fetch, fallback = `${os.hostname()}:${process.pid}`): Promise<string> {
+export async function taskIdentity(
+  metadataUri: string | undefined,
+  fetchFn: typeof fetch = fetch,
+  fallback = `${os.hostname()}:${process.pid}`,
+): Promise<string> {
   if (!metadataUri) return fallback;
   try {
     const res = await fetchFn(`${metadataUri}/task`, { signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
@@ -56,7 +60,11 @@ export function defaultDeps(env: NodeJS.ProcessEnv = process.env): WorkerDeps {
     handlers: buildHandlers(config.executables, config.scratchDir),
     protection: new TaskProtection({ agentUri: config.agentUri, expiresInMinutes: config.protectionExpiresMinutes, logger, metrics }),
     // A lease outlives two missed beats, as a visibility extension does.
-    ledger: new JobLedger({ store: dynamoLedgerStore(db, config.jobsTable), holder: taskHolder(config.metadataUri), leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs }),
+    ledger: new JobLedger({
+      store: dynamoLedgerStore(db, config.jobsTable),
+      holder: taskHolder(config.metadataUri),
+      leaseMs: HEARTBEAT_EXTENSION_FACTOR * config.heartbeatMs,
+    }),
     logger,
     metrics,
   };

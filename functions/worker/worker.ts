@@ -1,10 +1,4 @@
-import {
-  ChangeMessageVisibilityCommand,
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  type Message,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand, type Message, type SQSClient } from "@aws-sdk/client-sqs";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
@@ -149,7 +143,8 @@ export class Worker {
       // started, not given back: every give-back spends one of maxReceiveCount's receives, and
       // with several tasks going idle at once a valid job would bounce into the DLQ. The idle
       // window then follows those jobs instead.
-      if (messages.length > 0 && this.inIdleWindow()) logStep(this.d.logger, "info", "idle_window_deferred", { messages: messages.length, message_ids: messages.map((m) => m.MessageId) });
+      if (messages.length > 0 && this.inIdleWindow())
+        logStep(this.d.logger, "info", "idle_window_deferred", { messages: messages.length, message_ids: messages.map((m) => m.MessageId) });
       for (const m of messages) this.start(m);
     }
     await this.shutdown();
@@ -227,7 +222,17 @@ export class Worker {
 
   private start(message: Message): void {
     this.stats.received += 1;
-    const entry: Running = { message, abort: new AbortController(), done: Promise.resolve(), givenBack: undefined, heartbeat: undefined, lease: undefined, completed: false, leaseLost: false, beat: undefined };
+    const entry: Running = {
+      message,
+      abort: new AbortController(),
+      done: Promise.resolve(),
+      givenBack: undefined,
+      heartbeat: undefined,
+      lease: undefined,
+      completed: false,
+      leaseLost: false,
+      beat: undefined,
+    };
     this.running.add(entry);
     entry.done = this.process(entry)
       .catch((error: unknown) => logStep(this.d.logger, "error", "job_crashed", { message_id: message.MessageId, error: errorMessage(error) }))
@@ -291,17 +296,32 @@ export class Worker {
     }
     switch (acquired.kind) {
       case "taken":
-        logStep(this.d.logger, "info", "job_lease_taken", { ...fields, holder: acquired.lease.holder, runs: acquired.lease.runs, recovered: acquired.recovered });
+        logStep(this.d.logger, "info", "job_lease_taken", {
+          ...fields,
+          holder: acquired.lease.holder,
+          runs: acquired.lease.runs,
+          recovered: acquired.recovered,
+        });
         return acquired.lease;
       case "completed":
         this.stats.alreadyCompleted += 1;
-        logStep(this.d.logger, "info", "job_already_completed", { ...fields, holder: acquired.holder, completed_at: acquired.completedAt, outcome: acquired.outcome });
+        logStep(this.d.logger, "info", "job_already_completed", {
+          ...fields,
+          holder: acquired.holder,
+          completed_at: acquired.completedAt,
+          outcome: acquired.outcome,
+        });
         countOne(this.d.metrics, "JobsAlreadyCompleted");
         await this.deleteMessage(target(message), jobKey);
         return undefined;
       case "held":
         this.stats.heldElsewhere += 1;
-        logStep(this.d.logger, "info", "job_held_elsewhere", { ...fields, holder: acquired.holder, lease_expires_at: acquired.leaseExpiresAt, receipt_handle_recorded: acquired.recorded });
+        logStep(this.d.logger, "info", "job_held_elsewhere", {
+          ...fields,
+          holder: acquired.holder,
+          lease_expires_at: acquired.leaseExpiresAt,
+          receipt_handle_recorded: acquired.recorded,
+        });
         countOne(this.d.metrics, "JobsHeldElsewhere");
         return undefined;
     }
@@ -377,7 +397,12 @@ export class Worker {
       try {
         return await this.d.ledger.complete(lease, "succeeded");
       } catch (error) {
-        logStep(this.d.logger, "error", "job_completion_failed", { job_key: lease.jobKey, holder: lease.holder, error: errorMessage(error), retrying: !this.stopping && !entry.leaseLost });
+        logStep(this.d.logger, "error", "job_completion_failed", {
+          job_key: lease.jobKey,
+          holder: lease.holder,
+          error: errorMessage(error),
+          retrying: !this.stopping && !entry.leaseLost,
+        });
         if (this.stopping || entry.leaseLost) return undefined;
         await new Promise((resolve) => setTimeout(resolve, this.d.config.heartbeatMs));
       }
@@ -392,7 +417,13 @@ export class Worker {
     if (entry.leaseLost) return;
     entry.leaseLost = true;
     this.stats.leasesLost += 1;
-    logStep(this.d.logger, "warn", "job_lease_lost", { job_key: lease.jobKey, message_id: entry.message.MessageId, at, holder: lease.holder, new_holder: holder });
+    logStep(this.d.logger, "warn", "job_lease_lost", {
+      job_key: lease.jobKey,
+      message_id: entry.message.MessageId,
+      at,
+      holder: lease.holder,
+      new_holder: holder,
+    });
     countOne(this.d.metrics, "JobLeasesLost");
   }
 
@@ -468,15 +499,26 @@ export class Worker {
     const sentAt = Date.now();
     const ok = await this.changeVisibility(this.targetOf(entry), extension, "heartbeat", true);
     if (!ok) return deadline;
-    logStep(this.d.logger, "debug", "visibility_extended", { job_id: job.job_id, extended_seconds: extension, ...(handleChanged ? { receipt_handle_changed: true } : {}) });
+    logStep(this.d.logger, "debug", "visibility_extended", {
+      job_id: job.job_id,
+      extended_seconds: extension,
+      ...(handleChanged ? { receipt_handle_changed: true } : {}),
+    });
     return sentAt + extension * 1000;
   }
 
   /** `resend`: re-send what the SDK gave up on (a heartbeat's extension must land, not be assumed). */
-  private async changeVisibility(message: VisibilityTarget, seconds: number, purpose: "initial" | "heartbeat" | "retry" | "give_back", resend = false): Promise<boolean> {
+  private async changeVisibility(
+    message: VisibilityTarget,
+    seconds: number,
+    purpose: "initial" | "heartbeat" | "retry" | "give_back",
+    resend = false,
+  ): Promise<boolean> {
     try {
       const send = () =>
-        this.d.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: seconds }));
+        this.d.sqs.send(
+          new ChangeMessageVisibilityCommand({ QueueUrl: this.d.config.workQueueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: seconds }),
+        );
       await (resend ? withResends(send, this.d.resend ?? DEFAULT_RESEND) : send());
       return true;
     } catch (error) {
@@ -525,7 +567,10 @@ export class Worker {
     // The message is another task's once the lease is lost, and a completed job's is being deleted.
     if (entry.leaseLost || entry.completed) return;
     await this.stopHeartbeat(entry);
-    const [ok] = await Promise.all([this.changeVisibility(this.targetOf(entry), 0, "give_back"), entry.lease ? this.releaseLease(entry, entry.lease) : undefined]);
+    const [ok] = await Promise.all([
+      this.changeVisibility(this.targetOf(entry), 0, "give_back"),
+      entry.lease ? this.releaseLease(entry, entry.lease) : undefined,
+    ]);
     if (ok) this.stats.returned += 1;
     logStep(this.d.logger, "warn", "job_returned", { job_id: jobId, message_id: entry.message.MessageId, visible_again: ok });
     countOne(this.d.metrics, "JobsReturned");

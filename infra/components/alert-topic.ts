@@ -37,7 +37,11 @@ export function alertSubscriptionProblem(s: AlertSubscription): { field: "protoc
   }
   if (!(ALERT_PROTOCOLS as readonly string[]).includes(s.protocol)) return { field: "protocol", message: `must be one of ${ALERT_PROTOCOLS.join(", ")}` };
   if (s.protocol === "lambda" && !LAMBDA_FUNCTION_ARN.test(s.endpoint)) {
-    return { field: "endpoint", message: "must be a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>) in this stack's account: the stack grants the topic lambda:InvokeFunction on it" };
+    return {
+      field: "endpoint",
+      message:
+        "must be a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>) in this stack's account: the stack grants the topic lambda:InvokeFunction on it",
+    };
   }
   return undefined;
 }

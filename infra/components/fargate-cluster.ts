@@ -25,11 +25,7 @@ export class FargateCluster extends pulumi.ComponentResource {
 
   constructor(name: string, args: FargateClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:compute:FargateCluster", name, {}, opts);
-    this.cluster = new aws.ecs.Cluster(
-      name,
-      { settings: [{ name: "containerInsights", value: "enabled" }], tags: args.tags ?? {} },
-      { parent: this },
-    );
+    this.cluster = new aws.ecs.Cluster(name, { settings: [{ name: "containerInsights", value: "enabled" }], tags: args.tags ?? {} }, { parent: this });
     this.capacityProviders = new aws.ecs.ClusterCapacityProviders(
       `${name}-capacity`,
       {

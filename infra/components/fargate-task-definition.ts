@@ -20,13 +20,22 @@ export function ecrRepositoryArn(image: string): string | undefined {
  * `repositoryArn` when given (an image whose URI is known only after deployment), else read from a
  * literal ECR `image`. Pure.
  */
-export function executionRoleStatements(args: { image?: pulumi.Input<string>; repositoryArn?: pulumi.Input<string>; logGroupArn: pulumi.Input<string> }): Statement[] {
+export function executionRoleStatements(args: {
+  image?: pulumi.Input<string>;
+  repositoryArn?: pulumi.Input<string>;
+  logGroupArn: pulumi.Input<string>;
+}): Statement[] {
   const repo = args.repositoryArn ?? (typeof args.image === "string" ? ecrRepositoryArn(args.image) : undefined);
   return [
     ...(repo
       ? [
           { Sid: "EcrToken", Effect: "Allow" as const, Action: ["ecr:GetAuthorizationToken"], Resource: "*" },
-          { Sid: "PullImage", Effect: "Allow" as const, Action: ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"], Resource: repo },
+          {
+            Sid: "PullImage",
+            Effect: "Allow" as const,
+            Action: ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+            Resource: repo,
+          },
         ]
       : []),
     { Sid: "WriteTaskLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: pulumi.interpolate`${args.logGroupArn}:*` },
@@ -141,7 +150,8 @@ export function resolveFargateTaskDefinitionArgs(
   if (!/^[A-Za-z0-9_-]{1,255}$/.test(args.containerName)) errors.push(`containerName "${args.containerName}" must be 1-255 letters, digits, _ or -`);
   const size = fargateSizeProblem(r.cpu, r.memoryMb);
   if (size) errors.push(size);
-  if (!Number.isInteger(r.stopTimeoutSeconds) || r.stopTimeoutSeconds < 2 || r.stopTimeoutSeconds > 120) errors.push("stopTimeoutSeconds must be 2..120 on Fargate");
+  if (!Number.isInteger(r.stopTimeoutSeconds) || r.stopTimeoutSeconds < 2 || r.stopTimeoutSeconds > 120)
+    errors.push("stopTimeoutSeconds must be 2..120 on Fargate");
   if (errors.length > 0) throw new Error(`FargateTaskDefinition: ${errors.join("; ")}`);
   return r;
 }
@@ -222,7 +232,11 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
 
   private declareRolePolicy(suffix: string, role: aws.iam.Role, statements: Statement[]): aws.iam.RolePolicy {
     const name = `${this.name}-${suffix}`;
-    return new aws.iam.RolePolicy(name, { role: role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) }, { parent: this });
+    return new aws.iam.RolePolicy(
+      name,
+      { role: role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { parent: this },
+    );
   }
 
   /**
@@ -246,7 +260,9 @@ export class FargateTaskDefinition extends pulumi.ComponentResource {
         options: { "awslogs-group": this.logGroup.name, "awslogs-region": args.region, "awslogs-stream-prefix": args.containerName },
       },
     };
-    return pulumi.jsonStringify(declare([container], { resource: this.name, resourceType: TASK_DEFINITION_TYPE, property: "containerDefinitions", parent: this }));
+    return pulumi.jsonStringify(
+      declare([container], { resource: this.name, resourceType: TASK_DEFINITION_TYPE, property: "containerDefinitions", parent: this }),
+    );
   }
 
   /** `<name>`: the task definition, registered once its roles carry their policies. */

@@ -60,7 +60,9 @@ export const gpuInstanceDefaults = {
 const ACCELERATED_FAMILY = /^(g[3-9][a-z]*|p[2-6][a-z]*|inf[12]|trn[12][a-z]*|dl[12][a-z]*)\./;
 
 /** Fills defaults and checks the instance type is a well-formed accelerated type. Pure. */
-export function resolveGpuInstanceArgs(args: Pick<GpuInstanceArgs, "instanceType" | "amiParameter" | "nameTag" | "instanceIdParameter" | "rootVolumeGiB" | "deletionProtection">) {
+export function resolveGpuInstanceArgs(
+  args: Pick<GpuInstanceArgs, "instanceType" | "amiParameter" | "nameTag" | "instanceIdParameter" | "rootVolumeGiB" | "deletionProtection">,
+) {
   const r = {
     ...gpuInstanceDefaults,
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
@@ -122,7 +124,10 @@ export class GpuInstance extends pulumi.ComponentResource {
     const name = `${this.name}-session-manager`;
     return new aws.iam.RolePolicy(
       name,
-      { role: this.role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      {
+        role: this.role.id,
+        policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }),
+      },
       { parent: this },
     );
   }

@@ -50,8 +50,7 @@ export interface ManagedQueueArgs {
   tags?: Record<string, string>;
 }
 
-export type ResolvedManagedQueueArgs = Required<Omit<ManagedQueueArgs, "alarmActions" | "tags">> &
-  Pick<ManagedQueueArgs, "alarmActions" | "tags">;
+export type ResolvedManagedQueueArgs = Required<Omit<ManagedQueueArgs, "alarmActions" | "tags">> & Pick<ManagedQueueArgs, "alarmActions" | "tags">;
 
 export const managedQueueDefaults = {
   visibilityTimeoutSeconds: 30,

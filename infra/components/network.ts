@@ -95,7 +95,9 @@ export function zoneCount(args: Pick<NetworkArgs, "availabilityZoneNames" | "ava
  * The VPC endpoints awsx creates: gateway endpoints for S3 and DynamoDB (free) and the interface
  * endpoints the stack asks for. Pure, so the specs are tested without mocks.
  */
-export function vpcEndpointSpecs(args: Pick<NetworkArgs, "region" | "gatewayEndpoints" | "interfaceEndpoints" | "tags">): awsx.types.input.ec2.VpcEndpointSpecArgs[] {
+export function vpcEndpointSpecs(
+  args: Pick<NetworkArgs, "region" | "gatewayEndpoints" | "interfaceEndpoints" | "tags">,
+): awsx.types.input.ec2.VpcEndpointSpecArgs[] {
   const serviceName = (service: string) => `com.amazonaws.${args.region}.${service}`;
   const tags = args.tags ?? {};
   return [
@@ -142,7 +144,11 @@ export class Network extends pulumi.ComponentResource {
     new aws.ec2.DefaultSecurityGroup(`${name}-default-sg`, { vpcId: this.vpcId, ingress: [], egress: [], tags }, { parent: this });
 
     const flowLogs = new aws.cloudwatch.LogGroup(`${name}-flow-logs`, { retentionInDays: args.flowLogRetentionDays ?? 14, tags }, { parent: this });
-    const role = new aws.iam.Role(`${name}-flow-logs-role`, { assumeRolePolicy: assumedBy("vpc-flow-logs.amazonaws.com", trustScope(this)), tags }, { parent: this });
+    const role = new aws.iam.Role(
+      `${name}-flow-logs-role`,
+      { assumeRolePolicy: assumedBy("vpc-flow-logs.amazonaws.com", trustScope(this)), tags },
+      { parent: this },
+    );
     const policy = new aws.iam.RolePolicy(
       `${name}-flow-logs-policy`,
       {
@@ -150,7 +156,12 @@ export class Network extends pulumi.ComponentResource {
         policy: declaredPolicy(
           [
             // AWS's flow-log delivery role, on the one log group.
-            { Sid: "DeliverFlowLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"], Resource: pulumi.interpolate`${flowLogs.arn}:*` },
+            {
+              Sid: "DeliverFlowLogs",
+              Effect: "Allow",
+              Action: ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+              Resource: pulumi.interpolate`${flowLogs.arn}:*`,
+            },
             // DescribeLogGroups has no resource type in the Service Authorization Reference: on an
             // ARN it matches nothing, so `*` as in AWS's flow-log role (policy/lib/unscopable-actions.json).
             { Sid: "FindLogGroup", Effect: "Allow", Action: ["logs:DescribeLogGroups"], Resource: "*" },
@@ -162,7 +173,15 @@ export class Network extends pulumi.ComponentResource {
     );
     new aws.ec2.FlowLog(
       `${name}-flow-log`,
-      { vpcId: this.vpcId, trafficType: "ALL", logDestinationType: "cloud-watch-logs", logDestination: flowLogs.arn, iamRoleArn: role.arn, maxAggregationInterval: 600, tags },
+      {
+        vpcId: this.vpcId,
+        trafficType: "ALL",
+        logDestinationType: "cloud-watch-logs",
+        logDestination: flowLogs.arn,
+        iamRoleArn: role.arn,
+        maxAggregationInterval: 600,
+        tags,
+      },
       { parent: this, dependsOn: [policy] },
     );
     this.registerOutputs({ vpcId: this.vpcId, privateSubnetIds: this.privateSubnetIds });

@@ -148,7 +148,8 @@ export function dashboardLimitProblems(body: DashboardBody): string[] {
   if (bytes > DASHBOARD_LIMITS.bodyBytes) problems.push(`the body is ${bytes} bytes, above ${DASHBOARD_LIMITS.bodyBytes}`);
   if (body.widgets.length > DASHBOARD_LIMITS.widgets) problems.push(`${body.widgets.length} widgets, above ${DASHBOARD_LIMITS.widgets}`);
   for (const w of body.widgets) {
-    if (metricCount(w) > DASHBOARD_LIMITS.metricsPerWidget) problems.push(`widget "${w.properties.title}" has ${metricCount(w)} metrics, above ${DASHBOARD_LIMITS.metricsPerWidget}`);
+    if (metricCount(w) > DASHBOARD_LIMITS.metricsPerWidget)
+      problems.push(`widget "${w.properties.title}" has ${metricCount(w)} metrics, above ${DASHBOARD_LIMITS.metricsPerWidget}`);
   }
   const total = body.widgets.reduce((n, w) => n + metricCount(w), 0);
   if (total > DASHBOARD_LIMITS.metricsPerDashboard) problems.push(`${total} metrics, above ${DASHBOARD_LIMITS.metricsPerDashboard}`);
@@ -202,7 +203,10 @@ function graph(
   const { width = 8, stacked = false, stat, period, yAxis, annotations } = options;
   return {
     width,
-    content: { type: "metric", properties: { title, region, view: "timeSeries", stacked, period, stat, metrics, ...(yAxis ? { yAxis } : {}), ...(annotations ? { annotations } : {}) } },
+    content: {
+      type: "metric",
+      properties: { title, region, view: "timeSeries", stacked, period, stat, metrics, ...(yAxis ? { yAxis } : {}), ...(annotations ? { annotations } : {}) },
+    },
   };
 }
 
@@ -210,10 +214,30 @@ function graph(
 function queueRow(s: DashboardSpec): WidgetContent[] {
   const period = QUEUE_PERIOD_SECONDS;
   return [
-    graph(s.region, "Queue depth (visible)", s.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q)), { stat: "Maximum", period, width: 6 }),
-    graph(s.region, "Messages in flight", s.queues.map((q) => sqs("ApproximateNumberOfMessagesNotVisible", q)), { stat: "Maximum", period, width: 6 }),
-    graph(s.region, "Oldest message (seconds)", s.queues.map((q) => sqs("ApproximateAgeOfOldestMessage", q)), { stat: "Maximum", period, width: 6 }),
-    graph(s.region, "DLQ and quarantine depth", s.deadLetterQueues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q)), { stat: "Maximum", period, width: 6 }),
+    graph(
+      s.region,
+      "Queue depth (visible)",
+      s.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q)),
+      { stat: "Maximum", period, width: 6 },
+    ),
+    graph(
+      s.region,
+      "Messages in flight",
+      s.queues.map((q) => sqs("ApproximateNumberOfMessagesNotVisible", q)),
+      { stat: "Maximum", period, width: 6 },
+    ),
+    graph(
+      s.region,
+      "Oldest message (seconds)",
+      s.queues.map((q) => sqs("ApproximateAgeOfOldestMessage", q)),
+      { stat: "Maximum", period, width: 6 },
+    ),
+    graph(
+      s.region,
+      "DLQ and quarantine depth",
+      s.deadLetterQueues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q)),
+      { stat: "Maximum", period, width: 6 },
+    ),
   ];
 }
 
@@ -234,7 +258,12 @@ function gpuRow(s: DashboardSpec): WidgetContent[] {
   });
   if (idle === undefined) return [cpu, graph(s.region, "GPU starts", starts, { stat: "Sum", period, width: 6 })];
   return [
-    graph(s.region, "GPU running (1) or stopped (0)", [emf("Ingest", idle, "GpuRunning")], { stat: "Maximum", period, width: 6, yAxis: { left: { min: 0, max: 1, showUnits: false } } }),
+    graph(s.region, "GPU running (1) or stopped (0)", [emf("Ingest", idle, "GpuRunning")], {
+      stat: "Maximum",
+      period,
+      width: 6,
+      yAxis: { left: { min: 0, max: 1, showUnits: false } },
+    }),
     cpu,
     graph(s.region, "GPU starts and stops", [...starts, emf("Ingest", idle, "GpuStopped")], { stat: "Sum", period, width: 6 }),
     graph(s.region, "GPU idle minutes", [emf("Ingest", idle, "GpuIdleMinutes")], { stat: "Maximum", period, width: 6 }),
@@ -248,7 +277,10 @@ function flowRow(s: DashboardSpec): WidgetContent[] {
   // The launcher clears Powertools' default `service` dimension: its metrics carry Environment alone.
   const retraining = (name: string) => metric(metricsNamespace("RetrainingPipeline"), name, { Environment: s.environment }, { label: name });
   return [
-    graph(s.region, "Windows delivered to the GPU", [emf("Ingest", windowService, "WindowsProcessed"), emf("Ingest", windowService, "WindowsFailed")], { stat: "Sum", period }),
+    graph(s.region, "Windows delivered to the GPU", [emf("Ingest", windowService, "WindowsProcessed"), emf("Ingest", windowService, "WindowsFailed")], {
+      stat: "Sum",
+      period,
+    }),
     graph(
       s.region,
       "DLQ parks and quarantines",
@@ -285,10 +317,18 @@ function workerRow(s: DashboardSpec): WidgetContent[] {
     graph(
       s.region,
       "Worker tasks",
-      [metric("ECS/ContainerInsights", "RunningTaskCount", service, { label: "Running" }), metric("ECS/ContainerInsights", "DesiredTaskCount", service, { label: "Desired" })],
+      [
+        metric("ECS/ContainerInsights", "RunningTaskCount", service, { label: "Running" }),
+        metric("ECS/ContainerInsights", "DesiredTaskCount", service, { label: "Desired" }),
+      ],
       { stat: "Average", period: 60, width: 6 },
     ),
-    graph(s.region, "Worker jobs", ["JobsStarted", "JobsSucceeded", "JobsFailed", "JobsReturned"].map((n) => emf("Worker", w.metricsService, n)), { stat: "Sum", period, width: 6 }),
+    graph(
+      s.region,
+      "Worker jobs",
+      ["JobsStarted", "JobsSucceeded", "JobsFailed", "JobsReturned"].map((n) => emf("Worker", w.metricsService, n)),
+      { stat: "Sum", period, width: 6 },
+    ),
     graph(
       s.region,
       "Worker task protection",
@@ -339,7 +379,15 @@ export function dashboardBody(spec: DashboardSpec): DashboardBody {
 }
 
 /** `T` with each string an Input: what the component takes where {@link dashboardBody} takes plain values. */
-type WithInputs<T> = T extends undefined ? T : T extends string ? pulumi.Input<string> : T extends number ? number : T extends Array<infer U> ? Array<WithInputs<U>> : { [K in keyof T]: WithInputs<T[K]> };
+type WithInputs<T> = T extends undefined
+  ? T
+  : T extends string
+    ? pulumi.Input<string>
+    : T extends number
+      ? number
+      : T extends Array<infer U>
+        ? Array<WithInputs<U>>
+        : { [K in keyof T]: WithInputs<T[K]> };
 
 export interface PlatformDashboardArgs extends WithInputs<Omit<DashboardSpec, "region" | "environment">> {
   /** Region of every metric and log query. */

@@ -47,7 +47,6 @@ export const poolLaunchTemplateDefaults = {
   usageClass: "on-demand",
 } as const;
 
-
 /** Fills defaults and checks what EC2 would refuse. Pure. */
 export function resolvePoolLaunchTemplateArgs(
   args: Pick<PoolLaunchTemplateArgs, "instanceType" | "amiParameter" | "rootDeviceName" | "rootVolumeGiB" | "usageClass" | "membershipTags">,
@@ -55,7 +54,11 @@ export function resolvePoolLaunchTemplateArgs(
   const r = {
     ...poolLaunchTemplateDefaults,
     ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
-  } as Omit<typeof poolLaunchTemplateDefaults, "usageClass"> & { usageClass: "on-demand" | "spot"; instanceType: string; membershipTags: Record<string, string> };
+  } as Omit<typeof poolLaunchTemplateDefaults, "usageClass"> & {
+    usageClass: "on-demand" | "spot";
+    instanceType: string;
+    membershipTags: Record<string, string>;
+  };
   const errors: string[] = [];
   if (!INSTANCE_TYPE_PATTERN.test(r.instanceType)) errors.push(`instanceType "${r.instanceType}" is not an EC2 instance type`);
   if (!r.amiParameter.startsWith("/aws/service/")) errors.push("amiParameter must be a public parameter under /aws/service/");
@@ -105,7 +108,10 @@ export class PoolLaunchTemplate extends pulumi.ComponentResource {
         blockDeviceMappings: [
           { deviceName: r.rootDeviceName, ebs: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: "true", deleteOnTermination: "true" } },
         ],
-        instanceMarketOptions: r.usageClass === "spot" ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } } : undefined,
+        instanceMarketOptions:
+          r.usageClass === "spot"
+            ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
+            : undefined,
         monitoring: { enabled: true },
         updateDefaultVersion: true,
         tagSpecifications: ["instance", "volume", "network-interface"].map((resourceType) => ({ resourceType, tags })),

@@ -92,7 +92,10 @@ export type QueueConsumerSizing = { -readonly [K in keyof typeof queueConsumerDe
  * shorter one lets SQS hand a message to a second invocation while the first still works on it.
  */
 export function resolveQueueConsumerSizing(args: Partial<QueueConsumerSizing> & { queueVisibilityTimeoutSeconds: number }): QueueConsumerSizing {
-  const s: QueueConsumerSizing = { ...queueConsumerDefaults, ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)) } as QueueConsumerSizing;
+  const s: QueueConsumerSizing = {
+    ...queueConsumerDefaults,
+    ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)),
+  } as QueueConsumerSizing;
   const errors: string[] = [];
   const range = (key: keyof QueueConsumerSizing, min: number, max: number) => {
     const v = s[key];
@@ -193,12 +196,18 @@ export class QueueConsumer extends pulumi.ComponentResource {
       logsStatement(this.logGroup.arn),
       ...(args.vpc ? vpcAccessStatements(trustScope(this)) : []),
     ];
-    return new aws.iam.RolePolicy(name, { role: this.role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) }, { parent: this });
+    return new aws.iam.RolePolicy(
+      name,
+      { role: this.role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { parent: this },
+    );
   }
 
   /** `<name>-attach-<i>`: each managed policy the caller names. */
   private declareManagedPolicyAttachments(policyArns: pulumi.Input<string>[]): aws.iam.RolePolicyAttachment[] {
-    return policyArns.map((policyArn, i) => new aws.iam.RolePolicyAttachment(`${this.label}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }));
+    return policyArns.map(
+      (policyArn, i) => new aws.iam.RolePolicyAttachment(`${this.label}-attach-${i}`, { role: this.role.name, policyArn }, { parent: this }),
+    );
   }
 
   /** `<name>`: the bundled function, on arm64, logging JSON to its own group. */

@@ -45,7 +45,6 @@ export interface QueueScheduleArgs {
 
 export const queueScheduleDefaults = { maximumRetryAttempts: 3, maximumEventAgeSeconds: 3600, timezone: "UTC" } as const;
 
-
 /** Fills defaults and checks what Scheduler would refuse. Pure. */
 export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "scheduleExpression" | "maximumRetryAttempts" | "maximumEventAgeSeconds" | "timezone">) {
   const r = {
@@ -57,8 +56,10 @@ export function resolveQueueScheduleArgs(args: Pick<QueueScheduleArgs, "schedule
   if (problem) errors.push(`scheduleExpression "${r.scheduleExpression}": ${problem}`);
   const zone = scheduleTimezoneProblem(r.timezone);
   if (zone) errors.push(`timezone: ${zone}`);
-  if (!Number.isInteger(r.maximumRetryAttempts) || r.maximumRetryAttempts < 0 || r.maximumRetryAttempts > 185) errors.push("maximumRetryAttempts must be 0..185");
-  if (!Number.isInteger(r.maximumEventAgeSeconds) || r.maximumEventAgeSeconds < 60 || r.maximumEventAgeSeconds > 86_400) errors.push("maximumEventAgeSeconds must be 60..86400");
+  if (!Number.isInteger(r.maximumRetryAttempts) || r.maximumRetryAttempts < 0 || r.maximumRetryAttempts > 185)
+    errors.push("maximumRetryAttempts must be 0..185");
+  if (!Number.isInteger(r.maximumEventAgeSeconds) || r.maximumEventAgeSeconds < 60 || r.maximumEventAgeSeconds > 86_400)
+    errors.push("maximumEventAgeSeconds must be 60..86400");
   if (errors.length > 0) throw new Error(`QueueSchedule: ${errors.join("; ")}`);
   return r;
 }
@@ -109,18 +110,26 @@ export class QueueSchedule extends pulumi.ComponentResource {
       `${name}-policy`,
       {
         role: this.role.id,
-        policy: declaredPolicy([{ Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] }], {
-          resource: `${name}-policy`,
-          resourceType: ROLE_POLICY_TYPE,
-          parent: this,
-        }),
+        policy: declaredPolicy(
+          [{ Sid: "SendToTargetAndDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [args.queueArn, args.deadLetterQueueArn] }],
+          {
+            resource: `${name}-policy`,
+            resourceType: ROLE_POLICY_TYPE,
+            parent: this,
+          },
+        ),
       },
       { parent: this },
     );
   }
 
   /** `<name>`: the schedule, sending its message to the queue, failed deliveries to the DLQ. */
-  private declareSchedule(name: string, args: QueueScheduleArgs, r: ReturnType<typeof resolveQueueScheduleArgs>, policy: aws.iam.RolePolicy): aws.scheduler.Schedule {
+  private declareSchedule(
+    name: string,
+    args: QueueScheduleArgs,
+    r: ReturnType<typeof resolveQueueScheduleArgs>,
+    policy: aws.iam.RolePolicy,
+  ): aws.scheduler.Schedule {
     return new aws.scheduler.Schedule(
       name,
       {

@@ -124,7 +124,10 @@ export interface ResolvedQueueWorkerSettings {
 
 /** Fills defaults and refuses what ECS or Application Auto Scaling would refuse. Pure. */
 export function resolveQueueWorkerServiceArgs(
-  args: Pick<QueueWorkerServiceArgs, "family" | "cpu" | "memoryMb" | "fargateBase" | "scratchPath" | "stopTimeoutSeconds" | "taskProtection" | "containerName" | "logRetentionDays" | "scaling">,
+  args: Pick<
+    QueueWorkerServiceArgs,
+    "family" | "cpu" | "memoryMb" | "fargateBase" | "scratchPath" | "stopTimeoutSeconds" | "taskProtection" | "containerName" | "logRetentionDays" | "scaling"
+  >,
 ): ResolvedQueueWorkerSettings {
   const d = queueWorkerServiceDefaults;
   const s = args.scaling;

@@ -78,6 +78,11 @@ export class TerminalQueue extends pulumi.ComponentResource {
 
   /** `<name>-depth`: one message trips it. */
   private declareDepthAlarm(role: TerminalQueueRole, alarmActions: pulumi.Input<string>[], tags: Record<string, string>): aws.cloudwatch.MetricAlarm {
-    return queueDepthAlarm(`${this.label}-depth`, this.queue, { threshold: 1, alarmActions, description: DESCRIPTIONS[role](this.label), tags }, { parent: this });
+    return queueDepthAlarm(
+      `${this.label}-depth`,
+      this.queue,
+      { threshold: 1, alarmActions, description: DESCRIPTIONS[role](this.label), tags },
+      { parent: this },
+    );
   }
 }

@@ -94,7 +94,12 @@ export function trustScope(parent: pulumi.Resource): TrustScope {
  */
 export function sessionManagerStatements(scope: TrustScope): Statement[] {
   return [
-    { Sid: "SessionManagerAgent", Effect: "Allow", Action: ["ssm:UpdateInstanceInformation"], Resource: pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:instance/*` },
+    {
+      Sid: "SessionManagerAgent",
+      Effect: "Allow",
+      Action: ["ssm:UpdateInstanceInformation"],
+      Resource: pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:instance/*`,
+    },
     {
       Sid: "SessionManagerChannels",
       Effect: "Allow",
@@ -141,7 +146,12 @@ export function vpcAccessStatements(scope: TrustScope): Statement[] {
   const ec2 = (resource: string) => pulumi.interpolate`arn:aws:ec2:${scope.region}:${scope.accountId}:${resource}`;
   return [
     { Sid: "LambdaVpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: "*" },
-    { Sid: "LambdaVpcCreateEni", Effect: "Allow", Action: ["ec2:CreateNetworkInterface"], Resource: [ec2("network-interface/*"), ec2("subnet/*"), ec2("security-group/*")] },
+    {
+      Sid: "LambdaVpcCreateEni",
+      Effect: "Allow",
+      Action: ["ec2:CreateNetworkInterface"],
+      Resource: [ec2("network-interface/*"), ec2("subnet/*"), ec2("security-group/*")],
+    },
     {
       Sid: "LambdaVpcManageEni",
       Effect: "Allow",

@@ -43,10 +43,7 @@ export function statementsFor<const G extends readonly Grant[]>(grants: G, bindi
  * pulumi-aws resolves Inputs anywhere in a document, so a binding may scope by an output (the
  * cluster ARN). Only conditions no rule needs to read are Inputs.
  */
-function mergeConditions(
-  fromGrant: Grant["condition"],
-  fromBinding: Binding["condition"],
-): Statement["Condition"] | undefined {
+function mergeConditions(fromGrant: Grant["condition"], fromBinding: Binding["condition"]): Statement["Condition"] | undefined {
   if (!fromGrant && !fromBinding) return undefined;
   const merged: Record<string, Record<string, string | string[]>> = {};
   for (const source of [fromGrant ?? {}, fromBinding ?? {}]) {

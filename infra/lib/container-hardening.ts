@@ -41,7 +41,11 @@ export function hardenedContainerFields(h: ContainerHardening = {}): Record<stri
     ...(r.dropAllCapabilities ? { capabilities: { add: [], drop: ["ALL"] } } : {}),
   };
   const rootUser = r.user === null || /^(0|root)(:|$)/.test(r.user);
-  const waived = [...(r.readOnlyRootFilesystem ? [] : ["readonlyRootFilesystem"]), ...(rootUser ? ["user"] : []), ...(r.dropAllCapabilities ? [] : ["capabilities"])];
+  const waived = [
+    ...(r.readOnlyRootFilesystem ? [] : ["readonlyRootFilesystem"]),
+    ...(rootUser ? ["user"] : []),
+    ...(r.dropAllCapabilities ? [] : ["capabilities"]),
+  ];
   return {
     readonlyRootFilesystem: r.readOnlyRootFilesystem,
     ...(r.user !== null ? { user: r.user } : {}),
@@ -50,4 +54,3 @@ export function hardenedContainerFields(h: ContainerHardening = {}): Record<stri
     ...(waived.length > 0 ? { dockerLabels: { [HARDENING_WAIVED_LABEL]: waived.join(",") } } : {}),
   };
 }
-

@@ -45,7 +45,13 @@ type ConsumerShape<D> = { [K in keyof ConsumerSizing]: K extends keyof D ? z.Zod
 
 /** The five sizing fields a QueueConsumer takes, picked from a consumer's config block. Pure. */
 export function consumerSizing(c: ConsumerSizing): ConsumerSizing {
-  return { timeoutSeconds: c.timeoutSeconds, memoryMb: c.memoryMb, batchSize: c.batchSize, batchingWindowSeconds: c.batchingWindowSeconds, maxConcurrency: c.maxConcurrency };
+  return {
+    timeoutSeconds: c.timeoutSeconds,
+    memoryMb: c.memoryMb,
+    batchSize: c.batchSize,
+    batchingWindowSeconds: c.batchingWindowSeconds,
+    maxConcurrency: c.maxConcurrency,
+  };
 }
 
 export interface ConfigIssue {
@@ -69,6 +75,7 @@ export function consumerIssues(
     { timeout: `${at.prefix}.timeoutSeconds`, batchingWindow: `${at.prefix}.batchingWindowSeconds` },
   );
   if (visibility) issues.push({ path: at.visibilityPath, message: visibility });
-  if (c.batchSize > 10 && c.batchingWindowSeconds === 0) issues.push({ path: [...at.key, "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
+  if (c.batchSize > 10 && c.batchingWindowSeconds === 0)
+    issues.push({ path: [...at.key, "batchingWindowSeconds"], message: "must be > 0 when batchSize is above 10 (Lambda rule)" });
   return issues;
 }

@@ -11,7 +11,6 @@ import type { QueueBudget } from "./part-args";
  * every error names its key path (`encache:fleet.housekeeping.queueVisibilityTimeoutSeconds`).
  */
 
-
 /** An EC2 tag key: 1–128 letters, digits, spaces or `_.:/=+-@`, not in the reserved `aws:` prefix. */
 const TAG_KEY = /^(?!aws:)[\w .:/=+@-]{1,128}$/;
 /** A CloudWatch namespace (CloudWatch's characters, not starting with `:`, not the reserved `AWS/`). */
@@ -80,19 +79,18 @@ export const fleetConfigSchema = z
      * the fleet's (housekeeping's orphan sweep and TerminateInstances key on it), the tag naming an
      * instance's pool, the SSM path of the runners' config, and the metric namespace.
      */
-    names: z
-      .object({
-        managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
-        managedTagValue: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
-        poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
-        /**
-         * Where each runner's config lives; termination and stale_ssm delete under it, so it carries
-         * the environment (infra/stack-scope.ts).
-         * @default `/runs-fleet/<environment>/runners`
-         */
-        runnerParameterPath: z.string().regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/dev/runners"),
-        metricsNamespace: z.string().regex(METRIC_NAMESPACE, "must be a CloudWatch namespace (not AWS/…)").default(FLEET_NAME_DEFAULTS.metricsNamespace),
-      }),
+    names: z.object({
+      managedTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.managedTagKey),
+      managedTagValue: z.string().min(1).max(255).default(FLEET_NAME_DEFAULTS.managedTagValue),
+      poolTagKey: z.string().regex(TAG_KEY, "must be an EC2 tag key (1-128 characters, not aws:)").default(FLEET_NAME_DEFAULTS.poolTagKey),
+      /**
+       * Where each runner's config lives; termination and stale_ssm delete under it, so it carries
+       * the environment (infra/stack-scope.ts).
+       * @default `/runs-fleet/<environment>/runners`
+       */
+      runnerParameterPath: z.string().regex(/^(\/[A-Za-z0-9_.-]+)+$/, "must be an absolute SSM path without a trailing slash, such as /runs-fleet/dev/runners"),
+      metricsNamespace: z.string().regex(METRIC_NAMESPACE, "must be a CloudWatch namespace (not AWS/…)").default(FLEET_NAME_DEFAULTS.metricsNamespace),
+    }),
     /** The price table pool_audit costs instances with: USD per instance-hour, by instance type. */
     instancePricesUsdPerHour: z
       .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as c7g.xlarge"), z.number().min(0).max(1000))
@@ -114,7 +112,12 @@ export function fleetCrossFieldIssues(cfg: {
   const issues: Array<{ path: string[]; message: string }> = [];
   for (const key of ["termination", "housekeeping"] as const) {
     const c = cfg[key];
-    for (const issue of consumerIssues(c, { key: [key], visibilityPath: [key, "queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: key })) {
+    for (const issue of consumerIssues(c, {
+      key: [key],
+      visibilityPath: [key, "queueVisibilityTimeoutSeconds"],
+      visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds,
+      prefix: key,
+    })) {
       issues.push({ path: issue.path.map(String), message: issue.message });
     }
   }
@@ -136,7 +139,10 @@ export const HOUSEKEEPING_SCHEDULES = [
 ] as const;
 
 /** The termination and housekeeping queues (their retention is the ManagedQueue default), with the keys behind their numbers. Pure. */
-export function fleetQueueBudgets(c: { termination: { queueVisibilityTimeoutSeconds: number }; housekeeping: { queueVisibilityTimeoutSeconds: number } }): QueueBudget[] {
+export function fleetQueueBudgets(c: {
+  termination: { queueVisibilityTimeoutSeconds: number };
+  housekeeping: { queueVisibilityTimeoutSeconds: number };
+}): QueueBudget[] {
   return (["termination", "housekeeping"] as const).map((key) => ({
     queue: `fleet-${key}`,
     retentionSeconds: managedQueueDefaults.messageRetentionSeconds,

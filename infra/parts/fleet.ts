@@ -89,7 +89,9 @@ export function fleetStatements(a: FleetAccess): { termination: Statement[]; hou
     "managed-instances": {
       resource: pulumi.interpolate`arn:aws:ec2:${a.region}:${a.accountId}:instance/*`,
       // Both tags: managed makes an instance the fleet's, the environment makes it this stack's fleet.
-      condition: { StringEquals: { [`aws:ResourceTag/${a.names.managedTagKey}`]: a.names.managedTagValue, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: a.environment } },
+      condition: {
+        StringEquals: { [`aws:ResourceTag/${a.names.managedTagKey}`]: a.names.managedTagValue, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: a.environment },
+      },
     },
     "*": { resource: "*" },
     "termination-dlq": { resource: a.terminationDlqArn },
@@ -201,7 +203,11 @@ function createQueues({ name, args, tags, parent }: FleetPart): { termination: M
 /** One Scheduler schedule per housekeeping task type, into the housekeeping queue. */
 function createSchedules({ name, args, tags, parent }: FleetPart, housekeepingQueue: ManagedQueue): { dlq: TerminalQueue; schedules: Schedules } {
   const { schedules: s } = args.config;
-  const dlq = new TerminalQueue(`${name}-schedules-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
+  const dlq = new TerminalQueue(
+    `${name}-schedules-dlq`,
+    { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags },
+    { parent },
+  );
   const schedules: Partial<Schedules> = {};
   for (const { taskType, key } of HOUSEKEEPING_SCHEDULES) {
     schedules[taskType] = new QueueSchedule(
@@ -254,7 +260,11 @@ function createConsumers(
       queueArn: terminationQueue.queue.arn,
       queueVisibilityTimeoutSeconds: terminationQueue.settings.visibilityTimeoutSeconds,
       statements: statements.termination,
-      environment: functionEnvironment(TERMINATION_ENV, { ...common, queueUrl: terminationQueue.queue.url, quarantineQueueUrl: terminationQueue.dlq.url }, powertools),
+      environment: functionEnvironment(
+        TERMINATION_ENV,
+        { ...common, queueUrl: terminationQueue.queue.url, quarantineQueueUrl: terminationQueue.dlq.url },
+        powertools,
+      ),
       ...consumerSizing(f.termination),
       ...sizing,
     },

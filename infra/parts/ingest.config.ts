@@ -10,64 +10,74 @@ import type { QueueBudget } from "./part-args";
  * its DLQ and their two consumers.
  */
 
-
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
 /** The ingest consumers' sizing: memory and batching window default, the rest is per stack. */
 const ingestConsumerSchema = consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0 });
 
-export const gpuConfigSchema = z.object({
-  /** EC2 instance type of the GPU worker. */
-  instanceType: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge"),
-  /**
-   * Value of the instance's `Name` tag; the auto-starter's tag scan and StartInstances grant key on
-   * it, so it carries the environment (infra/stack-scope.ts).
-   * @default `encache-gpu-worker-<environment>`
-   */
-  nameTag: z.string().min(1).max(255),
-  /**
-   * SSM parameter that holds the instance id (or the sentinel `none`); one per stack.
-   * @default `/encache/<environment>/gpu/instance_id`
-   */
-  instanceIdParameter: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path"),
-  /** Public SSM parameter that resolves the AMI id. */
-  amiParameter: z
-    .string()
-    .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
-    .default("/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
-  /** Root gp3 volume size in GiB. */
-  rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
-  /** TCP port of the GPU ingest service. */
-  servicePort: z.number().int().min(1).max(65_535),
-  /** HTTP path the window consumer POSTs each window to. */
-  servicePath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path"),
-  /** Per-request timeout of the POST to the GPU service, in ms. */
-  requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
-  /**
-   * Stop the GPU after this many minutes without work (nothing queued, parked or running on it).
-   * 0 turns the idle stop off, and then neither its function nor its StopInstances grant exists.
-   */
-  idleStopMinutes: z.number().int().min(0).max(1440),
-  /** How often the idle check runs, in minutes; below idleStopMinutes. */
-  idleCheckMinutes: z.number().int().min(1).max(60).default(5),
-  /** GET path of the GPU service's status (`{"active": n, "idleSeconds": s}`). */
-  statusPath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path").default("/status"),
-  /**
-   * An operator holds the GPU on, without a deploy, by tagging the instance with this key: value
-   * `true` (until the tag is removed) or an ISO time the hold ends at.
-   */
-  holdTag: z.string().min(1).max(128).default("encache:gpu-hold"),
-  /**
-   * On-demand USD per instance-hour by instance type, like the fleet's table: what the local run's
-   * gpu-idle scenario prices the GPU's running time at (against an always-on GPU).
-   * @default {}
-   */
-  pricesUsdPerHour: z.record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as g5.xlarge"), z.number().min(0).max(1000)).default({}),
-}).superRefine((g, ctx) => {
-  if (g.idleStopMinutes > 0 && g.idleCheckMinutes >= g.idleStopMinutes) {
-    ctx.addIssue({ code: "custom", path: ["idleCheckMinutes"], message: `must be below gpu.idleStopMinutes (${g.idleStopMinutes}), or the GPU idles a whole check longer than asked` });
-  }
-});
+export const gpuConfigSchema = z
+  .object({
+    /** EC2 instance type of the GPU worker. */
+    instanceType: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge"),
+    /**
+     * Value of the instance's `Name` tag; the auto-starter's tag scan and StartInstances grant key on
+     * it, so it carries the environment (infra/stack-scope.ts).
+     * @default `encache-gpu-worker-<environment>`
+     */
+    nameTag: z.string().min(1).max(255),
+    /**
+     * SSM parameter that holds the instance id (or the sentinel `none`); one per stack.
+     * @default `/encache/<environment>/gpu/instance_id`
+     */
+    instanceIdParameter: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path"),
+    /** Public SSM parameter that resolves the AMI id. */
+    amiParameter: z
+      .string()
+      .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
+      .default("/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
+    /** Root gp3 volume size in GiB. */
+    rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
+    /** TCP port of the GPU ingest service. */
+    servicePort: z.number().int().min(1).max(65_535),
+    /** HTTP path the window consumer POSTs each window to. */
+    servicePath: z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path"),
+    /** Per-request timeout of the POST to the GPU service, in ms. */
+    requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+    /**
+     * Stop the GPU after this many minutes without work (nothing queued, parked or running on it).
+     * 0 turns the idle stop off, and then neither its function nor its StopInstances grant exists.
+     */
+    idleStopMinutes: z.number().int().min(0).max(1440),
+    /** How often the idle check runs, in minutes; below idleStopMinutes. */
+    idleCheckMinutes: z.number().int().min(1).max(60).default(5),
+    /** GET path of the GPU service's status (`{"active": n, "idleSeconds": s}`). */
+    statusPath: z
+      .string()
+      .regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path")
+      .default("/status"),
+    /**
+     * An operator holds the GPU on, without a deploy, by tagging the instance with this key: value
+     * `true` (until the tag is removed) or an ISO time the hold ends at.
+     */
+    holdTag: z.string().min(1).max(128).default("encache:gpu-hold"),
+    /**
+     * On-demand USD per instance-hour by instance type, like the fleet's table: what the local run's
+     * gpu-idle scenario prices the GPU's running time at (against an always-on GPU).
+     * @default {}
+     */
+    pricesUsdPerHour: z
+      .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as g5.xlarge"), z.number().min(0).max(1000))
+      .default({}),
+  })
+  .superRefine((g, ctx) => {
+    if (g.idleStopMinutes > 0 && g.idleCheckMinutes >= g.idleStopMinutes) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["idleCheckMinutes"],
+        message: `must be below gpu.idleStopMinutes (${g.idleStopMinutes}), or the GPU idles a whole check longer than asked`,
+      });
+    }
+  });
 export type GpuConfig = z.output<typeof gpuConfigSchema>;
 
 export const ingestConfigSchema = z
@@ -103,8 +113,14 @@ export const ingestConfigSchema = z
        * a batch with one lookup, one start attempt and one ChangeMessageVisibilityBatch, and
        * deliver a returned batch in parallel (docs/parts/ingest.md, "Batch size").
        */
-      batchSize: z.number().int().min(1).max(10, "must be at most 10: one invocation parks its records with one ChangeMessageVisibilityBatch (docs/parts/ingest.md)"),
-      batchingWindowSeconds: z.literal(0, { message: "must be 0: a batching window would hold a returned (unparked) message back before it is tried" }).default(0),
+      batchSize: z
+        .number()
+        .int()
+        .min(1)
+        .max(10, "must be at most 10: one invocation parks its records with one ChangeMessageVisibilityBatch (docs/parts/ingest.md)"),
+      batchingWindowSeconds: z
+        .literal(0, { message: "must be 0: a batching window would hold a returned (unparked) message back before it is tried" })
+        .default(0),
     }),
   })
   .superRefine((c, ctx) => {
@@ -117,8 +133,18 @@ export function ingestConfigProblems(
   c: Pick<IngestConfig, "queueVisibilityTimeoutSeconds" | "dlqVisibilityTimeoutSeconds" | "messageRetentionSeconds" | "window" | "dlqConsumer">,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems = [
-    ...consumerIssues(c.window, { key: ["window"], visibilityPath: ["queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: "ingest.window" }),
-    ...consumerIssues(c.dlqConsumer, { key: ["dlqConsumer"], visibilityPath: ["dlqVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.dlqVisibilityTimeoutSeconds, prefix: "ingest.dlqConsumer" }),
+    ...consumerIssues(c.window, {
+      key: ["window"],
+      visibilityPath: ["queueVisibilityTimeoutSeconds"],
+      visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds,
+      prefix: "ingest.window",
+    }),
+    ...consumerIssues(c.dlqConsumer, {
+      key: ["dlqConsumer"],
+      visibilityPath: ["dlqVisibilityTimeoutSeconds"],
+      visibilityTimeoutSeconds: c.dlqVisibilityTimeoutSeconds,
+      prefix: "ingest.dlqConsumer",
+    }),
   ];
   if (c.messageRetentionSeconds >= SQS_MAX_RETENTION_SECONDS) {
     problems.push({ path: ["messageRetentionSeconds"], message: "must be below 14 days: the DLQ keeps 14 days and must outlive its source" });
@@ -133,7 +159,10 @@ export const IDLE_CONSUMER = { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, 
 export const GPU_IDLE_QUEUE_VISIBILITY_SECONDS = requiredVisibilityTimeoutSeconds(IDLE_CONSUMER.timeoutSeconds, IDLE_CONSUMER.batchingWindowSeconds);
 
 /** The ingest part's source queues (`ingest`, and `ingest-gpu-idle` while the idle stop is on), with the keys behind their numbers. Pure. */
-export function ingestQueueBudgets(c: { ingest: Pick<IngestConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">; gpu: Pick<GpuConfig, "idleStopMinutes"> }): QueueBudget[] {
+export function ingestQueueBudgets(c: {
+  ingest: Pick<IngestConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">;
+  gpu: Pick<GpuConfig, "idleStopMinutes">;
+}): QueueBudget[] {
   return [
     {
       queue: "ingest",

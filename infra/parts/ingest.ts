@@ -53,7 +53,14 @@ export function ingestStatements(a: IngestAccess): { window: Statement[]; dlq: S
 }
 
 /** The idle check's statements; its StopInstances is conditioned on this stack's GPU tags. Pure. */
-export function idleStatements(a: { region: string; accountId: pulumi.Input<string>; nameTag: string; environment: string; parameterArn: pulumi.Input<string>; queueArns: pulumi.Input<string>[] }): Statement[] {
+export function idleStatements(a: {
+  region: string;
+  accountId: pulumi.Input<string>;
+  nameTag: string;
+  environment: string;
+  parameterArn: pulumi.Input<string>;
+  queueArns: pulumi.Input<string>[];
+}): Statement[] {
   return statementsFor(IDLE_GRANTS, {
     "gpu-instance-id-parameter": { resource: a.parameterArn },
     "*": { resource: "*" },
@@ -208,7 +215,11 @@ function createQueues({ name, args, tags, parent }: IngestPart): { queue: Manage
     },
     { parent },
   );
-  const quarantine = new TerminalQueue(`${name}-quarantine`, { role: "quarantine", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags }, { parent });
+  const quarantine = new TerminalQueue(
+    `${name}-quarantine`,
+    { role: "quarantine", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags },
+    { parent },
+  );
   return { queue, quarantine };
 }
 
@@ -272,7 +283,15 @@ function createGpuEc2Policy({ name, args, tags, parent }: IngestPart): aws.iam.P
     `${name}-gpu-ec2`,
     {
       description: `Start the ${nameTag} instance (by tag) and describe instances`,
-      policy: declaredPolicy(gpuEc2Statements({ region: args.region, accountId: aws.getCallerIdentityOutput({}, { parent }).accountId, nameTag, environment: args.platform.environment }), { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent }),
+      policy: declaredPolicy(
+        gpuEc2Statements({
+          region: args.region,
+          accountId: aws.getCallerIdentityOutput({}, { parent }).accountId,
+          nameTag,
+          environment: args.platform.environment,
+        }),
+        { resource: `${name}-gpu-ec2`, resourceType: MANAGED_POLICY_TYPE, parent },
+      ),
       tags,
     },
     { parent },
@@ -372,10 +391,21 @@ function createIdleStop(
   const visibility = GPU_IDLE_QUEUE_VISIBILITY_SECONDS;
   const queue = new ManagedQueue(
     `${name}-gpu-idle`,
-    { visibilityTimeoutSeconds: visibility, maxReceiveCount: platform.maxReceiveCount, dlqVisibilityTimeoutSeconds: visibility, alarmActions: platform.alarmActions, protectDlq: platform.deletionProtection, tags },
+    {
+      visibilityTimeoutSeconds: visibility,
+      maxReceiveCount: platform.maxReceiveCount,
+      dlqVisibilityTimeoutSeconds: visibility,
+      alarmActions: platform.alarmActions,
+      protectDlq: platform.deletionProtection,
+      tags,
+    },
     { parent },
   );
-  const schedulesDlq = new TerminalQueue(`${name}-gpu-idle-schedule-dlq`, { role: "dlq", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags }, { parent });
+  const schedulesDlq = new TerminalQueue(
+    `${name}-gpu-idle-schedule-dlq`,
+    { role: "dlq", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags },
+    { parent },
+  );
   const schedule = new QueueSchedule(
     `${name}-gpu-idle-check`,
     {
@@ -414,7 +444,11 @@ function createIdleStop(
           ingestQueueUrl: deps.queue.queue.url,
           dlqUrl: deps.queue.dlq.url,
         },
-        { POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"), POWERTOOLS_SERVICE_NAME: `ingest-gpu-idle-${platform.environment}`, POWERTOOLS_LOG_LEVEL: "INFO" },
+        {
+          POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Ingest"),
+          POWERTOOLS_SERVICE_NAME: `ingest-gpu-idle-${platform.environment}`,
+          POWERTOOLS_LOG_LEVEL: "INFO",
+        },
       ),
       ...IDLE_CONSUMER,
       logRetentionDays: platform.logRetentionDays,

@@ -166,7 +166,10 @@ export function drainedQueues(records: readonly InventoryRecord[]): string[] {
 /** The queues the named consumer takes messages from: source queues and DLQs, logical names. Pure. */
 export function queuesConsumedBy(records: readonly InventoryRecord[], consumer: string): string[] {
   return records.flatMap((p) =>
-    p.queues.flatMap((q) => [...(q.consumers.some((c) => c.name === consumer) ? [q.label] : []), ...(q.dlqConsumers.some((c) => c.name === consumer) ? [q.dlq] : [])]),
+    p.queues.flatMap((q) => [
+      ...(q.consumers.some((c) => c.name === consumer) ? [q.label] : []),
+      ...(q.dlqConsumers.some((c) => c.name === consumer) ? [q.dlq] : []),
+    ]),
   );
 }
 

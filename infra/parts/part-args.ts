@@ -88,7 +88,9 @@ export function partScope<A extends PartArgs>(parent: pulumi.Resource, name: str
 }
 
 /** Powertools' own variables, and the SDK's region, which the program sets beside a function's own. */
-export type PowertoolsEnvironment = Partial<Record<"POWERTOOLS_SERVICE_NAME" | "POWERTOOLS_METRICS_NAMESPACE" | "POWERTOOLS_LOG_LEVEL" | "AWS_REGION", pulumi.Input<string>>>;
+export type PowertoolsEnvironment = Partial<
+  Record<"POWERTOOLS_SERVICE_NAME" | "POWERTOOLS_METRICS_NAMESPACE" | "POWERTOOLS_LOG_LEVEL" | "AWS_REGION", pulumi.Input<string>>
+>;
 
 /** A function's env values as the program has them: each may still be an output (a queue's url). */
 export type EnvInputs<F extends EnvFields> = { [K in keyof EnvValues<F>]: pulumi.Input<EnvValues<F>[K]> };
@@ -98,7 +100,11 @@ export type EnvInputs<F extends EnvFields> = { [K in keyof EnvValues<F>]: pulumi
  * the code reads, written by the codec's formatter (an output through `apply`), plus Powertools'
  * variables; in byte order of the names, as the AWS provider stores a container's environment.
  */
-export function functionEnvironment<F extends EnvFields>(codec: EnvCodec<F>, values: EnvInputs<F>, powertools: PowertoolsEnvironment = {}): Record<string, pulumi.Input<string>> {
+export function functionEnvironment<F extends EnvFields>(
+  codec: EnvCodec<F>,
+  values: EnvInputs<F>,
+  powertools: PowertoolsEnvironment = {},
+): Record<string, pulumi.Input<string>> {
   const entries: Array<[string, pulumi.Input<string>]> = Object.entries(powertools).filter((e): e is [string, pulumi.Input<string>] => e[1] !== undefined);
   for (const key of codec.order) {
     const value = (values as Record<string, pulumi.Input<unknown> | undefined>)[key];

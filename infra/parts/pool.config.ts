@@ -28,7 +28,10 @@ export const poolClassSchema = z.object({
     .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
     .default("/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"),
   /** Root device name of the AMI (`/dev/xvda` Amazon Linux, `/dev/sda1` Ubuntu). */
-  rootDeviceName: z.string().regex(/^\/dev\/[a-z0-9]+$/, "must be a device name such as /dev/xvda").default("/dev/xvda"),
+  rootDeviceName: z
+    .string()
+    .regex(/^\/dev\/[a-z0-9]+$/, "must be a device name such as /dev/xvda")
+    .default("/dev/xvda"),
   /** Encrypted gp3 root volume size, GiB. */
   rootVolumeGiB: z.number().int().min(8).max(16_384).default(30),
 });
@@ -93,15 +96,27 @@ export function refillRetentionSeconds(refill: Pick<PoolConfig["refill"], "every
 /** Checks across keys, pure so tests call it directly. Paths are relative to `encache:pool`. */
 export function poolCrossFieldIssues(cfg: Pick<PoolConfig, "advertRetentionSeconds" | "refill">): Array<{ path: Array<string | number>; message: string }> {
   const { refill } = cfg;
-  const issues = consumerIssues(refill, { key: ["refill"], visibilityPath: ["refill", "queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: refill.queueVisibilityTimeoutSeconds, prefix: "refill" });
+  const issues = consumerIssues(refill, {
+    key: ["refill"],
+    visibilityPath: ["refill", "queueVisibilityTimeoutSeconds"],
+    visibilityTimeoutSeconds: refill.queueVisibilityTimeoutSeconds,
+    prefix: "refill",
+  });
   // The refill's lease (REFILL_LEASE_SECONDS) is its timeout; a run needs a few EC2 and SQS round trips.
-  if (refill.timeoutSeconds < MIN_REFILL_TIMEOUT_SECONDS) issues.push({ path: ["refill", "timeoutSeconds"], message: `must be at least ${MIN_REFILL_TIMEOUT_SECONDS}` });
+  if (refill.timeoutSeconds < MIN_REFILL_TIMEOUT_SECONDS)
+    issues.push({ path: ["refill", "timeoutSeconds"], message: `must be at least ${MIN_REFILL_TIMEOUT_SECONDS}` });
   // Idle instances are re-advertised each run; an advert must live until the next run.
   const period = cfg.refill.everyMinutes * 60;
   if (cfg.advertRetentionSeconds < period) {
-    issues.push({ path: ["advertRetentionSeconds"], message: `must be at least one refill period (refill.everyMinutes × 60 = ${period}), or idle instances drop out of the pool between runs` });
+    issues.push({
+      path: ["advertRetentionSeconds"],
+      message: `must be at least one refill period (refill.everyMinutes × 60 = ${period}), or idle instances drop out of the pool between runs`,
+    });
   } else if (cfg.advertRetentionSeconds > 2 * period) {
-    issues.push({ path: ["advertRetentionSeconds"], message: `must be at most two refill periods (${2 * period}): each run re-advertises idle instances, so longer retention piles up duplicates` });
+    issues.push({
+      path: ["advertRetentionSeconds"],
+      message: `must be at most two refill periods (${2 * period}): each run re-advertises idle instances, so longer retention piles up duplicates`,
+    });
   }
   return issues;
 }

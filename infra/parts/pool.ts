@@ -209,7 +209,14 @@ function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.R
   // Session Manager only: a pool instance's workload brings its own credentials.
   new aws.iam.RolePolicy(
     `${name}-instance-session-manager`,
-    { role: role.id, policy: declaredPolicy(sessionManagerStatements(trustScope(parent)), { resource: `${name}-instance-session-manager`, resourceType: ROLE_POLICY_TYPE, parent }) },
+    {
+      role: role.id,
+      policy: declaredPolicy(sessionManagerStatements(trustScope(parent)), {
+        resource: `${name}-instance-session-manager`,
+        resourceType: ROLE_POLICY_TYPE,
+        parent,
+      }),
+    },
     { parent },
   );
   const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });
@@ -258,14 +265,24 @@ function createRefillQueue({ name, args, tags, parent }: PoolPart): { queue: Man
     },
     { parent },
   );
-  const scheduleDlq = new TerminalQueue(`${name}-refill-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
+  const scheduleDlq = new TerminalQueue(
+    `${name}-refill-schedule-dlq`,
+    { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags },
+    { parent },
+  );
   return { queue, scheduleDlq };
 }
 
 /** Per resource class: its advert queue, its launch template and its refill schedule. */
 function createClasses(
   part: PoolPart,
-  deps: { securityGroup: aws.ec2.SecurityGroup; subnetId: pulumi.Output<string>; instanceProfile: aws.iam.InstanceProfile; refillQueue: ManagedQueue; scheduleDlq: TerminalQueue },
+  deps: {
+    securityGroup: aws.ec2.SecurityGroup;
+    subnetId: pulumi.Output<string>;
+    instanceProfile: aws.iam.InstanceProfile;
+    refillQueue: ManagedQueue;
+    scheduleDlq: TerminalQueue;
+  },
 ): Record<string, PoolClassResources> {
   return Object.fromEntries(Object.entries(part.args.config.classes).map(([className, cls]) => [className, createClass(part, className, cls, deps)]));
 }
@@ -274,7 +291,13 @@ function createClass(
   { name, args, tags, parent }: PoolPart,
   className: string,
   cls: PoolClassConfig,
-  deps: { securityGroup: aws.ec2.SecurityGroup; subnetId: pulumi.Output<string>; instanceProfile: aws.iam.InstanceProfile; refillQueue: ManagedQueue; scheduleDlq: TerminalQueue },
+  deps: {
+    securityGroup: aws.ec2.SecurityGroup;
+    subnetId: pulumi.Output<string>;
+    instanceProfile: aws.iam.InstanceProfile;
+    refillQueue: ManagedQueue;
+    scheduleDlq: TerminalQueue;
+  },
 ): PoolClassResources {
   const p = args.config;
   const queue = new ManagedQueue(

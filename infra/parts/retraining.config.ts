@@ -11,7 +11,6 @@ import type { QueueBudget } from "./part-args";
  * `tradai-strategy-generic`, container `strategy`, on-demand Fargate.
  */
 
-
 /** The launcher's sizing, the original system's: 30 s, 256 MB, batches of 10 with a 5 s window. */
 const launcherSchema = consumerSchema({ timeoutSeconds: 30, memoryMb: 256, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 }).prefault({});
 
@@ -52,11 +51,18 @@ const strategySchema = z.object({
       /** A read-only root filesystem, with a writable scratch volume at `scratchPath`. */
       readOnlyRootFilesystem: z.boolean().default(true),
       /** The user[:group] to run as; `null` runs as the image's own user, which may be root. */
-      user: z.string().regex(/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, "must be user or user:group").nullable().default("1000:1000"),
+      user: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, "must be user or user:group")
+        .nullable()
+        .default("1000:1000"),
       /** Drop every Linux capability. */
       dropAllCapabilities: z.boolean().default(true),
       /** Where the scratch volume is mounted. */
-      scratchPath: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute path").default("/tmp"),
+      scratchPath: z
+        .string()
+        .regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute path")
+        .default("/tmp"),
     })
     .prefault({}),
 });
@@ -75,9 +81,15 @@ export const retrainingConfigSchema = z
     /** Launch on FARGATE_SPOT instead of FARGATE (USE_SPOT). */
     useSpot: z.boolean().default(false),
     /** Task definition family prefix; the family is `<prefix>-<environment>` (ECS_TASK_DEFINITION_FAMILY). */
-    taskDefinitionFamily: z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, "must be letters, digits, _ or -").default("tradai-strategy-generic"),
+    taskDefinitionFamily: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,200}$/, "must be letters, digits, _ or -")
+      .default("tradai-strategy-generic"),
     /** The strategy container's name, which RunTask overrides address (ECS_CONTAINER_NAME). */
-    containerName: z.string().regex(/^[A-Za-z0-9_-]{1,255}$/, "must be letters, digits, _ or -").default("strategy"),
+    containerName: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,255}$/, "must be letters, digits, _ or -")
+      .default("strategy"),
     strategy: strategySchema,
     /** One EventBridge Scheduler schedule per model, each sending {model_name, trigger: "scheduled"}. */
     schedules: z.array(scheduleSchema).default([]),
@@ -90,10 +102,19 @@ export type RetrainingConfig = z.output<typeof retrainingConfigSchema>;
 
 /** Cross-field checks, pure: paths are relative to `encache:retraining`. */
 export function retrainingConfigProblems(
-  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "schedules"> & { strategy: Omit<RetrainingConfig["strategy"], "hardening"> } & Partial<Pick<RetrainingConfig, "useSpot">>,
+  c: Pick<RetrainingConfig, "queueVisibilityTimeoutSeconds" | "launcher" | "schedules"> & {
+    strategy: Omit<RetrainingConfig["strategy"], "hardening">;
+  } & Partial<Pick<RetrainingConfig, "useSpot">>,
 ): Array<{ path: Array<string | number>; message: string }> {
   const problems: Array<{ path: Array<string | number>; message: string }> = [];
-  problems.push(...consumerIssues(c.launcher, { key: ["launcher"], visibilityPath: ["queueVisibilityTimeoutSeconds"], visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds, prefix: "launcher" }));
+  problems.push(
+    ...consumerIssues(c.launcher, {
+      key: ["launcher"],
+      visibilityPath: ["queueVisibilityTimeoutSeconds"],
+      visibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds,
+      prefix: "launcher",
+    }),
+  );
   const size = fargateSizeProblem(c.strategy.cpu, c.strategy.memoryMb);
   // The shared check names cpu when cpu itself is no Fargate size, else memory that does not fit it.
   if (size) problems.push({ path: ["strategy", FARGATE_CPU_UNITS.includes(c.strategy.cpu) ? "memoryMb" : "cpu"], message: size });
@@ -104,7 +125,8 @@ export function retrainingConfigProblems(
   c.schedules.forEach((s, i) => {
     const slug = scheduleSlug(s.modelName);
     const first = seen.get(slug);
-    if (first !== undefined) problems.push({ path: ["schedules", i, "modelName"], message: `collides with schedules[${first}] (both name the schedule "${slug}")` });
+    if (first !== undefined)
+      problems.push({ path: ["schedules", i, "modelName"], message: `collides with schedules[${first}] (both name the schedule "${slug}")` });
     else seen.set(slug, i);
   });
   return problems;

@@ -184,7 +184,11 @@ function createStateTable({ name, args, tags, parent }: RetrainingPart): Table {
 /** One launch intent per origin message (functions/retraining/intent.ts), deleted by TTL when no copy can come back. */
 function createIntentTable({ name, args, tags, parent }: RetrainingPart): Table {
   const { hashKey, ttlAttribute } = RETRAINING_INTENT_TABLE;
-  return new Table(`${name}-intent`, { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags }, { parent });
+  return new Table(
+    `${name}-intent`,
+    { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags },
+    { parent },
+  );
 }
 
 /** The generic strategy task definition of this environment, and its tasks' security group. */
@@ -221,7 +225,11 @@ function createStrategyTask({ name, args, tags, parent }: RetrainingPart): { tas
 
 /** One Scheduler schedule per model, each sending `{model_name, trigger: "scheduled"}`. */
 function createSchedules({ name, args, tags, parent }: RetrainingPart, queue: ManagedQueue): { dlq: TerminalQueue; schedules: QueueSchedule[] } {
-  const dlq = new TerminalQueue(`${name}-schedule-dlq`, { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags }, { parent });
+  const dlq = new TerminalQueue(
+    `${name}-schedule-dlq`,
+    { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags },
+    { parent },
+  );
   const schedules = args.config.schedules.map(
     (s) =>
       new QueueSchedule(

@@ -66,7 +66,12 @@ export const workerConfigSchema = z
      * A tag alone would let `node:22-alpine` move under an existing image tag. README, "Refreshing
      * the worker's base image", says how to find the current digest.
      */
-    baseImage: z.string().regex(BASE_IMAGE_PATTERN, "must pin the image by digest: <name>[:<tag>]@sha256:<64 lowercase hex>, such as node:22-alpine@sha256:… (README, \"Refreshing the worker's base image\")"),
+    baseImage: z
+      .string()
+      .regex(
+        BASE_IMAGE_PATTERN,
+        'must pin the image by digest: <name>[:<tag>]@sha256:<64 lowercase hex>, such as node:22-alpine@sha256:… (README, "Refreshing the worker\'s base image")',
+      ),
     /**
      * Images the repository keeps. At least 2: during a deploy the service still runs the previous
      * image, and a rollback needs it, so it must not expire the moment the new one is pushed.

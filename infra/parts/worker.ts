@@ -84,7 +84,13 @@ export class Worker extends pulumi.ComponentResource implements PartFace<WorkerO
     this.repository = createRepository(part);
     ({ image: this.image, bundleBytes: this.bundleBytes } = createImage(part, this.repository));
     this.powertoolsServiceName = powertoolsServiceName(name, args.platform.environment);
-    this.service = createService(part, { queue: this.queue, jobsTable: this.jobsTable, repository: this.repository, image: this.image, powertoolsServiceName: this.powertoolsServiceName });
+    this.service = createService(part, {
+      queue: this.queue,
+      jobsTable: this.jobsTable,
+      repository: this.repository,
+      image: this.image,
+      powertoolsServiceName: this.powertoolsServiceName,
+    });
 
     this.outputs = this.stackOutputs();
     this.inventory = this.describeInventory(name, args);
@@ -118,7 +124,15 @@ export class Worker extends pulumi.ComponentResource implements PartFace<WorkerO
       queues: [{ queue: this.queue, consumers: [{ name, kind: "ecs-service", service: this.powertoolsServiceName, roleArn: this.service.taskRole.arn }] }],
       terminalQueues: [],
       ecsServices: [ecs],
-      views: { worker: { queueName: ecs.queueName, clusterName: ecs.clusterName, serviceName: ecs.serviceName, metricsService: ecs.metricsService, backlogPerTaskTarget: ecs.backlogPerTaskTarget } },
+      views: {
+        worker: {
+          queueName: ecs.queueName,
+          clusterName: ecs.clusterName,
+          serviceName: ecs.serviceName,
+          metricsService: ecs.metricsService,
+          backlogPerTaskTarget: ecs.backlogPerTaskTarget,
+        },
+      },
     };
   }
 }
@@ -161,7 +175,13 @@ function createJobsTable({ name, args, tags, parent }: WorkerPart): Table {
   const { hashKey, ttlAttribute } = WORKER_JOBS_TABLE;
   return new Table(
     `${name}-jobs`,
-    { hashKey, attributes: { [hashKey]: "S" }, ttlAttribute, deletionProtection: args.platform.deletionProtection, tags: { ...tags, [TABLE_ROLE_TAG]: JOBS_TABLE_ROLE } },
+    {
+      hashKey,
+      attributes: { [hashKey]: "S" },
+      ttlAttribute,
+      deletionProtection: args.platform.deletionProtection,
+      tags: { ...tags, [TABLE_ROLE_TAG]: JOBS_TABLE_ROLE },
+    },
     { parent },
   );
 }
@@ -246,7 +266,12 @@ function createService(
       image: deps.image.imageUri,
       repositoryArn: deps.repository.arn,
       queueName: queue.queue.name,
-      taskRoleStatements: workerTaskRoleStatements({ workQueueArn: queue.queue.arn, workDlqArn: queue.dlq.arn, jobsTableArn: deps.jobsTable.table.arn, clusterArn: args.cluster.cluster.arn }),
+      taskRoleStatements: workerTaskRoleStatements({
+        workQueueArn: queue.queue.arn,
+        workDlqArn: queue.dlq.arn,
+        jobsTableArn: deps.jobsTable.table.arn,
+        clusterArn: args.cluster.cluster.arn,
+      }),
       vpcId: args.network.vpcId,
       subnetIds: args.network.privateSubnetIds,
       region: args.region,
@@ -286,7 +311,12 @@ function createService(
           scratchDir: WORKER_SCRATCH_PATH,
           jobsTable: deps.jobsTable.table.name,
         },
-        { AWS_REGION: args.region, POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName, POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"), POWERTOOLS_LOG_LEVEL: "INFO" },
+        {
+          AWS_REGION: args.region,
+          POWERTOOLS_SERVICE_NAME: deps.powertoolsServiceName,
+          POWERTOOLS_METRICS_NAMESPACE: metricsNamespace("Worker"),
+          POWERTOOLS_LOG_LEVEL: "INFO",
+        },
       ),
       logRetentionDays: args.platform.logRetentionDays,
       tags,

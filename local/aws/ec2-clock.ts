@@ -22,11 +22,14 @@ import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 export function simulateLaunchTimes(xml: string, clock: { t0Ms: number; speed: number }, startedAt: ReadonlyMap<string, number> = new Map()): string {
   const sim = (real: number) => new Date(clock.t0Ms + (real - clock.t0Ms) * clock.speed).toISOString();
   // An instance's item names its id before its launch time.
-  return xml.replace(/(<instanceId>(i-[0-9a-f]+)<\/instanceId>[\s\S]*?)?<launchTime>([^<]+)<\/launchTime>/g, (whole, head: string | undefined, id: string | undefined, value: string) => {
-    const real = (id !== undefined ? startedAt.get(id) : undefined) ?? Date.parse(value);
-    if (!Number.isFinite(real)) return whole;
-    return `${head ?? ""}<launchTime>${sim(real)}</launchTime>`;
-  });
+  return xml.replace(
+    /(<instanceId>(i-[0-9a-f]+)<\/instanceId>[\s\S]*?)?<launchTime>([^<]+)<\/launchTime>/g,
+    (whole, head: string | undefined, id: string | undefined, value: string) => {
+      const real = (id !== undefined ? startedAt.get(id) : undefined) ?? Date.parse(value);
+      if (!Number.isFinite(real)) return whole;
+      return `${head ?? ""}<launchTime>${sim(real)}</launchTime>`;
+    },
+  );
 }
 
 /** Pure: the instance ids of a query-protocol `action` request body (StartInstances, StopInstances), else none. */
@@ -43,7 +46,10 @@ export function stillStopping(xml: string, ids: readonly string[]): string {
   let out = xml;
   for (const id of ids) {
     const escaped = id.replace(/[^a-z0-9-]/gi, "");
-    out = out.replace(new RegExp(`(<instanceId>${escaped}</instanceId>[\\s\\S]*?<instanceState>\\s*)<code>80</code>(\\s*)<name>stopped</name>`), "$1<code>64</code>$2<name>stopping</name>");
+    out = out.replace(
+      new RegExp(`(<instanceId>${escaped}</instanceId>[\\s\\S]*?<instanceState>\\s*)<code>80</code>(\\s*)<name>stopped</name>`),
+      "$1<code>64</code>$2<name>stopping</name>",
+    );
   }
   return out;
 }

@@ -27,7 +27,15 @@ function isObject(value: unknown): value is Json {
 /** Pure: the request's parameters without the token, with keys sorted, so equal requests compare equal however they were serialised. */
 export function runTaskParameters(body: Json): string {
   const canonical = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canonical) : isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])])) : v;
+    Array.isArray(v)
+      ? v.map(canonical)
+      : isObject(v)
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canonical(v[k])]),
+          )
+        : v;
   const { clientToken: _token, ...rest } = body;
   return JSON.stringify(canonical(rest));
 }
@@ -117,7 +125,14 @@ export class EcsClientTokenProxy extends InterceptingProxy {
       const taskArns = taskArnsOf(answer.body);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
       if (answer.status < 300 && taskArns.length > 0) {
-        this.tokens.set(token, { parameters, atMs: this.now(), taskArns, status: answer.status, headers: answer.headers as http.IncomingHttpHeaders, body: answer.body });
+        this.tokens.set(token, {
+          parameters,
+          atMs: this.now(),
+          taskArns,
+          status: answer.status,
+          headers: answer.headers as http.IncomingHttpHeaders,
+          body: answer.body,
+        });
       }
       return answer;
     } finally {

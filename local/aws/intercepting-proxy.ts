@@ -68,7 +68,14 @@ export abstract class InterceptingProxy {
    */
   protected forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: opts.headers ?? req.headers, agent: this.agent });
+      const upstream = http.request({
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: opts.headers ?? req.headers,
+        agent: this.agent,
+      });
       upstream.on("response", resolve);
       upstream.on("error", reject);
       const res = opts.abortWith;
@@ -124,7 +131,13 @@ export function readBody(stream: Readable): Promise<Buffer> {
 }
 
 /** Sends a reply made or amended by a proxy, with its own length (any transfer-encoding dropped). */
-export function sendReply(res: http.ServerResponse, status: number, headers: http.OutgoingHttpHeaders | http.IncomingHttpHeaders, body: Buffer | string, statusMessage?: string): void {
+export function sendReply(
+  res: http.ServerResponse,
+  status: number,
+  headers: http.OutgoingHttpHeaders | http.IncomingHttpHeaders,
+  body: Buffer | string,
+  statusMessage?: string,
+): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
   const out: http.OutgoingHttpHeaders = { ...headers, "content-length": String(bytes.length) };
   delete out["transfer-encoding"];

@@ -136,7 +136,10 @@ export class SqsClockProxy extends InterceptingProxy {
       return;
     }
     // Only the few operations that carry a duration or a receipt handle are buffered; their bodies are small.
-    readBody(req).then((body) => this.intercept(req, res, body, rewrite, handles), () => res.destroy());
+    readBody(req).then(
+      (body) => this.intercept(req, res, body, rewrite, handles),
+      () => res.destroy(),
+    );
   }
 
   private intercept(req: http.IncomingMessage, res: http.ServerResponse, received: Buffer, rewrite: Rewrite | undefined, handles: string | undefined): void {
@@ -150,7 +153,10 @@ export class SqsClockProxy extends InterceptingProxy {
     const body = rewrite ? this.rewriteBody(original, rewrite) : original;
     if (body !== original) this.counts.rewritten++;
     const target = req.headers["x-amz-target"];
-    const reveal = rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch") ? this.exactReveal(original, req.rawHeaders) : undefined;
+    const reveal =
+      rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch")
+        ? this.exactReveal(original, req.rawHeaders)
+        : undefined;
     this.relay(req, res, withContentLength(req.rawHeaders, body.length), body, reveal, receipt?.onReply);
   }
 
@@ -159,7 +165,10 @@ export class SqsClockProxy extends InterceptingProxy {
    * entry stale), or the body to forward (stale entries taken out) and what to do with moto's reply
    * (learn a receive's handles, forget deleted messages, add the stale entries to a batch's answer).
    */
-  private receiptRule(target: string, original: Buffer): { answer?: LocalAnswer; forward?: Buffer; onReply?: (status: number, reply: Buffer) => Buffer } | undefined {
+  private receiptRule(
+    target: string,
+    original: Buffer,
+  ): { answer?: LocalAnswer; forward?: Buffer; onReply?: (status: number, reply: Buffer) => Buffer } | undefined {
     const receipts = this.receipts;
     if (!receipts) return undefined;
     let request: unknown;
@@ -255,7 +264,8 @@ export class SqsClockProxy extends InterceptingProxy {
     if (!isObject(body) || typeof body.QueueUrl !== "string") return undefined;
     const queueUrl = body.QueueUrl;
     const changes = (Array.isArray(body.Entries) ? body.Entries : [body]).filter(
-      (c): c is { ReceiptHandle: string; VisibilityTimeout: number } => isObject(c) && typeof c.ReceiptHandle === "string" && typeof c.VisibilityTimeout === "number",
+      (c): c is { ReceiptHandle: string; VisibilityTimeout: number } =>
+        isObject(c) && typeof c.ReceiptHandle === "string" && typeof c.VisibilityTimeout === "number",
     );
     const timed: Array<{ handle: string; exactMs: number }> = [];
     for (const c of changes) {
@@ -275,7 +285,14 @@ export class SqsClockProxy extends InterceptingProxy {
         const revealBody = Buffer.from(JSON.stringify({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }), "utf8");
         const timer = setTimeout(() => {
           this.reveals.delete(handle);
-          const upstream = http.request({ host: this.target.hostname, port: this.target.port, method: "POST", path: "/", headers: withContentLength(headers, revealBody.length), agent: this.agent });
+          const upstream = http.request({
+            host: this.target.hostname,
+            port: this.target.port,
+            method: "POST",
+            path: "/",
+            headers: withContentLength(headers, revealBody.length),
+            agent: this.agent,
+          });
           // A handle that is gone (deleted, expired, refused in the batch) only means there is nothing to reveal.
           upstream.on("response", (reply) => reply.resume());
           upstream.on("error", () => undefined);
@@ -307,11 +324,14 @@ export class SqsClockProxy extends InterceptingProxy {
           return;
         }
         // The receipt-handle rule reads (and may amend) the answer: buffered, then sent with its own length.
-        readBody(reply).then((replyBody) => {
-          const amended = onReply(status, replyBody);
-          res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, amended.length));
-          res.end(amended);
-        }, () => res.destroy());
+        readBody(reply).then(
+          (replyBody) => {
+            const amended = onReply(status, replyBody);
+            res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, amended.length));
+            res.end(amended);
+          },
+          () => res.destroy(),
+        );
       },
       (err: Error) => this.fail(res, this.target, err),
     );

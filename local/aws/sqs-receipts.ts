@@ -34,7 +34,8 @@ export const RECEIVE_MESSAGE = "AmazonSQS.ReceiveMessage";
 export const HANDLE_OPERATIONS: ReadonlySet<string> = new Set([DELETE_MESSAGE, DELETE_MESSAGE_BATCH, CHANGE_VISIBILITY, CHANGE_VISIBILITY_BATCH]);
 
 export const STALE_HANDLE_CODE = "ReceiptHandleIsInvalid";
-export const staleHandleMessage = (handle: string) => `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`;
+export const staleHandleMessage = (handle: string) =>
+  `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`;
 
 function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -104,7 +105,8 @@ export function splitStale(target: string, body: Json, isStale: (handle: string)
     const stale: StaleEntry[] = [];
     const fresh: unknown[] = [];
     for (const entry of body.Entries) {
-      if (isObject(entry) && typeof entry.ReceiptHandle === "string" && isStale(entry.ReceiptHandle)) stale.push({ Id: typeof entry.Id === "string" ? entry.Id : "", ReceiptHandle: entry.ReceiptHandle });
+      if (isObject(entry) && typeof entry.ReceiptHandle === "string" && isStale(entry.ReceiptHandle))
+        stale.push({ Id: typeof entry.Id === "string" ? entry.Id : "", ReceiptHandle: entry.ReceiptHandle });
       else fresh.push(entry);
     }
     if (stale.length === 0) return { forward: body, stale };
@@ -137,7 +139,11 @@ export function answerWithStale(target: string, stale: readonly StaleEntry[], up
       return json(200, {});
     case CHANGE_VISIBILITY: {
       const handle = stale[0]?.ReceiptHandle ?? "";
-      return json(400, { __type: `com.amazonaws.sqs#${STALE_HANDLE_CODE}`, message: staleHandleMessage(handle) }, { "x-amzn-query-error": `${STALE_HANDLE_CODE};Sender` });
+      return json(
+        400,
+        { __type: `com.amazonaws.sqs#${STALE_HANDLE_CODE}`, message: staleHandleMessage(handle) },
+        { "x-amzn-query-error": `${STALE_HANDLE_CODE};Sender` },
+      );
     }
     case DELETE_MESSAGE_BATCH:
       return json(200, { ...(upstream?.body ?? {}), Successful: [...listed("Successful"), ...stale.map((s) => ({ Id: s.Id }))], Failed: listed("Failed") });
@@ -145,7 +151,10 @@ export function answerWithStale(target: string, stale: readonly StaleEntry[], up
       return json(200, {
         ...(upstream?.body ?? {}),
         Successful: listed("Successful"),
-        Failed: [...listed("Failed"), ...stale.map((s) => ({ Id: s.Id, SenderFault: true, Code: STALE_HANDLE_CODE, Message: staleHandleMessage(s.ReceiptHandle) }))],
+        Failed: [
+          ...listed("Failed"),
+          ...stale.map((s) => ({ Id: s.Id, SenderFault: true, Code: STALE_HANDLE_CODE, Message: staleHandleMessage(s.ReceiptHandle) })),
+        ],
       });
     default:
       return undefined;
@@ -157,5 +166,7 @@ export function deletedHandles(target: string, request: Json, response: Json): s
   if (target === DELETE_MESSAGE) return typeof request.ReceiptHandle === "string" ? [request.ReceiptHandle] : [];
   if (target !== DELETE_MESSAGE_BATCH || !Array.isArray(request.Entries)) return [];
   const failed = new Set((Array.isArray(response.Failed) ? response.Failed : []).map((f) => (isObject(f) ? f.Id : undefined)));
-  return request.Entries.filter((e): e is { Id: unknown; ReceiptHandle: string } => isObject(e) && typeof e.ReceiptHandle === "string" && !failed.has(e.Id)).map((e) => e.ReceiptHandle);
+  return request.Entries.filter(
+    (e): e is { Id: unknown; ReceiptHandle: string } => isObject(e) && typeof e.ReceiptHandle === "string" && !failed.has(e.Id),
+  ).map((e) => e.ReceiptHandle);
 }

@@ -68,7 +68,8 @@ export interface ChaosArgs {
 export function parseSeeds(raw: string, first: number): number[] {
   const integer = (text: string, min: number, max: number): number => {
     const n = Number(text);
-    if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max) throw new Error(`--seeds ${raw}: ${JSON.stringify(text)} must be an integer from ${min} to ${max}`);
+    if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max)
+      throw new Error(`--seeds ${raw}: ${JSON.stringify(text)} must be an integer from ${min} to ${max}`);
     return n;
   };
   if (!raw.includes(",")) {
@@ -89,7 +90,8 @@ export function parseChaosArgs(argv: string[]): ChaosArgs | "help" {
   const number = (flag: keyof typeof CHAOS_OPTIONS, min: number, max: number, integer = false): number => {
     const raw = String(values[flag]);
     const n = Number(raw);
-    if (raw === "" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new Error(`--${flag} ${raw}: must be ${integer ? "an integer" : "a number"} from ${min} to ${max}`);
+    if (raw === "" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
+      throw new Error(`--${flag} ${raw}: must be ${integer ? "an integer" : "a number"} from ${min} to ${max}`);
     return n;
   };
   const stack = String(values.stack);
@@ -163,7 +165,18 @@ async function runOne(args: ChaosArgs, seed: number, out: NodeJS.WritableStream)
 /** One seed in a child process (this CLI, --seed and --json): its progress and table to `out`, its document back. */
 function runChild(args: ChaosArgs, seed: number, out: NodeJS.WritableStream): Promise<{ code: number; run?: SeedRun }> {
   const argv = [
-    ...["--messages", String(args.messages), "--fault-rate", String(args.faultRate), "--seed", String(seed), "--speed", String(args.speed), "--stack", args.stack],
+    ...[
+      "--messages",
+      String(args.messages),
+      "--fault-rate",
+      String(args.faultRate),
+      "--seed",
+      String(seed),
+      "--speed",
+      String(args.speed),
+      "--stack",
+      args.stack,
+    ],
     ...["--settle-seconds", String(args.settleSeconds), "--claimers", String(args.claimers), "--worker-tasks", String(args.workerTasks), "--json"],
   ];
   const child = spawn(process.execPath, [...process.execArgv, __filename, ...argv], { stdio: ["ignore", "pipe", "pipe"] });

@@ -118,7 +118,10 @@ export class FaultProxy extends InterceptingProxy {
   }
 
   private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
-    readBody(req).then((body) => this.intercept(caller, upstream, req, body, res), () => res.destroy());
+    readBody(req).then(
+      (body) => this.intercept(caller, upstream, req, body, res),
+      () => res.destroy(),
+    );
   }
 
   private intercept(caller: string, upstream: Upstreams, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
@@ -160,11 +163,26 @@ export class FaultProxy extends InterceptingProxy {
     return roll < this.rate ? kind : undefined;
   }
 
-  private relay(call: { caller: string; service: string; operation: string; text: string }, target: string, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, loseResponse: boolean): void {
+  private relay(
+    call: { caller: string; service: string; operation: string; text: string },
+    target: string,
+    req: http.IncomingMessage,
+    body: Buffer,
+    res: http.ServerResponse,
+    loseResponse: boolean,
+  ): void {
     const url = new URL(target);
     this.exchange(url, req, body, { abortWith: res }).then(
       (reply) => {
-        this.o.onForwarded?.({ atMs: Date.now(), caller: call.caller, service: call.service, operation: call.operation, status: reply.status, responseLost: loseResponse, request: call.text.slice(0, REQUEST_CHARS) });
+        this.o.onForwarded?.({
+          atMs: Date.now(),
+          caller: call.caller,
+          service: call.service,
+          operation: call.operation,
+          status: reply.status,
+          responseLost: loseResponse,
+          request: call.text.slice(0, REQUEST_CHARS),
+        });
         if (loseResponse) {
           this.record(call, "response-lost", { upstreamStatus: reply.status, response: reply.body.toString("utf8") });
           res.destroy();
@@ -176,7 +194,11 @@ export class FaultProxy extends InterceptingProxy {
     );
   }
 
-  private record(call: { caller: string; service: string; operation: string; text: string }, kind: FaultKind, extra: { latencyMs?: number; upstreamStatus?: number; response?: string } = {}): void {
+  private record(
+    call: { caller: string; service: string; operation: string; text: string },
+    kind: FaultKind,
+    extra: { latencyMs?: number; upstreamStatus?: number; response?: string } = {},
+  ): void {
     const ids = idsOf(call.text, extra.response);
     const fault: FaultRecord = {
       seq: this.log.length + 1,

@@ -68,7 +68,12 @@ export function receiveFaulted(r: Receive, faults: readonly FaultRecord[], keys:
   if (r.acknowledged) return false;
   const own = [r.messageId, r.receiptHandle, ...keys];
   return faults.some(
-    (f) => f.caller === r.fn && f.kind !== "latency" && f.atMs >= r.startMs - RECEIVE_SLACK_MS && f.atMs <= r.endMs + RECEIVE_SLACK_MS && (mentions(f, own) || !mentions(f, r.batchmates)),
+    (f) =>
+      f.caller === r.fn &&
+      f.kind !== "latency" &&
+      f.atMs >= r.startMs - RECEIVE_SLACK_MS &&
+      f.atMs <= r.endMs + RECEIVE_SLACK_MS &&
+      (mentions(f, own) || !mentions(f, r.batchmates)),
   );
 }
 
@@ -85,7 +90,10 @@ export function everyReceiveFaulted(messageId: string, receives: readonly Receiv
 }
 
 /** Pure: concurrent holders per instance over the claim rounds, and how many holders were one too many. */
-export function claimsPerInstance(rounds: ReadonlyArray<ReadonlyArray<{ workflowId: string; instanceId: string }>>): { claims: Record<string, number>; duplicates: number } {
+export function claimsPerInstance(rounds: ReadonlyArray<ReadonlyArray<{ workflowId: string; instanceId: string }>>): {
+  claims: Record<string, number>;
+  duplicates: number;
+} {
   const claims: Record<string, number> = {};
   let duplicates = 0;
   for (const round of rounds) {
@@ -206,7 +214,10 @@ export function workerJobCounts(
     details: {
       ledgerTable: ledger === undefined ? "absent" : "present",
       leasesRunning: running.length,
-      leasesTaken: Math.max(total(leases), (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0)),
+      leasesTaken: Math.max(
+        total(leases),
+        (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0),
+      ),
       alreadyCompletedSkips: lines.filter((l) => stepIs(l, s.alreadyCompleted)).length,
       heldElsewhereSkips: lines.filter((l) => stepIs(l, s.heldElsewhere)).length,
       runTwiceExamples: runTwice.slice(0, 10).map(([job, n]) => ({ job, runs: n })),
@@ -291,7 +302,14 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
 
 /** Exit 1 when anything is lost, duplicated or leaked, or a worker job ran twice. */
 export function failed(totals: Totals): boolean {
-  return totals.lost > 0 || totals.duplicateSideEffects > 0 || totals.leakedLocks > 0 || totals.jobsRunMoreThanOnce > 0 || totals.jobsCompletedMoreThanOnce > 0 || totals.leakedLeases > 0;
+  return (
+    totals.lost > 0 ||
+    totals.duplicateSideEffects > 0 ||
+    totals.leakedLocks > 0 ||
+    totals.jobsRunMoreThanOnce > 0 ||
+    totals.jobsCompletedMoreThanOnce > 0 ||
+    totals.leakedLeases > 0
+  );
 }
 
 /** Pure: the totals of several runs (seeds), field by field. */

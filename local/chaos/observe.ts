@@ -75,7 +75,14 @@ async function receiveEverything(platform: LocalPlatform, queue: LocalQueue): Pr
   const seen = new Map<string, Message>();
   for (let empty = 0; empty < 2; ) {
     const out = await platform.aws.sqsDirect.send(
-      new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, VisibilityTimeout: 600, WaitTimeSeconds: 0, MessageAttributeNames: ["All"], MessageSystemAttributeNames: ["All"] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queue.url,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 600,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ["All"],
+        MessageSystemAttributeNames: ["All"],
+      }),
     );
     const fresh = (out.Messages ?? []).filter((m) => !seen.has(m.MessageId ?? ""));
     for (const m of fresh) seen.set(m.MessageId ?? "", m);
@@ -171,9 +178,17 @@ export function fleetEffects(lines: readonly LogLine[], durationToJob: ReadonlyM
     e.effects.set(job, Math.max(1, c));
     const extra = Math.max(0, c - 1) + Math.max(0, m - 1);
     if (extra > 0) e.duplicates.set(job, extra);
-    if (m === 0) e.incomplete.set(job, c === 0 ? "completed in the jobs table, but no delivery logged the completion or emitted its metrics" : "completed without its JobDuration metric");
+    if (m === 0)
+      e.incomplete.set(
+        job,
+        c === 0 ? "completed in the jobs table, but no delivery logged the completion or emitted its metrics" : "completed without its JobDuration metric",
+      );
   }
-  e.details = { completionsLogged: [...completions.values()].reduce((a, b) => a + b, 0), jobDurationMetrics: [...metrics.values()].reduce((a, b) => a + b, 0), completedInTable: doneInTable.size };
+  e.details = {
+    completionsLogged: [...completions.values()].reduce((a, b) => a + b, 0),
+    jobDurationMetrics: [...metrics.values()].reduce((a, b) => a + b, 0),
+    completedInTable: doneInTable.size,
+  };
   return e;
 }
 
@@ -193,7 +208,10 @@ export function workerEffects(lines: readonly LogLine[]): Effects {
   const e = emptyEffects();
   for (const l of lines) if (l.step === WORKER_LEDGER.steps.succeeded && typeof l.job_id === "string") bump(e.effects, l.job_id);
   for (const [k, n] of e.effects) if (n > 1) e.duplicates.set(k, n - 1);
-  e.details = { completions: [...e.effects.values()].reduce((a, b) => a + b, 0), jobsStarted: lines.filter((l) => l.step === WORKER_LEDGER.steps.started).length };
+  e.details = {
+    completions: [...e.effects.values()].reduce((a, b) => a + b, 0),
+    jobsStarted: lines.filter((l) => l.step === WORKER_LEDGER.steps.started).length,
+  };
   return e;
 }
 

@@ -34,8 +34,19 @@ export interface ServiceProtocol {
 }
 
 export const SERVICE_PROTOCOLS: Record<string, ServiceProtocol> = {
-  sqs: { protocol: "awsJson1_0", typeNamespace: "com.amazonaws.sqs", queryCompatible: true, throttling: { code: "RequestThrottled", status: 400 }, serverError: { code: "InternalError", status: 500 } },
-  dynamodb: { protocol: "awsJson1_0", typeNamespace: "com.amazonaws.dynamodb.v20120810", throttling: { code: "ThrottlingException", status: 400 }, serverError: { code: "InternalServerError", status: 500 } },
+  sqs: {
+    protocol: "awsJson1_0",
+    typeNamespace: "com.amazonaws.sqs",
+    queryCompatible: true,
+    throttling: { code: "RequestThrottled", status: 400 },
+    serverError: { code: "InternalError", status: 500 },
+  },
+  dynamodb: {
+    protocol: "awsJson1_0",
+    typeNamespace: "com.amazonaws.dynamodb.v20120810",
+    throttling: { code: "ThrottlingException", status: 400 },
+    serverError: { code: "InternalServerError", status: 500 },
+  },
   ssm: { protocol: "awsJson1_1", throttling: { code: "ThrottlingException", status: 400 }, serverError: { code: "InternalServerError", status: 500 } },
   ecs: { protocol: "awsJson1_1", throttling: { code: "ThrottlingException", status: 400 }, serverError: { code: "ServerException", status: 500 } },
   ec2: { protocol: "ec2", throttling: { code: "RequestLimitExceeded", status: 503 }, serverError: { code: "InternalError", status: 500 } },

@@ -38,7 +38,19 @@ export function anyFailed(runs: readonly SeedRun[]): boolean {
   return runs.some((r) => failed(r.totals));
 }
 
-const COLUMNS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost", "duplicateSideEffects", "leakedLocks", "jobsRunMoreThanOnce", "jobsCompletedMoreThanOnce", "leakedLeases"] as const;
+const COLUMNS = [
+  "sent",
+  "processed",
+  "quarantined",
+  "inDlq",
+  "remaining",
+  "lost",
+  "duplicateSideEffects",
+  "leakedLocks",
+  "jobsRunMoreThanOnce",
+  "jobsCompletedMoreThanOnce",
+  "leakedLeases",
+] as const;
 const HEADERS = ["sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "duplicates", "leaked locks", "run >1", "done >1", "leaked leases"];
 
 function table(rows: string[][]): string {
@@ -47,7 +59,10 @@ function table(rows: string[][]): string {
 }
 
 const problemCount = (t: Totals) => t.lost + t.duplicateSideEffects + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases;
-const verdict = (t: Totals, exit: string) => (problemCount(t) === 0 ? "nothing lost, duplicated or leaked, no worker job run twice" : `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`);
+const verdict = (t: Totals, exit: string) =>
+  problemCount(t) === 0
+    ? "nothing lost, duplicated or leaked, no worker job run twice"
+    : `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`;
 
 export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; seed: number; speed: number }): string {
   const rows: string[][] = [["consumer", ...HEADERS]];
@@ -72,7 +87,11 @@ export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; f
   for (const r of runs) rows.push([String(r.seed), ...COLUMNS.map((k) => String(r.totals[k])), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
   const doc = runsDocument(runs);
   rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
-  return [`chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`, table(rows), verdict(doc.totals, "exit 1")].join("\n");
+  return [
+    `chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`,
+    table(rows),
+    verdict(doc.totals, "exit 1"),
+  ].join("\n");
 }
 
 function problems(c: ConsumerTotals): string[] {

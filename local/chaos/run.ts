@@ -161,13 +161,19 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       nowMs: p.clock.now(),
     });
     const longSent = traffic.filter((m) => m.long).length;
-    o.note(`chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`);
+    o.note(
+      `chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`,
+    );
 
     claimers.start(Math.max(1000, (5 * 60_000) / o.speed));
     const sent = await sendTraffic(p, traffic);
     o.note(`chaos: all sent after ${((Date.now() - started) / 1000).toFixed(0)} s; waiting for the queues to drain`);
     const discards = () => claimers.steps.count("advert_discarded");
-    const settled = await waitFor(() => drained(p, inventory, traffic, sent, discards), { timeoutMs: o.settleSeconds * 1000, everyMs: 1000, tick: progress(p, inventory, o, started) });
+    const settled = await waitFor(() => drained(p, inventory, traffic, sent, discards), {
+      timeoutMs: o.settleSeconds * 1000,
+      everyMs: 1000,
+      tick: progress(p, inventory, o, started),
+    });
     if (!settled) o.note(`chaos: the queues did not drain within ${o.settleSeconds} s; what is left counts as remaining`);
     await claimers.stop();
     // Freeze the runtime before reading: nothing may move between the reads.
@@ -175,9 +181,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await p.scheduler.stop();
     await p.worker?.stop();
 
-    const byConsumer = await account(p, inventory, sent, receives, proxy, runTasks, claimers, { ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }), type: LONG_JOB_TYPE, sent: longSent });
+    const byConsumer = await account(p, inventory, sent, receives, proxy, runTasks, claimers, {
+      ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }),
+      type: LONG_JOB_TYPE,
+      sent: longSent,
+    });
     const stats = proxy.stats();
-    return { totals: sumTotals(byConsumer), byConsumer, faults: { injected: stats.injected, byKind: stats.byKind }, wallMs: Date.now() - started, faultLog: proxy.faults(), settled };
+    return {
+      totals: sumTotals(byConsumer),
+      byConsumer,
+      faults: { injected: stats.injected, byKind: stats.byKind },
+      wallMs: Date.now() - started,
+      faultLog: proxy.faults(),
+      settled,
+    };
   } finally {
     await platform?.stop();
     await proxy.stop();
@@ -204,7 +221,11 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
       // In slices, so consumers start while the rest is still being sent, as real traffic would arrive.
       for (let i = 0; i < messages.length; i += 100) {
         const slice = messages.slice(i, i + 100);
-        const ids = await sendAll(platform, q, slice.map((m) => m.body));
+        const ids = await sendAll(
+          platform,
+          q,
+          slice.map((m) => m.body),
+        );
         slice.forEach((m, j) => sent.push({ ...m, messageId: ids[j] ?? "" }));
       }
     }),
@@ -213,7 +234,13 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
 }
 
 /** Every drained queue of the program empty, and every malformed advert picked up by a claimer. */
-async function drained(platform: LocalPlatform, inventory: readonly InventoryRecord[], traffic: readonly ChaosMessage[], sent: readonly SentMessage[], discards: () => number): Promise<boolean> {
+async function drained(
+  platform: LocalPlatform,
+  inventory: readonly InventoryRecord[],
+  traffic: readonly ChaosMessage[],
+  sent: readonly SentMessage[],
+  discards: () => number,
+): Promise<boolean> {
   const depths = await Promise.all(drainedQueues(inventory).map((q) => platform.depth(platform.queue(q))));
   if (depths.some((d) => d.visible + d.inFlight + d.delayed > 0)) return false;
   const adverts = new Set(sent.filter((m) => m.consumer === "pool-claim").map((m) => m.messageId));
@@ -272,7 +299,10 @@ async function account(
   const effects: Record<Consumer, Effects> = {
     "ingest-window": gpu,
     "ingest-dlq": gpu,
-    "retraining-launcher": retrainingEffects(runTasks, p.ecsTasks.tasks().map((t) => t.tags.model_name ?? "")),
+    "retraining-launcher": retrainingEffects(
+      runTasks,
+      p.ecsTasks.tasks().map((t) => t.tags.model_name ?? ""),
+    ),
     "fleet-termination": fleetEffects(readSteps(p, DRIVES["fleet-termination"]), durationToJob, await jobsDoneInTable(p, fleetJobs)),
     "fleet-housekeeping": acknowledgedEffects(receives, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
     "pool-refill": acknowledgedEffects(receives, DRIVES["pool-refill"], wellFormedKeyOfBody),
@@ -295,9 +325,13 @@ async function account(
       const row = consumerTotals(consumer, facts);
       // Leases are judged only once every worker message is accounted for: one still on the queue may rightly hold one.
       const counts = workerJobCounts(workerLogLines(p.options.workDir), ledger, row.remaining === 0);
-      return consumerTotals(consumer, facts, { worker: counts, details: { ...effects[consumer].details, ...counts.details, longJobs, faultsInjected: faultsHere } });
+      return consumerTotals(consumer, facts, {
+        worker: counts,
+        details: { ...effects[consumer].details, ...counts.details, longJobs, faultsInjected: faultsHere },
+      });
     }
-    if (consumer !== "pool-claim") return consumerTotals(consumer, facts, { details: { ...effects[consumer].details, faultsInjected: faultsHere, receivesPastVisibility: pastVisibility } });
+    if (consumer !== "pool-claim")
+      return consumerTotals(consumer, facts, { details: { ...effects[consumer].details, faultsInjected: faultsHere, receivesPastVisibility: pastVisibility } });
     return consumerTotals(consumer, facts, {
       duplicateSideEffects: claims.duplicates,
       leakedLocks: leaked.length,
@@ -324,6 +358,7 @@ async function account(
  */
 function receivesPastVisibility(p: LocalPlatform, receives: readonly Receive[], fn: string): number {
   const queues = p.topology.mappings.filter((m) => p.topology.functions.find((f) => f.name === m.functionName)?.logicalName === fn);
-  const visibilityMs = Math.min(...queues.map((m) => p.topology.queues.find((q) => q.arn === m.queueArn)?.visibilityTimeoutSeconds ?? Infinity)) * (1000 / p.clock.speed);
+  const visibilityMs =
+    Math.min(...queues.map((m) => p.topology.queues.find((q) => q.arn === m.queueArn)?.visibilityTimeoutSeconds ?? Infinity)) * (1000 / p.clock.speed);
   return receives.filter((r) => r.fn === fn && r.endMs - r.startMs > visibilityMs).length;
 }

@@ -62,7 +62,10 @@ export function trafficQueues(records: readonly InventoryRecord[], poolClass: st
   return Object.fromEntries(
     CONSUMERS.map((c) => {
       const queues = queuesConsumedBy(records, DRIVES[c]).filter((q) => !adverts.has(q) || adverts.get(q) === poolClass);
-      if (queues.length !== 1) throw new Error(`chaos: ${c} drives ${DRIVES[c]}, which the program has consume ${queues.length} queues (${queues.join(", ") || "none"}); expected one`);
+      if (queues.length !== 1)
+        throw new Error(
+          `chaos: ${c} drives ${DRIVES[c]}, which the program has consume ${queues.length} queues (${queues.join(", ") || "none"}); expected one`,
+        );
       return [c, queues[0]!];
     }),
   ) as Record<Consumer, string>;
@@ -192,7 +195,10 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
     return {
       ...base,
       wellFormed: false,
-      body: rng.pick([JSON.stringify({ task_type: "defragment", timestamp, params: {} }), JSON.stringify({ task_type: task, timestamp, params: { typo_minutes: 5 } })]),
+      body: rng.pick([
+        JSON.stringify({ task_type: "defragment", timestamp, params: {} }),
+        JSON.stringify({ task_type: task, timestamp, params: { typo_minutes: 5 } }),
+      ]),
     };
   },
 
@@ -218,7 +224,15 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
       key,
       wellFormed: false,
       body: rng.pick([
-        JSON.stringify({ instance_id: `bogus-${key}`, resource_class: d.poolClass, instance_type: "c7g.large", usage_class: "on-demand", cpu: 2, memory_mib: 4096, advertised_at: iso(d.nowMs) }),
+        JSON.stringify({
+          instance_id: `bogus-${key}`,
+          resource_class: d.poolClass,
+          instance_type: "c7g.large",
+          usage_class: "on-demand",
+          cpu: 2,
+          memory_mib: 4096,
+          advertised_at: iso(d.nowMs),
+        }),
         JSON.stringify({ instance_id: instanceIdFor(d.seed, d.i), resource_class: d.poolClass, cpu: -1, chaos_key: key }),
         `advert? ${key}`,
       ]),
@@ -230,12 +244,27 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
     const base = { consumer: "worker" as const, queue: d.queues.worker, key: job };
     // estimated_seconds 1 for the long ones too: their first visibility is then one heartbeat
     // extension, shorter than the job, and only heartbeats keep the message hidden while it runs.
-    if (d.long && d.longJobType !== undefined) return { ...base, wellFormed: true, long: true, body: JSON.stringify({ job_id: job, type: d.longJobType, payload: { n: d.i, text: "chaos, long" }, estimated_seconds: 1 }) };
-    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ job_id: job, type: d.workerJobType, payload: { n: d.i, text: "chaos" }, estimated_seconds: 1 }) };
+    if (d.long && d.longJobType !== undefined)
+      return {
+        ...base,
+        wellFormed: true,
+        long: true,
+        body: JSON.stringify({ job_id: job, type: d.longJobType, payload: { n: d.i, text: "chaos, long" }, estimated_seconds: 1 }),
+      };
+    if (!d.malformed)
+      return {
+        ...base,
+        wellFormed: true,
+        body: JSON.stringify({ job_id: job, type: d.workerJobType, payload: { n: d.i, text: "chaos" }, estimated_seconds: 1 }),
+      };
     return {
       ...base,
       wellFormed: false,
-      body: rng.pick([JSON.stringify({ job_id: job, type: d.workerJobType }), JSON.stringify({ job_id: "", type: d.workerJobType, payload: { key: job } }), `job ${job}`]),
+      body: rng.pick([
+        JSON.stringify({ job_id: job, type: d.workerJobType }),
+        JSON.stringify({ job_id: "", type: d.workerJobType, payload: { key: job } }),
+        `job ${job}`,
+      ]),
     };
   },
 };

@@ -12,13 +12,7 @@
  * spelled out in the StopTask reason (`… (exit code 1)`), which DescribeTasks returns as
  * `stoppedReason`.
  */
-import {
-  DescribeTasksCommand,
-  type ECSClient,
-  paginateListTasks,
-  StopTaskCommand,
-  type Task,
-} from "@aws-sdk/client-ecs";
+import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
 
 export type TaskOutcome = "succeeded" | "failed";
 

@@ -49,7 +49,16 @@ export class GpuServiceSimulator {
   private lastWorkMs: number | null = null;
   private readonly sockets = new Set<Socket>();
 
-  constructor(opts: { ec2: EC2Client; instanceId: string; path: string; bootDelayMs: number; pollMs?: number; now?: () => number; statusPath?: string; speed?: number }) {
+  constructor(opts: {
+    ec2: EC2Client;
+    instanceId: string;
+    path: string;
+    bootDelayMs: number;
+    pollMs?: number;
+    now?: () => number;
+    statusPath?: string;
+    speed?: number;
+  }) {
     if (!opts.path.startsWith("/")) throw new Error(`GpuServiceSimulator: path must start with /, got ${opts.path}`);
     this.ec2 = opts.ec2;
     this.instanceId = opts.instanceId;

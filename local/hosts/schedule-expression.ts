@@ -97,7 +97,8 @@ interface CronMatcher {
 
 function parseCron(expr: string, body: string): CronMatcher {
   const parts = body.trim().split(/\s+/);
-  if (parts.length !== 6) throw new ScheduleExpressionError(expr, `a cron expression has 6 fields (minutes hours day-of-month month day-of-week year), got ${parts.length}`);
+  if (parts.length !== 6)
+    throw new ScheduleExpressionError(expr, `a cron expression has 6 fields (minutes hours day-of-month month day-of-week year), got ${parts.length}`);
   const [min, hour, dom, mon, dow, year] = parts;
   const fail = (reason: string): never => {
     throw new ScheduleExpressionError(expr, reason);

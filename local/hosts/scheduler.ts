@@ -260,7 +260,11 @@ export class LocalScheduler {
         break;
       }
       entry.stats.retries++;
-      this.emit({ schedule: entry.key, kind: "retry", detail: `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s` });
+      this.emit({
+        schedule: entry.key,
+        kind: "retry",
+        detail: `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`,
+      });
       if (!(await this.sleep(waitSimMs / this.opts.speed))) {
         entry.stats.dropped++;
         this.emit({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });

@@ -75,7 +75,12 @@ export function containerEnvironment(container: Record<string, unknown>): Record
 }
 
 /** The worker's own timers, in seconds, that the local run puts on its simulated clock. */
-export const SIMULATED_TIME_KNOBS = ["WORKER_SHUTDOWN_GRACE_SECONDS", "WORKER_IDLE_WINDOW_SECONDS", "WORKER_HEARTBEAT_SECONDS", "WORKER_RETRY_DELAY_SECONDS"] as const;
+export const SIMULATED_TIME_KNOBS = [
+  "WORKER_SHUTDOWN_GRACE_SECONDS",
+  "WORKER_IDLE_WINDOW_SECONDS",
+  "WORKER_HEARTBEAT_SECONDS",
+  "WORKER_RETRY_DELAY_SECONDS",
+] as const;
 
 /**
  * What a worker task needs on top of its container environment to run in the local run:
@@ -156,7 +161,14 @@ export class WorkerServiceRunner {
       const child = spawn(process.execPath, ["--import", "tsx", entry], {
         // tsx resolves from the repository's node_modules.
         cwd: ROOT,
-        env: taskEnvironment({ container: containerEnv, awsEnv: this.o.awsEnv, agentUri, scratchDir: scratch, extraEnv: this.o.extraEnv, path: process.env.PATH }),
+        env: taskEnvironment({
+          container: containerEnv,
+          awsEnv: this.o.awsEnv,
+          agentUri,
+          scratchDir: scratch,
+          extraEnv: this.o.extraEnv,
+          path: process.env.PATH,
+        }),
         stdio: ["ignore", logFd, logFd],
       });
       const exited = new Promise<void>((resolve) => {

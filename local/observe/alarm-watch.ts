@@ -8,7 +8,21 @@
  */
 import { SetAlarmStateCommand, type CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { PublishCommand, type SNSClient } from "@aws-sdk/client-sns";
-import { alarmMessage, alarmSubject, alarmValue, evaluateAlarms, firingsOf, OPERATORS, runTime, stateReason, unsupportedReason, type AlarmEvaluation, type AlarmFiring, type AlarmTransition, type QueueSample } from "./alarm-eval";
+import {
+  alarmMessage,
+  alarmSubject,
+  alarmValue,
+  evaluateAlarms,
+  firingsOf,
+  OPERATORS,
+  runTime,
+  stateReason,
+  unsupportedReason,
+  type AlarmEvaluation,
+  type AlarmFiring,
+  type AlarmTransition,
+  type QueueSample,
+} from "./alarm-eval";
 import type { SimClock } from "../hosts/clock";
 import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { LocalAlarm, LocalQueue, LocalTopic } from "../provision/topology";
@@ -130,7 +144,9 @@ export class AlarmWatcher {
   private evaluate(): AlarmEvaluation[] {
     const sampled = new Set(this.watched.map((q) => q.name));
     return evaluateAlarms(this.opts.alarms, this.samples).map((e) =>
-      e.unsupported === undefined && !sampled.has(e.alarm.queueName ?? "") ? { ...e, unsupported: `watches ${e.alarm.queueName}, a queue the program does not declare` } : e,
+      e.unsupported === undefined && !sampled.has(e.alarm.queueName ?? "")
+        ? { ...e, unsupported: `watches ${e.alarm.queueName}, a queue the program does not declare` }
+        : e,
     );
   }
 

@@ -126,7 +126,9 @@ export class DepthSampler implements DepthSource {
       else if (!this.failureNoted.has(queue.name)) {
         // Once per queue: a flapping moto must not flood the view.
         this.failureNoted.add(queue.name);
-        this.opts.note(`queue depths: reading ${queue.logicalName} failed (${(r.reason as Error).message}); missed readings are gaps (missing data to the alarms)`);
+        this.opts.note(
+          `queue depths: reading ${queue.logicalName} failed (${(r.reason as Error).message}); missed readings are gaps (missing data to the alarms)`,
+        );
       }
     });
     const round: DepthRound = { index: this.index++, realTimeMs, simTimeMs, depths };

@@ -126,7 +126,15 @@ async function defaultNetwork(ec2: EC2Client): Promise<DefaultNetwork> {
  */
 async function newestAmazonAmi(ec2: EC2Client): Promise<string> {
   for (const name of ["amzn2-ami-hvm-*-x86_64-gp2", "*"]) {
-    const images = await ec2.send(new DescribeImagesCommand({ Owners: ["amazon"], Filters: [{ Name: "name", Values: [name] }, { Name: "architecture", Values: ["x86_64"] }] }));
+    const images = await ec2.send(
+      new DescribeImagesCommand({
+        Owners: ["amazon"],
+        Filters: [
+          { Name: "name", Values: [name] },
+          { Name: "architecture", Values: ["x86_64"] },
+        ],
+      }),
+    );
     const newest = [...(images.Images ?? [])].sort((a, b) => String(b.Name).localeCompare(String(a.Name)))[0]?.ImageId;
     if (newest) return newest;
   }

@@ -23,7 +23,12 @@ async function table(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise
   const description = created.TableDescription;
   return {
     id: name,
-    state: { ...inputs, name, arn: description?.TableArn ?? `arn:aws:dynamodb:${ctx.region}:${ctx.account}:table/${name}`, streamArn: description?.LatestStreamArn ?? "" },
+    state: {
+      ...inputs,
+      name,
+      arn: description?.TableArn ?? `arn:aws:dynamodb:${ctx.region}:${ctx.account}:table/${name}`,
+      streamArn: description?.LatestStreamArn ?? "",
+    },
   };
 }
 
@@ -31,16 +36,28 @@ function createTableInput(name: string, inputs: Inputs): CreateTableCommandInput
   const provisioned = str(inputs, "billingMode") === "PROVISIONED";
   const throughput = (o: Inputs) =>
     provisioned ? { ProvisionedThroughput: { ReadCapacityUnits: num(o, "readCapacity") ?? 1, WriteCapacityUnits: num(o, "writeCapacity") ?? 1 } } : {};
-  const gsis: GlobalSecondaryIndex[] = objs(inputs, "globalSecondaryIndexes").map((g) => ({ IndexName: str(g, "name"), KeySchema: keySchema(g), Projection: projection(g), ...throughput(g) }));
+  const gsis: GlobalSecondaryIndex[] = objs(inputs, "globalSecondaryIndexes").map((g) => ({
+    IndexName: str(g, "name"),
+    KeySchema: keySchema(g),
+    Projection: projection(g),
+    ...throughput(g),
+  }));
   const lsis: LocalSecondaryIndex[] = objs(inputs, "localSecondaryIndexes").map((l) => ({
     IndexName: str(l, "name"),
-    KeySchema: [{ AttributeName: str(inputs, "hashKey"), KeyType: "HASH" }, { AttributeName: str(l, "rangeKey"), KeyType: "RANGE" }],
+    KeySchema: [
+      { AttributeName: str(inputs, "hashKey"), KeyType: "HASH" },
+      { AttributeName: str(l, "rangeKey"), KeyType: "RANGE" },
+    ],
     Projection: projection(l),
   }));
-  const stream = bool(inputs, "streamEnabled") ? { StreamSpecification: { StreamEnabled: true, StreamViewType: str(inputs, "streamViewType") as "NEW_AND_OLD_IMAGES" } } : {};
+  const stream = bool(inputs, "streamEnabled")
+    ? { StreamSpecification: { StreamEnabled: true, StreamViewType: str(inputs, "streamViewType") as "NEW_AND_OLD_IMAGES" } }
+    : {};
   return {
     TableName: name,
-    AttributeDefinitions: objs(inputs, "attributes").map((a): AttributeDefinition => ({ AttributeName: str(a, "name"), AttributeType: str(a, "type") as AttributeDefinition["AttributeType"] })),
+    AttributeDefinitions: objs(inputs, "attributes").map(
+      (a): AttributeDefinition => ({ AttributeName: str(a, "name"), AttributeType: str(a, "type") as AttributeDefinition["AttributeType"] }),
+    ),
     KeySchema: keySchema(inputs),
     BillingMode: provisioned ? "PROVISIONED" : "PAY_PER_REQUEST",
     ...throughput(inputs),
@@ -54,11 +71,17 @@ function createTableInput(name: string, inputs: Inputs): CreateTableCommandInput
 
 /** A table's or a global index's `hashKey`/`rangeKey`. */
 function keySchema(o: Inputs): KeySchemaElement[] {
-  return [{ AttributeName: str(o, "hashKey"), KeyType: "HASH" }, ...(str(o, "rangeKey") ? [{ AttributeName: str(o, "rangeKey"), KeyType: "RANGE" as const }] : [])];
+  return [
+    { AttributeName: str(o, "hashKey"), KeyType: "HASH" },
+    ...(str(o, "rangeKey") ? [{ AttributeName: str(o, "rangeKey"), KeyType: "RANGE" as const }] : []),
+  ];
 }
 
 function projection(o: Inputs): Projection {
-  return definedOnly({ ProjectionType: (str(o, "projectionType") ?? "ALL") as Projection["ProjectionType"], NonKeyAttributes: strs(o, "nonKeyAttributes").length ? strs(o, "nonKeyAttributes") : undefined });
+  return definedOnly({
+    ProjectionType: (str(o, "projectionType") ?? "ALL") as Projection["ProjectionType"],
+    NonKeyAttributes: strs(o, "nonKeyAttributes").length ? strs(o, "nonKeyAttributes") : undefined,
+  });
 }
 
 export const dynamodbProvisioners: Provisioners = {

@@ -40,7 +40,12 @@ async function securityGroup(ctx: ProvisionContext, args: Args, inputs: Inputs, 
   const name = physicalName(args);
   const vpcId = str(inputs, "vpcId") ?? (await ctx.defaultNetwork()).vpcId;
   const created = await ctx.ec2.send(
-    new CreateSecurityGroupCommand({ GroupName: name, Description: str(inputs, "description") ?? "Managed by Pulumi", VpcId: vpcId, TagSpecifications: ec2Tags("security-group", tagMap(inputs)) }),
+    new CreateSecurityGroupCommand({
+      GroupName: name,
+      Description: str(inputs, "description") ?? "Managed by Pulumi",
+      VpcId: vpcId,
+      TagSpecifications: ec2Tags("security-group", tagMap(inputs)),
+    }),
   );
   const id = created.GroupId;
   if (!id) throw new Error("CreateSecurityGroup returned no GroupId");
@@ -101,7 +106,11 @@ async function runInstancesInput(ctx: ProvisionContext, inputs: Inputs): Promise
     DisableApiTermination: bool(inputs, "disableApiTermination"),
     Monitoring: bool(inputs, "monitoring") !== undefined ? { Enabled: bool(inputs, "monitoring") } : undefined,
     MetadataOptions: metadata
-      ? definedOnly({ HttpTokens: str(metadata, "httpTokens") as "required", HttpEndpoint: str(metadata, "httpEndpoint") as "enabled", HttpPutResponseHopLimit: num(metadata, "httpPutResponseHopLimit") })
+      ? definedOnly({
+          HttpTokens: str(metadata, "httpTokens") as "required",
+          HttpEndpoint: str(metadata, "httpEndpoint") as "enabled",
+          HttpPutResponseHopLimit: num(metadata, "httpPutResponseHopLimit"),
+        })
       : undefined,
     TagSpecifications: [...ec2Tags("instance", tagMap(inputs)), ...ec2Tags("volume", tagMap(inputs, "volumeTags"))],
   };
@@ -128,7 +137,16 @@ async function launchTemplate(ctx: ProvisionContext, args: Args, inputs: Inputs)
   const lt = created.LaunchTemplate;
   const id = lt?.LaunchTemplateId;
   if (!id) throw new Error("CreateLaunchTemplate returned no LaunchTemplateId");
-  return { id, state: { ...inputs, name, arn: `arn:aws:ec2:${ctx.region}:${ctx.account}:launch-template/${id}`, latestVersion: lt.LatestVersionNumber ?? 1, defaultVersion: lt.DefaultVersionNumber ?? 1 } };
+  return {
+    id,
+    state: {
+      ...inputs,
+      name,
+      arn: `arn:aws:ec2:${ctx.region}:${ctx.account}:launch-template/${id}`,
+      latestVersion: lt.LatestVersionNumber ?? 1,
+      defaultVersion: lt.DefaultVersionNumber ?? 1,
+    },
+  };
 }
 
 /**

@@ -73,7 +73,9 @@ function registerTaskDefinitionInput(family: string, containers: ContainerDefini
     runtimePlatform: runtime
       ? definedOnly({ cpuArchitecture: str(runtime, "cpuArchitecture") as "X86_64", operatingSystemFamily: str(runtime, "operatingSystemFamily") as "LINUX" })
       : undefined,
-    volumes: objs(inputs, "volumes").map((v) => definedOnly({ name: str(v, "name"), host: str(v, "hostPath") ? { sourcePath: str(v, "hostPath") } : undefined })),
+    volumes: objs(inputs, "volumes").map((v) =>
+      definedOnly({ name: str(v, "name"), host: str(v, "hostPath") ? { sourcePath: str(v, "hostPath") } : undefined }),
+    ),
     tags: ecsTags(inputs),
   };
 }
@@ -113,7 +115,13 @@ function createServiceInput(name: string, inputs: Inputs): CreateServiceCommandI
     desiredCount: num(inputs, "desiredCount") ?? 0,
     ...(strategy.length ? { capacityProviderStrategy: strategy } : { launchType: (str(inputs, "launchType") ?? "FARGATE") as "FARGATE" }),
     networkConfiguration: net
-      ? { awsvpcConfiguration: { subnets: strs(net, "subnets"), securityGroups: strs(net, "securityGroups"), assignPublicIp: bool(net, "assignPublicIp") ? "ENABLED" : "DISABLED" } }
+      ? {
+          awsvpcConfiguration: {
+            subnets: strs(net, "subnets"),
+            securityGroups: strs(net, "securityGroups"),
+            assignPublicIp: bool(net, "assignPublicIp") ? "ENABLED" : "DISABLED",
+          },
+        }
       : undefined,
     deploymentConfiguration: definedOnly({
       maximumPercent: num(inputs, "deploymentMaximumPercent"),

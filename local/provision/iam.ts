@@ -70,7 +70,10 @@ async function instanceProfile(ctx: ProvisionContext, args: Args, inputs: Inputs
   const roleInput = str(inputs, "role");
   if (roleInput) await ctx.iam.send(new AddRoleToInstanceProfileCommand({ InstanceProfileName: name, RoleName: roleName(roleInput) }));
   const profile = created.InstanceProfile;
-  return { id: name, state: { ...inputs, name, arn: profile?.Arn ?? `arn:aws:iam::${ctx.account}:instance-profile/${name}`, uniqueId: profile?.InstanceProfileId ?? "" } };
+  return {
+    id: name,
+    state: { ...inputs, name, arn: profile?.Arn ?? `arn:aws:iam::${ctx.account}:instance-profile/${name}`, uniqueId: profile?.InstanceProfileId ?? "" },
+  };
 }
 
 /** Attachments of AWS-managed policies need moto's MOTO_IAM_LOAD_MANAGED_POLICIES; without it they stay uncreated. */

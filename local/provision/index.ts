@@ -13,7 +13,16 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { cloudwatchProvisioners } from "./cloudwatch";
-import { createContext, ProvisionLog, type Args, type MotoMocksOptions, type ProvisionOutcome, type Provisioners, type ProvisionError, type Result } from "./context";
+import {
+  createContext,
+  ProvisionLog,
+  type Args,
+  type MotoMocksOptions,
+  type ProvisionOutcome,
+  type Provisioners,
+  type ProvisionError,
+  type Result,
+} from "./context";
 import { dynamodbProvisioners } from "./dynamodb";
 import { ec2Provisioners } from "./ec2";
 import { ecsProvisioners } from "./ecs";
@@ -40,7 +49,17 @@ export interface MotoMocks extends pulumi.runtime.Mocks {
 }
 
 /** Every provisioner by Pulumi type token. A type no module claims is recorded only. */
-export const PROVISIONERS: Provisioners = merge([sqsProvisioners, snsProvisioners, cloudwatchProvisioners, dynamodbProvisioners, ssmProvisioners, ec2Provisioners, ecsProvisioners, iamProvisioners, recordedProvisioners]);
+export const PROVISIONERS: Provisioners = merge([
+  sqsProvisioners,
+  snsProvisioners,
+  cloudwatchProvisioners,
+  dynamodbProvisioners,
+  ssmProvisioners,
+  ec2Provisioners,
+  ecsProvisioners,
+  iamProvisioners,
+  recordedProvisioners,
+]);
 
 const CALLS = { ...ssmCalls };
 

@@ -25,7 +25,8 @@ export const bool = (o: Inputs, k: string): boolean | undefined => {
 export const obj = (o: Inputs, k: string): Inputs | undefined =>
   typeof o[k] === "object" && o[k] !== null && !Array.isArray(o[k]) ? (o[k] as Inputs) : undefined;
 
-export const objs = (o: Inputs, k: string): Inputs[] => (Array.isArray(o[k]) ? (o[k] as unknown[]).filter((x): x is Inputs => typeof x === "object" && x !== null) : []);
+export const objs = (o: Inputs, k: string): Inputs[] =>
+  Array.isArray(o[k]) ? (o[k] as unknown[]).filter((x): x is Inputs => typeof x === "object" && x !== null) : [];
 
 export const strs = (o: Inputs, k: string): string[] => (Array.isArray(o[k]) ? (o[k] as unknown[]).filter((x): x is string => typeof x === "string") : []);
 

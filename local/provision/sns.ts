@@ -64,7 +64,8 @@ async function topicSubscription(ctx: ProvisionContext, _args: Args, inputs: Inp
   );
   const arn = subscribed.SubscriptionArn;
   if (!arn) throw new Error("Subscribe returned no SubscriptionArn");
-  if (protocol === "email" || protocol === "email-json") notes.push("moto confirms the subscription at once; on AWS it stays pending until its recipient confirms it");
+  if (protocol === "email" || protocol === "email-json")
+    notes.push("moto confirms the subscription at once; on AWS it stays pending until its recipient confirms it");
   return { id: arn, state: { ...inputs, arn, owner: ctx.account } };
 }
 

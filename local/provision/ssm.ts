@@ -18,13 +18,30 @@ async function parameter(ctx: ProvisionContext, args: Args, inputs: Inputs): Pro
       Tags: keyValueTags(inputs),
     }),
   );
-  return { id: name, state: { ...inputs, name, version: created.Version ?? 1, arn: `arn:aws:ssm:${ctx.region}:${ctx.account}:parameter${name.startsWith("/") ? "" : "/"}${name}` } };
+  return {
+    id: name,
+    state: {
+      ...inputs,
+      name,
+      version: created.Version ?? 1,
+      arn: `arn:aws:ssm:${ctx.region}:${ctx.account}:parameter${name.startsWith("/") ? "" : "/"}${name}`,
+    },
+  };
 }
 
 const getParameter: CallAnswer = async (ctx, args) => {
   const name = String((args.inputs as Inputs).name);
   const value = await ctx.motoAmi();
-  return { ...(args.inputs as Inputs), id: name, name, arn: `arn:aws:ssm:${ctx.region}::parameter${name}`, type: "String", value, insecureValue: value, version: 1 };
+  return {
+    ...(args.inputs as Inputs),
+    id: name,
+    name,
+    arn: `arn:aws:ssm:${ctx.region}::parameter${name}`,
+    type: "String",
+    value,
+    insecureValue: value,
+    version: 1,
+  };
 };
 
 export const ssmProvisioners: Provisioners = {

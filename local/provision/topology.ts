@@ -190,7 +190,9 @@ let deployed = false;
 
 export async function deployLocally(opts: DeployLocallyOptions): Promise<Topology> {
   if (deployed) {
-    throw new Error("deployLocally may run only once per process: pulumi.runtime.setMocks is global and the program registers its resources on first import. Run it in a fresh process.");
+    throw new Error(
+      "deployLocally may run only once per process: pulumi.runtime.setMocks is global and the program registers its resources on first import. Run it in a fresh process.",
+    );
   }
   deployed = true;
 
@@ -235,7 +237,8 @@ const n = (o: Bag | undefined, k: string): number | undefined => {
   return undefined;
 };
 const b = (o: Bag | undefined, k: string): boolean | undefined => (typeof o?.[k] === "boolean" ? (o[k] as boolean) : undefined);
-const o = (v: Bag | undefined, k: string): Bag | undefined => (v && typeof v[k] === "object" && v[k] !== null && !Array.isArray(v[k]) ? (v[k] as Bag) : undefined);
+const o = (v: Bag | undefined, k: string): Bag | undefined =>
+  v && typeof v[k] === "object" && v[k] !== null && !Array.isArray(v[k]) ? (v[k] as Bag) : undefined;
 const strMap = (v: Bag | undefined): Record<string, string> =>
   Object.fromEntries(Object.entries(v ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"));
 
@@ -481,7 +484,14 @@ export function splitCreated(resources: RecordedResource[], outcomes: ProvisionO
   };
 }
 
-export function buildTopology(args: { project: string; stack: string; region: string; resources: RecordedResource[]; outcomes: ProvisionOutcome[]; codeDir: string }): Topology {
+export function buildTopology(args: {
+  project: string;
+  stack: string;
+  region: string;
+  resources: RecordedResource[];
+  outcomes: ProvisionOutcome[];
+  codeDir: string;
+}): Topology {
   const { resources } = args;
   const functions = functionsFrom(resources, args.codeDir);
   const queues = queuesFrom(resources);

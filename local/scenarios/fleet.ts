@@ -41,7 +41,12 @@ async function imageId(platform: LocalPlatform): Promise<string> {
  * The names the deployed fleet functions key on (stack config `encache:fleet.names`), read from the
  * housekeeping function's environment as the program set it, so the scenario follows the stack.
  */
-function fleetNames(platform: LocalPlatform): { managed: { Key: string; Value: string }; environment: { Key: string; Value: string }; poolTagKey: string; runnerPath: string } {
+function fleetNames(platform: LocalPlatform): {
+  managed: { Key: string; Value: string };
+  environment: { Key: string; Value: string };
+  poolTagKey: string;
+  runnerPath: string;
+} {
   const fn = platform.topology.functions.find((f) => f.logicalName === "fleet-housekeeping-consumer");
   const env = fn?.environment ?? {};
   const need = (key: string): string => {
@@ -106,7 +111,9 @@ export const fleet: Scenario = {
       const [busy, drained, orphan, gone] = await Promise.all(["busy", "drained", "orphan", "gone"].map((n) => launch(platform, ami, `fleet-local-${n}`)));
       await platform.aws.ec2.send(new TerminateInstancesCommand({ InstanceIds: [gone!] }));
       for (const id of [busy!, gone!]) {
-        await platform.aws.ssm.send(new PutParameterCommand({ Name: parameterOf(platform, id), Value: JSON.stringify({ pool: "default" }), Type: "String", Overwrite: true }));
+        await platform.aws.ssm.send(
+          new PutParameterCommand({ Name: parameterOf(platform, id), Value: JSON.stringify({ pool: "default" }), Type: "String", Overwrite: true }),
+        );
       }
       return { busy: busy!, drained: drained!, orphan: orphan!, gone: gone!, launchedAtMs: Date.now() };
     })();
@@ -183,22 +190,37 @@ class FleetRun {
 
   async sendTerminations(): Promise<void> {
     const { n, duplicates } = this;
-    this.bodies = [...Array.from({ length: n }, (_, i) => this.message(i)), ...Array.from({ length: duplicates }, (_, i) => this.message(i)), JSON.stringify({ job_id: "no-instance" })];
+    this.bodies = [
+      ...Array.from({ length: n }, (_, i) => this.message(i)),
+      ...Array.from({ length: duplicates }, (_, i) => this.message(i)),
+      JSON.stringify({ job_id: "no-instance" }),
+    ];
     this.sentIds = new Set(await sendAll(this.platform, this.termination, this.bodies));
     this.ctx.note(`fleet: ${n} termination messages, ${duplicates} duplicates and 1 malformed sent`);
   }
 
   async waitForTerminationsAndHousekeeping(): Promise<void> {
-    const ok = await waitFor(() => this.terminationDone !== null && this.orphanGone !== null && this.staleGone !== null, { timeoutMs: 180_000, tick: this.tick });
-    if (!ok) this.failures.push(`timed out: terminations ${this.processedIds().size}/${this.n + this.duplicates}, orphan ${this.orphanGone ? "gone" : "running"}, stale parameter ${this.staleGone ? "gone" : "present"}`);
+    const ok = await waitFor(() => this.terminationDone !== null && this.orphanGone !== null && this.staleGone !== null, {
+      timeoutMs: 180_000,
+      tick: this.tick,
+    });
+    if (!ok)
+      this.failures.push(
+        `timed out: terminations ${this.processedIds().size}/${this.n + this.duplicates}, orphan ${this.orphanGone ? "gone" : "running"}, stale parameter ${this.staleGone ? "gone" : "present"}`,
+      );
     // The operator's message is acknowledged once its task completed.
-    await waitFor(() => readSteps(this.platform, "fleet-housekeeping-consumer", "housekeeping_task_completed").some((l) => l.message_id === this.housekeepingId), { timeoutMs: 30_000, tick: this.tick });
+    await waitFor(
+      () => readSteps(this.platform, "fleet-housekeeping-consumer", "housekeeping_task_completed").some((l) => l.message_id === this.housekeepingId),
+      { timeoutMs: 30_000, tick: this.tick },
+    );
   }
 
   /** Expectations beyond the counts: every ended job has its final status. */
   async checkJobStatuses(): Promise<void> {
     for (let i = 0; i < this.n; i++) {
-      const item = await this.platform.aws.dynamodb.send(new GetItemCommand({ TableName: this.jobsTable, Key: { job_id: { S: this.jobId(i) } }, ConsistentRead: true }));
+      const item = await this.platform.aws.dynamodb.send(
+        new GetItemCommand({ TableName: this.jobsTable, Key: { job_id: { S: this.jobId(i) } }, ConsistentRead: true }),
+      );
       const status = item.Item?.status?.S;
       const want = i === 1 ? "failed" : "completed";
       if (status !== want) this.failures.push(`${this.jobId(i)} is ${status}, expected ${want}`);
@@ -207,18 +229,23 @@ class FleetRun {
 
   async checkDuplicatesAndInstances(): Promise<void> {
     const { platform, f, failures } = this;
-    this.dupes = readSteps(platform, "fleet-termination-consumer", "termination_processed").filter((l) => this.sentIds.has(String(l.message_id)) && l.duplicate === true).length;
+    this.dupes = readSteps(platform, "fleet-termination-consumer", "termination_processed").filter(
+      (l) => this.sentIds.has(String(l.message_id)) && l.duplicate === true,
+    ).length;
     if (this.dupes !== this.duplicates) failures.push(`${this.dupes} deliveries were recognised as duplicates, expected ${this.duplicates}`);
     const busyState = await stateOf(platform.aws.ec2, f.busy);
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
     const drainedState = await stateOf(platform.aws.ec2, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
-    if (!(await parameterExists(platform, parameterOf(platform, f.busy)))) failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
+    if (!(await parameterExists(platform, parameterOf(platform, f.busy))))
+      failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
   }
 
   async report(): Promise<ScenarioSummary> {
     const { platform, started, housekeepingId } = this;
-    const dlqMessages = (await peekAll(platform, this.terminationDlq)).filter((m) => this.sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"));
+    const dlqMessages = (await peekAll(platform, this.terminationDlq)).filter(
+      (m) => this.sentIds.has(m.MessageId ?? "") || (m.Body ?? "").includes("no-instance"),
+    );
     const quarantined = distinctQuarantined(dlqMessages).length;
     const dlqOther = dlqMessages.filter((m) => m.MessageAttributes?.["quarantine-reason"] === undefined).length;
     const hkDlq = (await peekAll(platform, this.housekeepingDlq)).filter((m) => m.MessageId === housekeepingId).length;
@@ -241,7 +268,11 @@ class FleetRun {
       details: {
         duplicatesRecognised: this.dupes,
         housekeepingRuns: housekeepingDone.length,
-        scheduledFires: Object.fromEntries(Object.entries(platform.scheduler.stats()).filter(([k]) => k.startsWith("fleet-")).map(([k, v]) => [k, v.fired])),
+        scheduledFires: Object.fromEntries(
+          Object.entries(platform.scheduler.stats())
+            .filter(([k]) => k.startsWith("fleet-"))
+            .map(([k, v]) => [k, v.fired]),
+        ),
       },
       failures: this.failures,
     });
@@ -269,7 +300,11 @@ class FleetRun {
   }
 
   private processedIds(): Set<string> {
-    return new Set(readSteps(this.platform, "fleet-termination-consumer", "termination_processed").map((l) => String(l.message_id)).filter((id) => this.sentIds.has(id)));
+    return new Set(
+      readSteps(this.platform, "fleet-termination-consumer", "termination_processed")
+        .map((l) => String(l.message_id))
+        .filter((id) => this.sentIds.has(id)),
+    );
   }
 
   private readonly tick = async (): Promise<void> => {
@@ -292,11 +327,17 @@ class FleetRun {
   private async sendOperatorSweep(simAge: number): Promise<void> {
     if (this.orphanSent !== null || this.terminationDone === null || simAge < ORPHAN_AGE_SIM_MS) return;
     const [id] = await sendAll(this.platform, this.housekeeping, [
-      JSON.stringify({ task_type: "orphaned_instances", timestamp: new Date(this.platform.clock.now()).toISOString(), params: { max_runtime_minutes: OPERATOR_MAX_RUNTIME_MINUTES } }),
+      JSON.stringify({
+        task_type: "orphaned_instances",
+        timestamp: new Date(this.platform.clock.now()).toISOString(),
+        params: { max_runtime_minutes: OPERATOR_MAX_RUNTIME_MINUTES },
+      }),
     ]);
     this.housekeepingId = id ?? "";
     this.orphanSent = Date.now();
-    this.ctx.note(`fleet: operator sweep sent (orphaned after ${OPERATOR_MAX_RUNTIME_MINUTES} min); instances are ${(simAge / 60_000).toFixed(0)} simulated minutes old`);
+    this.ctx.note(
+      `fleet: operator sweep sent (orphaned after ${OPERATOR_MAX_RUNTIME_MINUTES} min); instances are ${(simAge / 60_000).toFixed(0)} simulated minutes old`,
+    );
   }
 
   /** stale_ssm runs from its own schedule, fired now instead of waiting 6 simulated hours. */
@@ -309,7 +350,13 @@ class FleetRun {
 
   private async noteWhatIsGone(): Promise<void> {
     const { platform, f } = this;
-    if (this.orphanGone === null && this.orphanSent !== null && (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" && (await stateOf(platform.aws.ec2, f.drained)) === "terminated") this.orphanGone = Date.now();
+    if (
+      this.orphanGone === null &&
+      this.orphanSent !== null &&
+      (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" &&
+      (await stateOf(platform.aws.ec2, f.drained)) === "terminated"
+    )
+      this.orphanGone = Date.now();
     if (this.staleGone === null && this.staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) this.staleGone = Date.now();
   }
 
@@ -321,7 +368,10 @@ class FleetRun {
       progress: { done: Math.min(done, n + duplicates) + (this.orphanGone ? 1 : 0) + (this.staleGone ? 1 : 0), total: n + duplicates + 2 },
       queues: qs,
       counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
-      status: [`orphans ${f.orphan}, ${f.drained}: ${this.orphanGone ? "terminated" : "running"}`, `stale parameter ${parameterOf(this.platform, f.gone)}: ${this.staleGone ? "deleted" : "present"}`],
+      status: [
+        `orphans ${f.orphan}, ${f.drained}: ${this.orphanGone ? "terminated" : "running"}`,
+        `stale parameter ${parameterOf(this.platform, f.gone)}: ${this.staleGone ? "deleted" : "present"}`,
+      ],
     });
   }
 }

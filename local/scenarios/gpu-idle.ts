@@ -19,13 +19,17 @@ import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summa
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
 
 /** Pure: the GPU's idle window, type and price, from the parsed stack config. */
-export function gpuCostSettings(gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType" | "pricesUsdPerHour">): { idleStopMinutes: number; instanceType: string; usdPerHour: number | undefined } {
+export function gpuCostSettings(gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType" | "pricesUsdPerHour">): {
+  idleStopMinutes: number;
+  instanceType: string;
+  usdPerHour: number | undefined;
+} {
   return { idleStopMinutes: gpu.idleStopMinutes, instanceType: gpu.instanceType, usdPerHour: gpu.pricesUsdPerHour[gpu.instanceType] };
 }
 
 /** Pure: running time against always-on, in hours and dollars. */
 export function gpuCost(runningSimSeconds: number, totalSimSeconds: number, usdPerHour: number | undefined) {
-  const usd = (seconds: number) => (usdPerHour === undefined ? null : Math.round(((seconds / 3600) * usdPerHour) * 100) / 100);
+  const usd = (seconds: number) => (usdPerHour === undefined ? null : Math.round((seconds / 3600) * usdPerHour * 100) / 100);
   return {
     runningSimSeconds: Math.round(runningSimSeconds),
     alwaysOnSimSeconds: Math.round(totalSimSeconds),
@@ -101,7 +105,9 @@ class IdleRun {
 
   async burst(b: number): Promise<void> {
     const from = this.sent;
-    const bodies = Array.from({ length: this.perBurst }, (_, i) => JSON.stringify({ sessionId: this.sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }));
+    const bodies = Array.from({ length: this.perBurst }, (_, i) =>
+      JSON.stringify({ sessionId: this.sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }),
+    );
     this.burstSent[b] = Date.now();
     await sendAll(this.platform, this.ingest, bodies);
     this.sent += bodies.length;
@@ -182,7 +188,9 @@ class IdleRun {
       progress: { done: this.delivered(), total: this.perBurst * this.bursts },
       queues: [q, d].filter((x) => x !== undefined),
       counters: { "delivered to GPU": this.delivered(), "GPU stops": this.stops, "GPU starts": g.starts - this.startsBefore },
-      status: [`GPU: ${g.instanceState}${g.serving ? " (serving)" : ""}, running ${((this.runningRealMs * this.platform.clock.speed) / 60_000).toFixed(0)} of ${(((now - this.started) * this.platform.clock.speed) / 60_000).toFixed(0)} simulated minutes`],
+      status: [
+        `GPU: ${g.instanceState}${g.serving ? " (serving)" : ""}, running ${((this.runningRealMs * this.platform.clock.speed) / 60_000).toFixed(0)} of ${(((now - this.started) * this.platform.clock.speed) / 60_000).toFixed(0)} simulated minutes`,
+      ],
     });
   };
 }

@@ -88,10 +88,13 @@ class OutageRun {
     if (ok) this.drained = this.delivered().completedAtMs;
     else this.failures.push(`only ${this.delivered().got.size} of ${this.n} segments reached the GPU`);
     // Let the runtime acknowledge the last batches before counting what is left.
-    await waitFor(async () => {
-      const [a, b] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
-      return a.visible + a.inFlight + b.visible + b.inFlight === 0;
-    }, { timeoutMs: 30_000, tick: this.tick });
+    await waitFor(
+      async () => {
+        const [a, b] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
+        return a.visible + a.inFlight + b.visible + b.inFlight === 0;
+      },
+      { timeoutMs: 30_000, tick: this.tick },
+    );
   }
 
   async report(): Promise<ScenarioSummary> {
@@ -119,7 +122,12 @@ class OutageRun {
         "GPU serving": [started, this.gpuServing],
         "GPU up → backlog drained": [this.gpuServing, this.drained],
       }),
-      details: { duplicatesDelivered: duplicates, repeatedDeliveries: this.gpu.repeatedDeliveries(), gpuStarts: this.startsNow(), quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null },
+      details: {
+        duplicatesDelivered: duplicates,
+        repeatedDeliveries: this.gpu.repeatedDeliveries(),
+        gpuStarts: this.startsNow(),
+        quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
+      },
       failures,
     });
   }

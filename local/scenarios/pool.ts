@@ -253,7 +253,10 @@ class PoolRun {
   /** 1. The first scheduled refill fills the pool (it may have run before this scenario). */
   async waitForFullPool(): Promise<void> {
     const { cls } = this;
-    const full = await waitFor(() => this.refills().some((r) => typeof r.advertised === "number" && r.advertised >= cls.size), { timeoutMs: 60_000, tick: this.tick });
+    const full = await waitFor(() => this.refills().some((r) => typeof r.advertised === "number" && r.advertised >= cls.size), {
+      timeoutMs: 60_000,
+      tick: this.tick,
+    });
     if (full) this.poolFull = Date.now();
     else this.failures.push(`no refill run advertised ${cls.size} ${cls.name} instance(s)`);
     this.ctx.note(`pool: ${cls.name} filled (size ${cls.size}); ${this.k} workflows claim at once`);
@@ -267,17 +270,21 @@ class PoolRun {
     const firstRound = this.claimed().length;
     this.firstRound = firstRound;
     // Let a refill run that overlapped the round finish (its trigger leaves the queue only then).
-    await waitFor(async () => {
-      const d = await this.platform.depth(this.refillQueue);
-      return d.visible + d.inFlight === 0;
-    }, { timeoutMs: 15_000 });
+    await waitFor(
+      async () => {
+        const d = await this.platform.depth(this.refillQueue);
+        return d.visible + d.inFlight === 0;
+      },
+      { timeoutMs: 15_000 },
+    );
     // A scheduled refill (every 5 simulated minutes) may top the pool up while the round runs;
     // each run adds at most `size` instances, so that is all the round may claim beyond the first fill.
     const refillsDuringRound = this.refills().length - runsBeforeRound;
     this.refillsDuringRound = refillsDuringRound;
     const claimable = cls.size * (1 + refillsDuringRound);
     if (firstRound < 1) this.failures.push("no workflow claimed an instance from the filled pool");
-    if (firstRound > claimable) this.failures.push(`${firstRound} workflows claimed from a pool of ${cls.size} topped up by ${refillsDuringRound} refill run(s)`);
+    if (firstRound > claimable)
+      this.failures.push(`${firstRound} workflows claimed from a pool of ${cls.size} topped up by ${refillsDuringRound} refill run(s)`);
     if (this.workflows.every((w) => w.exhaustedTimes === 0)) this.failures.push(`${k} workflows on a pool of ${cls.size}, yet none was told exhausted`);
     this.ctx.note(`pool: first round: ${firstRound} claimed, ${k - firstRound} exhausted; they wait for the next refill`);
   }
@@ -356,7 +363,10 @@ class PoolRun {
         triggersDelivered: snap.triggers,
         refillRuns: snap.refillRuns,
         refillLeaseHeld: forClass(readSteps(platform, REFILL_FUNCTION, "refill_lease_held"), cls.name).length,
-        instancesLaunched: forClass(readSteps(platform, REFILL_FUNCTION, "pool_instances_launched"), cls.name).reduce((n, l) => n + (Array.isArray(l.instance_ids) ? l.instance_ids.length : 0), 0),
+        instancesLaunched: forClass(readSteps(platform, REFILL_FUNCTION, "pool_instances_launched"), cls.name).reduce(
+          (n, l) => n + (Array.isArray(l.instance_ids) ? l.instance_ids.length : 0),
+          0,
+        ),
         released: this.released,
       },
       failures: this.failures,
@@ -389,7 +399,11 @@ class PoolRun {
       elapsedMs: Date.now() - this.started,
       progress: { done: this.claimed().length, total: this.k },
       queues: qs,
-      counters: { claimed: this.claimed().length, "exhausted answers": this.workflows.reduce((n, w) => n + w.exhaustedTimes, 0), "refill runs": this.refills().length },
+      counters: {
+        claimed: this.claimed().length,
+        "exhausted answers": this.workflows.reduce((n, w) => n + w.exhaustedTimes, 0),
+        "refill runs": this.refills().length,
+      },
       status: [`class ${cls.name}: size ${cls.size}, ${this.k} workflows`],
     });
   };

@@ -88,10 +88,13 @@ class RetrainingRun {
   async waitForEveryLaunch(): Promise<void> {
     const ok = await waitFor(() => this.launchedModels().size >= this.expected.size, { timeoutMs: 240_000, tick: this.tick });
     if (!ok) this.failures.push(`only ${this.launchedModels().size} of ${this.expected.size} triggers launched a task`);
-    await waitFor(async () => {
-      const d = await this.platform.depth(this.queue);
-      return d.visible + d.inFlight + d.delayed === 0;
-    }, { timeoutMs: 30_000, tick: this.tick });
+    await waitFor(
+      async () => {
+        const d = await this.platform.depth(this.queue);
+        return d.visible + d.inFlight + d.delayed === 0;
+      },
+      { timeoutMs: 30_000, tick: this.tick },
+    );
   }
 
   /** Each model launched once, never more than the cap at once. */
@@ -106,11 +109,15 @@ class RetrainingRun {
   /** Wait for the failing model's task to end, to show the runtime failing it. */
   async checkFailingTask(): Promise<void> {
     const { platform, failingModel } = this;
-    await waitFor(() => platform.ecsTasks.tasks().some((t) => t.tags.model_name === failingModel && t.outcome !== "running"), { timeoutMs: 60_000, tick: this.tick });
+    await waitFor(() => platform.ecsTasks.tasks().some((t) => t.tags.model_name === failingModel && t.outcome !== "running"), {
+      timeoutMs: 60_000,
+      tick: this.tick,
+    });
     this.tasksAtEnd = this.ours();
     const failedTasks = this.tasksAtEnd.filter((t) => t.outcome === "failed").map((t) => t.tags.model_name);
     this.tasksFailed = failedTasks.length;
-    if (failedTasks.length !== 1 || failedTasks[0] !== failingModel) this.failures.push(`expected only ${failingModel}'s task to fail, got ${failedTasks.join(", ") || "none"}`);
+    if (failedTasks.length !== 1 || failedTasks[0] !== failingModel)
+      this.failures.push(`expected only ${failingModel}'s task to fail, got ${failedTasks.join(", ") || "none"}`);
     platform.failTask = () => false;
   }
 

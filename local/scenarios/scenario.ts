@@ -39,7 +39,10 @@ export class ScenarioTimeout extends Error {
 }
 
 /** Polls `done` until it holds, calling `tick` (the live view) on every poll. Returns false on timeout. */
-export async function waitFor(done: () => Promise<boolean> | boolean, opts: { timeoutMs: number; everyMs?: number; tick?: () => Promise<void> | void }): Promise<boolean> {
+export async function waitFor(
+  done: () => Promise<boolean> | boolean,
+  opts: { timeoutMs: number; everyMs?: number; tick?: () => Promise<void> | void },
+): Promise<boolean> {
   const deadline = Date.now() + opts.timeoutMs;
   for (;;) {
     await opts.tick?.();
@@ -85,7 +88,14 @@ export async function peekAll(platform: LocalPlatform, queue: LocalQueue): Promi
   let quietRounds = 0;
   while (quietRounds < 2) {
     const out = await platform.aws.sqsDirect.send(
-      new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, VisibilityTimeout: 0, WaitTimeSeconds: 0, MessageAttributeNames: ["All"], MessageSystemAttributeNames: ["All"] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queue.url,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 0,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ["All"],
+        MessageSystemAttributeNames: ["All"],
+      }),
     );
     const fresh = (out.Messages ?? []).filter((m) => m.MessageId && !seen.has(m.MessageId));
     for (const m of fresh) seen.set(m.MessageId ?? "", m);

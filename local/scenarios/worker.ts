@@ -70,7 +70,8 @@ function interruptionFailures(at: {
   for (const id of returned) {
     const elsewhere = at.completions.find((c) => c.line.job_id === id && c.task !== `scenario task ${v.index}`);
     if (!elsewhere) failures.push(`${id} was given back but no other task completed it`);
-    else if (Number(elsewhere.line.receive_count ?? 0) < 2) failures.push(`${id} completed elsewhere with receive count ${String(elsewhere.line.receive_count)}`);
+    else if (Number(elsewhere.line.receive_count ?? 0) < 2)
+      failures.push(`${id} completed elsewhere with receive count ${String(elsewhere.line.receive_count)}`);
   }
   if (!at.protectedAtSigterm) failures.push("the interrupted task was not protected while its jobs ran");
   if (at.exit?.exitCode !== 0) failures.push(`the interrupted task exited with ${at.exit?.exitCode ?? at.exit?.signal ?? "?"}, expected 0`);
@@ -115,11 +116,16 @@ export const worker: Scenario = {
 function jobsFor(runId: string, size: { long: number; short: number }, long: { type: string; seconds: number }): { bodies: string[]; expected: Set<string> } {
   const jobId = (kind: string, i: number) => `${kind}-${runId}-${i}`;
   const bodies = [
-    ...Array.from({ length: size.long }, (_, i) => JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds })),
+    ...Array.from({ length: size.long }, (_, i) =>
+      JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds }),
+    ),
     ...Array.from({ length: size.short }, (_, i) => JSON.stringify({ job_id: jobId("short", i), type: SHORT_TYPE, payload: { n: i }, estimated_seconds: 1 })),
     JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
   ];
-  const expected = new Set([...Array.from({ length: size.long }, (_, i) => jobId("long", i)), ...Array.from({ length: size.short }, (_, i) => jobId("short", i))]);
+  const expected = new Set([
+    ...Array.from({ length: size.long }, (_, i) => jobId("long", i)),
+    ...Array.from({ length: size.short }, (_, i) => jobId("short", i)),
+  ]);
   return { bodies, expected };
 }
 
@@ -180,21 +186,28 @@ class WorkerRun {
   }
 
   async waitForBoot(): Promise<void> {
-    const booted = await waitFor(() => this.runner.tasks().every((t) => readLogLines(t.logFile).some((l) => l.step === "worker_started")), { timeoutMs: 30_000 });
+    const booted = await waitFor(() => this.runner.tasks().every((t) => readLogLines(t.logFile).some((l) => l.step === "worker_started")), {
+      timeoutMs: 30_000,
+    });
     if (!booted) this.failures.push("the scenario's worker tasks never logged worker_started");
   }
 
   async sendJobs(): Promise<void> {
     await sendAll(this.platform, this.queue, this.bodies);
     this.sentAt = Date.now();
-    this.ctx.note(`worker: ${this.size.long} long (${this.long.type}) + ${this.size.short} short jobs and 1 malformed sent; ${this.tasks().length} tasks polling`);
+    this.ctx.note(
+      `worker: ${this.size.long} long (${this.long.type}) + ${this.size.short} short jobs and 1 malformed sent; ${this.tasks().length} tasks polling`,
+    );
   }
 
   /** Waits (interrupting one task on the way) until every job completed; returns when, or null on a timeout. */
   async waitForEveryJob(): Promise<number | null> {
     const ok = (await waitFor(() => this.finishedOrStuck(), { timeoutMs: 180_000, tick: this.tick })) && this.completed().size >= this.expected.size;
     await this.interruption.pending;
-    if (!ok) this.failures.push(`timed out: ${this.completed().size}/${this.expected.size} jobs completed, ${this.interruption.at === null ? "no task was interrupted" : "interrupt done"}`);
+    if (!ok)
+      this.failures.push(
+        `timed out: ${this.completed().size}/${this.expected.size} jobs completed, ${this.interruption.at === null ? "no task was interrupted" : "interrupt done"}`,
+      );
     return ok ? Date.now() : null;
   }
 
@@ -213,10 +226,13 @@ class WorkerRun {
   }
 
   async waitForQueueEmpty(): Promise<void> {
-    await waitFor(async () => {
-      const d = await this.platform.depth(this.queue);
-      return d.visible + d.inFlight + d.delayed === 0;
-    }, { timeoutMs: 15_000, tick: this.tick });
+    await waitFor(
+      async () => {
+        const d = await this.platform.depth(this.queue);
+        return d.visible + d.inFlight + d.delayed === 0;
+      },
+      { timeoutMs: 15_000, tick: this.tick },
+    );
   }
 
   /** Accounting. Quarantined: in the DLQ with a reason; anything else there is an exhausted job. */
@@ -304,7 +320,9 @@ class WorkerRun {
       it.unfinishedAtSigterm = this.runningOn(t.logFile).map((l) => String(l.job_id));
       it.protectedAtSigterm = t.agent.state().protectionEnabled;
       it.at = Date.now();
-      this.ctx.note(`worker: SIGTERM to scenario task ${t.index} (pid ${t.pid}) with ${it.unfinishedAtSigterm.length} job(s) running: ${it.unfinishedAtSigterm.join(", ")}`);
+      this.ctx.note(
+        `worker: SIGTERM to scenario task ${t.index} (pid ${t.pid}) with ${it.unfinishedAtSigterm.length} job(s) running: ${it.unfinishedAtSigterm.join(", ")}`,
+      );
       it.pending = this.runner.interrupt(t.index).then((r) => {
         it.exit = r;
         it.done = Date.now();
@@ -335,7 +353,8 @@ class WorkerRun {
   private async finishedOrStuck(): Promise<boolean> {
     if (this.completed().size >= this.expected.size && this.interruption.done !== null) return true;
     const d = await this.platform.depth(this.queue);
-    const idle = this.interruption.done !== null && d.visible + d.inFlight + d.delayed === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
+    const idle =
+      this.interruption.done !== null && d.visible + d.inFlight + d.delayed === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
     this.quietSince = idle ? (this.quietSince ?? Date.now()) : null;
     return this.quietSince !== null && Date.now() - this.quietSince > 10_000;
   }

@@ -87,7 +87,12 @@
               // the plot, and moved down a row while it would cover an earlier one.
               var cx = Math.min(Math.max(x, box.left + r), box.left + box.width - r);
               var cy = box.top + r + 1;
-              while (discs.some(function (d) { return Math.abs(d[0] - cx) < 2 * r && Math.abs(d[1] - cy) < 2 * r; })) cy += 2 * r + 2 * px;
+              while (
+                discs.some(function (d) {
+                  return Math.abs(d[0] - cx) < 2 * r && Math.abs(d[1] - cy) < 2 * r;
+                })
+              )
+                cy += 2 * r + 2 * px;
               discs.push([cx, cy]);
               ctx.fillStyle = MARK.timing;
               ctx.beginPath();
@@ -100,7 +105,12 @@
 
             // An event's name goes in the first row below the discs where it overprints no earlier
             // name; near the right edge it reads leftwards from its line.
-            var top = discs.reduce(function (y, d) { return Math.max(y, d[1] + r + 3 * px); }, box.top + 2 * r + 4 * px);
+            var top = discs.reduce(
+              function (y, d) {
+                return Math.max(y, d[1] + r + 3 * px);
+              },
+              box.top + 2 * r + 4 * px,
+            );
             var rows = [];
             marks.forEach(function (m) {
               if (m.kind === "timing") return;
@@ -110,7 +120,13 @@
               var width = ctx.measureText(m.label).width;
               var left = x > box.left + box.width * 0.75 ? x - 4 * px - width : x + 4 * px;
               var row = 0;
-              while (row < 6 && (rows[row] || []).some(function (span) { return left < span[1] + 6 * px && left + width > span[0] - 6 * px; })) row++;
+              while (
+                row < 6 &&
+                (rows[row] || []).some(function (span) {
+                  return left < span[1] + 6 * px && left + width > span[0] - 6 * px;
+                })
+              )
+                row++;
               rows[row] = (rows[row] || []).concat([[left, left + width]]);
               ctx.textAlign = "left";
               ctx.fillStyle = color;
@@ -152,24 +168,65 @@
 
   function queueChart(el, s) {
     var used = {};
-    var series = [{ label: "time", value: function (u, v) { return clock(v) + " sim"; } }].concat(
+    var series = [
+      {
+        label: "time",
+        value: function (u, v) {
+          return clock(v) + " sim";
+        },
+      },
+    ].concat(
       s.queues.map(function (q) {
-        return { label: q.label, stroke: colorOf(q.kind, used), width: 2, points: { show: false }, value: function (u, v) { return v === null ? "—" : String(v); } };
+        return {
+          label: q.label,
+          stroke: colorOf(q.kind, used),
+          width: 2,
+          points: { show: false },
+          value: function (u, v) {
+            return v === null ? "—" : String(v);
+          },
+        };
       }),
     );
     return {
       title: "messages on each queue (visible, in flight and delayed)",
       series: series,
-      data: [s.t].concat(s.queues.map(function (q) { return q.values; })),
+      data: [s.t].concat(
+        s.queues.map(function (q) {
+          return q.values;
+        }),
+      ),
       height: 230,
-      scales: { x: { time: false, range: [0, Math.max(1, s.durationS)] }, y: { range: function (u, min, max) { return [0, Math.max(2, Math.ceil((max || 0) * 1.15))]; } } },
+      scales: {
+        x: { time: false, range: [0, Math.max(1, s.durationS)] },
+        y: {
+          range: function (u, min, max) {
+            return [0, Math.max(2, Math.ceil((max || 0) * 1.15))];
+          },
+        },
+      },
       axes: [xAxis(), { label: "messages" }],
     };
   }
 
   function activityChart(el, s) {
-    var series = [{ label: "time", value: function (u, v) { return clock(v) + " sim"; } }];
-    var scales = { x: { time: false, range: [0, Math.max(1, s.durationS)] }, phase: { range: [-0.1, 2.6] }, count: { range: function (u, min, max) { return [0, Math.max(2, Math.ceil((max || 0) * 1.15))]; } } };
+    var series = [
+      {
+        label: "time",
+        value: function (u, v) {
+          return clock(v) + " sim";
+        },
+      },
+    ];
+    var scales = {
+      x: { time: false, range: [0, Math.max(1, s.durationS)] },
+      phase: { range: [-0.1, 2.6] },
+      count: {
+        range: function (u, min, max) {
+          return [0, Math.max(2, Math.ceil((max || 0) * 1.15))];
+        },
+      },
+    };
     var hasPhase = false;
     var hasCount = false;
     var used = {};
@@ -185,16 +242,35 @@
         fill: isPhase ? "rgba(26, 127, 55, 0.08)" : undefined,
         paths: uPlot.paths.stepped({ align: 1 }),
         points: { show: false },
-        value: function (u, v) { return v === null ? "—" : isPhase ? PHASES[v] : String(v); },
+        value: function (u, v) {
+          return v === null ? "—" : isPhase ? PHASES[v] : String(v);
+        },
       });
     });
     var axes = [xAxis()];
-    if (hasPhase) axes.push({ scale: "phase", label: "GPU", splits: function () { return [0, 1, 2]; }, values: function (u, splits) { return splits.map(function (v) { return PHASES[v] || ""; }); }, size: 70 });
+    if (hasPhase)
+      axes.push({
+        scale: "phase",
+        label: "GPU",
+        splits: function () {
+          return [0, 1, 2];
+        },
+        values: function (u, splits) {
+          return splits.map(function (v) {
+            return PHASES[v] || "";
+          });
+        },
+        size: 70,
+      });
     if (hasCount) axes.push({ scale: "count", label: "count", side: hasPhase ? 1 : 3, grid: { show: !hasPhase } });
     return {
       title: "the GPU, deliveries and ECS tasks",
       series: series,
-      data: [s.t].concat(s.activity.map(function (a) { return a.values; })),
+      data: [s.t].concat(
+        s.activity.map(function (a) {
+          return a.values;
+        }),
+      ),
       height: 190,
       scales: scales,
       axes: axes,

@@ -124,7 +124,9 @@ function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: Scena
     .map((q) => ({ q, values: samples.map((s) => s.depths[q.logicalName] ?? null) }))
     .filter(({ q, values }) => window.queues.includes(q.logicalName) || (parts.has(partOf(q.logicalName)) && moved(values)))
     .map(({ q, values }): ReportSeries => ({ label: q.logicalName, kind: queueKind(q), values }))
-    .sort((a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind) || Number(window.queues.includes(b.label)) - Number(window.queues.includes(a.label)));
+    .sort(
+      (a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind) || Number(window.queues.includes(b.label)) - Number(window.queues.includes(a.label)),
+    );
 
   const activity: ReportSeries[] = [];
   const phase = samples.map((s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));

@@ -217,7 +217,10 @@ function gaugeLines(s: LiveSnapshot, width: number): Seg[][] {
     const alarm = isAlarming(q.label) && q.visible + q.inFlight > 0;
     const text = `  ${padEnd(labels[i] ?? "", labelW)}  ${padStart(String(q.visible), visW)}  ${padStart(String(q.inFlight), flightW)}`;
     const gauge = gaugeBar(q, scale, cells);
-    return [{ text, style: alarm ? "red" : undefined }, { text: gauge ? `  ${gauge}` : "", style: alarm ? "red" : undefined }];
+    return [
+      { text, style: alarm ? "red" : undefined },
+      { text: gauge ? `  ${gauge}` : "", style: alarm ? "red" : undefined },
+    ];
   });
   return [header, ...rows];
 }
@@ -451,7 +454,7 @@ export function formatTiming(t: Timing | null): string {
 }
 
 function formatDetail(value: unknown): string {
-  return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  return typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
 }
 
 /**
@@ -583,7 +586,8 @@ export function renderAlarmReport(report: AlarmReport, opts: { color: boolean })
   }
   const evaluated = report.alarms.filter((a) => a.unsupported === undefined);
   const stayedOk = evaluated.filter((a) => a.firings.length === 0).length;
-  const every = report.sampleEverySimMs === 60_000 ? "one round per simulated minute" : `one round per ${alarmValue(report.sampleEverySimMs / 60_000)} simulated minutes`;
+  const every =
+    report.sampleEverySimMs === 60_000 ? "one round per simulated minute" : `one round per ${alarmValue(report.sampleEverySimMs / 60_000)} simulated minutes`;
   out.push(
     `  ${plural(stayedOk, "alarm")} stayed OK · ${plural(evaluated.length - stayedOk, "alarm")} fired · ` +
       `${plural(report.published, "message")} published to topics in moto · ${plural(report.samples, "sample")} (${every})`,

@@ -163,7 +163,8 @@ function hasUndefined(node: ts.TypeNode): boolean {
 
 /** `pulumi.Output<X>` / `pulumi.Input<X>` → X. */
 function unwrap(node: ts.TypeNode): ts.TypeNode {
-  if (ts.isTypeReferenceNode(node) && node.typeArguments?.length === 1 && /^(pulumi\.)?(Output|Input)$/.test(node.typeName.getText())) return node.typeArguments[0]!;
+  if (ts.isTypeReferenceNode(node) && node.typeArguments?.length === 1 && /^(pulumi\.)?(Output|Input)$/.test(node.typeName.getText()))
+    return node.typeArguments[0]!;
   return node;
 }
 
@@ -219,7 +220,11 @@ function nestedInterface(sf: ts.SourceFile, qualified: string): ts.InterfaceDecl
 }
 
 /** Computed and Optional+Computed among an output shape's members, against its argument shape. */
-function classify(outputs: Map<string, Member>, args: Map<string, Member>, outputType: (m: Member) => ts.TypeNode): { computed: string[]; optionalComputed: string[] } {
+function classify(
+  outputs: Map<string, Member>,
+  args: Map<string, Member>,
+  outputType: (m: Member) => ts.TypeNode,
+): { computed: string[]; optionalComputed: string[] } {
   const computed: string[] = [];
   const optionalComputed: string[] = [];
   for (const [name, out] of outputs) {
@@ -252,7 +257,12 @@ export function schemaOf(awsRoot: string, token: string, shared: { output: ts.So
     if (!outIface || !inIface) continue;
     // Nested output members are plain types (no Output<>), optional (`?`) unless the provider computes them.
     const inner = classify(
-      new Map([...members(outIface)].map(([k, m]) => [k, { ...m, type: m.optional ? ts.factory.createUnionTypeNode([m.type, ts.factory.createKeywordTypeNode(ts.SyntaxKind.UndefinedKeyword)]) : m.type }])),
+      new Map(
+        [...members(outIface)].map(([k, m]) => [
+          k,
+          { ...m, type: m.optional ? ts.factory.createUnionTypeNode([m.type, ts.factory.createKeywordTypeNode(ts.SyntaxKind.UndefinedKeyword)]) : m.type },
+        ]),
+      ),
       members(inIface),
       (m) => m.type,
     );

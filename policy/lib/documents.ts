@@ -110,7 +110,12 @@ export function identityDocuments(type: string, name: string, props: Record<stri
 }
 
 /** Each statement of each identity policy of a resource, with a label naming its document and Sid (or index). */
-export function forEachIdentityStatement(type: string, name: string, props: Record<string, unknown>, visit: (statement: Record<string, unknown>, label: string) => void): void {
+export function forEachIdentityStatement(
+  type: string,
+  name: string,
+  props: Record<string, unknown>,
+  visit: (statement: Record<string, unknown>, label: string) => void,
+): void {
   for (const { doc, where } of identityDocuments(type, name, props)) {
     statementRecords(doc).forEach((s, i) => visit(s, `'${where}' ${typeof s.Sid === "string" ? `statement ${s.Sid}` : `Statement[${i}]`}`));
   }

@@ -58,7 +58,5 @@ export function mappingsReading(resources: readonly PolicyResource[], queue: Pol
 
 /** Alarms with any input (dimensions, metric queries…) derived from this resource. */
 export function alarmsOn(resources: readonly PolicyResource[], target: PolicyResource): PolicyResource[] {
-  return ofType(resources, METRIC_ALARM).filter((a) =>
-    Object.values(a.propertyDependencies).some((deps) => deps.some((d) => d.urn === target.urn)),
-  );
+  return ofType(resources, METRIC_ALARM).filter((a) => Object.values(a.propertyDependencies).some((deps) => deps.some((d) => d.urn === target.urn)));
 }

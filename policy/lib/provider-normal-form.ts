@@ -46,7 +46,16 @@ export const COMPACTED_CONTAINER_LISTS = [
 ] as const;
 
 /** Lists `containerDefinitions.reduce` sets to nil when empty, so `[]` and absent are one value. */
-const EMPTY_IS_ABSENT = [...COMPACTED_CONTAINER_LISTS, "command", "credentialSpecs", "dnsSearchDomains", "dnsServers", "dockerSecurityOptions", "entryPoint", "links"];
+const EMPTY_IS_ABSENT = [
+  ...COMPACTED_CONTAINER_LISTS,
+  "command",
+  "credentialSpecs",
+  "dnsSearchDomains",
+  "dnsServers",
+  "dockerSecurityOptions",
+  "entryPoint",
+  "links",
+];
 
 const byName = (a: unknown, b: unknown) => byteOrder(String(isRecord(a) ? (a.name ?? "") : ""), String(isRecord(b) ? (b.name ?? "") : ""));
 
@@ -115,7 +124,10 @@ function canonicalStatement(s: unknown): unknown {
   for (const key of IAM_SET_MEMBERS) if (out[key] !== undefined) out[key] = asSortedSet(out[key]);
   if (isRecord(out.Condition)) {
     out.Condition = Object.fromEntries(
-      Object.entries(out.Condition).map(([op, keys]) => [op, isRecord(keys) ? Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, asSortedSet(v)])) : keys]),
+      Object.entries(out.Condition).map(([op, keys]) => [
+        op,
+        isRecord(keys) ? Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, asSortedSet(v)])) : keys,
+      ]),
     );
   }
   if (isRecord(out.Principal)) out.Principal = Object.fromEntries(Object.entries(out.Principal).map(([k, v]) => [k, asSortedSet(v)]));

@@ -12,7 +12,8 @@ const FIELDS = ["resource", "resourceType", "property", "document"] as const;
  */
 export const declaredDocumentsHaveInputs: ResourceValidationPolicy = {
   name: "declared-documents-have-inputs",
-  description: "Each DeclaredDocument reaches the pack with its inputs (resource, resourceType, property, document), so the resource rules can judge what it declares.",
+  description:
+    "Each DeclaredDocument reaches the pack with its inputs (resource, resourceType, property, document), so the resource rules can judge what it declares.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (args.type !== DECLARED_DOCUMENT_TYPE) args.notApplicable(`applies to ${DECLARED_DOCUMENT_TYPE}`);

@@ -47,7 +47,11 @@ function matches(property: string, actual: unknown, declared: unknown, isAwsVpc:
 
 function sibling(resources: readonly PolicyResource[], d: PolicyResource): PolicyResource | undefined {
   return resources.find(
-    (r) => r.type !== DECLARED_DOCUMENT_TYPE && r.name === d.props.resource && r.type === d.props.resourceType && (r.parent?.urn ?? null) === (d.parent?.urn ?? null),
+    (r) =>
+      r.type !== DECLARED_DOCUMENT_TYPE &&
+      r.name === d.props.resource &&
+      r.type === d.props.resourceType &&
+      (r.parent?.urn ?? null) === (d.parent?.urn ?? null),
   );
 }
 
@@ -65,7 +69,10 @@ export const declaredDocumentsMatch: StackValidationPolicy = {
       const property = String(d.props.property);
       const target = sibling(args.resources, d);
       if (!target) {
-        reportViolation(`DeclaredDocument '${d.name}' declares ${property} of ${String(d.props.resourceType)} '${String(d.props.resource)}', which this stack does not have beside it.`, d.urn);
+        reportViolation(
+          `DeclaredDocument '${d.name}' declares ${property} of ${String(d.props.resourceType)} '${String(d.props.resource)}', which this stack does not have beside it.`,
+          d.urn,
+        );
         continue;
       }
       // Nothing to compare until both are known: the declaration is what the rules judged meanwhile.

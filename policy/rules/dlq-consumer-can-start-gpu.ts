@@ -45,8 +45,7 @@ export const dlqConsumerCanStartGpu: StackValidationPolicy = {
       const roles = uniqueByUrn(depsOf(fn, "role", ROLE));
       if (roles.length === 0) {
         reportViolation(
-          `DLQ consumer '${fn.name}' (reads ${queues.join(", ")}) has a role that is not a Role in this stack; ` +
-            `cannot verify ${required.join(", ")}.`,
+          `DLQ consumer '${fn.name}' (reads ${queues.join(", ")}) has a role that is not a Role in this stack; ` + `cannot verify ${required.join(", ")}.`,
           fn.urn,
         );
         continue;

@@ -45,8 +45,7 @@ function maxReceiveCount(source: PolicyResource): number | undefined {
 export const dlqRetentionExceedsSource: StackValidationPolicy = {
   name: "dlq-retention-exceeds-source",
   description:
-    "A DLQ's messageRetentionSeconds (default 345600) is strictly greater than each source queue's, and the " +
-    "source's redrive maxReceiveCount is never 1.",
+    "A DLQ's messageRetentionSeconds (default 345600) is strictly greater than each source queue's, and the " + "source's redrive maxReceiveCount is never 1.",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -77,8 +76,7 @@ export const dlqRetentionExceedsSource: StackValidationPolicy = {
       const count = maxReceiveCount(source);
       if (count !== undefined && count < minCount) {
         reportViolation(
-          `Queue '${source.name}' redrives after maxReceiveCount ${count}; use at least ${minCount} so one ` +
-            "transient failure does not park a message.",
+          `Queue '${source.name}' redrives after maxReceiveCount ${count}; use at least ${minCount} so one ` + "transient failure does not park a message.",
           source.urn,
         );
       }

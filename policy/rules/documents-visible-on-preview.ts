@@ -4,8 +4,17 @@ import { ECS_TASK_DEFINITION, IAM_POLICY, ROLE_POLICY } from "../lib/types";
 
 /** The JSON-document inputs other rules judge, and those rules. */
 const JUDGED: ReadonlyArray<{ type: string; property: string; rules: string }> = [
-  { type: ROLE_POLICY, property: "policy", rules: "no-wildcard-iam-actions, iam-passrole-scoped, ec2-terminate-tag-condition, ec2-launch-grants-scoped, dlq-consumer-can-start-gpu, ecs-task-protection-granted" },
-  { type: IAM_POLICY, property: "policy", rules: "no-wildcard-iam-actions, iam-passrole-scoped, ec2-terminate-tag-condition, ec2-launch-grants-scoped, dlq-consumer-can-start-gpu" },
+  {
+    type: ROLE_POLICY,
+    property: "policy",
+    rules:
+      "no-wildcard-iam-actions, iam-passrole-scoped, ec2-terminate-tag-condition, ec2-launch-grants-scoped, dlq-consumer-can-start-gpu, ecs-task-protection-granted",
+  },
+  {
+    type: IAM_POLICY,
+    property: "policy",
+    rules: "no-wildcard-iam-actions, iam-passrole-scoped, ec2-terminate-tag-condition, ec2-launch-grants-scoped, dlq-consumer-can-start-gpu",
+  },
   { type: ECS_TASK_DEFINITION, property: "containerDefinitions", rules: "ecs-task-definition-hardened, ecs-task-protection-granted" },
 ];
 

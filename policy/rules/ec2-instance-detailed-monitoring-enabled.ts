@@ -18,10 +18,14 @@ export const ec2InstanceDetailedMonitoringEnabled: ResourceValidationPolicy = {
     if (args.type !== EC2_INSTANCE && args.type !== LAUNCH_TEMPLATE) args.notApplicable(`applies to ${EC2_INSTANCE} and ${LAUNCH_TEMPLATE}`);
     const monitoring: unknown = args.props.monitoring;
     if (args.type === EC2_INSTANCE && monitoring !== true) {
-      reportViolation(`Instance '${args.name}' must enable detailed monitoring: set monitoring to true (1-minute CloudWatch metrics; the dashboard and the idle stop read them).`);
+      reportViolation(
+        `Instance '${args.name}' must enable detailed monitoring: set monitoring to true (1-minute CloudWatch metrics; the dashboard and the idle stop read them).`,
+      );
     }
     if (args.type === LAUNCH_TEMPLATE && !(isRecord(monitoring) && (monitoring.enabled === true || monitoring.enabled === "true"))) {
-      reportViolation(`Launch template '${args.name}' must enable detailed monitoring: set monitoring.enabled to true (1-minute CloudWatch metrics for every instance it launches).`);
+      reportViolation(
+        `Launch template '${args.name}' must enable detailed monitoring: set monitoring.enabled to true (1-minute CloudWatch metrics for every instance it launches).`,
+      );
     }
   },
 };

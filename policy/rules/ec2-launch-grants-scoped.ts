@@ -40,9 +40,7 @@ export function allowStatements(doc: unknown): GrantStatement[] {
   for (const s of list) {
     if (!isRecord(s) || s.Effect !== "Allow") continue;
     const condition = readIfKnown(() => s.Condition);
-    const keys = isRecord(condition)
-      ? Object.values(condition).flatMap((byKey) => (isRecord(byKey) ? Object.keys(byKey) : []))
-      : [];
+    const keys = isRecord(condition) ? Object.values(condition).flatMap((byKey) => (isRecord(byKey) ? Object.keys(byKey) : [])) : [];
     const resource = readIfKnown(() => s.Resource);
     const entries: unknown[] = Array.isArray(resource) ? resource : resource === undefined ? [] : [resource];
     const knownResources: string[] = [];
@@ -86,8 +84,7 @@ export function unscopedLaunchGrant(s: GrantStatement): string | null {
 export const ec2LaunchGrantsScoped: ResourceValidationPolicy = {
   name: "ec2-launch-grants-scoped",
   description:
-    "Allow statements granting ec2:RunInstances or ec2:StartInstances carry a tag condition or name specific resources " +
-    "(not `*` or every instance).",
+    "Allow statements granting ec2:RunInstances or ec2:StartInstances carry a tag condition or name specific resources " + "(not `*` or every instance).",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (!carriesIdentityPolicy(args.type, args.props)) {
@@ -97,7 +94,8 @@ export const ec2LaunchGrantsScoped: ResourceValidationPolicy = {
     for (const { doc } of identityDocuments(args.type, args.name, props)) {
       for (const s of allowStatements(doc)) {
         const problem = unscopedLaunchGrant(s);
-        if (problem) reportViolation(`'${args.name}'${s.sid ? ` statement ${s.sid}` : ""} grants ${problem}; condition it on the instances' tags or name them.`);
+        if (problem)
+          reportViolation(`'${args.name}'${s.sid ? ` statement ${s.sid}` : ""} grants ${problem}; condition it on the instances' tags or name them.`);
       }
     }
   },

@@ -41,7 +41,9 @@ function requiresTemplateResource(condition: unknown): boolean {
   if (!isRecord(condition)) return false;
   const entries = readIfKnown(() => condition.Bool);
   if (!isRecord(entries)) return false;
-  return Object.keys(entries).some((key) => key.toLowerCase() === "ec2:islaunchtemplateresource" && knownElements(() => entries[key]).some((v) => v === true || v === "true"));
+  return Object.keys(entries).some(
+    (key) => key.toLowerCase() === "ec2:islaunchtemplateresource" && knownElements(() => entries[key]).some((v) => v === true || v === "true"),
+  );
 }
 
 /** A value that names any template: `*`, or every launch template of some account. */
@@ -55,7 +57,7 @@ const ANY_TEMPLATE = /^(\*|arn:[^:]+:ec2:[^:]*:[^:]*:launch-template\/\*)$/;
 export const ec2RunInstancesViaLaunchTemplate: ResourceValidationPolicy = {
   name: "ec2-run-instances-via-launch-template",
   description:
-    "Allow statements granting ec2:RunInstances carry an ec2:LaunchTemplate condition naming specific launch templates, and on images by a wildcard (or `*`) also Bool ec2:IsLaunchTemplateResource \"true\", so a request cannot override the template's AMI.",
+    'Allow statements granting ec2:RunInstances carry an ec2:LaunchTemplate condition naming specific launch templates, and on images by a wildcard (or `*`) also Bool ec2:IsLaunchTemplateResource "true", so a request cannot override the template\'s AMI.',
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (!carriesIdentityPolicy(args.type, args.props)) {
@@ -71,12 +73,16 @@ export const ec2RunInstancesViaLaunchTemplate: ResourceValidationPolicy = {
       // an output, a specific ARN.
       const images = knownElements(() => s.Resource).filter((r): r is string => typeof r === "string" && coversImagesByPattern(r));
       if (images.length > 0 && !requiresTemplateResource(condition)) {
-        reportViolation(`${label} allows ec2:RunInstances on ${images.join(", ")} without Bool ec2:IsLaunchTemplateResource "true": a launch through the template could override its AMI.`);
+        reportViolation(
+          `${label} allows ec2:RunInstances on ${images.join(", ")} without Bool ec2:IsLaunchTemplateResource "true": a launch through the template could override its AMI.`,
+        );
       }
       if (values === undefined) {
         reportViolation(`${label} allows ec2:RunInstances without an ec2:LaunchTemplate condition: the role could launch any image, type and user data.`);
       } else if (values.some((v) => v !== "unknown" && ANY_TEMPLATE.test(v))) {
-        reportViolation(`${label} allows ec2:RunInstances from any launch template (${values.filter((v) => v !== "unknown" && ANY_TEMPLATE.test(v)).join(", ")}): name the templates.`);
+        reportViolation(
+          `${label} allows ec2:RunInstances from any launch template (${values.filter((v) => v !== "unknown" && ANY_TEMPLATE.test(v)).join(", ")}): name the templates.`,
+        );
       }
     });
   },

@@ -25,7 +25,12 @@ export const ec2StopScopedToStack: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      tagKeys: { type: "array", items: { type: "string" }, default: [ENVIRONMENT_TAG], description: "Tag keys every StopInstances grant must be conditioned on." },
+      tagKeys: {
+        type: "array",
+        items: { type: "string" },
+        default: [ENVIRONMENT_TAG],
+        description: "Tag keys every StopInstances grant must be conditioned on.",
+      },
     },
   },
   validateResource: (args, reportViolation) => {
@@ -41,7 +46,10 @@ export const ec2StopScopedToStack: ResourceValidationPolicy = {
         if (!stringList(s.Action).some((p) => !isWildcardAction(p) && actionPatternMatches(p, STOP_ACTION))) return;
         const missing = wanted.filter((k) => !resourceTagKeys(s.Condition).includes(k));
         const label = typeof s.Sid === "string" ? `statement '${s.Sid}'` : `Statement[${i}]`;
-        if (missing.length > 0) reportViolation(`'${where}' ${label} allows ${STOP_ACTION} without a condition on aws:ResourceTag/${missing.join(", aws:ResourceTag/")}: it could stop another stack's instances.`);
+        if (missing.length > 0)
+          reportViolation(
+            `'${where}' ${label} allows ${STOP_ACTION} without a condition on aws:ResourceTag/${missing.join(", aws:ResourceTag/")}: it could stop another stack's instances.`,
+          );
       });
     });
   },

@@ -95,7 +95,9 @@ export const ec2TerminateTagCondition: ResourceValidationPolicy = {
       const keys = resourceTagKeys(s.Condition);
       const label = typeof s.Sid === "string" ? `statement '${s.Sid}'` : `Statement[${i}]`;
       if (keys.length === 0) {
-        reportViolation(`'${args.name}' ${label} allows ${TERMINATE_ACTION} without a resource-tag condition that scopes it (StringEquals/StringLike on aws:ResourceTag/<key> with a non-wildcard value).`);
+        reportViolation(
+          `'${args.name}' ${label} allows ${TERMINATE_ACTION} without a resource-tag condition that scopes it (StringEquals/StringLike on aws:ResourceTag/<key> with a non-wildcard value).`,
+        );
       } else if (allowedKeys.length > 0 && !keys.some((k) => allowedKeys.includes(k))) {
         reportViolation(`'${args.name}' ${label} scopes ${TERMINATE_ACTION} by tag ${keys.join(", ")}, not by one of ${allowedKeys.join(", ")}.`);
       }

@@ -8,8 +8,7 @@ import { ECS_LAUNCHER_TYPES, ecsLaunchSpec } from "./ecs-no-public-ip";
  */
 export const ecsCapacityProviderNoLaunchType: ResourceValidationPolicy = {
   name: "ecs-capacity-provider-no-launch-type",
-  description:
-    "An ECS service, Scheduler ECS target or EventBridge ECS target that sets capacityProviderStrategies sets no launchType.",
+  description: "An ECS service, Scheduler ECS target or EventBridge ECS target that sets capacityProviderStrategies sets no launchType.",
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     if (!(ECS_LAUNCHER_TYPES as readonly string[]).includes(args.type)) args.notApplicable(`applies to ${ECS_LAUNCHER_TYPES.join(", ")}`);

@@ -26,18 +26,24 @@ export const ecsContainerLeastPrivilege: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     const props: Record<string, unknown> = args.props;
-    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
+    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE)
+      args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
     const judged = judgedContainerDefinitions(args.type, args.name, props);
     if (!judged) return;
     const { name } = judged;
     readContainerDefinitions(judged.value, `Task definition '${name}'`).forEach((c, i) => {
       const label = `Task definition '${name}' container ${containerLabel(c, i)}`;
       const off = waived(c);
-      if (!off.includes("readonlyRootFilesystem") && c.readonlyRootFilesystem !== true) reportViolation(`${label} has a writable root filesystem: set readonlyRootFilesystem with a scratch volume.`);
+      if (!off.includes("readonlyRootFilesystem") && c.readonlyRootFilesystem !== true)
+        reportViolation(`${label} has a writable root filesystem: set readonlyRootFilesystem with a scratch volume.`);
       const user = readIfKnown(() => c.user);
-      if (!off.includes("user") && (typeof user !== "string" || ROOT.test(user))) reportViolation(`${label} runs as ${typeof user === "string" ? user : "the image's user (root by default)"}: set a non-root user.`);
-      const caps = readIfKnown(() => (isRecord(c.linuxParameters) && isRecord(c.linuxParameters.capabilities) ? c.linuxParameters.capabilities.drop : undefined));
-      if (!off.includes("capabilities") && !stringList(caps).includes("ALL")) reportViolation(`${label} keeps its Linux capabilities: drop ALL (linuxParameters.capabilities.drop).`);
+      if (!off.includes("user") && (typeof user !== "string" || ROOT.test(user)))
+        reportViolation(`${label} runs as ${typeof user === "string" ? user : "the image's user (root by default)"}: set a non-root user.`);
+      const caps = readIfKnown(() =>
+        isRecord(c.linuxParameters) && isRecord(c.linuxParameters.capabilities) ? c.linuxParameters.capabilities.drop : undefined,
+      );
+      if (!off.includes("capabilities") && !stringList(caps).includes("ALL"))
+        reportViolation(`${label} keeps its Linux capabilities: drop ALL (linuxParameters.capabilities.drop).`);
     });
   },
 };

@@ -17,7 +17,8 @@ export const ecsTaskDefinitionHardened: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   validateResource: (args, reportViolation) => {
     const props: Record<string, unknown> = args.props;
-    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE) args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
+    if (args.type !== ECS_TASK_DEFINITION && args.type !== DECLARED_DOCUMENT_TYPE)
+      args.notApplicable(`applies to ${ECS_TASK_DEFINITION} and its declared container definitions`);
     // Unknown on a first preview (it holds the image URI and ARNs): its declaration is judged instead.
     const judged = judgedContainerDefinitions(args.type, args.name, props);
     if (!judged) return;

@@ -38,7 +38,11 @@ export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
   configSchema: {
     properties: {
       // No schema default: the generated list has some 600 entries; an absent value means that list.
-      unscopableActions: { type: "array", items: { type: "string" }, description: `Actions that may be granted on \`*\`; a trailing \`*\` matches a prefix. Default: the actions without resource types in ${UNSCOPABLE_SOURCE}.` },
+      unscopableActions: {
+        type: "array",
+        items: { type: "string" },
+        description: `Actions that may be granted on \`*\`; a trailing \`*\` matches a prefix. Default: the actions without resource types in ${UNSCOPABLE_SOURCE}.`,
+      },
     },
   },
   validateResource: (args, reportViolation) => {
@@ -55,7 +59,10 @@ export const iamStarResourceUnscopableOnly: ResourceValidationPolicy = {
       const actions = knownElements(() => s.Action).filter((a): a is string => typeof a === "string");
       // A wildcard action is no-wildcard-iam-actions' to report.
       const scopable = actions.filter((a) => !a.includes("*") && !matches(a, allowed));
-      if (scopable.length > 0) reportViolation(`${label} grants ${scopable.join(", ")} on "*": name the resources (the Service Authorization Reference gives these actions resource types) or scope them with a condition.`);
+      if (scopable.length > 0)
+        reportViolation(
+          `${label} grants ${scopable.join(", ")} on "*": name the resources (the Service Authorization Reference gives these actions resource types) or scope them with a condition.`,
+        );
     });
   },
 };

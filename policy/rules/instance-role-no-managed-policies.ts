@@ -25,7 +25,9 @@ export const instanceRoleNoManagedPolicies: StackValidationPolicy = {
   description: "A role EC2 instances assume attaches no AWS-managed policy (config allowedPolicyArns excepted); its grants are its own.",
   enforcementLevel: "mandatory",
   configSchema: {
-    properties: { allowedPolicyArns: { type: "array", items: { type: "string" }, default: [], description: "AWS-managed policies an instance role may attach anyway." } },
+    properties: {
+      allowedPolicyArns: { type: "array", items: { type: "string" }, default: [], description: "AWS-managed policies an instance role may attach anyway." },
+    },
   },
   validateStack: (args, reportViolation) => {
     const allowed = stringList(args.getConfig<Config>().allowedPolicyArns);
@@ -39,7 +41,10 @@ export const instanceRoleNoManagedPolicies: StackValidationPolicy = {
           .filter((arn): arn is string => typeof arn === "string"),
       ]);
       for (const arn of [...attached].filter((a) => AWS_MANAGED.test(a) && !allowed.includes(a))) {
-        reportViolation(`Instance role '${role.name}' attaches the AWS-managed ${arn}: grant the actions the instance calls instead (Session Manager needs five).`, role.urn);
+        reportViolation(
+          `Instance role '${role.name}' attaches the AWS-managed ${arn}: grant the actions the instance calls instead (Session Manager needs five).`,
+          role.urn,
+        );
       }
     }
   },

@@ -21,7 +21,9 @@ export const jobTableTtl: ResourceValidationPolicy = {
     if (!isRecord(tags) || tags[TABLE_ROLE_TAG] !== JOBS_TABLE_ROLE) return;
     const ttl: unknown = args.props.ttl;
     if (!isRecord(ttl) || ttl.enabled !== true || typeof ttl.attributeName !== "string" || ttl.attributeName === "") {
-      reportViolation(`Job table '${args.name}' (tag ${TABLE_ROLE_TAG}=${JOBS_TABLE_ROLE}) must expire its records: set ttl.enabled to true and ttl.attributeName (e.g. expires_at).`);
+      reportViolation(
+        `Job table '${args.name}' (tag ${TABLE_ROLE_TAG}=${JOBS_TABLE_ROLE}) must expire its records: set ttl.enabled to true and ttl.attributeName (e.g. expires_at).`,
+      );
     }
   },
 };

@@ -42,7 +42,9 @@ export const launchTemplateHardened: ResourceValidationPolicy = {
 
     const ebsMappings = records(props.blockDeviceMappings).filter((m) => m.ebs !== undefined);
     if (ebsMappings.length === 0) {
-      reportViolation(`Launch template '${name}' must declare its root volume in blockDeviceMappings with ebs.encrypted "true" (the AMI's default may be unencrypted).`);
+      reportViolation(
+        `Launch template '${name}' must declare its root volume in blockDeviceMappings with ebs.encrypted "true" (the AMI's default may be unencrypted).`,
+      );
     }
     for (const m of ebsMappings) {
       const ebs = m.ebs;

@@ -16,8 +16,7 @@ function identityStatements(type: string, name: string, props: Record<string, un
 /** Least privilege: each role lists the actions its function calls, never a whole service. */
 export const noWildcardIamActions: ResourceValidationPolicy = {
   name: "no-wildcard-iam-actions",
-  description:
-    "No Allow statement in a Role's inline policies, a RolePolicy or a Policy grants `*`, `service:*` or uses NotAction.",
+  description: "No Allow statement in a Role's inline policies, a RolePolicy or a Policy grants `*`, `service:*` or uses NotAction.",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {

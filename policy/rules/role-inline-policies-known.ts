@@ -21,7 +21,9 @@ export const roleInlinePoliciesKnown: ResourceValidationPolicy = {
   validateResource: (args, reportViolation) => {
     if (args.type !== ROLE) args.notApplicable(`applies to ${ROLE}`);
     if (isUnknown(() => args.props.inlinePolicies)) {
-      reportViolation(`Role '${args.name}' declares inline policies that are unknown on this preview, and inline policies cannot be declared: use a RolePolicy with a DeclaredDocument.`);
+      reportViolation(
+        `Role '${args.name}' declares inline policies that are unknown on this preview, and inline policies cannot be declared: use a RolePolicy with a DeclaredDocument.`,
+      );
       return;
     }
     records(args.props.inlinePolicies).forEach((p, i) => {

@@ -11,7 +11,12 @@ const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
 const ANYWHERE = ["0.0.0.0/0", "::/0"];
 
 function problem(rule: Record<string, unknown>, openPorts: readonly number[]): string | undefined {
-  const cidrs = [...stringList(readIfKnown(() => rule.cidrBlocks)), ...stringList(readIfKnown(() => rule.ipv6CidrBlocks)), ...stringList(readIfKnown(() => rule.cidrIpv4)), ...stringList(readIfKnown(() => rule.cidrIpv6))];
+  const cidrs = [
+    ...stringList(readIfKnown(() => rule.cidrBlocks)),
+    ...stringList(readIfKnown(() => rule.ipv6CidrBlocks)),
+    ...stringList(readIfKnown(() => rule.cidrIpv4)),
+    ...stringList(readIfKnown(() => rule.cidrIpv6)),
+  ];
   if (!cidrs.some((c) => ANYWHERE.includes(c))) return undefined;
   const protocol = String(readIfKnown(() => rule.protocol ?? rule.ipProtocol) ?? "");
   if (protocol === "-1" || protocol.toLowerCase() === "all") return "every protocol to anywhere";
@@ -39,7 +44,10 @@ export const sgEgressRestricted: ResourceValidationPolicy = {
     rules.forEach((r, i) => {
       const p = problem(r, openPorts);
       const what = isRecord(r) && typeof r.description === "string" ? ` (${r.description})` : "";
-      if (p) reportViolation(`'${args.name}' egress[${i}]${what} allows ${p}: name the destination, or add the port to the stack's network.extraEgress with a narrower CIDR.`);
+      if (p)
+        reportViolation(
+          `'${args.name}' egress[${i}]${what} allows ${p}: name the destination, or add the port to the stack's network.extraEgress with a narrower CIDR.`,
+        );
     });
   },
 };

@@ -12,8 +12,7 @@ import { QUEUE } from "../lib/types";
  */
 export const terminalQueueUnconsumed: StackValidationPolicy = {
   name: "terminal-queue-unconsumed",
-  description:
-    "A queue tagged encache:queue-role=quarantine, or =dlq without a queue redriving into it, is a terminal sink: no event source mapping reads it.",
+  description: "A queue tagged encache:queue-role=quarantine, or =dlq without a queue redriving into it, is a terminal sink: no event source mapping reads it.",
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const dlqs = dlqUrns(args.resources);

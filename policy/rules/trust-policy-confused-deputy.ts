@@ -50,7 +50,9 @@ export const trustPolicyConfusedDeputy: ResourceValidationPolicy = {
         conditionKeys(s.Condition, ARN_OPERATORS).includes("aws:sourcearn") ? null : "aws:SourceArn",
       ].filter((k): k is string => k !== null);
       if (missing.length > 0) {
-        reportViolation(`Role '${args.name}' trusts ${guarded.join(", ")} (statement ${typeof s.Sid === "string" ? s.Sid : i}) without ${missing.join(" and ")}: pin the account and the source, as AWS documents for the service.`);
+        reportViolation(
+          `Role '${args.name}' trusts ${guarded.join(", ")} (statement ${typeof s.Sid === "string" ? s.Sid : i}) without ${missing.join(" and ")}: pin the account and the source, as AWS documents for the service.`,
+        );
       }
     });
   },

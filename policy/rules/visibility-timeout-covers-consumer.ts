@@ -2,13 +2,7 @@ import { VISIBILITY_TIMEOUT_MULTIPLIER } from "../contract";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { depsOf, ofType } from "../lib/graph";
 import { numberOr } from "../lib/props";
-import {
-  EVENT_SOURCE_MAPPING,
-  FUNCTION,
-  LAMBDA_DEFAULT_TIMEOUT_SECONDS,
-  QUEUE,
-  SQS_DEFAULT_VISIBILITY_SECONDS,
-} from "../lib/types";
+import { EVENT_SOURCE_MAPPING, FUNCTION, LAMBDA_DEFAULT_TIMEOUT_SECONDS, QUEUE, SQS_DEFAULT_VISIBILITY_SECONDS } from "../lib/types";
 
 /** The program enforces the same multiplier on every consumer it declares. */
 export const DEFAULT_TIMEOUT_MULTIPLIER = VISIBILITY_TIMEOUT_MULTIPLIER;

@@ -17,7 +17,8 @@ export const vpcFlowLogs: StackValidationPolicy = {
     for (const vpc of vpcsOf(args.resources)) {
       const logs = ofType(args.resources, FLOW_LOG).filter((f) => dependsOnVia(f, "vpcId", vpc));
       if (logs.length === 0) reportViolation(`VPC '${vpc.name}' has no flow log: add an aws.ec2.FlowLog of trafficType ALL.`, vpc.urn);
-      else if (!logs.some((f) => readIfKnown(() => f.props.trafficType) === "ALL")) reportViolation(`VPC '${vpc.name}' logs only some traffic: set trafficType ALL.`, vpc.urn);
+      else if (!logs.some((f) => readIfKnown(() => f.props.trafficType) === "ALL"))
+        reportViolation(`VPC '${vpc.name}' logs only some traffic: set trafficType ALL.`, vpc.urn);
     }
   },
 };
@@ -31,7 +32,10 @@ export const vpcDefaultSgClosed: StackValidationPolicy = {
     for (const vpc of vpcsOf(args.resources)) {
       const groups = ofType(args.resources, DEFAULT_SG).filter((g) => dependsOnVia(g, "vpcId", vpc));
       if (groups.length === 0) {
-        reportViolation(`VPC '${vpc.name}': its default security group keeps AWS's rules (all traffic within the group, all egress); manage it with no rules.`, vpc.urn);
+        reportViolation(
+          `VPC '${vpc.name}': its default security group keeps AWS's rules (all traffic within the group, all egress); manage it with no rules.`,
+          vpc.urn,
+        );
         continue;
       }
       for (const g of groups) {

@@ -79,7 +79,11 @@ export function afterCheck(type: string, props: Record<string, unknown>): Record
  * definitions in its order with ECS's defaults, a Role's inline policies read back from IAM…).
  */
 export function updateView(recording: readonly RecordedResource[]): RecordedResource[] {
-  return recording.map((r) => ({ ...r, inputs: afterCheck(r.type, r.inputs), outputs: storedOutputs({ ...r, outputs: afterCheck(r.type, r.outputs) }, recording) }));
+  return recording.map((r) => ({
+    ...r,
+    inputs: afterCheck(r.type, r.inputs),
+    outputs: storedOutputs({ ...r, outputs: afterCheck(r.type, r.outputs) }, recording),
+  }));
 }
 
 const isRemoteComponent = (r: RecordedResource) => !r.custom && !r.type.startsWith("encache:");
@@ -154,14 +158,23 @@ export function firstPreview(recording: readonly RecordedResource[]): RecordedRe
   const computedOf = new Map(recording.map((r) => [r.urn, withArnTails(leaves(Object.values(computedAtCreate(r))))]));
   // A computed list or object passed on whole (a VPC's subnet ids) is unknown whole, its length included.
   const wholesOf = new Map(
-    recording.map((r) => [r.urn, Object.values(computedAtCreate(r)).filter((v) => typeof v === "object" && v !== null).map((v) => JSON.stringify(v))]),
+    recording.map((r) => [
+      r.urn,
+      Object.values(computedAtCreate(r))
+        .filter((v) => typeof v === "object" && v !== null)
+        .map((v) => JSON.stringify(v)),
+    ]),
   );
   return recording.map((r) => {
     const inputs: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(r.inputs)) {
       const deps = (r.propertyDependencies[key] ?? []).filter((u) => byUrn.has(u));
       const wholes = new Set(deps.flatMap((u) => wholesOf.get(u) ?? []));
-      inputs[key] = withUnknownLeaves(value, deps.flatMap((u) => computedOf.get(u) ?? []), wholes);
+      inputs[key] = withUnknownLeaves(
+        value,
+        deps.flatMap((u) => computedOf.get(u) ?? []),
+        wholes,
+      );
     }
     const outputs: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(r.outputs)) outputs[key] = key in inputs ? inputs[key] : value;

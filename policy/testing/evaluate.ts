@@ -22,10 +22,8 @@ import type {
 import type { EnforcementLevel, PolicyPackConfig, RecordedResource, Violation } from "./types";
 
 // @pulumi/policy marks these @internal, so its .d.ts files declare nothing; these are their real shapes.
-const unknownCheckingProxy = (policySdk as unknown as { unknownCheckingProxy<T extends object>(o: T): T })
-  .unknownCheckingProxy;
-const UnknownValueError = (policySdk as unknown as { UnknownValueError: abstract new (...a: never[]) => Error })
-  .UnknownValueError;
+const unknownCheckingProxy = (policySdk as unknown as { unknownCheckingProxy<T extends object>(o: T): T }).unknownCheckingProxy;
+const UnknownValueError = (policySdk as unknown as { UnknownValueError: abstract new (...a: never[]) => Error }).UnknownValueError;
 const deserializeProperties = (
   deserializeModule as unknown as {
     deserializeProperties(struct: { toJavaScript(): unknown }, proxySecrets: boolean): Record<string, unknown>;
@@ -167,8 +165,7 @@ function stackResources(recording: readonly RecordedResource[]): PolicyResource[
     byUrn.set(r.urn, resource);
     return { r, resource };
   });
-  const resolve = (urns: readonly string[]): PolicyResource[] =>
-    urns.map((u) => byUrn.get(u)).filter((x): x is PolicyResource => x !== undefined);
+  const resolve = (urns: readonly string[]): PolicyResource[] => urns.map((u) => byUrn.get(u)).filter((x): x is PolicyResource => x !== undefined);
   for (const { r, resource } of built) {
     const parent = r.parent ? byUrn.get(r.parent) : undefined;
     if (parent) resource.parent = parent;
@@ -194,18 +191,11 @@ function errorViolation(policy: string, urn: string | null, e: unknown): Violati
 function compareViolations(a: Violation, b: Violation): number {
   const rank = (v: Violation) => (v.enforcementLevel === "mandatory" ? 0 : 1);
   return (
-    rank(a) - rank(b) ||
-    a.policy.localeCompare(b.policy, "en") ||
-    (a.urn ?? "").localeCompare(b.urn ?? "", "en") ||
-    a.message.localeCompare(b.message, "en")
+    rank(a) - rank(b) || a.policy.localeCompare(b.policy, "en") || (a.urn ?? "").localeCompare(b.urn ?? "", "en") || a.message.localeCompare(b.message, "en")
   );
 }
 
-export async function evaluatePolicies(
-  resources: RecordedResource[],
-  policies: Policies,
-  options: EvaluateOptions = {},
-): Promise<Violation[]> {
+export async function evaluatePolicies(resources: RecordedResource[], policies: Policies, options: EvaluateOptions = {}): Promise<Violation[]> {
   const config = options.config ?? {};
   const stackTags = freezeTags(options.stackTags ?? {});
   const fallbackLevel = options.defaultEnforcementLevel ?? "advisory";
@@ -233,8 +223,7 @@ export async function evaluatePolicies(
     const validations = resourceValidations(p);
     for (const r of resources) {
       // Like the engine, the URN passed to reportViolation is ignored for resource policies.
-      const report: ReportViolation = (message) =>
-        violations.push({ policy: p.name, enforcementLevel: level, urn: r.urn, message: message || p.description });
+      const report: ReportViolation = (message) => violations.push({ policy: p.name, enforcementLevel: level, urn: r.urn, message: message || p.description });
       for (const validate of validations) {
         const onlyType = pulumiTypeOf(validate);
         if (onlyType !== undefined && onlyType !== r.type) continue;

@@ -77,7 +77,15 @@ export function computedUnsetNested(r: Pick<RecordedResource, "type" | "inputs">
  * stores (flattenContainerDefinitions of the API's answer): ECS fills these defaults in
  * (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_definition_parameters.html).
  */
-const ECS_CONTAINER_DEFAULTS: Readonly<Record<string, unknown>> = { cpu: 0, essential: true, environment: [], mountPoints: [], portMappings: [], systemControls: [], volumesFrom: [] };
+const ECS_CONTAINER_DEFAULTS: Readonly<Record<string, unknown>> = {
+  cpu: 0,
+  essential: true,
+  environment: [],
+  mountPoints: [],
+  portMappings: [],
+  systemControls: [],
+  volumesFrom: [],
+};
 
 /**
  * Container definitions as the provider stores them (terraform-provider-aws internal/service/ecs):
@@ -140,10 +148,15 @@ export function storedOutputs(r: RecordedResource, recording: readonly RecordedR
       // stores empty lists, because the role's policies are created after it.
       const onRole = (type: string) => recording.filter((x) => x.type === type && (x.propertyDependencies.role ?? []).includes(r.urn));
       if (unset("inlinePolicies")) {
-        out.inlinePolicies = onRole("aws:iam/rolePolicy:RolePolicy").map((p) => ({ name: p.outputs.name ?? p.name, policy: storedJsonDocument(p.inputs.policy) }));
+        out.inlinePolicies = onRole("aws:iam/rolePolicy:RolePolicy").map((p) => ({
+          name: p.outputs.name ?? p.name,
+          policy: storedJsonDocument(p.inputs.policy),
+        }));
       }
       if (unset("managedPolicyArns")) {
-        out.managedPolicyArns = onRole("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.inputs.policyArn).filter((a): a is string => typeof a === "string");
+        out.managedPolicyArns = onRole("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+          .map((a) => a.inputs.policyArn)
+          .filter((a): a is string => typeof a === "string");
       }
       break;
     }

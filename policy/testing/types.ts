@@ -40,7 +40,4 @@ export interface Violation {
 }
 
 /** Contents of `policy/config.<stack>.json`, in `--policy-pack-config` format. */
-export type PolicyPackConfig = Record<
-  string,
-  EnforcementLevel | ({ enforcementLevel?: EnforcementLevel } & Record<string, unknown>)
->;
+export type PolicyPackConfig = Record<string, EnforcementLevel | ({ enforcementLevel?: EnforcementLevel } & Record<string, unknown>)>;

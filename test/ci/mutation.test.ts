@@ -39,9 +39,24 @@ describe("mutation testing (npm run mutate)", () => {
   describe("scoreOf", () => {
     const table: Array<{ name: string; statuses: MutantStatus[]; score: number; covered: number }> = [
       { name: "a timeout counts as detected", statuses: ["Killed", "Timeout", "Survived", "Survived"], score: 50, covered: 50 },
-      { name: "a mutant no test reaches counts against the score, not the covered score", statuses: ["Killed", "Killed", "Killed", "NoCoverage"], score: 75, covered: 100 },
-      { name: "ignored (listed equivalent) and erroring mutants count for nothing", statuses: ["Killed", "Survived", "Ignored", "CompileError", "RuntimeError"], score: 50, covered: 50 },
-      { name: "rounds down, so 89.99 is not reported as 90", statuses: [...Array<MutantStatus>(8999).fill("Killed"), ...Array<MutantStatus>(1001).fill("Survived")], score: 89.9, covered: 89.9 },
+      {
+        name: "a mutant no test reaches counts against the score, not the covered score",
+        statuses: ["Killed", "Killed", "Killed", "NoCoverage"],
+        score: 75,
+        covered: 100,
+      },
+      {
+        name: "ignored (listed equivalent) and erroring mutants count for nothing",
+        statuses: ["Killed", "Survived", "Ignored", "CompileError", "RuntimeError"],
+        score: 50,
+        covered: 50,
+      },
+      {
+        name: "rounds down, so 89.99 is not reported as 90",
+        statuses: [...Array<MutantStatus>(8999).fill("Killed"), ...Array<MutantStatus>(1001).fill("Survived")],
+        score: 89.9,
+        covered: 89.9,
+      },
       { name: "nothing valid to kill scores 100", statuses: ["Ignored"], score: 100, covered: 100 },
     ];
     for (const { name, statuses, score, covered } of table) {
@@ -107,7 +122,12 @@ describe("mutation testing (npm run mutate)", () => {
       const entries = [once, stale, grown, counted, elsewhere];
       matchEntry(nodeOf(file, twice, "x >= 0"), entries);
       const second = twice.indexOf("[]", twice.indexOf("[]") + 1);
-      for (const [f, start] of [[file, twice.indexOf("[]")], [file, second], [counted.file, twice.indexOf("[]")], [counted.file, second]] as const) {
+      for (const [f, start] of [
+        [file, twice.indexOf("[]")],
+        [file, second],
+        [counted.file, twice.indexOf("[]")],
+        [counted.file, second],
+      ] as const) {
         matchEntry({ node: { start, end: start + 2 }, hub: { file: { opts: { filename: path.join(REPO_ROOT, f) }, code: twice } } }, entries);
       }
       expect(misplacedEntries("functions/shared/", entries)).to.deep.equal([
@@ -127,7 +147,15 @@ describe("mutation testing (npm run mutate)", () => {
     it("refuses a listing whose entry lacks a reason, naming the file and the entry", async () => {
       const { readEntries } = await loadIgnorer();
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "equivalents-"));
-      fs.writeFileSync(path.join(dir, "pool.json"), JSON.stringify({ equivalents: [{ file, code: "x", reason: "ok" }, { file, code: "y", reason: " " }] }));
+      fs.writeFileSync(
+        path.join(dir, "pool.json"),
+        JSON.stringify({
+          equivalents: [
+            { file, code: "x", reason: "ok" },
+            { file, code: "y", reason: " " },
+          ],
+        }),
+      );
       expect(() => readEntries(dir)).to.throw(/pool\.json: equivalents\[1\]\.reason must be a non-empty string/);
       fs.rmSync(dir, { recursive: true, force: true });
     });
@@ -177,7 +205,9 @@ describe("mutation testing (npm run mutate)", () => {
       jobs: { mutate: { steps: Array<{ run?: string; uses?: string; if?: string; with?: Record<string, string> }> } };
     };
     expect(w.on.schedule).to.have.length(1);
-    expect(w.on.schedule[0]!.cron.split(" ")).to.have.length(5).and.satisfy((f: string[]) => f[4] !== "*");
+    expect(w.on.schedule[0]!.cron.split(" "))
+      .to.have.length(5)
+      .and.satisfy((f: string[]) => f[4] !== "*");
     expect(w.on).to.have.property("workflow_dispatch");
     const steps = w.jobs.mutate.steps;
     expect(steps.some((s) => s.run?.includes("npm run mutate"))).to.equal(true);

@@ -28,7 +28,8 @@ describe("the Node version", function () {
     expect(read("infra/bundle.ts")).to.contain(`target: "node${WANT}"`);
     // The worker image's base is the stacks' encache:worker.baseImage, a digest-pinned node:<major>-alpine.
     expect(read("functions/worker/Dockerfile")).to.match(/^FROM \$\{BASE_IMAGE\}$/m);
-    for (const stack of ["dev", "prod"]) expect(read(`Pulumi.${stack}.yaml`)).to.match(new RegExp(`^    baseImage: node:${WANT}-alpine@sha256:[0-9a-f]{64}$`, "m"));
+    for (const stack of ["dev", "prod"])
+      expect(read(`Pulumi.${stack}.yaml`)).to.match(new RegExp(`^    baseImage: node:${WANT}-alpine@sha256:[0-9a-f]{64}$`, "m"));
   });
 
   it("npm start and npm test go through scripts/with-node.sh, the test tiers under it", () => {
@@ -41,11 +42,24 @@ describe("the Node version", function () {
   describe("scripts/with-node.sh", () => {
     it("on a new enough Node runs the command itself: arguments (after --, with spaces), stdin, stdout and the exit code pass through", function () {
       if (major(process.version) < major(WANT)) this.skip();
-      const r = spawnSync("bash", [LAUNCHER, process.execPath, "-e", "process.stdout.write(JSON.stringify(process.argv.slice(1)) + require('fs').readFileSync(0, 'utf8')); process.exit(7)", "--", "a b", "--scenario", "x"], {
-        cwd: REPO_ROOT,
-        input: "from stdin",
-        encoding: "utf8",
-      });
+      const r = spawnSync(
+        "bash",
+        [
+          LAUNCHER,
+          process.execPath,
+          "-e",
+          "process.stdout.write(JSON.stringify(process.argv.slice(1)) + require('fs').readFileSync(0, 'utf8')); process.exit(7)",
+          "--",
+          "a b",
+          "--scenario",
+          "x",
+        ],
+        {
+          cwd: REPO_ROOT,
+          input: "from stdin",
+          encoding: "utf8",
+        },
+      );
       expect(r.status, r.stderr).to.equal(7);
       expect(r.stdout).to.equal('["a b","--scenario","x"]from stdin');
       expect(r.stderr).to.not.contain("with-node:");
@@ -53,10 +67,14 @@ describe("the Node version", function () {
 
     it("replaces itself with the command (exec), so a signal reaches the command directly", async function () {
       if (major(process.version) < major(WANT)) this.skip();
-      const child = spawn("bash", [LAUNCHER, process.execPath, "-e", "process.on('SIGINT', () => process.exit(42)); console.log(process.pid); setInterval(() => {}, 1000)"], {
-        cwd: REPO_ROOT,
-        stdio: ["ignore", "pipe", "inherit"],
-      });
+      const child = spawn(
+        "bash",
+        [LAUNCHER, process.execPath, "-e", "process.on('SIGINT', () => process.exit(42)); console.log(process.pid); setInterval(() => {}, 1000)"],
+        {
+          cwd: REPO_ROOT,
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      );
       const pid = await new Promise<number>((resolve) => child.stdout.once("data", (c: Buffer) => resolve(Number(c.toString().trim()))));
       expect(pid).to.equal(child.pid);
       child.kill("SIGINT");

@@ -44,12 +44,15 @@ export function trustProblems(doc: PolicyDocument, subject: string): string[] {
     if (s.Principal?.Federated !== `arn:aws:iam::\${AWS_ACCOUNT_ID}:oidc-provider/${OIDC}`) problems.push(`Principal ${JSON.stringify(s.Principal)}`);
     if (JSON.stringify(list(s.Action)) !== JSON.stringify(["sts:AssumeRoleWithWebIdentity"])) problems.push(`Action ${JSON.stringify(s.Action)}`);
     const operators = Object.keys(s.Condition ?? {});
-    if (JSON.stringify(operators) !== JSON.stringify(["StringEquals"])) problems.push(`condition operators ${operators.join(", ") || "none"}, want StringEquals only`);
+    if (JSON.stringify(operators) !== JSON.stringify(["StringEquals"]))
+      problems.push(`condition operators ${operators.join(", ") || "none"}, want StringEquals only`);
     const eq = s.Condition?.StringEquals ?? {};
-    if (JSON.stringify(Object.keys(eq).sort()) !== JSON.stringify([`${OIDC}:aud`, `${OIDC}:sub`])) problems.push(`StringEquals keys ${Object.keys(eq).join(", ")}`);
+    if (JSON.stringify(Object.keys(eq).sort()) !== JSON.stringify([`${OIDC}:aud`, `${OIDC}:sub`]))
+      problems.push(`StringEquals keys ${Object.keys(eq).join(", ")}`);
     if (JSON.stringify(eq[`${OIDC}:aud`]) !== JSON.stringify("sts.amazonaws.com")) problems.push(`aud ${JSON.stringify(eq[`${OIDC}:aud`])}`);
     const sub = eq[`${OIDC}:sub`];
-    if (JSON.stringify(sub) !== JSON.stringify(`repo:\${GITHUB_REPOSITORY}:${subject}`)) problems.push(`sub ${JSON.stringify(sub)}, want repo:\${GITHUB_REPOSITORY}:${subject}`);
+    if (JSON.stringify(sub) !== JSON.stringify(`repo:\${GITHUB_REPOSITORY}:${subject}`))
+      problems.push(`sub ${JSON.stringify(sub)}, want repo:\${GITHUB_REPOSITORY}:${subject}`);
     if (list(sub).some((v) => /[*?]/.test(v))) problems.push("sub has a wildcard");
   }
   return problems;
@@ -61,7 +64,8 @@ export function trustProblems(doc: PolicyDocument, subject: string): string[] {
  * write added to the service later.
  */
 const READ_VERB = /^(Get|Describe|List|BatchGet)[A-Z]/;
-const WRITE_VERB = /^(Put|Create|Delete|Update|Run|Start|Stop|Terminate|Attach|Detach|Pass|Modify|Tag|Untag|Send|Invoke|Set|Associate|Disassociate|Add|Remove|Replace|Reboot|Import|Register|Deregister|Enable|Disable|Assume|Decrypt|Encrypt)/;
+const WRITE_VERB =
+  /^(Put|Create|Delete|Update|Run|Start|Stop|Terminate|Attach|Detach|Pass|Modify|Tag|Untag|Send|Invoke|Set|Associate|Disassociate|Add|Remove|Replace|Reboot|Import|Register|Deregister|Enable|Disable|Assume|Decrypt|Encrypt)/;
 
 /** Why `doc` grants more than reads; empty when it grants only named read actions. */
 export function readOnlyProblems(doc: PolicyDocument): string[] {
@@ -82,8 +86,16 @@ export function readOnlyProblems(doc: PolicyDocument): string[] {
 
 /** Whether `doc` allows `action`, on a resource matching `arn` when given (IAM globbing: `*` any run of characters). */
 function allows(doc: PolicyDocument, action: string, arn?: string): boolean {
-  const glob = (pattern: string) => new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
-  return doc.Statement.some((s) => s.Effect === "Allow" && list(s.Action).includes(action) && (arn === undefined || list(s.Resource).some((r) => r === "*" || glob(r).test(arn))));
+  const glob = (pattern: string) =>
+    new RegExp(
+      `^${pattern
+        .split("*")
+        .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+        .join(".*")}$`,
+    );
+  return doc.Statement.some(
+    (s) => s.Effect === "Allow" && list(s.Action).includes(action) && (arn === undefined || list(s.Resource).some((r) => r === "*" || glob(r).test(arn))),
+  );
 }
 
 /** The lookups (invokes) the program makes at preview time, and the IAM actions each needs. */
@@ -97,7 +109,10 @@ const INVOKE_ACTIONS: Record<string, string[]> = {
 };
 
 function tsFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile() && e.name.endsWith(".ts")).map((e) => path.join(e.parentPath, e.name));
+  return fs
+    .readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".ts"))
+    .map((e) => path.join(e.parentPath, e.name));
 }
 
 const ROLES = [
@@ -110,13 +125,21 @@ const ROLES = [
 describe("CI roles (ci/aws)", () => {
   it("are exactly a trust and a permissions document for each stack's preview and deploy role", () => {
     const want = ROLES.flatMap(({ role }) => [`${role}.permissions.json`, `${role}.trust.json`]).sort();
-    expect(fs.readdirSync(DIR).filter((f) => f.endsWith(".json")).sort()).to.deep.equal(want);
+    expect(
+      fs
+        .readdirSync(DIR)
+        .filter((f) => f.endsWith(".json"))
+        .sort(),
+    ).to.deep.equal(want);
   });
 
   it("name only the documented placeholders (the account, the region, owner/repo)", () => {
     for (const file of fs.readdirSync(DIR).filter((f) => f.endsWith(".json"))) {
       const used = [...fs.readFileSync(path.join(DIR, file), "utf8").matchAll(/\$\{([^}]*)\}/g)].map((m) => m[1]!);
-      expect(used.filter((p) => !PLACEHOLDERS.includes(p)), file).to.deep.equal([]);
+      expect(
+        used.filter((p) => !PLACEHOLDERS.includes(p)),
+        file,
+      ).to.deep.equal([]);
     }
   });
 
@@ -132,12 +155,28 @@ describe("CI roles (ci/aws)", () => {
     const cond = (d: PolicyDocument) => d.Statement[0]!.Condition!;
     const mutations: { name: string; mutate: (d: PolicyDocument) => void; problem: RegExp }[] = [
       { name: "a wildcard subject", mutate: (d) => void (cond(d).StringEquals![`${OIDC}:sub`] = "repo:${GITHUB_REPOSITORY}:*"), problem: /wildcard/ },
-      { name: "StringLike instead of StringEquals", mutate: (d) => void (cond(d).StringLike = cond(d).StringEquals!, delete cond(d).StringEquals), problem: /StringEquals only/ },
+      {
+        name: "StringLike instead of StringEquals",
+        mutate: (d) => void ((cond(d).StringLike = cond(d).StringEquals!), delete cond(d).StringEquals),
+        problem: /StringEquals only/,
+      },
       { name: "no audience", mutate: (d) => void delete cond(d).StringEquals![`${OIDC}:aud`], problem: /aud/ },
-      { name: "another stack's environment", mutate: (d) => void (cond(d).StringEquals![`${OIDC}:sub`] = "repo:${GITHUB_REPOSITORY}:environment:dev"), problem: /sub/ },
-      { name: "the pull_request subject on a deploy role", mutate: (d) => void (cond(d).StringEquals![`${OIDC}:sub`] = "repo:${GITHUB_REPOSITORY}:pull_request"), problem: /sub/ },
+      {
+        name: "another stack's environment",
+        mutate: (d) => void (cond(d).StringEquals![`${OIDC}:sub`] = "repo:${GITHUB_REPOSITORY}:environment:dev"),
+        problem: /sub/,
+      },
+      {
+        name: "the pull_request subject on a deploy role",
+        mutate: (d) => void (cond(d).StringEquals![`${OIDC}:sub`] = "repo:${GITHUB_REPOSITORY}:pull_request"),
+        problem: /sub/,
+      },
       { name: "a second statement", mutate: (d) => void d.Statement.push(d.Statement[0]!), problem: /exactly one/ },
-      { name: "another identity provider", mutate: (d) => void (d.Statement[0]!.Principal = { Federated: "arn:aws:iam::${AWS_ACCOUNT_ID}:oidc-provider/example.com" }), problem: /Principal/ },
+      {
+        name: "another identity provider",
+        mutate: (d) => void (d.Statement[0]!.Principal = { Federated: "arn:aws:iam::${AWS_ACCOUNT_ID}:oidc-provider/example.com" }),
+        problem: /Principal/,
+      },
       { name: "AssumeRole instead of AssumeRoleWithWebIdentity", mutate: (d) => void (d.Statement[0]!.Action = "sts:AssumeRole"), problem: /Action/ },
     ];
     for (const { name, mutate, problem } of mutations) {
@@ -157,7 +196,22 @@ describe("CI roles (ci/aws)", () => {
     }
 
     const good = read("preview-prod.permissions.json");
-    const refused = ["ssm:PutParameter", "ec2:RunInstances", "ec2:StartInstances", "ec2:StopInstances", "ec2:TerminateInstances", "ec2:CreateTags", "iam:PassRole", "iam:AttachRolePolicy", "s3:DeleteObject", "dynamodb:UpdateItem", "kms:Decrypt", "ec2:*", "*", "ec2:Describe*"];
+    const refused = [
+      "ssm:PutParameter",
+      "ec2:RunInstances",
+      "ec2:StartInstances",
+      "ec2:StopInstances",
+      "ec2:TerminateInstances",
+      "ec2:CreateTags",
+      "iam:PassRole",
+      "iam:AttachRolePolicy",
+      "s3:DeleteObject",
+      "dynamodb:UpdateItem",
+      "kms:Decrypt",
+      "ec2:*",
+      "*",
+      "ec2:Describe*",
+    ];
     for (const action of refused) {
       it(`the check refuses ${action}`, () => {
         const doc = clone(good);
@@ -188,12 +242,20 @@ describe("CI roles (ci/aws)", () => {
 
     it("may read each stack's GPU AMI parameter (the default or the stack's own), in the stack's region", () => {
       for (const stack of ["dev", "prod"]) {
-        const config = (parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, { amiParameter?: string }> }).config;
+        const config = (parse(fs.readFileSync(path.join(REPO_ROOT, `Pulumi.${stack}.yaml`), "utf8")) as { config: Record<string, { amiParameter?: string }> })
+          .config;
         const parameter = config["encache:gpu"]?.amiParameter ?? gpuInstanceDefaults.amiParameter;
         // The document's region is a placeholder filled per stack, so the ARN is matched with it.
         const arn = `arn:aws:ssm:\${AWS_REGION}::parameter${parameter}`;
         expect(allows(read(`preview-${stack}.permissions.json`), "ssm:GetParameter", arn), `${stack}: ${arn}`).to.equal(true);
-        expect(allows(read(`preview-${stack}.permissions.json`), "ssm:GetParameter", "arn:aws:ssm:${AWS_REGION}:${AWS_ACCOUNT_ID}:parameter/encache/prod/gpu/instance_id"), "the stack's own parameters stay out of reach").to.equal(false);
+        expect(
+          allows(
+            read(`preview-${stack}.permissions.json`),
+            "ssm:GetParameter",
+            "arn:aws:ssm:${AWS_REGION}:${AWS_ACCOUNT_ID}:parameter/encache/prod/gpu/instance_id",
+          ),
+          "the stack's own parameters stay out of reach",
+        ).to.equal(false);
       }
     });
   });

@@ -39,7 +39,7 @@ describe("scripts/stack-region.ts", function () {
     { name: "no stack file", stack: "demo", body: undefined, message: /Pulumi\.demo\.yaml: no such stack file/ },
     { name: "no aws:region", stack: "demo", body: "config:\n  encache:environment: demo\n", message: /"aws:region" must be a region name/ },
     { name: "an empty file", stack: "demo", body: "", message: /"aws:region"/ },
-    { name: "a region that is not a name", stack: "demo", body: "config:\n  aws:region: \"us-east-1; rm -rf /\"\n", message: /"aws:region"/ },
+    { name: "a region that is not a name", stack: "demo", body: 'config:\n  aws:region: "us-east-1; rm -rf /"\n', message: /"aws:region"/ },
     { name: "a path instead of a stack name", stack: "../demo", body: "config:\n  aws:region: us-east-1\n", message: /not a stack name/ },
   ];
   for (const { name, stack, body, message } of refused) {

@@ -61,7 +61,9 @@ describe("CI workflows", function () {
       const w = workflow(file);
       expect(w.permissions, file).to.deep.equal({ contents: "read" });
       for (const [name, job] of Object.entries(w.jobs)) {
-        const granted = Object.entries(job.permissions ?? {}).filter(([, v]) => v === "write").map(([k]) => k);
+        const granted = Object.entries(job.permissions ?? {})
+          .filter(([, v]) => v === "write")
+          .map(([k]) => k);
         const needs = new Set<string>();
         if (job.steps.some((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))) needs.add("id-token");
         if (job.steps.some((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))) needs.add("security-events");
@@ -80,7 +82,9 @@ describe("CI workflows", function () {
     const script = plan.steps.find((s) => s.run?.includes("npm run --silent plan"));
     expect(script?.run).to.contain("--sarif plan.sarif").and.contain("--json");
     expect(plan.steps.some((s) => s.uses?.startsWith("actions/upload-artifact@"))).to.equal(true);
-    expect(plan.steps.find((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))?.with?.category).to.equal("plan-${{ matrix.stack }}-${{ matrix.mode }}");
+    expect(plan.steps.find((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))?.with?.category).to.equal(
+      "plan-${{ matrix.stack }}-${{ matrix.mode }}",
+    );
     expect(JSON.stringify(w)).to.not.match(/secrets\.|configure-aws-credentials/);
   });
 
@@ -105,7 +109,12 @@ describe("CI workflows", function () {
     expect(order.indexOf("aws-actions/configure-aws-credentials")).to.be.lessThan(order.indexOf("pulumi/actions"));
     expect(order).to.include("npm ci --omit=dev --prefix policy");
     const [preview] = pulumiSteps(job);
-    expect(preview?.with).to.deep.include({ command: "preview", "comment-on-pr": true, policyPacks: "policy", policyPackConfigs: "policy/config.${{ matrix.stack }}.json" });
+    expect(preview?.with).to.deep.include({
+      command: "preview",
+      "comment-on-pr": true,
+      policyPacks: "policy",
+      policyPackConfigs: "policy/config.${{ matrix.stack }}.json",
+    });
   });
 
   it("preview: a pull request's run gets no secret, no environment and only the read-only preview roles", () => {
@@ -153,9 +162,13 @@ describe("CI workflows", function () {
   it("ci: a fork's pull request keeps the plan's SARIF as an artifact instead of uploading it (its token cannot), with a notice", () => {
     const plan = workflow("ci.yml").jobs.plan!;
     const upload = plan.steps.find((s) => s.uses?.startsWith("github/codeql-action/upload-sarif@"))!;
-    expect(upload.if!.replace(/\s+/g, " ")).to.contain("(github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository)");
+    expect(upload.if!.replace(/\s+/g, " ")).to.contain(
+      "(github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository)",
+    );
     const notice = plan.steps.find((s) => s.name === "Code scanning skipped (fork)")!;
-    expect(notice.if!.replace(/\s+/g, " ")).to.contain("github.event_name == 'pull_request' && github.event.pull_request.head.repo.full_name != github.repository");
+    expect(notice.if!.replace(/\s+/g, " ")).to.contain(
+      "github.event_name == 'pull_request' && github.event.pull_request.head.repo.full_name != github.repository",
+    );
     expect(notice.run).to.contain("::notice");
   });
 
@@ -174,7 +187,10 @@ describe("CI workflows", function () {
         expect(job.steps[source]!.run, `${file} ${name}`).to.equal(`npx tsx scripts/stack-region.ts ${stack} >> "$GITHUB_OUTPUT"`);
         if (name === "preview") expect(job.steps[source]!.env).to.deep.equal({ STACK: "${{ matrix.stack }}" });
         // npm ci first: tsx is a project dependency.
-        expect(job.steps.findIndex((s) => s.run === "npm ci"), `${file} ${name}`).to.be.within(0, source - 1);
+        expect(
+          job.steps.findIndex((s) => s.run === "npm ci"),
+          `${file} ${name}`,
+        ).to.be.within(0, source - 1);
       }
     }
   });
@@ -188,14 +204,20 @@ describe("CI workflows", function () {
       const job = w.jobs[stack]!;
       expect(job.concurrency, stack).to.deep.equal({ group: `pulumi-${stack}`, "cancel-in-progress": false });
       const steps = pulumiSteps(job);
-      expect(steps.map((s) => s.with?.command), stack).to.deep.equal(["up", "preview"]);
+      expect(
+        steps.map((s) => s.with?.command),
+        stack,
+      ).to.deep.equal(["up", "preview"]);
       expect(steps[1]!.with?.["expect-no-changes"], stack).to.equal(true);
       // The first run on a new backend creates the stack; the settled check runs on what `up` left.
       expect(steps[0]!.with?.upsert, stack).to.equal(true);
       // The environment makes the OIDC subject `environment:<stack>`, the only one the deploy role trusts.
       expect(job.environment, stack).to.equal(stack);
-      expect(job.steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))?.with?.["role-to-assume"], stack).to.equal(`\${{ vars.AWS_ROLE_ARN_${stack.toUpperCase()} }}`);
-      for (const s of steps) expect(s.with, stack).to.deep.include({ "stack-name": stack, policyPacks: "policy", policyPackConfigs: `policy/config.${stack}.json` });
+      expect(job.steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"))?.with?.["role-to-assume"], stack).to.equal(
+        `\${{ vars.AWS_ROLE_ARN_${stack.toUpperCase()} }}`,
+      );
+      for (const s of steps)
+        expect(s.with, stack).to.deep.include({ "stack-name": stack, policyPacks: "policy", policyPackConfigs: `policy/config.${stack}.json` });
     }
     expect(JSON.stringify(w)).to.not.match(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
   });

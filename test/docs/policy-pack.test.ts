@@ -23,7 +23,12 @@ export function tableRows(markdown: string, header: string): string[][] {
   // Skip the header and its |---| line; the table ends at the first line that is not a row.
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    rows.push(line.replace(/^\|\s*/, "").replace(/\s*\|\s*$/, "").split(/\s+\|\s+/));
+    rows.push(
+      line
+        .replace(/^\|\s*/, "")
+        .replace(/\s*\|\s*$/, "")
+        .split(/\s+\|\s+/),
+    );
   }
   return rows;
 }

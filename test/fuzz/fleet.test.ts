@@ -10,8 +10,29 @@ import { createHousekeepingHandler } from "../../functions/fleet/housekeeping-ha
 import { TASK_TYPES, TERMINATION_STATUSES } from "../../functions/fleet/messages";
 import { createTerminationHandler } from "../../functions/fleet/termination-handler";
 import { HOUSEKEEPING_DLQ_URL, housekeepingConfig, mockedClients, TERMINATION_DLQ_URL, terminationConfig } from "../functions/helpers/fleet-deps";
-import { anyText, batchOf, type BodyCase, type FieldEdit, type FuzzRecord, INVALID_INT_TOKENS, INVALID_STRING_TOKENS, padding, partBody, rawFrom, recordCase, withField } from "./helpers/arbitraries";
-import { assertMalformedQuarantined, assertPartialBatchResponse, assertValidNotQuarantined, awsError, injected, quarantinedOn, quarantineSendMessage } from "./helpers/contract";
+import {
+  anyText,
+  batchOf,
+  type BodyCase,
+  type FieldEdit,
+  type FuzzRecord,
+  INVALID_INT_TOKENS,
+  INVALID_STRING_TOKENS,
+  padding,
+  partBody,
+  rawFrom,
+  recordCase,
+  withField,
+} from "./helpers/arbitraries";
+import {
+  assertMalformedQuarantined,
+  assertPartialBatchResponse,
+  assertValidNotQuarantined,
+  awsError,
+  injected,
+  quarantinedOn,
+  quarantineSendMessage,
+} from "./helpers/contract";
 import { checkProperty, PROPERTY_TIMEOUT_MS } from "./helpers/settings";
 
 const positions = fc.array(fc.nat(), { maxLength: 3 });
@@ -20,12 +41,25 @@ const eventOf = (records: readonly FuzzRecord[]): SQSEvent => ({ Records: record
 
 /** ISO 8601 with a zone, as the agent and EventBridge Scheduler write it: Z or an offset, with or without fractions. */
 const isoTimestamp = fc
-  .tuple(fc.date({ min: new Date("2000-01-01T00:00:00Z"), max: new Date("2099-12-31T00:00:00Z"), noInvalidDate: true }), fc.constantFrom("Z", "+00:00", "+05:30", "-08:00"), fc.boolean())
+  .tuple(
+    fc.date({ min: new Date("2000-01-01T00:00:00Z"), max: new Date("2099-12-31T00:00:00Z"), noInvalidDate: true }),
+    fc.constantFrom("Z", "+00:00", "+05:30", "-08:00"),
+    fc.boolean(),
+  )
   .map(([d, zone, fraction]) => {
     const iso = d.toISOString();
     return `${fraction ? iso.slice(0, -1) : iso.slice(0, 19)}${zone}`;
   });
-const badTimestamps = ["2025-02-30T00:00:00Z", "2025-13-01T00:00:00Z", "2025-01-01T24:00:00Z", "2025-01-01T00:00:00", "2025-01-01", "yesterday", "", "1700000000"];
+const badTimestamps = [
+  "2025-02-30T00:00:00Z",
+  "2025-13-01T00:00:00Z",
+  "2025-01-01T24:00:00Z",
+  "2025-01-01T00:00:00",
+  "2025-01-01",
+  "yesterday",
+  "",
+  "1700000000",
+];
 
 /**
  * DynamoDB's number type: up to 38 significant digits, magnitude 1E-130 to 9.99…E+125 (or zero).
@@ -47,7 +81,11 @@ function numbersIn(values: Record<string, AttributeValue> | undefined): string[]
 const terminationObject = fc
   .record({
     instance_id: fc.stringMatching(/^i-[0-9a-f]{8,17}$/),
-    job_id: fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), anyText(20).filter((s) => s.length > 0), fc.constant("j".repeat(256))),
+    job_id: fc.oneof(
+      fc.string({ minLength: 1, maxLength: 40 }),
+      anyText(20).filter((s) => s.length > 0),
+      fc.constant("j".repeat(256)),
+    ),
     status: fc.constantFrom(...TERMINATION_STATUSES),
     exit_code: fc.oneof(fc.integer({ min: -255, max: 255 }), fc.constantFrom(0, -0, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER)),
     duration_seconds: fc.oneof(fc.double({ min: 1e-9, max: 1e6, noNaN: true }), fc.constantFrom(0, -0, 1e-130, 0.5, 86_400, 1e9, 9.99e125)),
@@ -62,16 +100,52 @@ const nearMissTermination: fc.Arbitrary<BodyCase> = fc
   .tuple(
     terminationObject,
     fc.oneof(
-      fc.tuple(fc.constant("instance_id"), fc.oneof(fc.constantFrom("i-123", "i-XYZ12345", "0123456789abcdef0", "i-0123456789abcdef01", "").map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })), rawFrom(INVALID_STRING_TOKENS), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constant("job_id"), fc.oneof(fc.constantFrom('""', JSON.stringify("j".repeat(257))).map((token) => ({ kind: "raw" as const, token })), rawFrom(INVALID_STRING_TOKENS), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constant("status"), fc.oneof(fc.constantFrom('"SUCCESS"', '"ok"', '""', '"failed"').map((token) => ({ kind: "raw" as const, token })), fc.constant<FieldEdit>({ kind: "drop" }))),
+      fc.tuple(
+        fc.constant("instance_id"),
+        fc.oneof(
+          fc
+            .constantFrom("i-123", "i-XYZ12345", "0123456789abcdef0", "i-0123456789abcdef01", "")
+            .map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
+          rawFrom(INVALID_STRING_TOKENS),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
+      fc.tuple(
+        fc.constant("job_id"),
+        fc.oneof(
+          fc.constantFrom('""', JSON.stringify("j".repeat(257))).map((token) => ({ kind: "raw" as const, token })),
+          rawFrom(INVALID_STRING_TOKENS),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
+      fc.tuple(
+        fc.constant("status"),
+        fc.oneof(
+          fc.constantFrom('"SUCCESS"', '"ok"', '""', '"failed"').map((token) => ({ kind: "raw" as const, token })),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
       fc.tuple(fc.constant("exit_code"), fc.oneof(rawFrom(INVALID_INT_TOKENS.filter((t) => t !== "-1")), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constant("duration_seconds"), fc.oneof(rawFrom(["-1", "-0.5", '"12"', "null", "NaN", "Infinity", "1e400", "[]"]), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constantFrom("started_at", "completed_at"), fc.oneof(fc.constantFrom(...badTimestamps).map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })), rawFrom(["1700000000", "null"]), fc.constant<FieldEdit>({ kind: "drop" }))),
+      fc.tuple(
+        fc.constant("duration_seconds"),
+        fc.oneof(rawFrom(["-1", "-0.5", '"12"', "null", "NaN", "Infinity", "1e400", "[]"]), fc.constant<FieldEdit>({ kind: "drop" })),
+      ),
+      fc.tuple(
+        fc.constantFrom("started_at", "completed_at"),
+        fc.oneof(
+          fc.constantFrom(...badTimestamps).map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
+          rawFrom(["1700000000", "null"]),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
       fc.tuple(fc.constant("error"), rawFrom([JSON.stringify("e".repeat(4097)), "1", "null", "{}"])),
     ),
   )
-  .map(([o, [field, edit]]) => ({ body: withField(o, field, edit), verdict: "malformed" as const, how: `${field} ${edit.kind === "drop" ? "missing" : edit.token.slice(0, 40)}` }));
+  .map(([o, [field, edit]]) => ({
+    body: withField(o, field, edit),
+    verdict: "malformed" as const,
+    how: `${field} ${edit.kind === "drop" ? "missing" : edit.token.slice(0, 40)}`,
+  }));
 
 /** Durations DynamoDB cannot store (the schema refuses them since the fuzz found them retried forever). */
 const unstorableDuration: fc.Arbitrary<BodyCase> = fc
@@ -95,9 +169,36 @@ const nearMissHousekeeping: fc.Arbitrary<BodyCase> = fc
   .tuple(
     housekeepingObject,
     fc.oneof(
-      fc.tuple(fc.constant("task_type"), fc.oneof(fc.constantFrom("orphaned-instances", "cleanup", "", "ORPHANED_INSTANCES", "x".repeat(300_000).slice(0, 200_000)).map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })), rawFrom(["1", "null", "[]"]), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constant("timestamp"), fc.oneof(fc.constantFrom(...badTimestamps).map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })), fc.constant<FieldEdit>({ kind: "drop" }))),
-      fc.tuple(fc.constant("params"), rawFrom(['{"typo": 1}', '{"max_runtime_minutes": 0}', '{"min_age_minutes": -1}', '{"retention_days": 1.5}', '{"retention_days": 4000}', "[]", '"{}"', "1"])),
+      fc.tuple(
+        fc.constant("task_type"),
+        fc.oneof(
+          fc
+            .constantFrom("orphaned-instances", "cleanup", "", "ORPHANED_INSTANCES", "x".repeat(300_000).slice(0, 200_000))
+            .map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
+          rawFrom(["1", "null", "[]"]),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
+      fc.tuple(
+        fc.constant("timestamp"),
+        fc.oneof(
+          fc.constantFrom(...badTimestamps).map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
+          fc.constant<FieldEdit>({ kind: "drop" }),
+        ),
+      ),
+      fc.tuple(
+        fc.constant("params"),
+        rawFrom([
+          '{"typo": 1}',
+          '{"max_runtime_minutes": 0}',
+          '{"min_age_minutes": -1}',
+          '{"retention_days": 1.5}',
+          '{"retention_days": 4000}',
+          "[]",
+          '"{}"',
+          "1",
+        ]),
+      ),
     ),
   )
   .map(([o, [field, edit]]) => {
@@ -130,14 +231,20 @@ describe("fuzz: fleet consumers", function () {
     const completionRetry = { ...DEFAULT_RESEND, sleep: async () => undefined };
     const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config, completionRetry });
     const record = recordCase(
-      partBody(terminationObject.map((o) => JSON.stringify(o)), fc.oneof({ arbitrary: nearMissTermination, weight: 9 }, { arbitrary: unstorableDuration, weight: 1 })),
+      partBody(
+        terminationObject.map((o) => JSON.stringify(o)),
+        fc.oneof({ arbitrary: nearMissTermination, weight: 9 }, { arbitrary: unstorableDuration, weight: 1 }),
+      ),
     );
 
     await checkProperty(
       "fleet-termination",
       fc.asyncProperty(batchOf(record, { maxLength: 10 }), positions, positions, positions, async (records, updateAt, deleteAt, quarantineAt) => {
         // Prepare: faults keyed by the chosen records' job ids and runner parameters.
-        const bodies = (ids: Set<string>) => records.filter((r) => r.verdict === "valid" && ids.has(r.record.messageId)).map((r) => JSON.parse(r.record.body) as { job_id: string; instance_id: string });
+        const bodies = (ids: Set<string>) =>
+          records
+            .filter((r) => r.verdict === "valid" && ids.has(r.record.messageId))
+            .map((r) => JSON.parse(r.record.body) as { job_id: string; instance_id: string });
         world.failUpdate = new Set(bodies(idsAt(records, updateAt)).map((b) => b.job_id));
         world.failDelete = new Set(bodies(idsAt(records, deleteAt)).map((b) => `${config.runnerParameterPath}/${b.instance_id}/config`));
         world.failQuarantine = idsAt(records, quarantineAt);
@@ -158,7 +265,10 @@ describe("fuzz: fleet consumers", function () {
           const parameter = `${config.runnerParameterPath}/${body.instance_id}/config`;
           expect(updated.has(body.job_id), `job ${JSON.stringify(body.job_id)} is marked complete`).to.equal(true);
           const injectedHere = world.failUpdate.has(body.job_id) || world.failDelete.has(parameter);
-          expect(failed.has(r.record.messageId), `termination of ${JSON.stringify(body.job_id)} fails only by an injected fault (duration ${JSON.stringify(r.record.body.match(/"duration_seconds":([^,}]*)/)?.[1])})`).to.equal(injectedHere);
+          expect(
+            failed.has(r.record.messageId),
+            `termination of ${JSON.stringify(body.job_id)} fails only by an injected fault (duration ${JSON.stringify(r.record.body.match(/"duration_seconds":([^,}]*)/)?.[1])})`,
+          ).to.equal(injectedHere);
           if (!world.failUpdate.has(body.job_id)) expect(deleted.has(parameter), `the runner config of ${body.instance_id} is deleted`).to.equal(true);
         }
       }),
@@ -176,8 +286,19 @@ describe("fuzz: fleet consumers", function () {
     t.ssmMock.on(GetParametersByPathCommand).resolves({ Parameters: [] });
     t.dynamodbMock.on(QueryCommand).resolves({ Items: [], Count: 0 });
     t.sqsMock.on(SendMessageCommand).callsFake(quarantineSendMessage(() => world.failQuarantine));
-    const handler = createHousekeepingHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: housekeepingConfig({ pools: ["gpu"] }), now: () => new Date("2025-11-25T12:00:00Z") });
-    const record = recordCase(partBody(housekeepingObject.map((o) => JSON.stringify(o)), nearMissHousekeeping));
+    const handler = createHousekeepingHandler({
+      ...t.clients,
+      logger: t.logger,
+      metrics: t.metrics,
+      config: housekeepingConfig({ pools: ["gpu"] }),
+      now: () => new Date("2025-11-25T12:00:00Z"),
+    });
+    const record = recordCase(
+      partBody(
+        housekeepingObject.map((o) => JSON.stringify(o)),
+        nearMissHousekeeping,
+      ),
+    );
 
     await checkProperty(
       "fleet-housekeeping",

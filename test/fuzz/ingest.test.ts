@@ -1,5 +1,10 @@
 import { DescribeInstancesCommand, StartInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import { ChangeMessageVisibilityBatchCommand, type ChangeMessageVisibilityBatchCommandInput, GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  type ChangeMessageVisibilityBatchCommandInput,
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
 import { GetParameterCommand } from "@aws-sdk/client-ssm";
 import type { SQSEvent } from "aws-lambda";
 import { expect } from "chai";
@@ -26,7 +31,14 @@ import {
   withField,
   type FuzzRecord,
 } from "./helpers/arbitraries";
-import { assertMalformedQuarantined, assertPartialBatchResponse, assertValidNotQuarantined, injected, quarantinedOn, quarantineSendMessage } from "./helpers/contract";
+import {
+  assertMalformedQuarantined,
+  assertPartialBatchResponse,
+  assertValidNotQuarantined,
+  injected,
+  quarantinedOn,
+  quarantineSendMessage,
+} from "./helpers/contract";
 import { checkProperty, PROPERTY_TIMEOUT_MS } from "./helpers/settings";
 
 /** The GPU both consumers find through SSM and DescribeInstances. */
@@ -37,9 +49,17 @@ const MAX_AGE_SECONDS = 1_123_200;
 
 // ---- Bodies from functions/ingest/payload.ts (WindowPayloadSchema: two non-empty strings, two integers ≥ 0, extra keys kept).
 
-const text = fc.oneof(fc.string({ unit: "grapheme", minLength: 1, maxLength: 24 }), anyText(16).filter((s) => s.length > 0), fc.uuid());
+const text = fc.oneof(
+  fc.string({ unit: "grapheme", minLength: 1, maxLength: 24 }),
+  anyText(16).filter((s) => s.length > 0),
+  fc.uuid(),
+);
 const nonNegativeInt = fc.oneof(fc.nat(), fc.constantFrom(0, 1, Number.MAX_SAFE_INTEGER));
-const extras = fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }).map((k) => `x-${k}`), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+const extras = fc.dictionary(
+  fc.string({ minLength: 1, maxLength: 6 }).map((k) => `x-${k}`),
+  fc.jsonValue({ maxDepth: 2 }),
+  { maxKeys: 3 },
+);
 
 const windowObject = fc
   .record({ sessionId: text, userId: text, windowIndex: nonNegativeInt, frameCount: nonNegativeInt, extra: extras, pad: padding })
@@ -48,7 +68,9 @@ const windowObject = fc
 /** Well-formed: as a producer writes it, or with an integer field spelled as JSON allows (`-0`, `1.0`, `1e2`). */
 const validWindow = fc.oneof(
   windowObject.map((o) => JSON.stringify(o)),
-  fc.tuple(windowObject, fc.constantFrom("windowIndex", "frameCount"), fc.constantFrom(...VALID_NON_NEGATIVE_INT_TOKENS)).map(([o, field, token]) => withField(o, field, { kind: "raw", token })),
+  fc
+    .tuple(windowObject, fc.constantFrom("windowIndex", "frameCount"), fc.constantFrom(...VALID_NON_NEGATIVE_INT_TOKENS))
+    .map(([o, field, token]) => withField(o, field, { kind: "raw", token })),
 );
 
 /** One required field missing, empty, or of the wrong type or range; everything else well-formed. */
@@ -60,7 +82,11 @@ const nearMissWindow: fc.Arbitrary<BodyCase> = fc
       fc.tuple(fc.constantFrom("sessionId", "userId"), fc.oneof(rawFrom([...INVALID_STRING_TOKENS, '""']), fc.constant<FieldEdit>({ kind: "drop" }))),
     ),
   )
-  .map(([o, [field, edit]]) => ({ body: withField(o, field, edit), verdict: "malformed" as const, how: `${field} ${edit.kind === "drop" ? "missing" : edit.token}` }));
+  .map(([o, [field, edit]]) => ({
+    body: withField(o, field, edit),
+    verdict: "malformed" as const,
+    how: `${field} ${edit.kind === "drop" ? "missing" : edit.token}`,
+  }));
 
 const windowBatch = (maxLength: number) => batchOf(recordCase(partBody(validWindow, nearMissWindow)), { maxLength }, tagWithMessageId);
 
@@ -87,7 +113,9 @@ function ingestHarness() {
   fakeDescribeInstances(t.ec2Mock, instances);
   t.ec2Mock.on(StartInstancesCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).callsFake(quarantineSendMessage(() => world.failQuarantine));
-  t.sqsMock.on(ChangeMessageVisibilityBatchCommand).callsFake((input: ChangeMessageVisibilityBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id })), Failed: [] }));
+  t.sqsMock
+    .on(ChangeMessageVisibilityBatchCommand)
+    .callsFake((input: ChangeMessageVisibilityBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id })), Failed: [] }));
   const reset = (w: Partial<typeof world>, gpuState: FakeInstance["state"]) => {
     Object.assign(world, { failPosts: new Set(), failQuarantine: new Set(), ssmFails: false }, w);
     instances[0]!.state = gpuState;
@@ -106,7 +134,9 @@ function ingestHarness() {
 
 /** The JSON a record's body parses to, written with sorted keys (so -0 and 0, key order, compare equal). */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 }
 
 const eventOf = (records: readonly FuzzRecord[]): SQSEvent => ({ Records: records.map((r) => r.record) });
@@ -140,9 +170,14 @@ describe("fuzz: ingest consumers", function () {
           }
           expect(mine.length, `well-formed window ${record.messageId} is POSTed`).to.be.greaterThan(0);
           expect(canonical(mine[0]!.body), "the POST carries the window as sent").to.equal(canonical(JSON.parse(record.body)));
-          expect(failed.has(record.messageId), `well-formed window ${record.messageId} fails only when its POST failed`).to.equal(failPosts.has(record.messageId));
+          expect(failed.has(record.messageId), `well-formed window ${record.messageId} fails only when its POST failed`).to.equal(
+            failPosts.has(record.messageId),
+          );
         }
-        expect(t.posts.every((p) => records.some((r) => r.verdict === "valid" && r.record.messageId === p.mid)), "only well-formed windows are POSTed").to.equal(true);
+        expect(
+          t.posts.every((p) => records.some((r) => r.verdict === "valid" && r.record.messageId === p.mid)),
+          "only well-formed windows are POSTed",
+        ).to.equal(true);
       }),
     );
   });
@@ -152,51 +187,75 @@ describe("fuzz: ingest consumers", function () {
     const record = recordCase(partBody(validWindow, nearMissWindow));
     await checkProperty(
       "ingest-dlq-consumer",
-      fc.asyncProperty(batchOf(record, { maxLength: 10 }, tagWithMessageId), positions, positions, fc.constantFrom("running", "running", "stopped", "lookup-fails"), async (records, postAt, quarantineAt, gpu) => {
-        // Prepare: a fresh handler, so no warm-environment cache carries over between events.
-        const failPosts = idsAt(records, postAt);
-        const failQuarantine = idsAt(records, quarantineAt);
-        t.reset({ failPosts, failQuarantine, ssmFails: gpu === "lookup-fails" }, gpu === "stopped" ? "stopped" : "running");
-        const handler = createDlqHandler(t.deps);
-        // Act
-        const response = await handler(eventOf(records));
-        // Assess
-        const failed = assertPartialBatchResponse(response, records);
-        const quarantined = quarantinedOn(t.sqsMock, QUARANTINE_URL);
-        const expiring = (r: FuzzRecord) => {
-          const sent = Number(r.record.attributes?.SentTimestamp);
-          return Number.isFinite(sent) && Math.max(0, Math.floor((NOW - sent) / 1000)) >= MAX_AGE_SECONDS;
-        };
-        assertMalformedQuarantined(records, quarantined, failed, failQuarantine);
-        assertValidNotQuarantined(records.filter((r) => !expiring(r)), quarantined);
-        const parked = new Set(t.parked().map((e) => e.ReceiptHandle));
-        for (const r of records.filter((x) => x.verdict === "valid")) {
-          const id = r.record.messageId;
-          if (expiring(r)) {
-            const reasons = quarantined.filter((q) => q.messageId === id).map((q) => q.reason);
-            expect(reasons.length, `expiring window ${id} is quarantined`).to.be.greaterThan(0);
-            expect(reasons.every((reason) => reason.startsWith("expiring_in_dlq")), "with the expiry as its reason").to.equal(true);
-            if (!failQuarantine.has(id)) expect(failed.has(id)).to.equal(false);
-            continue;
+      fc.asyncProperty(
+        batchOf(record, { maxLength: 10 }, tagWithMessageId),
+        positions,
+        positions,
+        fc.constantFrom("running", "running", "stopped", "lookup-fails"),
+        async (records, postAt, quarantineAt, gpu) => {
+          // Prepare: a fresh handler, so no warm-environment cache carries over between events.
+          const failPosts = idsAt(records, postAt);
+          const failQuarantine = idsAt(records, quarantineAt);
+          t.reset({ failPosts, failQuarantine, ssmFails: gpu === "lookup-fails" }, gpu === "stopped" ? "stopped" : "running");
+          const handler = createDlqHandler(t.deps);
+          // Act
+          const response = await handler(eventOf(records));
+          // Assess
+          const failed = assertPartialBatchResponse(response, records);
+          const quarantined = quarantinedOn(t.sqsMock, QUARANTINE_URL);
+          const expiring = (r: FuzzRecord) => {
+            const sent = Number(r.record.attributes?.SentTimestamp);
+            return Number.isFinite(sent) && Math.max(0, Math.floor((NOW - sent) / 1000)) >= MAX_AGE_SECONDS;
+          };
+          assertMalformedQuarantined(records, quarantined, failed, failQuarantine);
+          assertValidNotQuarantined(
+            records.filter((r) => !expiring(r)),
+            quarantined,
+          );
+          const parked = new Set(t.parked().map((e) => e.ReceiptHandle));
+          for (const r of records.filter((x) => x.verdict === "valid")) {
+            const id = r.record.messageId;
+            if (expiring(r)) {
+              const reasons = quarantined.filter((q) => q.messageId === id).map((q) => q.reason);
+              expect(reasons.length, `expiring window ${id} is quarantined`).to.be.greaterThan(0);
+              expect(
+                reasons.every((reason) => reason.startsWith("expiring_in_dlq")),
+                "with the expiry as its reason",
+              ).to.equal(true);
+              if (!failQuarantine.has(id)) expect(failed.has(id)).to.equal(false);
+              continue;
+            }
+            if (gpu === "running") {
+              expect(
+                t.posts.some((p) => p.mid === id),
+                `well-formed window ${id} is delivered`,
+              ).to.equal(true);
+              expect(failed.has(id), `well-formed window ${id} fails only when its POST failed`).to.equal(failPosts.has(id));
+            } else {
+              expect(failed.has(id), `window ${id} waits (fails) while the GPU is down`).to.equal(true);
+              expect(parked.has(r.record.receiptHandle), `window ${id} is parked`).to.equal(true);
+            }
           }
-          if (gpu === "running") {
-            expect(t.posts.some((p) => p.mid === id), `well-formed window ${id} is delivered`).to.equal(true);
-            expect(failed.has(id), `well-formed window ${id} fails only when its POST failed`).to.equal(failPosts.has(id));
-          } else {
-            expect(failed.has(id), `window ${id} waits (fails) while the GPU is down`).to.equal(true);
-            expect(parked.has(r.record.receiptHandle), `window ${id} is parked`).to.equal(true);
+          if (gpu === "stopped" && records.some((r) => r.verdict === "valid" && !expiring(r))) {
+            expect(t.ec2Mock.commandCalls(StartInstancesCommand), "one start per batch").to.have.length(1);
           }
-        }
-        if (gpu === "stopped" && records.some((r) => r.verdict === "valid" && !expiring(r))) {
-          expect(t.ec2Mock.commandCalls(StartInstancesCommand), "one start per batch").to.have.length(1);
-        }
-      }),
+        },
+      ),
     );
   });
 
   it("GPU idle consumer: every tick, whatever its body, is one idle check; StopInstances only for an idle running GPU; failures only from injected faults", async () => {
     // Prepare (once): the world each run varies.
-    const config: IdleConfig = { instanceIdParam: PARAM, servicePort: 8080, statusPath: "/status", requestTimeoutMs: 1000, idleStopMinutes: 30, holdTag: "encache:gpu-hold", ingestQueueUrl: INGEST_URL, dlqUrl: DLQ_URL };
+    const config: IdleConfig = {
+      instanceIdParam: PARAM,
+      servicePort: 8080,
+      statusPath: "/status",
+      requestTimeoutMs: 1000,
+      idleStopMinutes: 30,
+      holdTag: "encache:gpu-hold",
+      ingestQueueUrl: INGEST_URL,
+      dlqUrl: DLQ_URL,
+    };
     const world = { state: "running", depth: 0, status: { active: 0, idleSeconds: 3600 } as { active: number; idleSeconds: number } | "down", ssmFails: false };
     const fetch: FetchFn = async () => {
       if (world.status === "down") throw new TypeError("fetch failed");
@@ -207,16 +266,34 @@ describe("fuzz: ingest consumers", function () {
       if (world.ssmFails) throw injected("GetParameter");
       return { Parameter: { Value: GPU.id } };
     });
-    t.ec2Mock.on(DescribeInstancesCommand).callsFake(() => ({ Reservations: [{ Instances: [{ InstanceId: GPU.id, State: { Name: world.state }, PrivateIpAddress: GPU.ip, LaunchTime: new Date(NOW - 7_200_000), Tags: [] }] }] }));
-    t.ec2Mock.on(StopInstancesCommand).resolves({ StoppingInstances: [{ InstanceId: GPU.id, PreviousState: { Name: "running" }, CurrentState: { Name: "stopping" } }] });
-    t.sqsMock.on(GetQueueAttributesCommand).callsFake(() => ({ Attributes: { ApproximateNumberOfMessages: String(world.depth), ApproximateNumberOfMessagesNotVisible: "0", ApproximateNumberOfMessagesDelayed: "0" } }));
+    t.ec2Mock.on(DescribeInstancesCommand).callsFake(() => ({
+      Reservations: [
+        { Instances: [{ InstanceId: GPU.id, State: { Name: world.state }, PrivateIpAddress: GPU.ip, LaunchTime: new Date(NOW - 7_200_000), Tags: [] }] },
+      ],
+    }));
+    t.ec2Mock
+      .on(StopInstancesCommand)
+      .resolves({ StoppingInstances: [{ InstanceId: GPU.id, PreviousState: { Name: "running" }, CurrentState: { Name: "stopping" } }] });
+    t.sqsMock.on(GetQueueAttributesCommand).callsFake(() => ({
+      Attributes: { ApproximateNumberOfMessages: String(world.depth), ApproximateNumberOfMessagesNotVisible: "0", ApproximateNumberOfMessagesDelayed: "0" },
+    }));
     const handler = createIdleHandler({ ...t.deps, config, now: () => NOW });
     const tick = recordCase(partBody(fc.constant('{"check":"gpu-idle"}'), fc.constant({ body: "", verdict: "malformed" as const, how: "empty" })));
     await checkProperty(
       "ingest-gpu-idle",
       fc.asyncProperty(
         batchOf(tick, { maxLength: 10 }),
-        fc.record({ state: fc.constantFrom("running", "stopped", "pending"), depth: fc.constantFrom(0, 0, 1), status: fc.constantFrom<{ active: number; idleSeconds: number } | "down">({ active: 0, idleSeconds: 3600 }, { active: 0, idleSeconds: 60 }, { active: 2, idleSeconds: 9999 }, "down"), ssmFails: fc.boolean() }),
+        fc.record({
+          state: fc.constantFrom("running", "stopped", "pending"),
+          depth: fc.constantFrom(0, 0, 1),
+          status: fc.constantFrom<{ active: number; idleSeconds: number } | "down">(
+            { active: 0, idleSeconds: 3600 },
+            { active: 0, idleSeconds: 60 },
+            { active: 2, idleSeconds: 9999 },
+            "down",
+          ),
+          ssmFails: fc.boolean(),
+        }),
         async (records, w) => {
           Object.assign(world, w);
           t.logger.entries.length = 0;

@@ -8,8 +8,26 @@ import { ORIGIN_ATTRIBUTE, lineageOf } from "../../functions/retraining/defer";
 import { createLauncherHandler } from "../../functions/retraining/handler";
 import { TRIGGERS } from "../../functions/retraining/message";
 import { mockedLauncherDeps, QUARANTINE_URL } from "../functions/helpers/retraining-deps";
-import { batchOf, type BodyCase, type FieldEdit, type FuzzRecord, INVALID_STRING_TOKENS, padding, partBody, rawFrom, recordCase, withField } from "./helpers/arbitraries";
-import { assertMalformedQuarantined, assertPartialBatchResponse, assertValidNotQuarantined, injected, quarantinedOn, quarantineSendMessage } from "./helpers/contract";
+import {
+  batchOf,
+  type BodyCase,
+  type FieldEdit,
+  type FuzzRecord,
+  INVALID_STRING_TOKENS,
+  padding,
+  partBody,
+  rawFrom,
+  recordCase,
+  withField,
+} from "./helpers/arbitraries";
+import {
+  assertMalformedQuarantined,
+  assertPartialBatchResponse,
+  assertValidNotQuarantined,
+  injected,
+  quarantinedOn,
+  quarantineSendMessage,
+} from "./helpers/contract";
 import { checkProperty, PROPERTY_TIMEOUT_MS } from "./helpers/settings";
 
 // ---- Bodies from functions/retraining/message.ts: model_name in ECS's tag character set starting with a letter or digit, trigger one of TRIGGERS; extra keys ignored.
@@ -18,7 +36,11 @@ const modelName = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 _.:/=+@-]{0,40}$/),
   fc.constantFrom("PascalStrategy", "PascalStrategy-btc", "a", "9", "A".repeat(256), "x/y=z+w@v:u.t_s r-q"),
 );
-const extras = fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }).map((k) => `x-${k}`), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+const extras = fc.dictionary(
+  fc.string({ minLength: 1, maxLength: 6 }).map((k) => `x-${k}`),
+  fc.jsonValue({ maxDepth: 2 }),
+  { maxKeys: 3 },
+);
 const retrainingObject = fc
   .record({ model_name: modelName, trigger: fc.constantFrom(...TRIGGERS), extra: extras, pad: padding })
   .map(({ extra, pad, ...fields }) => ({ ...extra, ...pad, ...fields }) as Record<string, unknown>);
@@ -27,7 +49,9 @@ const validRetraining = retrainingObject.map((o) => JSON.stringify(o));
 
 /** Model names outside the documented set: empty, leading punctuation, `#` (the lease key), non-ASCII, too long, not a string. */
 const badModelName = fc.oneof(
-  fc.constantFrom("", "-lead", " lead", "#capacity-lease", "a#b", "ünïcode", "a\nb", "a".repeat(257), "tab\there", "emoji😀").map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
+  fc
+    .constantFrom("", "-lead", " lead", "#capacity-lease", "a#b", "ünïcode", "a\nb", "a".repeat(257), "tab\there", "emoji😀")
+    .map((v) => ({ kind: "raw" as const, token: JSON.stringify(v) })),
   rawFrom(INVALID_STRING_TOKENS),
   fc.constant<FieldEdit>({ kind: "drop" }),
 );
@@ -38,7 +62,11 @@ const badTrigger = fc.oneof(
 );
 const nearMissRetraining: fc.Arbitrary<BodyCase> = fc
   .tuple(retrainingObject, fc.oneof(fc.tuple(fc.constant("model_name"), badModelName), fc.tuple(fc.constant("trigger"), badTrigger)))
-  .map(([o, [field, edit]]) => ({ body: withField(o, field, edit), verdict: "malformed" as const, how: `${field} ${edit.kind === "drop" ? "missing" : edit.token}` }));
+  .map(([o, [field, edit]]) => ({
+    body: withField(o, field, edit),
+    verdict: "malformed" as const,
+    how: `${field} ${edit.kind === "drop" ? "missing" : edit.token}`,
+  }));
 
 /** Which records' RunTask or quarantine fail, by position (modulo the batch's length). */
 const positions = fc.array(fc.nat(), { maxLength: 3 });
@@ -64,11 +92,17 @@ describe("fuzz: retraining launcher", function () {
       return { tasks: [{ taskArn: `arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/t${++tasks}` }], failures: [] };
     });
     t.sqsMock.on(SendMessageCommand).callsFake(quarantineSendMessage(() => world.failQuarantine));
-    t.sqsMock.on(SendMessageBatchCommand).callsFake((input: SendMessageBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: `copy-${e.Id}`, MD5OfMessageBody: "" })), Failed: [] }));
+    t.sqsMock.on(SendMessageBatchCommand).callsFake((input: SendMessageBatchCommandInput) => ({
+      Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: `copy-${e.Id}`, MD5OfMessageBody: "" })),
+      Failed: [],
+    }));
     const handler = createLauncherHandler(t.deps);
     const record = recordCase(partBody(validRetraining, nearMissRetraining));
     // The mapping allows batches above 10 (with a batching window); most events stay within 10.
-    const batch = fc.oneof({ arbitrary: batchOf(record, { maxLength: 10 }), weight: 9 }, { arbitrary: batchOf(record, { minLength: 11, maxLength: 40 }), weight: 1 });
+    const batch = fc.oneof(
+      { arbitrary: batchOf(record, { maxLength: 10 }), weight: 9 },
+      { arbitrary: batchOf(record, { minLength: 11, maxLength: 40 }), weight: 1 },
+    );
 
     await checkProperty(
       "retraining-launcher",
@@ -99,8 +133,12 @@ describe("fuzz: retraining launcher", function () {
         for (const r of records.filter((x) => x.verdict === "valid")) {
           const origin = lineageOf(r.record).originMessageId;
           const body = JSON.parse(r.record.body) as { model_name: string };
-          expect(launchedTokens.has(origin) || deferredOrigins.has(origin) || failed.has(r.record.messageId), `well-formed trigger for ${JSON.stringify(body.model_name)} is launched, deferred or failed`).to.equal(true);
-          if (failed.has(r.record.messageId)) expect(injectedSomewhere, `well-formed trigger ${r.record.messageId} fails only after an injected fault`).to.equal(true);
+          expect(
+            launchedTokens.has(origin) || deferredOrigins.has(origin) || failed.has(r.record.messageId),
+            `well-formed trigger for ${JSON.stringify(body.model_name)} is launched, deferred or failed`,
+          ).to.equal(true);
+          if (failed.has(r.record.messageId))
+            expect(injectedSomewhere, `well-formed trigger ${r.record.messageId} fails only after an injected fault`).to.equal(true);
         }
         const validOrigins = new Set(records.filter((r) => r.verdict === "valid").map((r) => lineageOf(r.record).originMessageId));
         for (const token of launchedTokens) expect(validOrigins.has(token ?? ""), "RunTask only for well-formed triggers").to.equal(true);

@@ -19,9 +19,7 @@ const JOB = "job-1";
 
 type Fault = "none" | "unapplied" | "lost" | "lost-all" | "lost-then-other-receives";
 type TaskName = "a" | "b";
-type Step =
-  | { kind: "receive" | "renew" | "finish" | "fail"; task: TaskName; fault: Fault }
-  | { kind: "advance"; ms: number };
+type Step = { kind: "receive" | "renew" | "finish" | "fail"; task: TaskName; fault: Fault } | { kind: "advance"; ms: number };
 
 const fault: fc.Arbitrary<Fault> = fc.constantFrom<Fault>("none", "none", "none", "unapplied", "lost", "lost-all", "lost-then-other-receives");
 const task: fc.Arbitrary<TaskName> = fc.constantFrom<TaskName>("a", "b");
@@ -94,7 +92,16 @@ interface World {
 }
 
 function newWorld(): World {
-  const world = { now: 1_000_000, handles: 0, latestHandle: "", messageDeleted: false, runsStarted: 0, runsAfterCompletion: 0, completions: 0, violations: [] as string[] } as World;
+  const world = {
+    now: 1_000_000,
+    handles: 0,
+    latestHandle: "",
+    messageDeleted: false,
+    runsStarted: 0,
+    runsAfterCompletion: 0,
+    completions: 0,
+    violations: [] as string[],
+  } as World;
   world.table = new FaultyTable();
   const ledger = (name: TaskName) =>
     new JobLedger({
@@ -104,7 +111,10 @@ function newWorld(): World {
       now: () => world.now,
       resend: { rounds: 3, baseDelayMs: 0, sleep: async () => undefined },
     });
-  world.tasks = { a: { name: "a", ledger: ledger("a"), lease: undefined, believedUntil: 0 }, b: { name: "b", ledger: ledger("b"), lease: undefined, believedUntil: 0 } };
+  world.tasks = {
+    a: { name: "a", ledger: ledger("a"), lease: undefined, believedUntil: 0 },
+    b: { name: "b", ledger: ledger("b"), lease: undefined, believedUntil: 0 },
+  };
   return world;
 }
 
@@ -135,12 +145,14 @@ async function receive(world: World, name: TaskName, f: Fault = "none"): Promise
     return; // the take's outcome is unknown to the task: it does not run the job
   }
   // A take whose answer was lost (and re-sent) is the task's own: it must not read as held by someone else.
-  if (free && f === "lost" && out.kind !== "taken") world.violations.push(`task ${name}'s take applied with its answer lost, yet the task was told ${out.kind}`);
+  if (free && f === "lost" && out.kind !== "taken")
+    world.violations.push(`task ${name}'s take applied with its answer lost, yet the task was told ${out.kind}`);
   if (out.kind === "taken") {
     world.runsStarted += 1;
     if (completedBefore) world.runsAfterCompletion += 1;
     const o = world.tasks[other(name)];
-    if (o.lease && o.believedUntil >= world.now) world.violations.push(`task ${name} took a lease while task ${o.name} held a live one (until ${o.believedUntil}, now ${world.now})`);
+    if (o.lease && o.believedUntil >= world.now)
+      world.violations.push(`task ${name} took a lease while task ${o.name} held a live one (until ${o.believedUntil}, now ${world.now})`);
     t.lease = out.lease;
     // The take computed its expiry from this same clock reading.
     t.believedUntil = world.now + LEASE_MS;
@@ -226,7 +238,8 @@ describe("fuzz: the worker's job ledger under two tasks, lost responses and expi
         expect(world.completions, "the job completes exactly once").to.be.at.most(1);
         const item = world.table.item();
         expect(item?.runs ?? 0, "the ledger counts at least every run a task was told to start").to.be.at.least(world.runsStarted);
-        if (item?.state === "completed") expect(world.messageDeleted, "the completed job's message is deleted by the next receive at the latest").to.equal(true);
+        if (item?.state === "completed")
+          expect(world.messageDeleted, "the completed job's message is deleted by the next receive at the latest").to.equal(true);
       }),
     );
   });

@@ -6,18 +6,61 @@ import { DEFAULT_ELASTIC_IP_QUOTA, natGatewayCount, zoneCount } from "../../infr
 import { parseStackConfig } from "../../infra/config";
 import { configError, devConfig, stackConfig, withValue } from "./helpers/stack-config";
 
-
 /** Config the validators once accepted and AWS rejects: each fails the plan naming its key. */
 describe("stack config refuses what AWS would refuse", () => {
   const topic = (i: number) => `arn:aws:sns:us-east-1:123456789012:ops-${i}`;
   const cases: Array<{ title: string; edits: Array<[string, unknown]>; key: string; reason: RegExp }> = [
-    { title: "a 256-CPU strategy task with 1536 MiB", edits: [["retraining.strategy.cpu", 256], ["retraining.strategy.memoryMb", 1536]], key: "encache:retraining.strategy.memoryMb", reason: /one of 512, 1024, 2048 MiB/ },
-    { title: "a 256-CPU worker with 1536 MiB", edits: [["worker.cpu", 256], ["worker.memoryMb", 1536]], key: "encache:worker", reason: /one of 512, 1024, 2048 MiB/ },
-    { title: "an ARM64 strategy on Fargate Spot", edits: [["retraining.useSpot", true], ["retraining.strategy.cpuArchitecture", "ARM64"]], key: "encache:retraining.strategy.cpuArchitecture", reason: /Fargate Spot runs no ARM64 tasks/ },
-    { title: "a retraining cron without ? in day-of-month or day-of-week", edits: [["retraining.schedules", [{ modelName: "PascalStrategy", scheduleExpression: "cron(0 3 * * * *)" }]]], key: "encache:retraining.schedules[0].scheduleExpression", reason: /\? in exactly one/ },
-    { title: "a housekeeping cron with ? in both day fields", edits: [["fleet.schedules.staleSsm", "cron(0 3 ? * ? *)"]], key: "encache:fleet.schedules.staleSsm", reason: /\? in exactly one/ },
-    { title: "a one-off at() for recurring housekeeping", edits: [["fleet.schedules.oldJobs", "at(2027-01-01T00:00:00)"]], key: "encache:fleet.schedules.oldJobs", reason: /rate\(N unit\) or cron\(6 fields\)/ },
-    { title: "five alarm topics (CloudWatch takes five, and the program adds the stack's alert topic)", edits: [["alarmActions", [1, 2, 3, 4, 5].map(topic)]], key: "encache:alarmActions", reason: /at most 4 topics.*adds the stack's alert topic/ },
+    {
+      title: "a 256-CPU strategy task with 1536 MiB",
+      edits: [
+        ["retraining.strategy.cpu", 256],
+        ["retraining.strategy.memoryMb", 1536],
+      ],
+      key: "encache:retraining.strategy.memoryMb",
+      reason: /one of 512, 1024, 2048 MiB/,
+    },
+    {
+      title: "a 256-CPU worker with 1536 MiB",
+      edits: [
+        ["worker.cpu", 256],
+        ["worker.memoryMb", 1536],
+      ],
+      key: "encache:worker",
+      reason: /one of 512, 1024, 2048 MiB/,
+    },
+    {
+      title: "an ARM64 strategy on Fargate Spot",
+      edits: [
+        ["retraining.useSpot", true],
+        ["retraining.strategy.cpuArchitecture", "ARM64"],
+      ],
+      key: "encache:retraining.strategy.cpuArchitecture",
+      reason: /Fargate Spot runs no ARM64 tasks/,
+    },
+    {
+      title: "a retraining cron without ? in day-of-month or day-of-week",
+      edits: [["retraining.schedules", [{ modelName: "PascalStrategy", scheduleExpression: "cron(0 3 * * * *)" }]]],
+      key: "encache:retraining.schedules[0].scheduleExpression",
+      reason: /\? in exactly one/,
+    },
+    {
+      title: "a housekeeping cron with ? in both day fields",
+      edits: [["fleet.schedules.staleSsm", "cron(0 3 ? * ? *)"]],
+      key: "encache:fleet.schedules.staleSsm",
+      reason: /\? in exactly one/,
+    },
+    {
+      title: "a one-off at() for recurring housekeeping",
+      edits: [["fleet.schedules.oldJobs", "at(2027-01-01T00:00:00)"]],
+      key: "encache:fleet.schedules.oldJobs",
+      reason: /rate\(N unit\) or cron\(6 fields\)/,
+    },
+    {
+      title: "five alarm topics (CloudWatch takes five, and the program adds the stack's alert topic)",
+      edits: [["alarmActions", [1, 2, 3, 4, 5].map(topic)]],
+      key: "encache:alarmActions",
+      reason: /at most 4 topics.*adds the stack's alert topic/,
+    },
   ];
   for (const c of cases) {
     it(`rejects ${c.title}, naming ${c.key}`, () => {
@@ -43,7 +86,10 @@ describe("stack config refuses what AWS would refuse", () => {
 describe("the Elastic IP quota the stacks take, as docs/deploy.md states it", () => {
   const eipsOf = (stack: string) => {
     const { network } = parseStackConfig(stackConfig(stack));
-    return natGatewayCount(network.natGateways, zoneCount({ availabilityZoneNames: network.availabilityZoneIds, availabilityZones: network.availabilityZones }));
+    return natGatewayCount(
+      network.natGateways,
+      zoneCount({ availabilityZoneNames: network.availabilityZoneIds, availabilityZones: network.availabilityZones }),
+    );
   };
 
   const counts: Array<[NonNullable<Parameters<typeof natGatewayCount>[0]>, number, number]> = [

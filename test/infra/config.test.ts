@@ -3,7 +3,6 @@ import { configKey, parseStackConfig } from "../../infra/config";
 import { requiredVisibilityTimeoutSeconds } from "../../policy/contract";
 import { configError, devConfig, withValue } from "./helpers/stack-config";
 
-
 describe("stack config (infra/config.ts)", () => {
   it("accepts the dev stack and fills defaults", () => {
     const cfg = parseStackConfig(devConfig());
@@ -39,14 +38,44 @@ describe("stack config (infra/config.ts)", () => {
     { case: "missing required key", path: "gpu.servicePort", value: undefined, key: "encache:gpu.servicePort", reason: /is required/ },
     { case: "missing section", path: "ingest", value: undefined, key: "encache:ingest", reason: /is required/ },
     { case: "malformed instance type", path: "gpu.instanceType", value: "gpu-large", key: "encache:gpu.instanceType", reason: /EC2 instance type/ },
-    { case: "DLQ consumer batch size above 10", path: "ingest.dlqConsumer.batchSize", value: 11, key: "encache:ingest.dlqConsumer.batchSize", reason: /at most 10/ },
+    {
+      case: "DLQ consumer batch size above 10",
+      path: "ingest.dlqConsumer.batchSize",
+      value: 11,
+      key: "encache:ingest.dlqConsumer.batchSize",
+      reason: /at most 10/,
+    },
     { case: "maxConcurrency below Lambda's 2", path: "ingest.window.maxConcurrency", value: 1, key: "encache:ingest.window.maxConcurrency", reason: /2/ },
-    { case: "retention of 14 days leaves the DLQ no margin", path: "ingest.messageRetentionSeconds", value: 1_209_600, key: "encache:ingest.messageRetentionSeconds", reason: /below 14 days/ },
+    {
+      case: "retention of 14 days leaves the DLQ no margin",
+      path: "ingest.messageRetentionSeconds",
+      value: 1_209_600,
+      key: "encache:ingest.messageRetentionSeconds",
+      reason: /below 14 days/,
+    },
     { case: "bad log retention", path: "logRetentionDays", value: 10, key: "encache:logRetentionDays", reason: /CloudWatch retention/ },
     { case: "bad CIDR", path: "network.cidrBlock", value: "10.0.0.0/8", key: "encache:network.cidrBlock", reason: /CIDR/ },
-    { case: "a gateway endpoint AWS does not offer", path: "network.gatewayEndpoints", value: ["sqs"], key: "encache:network.gatewayEndpoints[0]", reason: /s3|dynamodb/ },
-    { case: "an interface endpoint named twice", path: "network.interfaceEndpoints", value: ["sqs", "sqs"], key: "encache:network.interfaceEndpoints", reason: /twice/ },
-    { case: "an interface endpoint given as a full service name", path: "network.interfaceEndpoints", value: ["com.amazonaws.us-east-1.SQS"], key: "encache:network.interfaceEndpoints[0]", reason: /endpoint name/ },
+    {
+      case: "a gateway endpoint AWS does not offer",
+      path: "network.gatewayEndpoints",
+      value: ["sqs"],
+      key: "encache:network.gatewayEndpoints[0]",
+      reason: /s3|dynamodb/,
+    },
+    {
+      case: "an interface endpoint named twice",
+      path: "network.interfaceEndpoints",
+      value: ["sqs", "sqs"],
+      key: "encache:network.interfaceEndpoints",
+      reason: /twice/,
+    },
+    {
+      case: "an interface endpoint given as a full service name",
+      path: "network.interfaceEndpoints",
+      value: ["com.amazonaws.us-east-1.SQS"],
+      key: "encache:network.interfaceEndpoints[0]",
+      reason: /endpoint name/,
+    },
     { case: "wrong type", path: "gpu.servicePort", value: "8080", key: "encache:gpu.servicePort", reason: /number/ },
     {
       case: "an sqs alert subscription, which could not deliver without overwriting a queue policy the stack does not own",
@@ -62,7 +91,13 @@ describe("stack config (infra/config.ts)", () => {
       key: "encache:alerts.subscriptions[0].endpoint",
       reason: /must be a Lambda function ARN/,
     },
-    { case: "an alert protocol SNS does not have", path: "alerts.subscriptions", value: [{ protocol: "pager", endpoint: "x@y.z" }], key: "encache:alerts.subscriptions[0].protocol", reason: /must be one of email, email-json, https, lambda, sms/ },
+    {
+      case: "an alert protocol SNS does not have",
+      path: "alerts.subscriptions",
+      value: [{ protocol: "pager", endpoint: "x@y.z" }],
+      key: "encache:alerts.subscriptions[0].protocol",
+      reason: /must be one of email, email-json, https, lambda, sms/,
+    },
   ];
   for (const c of rejected) {
     it(`rejects ${c.case}, naming ${c.key}`, () => {

@@ -15,7 +15,13 @@ describe("zones pinned by AZ ID (infra/network-zones.ts)", () => {
   });
 
   const rejected: Array<[string, string, unknown, string, RegExp]> = [
-    ["a zone name instead of an ID", "network.availabilityZoneIds", ["us-east-1a", "us-east-1b"], "encache:network.availabilityZoneIds[0]", /AZ ID such as use1-az1/],
+    [
+      "a zone name instead of an ID",
+      "network.availabilityZoneIds",
+      ["us-east-1a", "us-east-1b"],
+      "encache:network.availabilityZoneIds[0]",
+      /AZ ID such as use1-az1/,
+    ],
     ["one zone", "network.availabilityZoneIds", ["use1-az1"], "encache:network.availabilityZoneIds", /at least 2/],
     ["four zones", "network.availabilityZoneIds", ["use1-az1", "use1-az2", "use1-az4", "use1-az5"], "encache:network.availabilityZoneIds", /at most 3/],
     ["a zone twice", "network.availabilityZoneIds", ["use1-az1", "use1-az1"], "encache:network.availabilityZoneIds", /twice/],
@@ -24,7 +30,10 @@ describe("zones pinned by AZ ID (infra/network-zones.ts)", () => {
   for (const [title, path, value, key, reason] of rejected) {
     it(`rejects ${title}, naming ${key}`, () => {
       const issues = configIssues(withValue(devConfig(), path, value));
-      expect(issues.find((i) => i.startsWith(`${key}: `)), issues.join("\n")).to.match(reason);
+      expect(
+        issues.find((i) => i.startsWith(`${key}: `)),
+        issues.join("\n"),
+      ).to.match(reason);
     });
   }
 

@@ -27,11 +27,42 @@ describe("queue retention covers every receive (infra/config.ts queueRetentionPr
 
   const cases: Array<{ title: string; edits: Array<[string, unknown]>; key: string; numbers: string }> = [
     { title: "the ingest queue", edits: [["ingest.messageRetentionSeconds", 500]], key: "encache:ingest.messageRetentionSeconds", numbers: "3 × 180 s" },
-    { title: "the retraining queue", edits: [["retraining.messageRetentionSeconds", 1000]], key: "encache:retraining.messageRetentionSeconds", numbers: "3 × 600 s" },
-    { title: "the worker queue (visibility derived from the heartbeat)", edits: [["worker.messageRetentionSeconds", 60]], key: "encache:worker.messageRetentionSeconds", numbers: "(worker.heartbeatSeconds and worker.maxVisibilitySeconds)" },
-    { title: "a pool queue (adverts)", edits: [["pool.advertRetentionSeconds", 60], ["pool.refill.everyMinutes", 1]], key: "encache:pool.advertRetentionSeconds", numbers: "3 × 30 s" },
-    { title: "the refill queue with an explicit retention", edits: [["pool.refill.messageRetentionSeconds", 600]], key: "encache:pool.refill.messageRetentionSeconds", numbers: "3 × 360 s" },
-    { title: "a fleet queue (its retention is the ManagedQueue default, 4 days)", edits: [["queues.maxReceiveCount", 10], ["fleet.termination.queueVisibilityTimeoutSeconds", 43_200]], key: "encache:fleet.termination.queueVisibilityTimeoutSeconds", numbers: "10 × 43200 s" },
+    {
+      title: "the retraining queue",
+      edits: [["retraining.messageRetentionSeconds", 1000]],
+      key: "encache:retraining.messageRetentionSeconds",
+      numbers: "3 × 600 s",
+    },
+    {
+      title: "the worker queue (visibility derived from the heartbeat)",
+      edits: [["worker.messageRetentionSeconds", 60]],
+      key: "encache:worker.messageRetentionSeconds",
+      numbers: "(worker.heartbeatSeconds and worker.maxVisibilitySeconds)",
+    },
+    {
+      title: "a pool queue (adverts)",
+      edits: [
+        ["pool.advertRetentionSeconds", 60],
+        ["pool.refill.everyMinutes", 1],
+      ],
+      key: "encache:pool.advertRetentionSeconds",
+      numbers: "3 × 30 s",
+    },
+    {
+      title: "the refill queue with an explicit retention",
+      edits: [["pool.refill.messageRetentionSeconds", 600]],
+      key: "encache:pool.refill.messageRetentionSeconds",
+      numbers: "3 × 360 s",
+    },
+    {
+      title: "a fleet queue (its retention is the ManagedQueue default, 4 days)",
+      edits: [
+        ["queues.maxReceiveCount", 10],
+        ["fleet.termination.queueVisibilityTimeoutSeconds", 43_200],
+      ],
+      key: "encache:fleet.termination.queueVisibilityTimeoutSeconds",
+      numbers: "10 × 43200 s",
+    },
   ];
   for (const c of cases) {
     it(`rejects ${c.title}, naming ${c.key}`, () => {

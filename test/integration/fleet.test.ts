@@ -198,7 +198,10 @@ describe("fleet consumers against moto", () => {
     expect(fault.lost, "the fault fired").to.equal(1);
     expect(first?.response.batchItemFailures).to.deep.equal([]);
     expect(duplicate?.response.batchItemFailures).to.deep.equal([]);
-    expect(metrics.named("JobDuration").map((m) => m.dimensions), "one set of metrics").to.deep.equal([{ Status: "failure" }]);
+    expect(
+      metrics.named("JobDuration").map((m) => m.dimensions),
+      "one set of metrics",
+    ).to.deep.equal([{ Status: "failure" }]);
     expect(metrics.named("JobFailure").map((m) => m.dimensions)).to.deep.equal([{ Error: "exit_2" }]);
     expect(logger.withStep("job_marked_complete")).to.have.length(1);
     expect(logger.withStep("job_marked_complete")[0]?.fields).to.include({ job_id: "lost-1", recovered: true });
@@ -230,7 +233,10 @@ describe("fleet consumers against moto", () => {
     expect(young.launchTime.getTime()).to.be.greaterThan(busy.launchTime.getTime());
     await dynamodb.send(new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "active" }, status: { S: "running" }, instance_id: { S: busy.id } } }));
     await dynamodb.send(
-      new PutItemCommand({ TableName: TABLE, Item: { job_id: { S: "done" }, status: { S: "completed" }, instance_id: { S: orphan.id }, completed_at: { S: "2025-11-25T10:00:00Z" } } }),
+      new PutItemCommand({
+        TableName: TABLE,
+        Item: { job_id: { S: "done" }, status: { S: "completed" }, instance_id: { S: orphan.id }, completed_at: { S: "2025-11-25T10:00:00Z" } },
+      }),
     );
     // The cutoff (now − 60 − 10 min) falls just before the young instance's launch.
     const now = new Date(young.launchTime.getTime() - 500 + 70 * 60_000);
@@ -276,7 +282,9 @@ describe("fleet consumers against moto", () => {
         new BatchWriteItemCommand({
           RequestItems: {
             [TABLE]: items.slice(i, i + 25).map((it) => ({
-              PutRequest: { Item: { job_id: { S: it.job_id }, status: { S: it.status }, completed_at: { S: it.completed_at }, instance_id: { S: "i-0123456789abcdef0" } } },
+              PutRequest: {
+                Item: { job_id: { S: it.job_id }, status: { S: it.status }, completed_at: { S: it.completed_at }, instance_id: { S: "i-0123456789abcdef0" } },
+              },
             })),
           },
         }),
@@ -300,4 +308,3 @@ describe("fleet consumers against moto", () => {
     expect(parked?.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/unknown task_type "defragment"/);
   });
 });
-

@@ -60,9 +60,18 @@ describe("ingest consumers against moto", () => {
   const dlqConsumer = () =>
     createDlqHandler({
       ...baseDeps(),
-      config: { ...gpuConfig(quarantineQueue.url), dlqUrl: dlq.url, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200, bootParkSeconds: 20, capacityRetrySeconds: 120, bootGraceSeconds: 600 },
+      config: {
+        ...gpuConfig(quarantineQueue.url),
+        dlqUrl: dlq.url,
+        visibilityExtensionSeconds: 900,
+        maxAgeSeconds: 1_123_200,
+        bootParkSeconds: 20,
+        capacityRetrySeconds: 120,
+        bootGraceSeconds: 600,
+      },
     });
-  const windowConsumer = () => createWindowHandler({ ...baseDeps(), config: { ...gpuConfig(dlq.url), ingestQueueUrl: ingest.url, retrySeconds: 20, bootGraceSeconds: 600 } });
+  const windowConsumer = () =>
+    createWindowHandler({ ...baseDeps(), config: { ...gpuConfig(dlq.url), ingestQueueUrl: ingest.url, retrySeconds: 20, bootGraceSeconds: 600 } });
 
   it("DLQ, GPU stopped: starts the registered instance and parks the message for the boot park (20 s)", async () => {
     const gpuId = await world.launchGpu("stopped");

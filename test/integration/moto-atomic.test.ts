@@ -65,45 +65,51 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
       async prepare(round) {
         const Key = { job_id: { S: `job-${round}` } };
         await dynamodb.send(new PutItemCommand({ TableName: "jobs", Item: { ...Key, status: { S: "running" } } }));
-        return Array.from({ length: WRITERS }, (_, writer) => () =>
-          dynamodb
-            .send(
-              new UpdateItemCommand({
-                TableName: "jobs",
-                Key,
-                UpdateExpression: "SET #status = :done, #by = :by",
-                ConditionExpression: "#status = :running",
-                ExpressionAttributeNames: { "#status": "status", "#by": "completed_by" },
-                ExpressionAttributeValues: { ":done": { S: "completed" }, ":running": { S: "running" }, ":by": { N: String(writer) } },
-              }),
-            )
-            .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
+        return Array.from(
+          { length: WRITERS },
+          (_, writer) => () =>
+            dynamodb
+              .send(
+                new UpdateItemCommand({
+                  TableName: "jobs",
+                  Key,
+                  UpdateExpression: "SET #status = :done, #by = :by",
+                  ConditionExpression: "#status = :running",
+                  ExpressionAttributeNames: { "#status": "status", "#by": "completed_by" },
+                  ExpressionAttributeValues: { ":done": { S: "completed" }, ":running": { S: "running" }, ":by": { N: String(writer) } },
+                }),
+              )
+              .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
         );
       },
     },
     {
       name: "DynamoDB PutItem with attribute_not_exists",
       async prepare(round) {
-        return Array.from({ length: WRITERS }, (_, writer) => () =>
-          dynamodb
-            .send(
-              new PutItemCommand({
-                TableName: "jobs",
-                Item: { job_id: { S: `lease-${round}` }, owner: { N: String(writer) } },
-                ConditionExpression: "attribute_not_exists(job_id)",
-              }),
-            )
-            .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
+        return Array.from(
+          { length: WRITERS },
+          (_, writer) => () =>
+            dynamodb
+              .send(
+                new PutItemCommand({
+                  TableName: "jobs",
+                  Item: { job_id: { S: `lease-${round}` }, owner: { N: String(writer) } },
+                  ConditionExpression: "attribute_not_exists(job_id)",
+                }),
+              )
+              .then(() => true, lostCondition(["ConditionalCheckFailedException"])),
         );
       },
     },
     {
       name: "SSM PutParameter without Overwrite",
       async prepare(round) {
-        return Array.from({ length: WRITERS }, (_, writer) => () =>
-          ssm
-            .send(new PutParameterCommand({ Name: `/race/${round}`, Value: String(writer), Type: "String" }))
-            .then(() => true, lostCondition(["ParameterAlreadyExists"])),
+        return Array.from(
+          { length: WRITERS },
+          (_, writer) => () =>
+            ssm
+              .send(new PutParameterCommand({ Name: `/race/${round}`, Value: String(writer), Type: "String" }))
+              .then(() => true, lostCondition(["ParameterAlreadyExists"])),
         );
       },
     },
@@ -120,7 +126,10 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
         winnersPerRound.push(won.filter(Boolean).length);
       }
       // Assess
-      expect(winnersPerRound.filter((n) => n !== 1), "rounds without exactly one winner").to.deep.equal([]);
+      expect(
+        winnersPerRound.filter((n) => n !== 1),
+        "rounds without exactly one winner",
+      ).to.deep.equal([]);
     });
   }
 
@@ -129,7 +138,9 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "race-sends", Attributes: { VisibilityTimeout: "600" } }));
     const leftPerRound: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const olds = await Promise.all(Array.from({ length: WRITERS }, (_, i) => sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `old-${round}-${i}` }))));
+      const olds = await Promise.all(
+        Array.from({ length: WRITERS }, (_, i) => sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `old-${round}-${i}` }))),
+      );
       const handles: string[] = [];
       while (handles.length < olds.length) {
         const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
@@ -140,7 +151,9 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
         ...handles.map((ReceiptHandle) => sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle }))),
         ...Array.from({ length: WRITERS }, (_, i) => sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `new-${round}-${i}` }))),
       ]);
-      const attributes = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
+      const attributes = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+      );
       const left = Number(attributes.Attributes?.ApproximateNumberOfMessages) + Number(attributes.Attributes?.ApproximateNumberOfMessagesNotVisible);
       leftPerRound.push(left);
       // Take this round's new messages out of the way of the next round's receive.
@@ -152,6 +165,9 @@ describe("local AWS (moto-server.py): one winner per conditional write, as on AW
       }
     }
     // Assess
-    expect(leftPerRound.filter((n) => n !== WRITERS), "rounds where a sent message vanished").to.deep.equal([]);
+    expect(
+      leftPerRound.filter((n) => n !== WRITERS),
+      "rounds where a sent message vanished",
+    ).to.deep.equal([]);
   });
 });

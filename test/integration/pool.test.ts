@@ -1,5 +1,11 @@
 import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { CreateLaunchTemplateCommand, DescribeInstancesCommand, RunInstancesCommand, StopInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
+import {
+  CreateLaunchTemplateCommand,
+  DescribeInstancesCommand,
+  RunInstancesCommand,
+  StopInstancesCommand,
+  TerminateInstancesCommand,
+} from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import type { Advert, ResourceClassSpec } from "../../functions/pool/advert";
@@ -40,7 +46,15 @@ describe("warm pool against moto", () => {
   const telemetry = () => ({ logger: new RecordingLogger(), metrics: new RecordingMetrics() });
 
   function pickupRequest(overrides: Partial<PickupRequest> = {}): PickupRequest {
-    return { queueUrl: pool.url, resourceClass: GPU_SMALL, requirements: {}, requeueDelaySeconds: 0, tolerance: 5, deadline: Date.now() + 20_000, ...overrides };
+    return {
+      queueUrl: pool.url,
+      resourceClass: GPU_SMALL,
+      requirements: {},
+      requeueDelaySeconds: 0,
+      tolerance: 5,
+      deadline: Date.now() + 20_000,
+      ...overrides,
+    };
   }
 
   async function poolInstance(state: "running" | "stopped" = "running"): Promise<string> {
@@ -50,7 +64,15 @@ describe("warm pool against moto", () => {
         InstanceType: "g5.xlarge",
         MinCount: 1,
         MaxCount: 1,
-        TagSpecifications: [{ ResourceType: "instance", Tags: [{ Key: "encache:pool", Value: POOL_TAG }, { Key: "encache:pool-class", Value: "gpu-small" }] }],
+        TagSpecifications: [
+          {
+            ResourceType: "instance",
+            Tags: [
+              { Key: "encache:pool", Value: POOL_TAG },
+              { Key: "encache:pool-class", Value: "gpu-small" },
+            ],
+          },
+        ],
       }),
     );
     const id = out.Instances?.[0]?.InstanceId ?? "";
@@ -59,7 +81,16 @@ describe("warm pool against moto", () => {
   }
 
   function advertFor(instanceId: string, overrides: Partial<Advert> = {}): Advert {
-    return { instance_id: instanceId, resource_class: "gpu-small", instance_type: "g5.xlarge", usage_class: "on-demand", cpu: 4, memory_mib: 16384, advertised_at: new Date().toISOString(), ...overrides };
+    return {
+      instance_id: instanceId,
+      resource_class: "gpu-small",
+      instance_type: "g5.xlarge",
+      usage_class: "on-demand",
+      cpu: 4,
+      memory_mib: 16384,
+      advertised_at: new Date().toISOString(),
+      ...overrides,
+    };
   }
 
   async function delayedCount(): Promise<number> {
@@ -72,7 +103,10 @@ describe("warm pool against moto", () => {
     const suitable = advertFor("i-0000000000000bbb1");
     for (const a of [...unsuitable, suitable]) await world.send(pool, JSON.stringify(a));
 
-    const result = await pickup({ sqs: world.sqs, clock: Date.now, ...telemetry() }, pickupRequest({ requirements: { allowedInstanceTypes: ["g5.xlarge"] }, requeueDelaySeconds: 30 }));
+    const result = await pickup(
+      { sqs: world.sqs, clock: Date.now, ...telemetry() },
+      pickupRequest({ requirements: { allowedInstanceTypes: ["g5.xlarge"] }, requeueDelaySeconds: 30 }),
+    );
 
     expect(result).to.deep.include({ kind: "suitable", advert: suitable, cycles: 3 });
     expect(await delayedCount(), "both unsuitable adverts are back, delayed").to.equal(2);
@@ -120,7 +154,17 @@ describe("warm pool against moto", () => {
   });
 
   function claimRequest(workflowId: string): ClaimRequest {
-    return { workflowId, queueUrl: pool.url, resourceClass: GPU_SMALL, requirements: {}, claimTableName: TABLE, poolTag: POOL_TAG, lockTtlSeconds: 600, requeueDelaySeconds: 0, deadline: Date.now() + 20_000 };
+    return {
+      workflowId,
+      queueUrl: pool.url,
+      resourceClass: GPU_SMALL,
+      requirements: {},
+      claimTableName: TABLE,
+      poolTag: POOL_TAG,
+      lockTtlSeconds: 600,
+      requeueDelaySeconds: 0,
+      deadline: Date.now() + 20_000,
+    };
   }
 
   async function lockOwner(key: string): Promise<string | undefined> {
@@ -182,10 +226,16 @@ describe("warm pool against moto", () => {
     const fault = loseResponses(dynamodb, "PutItemCommand", 1000);
     const t = telemetry();
     // Act
-    const error = await claimInstance({ sqs: world.sqs, ec2: world.ec2, dynamodb, clock: Date.now, ...t }, claimRequest("wf-a")).then(() => undefined, (e: unknown) => e);
+    const error = await claimInstance({ sqs: world.sqs, ec2: world.ec2, dynamodb, clock: Date.now, ...t }, claimRequest("wf-a")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     fault.remove();
     // Assess
-    expect(error).to.be.instanceOf(Error).with.property("message").that.matches(/socket hang up/);
+    expect(error)
+      .to.be.instanceOf(Error)
+      .with.property("message")
+      .that.matches(/socket hang up/);
     expect(fault.lost, "every send was answered with a reset").to.be.greaterThan(4);
     expect(await lockOwner(id), "the lock the workflow could not know it took is released").to.equal(undefined);
   });
@@ -205,14 +255,32 @@ describe("warm pool against moto", () => {
 
   it("a refill whose lease write's response is lost refills the class instead of skipping it, and releases the lease", async () => {
     const { LaunchTemplate } = await world.ec2.send(
-      new CreateLaunchTemplateCommand({ LaunchTemplateName: "pool-gpu-small-lt", LaunchTemplateData: { ImageId: await world.anyAmi(), InstanceType: "g5.xlarge" } }),
+      new CreateLaunchTemplateCommand({
+        LaunchTemplateName: "pool-gpu-small-lt",
+        LaunchTemplateData: { ImageId: await world.anyAmi(), InstanceType: "g5.xlarge" },
+      }),
     );
     const cls: PoolClassConfig = { ...GPU_SMALL, queueUrl: pool.url, launchTemplateId: LaunchTemplate?.LaunchTemplateId ?? "", size: 1 };
     const fault = loseResponses(dynamodb, "PutItemCommand");
     const t = telemetry();
 
     const out = await refillClass(
-      { ec2: world.ec2, dynamodb, sqs: world.sqs, clock: Date.now, config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: pool.url }, ...t },
+      {
+        ec2: world.ec2,
+        dynamodb,
+        sqs: world.sqs,
+        clock: Date.now,
+        config: {
+          classes: [cls],
+          claimTableName: TABLE,
+          poolTag: POOL_TAG,
+          poolTagKey: "encache:pool",
+          poolClassTagKey: "encache:pool-class",
+          leaseSeconds: 60,
+          quarantineQueueUrl: pool.url,
+        },
+        ...t,
+      },
       cls,
       "msg-1",
     );
@@ -234,7 +302,17 @@ describe("warm pool against moto", () => {
 
     const result = await claimInstance(
       { sqs: world.sqs, ec2: world.ec2, dynamodb, clock: Date.now, ...telemetry() },
-      { workflowId: "wf", queueUrl: pool.url, resourceClass: GPU_SMALL, requirements: {}, claimTableName: TABLE, poolTag: POOL_TAG, lockTtlSeconds: 600, requeueDelaySeconds: 0, deadline: Date.now() + 20_000 },
+      {
+        workflowId: "wf",
+        queueUrl: pool.url,
+        resourceClass: GPU_SMALL,
+        requirements: {},
+        claimTableName: TABLE,
+        poolTag: POOL_TAG,
+        lockTtlSeconds: 600,
+        requeueDelaySeconds: 0,
+        deadline: Date.now() + 20_000,
+      },
     );
 
     expect(result).to.deep.include({ outcome: "claimed", instanceId: stopped, state: "stopped", started: true, attempts: 2 });
@@ -259,7 +337,15 @@ describe("warm pool against moto", () => {
       dynamodb,
       sqs: world.sqs,
       clock: Date.now,
-      config: { classes: [cls], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 60, quarantineQueueUrl: pool.url },
+      config: {
+        classes: [cls],
+        claimTableName: TABLE,
+        poolTag: POOL_TAG,
+        poolTagKey: "encache:pool",
+        poolClassTagKey: "encache:pool-class",
+        leaseSeconds: 60,
+        quarantineQueueUrl: pool.url,
+      },
       ...telemetry(),
     });
 
@@ -269,7 +355,12 @@ describe("warm pool against moto", () => {
     const after = await refillClass(deps(), cls, "run-d");
 
     const { Reservations } = await world.ec2.send(
-      new DescribeInstancesCommand({ Filters: [{ Name: "tag:encache:pool-class", Values: ["gpu-small"] }, { Name: "instance-state-name", Values: ["pending", "running"] }] }),
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: "tag:encache:pool-class", Values: ["gpu-small"] },
+          { Name: "instance-state-name", Values: ["pending", "running"] },
+        ],
+      }),
     );
     const live = (Reservations ?? []).flatMap((r) => r.Instances ?? []);
     expect(live, "exactly the size").to.have.length(3);

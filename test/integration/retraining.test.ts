@@ -1,10 +1,4 @@
-import {
-  DescribeTasksCommand,
-  ECSClient,
-  ListTasksCommand,
-  RunTaskCommand,
-  StopTaskCommand,
-} from "@aws-sdk/client-ecs";
+import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand } from "@aws-sdk/client-ecs";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
@@ -100,7 +94,11 @@ describe("retraining launcher against moto", () => {
         AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
       }),
     );
-    return { visible: Number(a?.ApproximateNumberOfMessages), notVisible: Number(a?.ApproximateNumberOfMessagesNotVisible), delayed: Number(a?.ApproximateNumberOfMessagesDelayed) };
+    return {
+      visible: Number(a?.ApproximateNumberOfMessages),
+      notVisible: Number(a?.ApproximateNumberOfMessagesNotVisible),
+      delayed: Number(a?.ApproximateNumberOfMessagesDelayed),
+    };
   }
 
   const launcher = (overrides: Partial<LauncherConfig> = {}, more: { db?: DynamoDBDocumentClient; now?: () => Date } = {}) =>
@@ -159,8 +157,17 @@ describe("retraining launcher against moto", () => {
 
     const [taskArn] = await launcherTaskArns();
     const item = (await db.send(new GetCommand({ TableName: TABLE, Key: { model_name: "PascalStrategy" } }))).Item;
-    expect(item).to.deep.include({ model_name: "PascalStrategy", task_arn: taskArn, job_id: jobIdFor(id), trigger_type: "drift_detected", status: "running", message_id: id });
-    expect(item?.started_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/).and.equal(item?.updated_at);
+    expect(item).to.deep.include({
+      model_name: "PascalStrategy",
+      task_arn: taskArn,
+      job_id: jobIdFor(id),
+      trigger_type: "drift_detected",
+      status: "running",
+      message_id: id,
+    });
+    expect(item?.started_at)
+      .to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/)
+      .and.equal(item?.updated_at);
   });
 
   it("holds the cap across a batch bigger than the remaining capacity; stopped tasks free capacity", async () => {
@@ -193,7 +200,10 @@ describe("retraining launcher against moto", () => {
     const target = { queueUrl: queue.url, queueArn: queue.arn, batchSize: 6 };
 
     // Two mapping pollers, as with maximumConcurrency ≥ 2: each receives 6 messages and sees room for 3.
-    const runs = await Promise.all([pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 })), pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 }))]);
+    const runs = await Promise.all([
+      pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 })),
+      pollOnce(world.sqs, target, launcher({ maxConcurrentTasks: 3 })),
+    ]);
 
     expect(runs.map((r) => r?.event.Records.length)).to.deep.equal([6, 6]);
     expect(await launcherTaskArns()).to.have.length(3);
@@ -206,7 +216,8 @@ describe("retraining launcher against moto", () => {
   it("waits out a live lease held by another invocation, and takes over a lapsed one", async () => {
     await world.send(queue, JSON.stringify({ model_name: "PascalStrategy", trigger: "manual" }));
     const target = { queueUrl: queue.url, queueArn: queue.arn };
-    const lease = (expiresAt: number) => db.send(new PutCommand({ TableName: TABLE, Item: { model_name: CAPACITY_LEASE_KEY, holder: "crashed", expires_at: expiresAt } }));
+    const lease = (expiresAt: number) =>
+      db.send(new PutCommand({ TableName: TABLE, Item: { model_name: CAPACITY_LEASE_KEY, holder: "crashed", expires_at: expiresAt } }));
 
     await lease(Date.now() + 60_000);
     const busy = await pollOnce(world.sqs, target, launcher({ deferDelaySeconds: 0 }));
@@ -308,7 +319,10 @@ describe("retraining launcher against moto", () => {
       for (const arn of await launcherTaskArns()) await ecs.send(new StopTaskCommand({ cluster: CLUSTER, task: arn, reason: "reset" }));
 
       // SQS delivers one message to two pollers (at-least-once): both invocations see it at once.
-      const results = await Promise.all([launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2)), launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2))]);
+      const results = await Promise.all([
+        launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2)),
+        launcher({ deferDelaySeconds: 0 })(redelivered(run?.event, 2)),
+      ]);
 
       expect(results.flatMap((r) => r.batchItemFailures)).to.deep.equal([]);
       expect(await launcherTaskArns()).to.have.length(1);

@@ -55,13 +55,20 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
       agentUri: agent.uri,
       scratchDir: scratch,
     });
-    const executables = { digest: { command: "/bin/sh", args: ["-c", "cat > payload.json && test -s payload.json"] }, broken: { command: "/bin/sh", args: ["-c", "echo disk full >&2; exit 2"] } };
+    const executables = {
+      digest: { command: "/bin/sh", args: ["-c", "cat > payload.json && test -s payload.json"] },
+      broken: { command: "/bin/sh", args: ["-c", "echo disk full >&2; exit 2"] },
+    };
     const worker = createWorker({
       sqs: world.sqs,
       config,
       handlers: buildHandlers(executables, scratch),
       protection: new TaskProtection({ agentUri: agent.uri, expiresInMinutes: 30, logger, metrics }),
-      ledger: new JobLedger({ store: dynamoLedgerStore(DynamoDBDocumentClient.from(dynamodb), LEDGER_TABLE), holder: () => Promise.resolve("it-task"), leaseMs: 180_000 }),
+      ledger: new JobLedger({
+        store: dynamoLedgerStore(DynamoDBDocumentClient.from(dynamodb), LEDGER_TABLE),
+        holder: () => Promise.resolve("it-task"),
+        leaseMs: 180_000,
+      }),
       logger,
       metrics,
     });
@@ -99,7 +106,13 @@ describe("worker against moto: drains a queue, failures reach the DLQ after maxR
     // The ledger's expressions as DynamoDB (moto) judges them: each good job completed under one
     // lease; the broken one taken three times, each failure releasing its lease.
     const item = async (key: string) => (await dynamodb.send(new GetItemCommand({ TableName: LEDGER_TABLE, Key: { job_key: { S: key } } }))).Item;
-    for (const j of good) expect(await item(j.job_id), j.job_id).to.deep.include({ state: { S: "completed" }, outcome: { S: "succeeded" }, runs: { N: "1" }, holder: { S: "it-task" } });
+    for (const j of good)
+      expect(await item(j.job_id), j.job_id).to.deep.include({
+        state: { S: "completed" },
+        outcome: { S: "succeeded" },
+        runs: { N: "1" },
+        holder: { S: "it-task" },
+      });
     expect(await item("bad-1")).to.deep.include({ state: { S: "running" }, runs: { N: "3" }, lease_expires_at: { N: "0" } });
   });
 });

@@ -90,10 +90,12 @@ describe("local run: command-line arguments", () => {
   it("npm start exits 2 when the report's directory does not exist, before starting anything", function () {
     this.timeout(30_000);
     // Act
-    const out = spawnSync(process.execPath, ["--import", "tsx", "local/cli.ts", "--report", "/nonexistent-dir/run.html"], { cwd: path.resolve(__dirname, "../.."), encoding: "utf8" });
+    const out = spawnSync(process.execPath, ["--import", "tsx", "local/cli.ts", "--report", "/nonexistent-dir/run.html"], {
+      cwd: path.resolve(__dirname, "../.."),
+      encoding: "utf8",
+    });
     // Assess
     expect(out.status).to.equal(2);
     expect(out.stderr).to.equal("start: --report /nonexistent-dir/run.html: no directory /nonexistent-dir\n");
   });
 });
-

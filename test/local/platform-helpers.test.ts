@@ -25,7 +25,10 @@ describe("local run: start-up helpers", () => {
     process.env.PYTHON = "/nonexistent/python3";
     try {
       // Act + assert
-      expect(() => ensureMotoInstalled(root)).to.throw(MotoUnavailableError, /Python 3 is required to run moto, the local AWS: .*\/nonexistent\/python3 not found/);
+      expect(() => ensureMotoInstalled(root)).to.throw(
+        MotoUnavailableError,
+        /Python 3 is required to run moto, the local AWS: .*\/nonexistent\/python3 not found/,
+      );
     } finally {
       if (saved === undefined) delete process.env.PYTHON;
       else process.env.PYTHON = saved;

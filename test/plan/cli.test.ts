@@ -64,7 +64,9 @@ describe("plan CLI (child processes)", function () {
         expect(doc.mode).to.equal(mode.length ? "first-preview" : "update");
         // Decided from the declared policy on a first preview, from the policy itself after: never
         // through the fail-closed rule, never as "can't run during preview".
-        expect(doc.violations.map((x) => [x.policy, x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([["dlq-consumer-can-start-gpu", "mandatory", "orders-dlq-consumer"]]);
+        expect(doc.violations.map((x) => [x.policy, x.enforcementLevel, x.urn?.split("::").pop()])).to.deep.equal([
+          ["dlq-consumer-can-start-gpu", "mandatory", "orders-dlq-consumer"],
+        ]);
       });
     }
   }
@@ -104,7 +106,16 @@ describe("plan CLI (child processes)", function () {
     const file = path.join(os.tmpdir(), `plan-${process.pid}.sarif`);
     const run = await runPlan(["--stack", "prod", "--first-preview", "--program", "test/infra/fixtures/dlq-consumer-without-ec2.ts", "--sarif", file]);
     expect(run.code).to.equal(1);
-    const log = JSON.parse(fs.readFileSync(file, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string; level: string; locations: Array<{ physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } } }> }> }> };
+    const log = JSON.parse(fs.readFileSync(file, "utf8")) as {
+      version: string;
+      runs: Array<{
+        results: Array<{
+          ruleId: string;
+          level: string;
+          locations: Array<{ physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } } }>;
+        }>;
+      }>;
+    };
     fs.rmSync(file, { force: true });
     expect(log.version).to.equal("2.1.0");
     const [result] = log.runs[0]!.results;
@@ -144,7 +155,10 @@ describe("plan CLI (child processes)", function () {
     expect([prodFirst.run.code, levels(prodFirst.doc)]).to.deep.equal([1, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview mandatory"]]);
     expect([devFirst.run.code, levels(devFirst.doc)]).to.deep.equal([0, ["dlq-consumer-can-start-gpu advisory", "documents-visible-on-preview advisory"]]);
     // The fixture grants StartInstances on `*`: unscoped by tag, and on a resource AWS lets it name.
-    expect([devUpdate.run.code, levels(devUpdate.doc)]).to.deep.equal([1, ["ec2-launch-grants-scoped mandatory", "iam-star-resource-unscopable-only mandatory"]]);
+    expect([devUpdate.run.code, levels(devUpdate.doc)]).to.deep.equal([
+      1,
+      ["ec2-launch-grants-scoped mandatory", "iam-star-resource-unscopable-only mandatory"],
+    ]);
   });
 
   it("exits 2 and names the key when the stack config holds an invalid value", async () => {
@@ -185,7 +199,10 @@ describe("plan CLI (child processes)", function () {
   it("wires the stack's extra egress into its group, and a hardening waiver into the container's label, which the pack accepts", async () => {
     writeTmpStack((dev) =>
       dev
-        .replace("  encache:network:\n", "  encache:network:\n    extraEgress:\n      ingestGpu:\n        - { protocol: tcp, fromPort: 443, toPort: 443, cidrBlocks: [203.0.113.0/24], description: model mirror }\n")
+        .replace(
+          "  encache:network:\n",
+          "  encache:network:\n    extraEgress:\n      ingestGpu:\n        - { protocol: tcp, fromPort: 443, toPort: 443, cidrBlocks: [203.0.113.0/24], description: model mirror }\n",
+        )
         .replace("    strategy:\n", "    strategy:\n      hardening:\n        user: null\n"),
     );
     const { run, doc } = await planJson(tmpStack);

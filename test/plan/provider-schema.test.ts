@@ -37,13 +37,27 @@ describe("the provider schema table (policy/testing/provider-schema.json)", func
   it("lists exactly the computed attributes of aws_sqs_queue's upstream schema", () => {
     expect(PROVIDER_SCHEMA.types["aws:sqs/queue:Queue"]).to.deep.include({
       computed: ["arn", "tagsAll", "url"],
-      optionalComputed: ["deduplicationScope", "fifoThroughputLimit", "kmsDataKeyReusePeriodSeconds", "name", "namePrefix", "policy", "redriveAllowPolicy", "redrivePolicy", "region", "sqsManagedSseEnabled"],
+      optionalComputed: [
+        "deduplicationScope",
+        "fifoThroughputLimit",
+        "kmsDataKeyReusePeriodSeconds",
+        "name",
+        "namePrefix",
+        "policy",
+        "redriveAllowPolicy",
+        "redrivePolicy",
+        "region",
+        "sqsManagedSseEnabled",
+      ],
     });
   });
 
   it("records Optional+Computed nested fields of a block (a table's TTL, a launch template's metadata options)", () => {
     expect(PROVIDER_SCHEMA.types["aws:dynamodb/table:Table"]?.optionalComputed).to.include.members(["ttl", "pointInTimeRecovery"]);
-    expect(PROVIDER_SCHEMA.types["aws:ec2/launchTemplate:LaunchTemplate"]?.nested?.metadataOptions?.optionalComputed).to.include.members(["httpEndpoint", "httpTokens"]);
+    expect(PROVIDER_SCHEMA.types["aws:ec2/launchTemplate:LaunchTemplate"]?.nested?.metadataOptions?.optionalComputed).to.include.members([
+      "httpEndpoint",
+      "httpTokens",
+    ]);
   });
 
   const tokens: Array<[string, string, string]> = [

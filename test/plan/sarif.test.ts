@@ -25,7 +25,12 @@ const resource: RecordedResource = {
   sourcePosition: { uri: `file://${path.join(REPO_ROOT, "infra/components/queue-consumer.ts")}`, line: 168, column: 21 },
 };
 const violations: Violation[] = [
-  { policy: "dlq-consumer-can-start-gpu", enforcementLevel: "mandatory", urn: URN, message: "DLQ consumer 'orders-dlq-consumer' cannot start the GPU instance" },
+  {
+    policy: "dlq-consumer-can-start-gpu",
+    enforcementLevel: "mandatory",
+    urn: URN,
+    message: "DLQ consumer 'orders-dlq-consumer' cannot start the GPU instance",
+  },
   { policy: "dlq-has-depth-alarm", enforcementLevel: "advisory", urn: null, message: "a stack-wide finding" },
 ];
 
@@ -43,7 +48,10 @@ describe("plan --sarif (plan/sarif.ts)", () => {
     expect(run.results[0]).to.deep.include({ ruleId: "dlq-consumer-can-start-gpu", level: "error" });
     expect(run.results[0]!.locations).to.deep.equal([
       {
-        physicalLocation: { artifactLocation: { uri: "infra/components/queue-consumer.ts", uriBaseId: "%SRCROOT%" }, region: { startLine: 168, startColumn: 21 } },
+        physicalLocation: {
+          artifactLocation: { uri: "infra/components/queue-consumer.ts", uriBaseId: "%SRCROOT%" },
+          region: { startLine: 168, startColumn: 21 },
+        },
         logicalLocations: [{ name: "orders-dlq-consumer", fullyQualifiedName: URN, kind: "resource" }],
       },
     ]);

@@ -14,7 +14,9 @@ import type { PlanDocument } from "../../plan/render";
 
 function copyCheckout(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "encache-second-deploy-"));
-  const files = execFileSync("git", ["ls-files"], { cwd: REPO_ROOT, encoding: "utf8" }).split("\n").filter((f) => f.length > 0);
+  const files = execFileSync("git", ["ls-files"], { cwd: REPO_ROOT, encoding: "utf8" })
+    .split("\n")
+    .filter((f) => f.length > 0);
   for (const file of files) {
     const target = path.join(dir, file);
     fs.mkdirSync(path.dirname(target), { recursive: true });
@@ -34,7 +36,10 @@ function plan(dir: string): PlanDocument {
 function changed(before: PlanDocument, after: PlanDocument): string[] {
   const prior = new Map(before.resources.map((r) => [r.urn, JSON.stringify(r.inputs)]));
   expect(after.resources.map((r) => r.urn).sort()).to.deep.equal([...prior.keys()].sort());
-  return after.resources.filter((r) => prior.get(r.urn) !== JSON.stringify(r.inputs)).map((r) => `${r.type} ${r.name}`).sort();
+  return after.resources
+    .filter((r) => prior.get(r.urn) !== JSON.stringify(r.inputs))
+    .map((r) => `${r.type} ${r.name}`)
+    .sort();
 }
 
 describe("a second deploy after a worker code change", function () {

@@ -35,38 +35,86 @@ interface Case {
 
 /** One mutation per rule: the good recording, then the edit that breaks exactly that rule. */
 const CASES: Case[] = [
-  { rule: "ecs-task-protection-granted", recording: workerRecording, mutate: (rs) => editInput<Doc>(rs, W.taskPolicy, "policy", (d) => d.Statement.push({ Effect: "Deny", Action: ["ecs:UpdateTaskProtection"], Resource: "*" })) },
+  {
+    rule: "ecs-task-protection-granted",
+    recording: workerRecording,
+    mutate: (rs) =>
+      editInput<Doc>(rs, W.taskPolicy, "policy", (d) => d.Statement.push({ Effect: "Deny", Action: ["ecs:UpdateTaskProtection"], Resource: "*" })),
+  },
   { rule: "ecs-task-definition-hardened", recording: workerRecording, mutate: (rs) => setContainer(rs, (c) => (c.privileged = true)) },
   { rule: "dlq-consumer-can-start-gpu", recording: ingestRecording, mutate: (rs) => remove(rs, U.gpuAttachment) },
   { rule: "queue-has-dlq", recording: ingestRecording, mutate: (rs) => add(rs, queue("ingest-extra", { visibilityTimeoutSeconds: 60 }, { state: {} })) },
   { rule: "dlq-retention-exceeds-source", recording: ingestRecording, mutate: (rs) => setInput(rs, U.dlq, "messageRetentionSeconds", 345600) },
   { rule: "visibility-timeout-covers-consumer", recording: ingestRecording, mutate: (rs) => setInput(rs, U.ingest, "visibilityTimeoutSeconds", 100) },
-  { rule: "sqs-mapping-reports-batch-item-failures", recording: ingestRecording, mutate: (rs) => setInput(rs, U.windowMapping, "functionResponseTypes", undefined) },
-  { rule: "no-wildcard-iam-actions", recording: ingestRecording, mutate: (rs) => editInput<Doc>(rs, U.windowPolicy, "policy", (d) => (d.Statement[0]!.Action = ["sqs:*"])) },
+  {
+    rule: "sqs-mapping-reports-batch-item-failures",
+    recording: ingestRecording,
+    mutate: (rs) => setInput(rs, U.windowMapping, "functionResponseTypes", undefined),
+  },
+  {
+    rule: "no-wildcard-iam-actions",
+    recording: ingestRecording,
+    mutate: (rs) => editInput<Doc>(rs, U.windowPolicy, "policy", (d) => (d.Statement[0]!.Action = ["sqs:*"])),
+  },
   { rule: "ec2-instance-hardened", recording: ingestRecording, mutate: (rs) => setInput(rs, U.gpu, "metadataOptions", { httpTokens: "optional" }) },
   { rule: "dlq-has-depth-alarm", recording: ingestRecording, mutate: (rs) => remove(rs, U.dlqAlarm) },
   { rule: "dynamodb-table-pitr", recording: platformRecording, mutate: (rs) => setInput(rs, X.table, "pointInTimeRecovery", { enabled: false }) },
   { rule: "dynamodb-table-encryption-enabled", recording: platformRecording, mutate: (rs) => setInput(rs, X.table, "serverSideEncryption", undefined) },
   { rule: "ec2-instance-detailed-monitoring-enabled", recording: ingestRecording, mutate: (rs) => setInput(rs, U.gpu, "monitoring", false) },
   { rule: "scheduled-target-retry-and-dlq", recording: platformRecording, mutate: (rs) => setTarget(rs, (t) => delete t.retryPolicy) },
-  { rule: "ecs-no-public-ip", recording: retrainingRecording, mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => (n.assignPublicIp = true)) },
+  {
+    rule: "ecs-no-public-ip",
+    recording: retrainingRecording,
+    mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => (n.assignPublicIp = true)),
+  },
   { rule: "ecs-capacity-provider-no-launch-type", recording: retrainingRecording, mutate: (rs) => setInput(rs, R.service, "launchType", "FARGATE") },
-  { rule: "iam-passrole-scoped", recording: retrainingRecording, mutate: (rs) => editInput<Doc>(rs, R.launcherPolicy, "policy", (d) => (statementWith(d, "iam:PassRole").Resource = "*")) },
-  { rule: "ec2-terminate-tag-condition", recording: fleetRecording, mutate: (rs) => editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => delete s.Condition) },
+  {
+    rule: "iam-passrole-scoped",
+    recording: retrainingRecording,
+    mutate: (rs) => editInput<Doc>(rs, R.launcherPolicy, "policy", (d) => (statementWith(d, "iam:PassRole").Resource = "*")),
+  },
+  {
+    rule: "ec2-terminate-tag-condition",
+    recording: fleetRecording,
+    mutate: (rs) => editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => delete s.Condition),
+  },
   { rule: "job-table-ttl", recording: fleetRecording, mutate: (rs) => setInput(rs, FU.jobs, "ttl", undefined) },
   { rule: "job-table-tagged", recording: fleetRecording, mutate: (rs) => setInput(rs, FU.jobs, "tags", { "encache:part": "fleet" }) },
   {
     rule: "terminal-queue-unconsumed",
     recording: ingestRecording,
-    mutate: (rs) => add(rs, mapping("ingest-quarantine-reader", { batchSize: 1, functionResponseTypes: ["ReportBatchItemFailures"] }, { deps: { eventSourceArn: [U.quarantine], functionName: [U.windowFn] }, state: {} })),
+    mutate: (rs) =>
+      add(
+        rs,
+        mapping(
+          "ingest-quarantine-reader",
+          { batchSize: 1, functionResponseTypes: ["ReportBatchItemFailures"] },
+          { deps: { eventSourceArn: [U.quarantine], functionName: [U.windowFn] }, state: {} },
+        ),
+      ),
   },
   {
     rule: "declared-documents-have-inputs",
     recording: ingestRecording,
     // What PULUMI_NODEJS_SKIP_COMPONENT_INPUTS does to a local component: `{}` as its inputs.
-    mutate: (rs) => add(rs, { urn: urnOf(DECLARED_DOCUMENT_TYPE, "probe-declared"), type: DECLARED_DOCUMENT_TYPE, name: "probe-declared", parent: U.part, custom: false, inputs: {}, outputs: {}, dependencies: [], propertyDependencies: {} }),
+    mutate: (rs) =>
+      add(rs, {
+        urn: urnOf(DECLARED_DOCUMENT_TYPE, "probe-declared"),
+        type: DECLARED_DOCUMENT_TYPE,
+        name: "probe-declared",
+        parent: U.part,
+        custom: false,
+        inputs: {},
+        outputs: {},
+        dependencies: [],
+        propertyDependencies: {},
+      }),
   },
-  { rule: "launch-template-hardened", recording: poolRecording, mutate: (rs) => editInput(rs, P.launchTemplate, "metadataOptions", (m) => (m.httpTokens = "optional")) },
+  {
+    rule: "launch-template-hardened",
+    recording: poolRecording,
+    mutate: (rs) => editInput(rs, P.launchTemplate, "metadataOptions", (m) => (m.httpTokens = "optional")),
+  },
   {
     rule: "ec2-launch-grants-scoped",
     recording: poolRecording,
@@ -85,39 +133,65 @@ const CASES: Case[] = [
   {
     rule: "ec2-run-instances-via-launch-template",
     recording: poolRecording,
-    mutate: (rs) => editInput<Doc>(rs, P.refillPolicy, "policy", (d) => delete (statementWith(d, "ec2:RunInstances").Condition as Record<string, unknown>).ArnLike),
+    mutate: (rs) =>
+      editInput<Doc>(rs, P.refillPolicy, "policy", (d) => delete (statementWith(d, "ec2:RunInstances").Condition as Record<string, unknown>).ArnLike),
   },
   {
     rule: "iam-arns-name-account",
     recording: poolRecording,
-    mutate: (rs) => editInput<Doc>(rs, P.claimPolicy, "policy", (d) => (statementWith(d, "ec2:StartInstances").Resource = "arn:aws:ec2:eu-west-1:*:instance/*")),
+    mutate: (rs) =>
+      editInput<Doc>(rs, P.claimPolicy, "policy", (d) => (statementWith(d, "ec2:StartInstances").Resource = "arn:aws:ec2:eu-west-1:*:instance/*")),
   },
   {
     rule: "iam-star-resource-unscopable-only",
     recording: ingestRecording,
-    mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (statementWith(d, "ec2:DescribeInstances").Action = ["ec2:DescribeInstances", "ec2:StopInstances"])),
+    mutate: (rs) =>
+      editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (statementWith(d, "ec2:DescribeInstances").Action = ["ec2:DescribeInstances", "ec2:StopInstances"])),
   },
   {
     rule: "ec2-stop-scoped-to-stack",
     recording: ingestRecording,
-    mutate: (rs) => editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => d.Statement.push({ Sid: "StopAnyGpu", Effect: "Allow", Action: ["ec2:StopInstances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*", Condition: { StringEquals: { "aws:ResourceTag/Name": "gpu" } } })),
+    mutate: (rs) =>
+      editInput<Doc>(rs, U.gpuPolicy, "policy", (d) =>
+        d.Statement.push({
+          Sid: "StopAnyGpu",
+          Effect: "Allow",
+          Action: ["ec2:StopInstances"],
+          Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*",
+          Condition: { StringEquals: { "aws:ResourceTag/Name": "gpu" } },
+        }),
+      ),
   },
   {
     rule: "instance-role-no-managed-policies",
     recording: ingestRecording,
     mutate: (rs) => {
       add(rs, role("gpu-role", { assumeRolePolicy: doc({ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }) }));
-      add(rs, attachment("gpu-ssm-core", { role: "gpu-role", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" }, { deps: { role: [urnOf(T.role, "gpu-role")] } }));
+      add(
+        rs,
+        attachment(
+          "gpu-ssm-core",
+          { role: "gpu-role", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" },
+          { deps: { role: [urnOf(T.role, "gpu-role")] } },
+        ),
+      );
     },
   },
   { rule: "ecs-container-least-privilege", recording: workerRecording, mutate: (rs) => setContainer(rs, (c) => delete c.readonlyRootFilesystem) },
   {
     rule: "sg-egress-restricted",
     recording: platformRecording,
-    mutate: (rs) => editInput<Array<Record<string, unknown>>>(rs, X.consumersSg, "egress", (e) => e.push({ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] })),
+    mutate: (rs) =>
+      editInput<Array<Record<string, unknown>>>(rs, X.consumersSg, "egress", (e) =>
+        e.push({ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }),
+      ),
   },
   { rule: "vpc-flow-logs", recording: platformRecording, mutate: (rs) => remove(rs, X.flowLog) },
-  { rule: "vpc-default-sg-closed", recording: platformRecording, mutate: (rs) => setInput(rs, X.defaultSg, "egress", [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }]) },
+  {
+    rule: "vpc-default-sg-closed",
+    recording: platformRecording,
+    mutate: (rs) => setInput(rs, X.defaultSg, "egress", [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }]),
+  },
   { rule: "alarms-have-actions", recording: ingestRecording, mutate: (rs) => setInput(rs, U.dlqAlarm, "alarmActions", []) },
   {
     rule: "declared-documents-match",
@@ -126,7 +200,12 @@ const CASES: Case[] = [
     mutate: (rs) => {
       const granted = doc({ Effect: "Allow", Action: ["ec2:DescribeInstances"], Resource: "*" });
       add(rs, rolePolicy("probe-policy", { policy: granted }));
-      const declared = { resource: "probe-policy", resourceType: T.rolePolicy, property: "policy", document: doc({ Effect: "Allow", Action: ["ec2:DescribeImages"], Resource: "*" }) };
+      const declared = {
+        resource: "probe-policy",
+        resourceType: T.rolePolicy,
+        property: "policy",
+        document: doc({ Effect: "Allow", Action: ["ec2:DescribeImages"], Resource: "*" }),
+      };
       add(rs, {
         urn: urnOf(DECLARED_DOCUMENT_TYPE, "probe-policy-declared"),
         type: DECLARED_DOCUMENT_TYPE,
@@ -175,7 +254,10 @@ describe("each mandatory rule catches its mutation in both modes, under each sta
           // Act
           const [before, after] = await Promise.all([evaluate(good, { mode, config }), evaluate(bad, { mode, config })]);
           // Assess: the good recording passes, and the mutation is a mandatory violation of this rule.
-          expect(before.filter((v) => v.enforcementLevel === "mandatory"), JSON.stringify(before, null, 2)).to.deep.equal([]);
+          expect(
+            before.filter((v) => v.enforcementLevel === "mandatory"),
+            JSON.stringify(before, null, 2),
+          ).to.deep.equal([]);
           expect(fired(after, c.rule).length, JSON.stringify(after, null, 2)).to.be.greaterThan(0);
         });
       }

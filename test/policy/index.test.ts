@@ -88,7 +88,9 @@ describe("the policy pack as the Pulumi CLI loads it", function () {
     const levels = Object.fromEntries(info.getPoliciesList().map((p) => [p.getName(), p.getEnforcementlevel()]));
     for (const p of policies) {
       // Advisory unless a stack's config raises them: the depth alarm, and failing closed on a first preview.
-      const expected = ["dlq-has-depth-alarm", "documents-visible-on-preview", "role-inline-policies-known", "alarms-have-actions"].includes(p.name) ? EnforcementLevel.ADVISORY : EnforcementLevel.MANDATORY;
+      const expected = ["dlq-has-depth-alarm", "documents-visible-on-preview", "role-inline-policies-known", "alarms-have-actions"].includes(p.name)
+        ? EnforcementLevel.ADVISORY
+        : EnforcementLevel.MANDATORY;
       expect(levels[p.name], p.name).to.equal(expected);
     }
   });

@@ -108,7 +108,10 @@ export const poolAudit: Task<Record<string, never>> = async (deps, _params, budg
   const query = JSON.stringify(pools);
   const saved = await readCursor(deps, "pool_audit", query);
   // The saved pool's place in this list, or the first pool (no cursor: -1).
-  const first = Math.max(pools.findIndex((p) => p === saved), 0);
+  const first = Math.max(
+    pools.findIndex((p) => p === saved),
+    0,
+  );
   let reported = 0;
   let complete = false;
   // Ends at the last pool (its `next` is undefined) or when the budget is spent.

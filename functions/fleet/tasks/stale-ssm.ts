@@ -115,8 +115,14 @@ export const staleSsm: Task<{ min_age_minutes?: number | undefined }> = async (d
         listed += parameters.length;
         const byInstance = judgeablePage(deps.config.runnerParameterPath, parameters, youngerThan);
         const pageStale: string[] = [];
-        for (const batch of chunks([...byInstance].filter(([id]) => !knownLive.has(id)), DESCRIBE_BATCH_SIZE)) {
-          const live = await liveInstances(deps, batch.map(([id]) => id));
+        for (const batch of chunks(
+          [...byInstance].filter(([id]) => !knownLive.has(id)),
+          DESCRIBE_BATCH_SIZE,
+        )) {
+          const live = await liveInstances(
+            deps,
+            batch.map(([id]) => id),
+          );
           for (const [id, names] of batch) {
             if (live.has(id)) knownLive.add(id);
             else pageStale.push(...names);

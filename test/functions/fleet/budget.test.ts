@@ -14,14 +14,22 @@ describe("fleet time budget", () => {
   ];
   for (const c of cases) {
     it(`with a 10 s margin and ${c.remaining} ms left is ${c.exhausted ? "" : "not "}exhausted (only less than the margin is)`, () => {
-      expect(budgetFrom(contextWithRemaining(() => c.remaining), 10_000).exhausted()).to.equal(c.exhausted);
+      expect(
+        budgetFrom(
+          contextWithRemaining(() => c.remaining),
+          10_000,
+        ).exhausted(),
+      ).to.equal(c.exhausted);
     });
   }
 
   it("reads the remaining time on each check, not once", () => {
     // Prepare
     let remaining = 60_000;
-    const budget = budgetFrom(contextWithRemaining(() => remaining), 10_000);
+    const budget = budgetFrom(
+      contextWithRemaining(() => remaining),
+      10_000,
+    );
     // Act
     const before = budget.exhausted();
     remaining = 5_000;

@@ -32,8 +32,21 @@ describe("fleet entry modules at cold start", function () {
 
   it("termination.ts and housekeeping.ts export a handler when the environment is complete", async () => {
     const [termination, housekeeping] = await Promise.all([
-      loadEntry("./functions/fleet/termination.ts", { ...sampleEnv("fleet termination"), RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_TERMINATION_QUEUE_URL: URL, RUNS_FLEET_TERMINATION_DLQ_URL: URL, ...STACK }),
-      loadEntry("./functions/fleet/housekeeping.ts", { ...sampleEnv("fleet housekeeping"), RUNS_FLEET_JOBS_TABLE: "jobs", RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL, RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL, RUNS_FLEET_ENVIRONMENT: "dev", ...STACK }),
+      loadEntry("./functions/fleet/termination.ts", {
+        ...sampleEnv("fleet termination"),
+        RUNS_FLEET_JOBS_TABLE: "jobs",
+        RUNS_FLEET_TERMINATION_QUEUE_URL: URL,
+        RUNS_FLEET_TERMINATION_DLQ_URL: URL,
+        ...STACK,
+      }),
+      loadEntry("./functions/fleet/housekeeping.ts", {
+        ...sampleEnv("fleet housekeeping"),
+        RUNS_FLEET_JOBS_TABLE: "jobs",
+        RUNS_FLEET_HOUSEKEEPING_QUEUE_URL: URL,
+        RUNS_FLEET_HOUSEKEEPING_DLQ_URL: URL,
+        RUNS_FLEET_ENVIRONMENT: "dev",
+        ...STACK,
+      }),
     ]);
 
     expect(termination.stdout.trim(), termination.stderr).to.equal("function");

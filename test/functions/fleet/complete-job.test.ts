@@ -13,7 +13,13 @@ const noPause = { ...DEFAULT_RESEND, sleep: async (): Promise<void> => undefined
 describe("claimCompletionReport", () => {
   const cases: Array<{ title: string; reportedBy: string; claimedAt: number; lost: boolean; expected: unknown }> = [
     { title: "the pending report is claimed: mine", reportedBy: "pending", claimedAt: 0, lost: false, expected: { kind: "mine", recovered: false } },
-    { title: "the claim applied but its answer was lost: the re-send finds this attempt's own claim, mine and recovered", reportedBy: "pending", claimedAt: 0, lost: true, expected: { kind: "mine", recovered: true } },
+    {
+      title: "the claim applied but its answer was lost: the re-send finds this attempt's own claim, mine and recovered",
+      reportedBy: "pending",
+      claimedAt: 0,
+      lost: true,
+      expected: { kind: "mine", recovered: true },
+    },
     {
       title: "another delivery claimed it first: taken, with who and when from the old item",
       reportedBy: "m-2 attempt-7",
@@ -27,7 +33,12 @@ describe("claimCompletionReport", () => {
       // Prepare: a completed job whose report is `reportedBy`; the first answer lost when `lost`.
       const t = mockedClients();
       const table = new FakeJobItems([
-        { job_id: { S: "j-1" }, status: { S: "completed" }, completion_reported_by: { S: c.reportedBy }, completion_report_claimed_at: { N: String(c.claimedAt) } },
+        {
+          job_id: { S: "j-1" },
+          status: { S: "completed" },
+          completion_reported_by: { S: c.reportedBy },
+          completion_report_claimed_at: { N: String(c.claimedAt) },
+        },
       ]);
       let lose = c.lost ? 1 : 0;
       t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {

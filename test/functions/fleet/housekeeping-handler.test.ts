@@ -104,7 +104,10 @@ describe("fleet housekeeping handler", () => {
     const t = arrange();
     t.dynamodbMock.on(QueryCommand).resolves({ Items: Array.from({ length: 30 }, (_, i) => ({ job_id: { S: `j${i}` } })) });
 
-    const response = await t.handler(sqsEvent(sqsRecord(message("old_jobs"))), contextWithRemaining(() => 5_000));
+    const response = await t.handler(
+      sqsEvent(sqsRecord(message("old_jobs"))),
+      contextWithRemaining(() => 5_000),
+    );
 
     expect(response.batchItemFailures).to.deep.equal([]);
     expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(1);
@@ -115,7 +118,10 @@ describe("fleet housekeeping handler", () => {
     const t = arrange();
     t.dynamodbMock.on(QueryCommand).resolves({ Items: [{ job_id: { S: "j1" } }] });
 
-    await t.handler(sqsEvent(sqsRecord(message("old_jobs"))), contextWithRemaining(() => 250_000));
+    await t.handler(
+      sqsEvent(sqsRecord(message("old_jobs"))),
+      contextWithRemaining(() => 250_000),
+    );
 
     expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand)).to.have.length(4);
     expect(t.logger.steps()).to.include("housekeeping_task_completed");

@@ -42,7 +42,9 @@ describe("fleet IAM action lists match what the code calls", () => {
     const t = mockedClients();
     const old = new Date(Date.now() - 86_400_000);
     t.ec2Mock.on(DescribeInstancesCommand).resolves({
-      Reservations: [{ Instances: [{ InstanceId: "i-0123456789abcdef0", LaunchTime: old, State: { Name: "running" }, Tags: [{ Key: "runs-fleet:pool", Value: "p" }] }] }],
+      Reservations: [
+        { Instances: [{ InstanceId: "i-0123456789abcdef0", LaunchTime: old, State: { Name: "running" }, Tags: [{ Key: "runs-fleet:pool", Value: "p" }] }] },
+      ],
     });
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
     t.ssmMock.on(GetParametersByPathCommand).resolves({ Parameters: [{ Name: "/runs-fleet/dev/runners/i-00000000000000001/config", LastModifiedDate: old }] });

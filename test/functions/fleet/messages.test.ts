@@ -27,7 +27,8 @@ describe("fleet messages", () => {
   }
 
   it("still accepts durations of 0, fractions and days", () => {
-    for (const duration of [0, -0, 0.001, 12.345, 86_400 * 30]) expect(parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ duration_seconds: duration }))).ok, String(duration)).to.equal(true);
+    for (const duration of [0, -0, 0.001, 12.345, 86_400 * 30])
+      expect(parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ duration_seconds: duration }))).ok, String(duration)).to.equal(true);
   });
 
   it("rfc3339 drops milliseconds so stored timestamps compare lexically", () => {
@@ -81,7 +82,10 @@ describe("fleet messages", () => {
   });
 
   it("accepts timestamps with a UTC offset as well as Z, as the agent writes RFC 3339", () => {
-    const r = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ started_at: "2025-11-25T11:00:00+01:00", completed_at: "2025-11-25T06:02:03-05:00" })));
+    const r = parseBody(
+      TerminationMessageSchema,
+      JSON.stringify(terminationMessage({ started_at: "2025-11-25T11:00:00+01:00", completed_at: "2025-11-25T06:02:03-05:00" })),
+    );
     expect(r.ok).to.equal(true);
   });
 

@@ -108,7 +108,12 @@ describe("fleet entry modules emit EMF in the seed's dimension sets (no Powertoo
     });
     const message = { task_type: "pool_audit", timestamp: "2025-11-25T12:00:00Z", params: {} };
 
-    const emitted = await emfDimensions(() => handler(sqsEvent(sqsRecord(message)), contextWithRemaining(() => 600_000)));
+    const emitted = await emfDimensions(() =>
+      handler(
+        sqsEvent(sqsRecord(message)),
+        contextWithRemaining(() => 600_000),
+      ),
+    );
 
     expect(emitted).to.deep.equal({ PoolIdleCost: [["PoolName"]], PoolComputeCost: [["PoolName"]], PoolUtilization: [["PoolName"]] });
   });
@@ -119,10 +124,21 @@ describe("fleet entry modules emit EMF in the seed's dimension sets (no Powertoo
     t.dynamodbMock.on(QueryCommand).resolves({ Items: [], Count: 0 });
     t.sqsMock.on(SendMessageCommand).resolves({});
     const metrics: FleetMetrics = housekeeping.defaultDeps(ENV).metrics;
-    const handler = createHousekeepingHandler({ ...t.clients, logger: t.logger, metrics, config: housekeepingConfig(), now: () => new Date("2025-11-25T12:00:00Z") });
+    const handler = createHousekeepingHandler({
+      ...t.clients,
+      logger: t.logger,
+      metrics,
+      config: housekeepingConfig(),
+      now: () => new Date("2025-11-25T12:00:00Z"),
+    });
     const message = { task_type: "old_jobs", timestamp: "2025-11-25T12:00:00Z", params: {} };
     // Act
-    const emitted = await emfDimensions(() => handler(sqsEvent(sqsRecord(message)), contextWithRemaining(() => 600_000)));
+    const emitted = await emfDimensions(() =>
+      handler(
+        sqsEvent(sqsRecord(message)),
+        contextWithRemaining(() => 600_000),
+      ),
+    );
     // Assess
     expect(emitted["JobRecordsArchived"]).to.deep.equal([]);
   });

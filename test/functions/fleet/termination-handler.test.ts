@@ -18,7 +18,12 @@ function connectionReset(): Error {
 }
 
 function throttled(): Error {
-  return Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException", $fault: "client", $metadata: { httpStatusCode: 400 }, $retryable: { throttling: true } });
+  return Object.assign(new Error("Rate exceeded"), {
+    name: "ThrottlingException",
+    $fault: "client",
+    $metadata: { httpStatusCode: 400 },
+    $retryable: { throttling: true },
+  });
 }
 
 function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
@@ -26,7 +31,15 @@ function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
   t.dynamodbMock.on(UpdateItemCommand).resolves({});
   t.ssmMock.on(DeleteParameterCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  const handler = createTerminationHandler({ ...t.clients, logger: t.logger, metrics: t.metrics, config: terminationConfig(), completionRetry: { ...DEFAULT_RESEND, sleep: instant }, now: () => NOW_MS, ...overrides });
+  const handler = createTerminationHandler({
+    ...t.clients,
+    logger: t.logger,
+    metrics: t.metrics,
+    config: terminationConfig(),
+    completionRetry: { ...DEFAULT_RESEND, sleep: instant },
+    now: () => NOW_MS,
+    ...overrides,
+  });
   return { ...t, handler };
 }
 
@@ -128,7 +141,9 @@ describe("fleet termination handler", () => {
 
   it("stores the error text only when the message carries one", async () => {
     const t = arrange();
-    await t.handler(sqsEvent(sqsRecord(terminationMessage({ status: "failure", exit_code: 1, error: "OOM killed" })), sqsRecord(terminationMessage({ job_id: "2" }))));
+    await t.handler(
+      sqsEvent(sqsRecord(terminationMessage({ status: "failure", exit_code: 1, error: "OOM killed" })), sqsRecord(terminationMessage({ job_id: "2" }))),
+    );
     const [withError, without] = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input);
     expect(withError!.UpdateExpression).to.contain("#error = :error");
     expect(withError!.ExpressionAttributeValues![":error"]).to.deep.equal({ S: "OOM killed" });
@@ -167,15 +182,25 @@ describe("fleet termination handler", () => {
     await t.handler(sqsEvent(record));
     await t.handler(sqsEvent(record));
 
-    const values = t.dynamodbMock.commandCalls(UpdateItemCommand).filter((c) => !isClaim(c.args[0].input) && !isMark(c.args[0].input)).map((c) => c.args[0].input.ExpressionAttributeValues ?? {});
+    const values = t.dynamodbMock
+      .commandCalls(UpdateItemCommand)
+      .filter((c) => !isClaim(c.args[0].input) && !isMark(c.args[0].input))
+      .map((c) => c.args[0].input.ExpressionAttributeValues ?? {});
     expect(values.map((v) => v[":completed_by"]?.S)).to.deep.equal([record.messageId, record.messageId]);
     expect(values[0]?.[":completion_attempt"]?.S).to.be.a("string").and.not.equal(values[1]?.[":completion_attempt"]?.S);
   });
 
   describe("a failed completion condition is resolved by who completed the job, and who reported it (the old item)", () => {
-    const cases: Array<{ title: string; item: (messageId: string) => Record<string, AttributeValue>; metrics: number; step: string; fields: Record<string, unknown> }> = [
+    const cases: Array<{
+      title: string;
+      item: (messageId: string) => Record<string, AttributeValue>;
+      metrics: number;
+      step: string;
+      fields: Record<string, unknown>;
+    }> = [
       {
-        title: "this attempt (the write applied, its response was lost, the SDK's retry failed the condition): completed, its report claimed, metrics emitted once",
+        title:
+          "this attempt (the write applied, its response was lost, the SDK's retry failed the condition): completed, its report claimed, metrics emitted once",
         item: (id) => completedItem(id, "attempt-1", "completed", { by: "pending" }),
         metrics: 1,
         step: "job_marked_complete",
@@ -269,11 +294,20 @@ describe("fleet termination handler", () => {
       { title: "the completing write's answer, once (the re-send resolves it)", lose: { completion: 1 }, deliveries: 1 },
       { title: "every answer of the completing write (4 sends): the redelivery reports it", lose: { completion: 4 }, deliveries: 2 },
       { title: "the claim's answer, once (the re-send resolves it by this attempt's token)", lose: { claim: 1 }, deliveries: 1, claimRecovered: true },
-      { title: "every answer of the claim (4 sends): the record fails before emitting, the redelivery takes the unfinished claim over", lose: { claim: 4 }, deliveries: 2 },
+      {
+        title: "every answer of the claim (4 sends): the record fails before emitting, the redelivery takes the unfinished claim over",
+        lose: { claim: 4 },
+        deliveries: 2,
+      },
       { title: "every answer of both, over three deliveries", lose: { completion: 4, claim: 4 }, deliveries: 3 },
       { title: "the done mark's answer, once (the re-send meets its own value)", lose: { mark: 1 }, deliveries: 1 },
       { title: "every answer of the done mark: logged, the record still succeeds", lose: { mark: 4 }, deliveries: 1, markFailed: true },
-      { title: "every answer of the claim, then the SSM delete fails too, then everything of the redelivery's completing write", lose: { claim: 4, completion: 5 }, ssmFailures: 0, deliveries: 3 },
+      {
+        title: "every answer of the claim, then the SSM delete fails too, then everything of the redelivery's completing write",
+        lose: { claim: 4, completion: 5 },
+        ssmFailures: 0,
+        deliveries: 3,
+      },
       { title: "none, but the SSM delete fails: the redelivery finds it reported", lose: {}, ssmFailures: 1, deliveries: 2 },
     ];
     for (const c of cases) {
@@ -306,7 +340,17 @@ describe("fleet termination handler", () => {
         // The done mark was written (its answer lost or not) by the claimant.
         expect(item?.completion_reported).to.deep.equal(item?.completion_reported_by);
         expect(t.logger.withStep("job_report_mark_failed").map((e) => e.fields)).to.deep.equal(
-          c.markFailed ? [{ step: "job_report_mark_failed", message_id: record.messageId, job_id: "67890", instance_id: "i-0123456789abcdef0", error: "Error: socket hang up" }] : [],
+          c.markFailed
+            ? [
+                {
+                  step: "job_report_mark_failed",
+                  message_id: record.messageId,
+                  job_id: "67890",
+                  instance_id: "i-0123456789abcdef0",
+                  error: "Error: socket hang up",
+                },
+              ]
+            : [],
         );
       });
     }
@@ -404,7 +448,10 @@ describe("fleet termination handler", () => {
       const response = await t.handler(sqsEvent(record));
       // Assess
       expect(response.batchItemFailures).to.deep.equal([]);
-      const sends = t.dynamodbMock.commandCalls(UpdateItemCommand).map((c) => c.args[0].input).filter((i) => !isClaim(i) && !isMark(i));
+      const sends = t.dynamodbMock
+        .commandCalls(UpdateItemCommand)
+        .map((c) => c.args[0].input)
+        .filter((i) => !isClaim(i) && !isMark(i));
       expect(sends).to.have.length(2);
       expect(sends[1]).to.deep.equal(sends[0]);
       expect(t.metrics.named("JobDuration")).to.have.length(1);
@@ -426,7 +473,9 @@ describe("fleet termination handler", () => {
     it("does not re-send after a client fault (it would fail the same way)", async () => {
       // Prepare
       const t = arrange();
-      t.dynamodbMock.on(UpdateItemCommand).rejects(Object.assign(new Error("bad"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+      t.dynamodbMock
+        .on(UpdateItemCommand)
+        .rejects(Object.assign(new Error("bad"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
       // Act
       const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())));
       // Assess
@@ -450,10 +499,26 @@ describe("fleet termination handler", () => {
     const cases: Array<{ error: unknown; retryable: boolean; why: string }> = [
       { error: connectionReset(), retryable: true, why: "no HTTP answer (a reset)" },
       { error: throttled(), retryable: true, why: "throttling" },
-      { error: Object.assign(new Error("x"), { name: "InternalServerError", $fault: "server", $metadata: { httpStatusCode: 500 } }), retryable: true, why: "a server fault" },
-      { error: Object.assign(new Error("x"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: true, why: "throughput exceeded" },
-      { error: Object.assign(new Error("x"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: false, why: "a validation error" },
-      { error: Object.assign(new Error("x"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }), retryable: false, why: "access denied" },
+      {
+        error: Object.assign(new Error("x"), { name: "InternalServerError", $fault: "server", $metadata: { httpStatusCode: 500 } }),
+        retryable: true,
+        why: "a server fault",
+      },
+      {
+        error: Object.assign(new Error("x"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400 } }),
+        retryable: true,
+        why: "throughput exceeded",
+      },
+      {
+        error: Object.assign(new Error("x"), { name: "ValidationException", $fault: "client", $metadata: { httpStatusCode: 400 } }),
+        retryable: false,
+        why: "a validation error",
+      },
+      {
+        error: Object.assign(new Error("x"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }),
+        retryable: false,
+        why: "access denied",
+      },
       { error: "not an error", retryable: false, why: "not an Error" },
     ];
     for (const c of cases) {
@@ -630,7 +695,12 @@ describe("fleet termination handler", () => {
       // Assess
       expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([
         { step: "job_marked_complete", ...ids, status: "success", exit_code: 0, duration_seconds: 123, recovered: false },
-        { step: "ssm_parameter_deleted", message_id: record.messageId, instance_id: "i-0123456789abcdef0", parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config" },
+        {
+          step: "ssm_parameter_deleted",
+          message_id: record.messageId,
+          instance_id: "i-0123456789abcdef0",
+          parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config",
+        },
         { step: "termination_processed", ...ids, duplicate: false },
       ]);
     });
@@ -657,7 +727,12 @@ describe("fleet termination handler", () => {
       // Assess
       expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([
         { step: "job_already_complete", ...ids, status: "success", found_status: "completed", completed_by: "m-other", redelivery: false },
-        { step: "ssm_parameter_not_found", message_id: record.messageId, instance_id: "i-0123456789abcdef0", parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config" },
+        {
+          step: "ssm_parameter_not_found",
+          message_id: record.messageId,
+          instance_id: "i-0123456789abcdef0",
+          parameter: "/runs-fleet/dev/runners/i-0123456789abcdef0/config",
+        },
         { step: "termination_processed", ...ids, duplicate: true },
       ]);
     });

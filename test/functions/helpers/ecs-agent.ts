@@ -63,7 +63,9 @@ export class FakeEcsAgent {
     }
     if (req.method === "PUT" && this.behaviour.status === 200) this.protectedNow = body?.ProtectionEnabled === true;
     res.writeHead(this.behaviour.status, { "content-type": "application/json" });
-    res.end(this.behaviour.body ?? JSON.stringify({ protection: { ProtectionEnabled: this.protectedNow, TaskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/t" } }));
+    res.end(
+      this.behaviour.body ?? JSON.stringify({ protection: { ProtectionEnabled: this.protectedNow, TaskArn: "arn:aws:ecs:us-east-1:123456789012:task/c/t" } }),
+    );
   }
 
   /** What ECS puts in ECS_AGENT_URI: a base URL the worker appends the endpoint path to. */

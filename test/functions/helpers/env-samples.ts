@@ -10,7 +10,14 @@ import type { EnvCodec, EnvFields } from "../../../functions/shared/env";
 import { WORKER_ENV } from "../../../functions/worker/env";
 
 const URL = "https://sqs.us-east-1.amazonaws.com/123456789012/q";
-const GPU = { instanceIdParam: "/encache/dev/gpu/instance_id", nameTag: "encache-gpu-worker-dev", servicePort: 8080, servicePath: "/ingest", requestTimeoutMs: 10_000, quarantineQueueUrl: URL };
+const GPU = {
+  instanceIdParam: "/encache/dev/gpu/instance_id",
+  nameTag: "encache-gpu-worker-dev",
+  servicePort: 8080,
+  servicePath: "/ingest",
+  requestTimeoutMs: 10_000,
+  quarantineQueueUrl: URL,
+};
 const FLEET = { jobsTable: "jobs", retentionDays: 7, runnerParameterPath: "/runs-fleet/dev/runners" };
 
 /** Any function's codec, as the table below holds them. */
@@ -27,12 +34,29 @@ export const ENV_SAMPLES: Case[] = [
   {
     name: "ingest DLQ consumer",
     codec: DLQ_ENV,
-    values: { ...GPU, dlqUrl: URL, visibilityExtensionSeconds: 900, maxAgeSeconds: 1_123_200, bootParkSeconds: 10, capacityRetrySeconds: 120, bootGraceSeconds: 600 },
+    values: {
+      ...GPU,
+      dlqUrl: URL,
+      visibilityExtensionSeconds: 900,
+      maxAgeSeconds: 1_123_200,
+      bootParkSeconds: 10,
+      capacityRetrySeconds: 120,
+      bootGraceSeconds: 600,
+    },
   },
   {
     name: "ingest GPU idle",
     codec: IDLE_ENV,
-    values: { instanceIdParam: GPU.instanceIdParam, servicePort: 8080, statusPath: "/status", requestTimeoutMs: 10_000, idleStopMinutes: 30, holdTag: "encache:gpu-hold", ingestQueueUrl: URL, dlqUrl: URL },
+    values: {
+      instanceIdParam: GPU.instanceIdParam,
+      servicePort: 8080,
+      statusPath: "/status",
+      requestTimeoutMs: 10_000,
+      idleStopMinutes: 30,
+      holdTag: "encache:gpu-hold",
+      ingestQueueUrl: URL,
+      dlqUrl: URL,
+    },
   },
   {
     name: "retraining launcher",
@@ -80,7 +104,18 @@ export const ENV_SAMPLES: Case[] = [
     name: "pool refill",
     codec: REFILL_ENV,
     values: {
-      classes: [{ name: "gpu-small", queueUrl: URL, launchTemplateId: "lt-1", size: 2, instanceTypes: ["g5.xlarge"], cpu: 4, memoryMib: 16_384, usageClass: "on-demand" }],
+      classes: [
+        {
+          name: "gpu-small",
+          queueUrl: URL,
+          launchTemplateId: "lt-1",
+          size: 2,
+          instanceTypes: ["g5.xlarge"],
+          cpu: 4,
+          memoryMib: 16_384,
+          usageClass: "on-demand",
+        },
+      ],
       claimTableName: "claims",
       poolTag: "encache-warm-pool-dev",
       poolTagKey: "encache:pool",
@@ -111,7 +146,6 @@ export const ENV_SAMPLES: Case[] = [
     },
   },
 ];
-
 
 /** The env a sample's codec writes for its values. */
 export function sampleEnv(name: string): Record<string, string> {

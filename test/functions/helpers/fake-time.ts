@@ -63,12 +63,16 @@ export async function until<T>(promise: Promise<T>, timeoutMs = 10_000, what = "
  */
 export function httpFetch(url: string, init: RequestInit): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method, headers: init.headers as Record<string, string>, signal: init.signal ?? undefined, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 0 })));
-      res.on("error", reject);
-    });
+    const req = request(
+      url,
+      { method: init.method, headers: init.headers as Record<string, string>, signal: init.signal ?? undefined, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 0 })));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(typeof init.body === "string" ? init.body : undefined);
   });

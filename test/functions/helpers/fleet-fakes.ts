@@ -18,7 +18,13 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from "@aws-sdk/client-dynamodb";
-import { DescribeInstancesCommand, type DescribeInstancesCommandInput, type Instance, TerminateInstancesCommand, type TerminateInstancesCommandInput } from "@aws-sdk/client-ec2";
+import {
+  DescribeInstancesCommand,
+  type DescribeInstancesCommandInput,
+  type Instance,
+  TerminateInstancesCommand,
+  type TerminateInstancesCommandInput,
+} from "@aws-sdk/client-ec2";
 import type { AwsStub } from "aws-sdk-client-mock";
 import { JOBS_TABLE } from "../../../functions/shared/tables";
 import { awsError, TABLE } from "./fleet-deps";
@@ -70,7 +76,11 @@ export class FakeJobsTable {
   readonly cursors = new Map<string, Values>();
 
   /** `unreadable`: indexes whose Query fails as a throttled read does after the SDK's retries. */
-  constructor(rows: JobRow[], private readonly pageSize = 1000, private readonly unreadable: readonly string[] = []) {
+  constructor(
+    rows: JobRow[],
+    private readonly pageSize = 1000,
+    private readonly unreadable: readonly string[] = [],
+  ) {
     this.rows = [...rows];
   }
 
@@ -167,7 +177,8 @@ export class FakeJobsTable {
   private refuseUnused(input: QueryCommandInput, names: Names, values: Values): void {
     const used = [input.KeyConditionExpression, input.FilterExpression, input.ProjectionExpression].filter((e) => e !== undefined).join(" ");
     for (const token of [...Object.keys(names), ...Object.keys(values)]) {
-      if (!new RegExp(`${token}\\b`).test(used)) throw validation(`Value provided in ExpressionAttribute${token.startsWith("#") ? "Names" : "Values"} unused in expressions: keys: {${token}}`);
+      if (!new RegExp(`${token}\\b`).test(used))
+        throw validation(`Value provided in ExpressionAttribute${token.startsWith("#") ? "Names" : "Values"} unused in expressions: keys: {${token}}`);
     }
   }
 }
@@ -210,13 +221,15 @@ export function ec2Fleet(mock: AwsStub<any, any, any>, instances: Instance[], op
   };
   mock.on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
     if (options.latencyMs === undefined) return answer(input);
-    return new Promise((resolve, reject) => setTimeout(() => {
-      try {
-        resolve(answer(input));
-      } catch (error) {
-        reject(error);
-      }
-    }, options.latencyMs));
+    return new Promise((resolve, reject) =>
+      setTimeout(() => {
+        try {
+          resolve(answer(input));
+        } catch (error) {
+          reject(error);
+        }
+      }, options.latencyMs),
+    );
   });
   mock.on(TerminateInstancesCommand).callsFake((input: TerminateInstancesCommandInput) => {
     for (const i of instances) if (input.InstanceIds?.includes(i.InstanceId ?? "")) i.State = { Name: "shutting-down", Code: 32 };
@@ -253,7 +266,8 @@ export class FakeJobItems {
     const values: Values = input.ExpressionAttributeValues ?? {};
     const used = [input.UpdateExpression, input.ConditionExpression].filter((e) => e !== undefined).join(" ");
     for (const token of [...Object.keys(names), ...Object.keys(values)]) {
-      if (!new RegExp(`${token}(?!\\w)`).test(used)) throw validation(`Value provided in ExpressionAttribute${token.startsWith("#") ? "Names" : "Values"} unused in expressions: keys: {${token}}`);
+      if (!new RegExp(`${token}(?!\\w)`).test(used))
+        throw validation(`Value provided in ExpressionAttribute${token.startsWith("#") ? "Names" : "Values"} unused in expressions: keys: {${token}}`);
     }
     const old = this.items.get(id);
     if (input.ConditionExpression !== undefined && !this.holds(input.ConditionExpression, old ?? {}, names, values)) {
@@ -273,14 +287,18 @@ export class FakeJobItems {
     const m = /^SET (.+)$/.exec(expression);
     if (!m) throw validation(`Invalid UpdateExpression: ${expression}`);
     const out: Array<{ attribute: string; value: AttributeValue; ifNotExists: boolean }> = [];
-    const rest = m[1]!.replace(/(#\w+) = (?:if_not_exists\((#\w+), (:\w+)\)|(:\w+))(, |$)/g, (_all, target: string, self: string | undefined, fallback: string | undefined, plain: string | undefined) => {
-      if (self !== undefined && self !== target) throw validation(`if_not_exists must name the attribute it sets: ${expression}`);
-      const token = (fallback ?? plain)!;
-      const value = values[token];
-      if (value === undefined || Object.keys(value).length !== 1) throw validation(`An expression attribute value used in expression is not defined; attribute value: ${token}`);
-      out.push({ attribute: nameOf(names, target), value, ifNotExists: self !== undefined });
-      return "";
-    });
+    const rest = m[1]!.replace(
+      /(#\w+) = (?:if_not_exists\((#\w+), (:\w+)\)|(:\w+))(, |$)/g,
+      (_all, target: string, self: string | undefined, fallback: string | undefined, plain: string | undefined) => {
+        if (self !== undefined && self !== target) throw validation(`if_not_exists must name the attribute it sets: ${expression}`);
+        const token = (fallback ?? plain)!;
+        const value = values[token];
+        if (value === undefined || Object.keys(value).length !== 1)
+          throw validation(`An expression attribute value used in expression is not defined; attribute value: ${token}`);
+        out.push({ attribute: nameOf(names, target), value, ifNotExists: self !== undefined });
+        return "";
+      },
+    );
     if (rest !== "" || out.length === 0) throw validation(`Invalid UpdateExpression: Syntax error; token: "${rest}"`);
     const attributes = out.map((a) => a.attribute);
     if (new Set(attributes).size !== attributes.length) throw validation("Two document paths overlap with each other");

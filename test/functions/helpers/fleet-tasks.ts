@@ -31,7 +31,14 @@ export const FLEET_TAGS = [
 ];
 
 export function instance(n: number, launchedMinutesAgo: number, extra: Partial<Instance> = {}): Instance {
-  return { InstanceId: id(n), LaunchTime: minutesAgo(launchedMinutesAgo), State: { Name: "running", Code: 16 }, InstanceType: "c7g.large", Tags: FLEET_TAGS, ...extra };
+  return {
+    InstanceId: id(n),
+    LaunchTime: minutesAgo(launchedMinutesAgo),
+    State: { Name: "running", Code: 16 },
+    InstanceType: "c7g.large",
+    Tags: FLEET_TAGS,
+    ...extra,
+  };
 }
 
 /**

@@ -1,6 +1,35 @@
-import { type AttributeValue, DeleteItemCommand, type DeleteItemCommandInput, DynamoDBClient, DynamoDBServiceException, PutItemCommand, type PutItemCommandInput, BatchGetItemCommand, type BatchGetItemCommandInput } from "@aws-sdk/client-dynamodb";
-import { DescribeInstancesCommand, type DescribeInstancesCommandInput, EC2Client, EC2ServiceException, RunInstancesCommand, type RunInstancesCommandInput, StartInstancesCommand, type StartInstancesCommandInput } from "@aws-sdk/client-ec2";
-import { DeleteMessageCommand, type DeleteMessageCommandInput, ReceiveMessageCommand, SendMessageBatchCommand, type SendMessageBatchCommandInput, SendMessageCommand, type SendMessageCommandInput, SQSClient, SQSServiceException } from "@aws-sdk/client-sqs";
+import {
+  type AttributeValue,
+  DeleteItemCommand,
+  type DeleteItemCommandInput,
+  DynamoDBClient,
+  DynamoDBServiceException,
+  PutItemCommand,
+  type PutItemCommandInput,
+  BatchGetItemCommand,
+  type BatchGetItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import {
+  DescribeInstancesCommand,
+  type DescribeInstancesCommandInput,
+  EC2Client,
+  EC2ServiceException,
+  RunInstancesCommand,
+  type RunInstancesCommandInput,
+  StartInstancesCommand,
+  type StartInstancesCommandInput,
+} from "@aws-sdk/client-ec2";
+import {
+  DeleteMessageCommand,
+  type DeleteMessageCommandInput,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  type SendMessageBatchCommandInput,
+  SendMessageCommand,
+  type SendMessageCommandInput,
+  SQSClient,
+  SQSServiceException,
+} from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import type { Advert, ResourceClassSpec } from "../../../functions/pool/advert";
 import { conditionFailed } from "./dynamodb-errors";
@@ -36,7 +65,10 @@ const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test",
 
 /** A controllable clock: epoch ms, advanced by hand or by every SQS receive. */
 export class FakeClock {
-  constructor(public now = Date.parse("2026-01-01T00:00:00Z"), public stepPerReceiveMs = 0) {}
+  constructor(
+    public now = Date.parse("2026-01-01T00:00:00Z"),
+    public stepPerReceiveMs = 0,
+  ) {}
   readonly read = (): number => this.now;
 }
 
@@ -63,7 +95,10 @@ export class FakePoolQueue {
   /** The next deletes apply and lose their answer. */
   deleteAnswersLost = 0;
 
-  constructor(clock?: FakeClock, readonly queueUrl = QUEUE_URL) {
+  constructor(
+    clock?: FakeClock,
+    readonly queueUrl = QUEUE_URL,
+  ) {
     this.mock.on(ReceiveMessageCommand).callsFake(() => {
       if (clock) clock.now += clock.stepPerReceiveMs;
       const m = this.messages.shift();
@@ -333,7 +368,10 @@ export class FakeClaimTable {
   /** The `instance_id` of a key or item; DynamoDB rejects a missing or empty key attribute. */
   private keyOf(attributes: Record<string, AttributeValue> | undefined): string {
     const key = attributes?.instance_id?.S;
-    if (key === undefined || key === "") throw invalid("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: instance_id");
+    if (key === undefined || key === "")
+      throw invalid(
+        "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: instance_id",
+      );
     return key;
   }
 
@@ -374,7 +412,8 @@ export class FakeClaimTable {
     for (const [table, req] of requests) {
       this.checkTable(table);
       const keys = (req.Keys ?? []).map((k) => this.keyOf(k));
-      if (keys.length === 0 || keys.length > 100) throw invalid(`Too many items requested for the BatchGetItem call (${keys.length}); 1 to 100 keys are allowed`);
+      if (keys.length === 0 || keys.length > 100)
+        throw invalid(`Too many items requested for the BatchGetItem call (${keys.length}); 1 to 100 keys are allowed`);
       if (new Set(keys).size !== keys.length) throw invalid("Provided list of item keys contains duplicates");
       const ctx = expressionContext(req.ExpressionAttributeNames, undefined);
       const projection = req.ProjectionExpression?.split(",").map((path) => {

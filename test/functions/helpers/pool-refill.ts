@@ -5,7 +5,16 @@ import type { PoolClassConfig, RefillConfig } from "../../../functions/pool/conf
 import { FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, instanceId, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "./pool-fakes";
 
 export const REFILL_DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/pool-refill-dlq";
-export const CLS: PoolClassConfig = { name: "gpu-small", queueUrl: QUEUE_URL, launchTemplateId: "lt-0123", size: 3, instanceTypes: ["g5.xlarge"], cpu: 4, memoryMib: 16384, usageClass: "on-demand" };
+export const CLS: PoolClassConfig = {
+  name: "gpu-small",
+  queueUrl: QUEUE_URL,
+  launchTemplateId: "lt-0123",
+  size: 3,
+  instanceTypes: ["g5.xlarge"],
+  cpu: 4,
+  memoryMib: 16384,
+  usageClass: "on-demand",
+};
 
 function sqsError(name: string): SQSServiceException {
   return new SQSServiceException({ name, message: name, $fault: "client", $metadata: { httpStatusCode: 400 } });
@@ -28,7 +37,15 @@ export function arrange(instances: FakeEc2Instance[] = [], size = 3) {
     return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })) };
   });
   const t = telemetry();
-  const config: RefillConfig = { classes: [{ ...CLS, size }], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 120, quarantineQueueUrl: REFILL_DLQ };
+  const config: RefillConfig = {
+    classes: [{ ...CLS, size }],
+    claimTableName: TABLE,
+    poolTag: POOL_TAG,
+    poolTagKey: "encache:pool",
+    poolClassTagKey: "encache:pool-class",
+    leaseSeconds: 120,
+    quarantineQueueUrl: REFILL_DLQ,
+  };
   const deps = { ec2: ec2.ec2, dynamodb: table.dynamodb, sqs, clock: clock.read, config, ...t };
   const adverts = () =>
     sqsMock

@@ -2,7 +2,15 @@ import { isDeepStrictEqual } from "node:util";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { BatchGetCommand, type BatchGetCommandInput, DeleteCommand, type DeleteCommandInput, DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from "@aws-sdk/lib-dynamodb";
+import {
+  BatchGetCommand,
+  type BatchGetCommandInput,
+  DeleteCommand,
+  type DeleteCommandInput,
+  DynamoDBDocumentClient,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import type { LauncherConfig } from "../../../functions/retraining/config";
 import type { LauncherDeps } from "../../../functions/retraining/handler";
@@ -105,7 +113,11 @@ const INTENT_WRITES = {
 
 function expectWrite(write: keyof typeof INTENT_WRITES, input: UpdateCommandInput | DeleteCommandInput): void {
   const want = INTENT_WRITES[write];
-  const got = { UpdateExpression: "UpdateExpression" in input ? input.UpdateExpression : undefined, ConditionExpression: input.ConditionExpression, ExpressionAttributeNames: input.ExpressionAttributeNames };
+  const got = {
+    UpdateExpression: "UpdateExpression" in input ? input.UpdateExpression : undefined,
+    ConditionExpression: input.ConditionExpression,
+    ExpressionAttributeNames: input.ExpressionAttributeNames,
+  };
   if (!isDeepStrictEqual(got, { ...want })) throw new Error(`FakeIntentTable: the ${write} write is not the one modelled: ${JSON.stringify(got)}`);
 }
 
@@ -163,7 +175,8 @@ export class FakeIntentTable {
       const fault = this.fault("claim");
       if (fault && "error" in fault) throw fault.error;
       const now = Number(v[":now"]);
-      const ok = old === undefined || (old.status === "in_progress" && Number(old.in_progress_until) < now && Number(old.first_claimed_at) > Number(v[":window_start"]));
+      const ok =
+        old === undefined || (old.status === "in_progress" && Number(old.in_progress_until) < now && Number(old.first_claimed_at) > Number(v[":window_start"]));
       if (!ok) fail();
       const next: Item = {
         ...old,

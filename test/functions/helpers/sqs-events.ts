@@ -9,10 +9,7 @@ export function validPayload(overrides: Record<string, unknown> = {}): Record<st
 let counter = 0;
 
 /** An SQS record as Lambda delivers it; `body` may be an object (JSON-encoded) or a raw string. */
-export function sqsRecord(
-  body: string | Record<string, unknown> = validPayload(),
-  overrides: Partial<SQSRecord> = {},
-): SQSRecord {
+export function sqsRecord(body: string | Record<string, unknown> = validPayload(), overrides: Partial<SQSRecord> = {}): SQSRecord {
   counter += 1;
   return {
     messageId: `m${counter}`,

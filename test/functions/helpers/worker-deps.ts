@@ -43,7 +43,14 @@ const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test",
 export { DEFAULT_RESEND };
 
 export function mockedWorkerDeps(
-  options: { config?: Partial<WorkerConfig>; handlers?: Record<string, JobHandler>; refreshIntervalMs?: number; fetch?: AgentFetch; ledgerStore?: LedgerStore; holder?: string } = {},
+  options: {
+    config?: Partial<WorkerConfig>;
+    handlers?: Record<string, JobHandler>;
+    refreshIntervalMs?: number;
+    fetch?: AgentFetch;
+    ledgerStore?: LedgerStore;
+    holder?: string;
+  } = {},
 ) {
   const sqs = new SQSClient(clientOptions);
   const logger = new RecordingLogger();

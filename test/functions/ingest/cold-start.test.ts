@@ -40,10 +40,7 @@ describe("ingest entry modules at cold start", function () {
   it("dlq.ts and window.ts export a handler when the environment is complete", async () => {
     const env = { ...baseEnv, INGEST_DLQ_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-dlq" };
 
-    const [dlq, window] = await Promise.all([
-      loadEntry("./functions/ingest/dlq.ts", env),
-      loadEntry("./functions/ingest/window.ts", env),
-    ]);
+    const [dlq, window] = await Promise.all([loadEntry("./functions/ingest/dlq.ts", env), loadEntry("./functions/ingest/window.ts", env)]);
 
     expect(dlq.stdout.trim()).to.equal("function");
     expect(window.stdout.trim()).to.equal("function");

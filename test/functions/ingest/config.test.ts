@@ -49,7 +49,11 @@ describe("ingest/config", () => {
 
   const invalid: Array<{ name: string; change: Record<string, string>; problem: string }> = [
     { name: "a port that is not a number", change: { GPU_SERVICE_PORT: "80a" }, problem: 'GPU_SERVICE_PORT is invalid (must be a whole number; got "80a")' },
-    { name: "a quarantine queue that is not a URL", change: { QUARANTINE_QUEUE_URL: "ingest-dlq" }, problem: 'QUARANTINE_QUEUE_URL is invalid (must be an http(s) URL; got "ingest-dlq")' },
+    {
+      name: "a quarantine queue that is not a URL",
+      change: { QUARANTINE_QUEUE_URL: "ingest-dlq" },
+      problem: 'QUARANTINE_QUEUE_URL is invalid (must be an http(s) URL; got "ingest-dlq")',
+    },
     { name: "an empty service path", change: { GPU_SERVICE_PATH: "" }, problem: "GPU_SERVICE_PATH is required but not set" },
   ];
   for (const { name, change, problem } of invalid) {

@@ -18,9 +18,13 @@ function arrangeGpu(t: Harness, ssmValue: string, instances: FakeInstance[]): vo
 
 /** Every park the handler asked for, across its ChangeMessageVisibilityBatch calls, in order. */
 function parks(t: Harness): Array<{ QueueUrl?: string; ReceiptHandle?: string; VisibilityTimeout?: number }> {
-  return t.sqsMock
-    .commandCalls(ChangeMessageVisibilityBatchCommand)
-    .flatMap((c) => (c.args[0].input.Entries ?? []).map((e) => ({ QueueUrl: c.args[0].input.QueueUrl, ReceiptHandle: e.ReceiptHandle, VisibilityTimeout: e.VisibilityTimeout })));
+  return t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand).flatMap((c) =>
+    (c.args[0].input.Entries ?? []).map((e) => ({
+      QueueUrl: c.args[0].input.QueueUrl,
+      ReceiptHandle: e.ReceiptHandle,
+      VisibilityTimeout: e.VisibilityTimeout,
+    })),
+  );
 }
 
 const gpuDown = (t: Harness) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopped" }]);
@@ -38,9 +42,7 @@ describe("ingest/dlq handler", () => {
     const result = await createDlqHandler(t.deps)(sqsEvent(record));
 
     expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(1);
-    expect(parks(t)).to.deep.equal([
-      { QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 20 },
-    ]);
+    expect(parks(t)).to.deep.equal([{ QueueUrl: DLQ_URL, ReceiptHandle: "r1", VisibilityTimeout: 20 }]);
     expect(result.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
     // The seed's order: the start attempt precedes the visibility change.
     const steps = t.logger.steps();
@@ -68,9 +70,7 @@ describe("ingest/dlq handler", () => {
     expect(t.logger.steps()).to.not.include("gpu_autostart_attempted");
     expect(parks(t)).to.have.length(0);
     expect(result.batchItemFailures).to.deep.equal([]);
-    expect(t.fetchCalls).to.deep.equal([
-      { url: "http://127.0.0.1:8080/gpu-at/10.1.2.3", body: validPayload({ frameCount: 0, extra: "kept" }) },
-    ]);
+    expect(t.fetchCalls).to.deep.equal([{ url: "http://127.0.0.1:8080/gpu-at/10.1.2.3", body: validPayload({ frameCount: 0, extra: "kept" }) }]);
     expect(t.logger.withStep("window_processed")[0]?.fields).to.include({ message_id: record.messageId });
   });
 
@@ -111,7 +111,9 @@ describe("ingest/dlq handler", () => {
     // Prepare
     const t = mockedIngestDeps();
     gpuDown(t);
-    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
+    t.sqsMock
+      .on(ChangeMessageVisibilityBatchCommand)
+      .resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
     const [kept, refused] = [sqsRecord(), sqsRecord()];
     // Act
     const result = await createDlqHandler(t.deps)(sqsEvent(kept, refused));
@@ -213,7 +215,9 @@ describe("ingest/dlq handler", () => {
     it(`GPU down, a message ${c.title}`, async () => {
       const t = mockedIngestDeps();
       gpuDown(t);
-      const record = sqsRecord(validPayload(), { attributes: { ...sqsRecord().attributes, SentTimestamp: sentDaysAgo(c.days), ApproximateReceiveCount: "900" } });
+      const record = sqsRecord(validPayload(), {
+        attributes: { ...sqsRecord().attributes, SentTimestamp: sentDaysAgo(c.days), ApproximateReceiveCount: "900" },
+      });
 
       const result = await createDlqHandler(t.deps)(sqsEvent(record));
 
@@ -264,8 +268,20 @@ describe("ingest/dlq handler", () => {
     const ec2Error = (name: string) => Object.assign(new Error(name), { name });
     const cases: Array<{ title: string; arrange: (t: Harness) => void; seconds: number | null; reason?: string; metric?: string; starts?: number }> = [
       { title: "a start was accepted (booting)", arrange: gpuDown, seconds: 20, reason: "gpu_booting", metric: "GpuAutostartAttempted", starts: 1 },
-      { title: "already pending (booting, no second start)", arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "pending" }]), seconds: 20, reason: "gpu_booting", starts: 0 },
-      { title: "still stopping after an idle stop (no doomed StartInstances)", arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopping" }]), seconds: 20, reason: "gpu_booting", starts: 0 },
+      {
+        title: "already pending (booting, no second start)",
+        arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "pending" }]),
+        seconds: 20,
+        reason: "gpu_booting",
+        starts: 0,
+      },
+      {
+        title: "still stopping after an idle stop (no doomed StartInstances)",
+        arrange: (t) => arrangeGpu(t, "i-abc", [{ id: "i-abc", state: "stopping" }]),
+        seconds: 20,
+        reason: "gpu_booting",
+        starts: 0,
+      },
       {
         title: "StartInstances refused with IncorrectInstanceState (it began stopping meanwhile)",
         arrange: (t) => {

@@ -11,15 +11,7 @@ import {
   tryStartGpu,
   GpuUnavailableError,
 } from "../../../functions/ingest/gpu";
-import {
-  describeReply,
-  ec2Error,
-  fakeDescribeInstances,
-  mockedIngestDeps,
-  NAME_TAG,
-  PARAM,
-  type FakeInstance,
-} from "../helpers/ingest-deps";
+import { describeReply, ec2Error, fakeDescribeInstances, mockedIngestDeps, NAME_TAG, PARAM, type FakeInstance } from "../helpers/ingest-deps";
 
 function ssmHolds(ssmMock: ReturnType<typeof mockedIngestDeps>["ssmMock"], value: string): void {
   ssmMock.on(GetParameterCommand, { Name: PARAM }).resolves({ Parameter: { Name: PARAM, Value: value } });
@@ -100,9 +92,7 @@ describe("ingest/gpu", () => {
         { Name: "tag:Name", Values: [NAME_TAG] },
         { Name: "instance-state-name", Values: ["stopped"] },
       ]);
-      expect(t.ec2Mock.commandCalls(StartInstancesCommand).map((c) => c.args[0].input)).to.deep.equal([
-        { InstanceIds: ["i-tagfound"] },
-      ]);
+      expect(t.ec2Mock.commandCalls(StartInstancesCommand).map((c) => c.args[0].input)).to.deep.equal([{ InstanceIds: ["i-tagfound"] }]);
       expect(t.logger.withStep("gpu_autostart_attempted")[0]?.fields).to.include({
         instance_id: "i-tagfound",
         source: "tag_scan",
@@ -198,9 +188,7 @@ describe("ingest/gpu", () => {
 
         await tryStartGpu(t.deps);
 
-        expect(t.ec2Mock.commandCalls(StartInstancesCommand).map((x) => x.args[0].input)).to.deep.equal([
-          { InstanceIds: ["i-new"] },
-        ]);
+        expect(t.ec2Mock.commandCalls(StartInstancesCommand).map((x) => x.args[0].input)).to.deep.equal([{ InstanceIds: ["i-new"] }]);
         expect(t.logger.withStep("gpu_instance_id_stale")[0]?.fields).to.include({ instance_id: "i-old" });
         expect(t.logger.withStep("gpu_autostart_attempted")[0]?.fields).to.include({ source: "tag_scan" });
       });
@@ -496,7 +484,11 @@ describe("ingest/gpu", () => {
       t.ec2Mock.on(DescribeInstancesCommand, { InstanceIds: ["i-ssm"] }).resolves(stateless);
 
       expect(await findRunningGpu(t.deps)).to.deep.equal({ instanceId: "i-live", privateIp: "10.0.0.9" });
-      expect(t.logger.withStep("gpu_instance_not_running")[0]?.fields).to.deep.equal({ step: "gpu_instance_not_running", instance_id: "i-ssm", state: "not_found" });
+      expect(t.logger.withStep("gpu_instance_not_running")[0]?.fields).to.deep.equal({
+        step: "gpu_instance_not_running",
+        instance_id: "i-ssm",
+        state: "not_found",
+      });
     });
 
     it("still tries to start the SSM instance: it is not known to be gone", async () => {
@@ -522,7 +514,9 @@ describe("ingest/gpu", () => {
         fakeDescribeInstances(t.ec2Mock, instances);
 
         expect(await findRunningGpu(t.deps)).to.equal(null);
-        expect(t.logger.withStep("gpu_instance_not_running").map((e) => e.fields)).to.deep.equal([{ step: "gpu_instance_not_running", instance_id: "i-ssm", state }]);
+        expect(t.logger.withStep("gpu_instance_not_running").map((e) => e.fields)).to.deep.equal([
+          { step: "gpu_instance_not_running", instance_id: "i-ssm", state },
+        ]);
       });
     }
 
@@ -539,7 +533,9 @@ describe("ingest/gpu", () => {
 
         await findRunningGpu(t.deps);
 
-        expect(t.logger.withStep("gpu_instance_id_updated").map((e) => e.fields)).to.deep.equal([{ step: "gpu_instance_id_updated", instance_id: "i-live", previous_instance_id: previous }]);
+        expect(t.logger.withStep("gpu_instance_id_updated").map((e) => e.fields)).to.deep.equal([
+          { step: "gpu_instance_id_updated", instance_id: "i-live", previous_instance_id: previous },
+        ]);
       });
     }
 

@@ -3,10 +3,7 @@ import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, Se
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { createDlqHandler } from "../../../functions/ingest/dlq-handler";
-import {
-  DLQ_IAM_ACTIONS,
-  WINDOW_IAM_ACTIONS,
-} from "../../../functions/ingest/iam";
+import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
 import { fakeDescribeInstances, mockedIngestDeps, PARAM, type FakeInstance } from "../helpers/ingest-deps";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";

@@ -2,7 +2,14 @@ import { expect } from "chai";
 import { holdActive, idleDecision, type IdleInput } from "../../../functions/ingest/idle-decision";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
-const base: IdleInput = { state: "running", launchTime: new Date(NOW - 7_200_000), queued: 0, status: { active: 0, idleSeconds: 1800 }, nowMs: NOW, idleStopMinutes: 30 };
+const base: IdleInput = {
+  state: "running",
+  launchTime: new Date(NOW - 7_200_000),
+  queued: 0,
+  status: { active: 0, idleSeconds: 1800 },
+  nowMs: NOW,
+  idleStopMinutes: 30,
+};
 
 describe("ingest/idle-decision (pure)", () => {
   const cases: Array<[string, Partial<IdleInput>, string]> = [
@@ -28,7 +35,14 @@ describe("ingest/idle-decision (pure)", () => {
   }
 
   it("reads holds: true/on, a future time; not a past time, garbage or nothing", () => {
-    expect(["true", "ON", "2026-11-25T00:00:00Z", "2026-11-24T11:59:00Z", "someday", undefined].map((v) => holdActive(v, NOW))).to.deep.equal([true, true, true, false, false, false]);
+    expect(["true", "ON", "2026-11-25T00:00:00Z", "2026-11-24T11:59:00Z", "someday", undefined].map((v) => holdActive(v, NOW))).to.deep.equal([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it("reads a hold tag value with stray spaces or capitals", () => {

@@ -1,4 +1,10 @@
-import { DescribeInstancesCommand, type DescribeInstancesCommandInput, EC2Client, StopInstancesCommand, type StopInstancesCommandOutput } from "@aws-sdk/client-ec2";
+import {
+  DescribeInstancesCommand,
+  type DescribeInstancesCommandInput,
+  EC2Client,
+  StopInstancesCommand,
+  type StopInstancesCommandOutput,
+} from "@aws-sdk/client-ec2";
 import { GetQueueAttributesCommand, type GetQueueAttributesCommandInput, type QueueAttributeName, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { mockClient } from "aws-sdk-client-mock";
@@ -12,7 +18,16 @@ import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest";
 const DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/ingest-dlq";
-const CONFIG: IdleConfig = { instanceIdParam: "/encache/dev/gpu/instance_id", servicePort: 8080, statusPath: "/status", requestTimeoutMs: 1000, idleStopMinutes: 30, holdTag: "encache:gpu-hold", ingestQueueUrl: QUEUE, dlqUrl: DLQ };
+const CONFIG: IdleConfig = {
+  instanceIdParam: "/encache/dev/gpu/instance_id",
+  servicePort: 8080,
+  statusPath: "/status",
+  requestTimeoutMs: 1000,
+  idleStopMinutes: 30,
+  holdTag: "encache:gpu-hold",
+  ingestQueueUrl: QUEUE,
+  dlqUrl: DLQ,
+};
 const clientOptions = { region: "us-east-1", credentials: { accessKeyId: "test", secretAccessKey: "test" } };
 
 interface World {
@@ -61,7 +76,11 @@ function harness(w: World, config: IdleConfig = CONFIG) {
       ],
     };
   });
-  ec2Mock.on(StopInstancesCommand).resolves(w.stopReply ?? { StoppingInstances: [{ InstanceId: "i-gpu", PreviousState: { Name: (w.previous ?? "running") as "running" }, CurrentState: { Name: "stopping" } }] });
+  ec2Mock.on(StopInstancesCommand).resolves(
+    w.stopReply ?? {
+      StoppingInstances: [{ InstanceId: "i-gpu", PreviousState: { Name: (w.previous ?? "running") as "running" }, CurrentState: { Name: "stopping" } }],
+    },
+  );
   // Answers by queue and with only the attributes asked for, as SQS does: a request for the wrong
   // queue or for no depth gets nothing. Two queues per look: the third read is the second look.
   let reads = 0;
@@ -69,7 +88,11 @@ function harness(w: World, config: IdleConfig = CONFIG) {
     reads += 1;
     if (w.noAttributes) return {};
     const depths = reads > 2 ? (w.depthsBeforeStop ?? w.depths) : w.depths;
-    const all: Record<string, string> = { ApproximateNumberOfMessages: String(depths?.[input.QueueUrl ?? ""] ?? 0), ApproximateNumberOfMessagesNotVisible: "0", ApproximateNumberOfMessagesDelayed: "0" };
+    const all: Record<string, string> = {
+      ApproximateNumberOfMessages: String(depths?.[input.QueueUrl ?? ""] ?? 0),
+      ApproximateNumberOfMessagesNotVisible: "0",
+      ApproximateNumberOfMessagesDelayed: "0",
+    };
     const asked = Object.entries(all).filter(([k]) => input.AttributeNames?.includes(k as QueueAttributeName));
     return asked.length > 0 ? { Attributes: Object.fromEntries(asked) } : {};
   });
@@ -192,7 +215,12 @@ describe("ingest/idle handler", () => {
     await t.handler(tick());
 
     const asked = t.sqsMock.commandCalls(GetQueueAttributesCommand).map((c) => c.args[0].input);
-    expect(asked.slice(0, 2)).to.have.deep.members([QUEUE, DLQ].map((QueueUrl) => ({ QueueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"] })));
+    expect(asked.slice(0, 2)).to.have.deep.members(
+      [QUEUE, DLQ].map((QueueUrl) => ({
+        QueueUrl,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+      })),
+    );
   });
 
   it("counts a queue whose reply carries no attributes as empty", async () => {
@@ -212,7 +240,9 @@ describe("ingest/idle handler", () => {
     expect(result.batchItemFailures).to.deep.equal([]);
     expect(t.ec2Mock.commandCalls(StopInstancesCommand)).to.have.length(0);
     expect(t.sqsMock.commandCalls(GetQueueAttributesCommand)).to.have.length(4);
-    expect(t.logger.withStep("gpu_idle_stop_skipped").map((e) => e.fields)).to.deep.equal([{ step: "gpu_idle_stop_skipped", instance_id: "i-gpu", reason: "work_arrived" }]);
+    expect(t.logger.withStep("gpu_idle_stop_skipped").map((e) => e.fields)).to.deep.equal([
+      { step: "gpu_idle_stop_skipped", instance_id: "i-gpu", reason: "work_arrived" },
+    ]);
     expect(t.metrics.count("GpuStopped")).to.equal(0);
   });
 
@@ -221,8 +251,12 @@ describe("ingest/idle handler", () => {
 
     await t.handler(tick());
 
-    expect(t.logger.withStep("gpu_idle_stopped").map((e) => e.fields)).to.deep.equal([{ step: "gpu_idle_stopped", instance_id: "i-gpu", previous_state: "running", idle_seconds: 3600, basis: "service" }]);
-    expect(t.logger.withStep("gpu_idle_check").map((e) => e.fields)).to.deep.equal([{ step: "gpu_idle_check", instance_id: "i-gpu", decision: "stop", idle_seconds: 3600, queued: 0, active: 0 }]);
+    expect(t.logger.withStep("gpu_idle_stopped").map((e) => e.fields)).to.deep.equal([
+      { step: "gpu_idle_stopped", instance_id: "i-gpu", previous_state: "running", idle_seconds: 3600, basis: "service" },
+    ]);
+    expect(t.logger.withStep("gpu_idle_check").map((e) => e.fields)).to.deep.equal([
+      { step: "gpu_idle_check", instance_id: "i-gpu", decision: "stop", idle_seconds: 3600, queued: 0, active: 0 },
+    ]);
   });
 
   const partialStops: Array<[string, Omit<StopInstancesCommandOutput, "$metadata">]> = [
@@ -299,12 +333,28 @@ describe("ingest/idle handler", () => {
   });
 
   const badStatus: Array<[string, { httpStatus: number; body: unknown }, string]> = [
-    ["an error status, even with a well-formed body", { httpStatus: 500, body: { active: 0, idleSeconds: 3600 } }, 'Error: status 500: {"active":0,"idleSeconds":3600}'],
+    [
+      "an error status, even with a well-formed body",
+      { httpStatus: 500, body: { active: 0, idleSeconds: 3600 } },
+      'Error: status 500: {"active":0,"idleSeconds":3600}',
+    ],
     ["no active count", { httpStatus: 200, body: { idleSeconds: 3600 } }, 'Error: status 200: {"idleSeconds":3600}'],
-    ["an active count that is not a number", { httpStatus: 200, body: { active: "0", idleSeconds: 3600 } }, 'Error: status 200: {"active":"0","idleSeconds":3600}'],
+    [
+      "an active count that is not a number",
+      { httpStatus: 200, body: { active: "0", idleSeconds: 3600 } },
+      'Error: status 200: {"active":"0","idleSeconds":3600}',
+    ],
     ["no idle time", { httpStatus: 200, body: { active: 0 } }, 'Error: status 200: {"active":0}'],
-    ["an idle time that is not a number", { httpStatus: 200, body: { active: 0, idleSeconds: "3600" } }, 'Error: status 200: {"active":0,"idleSeconds":"3600"}'],
-    ["a body over 200 characters, cut in the log", { httpStatus: 503, body: { error: "x".repeat(300) } }, `Error: status 503: ${JSON.stringify({ error: "x".repeat(300) }).slice(0, 200)}`],
+    [
+      "an idle time that is not a number",
+      { httpStatus: 200, body: { active: 0, idleSeconds: "3600" } },
+      'Error: status 200: {"active":0,"idleSeconds":"3600"}',
+    ],
+    [
+      "a body over 200 characters, cut in the log",
+      { httpStatus: 503, body: { error: "x".repeat(300) } },
+      `Error: status 503: ${JSON.stringify({ error: "x".repeat(300) }).slice(0, 200)}`,
+    ],
   ];
   for (const [what, status, error] of badStatus) {
     it(`does not trust a status answer with ${what}: logs why and judges by running time`, async () => {

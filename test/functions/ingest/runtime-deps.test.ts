@@ -8,7 +8,9 @@ import { runtimeClients, runtimeDeps } from "../../../functions/ingest/runtime-d
 import { sampleEnv } from "../helpers/env-samples";
 
 const ENV = {
-  ...sampleEnv("ingest GPU idle"), ...sampleEnv("ingest DLQ consumer"), ...sampleEnv("ingest window"),
+  ...sampleEnv("ingest GPU idle"),
+  ...sampleEnv("ingest DLQ consumer"),
+  ...sampleEnv("ingest window"),
   GPU_SERVICE_PORT: "8080",
   GPU_SERVICE_PATH: "/ingest/window",
   GPU_IDLE_STOP_MINUTES: "30",

@@ -75,10 +75,17 @@ describe("ingest/visibility", () => {
   it("fails every record of a call that fails whole, and only those", async () => {
     const sqs = new SQSClient(clientOptions);
     const sqsMock = mockClient(sqs);
-    sqsMock.on(ChangeMessageVisibilityBatchCommand).rejectsOnce(Object.assign(new Error("slow down"), { name: "RequestThrottled" })).resolves({ Successful: [], Failed: [] });
+    sqsMock
+      .on(ChangeMessageVisibilityBatchCommand)
+      .rejectsOnce(Object.assign(new Error("slow down"), { name: "RequestThrottled" }))
+      .resolves({ Successful: [], Failed: [] });
     const records = Array.from({ length: 12 }, () => sqsRecord());
 
-    const failed = await changeVisibilityInBatches(sqs, QUEUE, records.map((record) => ({ record, seconds: 20 })));
+    const failed = await changeVisibilityInBatches(
+      sqs,
+      QUEUE,
+      records.map((record) => ({ record, seconds: 20 })),
+    );
 
     expect([...failed.keys()]).to.deep.equal(records.slice(0, 10).map((r) => r.messageId));
     expect(failed.get(records[0]!.messageId)).to.equal("RequestThrottled: slow down");

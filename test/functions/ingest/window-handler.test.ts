@@ -43,9 +43,7 @@ describe("ingest/window handler", () => {
       const result = await createWindowHandler(t.deps)(sqsEvent(sqsRecord(payload)));
 
       expect(result.batchItemFailures).to.deep.equal([]);
-      expect(gpu.requests).to.deep.equal([
-        { method: "POST", url: "/ingest/window", contentType: "application/json", body: payload },
-      ]);
+      expect(gpu.requests).to.deep.equal([{ method: "POST", url: "/ingest/window", contentType: "application/json", body: payload }]);
       expect(t.logger.withStep("window_processed")[0]?.fields).to.include({ instance_id: "i-run", window_index: 3 });
       expect(t.metrics.count("WindowsProcessed")).to.equal(1);
     });
@@ -140,14 +138,19 @@ describe("ingest/window handler", () => {
   it("logs an entry the batch call refused, and the others as brought back", async () => {
     const t = mockedIngestDeps();
     arrangeGpu(t, "i-stopped", [{ id: "i-stopped", state: "stopped" }]);
-    t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
+    t.sqsMock
+      .on(ChangeMessageVisibilityBatchCommand)
+      .resolves({ Successful: [{ Id: "0" }], Failed: [{ Id: "1", Code: "ReceiptHandleIsInvalid", SenderFault: true, Message: "expired" }] });
     const records = [sqsRecord(), sqsRecord()];
 
     const result = await createWindowHandler(t.deps)(sqsEvent(...records));
 
     expect(result.batchItemFailures).to.have.length(2);
     expect(t.logger.withStep("window_retry_soon").map((e) => e.fields.message_id)).to.deep.equal([records[0]!.messageId]);
-    expect(t.logger.withStep("window_retry_soon_failed")[0]?.fields).to.include({ message_id: records[1]!.messageId, error: "ReceiptHandleIsInvalid: expired" });
+    expect(t.logger.withStep("window_retry_soon_failed")[0]?.fields).to.include({
+      message_id: records[1]!.messageId,
+      error: "ReceiptHandleIsInvalid: expired",
+    });
   });
 
   it("brings back 12 failed records in two batch calls (10 + 2)", async () => {
@@ -300,7 +303,9 @@ describe("ingest/window handler", () => {
 
       await createWindowHandler(t.deps)(sqsEvent(record));
 
-      expect(t.logger.withStep("window_retry_soon").map((e) => e.fields)).to.deep.equal([{ step: "window_retry_soon", message_id: record.messageId, retry_seconds: 20, reason }]);
+      expect(t.logger.withStep("window_retry_soon").map((e) => e.fields)).to.deep.equal([
+        { step: "window_retry_soon", message_id: record.messageId, retry_seconds: 20, reason },
+      ]);
     });
   }
 

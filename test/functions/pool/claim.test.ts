@@ -2,7 +2,21 @@ import { DescribeInstancesCommand, type DescribeInstancesResult, StartInstancesC
 import { DeleteItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
 import { claimInstance, type ClaimRequest, releaseClaim } from "../../../functions/pool/claim";
-import { advert, ec2Error, FakeClaimTable, FakeClock, FakeEc2, type FakeEc2Instance, FakePoolQueue, GPU_SMALL, POOL_TAG, poolTags, QUEUE_URL, TABLE, telemetry } from "../helpers/pool-fakes";
+import {
+  advert,
+  ec2Error,
+  FakeClaimTable,
+  FakeClock,
+  FakeEc2,
+  type FakeEc2Instance,
+  FakePoolQueue,
+  GPU_SMALL,
+  POOL_TAG,
+  poolTags,
+  QUEUE_URL,
+  TABLE,
+  telemetry,
+} from "../helpers/pool-fakes";
 
 function arrange(instances: FakeEc2Instance[] = []) {
   const clock = new FakeClock();
@@ -37,7 +51,15 @@ describe("claim API", () => {
     const result = await claimInstance(t.deps, t.request());
 
     const expiresAt = Math.floor(t.clock.now / 1000) + 600;
-    expect(result).to.deep.equal({ outcome: "claimed", instanceId: a.instance_id, advert: a, state: "running", started: false, lockExpiresAt: expiresAt, attempts: 1 });
+    expect(result).to.deep.equal({
+      outcome: "claimed",
+      instanceId: a.instance_id,
+      advert: a,
+      state: "running",
+      started: false,
+      lockExpiresAt: expiresAt,
+      attempts: 1,
+    });
     expect(t.table.items.get(a.instance_id)).to.deep.equal({ owner: "wf-1", expiresAt });
     const put = t.table.mock.commandCalls(PutItemCommand)[0]?.args[0].input;
     expect(put?.ConditionExpression).to.equal("attribute_not_exists(#k) OR #e < :now");
@@ -79,8 +101,16 @@ describe("claim API", () => {
     { title: "not tagged for the pool", instance: (id) => [{ id, state: "running", tags: { Name: "someone-else" } }], reason: "not_a_pool_member" },
     { title: "tagged for another class", instance: (id) => [{ id, state: "running", tags: poolTags("cpu-small") }], reason: "not_a_pool_member" },
     // The class tag is right: only the pool's own tag tells it apart.
-    { title: "tagged for the class but in another pool", instance: (id) => [{ id, state: "running", tags: { ...poolTags(), "encache:pool": "encache-warm-pool-other" } }], reason: "not_a_pool_member" },
-    { title: "tagged for the class but with no pool tag", instance: (id) => [{ id, state: "running", tags: { "encache:pool-class": "gpu-small" } }], reason: "not_a_pool_member" },
+    {
+      title: "tagged for the class but in another pool",
+      instance: (id) => [{ id, state: "running", tags: { ...poolTags(), "encache:pool": "encache-warm-pool-other" } }],
+      reason: "not_a_pool_member",
+    },
+    {
+      title: "tagged for the class but with no pool tag",
+      instance: (id) => [{ id, state: "running", tags: { "encache:pool-class": "gpu-small" } }],
+      reason: "not_a_pool_member",
+    },
     { title: "not tagged at all", instance: (id) => [{ id, state: "running" }], reason: "not_a_pool_member" },
   ];
   for (const g of gone) {
@@ -127,7 +157,15 @@ describe("claim API", () => {
       const result = await claimInstance(t.deps, t.request());
 
       const expiresAt = Math.floor(t.clock.now / 1000) + 600;
-      expect(result).to.deep.equal({ outcome: "claimed", instanceId: a.instance_id, advert: a, state: "running", started: false, lockExpiresAt: expiresAt, attempts: 1 });
+      expect(result).to.deep.equal({
+        outcome: "claimed",
+        instanceId: a.instance_id,
+        advert: a,
+        state: "running",
+        started: false,
+        lockExpiresAt: expiresAt,
+        attempts: 1,
+      });
       expect(t.table.items.get(a.instance_id)).to.deep.equal({ owner: "wf-1", expiresAt });
       expect(t.metrics.count("ClaimsLostRace")).to.equal(0);
       expect(t.metrics.count("PoolExhausted")).to.equal(0);
@@ -212,9 +250,27 @@ describe("claim API", () => {
   describe("a lock write that fails through every re-send (its answers lost: it may have applied)", () => {
     const reset = () => Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} });
     const cases: Array<{ title: string; applied: boolean; releaseFails: boolean; leftOwner: string | undefined; releaseLogged: boolean }> = [
-      { title: "the write applied: the claim fails and releases the lock it cannot know it took, nothing leaks", applied: true, releaseFails: false, leftOwner: undefined, releaseLogged: false },
-      { title: "the write never applied: the release finds nothing, the claim fails", applied: false, releaseFails: false, leftOwner: undefined, releaseLogged: false },
-      { title: "the release fails too: logged and counted, the lock write's error is the one that goes up", applied: true, releaseFails: true, leftOwner: "wf-1", releaseLogged: true },
+      {
+        title: "the write applied: the claim fails and releases the lock it cannot know it took, nothing leaks",
+        applied: true,
+        releaseFails: false,
+        leftOwner: undefined,
+        releaseLogged: false,
+      },
+      {
+        title: "the write never applied: the release finds nothing, the claim fails",
+        applied: false,
+        releaseFails: false,
+        leftOwner: undefined,
+        releaseLogged: false,
+      },
+      {
+        title: "the release fails too: logged and counted, the lock write's error is the one that goes up",
+        applied: true,
+        releaseFails: true,
+        leftOwner: "wf-1",
+        releaseLogged: true,
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {
@@ -227,16 +283,32 @@ describe("claim API", () => {
           if (c.applied) t.table.items.set(a.instance_id, { owner: "wf-1", expiresAt: t.clock.now / 1000 + 600 });
           throw reset();
         });
-        if (c.releaseFails) t.table.mock.on(DeleteItemCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+        if (c.releaseFails)
+          t.table.mock
+            .on(DeleteItemCommand)
+            .rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
         // Act
-        const error = await claimInstance({ ...t.deps, resend: instant }, t.request()).then(() => undefined, (e: unknown) => e);
+        const error = await claimInstance({ ...t.deps, resend: instant }, t.request()).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         // Assess
         expect(error).to.be.instanceOf(Error).with.property("message", "socket hang up");
         expect(t.table.mock.commandCalls(PutItemCommand)).to.have.length(4);
         expect(t.table.mock.commandCalls(DeleteItemCommand)).to.have.length(1);
         expect(t.table.items.get(a.instance_id)?.owner).to.equal(c.leftOwner);
         expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal(
-          c.releaseLogged ? [{ step: "claim_lock_release_failed", workflow_id: "wf-1", instance_id: a.instance_id, reason: "acquire_failed", error: "AccessDeniedException: denied" }] : [],
+          c.releaseLogged
+            ? [
+                {
+                  step: "claim_lock_release_failed",
+                  workflow_id: "wf-1",
+                  instance_id: a.instance_id,
+                  reason: "acquire_failed",
+                  error: "AccessDeniedException: denied",
+                },
+              ]
+            : [],
         );
         expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(c.releaseLogged ? 1 : 0);
       });
@@ -248,10 +320,17 @@ describe("claim API", () => {
     const a = advert();
     const t = arrange();
     t.queue.push(a);
-    t.ec2.mock.on(DescribeInstancesCommand).rejects(Object.assign(new Error("EC2 is failing"), { name: "InternalError", $fault: "server", $metadata: { httpStatusCode: 500 } }));
-    t.table.mock.on(DeleteItemCommand).rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+    t.ec2.mock
+      .on(DescribeInstancesCommand)
+      .rejects(Object.assign(new Error("EC2 is failing"), { name: "InternalError", $fault: "server", $metadata: { httpStatusCode: 500 } }));
+    t.table.mock
+      .on(DeleteItemCommand)
+      .rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
     // Act
-    const error = await claimInstance(t.deps, t.request()).then(() => undefined, (e: unknown) => e);
+    const error = await claimInstance(t.deps, t.request()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     // Assess
     expect(error).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
     expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal([
@@ -294,7 +373,11 @@ describe("claim API", () => {
     const answers: Array<{ title: string; answer: (id: string) => DescribeInstancesResult; reason: string }> = [
       { title: "an answer without reservations", answer: () => ({}), reason: "not_found" },
       { title: "a reservation without instances", answer: () => ({ Reservations: [{}] }), reason: "not_found" },
-      { title: "an answer about another instance", answer: () => ({ Reservations: [{ Instances: [{ InstanceId: "i-0fffffffffffffff0", State: { Name: "running" }, Tags: tagList() }] }] }), reason: "not_found" },
+      {
+        title: "an answer about another instance",
+        answer: () => ({ Reservations: [{ Instances: [{ InstanceId: "i-0fffffffffffffff0", State: { Name: "running" }, Tags: tagList() }] }] }),
+        reason: "not_found",
+      },
       { title: "the instance without a state", answer: (id) => ({ Reservations: [{ Instances: [{ InstanceId: id, Tags: tagList() }] }] }), reason: "unknown" },
     ];
     for (const a of answers) {

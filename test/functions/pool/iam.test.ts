@@ -52,7 +52,13 @@ describe("pool IAM action lists match what the code calls", () => {
     });
 
     expect(result.outcome).to.equal("claimed");
-    expect(actionsSent([["sqs", queue.mock], ["ec2", ec2.mock], ["dynamodb", table.mock]])).to.deep.equal([...CLAIM_IAM_ACTIONS].sort());
+    expect(
+      actionsSent([
+        ["sqs", queue.mock],
+        ["ec2", ec2.mock],
+        ["dynamodb", table.mock],
+      ]),
+    ).to.deep.equal([...CLAIM_IAM_ACTIONS].sort());
   });
 
   it("refill handler: every path together sends exactly REFILL_IAM_ACTIONS", async () => {
@@ -66,7 +72,18 @@ describe("pool IAM action lists match what the code calls", () => {
       dynamodb: table.dynamodb,
       clock: clock.read,
       config: {
-        classes: [{ name: "gpu-small", queueUrl: QUEUE_URL, launchTemplateId: "lt-1", size: 2, instanceTypes: ["g5.xlarge"], cpu: 4, memoryMib: 16384, usageClass: "on-demand" as const }],
+        classes: [
+          {
+            name: "gpu-small",
+            queueUrl: QUEUE_URL,
+            launchTemplateId: "lt-1",
+            size: 2,
+            instanceTypes: ["g5.xlarge"],
+            cpu: 4,
+            memoryMib: 16384,
+            usageClass: "on-demand" as const,
+          },
+        ],
         claimTableName: TABLE,
         poolTag: POOL_TAG,
         poolTagKey: "encache:pool",
@@ -80,7 +97,13 @@ describe("pool IAM action lists match what the code calls", () => {
     await createRefillHandler(deps)(sqsEvent(sqsRecord({ resource_class: "gpu-small", scheduled_time: "t" }), sqsRecord("not json")));
 
     expect(ec2.mock.commandCalls(RunInstancesCommand)).to.have.length(1);
-    expect(actionsSent([["sqs", queue.mock], ["ec2", ec2.mock], ["dynamodb", table.mock]])).to.deep.equal([...REFILL_IAM_ACTIONS].sort());
+    expect(
+      actionsSent([
+        ["sqs", queue.mock],
+        ["ec2", ec2.mock],
+        ["dynamodb", table.mock],
+      ]),
+    ).to.deep.equal([...REFILL_IAM_ACTIONS].sort());
     // Implied by RunInstances (tag-on-create, the template's instance profile, its resolve:ssm: AMI), never sent by the code.
     const implied = REFILL_GRANTS.filter((g) => "implied" in g && g.implied).flatMap((g) => g.actions);
     expect(implied).to.have.members(["ec2:CreateTags", "iam:PassRole", "ssm:GetParameters"]);

@@ -13,7 +13,11 @@ function arrange() {
   return { dynamodb, mock: mockClient(dynamodb) };
 }
 
-const lockItem = (owner: string, expiresAt: number): Record<string, AttributeValue> => ({ instance_id: { S: KEY }, owner: { S: owner }, expires_at: { N: String(expiresAt) } });
+const lockItem = (owner: string, expiresAt: number): Record<string, AttributeValue> => ({
+  instance_id: { S: KEY },
+  owner: { S: owner },
+  expires_at: { N: String(expiresAt) },
+});
 
 describe("pool lock (conditional writes in the claim table)", () => {
   it("asks DynamoDB for the old item whenever a lock write's condition fails", async () => {

@@ -27,7 +27,10 @@ describe("pickup manager (seed 004)", () => {
       const a = advert();
       t.queue.push(a);
 
-      const result = await pickup(t.deps, t.request({ requirements: { allowedInstanceTypes: ["g5.xlarge"], usageClass: "on-demand", minCpu: 4, minMemoryMib: 16384 } }));
+      const result = await pickup(
+        t.deps,
+        t.request({ requirements: { allowedInstanceTypes: ["g5.xlarge"], usageClass: "on-demand", minCpu: 4, minMemoryMib: 16384 } }),
+      );
 
       expect(result).to.deep.equal({ kind: "suitable", advert: a, cycles: 1 });
       expect(t.queue.calls("ReceiveMessageCommand")).to.equal(1);
@@ -42,7 +45,11 @@ describe("pickup manager (seed 004)", () => {
       const t = arrange();
       t.queue.push(advert());
       await pickup(t.deps, t.request());
-      expect(t.queue.mock.commandCalls(ReceiveMessageCommand)[0]?.args[0].input).to.deep.equal({ QueueUrl: QUEUE_URL, MaxNumberOfMessages: 1, WaitTimeSeconds: 0 });
+      expect(t.queue.mock.commandCalls(ReceiveMessageCommand)[0]?.args[0].input).to.deep.equal({
+        QueueUrl: QUEUE_URL,
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 0,
+      });
     });
   });
 
@@ -203,7 +210,10 @@ describe("pickup manager (seed 004)", () => {
       const result = await pickup(t.deps, t.request({ tolerance: 1, requirements: { allowedInstanceTypes: ["g5.xlarge"] } }));
 
       expect(result).to.deep.equal({ kind: "exhausted", scope: "local", cycles: 2, instanceId: first.instance_id });
-      expect(t.queue.mock.commandCalls(SendMessageCommand).map((c) => c.args[0].input.MessageBody)).to.deep.equal([JSON.stringify(first), JSON.stringify(again)]);
+      expect(t.queue.mock.commandCalls(SendMessageCommand).map((c) => c.args[0].input.MessageBody)).to.deep.equal([
+        JSON.stringify(first),
+        JSON.stringify(again),
+      ]);
     });
   });
 
@@ -216,7 +226,9 @@ describe("pickup manager (seed 004)", () => {
       const result = await pickup(t.deps, t.request({ deadline: clock.now + 3000, requirements: { allowedInstanceTypes: ["g5.xlarge"] } }));
 
       expect(result).to.deep.equal({ kind: "deadline", cycles: 3 });
-      expect(t.logger.withStep("pickup_deadline_reached").map((e) => e.fields)).to.deep.equal([{ step: "pickup_deadline_reached", resource_class: "gpu-small", cycles: 3 }]);
+      expect(t.logger.withStep("pickup_deadline_reached").map((e) => e.fields)).to.deep.equal([
+        { step: "pickup_deadline_reached", resource_class: "gpu-small", cycles: 3 },
+      ]);
       expect(t.metrics.count("PickupDeadlineReached")).to.equal(1);
     });
 
@@ -261,7 +273,9 @@ describe("pickup manager (seed 004)", () => {
       } catch (e) {
         error = e;
       }
-      expect((error as Error).message).to.equal("requeueDelaySeconds must be an integer in 0..900 (got 901); tolerance must be an integer ≥ 1 (got 0); deadline must be an epoch-ms number");
+      expect((error as Error).message).to.equal(
+        "requeueDelaySeconds must be an integer in 0..900 (got 901); tolerance must be an integer ≥ 1 (got 0); deadline must be an epoch-ms number",
+      );
     });
 
     const limits: Array<[string, Partial<PickupRequest>]> = [

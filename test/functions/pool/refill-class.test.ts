@@ -17,9 +17,17 @@ describe("pool refill", () => {
 
     expect(out).to.deep.include({ kind: "refilled", liveUnclaimed: 0, started: [] });
     const run = t.ec2.mock.commandCalls(RunInstancesCommand)[0]?.args[0].input;
-    expect(run).to.deep.include({ LaunchTemplate: { LaunchTemplateId: "lt-0123", Version: "$Default" }, MinCount: 1, MaxCount: 3, ClientToken: clientToken("run-1", "gpu-small") });
+    expect(run).to.deep.include({
+      LaunchTemplate: { LaunchTemplateId: "lt-0123", Version: "$Default" },
+      MinCount: 1,
+      MaxCount: 3,
+      ClientToken: clientToken("run-1", "gpu-small"),
+    });
     expect(run?.TagSpecifications?.map((s) => s.ResourceType)).to.deep.equal(["instance", "volume", "network-interface"]);
-    expect(run?.TagSpecifications?.[0]?.Tags).to.deep.equal([{ Key: "encache:pool", Value: POOL_TAG }, { Key: "encache:pool-class", Value: "gpu-small" }]);
+    expect(run?.TagSpecifications?.[0]?.Tags).to.deep.equal([
+      { Key: "encache:pool", Value: POOL_TAG },
+      { Key: "encache:pool-class", Value: "gpu-small" },
+    ]);
     const adverts = t.adverts();
     expect(adverts.map((a) => a.instance_id)).to.deep.equal(out.kind === "refilled" ? out.launched : []);
     expect(adverts[0]).to.deep.include({ resource_class: "gpu-small", instance_type: "g5.xlarge", usage_class: "on-demand", cpu: 4, memory_mib: 16384 });
@@ -203,7 +211,10 @@ describe("pool refill", () => {
   });
 
   it("advertises with one SendMessageBatch per 10 instances, never one SendMessage each", async () => {
-    const t = arrange(Array.from({ length: 12 }, () => pooled("running")), 12);
+    const t = arrange(
+      Array.from({ length: 12 }, () => pooled("running")),
+      12,
+    );
 
     await refillClass(t.deps, t.config.classes[0]!, "run-1");
 
@@ -215,7 +226,9 @@ describe("pool refill", () => {
 
   it("fails the run, after releasing the lease, when SQS rejects an advert in the batch", async () => {
     const t = arrange([pooled("running"), pooled("running")], 2);
-    t.sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [{ Id: "0", MessageId: "x", MD5OfMessageBody: "" }], Failed: [{ Id: "1", Code: "InternalError", SenderFault: false }] });
+    t.sqsMock
+      .on(SendMessageBatchCommand)
+      .resolves({ Successful: [{ Id: "0", MessageId: "x", MD5OfMessageBody: "" }], Failed: [{ Id: "1", Code: "InternalError", SenderFault: false }] });
 
     let error: unknown;
     try {
@@ -364,7 +377,12 @@ describe("pool refill", () => {
   it("counts a DescribeInstances page without reservations, or a reservation without instances, as no instances, and reads every page", async () => {
     const running = pooled("running");
     const t = arrange([], 2);
-    const described = { InstanceId: running.id, InstanceType: "g5.xlarge" as const, State: { Name: "running" as const }, Tags: Object.entries(poolTags()).map(([Key, Value]) => ({ Key, Value })) };
+    const described = {
+      InstanceId: running.id,
+      InstanceType: "g5.xlarge" as const,
+      State: { Name: "running" as const },
+      Tags: Object.entries(poolTags()).map(([Key, Value]) => ({ Key, Value })),
+    };
     t.ec2.mock
       .on(DescribeInstancesCommand)
       .resolvesOnce({ NextToken: "page-2" })
@@ -434,7 +452,15 @@ describe("pool refill", () => {
     await refillClass(t.deps, cls, "run-1");
 
     expect(t.adverts()).to.deep.equal([
-      { instance_id: g6.id, resource_class: "gpu-small", instance_type: "g6.xlarge", usage_class: "on-demand", cpu: 4, memory_mib: 16384, advertised_at: new Date(t.clock.now).toISOString() },
+      {
+        instance_id: g6.id,
+        resource_class: "gpu-small",
+        instance_type: "g6.xlarge",
+        usage_class: "on-demand",
+        cpu: 4,
+        memory_mib: 16384,
+        advertised_at: new Date(t.clock.now).toISOString(),
+      },
     ]);
   });
 
@@ -456,8 +482,12 @@ describe("pool refill", () => {
 
     const launched = out.kind === "refilled" ? out.launched : [];
     expect(launched).to.have.length(2);
-    expect(t.logger.withStep("pool_instances_launched").map((e) => e.fields)).to.deep.equal([{ step: "pool_instances_launched", resource_class: "gpu-small", instance_ids: launched, requested: 2 }]);
-    expect(t.logger.withStep("refill_completed").map((e) => e.fields)).to.deep.equal([{ step: "refill_completed", resource_class: "gpu-small", started: 1, launched: 2, advertised: 4 }]);
+    expect(t.logger.withStep("pool_instances_launched").map((e) => e.fields)).to.deep.equal([
+      { step: "pool_instances_launched", resource_class: "gpu-small", instance_ids: launched, requested: 2 },
+    ]);
+    expect(t.logger.withStep("refill_completed").map((e) => e.fields)).to.deep.equal([
+      { step: "refill_completed", resource_class: "gpu-small", started: 1, launched: 2, advertised: 4 },
+    ]);
   });
 
   it("names every advert SQS rejected, with its code and message, in the run's error", async () => {

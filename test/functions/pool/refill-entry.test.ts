@@ -38,7 +38,15 @@ describe("pool refill entry module", () => {
   it("wires the refill handler to the environment's config, the wall clock and AWS clients", () => {
     const deps = entry.defaultDeps(ENV);
 
-    expect(deps.config).to.deep.equal({ classes: [CLS], claimTableName: TABLE, poolTag: POOL_TAG, poolTagKey: "encache:pool", poolClassTagKey: "encache:pool-class", leaseSeconds: 90, quarantineQueueUrl: REFILL_DLQ });
+    expect(deps.config).to.deep.equal({
+      classes: [CLS],
+      claimTableName: TABLE,
+      poolTag: POOL_TAG,
+      poolTagKey: "encache:pool",
+      poolClassTagKey: "encache:pool-class",
+      leaseSeconds: 90,
+      quarantineQueueUrl: REFILL_DLQ,
+    });
     expect(deps.clock).to.equal(Date.now);
     for (const client of [deps.ec2, deps.dynamodb, deps.sqs]) expect(client.send, "an AWS client").to.be.a("function");
     expect(deps.logger.info).to.be.a("function");

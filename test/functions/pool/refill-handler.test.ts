@@ -35,8 +35,13 @@ describe("pool refill", () => {
       expect(response.batchItemFailures).to.deep.equal([]);
       expect(t.logger.withStep("pool_counted").map((e) => e.fields.resource_class)).to.have.members(["gpu-small", "gpu-large"]);
       expect(t.ec2.runs.map((r) => r.LaunchTemplate?.LaunchTemplateId)).to.have.members(["lt-0123", "lt-large"]);
-      expect(t.table.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input.Item?.["instance_id"]?.S)).to.have.members(["lease#refill#gpu-small", "lease#refill#gpu-large"]);
-      expect(t.logger.withStep("refill_shared_run").map((e) => e.fields)).to.deep.equal([{ step: "refill_shared_run", resource_class: "gpu-small", message_id: records[2]!.messageId }]);
+      expect(t.table.mock.commandCalls(PutItemCommand).map((c) => c.args[0].input.Item?.["instance_id"]?.S)).to.have.members([
+        "lease#refill#gpu-small",
+        "lease#refill#gpu-large",
+      ]);
+      expect(t.logger.withStep("refill_shared_run").map((e) => e.fields)).to.deep.equal([
+        { step: "refill_shared_run", resource_class: "gpu-small", message_id: records[2]!.messageId },
+      ]);
     });
 
     it("fails every message of a class whose shared run failed", async () => {

@@ -20,7 +20,11 @@ describe("retraining/launcher units", () => {
     const attr = (stringValue: string, dataType = "String") => ({ dataType, stringValue, stringListValues: [], binaryListValues: [] });
     const cases: Array<[string, Record<string, ReturnType<typeof attr>>, { origin: "own" | string; deferrals: number }]> = [
       ["a first delivery is its own origin", {}, { origin: "own", deferrals: 0 }],
-      ["a copy keeps its origin and count", { [ORIGIN_ATTRIBUTE]: attr("0b6f-uuid"), [DEFERRALS_ATTRIBUTE]: attr("4", "Number") }, { origin: "0b6f-uuid", deferrals: 4 }],
+      [
+        "a copy keeps its origin and count",
+        { [ORIGIN_ATTRIBUTE]: attr("0b6f-uuid"), [DEFERRALS_ATTRIBUTE]: attr("4", "Number") },
+        { origin: "0b6f-uuid", deferrals: 4 },
+      ],
       ["an origin with characters no message id has is ignored", { [ORIGIN_ATTRIBUTE]: attr("a b") }, { origin: "own", deferrals: 0 }],
       ["a count that is no whole number reads as 0", { [DEFERRALS_ATTRIBUTE]: attr("-2", "Number") }, { origin: "own", deferrals: 0 }],
     ];
@@ -43,7 +47,12 @@ describe("retraining/launcher units", () => {
     });
 
     it("counts a copy's size as SQS does: body plus attribute names, types and values", () => {
-      expect(entryBytes({ MessageBody: "é", MessageAttributes: { n: { DataType: "Number", StringValue: "12" }, b: { DataType: "Binary", BinaryValue: new Uint8Array(3) } } })).to.equal(2 + (1 + 6 + 2) + (1 + 6 + 3));
+      expect(
+        entryBytes({
+          MessageBody: "é",
+          MessageAttributes: { n: { DataType: "Number", StringValue: "12" }, b: { DataType: "Binary", BinaryValue: new Uint8Array(3) } },
+        }),
+      ).to.equal(2 + (1 + 6 + 2) + (1 + 6 + 3));
     });
 
     it("chunks by 10 entries and by the 256 KiB payload budget; an oversized entry goes alone", () => {
@@ -60,13 +69,18 @@ describe("retraining/launcher units", () => {
 
     it("counts an entry without a body, an attribute without a type and one without a value", () => {
       // The SDK's types let each of these be undefined.
-      expect(entryBytes({ MessageBody: undefined, MessageAttributes: { k: { DataType: "String" }, ab: { DataType: undefined, StringValue: "xyz" } } })).to.equal(1 + 6 + 0 + (2 + 0 + 3));
+      expect(
+        entryBytes({ MessageBody: undefined, MessageAttributes: { k: { DataType: "String" }, ab: { DataType: undefined, StringValue: "xyz" } } }),
+      ).to.equal(1 + 6 + 0 + (2 + 0 + 3));
     });
   });
 
   describe("resendDeferred: delayed copies through SendMessageBatch", () => {
     const requests = (records: SQSRecord[]) => records.map((record) => ({ record, lineage: { originMessageId: record.messageId, deferrals: 0 } }));
-    const accepted = (input: SendMessageBatchCommandInput) => ({ Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })), Failed: [] });
+    const accepted = (input: SendMessageBatchCommandInput) => ({
+      Successful: (input.Entries ?? []).map((e) => ({ Id: e.Id, MessageId: "x", MD5OfMessageBody: "" })),
+      Failed: [],
+    });
 
     it("past the 256 KiB payload budget the copies are split over SendMessageBatch calls", async () => {
       const t = mockedLauncherDeps();
@@ -86,7 +100,13 @@ describe("retraining/launcher units", () => {
       ["no answer at all", () => undefined, ["not acknowledged by SendMessageBatch", "not acknowledged by SendMessageBatch"]],
       [
         "a refusal with its code and message, and one without either",
-        (input) => ({ Successful: [], Failed: [{ Id: input.Entries?.[0]?.Id, Code: "InvalidParameterValue", SenderFault: true, Message: "too many attributes" }, { Id: input.Entries?.[1]?.Id, SenderFault: false }] }),
+        (input) => ({
+          Successful: [],
+          Failed: [
+            { Id: input.Entries?.[0]?.Id, Code: "InvalidParameterValue", SenderFault: true, Message: "too many attributes" },
+            { Id: input.Entries?.[1]?.Id, SenderFault: false },
+          ],
+        }),
         ["InvalidParameterValue: too many attributes", "error: refused"],
       ],
     ];

@@ -21,7 +21,11 @@ describe("retraining/ecs", () => {
 
   describe("LaunchFailedError: RunTask's failures, readable", () => {
     const cases: Array<[string, ConstructorParameters<typeof LaunchFailedError>[0], string]> = [
-      ["reason and detail of each failure", [{ reason: "RESOURCE:ENI", detail: "no ENI" }, { reason: "AGENT" }], "RunTask started no task: RESOURCE:ENI no ENI; AGENT"],
+      [
+        "reason and detail of each failure",
+        [{ reason: "RESOURCE:ENI", detail: "no ENI" }, { reason: "AGENT" }],
+        "RunTask started no task: RESOURCE:ENI no ENI; AGENT",
+      ],
       ["no failures listed", [], "RunTask started no task: no failure reason given"],
       ["a failure with neither reason nor detail", [{ arn: "arn:x" }], "RunTask started no task: no failure reason given"],
     ];

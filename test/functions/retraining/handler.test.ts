@@ -18,7 +18,9 @@ function arrange(t: Harness, running = 0): FakeIntentTable {
   const arns = Array.from({ length: running }, (_, i) => taskArn(100 + i));
   const pages = arns.length === 0 ? [[]] : Array.from({ length: Math.ceil(arns.length / 2) }, (_, i) => arns.slice(i * 2, i * 2 + 2));
   pages.forEach((page, i) => {
-    t.ecsMock.on(ListTasksCommand, i === 0 ? { nextToken: undefined } : { nextToken: `p${i}` }).resolves({ taskArns: page, nextToken: i + 1 < pages.length ? `p${i + 1}` : undefined });
+    t.ecsMock
+      .on(ListTasksCommand, i === 0 ? { nextToken: undefined } : { nextToken: `p${i}` })
+      .resolves({ taskArns: page, nextToken: i + 1 < pages.length ? `p${i + 1}` : undefined });
   });
   let n = 0;
   t.ecsMock.on(RunTaskCommand).callsFake(() => ({ tasks: [{ taskArn: taskArn(++n) }], failures: [] }));
@@ -34,7 +36,11 @@ function arrange(t: Harness, running = 0): FakeIntentTable {
 }
 
 /** The state record writes (the intent table's writes are UpdateItems too). */
-const stateUpdates = (t: Harness) => t.dbMock.commandCalls(UpdateCommand).filter((c) => c.args[0].input.TableName === "retraining-state").map((c) => c.args[0].input);
+const stateUpdates = (t: Harness) =>
+  t.dbMock
+    .commandCalls(UpdateCommand)
+    .filter((c) => c.args[0].input.TableName === "retraining-state")
+    .map((c) => c.args[0].input);
 
 /** A launched intent as the table holds it. */
 const launchedIntent = (origin: string, o: Record<string, unknown> = {}) => ({
@@ -82,7 +88,11 @@ describe("retraining/launcher handler", () => {
         capacityProviderStrategy: [{ capacityProvider: "FARGATE", weight: 1 }],
       });
       expect(input).to.not.have.property("launchType");
-      expect(input?.networkConfiguration?.awsvpcConfiguration).to.deep.equal({ subnets: ["subnet-a", "subnet-b"], securityGroups: ["sg-1"], assignPublicIp: "DISABLED" });
+      expect(input?.networkConfiguration?.awsvpcConfiguration).to.deep.equal({
+        subnets: ["subnet-a", "subnet-b"],
+        securityGroups: ["sg-1"],
+        assignPublicIp: "DISABLED",
+      });
       expect(input?.overrides?.containerOverrides).to.deep.equal([
         {
           name: "strategy",
@@ -164,7 +174,9 @@ describe("retraining/launcher handler", () => {
 
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(2);
       expect(res.batchItemFailures).to.deep.equal([]);
-      expect(deferredCopies(t).map((e) => e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue)).to.deep.equal(records.slice(2).map((r) => r.messageId));
+      expect(deferredCopies(t).map((e) => e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue)).to.deep.equal(
+        records.slice(2).map((r) => r.messageId),
+      );
       expect(t.metrics.count("ECSTasksLaunched")).to.equal(2);
     });
 
@@ -262,7 +274,9 @@ describe("retraining/launcher handler", () => {
 
       await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody({ model_name: "#capacity-lease" }))));
 
-      expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(/^invalid_model_name: /);
+      expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes?.["quarantine-reason"]?.StringValue).to.match(
+        /^invalid_model_name: /,
+      );
       expect(t.dbMock.commandCalls(PutCommand)).to.have.length(0);
     });
 
@@ -281,15 +295,17 @@ describe("retraining/launcher handler", () => {
     it("busy: after a bounded wait, every valid message is deferred by re-send, nothing is counted or launched, and nothing is released", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: Date.parse("2024-01-01T12:00:20.000Z") }));
+      t.dbMock
+        .on(PutCommand)
+        .rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: Date.parse("2024-01-01T12:00:20.000Z") }));
       const valid = [sqsRecord(retrainingBody()), sqsRecord(retrainingBody({ model_name: "Other" }))];
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(...valid, sqsRecord("{")));
 
       expect(res.batchItemFailures).to.deep.equal([]);
-      expect(deferredCopies(t).map((e) => [e.QueueUrl, e.DelaySeconds, e.MessageBody, e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue])).to.deep.equal(
-        valid.map((r) => [RETRAINING_URL, 60, r.body, r.messageId]),
-      );
+      expect(
+        deferredCopies(t).map((e) => [e.QueueUrl, e.DelaySeconds, e.MessageBody, e.MessageAttributes?.["retraining-origin-message-id"]?.StringValue]),
+      ).to.deep.equal(valid.map((r) => [RETRAINING_URL, 60, r.body, r.messageId]));
       expect(t.logger.withStep("capacity_deferred").map((l) => l.fields.reason)).to.deep.equal(["lease_busy", "lease_busy"]);
       expect(t.ecsMock.calls()).to.have.length(0);
       expect(t.dbMock.commandCalls(DeleteCommand)).to.have.length(0);
@@ -304,7 +320,10 @@ describe("retraining/launcher handler", () => {
     it("busy, then free: launches once the holder has let go", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(PutCommand).rejectsOnce(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 })).resolves({});
+      t.dbMock
+        .on(PutCommand)
+        .rejectsOnce(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }))
+        .resolves({});
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
@@ -328,7 +347,9 @@ describe("retraining/launcher handler", () => {
     it("a lease that lapsed and was taken by another holder is left alone and logged, and the batch's outcome stands", async () => {
       const t = mockedLauncherDeps();
       arrange(t);
-      t.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
+      t.dbMock
+        .on(DeleteCommand, { TableName: "retraining-state" })
+        .rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
@@ -397,7 +418,17 @@ describe("retraining/launcher handler", () => {
         [DEFERRALS]: { DataType: "Number", StringValue: "1" },
       });
       expect(t.logger.withStep("capacity_deferred").map((l) => l.fields)).to.deep.equal([
-        { step: "capacity_deferred", message_id: waiting.messageId, origin_message_id: waiting.messageId, model_name: "B", reason: "at_capacity", running: 2, max_concurrent_tasks: 2, deferrals: 1, delay_seconds: 60 },
+        {
+          step: "capacity_deferred",
+          message_id: waiting.messageId,
+          origin_message_id: waiting.messageId,
+          model_name: "B",
+          reason: "at_capacity",
+          running: 2,
+          max_concurrent_tasks: 2,
+          deferrals: 1,
+          delay_seconds: 60,
+        },
       ]);
       expect(t.metrics.count("SQSMessagesDeferred")).to.equal(1);
       expect(t.metrics.count("SQSMessagesFailed")).to.equal(0);
@@ -456,7 +487,11 @@ describe("retraining/launcher handler", () => {
       expect(res.batchItemFailures).to.deep.equal([]);
       expect(t.ecsMock.commandCalls(RunTaskCommand)).to.have.length(0);
       expect(deferredCopies(t)).to.deep.equal([]);
-      expect(t.logger.withStep("duplicate_message_skipped")[0]?.fields).to.include({ message_id: copy.messageId, origin_message_id: "origin-7", job_id: jobIdFor("origin-7") });
+      expect(t.logger.withStep("duplicate_message_skipped")[0]?.fields).to.include({
+        message_id: copy.messageId,
+        origin_message_id: "origin-7",
+        job_id: jobIdFor("origin-7"),
+      });
     });
 
     it("an origin attribute that could be no SQS message id (nor a clientToken) is ignored: the record's own id is used", async () => {
@@ -617,7 +652,9 @@ describe("retraining/launcher handler", () => {
     const DAY = 86_400_000;
     /** A copy carrying an origin (a deferral, or the launcher's stamped dead-letter copy after a redrive, which SQS gives a new id). */
     const carrying = (origin: string, body = retrainingBody()) =>
-      sqsRecord(body, { messageAttributes: { "retraining-origin-message-id": { dataType: "String", stringValue: origin, stringListValues: [], binaryListValues: [] } } });
+      sqsRecord(body, {
+        messageAttributes: { "retraining-origin-message-id": { dataType: "String", stringValue: origin, stringListValues: [], binaryListValues: [] } },
+      });
     const tokens = (t: Harness) => runTaskInputs(t).map((i) => i.clientToken);
 
     it("(a) A launches, then B for the same model, then A is redelivered: RunTask once for A", async () => {
@@ -635,7 +672,10 @@ describe("retraining/launcher handler", () => {
       expect(tokens(t)).to.deep.equal([a.messageId, b.messageId]);
       expect(again.batchItemFailures).to.deep.equal([]);
       expect(t.logger.withStep("duplicate_message_skipped").map((l) => l.fields.origin_message_id)).to.deep.equal([a.messageId]);
-      expect(stateUpdates(t).at(-1)?.ExpressionAttributeValues).to.deep.include({ ":message_id": a.messageId }, "the repair is conditional: it cannot replace B's newer record");
+      expect(stateUpdates(t).at(-1)?.ExpressionAttributeValues).to.deep.include(
+        { ":message_id": a.messageId },
+        "the repair is conditional: it cannot replace B's newer record",
+      );
       expect(stateUpdates(t).at(-1)?.ConditionExpression).to.equal("attribute_not_exists(launched_at) OR launched_at <= :launched_at");
     });
 
@@ -752,7 +792,13 @@ describe("retraining/launcher handler", () => {
       const t = mockedLauncherDeps();
       const intents = arrange(t);
       const record = sqsRecord(retrainingBody());
-      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 600_000 });
+      intents.items.set(record.messageId, {
+        origin_message_id: record.messageId,
+        status: "in_progress",
+        attempt: "dead",
+        in_progress_until: T0 - 1,
+        first_claimed_at: T0 - 600_000,
+      });
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -766,7 +812,13 @@ describe("retraining/launcher handler", () => {
       const t = mockedLauncherDeps();
       const intents = arrange(t);
       const record = sqsRecord(retrainingBody());
-      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "alive", in_progress_until: T0 + 20_000, first_claimed_at: T0 - 1_000 });
+      intents.items.set(record.messageId, {
+        origin_message_id: record.messageId,
+        status: "in_progress",
+        attempt: "alive",
+        in_progress_until: T0 + 20_000,
+        first_claimed_at: T0 - 1_000,
+      });
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -779,7 +831,13 @@ describe("retraining/launcher handler", () => {
       const t = mockedLauncherDeps();
       const intents = arrange(t);
       const record = sqsRecord(retrainingBody());
-      intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 3 * DAY, first_claimed_at: T0 - 3 * DAY });
+      intents.items.set(record.messageId, {
+        origin_message_id: record.messageId,
+        status: "in_progress",
+        attempt: "dead",
+        in_progress_until: T0 - 3 * DAY,
+        first_claimed_at: T0 - 3 * DAY,
+      });
 
       const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -884,7 +942,9 @@ describe("retraining/launcher handler", () => {
 
       await createLauncherHandler(t.deps)(sqsEvent(sqsRecord("{"), valid, sqsRecord(JSON.stringify({ model_name: "M" }))));
 
-      expect(t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-intent"]?.Keys).to.deep.equal([{ origin_message_id: valid.messageId }]);
+      expect(t.dbMock.commandCalls(BatchGetCommand)[0]?.args[0].input.RequestItems?.["retraining-intent"]?.Keys).to.deep.equal([
+        { origin_message_id: valid.messageId },
+      ]);
       expect(t.dbMock.commandCalls(PutCommand)[0]?.args[0].input.Item?.origin_message_ids).to.deep.equal([valid.messageId]);
     });
 
@@ -897,15 +957,23 @@ describe("retraining/launcher handler", () => {
       busy.dbMock.on(PutCommand).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: T0 + 20_000 }));
       await createLauncherHandler(busy.deps)(sqsEvent(sqsRecord(retrainingBody())));
 
-      expect(only(t, "capacity_lease_acquired")).to.deep.equal({ level: "info", fields: { holder: leaseHolder(t), attempts: 1, expires_at: "2024-01-01T12:00:30.000Z" } });
+      expect(only(t, "capacity_lease_acquired")).to.deep.equal({
+        level: "info",
+        fields: { holder: leaseHolder(t), attempts: 1, expires_at: "2024-01-01T12:00:30.000Z" },
+      });
       expect(only(t, "capacity_lease_released")).to.deep.equal({ level: "info", fields: { holder: leaseHolder(t) } });
-      expect(only(busy, "capacity_lease_busy")).to.deep.equal({ level: "warn", fields: { holder: leaseHolder(busy), waited_until: "2024-01-01T12:00:03.000Z" } });
+      expect(only(busy, "capacity_lease_busy")).to.deep.equal({
+        level: "warn",
+        fields: { holder: leaseHolder(busy), waited_until: "2024-01-01T12:00:03.000Z" },
+      });
     });
 
     it("lease: lost to another holder {holder} (warn); a release that errors is logged, not thrown, and the batch's outcome stands", async () => {
       const lost = mockedLauncherDeps();
       arrange(lost);
-      lost.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
+      lost.dbMock
+        .on(DeleteCommand, { TableName: "retraining-state" })
+        .rejects(conditionFailed({ model_name: "#capacity-lease", holder: "someone-else", expires_at: 0 }));
       const broken = mockedLauncherDeps();
       arrange(broken);
       broken.dbMock.on(DeleteCommand, { TableName: "retraining-state" }).rejects(new Error("dynamo down"));
@@ -915,7 +983,10 @@ describe("retraining/launcher handler", () => {
 
       expect(only(lost, "capacity_lease_lost")).to.deep.equal({ level: "warn", fields: { holder: leaseHolder(lost) } });
       expect(res.batchItemFailures).to.deep.equal([]);
-      expect(only(broken, "capacity_lease_release_failed")).to.deep.equal({ level: "error", fields: { holder: leaseHolder(broken), error: "Error: dynamo down" } });
+      expect(only(broken, "capacity_lease_release_failed")).to.deep.equal({
+        level: "error",
+        fields: { holder: leaseHolder(broken), error: "Error: dynamo down" },
+      });
       expect(broken.logger.steps()).to.not.include("capacity_lease_released");
     });
 
@@ -929,7 +1000,14 @@ describe("retraining/launcher handler", () => {
 
       expect(only(t, "ecs_task_launched")).to.deep.equal({
         level: "info",
-        fields: { message_id: record.messageId, model_name: "PascalStrategy-btc", job_id: jobId, task_arn: taskArn(1), trigger: "manual", capacity_provider: "FARGATE_SPOT" },
+        fields: {
+          message_id: record.messageId,
+          model_name: "PascalStrategy-btc",
+          job_id: jobId,
+          task_arn: taskArn(1),
+          trigger: "manual",
+          capacity_provider: "FARGATE_SPOT",
+        },
       });
       expect(only(t, "state_recorded")).to.deep.equal({ level: "info", fields: { model_name: "PascalStrategy-btc", task_arn: taskArn(1), job_id: jobId } });
       expect(t.logger.steps()).to.not.include.members(["launch_intent_taken_over"]);
@@ -957,7 +1035,14 @@ describe("retraining/launcher handler", () => {
 
       expect(only(t, "capacity_deferred")).to.deep.equal({
         level: "info",
-        fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", reason: "lease_busy", deferrals: 1, delay_seconds: 60 },
+        fields: {
+          message_id: record.messageId,
+          origin_message_id: record.messageId,
+          model_name: "PascalStrategy",
+          reason: "lease_busy",
+          deferrals: 1,
+          delay_seconds: 60,
+        },
       });
     });
 
@@ -1006,18 +1091,35 @@ describe("retraining/launcher handler", () => {
         expect(res.batchItemFailures).to.deep.equal([]);
         expect(runTaskInputs(t)).to.deep.equal([]);
         expect(deferredCopies(t)).to.deep.equal([]);
-        expect(only(t, "duplicate_message_skipped").fields).to.deep.equal({ message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", job_id: jobIdFor(record.messageId), task_arn: taskArn(99) });
+        expect(only(t, "duplicate_message_skipped").fields).to.deep.equal({
+          message_id: record.messageId,
+          origin_message_id: record.messageId,
+          model_name: "PascalStrategy",
+          job_id: jobIdFor(record.messageId),
+          task_arn: taskArn(99),
+        });
       });
     });
 
     describe("the claim", () => {
-      const fieldsOf = (record: SQSRecordLike) => ({ message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", job_id: jobIdFor(record.messageId) });
+      const fieldsOf = (record: SQSRecordLike) => ({
+        message_id: record.messageId,
+        origin_message_id: record.messageId,
+        model_name: "PascalStrategy",
+        job_id: jobIdFor(record.messageId),
+      });
 
       it("a takeover of a dead attempt's claim is logged launch_intent_taken_over (warn) with the message's ids", async () => {
         const t = mockedLauncherDeps();
         const intents = arrange(t);
         const record = sqsRecord(retrainingBody());
-        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 600_000 });
+        intents.items.set(record.messageId, {
+          origin_message_id: record.messageId,
+          status: "in_progress",
+          attempt: "dead",
+          in_progress_until: T0 - 1,
+          first_claimed_at: T0 - 600_000,
+        });
 
         await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -1028,7 +1130,13 @@ describe("retraining/launcher handler", () => {
         const t = mockedLauncherDeps();
         const intents = arrange(t);
         const record = sqsRecord(retrainingBody());
-        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "alive", in_progress_until: T0 + 20_000, first_claimed_at: T0 - 1_000 });
+        intents.items.set(record.messageId, {
+          origin_message_id: record.messageId,
+          status: "in_progress",
+          attempt: "alive",
+          in_progress_until: T0 + 20_000,
+          first_claimed_at: T0 - 1_000,
+        });
 
         await createLauncherHandler(t.deps)(sqsEvent(record));
 
@@ -1039,11 +1147,20 @@ describe("retraining/launcher handler", () => {
         const t = mockedLauncherDeps();
         const intents = arrange(t);
         const record = sqsRecord(retrainingBody());
-        intents.items.set(record.messageId, { origin_message_id: record.messageId, status: "in_progress", attempt: "dead", in_progress_until: T0 - 1, first_claimed_at: T0 - 3 * 86_400_000 });
+        intents.items.set(record.messageId, {
+          origin_message_id: record.messageId,
+          status: "in_progress",
+          attempt: "dead",
+          in_progress_until: T0 - 1,
+          first_claimed_at: T0 - 3 * 86_400_000,
+        });
 
         await createLauncherHandler(t.deps)(sqsEvent(record));
 
-        expect(only(t, "launch_outcome_unknown")).to.deep.equal({ level: "error", fields: { ...fieldsOf(record), first_claimed_at: "2023-12-29T12:00:00.000Z" } });
+        expect(only(t, "launch_outcome_unknown")).to.deep.equal({
+          level: "error",
+          fields: { ...fieldsOf(record), first_claimed_at: "2023-12-29T12:00:00.000Z" },
+        });
       });
 
       it("a claim that fails with a DynamoDB error fails the record with that error (dead-lettered with it on the last receive)", async () => {
@@ -1058,7 +1175,10 @@ describe("retraining/launcher handler", () => {
         expect(runTaskInputs(t)).to.deep.equal([]);
         const reason = "retries_exhausted: ProvisionedThroughputExceededException: throttled";
         expect(t.sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input.MessageAttributes?.["dead-letter-reason"]?.StringValue).to.equal(reason);
-        expect(only(t, "message_dead_lettered")).to.deep.equal({ level: "warn", fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", reason } });
+        expect(only(t, "message_dead_lettered")).to.deep.equal({
+          level: "warn",
+          fields: { message_id: record.messageId, origin_message_id: record.messageId, model_name: "PascalStrategy", reason },
+        });
       });
 
       it("a dead-letter copy the DLQ refuses is logged dead_letter_failed (error) and the record fails", async () => {
@@ -1089,8 +1209,14 @@ describe("retraining/launcher handler", () => {
         const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
         expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
-        expect(only(t, "ecs_task_launch_failed")).to.deep.equal({ level: "error", fields: { message_id: record.messageId, model_name: "PascalStrategy", error: "Error: ECS down" } });
-        expect(only(t, "launch_intent_release_failed")).to.deep.equal({ level: "error", fields: { origin_message_id: record.messageId, error: "Error: dynamo down" } });
+        expect(only(t, "ecs_task_launch_failed")).to.deep.equal({
+          level: "error",
+          fields: { message_id: record.messageId, model_name: "PascalStrategy", error: "Error: ECS down" },
+        });
+        expect(only(t, "launch_intent_release_failed")).to.deep.equal({
+          level: "error",
+          fields: { origin_message_id: record.messageId, error: "Error: dynamo down" },
+        });
       });
 
       it("a completion that fails is logged launch_intent_complete_failed (error) with the task", async () => {
@@ -1152,7 +1278,10 @@ describe("retraining/launcher handler", () => {
         const res = await createLauncherHandler(t.deps)(sqsEvent(record));
 
         expect(res.batchItemFailures).to.deep.equal([]);
-        expect(only(t, "state_superseded")).to.deep.equal({ level: "info", fields: { model_name: "PascalStrategy", task_arn: taskArn(1), job_id: jobIdFor(record.messageId), newer_message_id: "newer" } });
+        expect(only(t, "state_superseded")).to.deep.equal({
+          level: "info",
+          fields: { model_name: "PascalStrategy", task_arn: taskArn(1), job_id: jobIdFor(record.messageId), newer_message_id: "newer" },
+        });
         expect(t.logger.steps()).to.not.include("state_recorded");
       });
     });

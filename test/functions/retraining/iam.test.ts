@@ -46,7 +46,9 @@ async function everyPath() {
   t.dbMock.on(PutCommand).resolves({});
   t.dbMock.on(DeleteCommand).resolves({});
   t.sqsMock.on(SendMessageCommand).resolves({});
-  t.sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: Array<{ Id: string }> }) => ({ Successful: input.Entries.map((e) => ({ Id: e.Id })), Failed: [] }));
+  t.sqsMock
+    .on(SendMessageBatchCommand)
+    .callsFake((input: { Entries: Array<{ Id: string }> }) => ({ Successful: input.Entries.map((e) => ({ Id: e.Id })), Failed: [] }));
   await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord("nope"), sqsRecord(retrainingBody({ model_name: "Other" }))));
   return t;
 }
@@ -59,7 +61,8 @@ describe("retraining IAM action lists match what the code calls", () => {
     const arnOf: Record<string, string> = { "retraining-state": ACCESS.stateTableArn, "retraining-intent": ACCESS.intentTableArn };
     for (const c of t.dbMock.calls()) {
       const input = c.args[0].input as { TableName?: string; RequestItems?: Record<string, unknown> };
-      for (const table of input.TableName ? [input.TableName] : Object.keys(input.RequestItems ?? {})) called.add(`${ACTION_OF[c.args[0].constructor.name]} ${arnOf[table]}`);
+      for (const table of input.TableName ? [input.TableName] : Object.keys(input.RequestItems ?? {}))
+        called.add(`${ACTION_OF[c.args[0].constructor.name]} ${arnOf[table]}`);
     }
     const granted = launcherStatements(ACCESS)
       .filter((s) => s.Action.some((a) => a.startsWith("dynamodb:")))
@@ -76,7 +79,9 @@ describe("retraining IAM action lists match what the code calls", () => {
     t.dbMock.on(PutCommand).resolves({});
     t.dbMock.on(DeleteCommand).resolves({});
     t.sqsMock.on(SendMessageCommand).resolves({});
-    t.sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: Array<{ Id: string }> }) => ({ Successful: input.Entries.map((e) => ({ Id: e.Id })), Failed: [] }));
+    t.sqsMock
+      .on(SendMessageBatchCommand)
+      .callsFake((input: { Entries: Array<{ Id: string }> }) => ({ Successful: input.Entries.map((e) => ({ Id: e.Id })), Failed: [] }));
 
     // Launch, quarantine and deferral (the second valid message finds the cap of 1 taken).
     await createLauncherHandler(t.deps)(sqsEvent(sqsRecord(retrainingBody()), sqsRecord("nope"), sqsRecord(retrainingBody({ model_name: "Other" }))));

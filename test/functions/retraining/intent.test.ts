@@ -22,7 +22,11 @@ describe("retraining/intent", () => {
       ["launched by anyone", { status: "launched", attempt: "other", task_arn: "arn:t", launched_at: NOW - 1 }, "launched"],
       ["this attempt's own claim (its response was lost)", { status: "in_progress", attempt: "me", in_progress_until: NOW + 1 }, "claimed"],
       ["another attempt, still within its deadline", { status: "in_progress", attempt: "other", in_progress_until: NOW + 1 }, "in_progress"],
-      ["another attempt, dead, and past the clientToken window", { status: "in_progress", attempt: "other", in_progress_until: NOW - 1, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS }, "outcome_unknown"],
+      [
+        "another attempt, dead, and past the clientToken window",
+        { status: "in_progress", attempt: "other", in_progress_until: NOW - 1, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS },
+        "outcome_unknown",
+      ],
       ["no item (released in between)", undefined, "in_progress"],
     ];
     for (const [label, old, kind] of cases) {
@@ -36,13 +40,25 @@ describe("retraining/intent", () => {
     const t = mockedLauncherDeps();
     t.dbMock.on(UpdateCommand).resolves({});
 
-    const result = await claimIntent(t.deps.db, "retraining-intent", { originMessageId: "m1", attempt: "me", modelName: "M", jobId: "j", trigger: "manual", nowMs: NOW, inProgressUntil: NOW + 30_000, retentionSeconds: 100 });
+    const result = await claimIntent(t.deps.db, "retraining-intent", {
+      originMessageId: "m1",
+      attempt: "me",
+      modelName: "M",
+      jobId: "j",
+      trigger: "manual",
+      nowMs: NOW,
+      inProgressUntil: NOW + 30_000,
+      retentionSeconds: 100,
+    });
 
     expect(result).to.deep.equal({ kind: "claimed", takeover: false });
     const input = t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
     expect(input?.ReturnValuesOnConditionCheckFailure).to.equal("ALL_OLD");
     expect(input?.UpdateExpression).to.include("first_claimed_at = if_not_exists(first_claimed_at, :now)");
-    expect(input?.ExpressionAttributeValues).to.deep.include({ ":window_start": NOW - (CLIENT_TOKEN_WINDOW_MS - TAKEOVER_MARGIN_MS), ":ttl": NOW / 1000 + 100 });
+    expect(input?.ExpressionAttributeValues).to.deep.include({
+      ":window_start": NOW - (CLIENT_TOKEN_WINDOW_MS - TAKEOVER_MARGIN_MS),
+      ":ttl": NOW / 1000 + 100,
+    });
   });
 
   it("a failed condition's item arrives in wire form and is unmarshalled", () => {
@@ -51,22 +67,63 @@ describe("retraining/intent", () => {
   });
 
   describe("resolveClaim: exactly what a failed claim found", () => {
-    const launchedItem = { origin_message_id: "o1", status: "launched", attempt: "other", task_arn: "arn:t", job_id: "j1", model_name: "M", trigger: "manual", launched_at: NOW - 1 };
+    const launchedItem = {
+      origin_message_id: "o1",
+      status: "launched",
+      attempt: "other",
+      task_arn: "arn:t",
+      job_id: "j1",
+      model_name: "M",
+      trigger: "manual",
+      launched_at: NOW - 1,
+    };
     const cases: Array<[string, Record<string, unknown> | undefined, ClaimResult]> = [
-      ["a launched item, as the launch it names", launchedItem, { kind: "launched", intent: { originMessageId: "o1", taskArn: "arn:t", jobId: "j1", modelName: "M", trigger: "manual", launchedAt: NOW - 1 } }],
+      [
+        "a launched item, as the launch it names",
+        launchedItem,
+        { kind: "launched", intent: { originMessageId: "o1", taskArn: "arn:t", jobId: "j1", modelName: "M", trigger: "manual", launchedAt: NOW - 1 } },
+      ],
       [
         "a launched item missing its descriptive fields: empty, never another type",
         { status: "launched", task_arn: "arn:t", job_id: 7 },
         { kind: "launched", intent: { originMessageId: "", taskArn: "arn:t", jobId: "", modelName: "", trigger: "" as "manual", launchedAt: Number.NaN } },
       ],
-      ["'launched' without a task ARN is no launch", { status: "launched", attempt: "other", in_progress_until: NOW + 1 }, { kind: "in_progress", attempt: "other", until: NOW + 1 }],
-      ["a task ARN on an item not launched is no launch", { status: "in_progress", task_arn: "arn:t", attempt: "other", in_progress_until: NOW + 1 }, { kind: "in_progress", attempt: "other", until: NOW + 1 }],
-      ["this attempt's own claim: claimed, and no takeover", { status: "in_progress", attempt: "me", in_progress_until: NOW + 1 }, { kind: "claimed", takeover: false }],
+      [
+        "'launched' without a task ARN is no launch",
+        { status: "launched", attempt: "other", in_progress_until: NOW + 1 },
+        { kind: "in_progress", attempt: "other", until: NOW + 1 },
+      ],
+      [
+        "a task ARN on an item not launched is no launch",
+        { status: "in_progress", task_arn: "arn:t", attempt: "other", in_progress_until: NOW + 1 },
+        { kind: "in_progress", attempt: "other", until: NOW + 1 },
+      ],
+      [
+        "this attempt's own claim: claimed, and no takeover",
+        { status: "in_progress", attempt: "me", in_progress_until: NOW + 1 },
+        { kind: "claimed", takeover: false },
+      ],
       ["no item: someone was there; asked again now", undefined, { kind: "in_progress", attempt: "", until: NOW }],
-      ["another attempt whose deadline is exactly now is still live", { status: "in_progress", attempt: "other", in_progress_until: NOW, first_claimed_at: NOW - 1 }, { kind: "in_progress", attempt: "other", until: NOW }],
-      ["another attempt without a deadline is never taken for dead", { status: "in_progress", attempt: "other", first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS }, { kind: "in_progress", attempt: "other", until: Number.NaN }],
-      ["another attempt with a null deadline is never taken for dead", { status: "in_progress", attempt: "other", in_progress_until: null, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS }, { kind: "in_progress", attempt: "other", until: Number.NaN }],
-      ["a dead attempt past the window, with when it was first claimed", { status: "in_progress", attempt: 3, in_progress_until: NOW - 1, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS }, { kind: "outcome_unknown", firstClaimedAt: NOW - 2 * CLIENT_TOKEN_WINDOW_MS }],
+      [
+        "another attempt whose deadline is exactly now is still live",
+        { status: "in_progress", attempt: "other", in_progress_until: NOW, first_claimed_at: NOW - 1 },
+        { kind: "in_progress", attempt: "other", until: NOW },
+      ],
+      [
+        "another attempt without a deadline is never taken for dead",
+        { status: "in_progress", attempt: "other", first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS },
+        { kind: "in_progress", attempt: "other", until: Number.NaN },
+      ],
+      [
+        "another attempt with a null deadline is never taken for dead",
+        { status: "in_progress", attempt: "other", in_progress_until: null, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS },
+        { kind: "in_progress", attempt: "other", until: Number.NaN },
+      ],
+      [
+        "a dead attempt past the window, with when it was first claimed",
+        { status: "in_progress", attempt: 3, in_progress_until: NOW - 1, first_claimed_at: NOW - 2 * CLIENT_TOKEN_WINDOW_MS },
+        { kind: "outcome_unknown", firstClaimedAt: NOW - 2 * CLIENT_TOKEN_WINDOW_MS },
+      ],
     ];
     for (const [label, old, result] of cases) {
       it(label, () => {
@@ -79,7 +136,16 @@ describe("retraining/intent", () => {
     const t = mockedLauncherDeps();
     t.dbMock.on(UpdateCommand).resolves({ Attributes: { attempt: "dead" } });
 
-    const result = await claimIntent(t.deps.db, "retraining-intent", { originMessageId: "m1", attempt: "me", modelName: "M", jobId: "j", trigger: "manual", nowMs: NOW, inProgressUntil: NOW + 30_000, retentionSeconds: 100 });
+    const result = await claimIntent(t.deps.db, "retraining-intent", {
+      originMessageId: "m1",
+      attempt: "me",
+      modelName: "M",
+      jobId: "j",
+      trigger: "manual",
+      nowMs: NOW,
+      inProgressUntil: NOW + 30_000,
+      retentionSeconds: 100,
+    });
 
     expect(result).to.deep.equal({ kind: "claimed", takeover: true });
     expect(t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input).to.deep.equal({
@@ -126,7 +192,11 @@ describe("retraining/intent", () => {
 
     const outcomes: Array<[string, Error, CompletionResult]> = [
       ["its own earlier try applied (a lost response)", conditionFailed({ attempt: "me", status: "launched" }), { kind: "completed" }],
-      ["another attempt took the claim over", conditionFailed({ attempt: "other", status: "in_progress" }), { kind: "superseded", by: "other", status: "in_progress" }],
+      [
+        "another attempt took the claim over",
+        conditionFailed({ attempt: "other", status: "in_progress" }),
+        { kind: "superseded", by: "other", status: "in_progress" },
+      ],
       ["the item is gone", conditionFailed(), { kind: "superseded", by: "", status: "" }],
     ];
     for (const [label, error, result] of outcomes) {
@@ -140,7 +210,11 @@ describe("retraining/intent", () => {
   });
 
   describe("releaseIntent: gives up this attempt's claim after a failed launch", () => {
-    const mine = { ConditionExpression: "#attempt = :me AND #status = :in_progress", ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" }, ReturnValuesOnConditionCheckFailure: "ALL_OLD" };
+    const mine = {
+      ConditionExpression: "#attempt = :me AND #status = :in_progress",
+      ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    };
 
     it("definite (ECS started nothing): deletes the claim, if it is still this attempt's and in progress", async () => {
       const t = mockedLauncherDeps();
@@ -173,13 +247,28 @@ describe("retraining/intent", () => {
   });
 
   describe("launchedIntents: one consistent read of the batch's origins", () => {
-    const launched = (origin: string) => ({ origin_message_id: origin, status: "launched", task_arn: `arn:${origin}`, job_id: "j", model_name: "M", trigger: "manual", launched_at: NOW });
+    const launched = (origin: string) => ({
+      origin_message_id: origin,
+      status: "launched",
+      task_arn: `arn:${origin}`,
+      job_id: "j",
+      model_name: "M",
+      trigger: "manual",
+      launched_at: NOW,
+    });
     /** BatchGetItem over a table where the origins in `done` are launched and the rest claimed only: it answers exactly the keys asked. */
     const table = (done: Set<string>) => (input: BatchGetCommandInput) => {
       const keys = (input.RequestItems?.["retraining-intent"]?.Keys ?? []) as Array<{ origin_message_id: string }>;
-      return { Responses: { "retraining-intent": keys.map((k) => (done.has(k.origin_message_id) ? launched(k.origin_message_id) : { origin_message_id: k.origin_message_id, status: "in_progress", attempt: "a" })) } };
+      return {
+        Responses: {
+          "retraining-intent": keys.map((k) =>
+            done.has(k.origin_message_id) ? launched(k.origin_message_id) : { origin_message_id: k.origin_message_id, status: "in_progress", attempt: "a" },
+          ),
+        },
+      };
     };
-    const keysAsked = (t: ReturnType<typeof mockedLauncherDeps>) => t.dbMock.commandCalls(BatchGetCommand).map((c) => c.args[0].input.RequestItems?.["retraining-intent"]);
+    const keysAsked = (t: ReturnType<typeof mockedLauncherDeps>) =>
+      t.dbMock.commandCalls(BatchGetCommand).map((c) => c.args[0].input.RequestItems?.["retraining-intent"]);
 
     it("past BatchGetItem's 100 keys, reads the rest in a further call; each origin once", async () => {
       const t = mockedLauncherDeps();

@@ -20,7 +20,10 @@ describe("retraining/launcher units", () => {
       } finally {
         process.stdout.write = write;
       }
-      const emf = JSON.parse(lines.join("").trim().split("\n").pop() ?? "{}") as { _aws: { CloudWatchMetrics: Array<{ Dimensions: string[][] }> }; Environment: string };
+      const emf = JSON.parse(lines.join("").trim().split("\n").pop() ?? "{}") as {
+        _aws: { CloudWatchMetrics: Array<{ Dimensions: string[][] }> };
+        Environment: string;
+      };
       expect(emf._aws.CloudWatchMetrics[0]?.Dimensions).to.deep.equal([["Environment"]]);
       expect(emf.Environment).to.equal("dev");
     });

@@ -5,7 +5,15 @@ import { conditionFailed, mockedLauncherDeps } from "../helpers/retraining-deps"
 
 const LAUNCHED = Date.parse("2024-01-01T11:00:00.000Z");
 const NOW = Date.parse("2024-01-01T12:00:00.000Z");
-const launch: LaunchRecord = { modelName: "PascalStrategy", taskArn: "arn:task/1", jobId: "job-1", trigger: "manual", messageId: "origin-1", launchedAtMs: LAUNCHED, nowMs: NOW };
+const launch: LaunchRecord = {
+  modelName: "PascalStrategy",
+  taskArn: "arn:task/1",
+  jobId: "job-1",
+  trigger: "manual",
+  messageId: "origin-1",
+  launchedAtMs: LAUNCHED,
+  nowMs: NOW,
+};
 
 describe("retraining/state: the seed's state record", () => {
   it("is one UpdateItem of the model's row, setting the launch's fields, conditional on no newer launch being recorded", async () => {
@@ -37,10 +45,22 @@ describe("retraining/state: the seed's state record", () => {
 
   const outcomes: Array<[string, (t: ReturnType<typeof mockedLauncherDeps>) => void, RecordResult]> = [
     ["written", (t) => t.dbMock.on(UpdateCommand).resolves({}), { kind: "recorded" }],
-    ["its own earlier try applied (the condition failed against its own message id)", (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", message_id: "origin-1" })), { kind: "recorded" }],
-    ["a newer launch is recorded", (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", message_id: "origin-2" })), { kind: "superseded", by: "origin-2" }],
+    [
+      "its own earlier try applied (the condition failed against its own message id)",
+      (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", message_id: "origin-1" })),
+      { kind: "recorded" },
+    ],
+    [
+      "a newer launch is recorded",
+      (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", message_id: "origin-2" })),
+      { kind: "superseded", by: "origin-2" },
+    ],
     ["a failed condition without the item it failed against", (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed()), { kind: "superseded", by: "" }],
-    ["a newer record without a message id", (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", launched_at: NOW })), { kind: "superseded", by: "" }],
+    [
+      "a newer record without a message id",
+      (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ model_name: "PascalStrategy", launched_at: NOW })),
+      { kind: "superseded", by: "" },
+    ],
   ];
   for (const [label, arrange, result] of outcomes) {
     it(`${label} → ${result.kind}`, async () => {

@@ -2,7 +2,13 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
-import { conditionalWrite, conditionFailureItem, type ConditionFailure, isConditionFailure, itemOfConditionFailure } from "../../../functions/shared/conditional-write";
+import {
+  conditionalWrite,
+  conditionFailureItem,
+  type ConditionFailure,
+  isConditionFailure,
+  itemOfConditionFailure,
+} from "../../../functions/shared/conditional-write";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 
 const TABLE = "encache-test";
@@ -49,7 +55,11 @@ describe("shared/conditional-write", () => {
 
   describe("itemOfConditionFailure: the item a failed condition saw, unmarshalled", () => {
     const cases: Array<{ what: string; error: unknown; expected: Record<string, unknown> | undefined }> = [
-      { what: "the item, unmarshalled from its wire form", error: conditionFailed({ owner: { S: "me" }, until: { N: "5" } }), expected: { owner: "me", until: 5 } },
+      {
+        what: "the item, unmarshalled from its wire form",
+        error: conditionFailed({ owner: { S: "me" }, until: { N: "5" } }),
+        expected: { owner: "me", until: 5 },
+      },
       { what: "undefined when the failure carries no item", error: conditionFailed(), expected: undefined },
       { what: "undefined when the item is empty", error: Object.assign(conditionFailed(), { Item: {} }), expected: undefined },
       { what: "undefined for a thrown undefined", error: undefined, expected: undefined },
@@ -129,7 +139,10 @@ describe("shared/conditional-write", () => {
         const error = named(name, { Item: { owner: { S: "me" } } });
         dbMock.on(UpdateCommand).rejects(error);
         // Act
-        const thrown = await conditionalWrite(db, new UpdateCommand({ TableName: TABLE, Key: { pk: "lease#a" }, UpdateExpression: "SET n = :n", ExpressionAttributeValues: { ":n": 1 } })).then(
+        const thrown = await conditionalWrite(
+          db,
+          new UpdateCommand({ TableName: TABLE, Key: { pk: "lease#a" }, UpdateExpression: "SET n = :n", ExpressionAttributeValues: { ":n": 1 } }),
+        ).then(
           () => undefined,
           (e: unknown) => e,
         );

@@ -30,7 +30,11 @@ describe("shared/env: the env codec", () => {
 
     // Assess: every problem, in byte order of the names
     expect(error.name).to.equal("EnvConfigError");
-    expect(error.problems).to.deep.equal(['ENDPOINT is invalid (must be an http(s) URL; got "ftp://host")', "PORT is required but not set", "TABLE is required but not set"]);
+    expect(error.problems).to.deep.equal([
+      'ENDPOINT is invalid (must be an http(s) URL; got "ftp://host")',
+      "PORT is required but not set",
+      "TABLE is required but not set",
+    ]);
     expect(error.message).to.equal(`Invalid Lambda environment: ${error.problems.join("; ")}`);
   });
 
@@ -51,7 +55,18 @@ describe("shared/env: the env codec", () => {
   });
 
   describe("field parsers: required and well-typed, no bounds", () => {
-    const cases: Array<{ title: string; field: ReturnType<typeof envText> | ReturnType<typeof envInt> | ReturnType<typeof envFlag> | ReturnType<typeof envList> | ReturnType<typeof envJson<number[]>>; raw: string; value?: unknown; problem?: string }> = [
+    const cases: Array<{
+      title: string;
+      field:
+        | ReturnType<typeof envText>
+        | ReturnType<typeof envInt>
+        | ReturnType<typeof envFlag>
+        | ReturnType<typeof envList>
+        | ReturnType<typeof envJson<number[]>>;
+      raw: string;
+      value?: unknown;
+      problem?: string;
+    }> = [
       { title: "an int of any size", field: envInt("V"), raw: "900000", value: 900_000 },
       { title: "an int zero", field: envInt("V"), raw: "0", value: 0 },
       { title: "an int with letters", field: envInt("V"), raw: "8080abc", problem: "must be a whole number" },

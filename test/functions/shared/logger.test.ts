@@ -21,7 +21,10 @@ describe("shared/logger", () => {
       logStep(createLogger(), "info", "gpu_autostart_attempted", { instance_id: "i-1", source: "ssm" });
     } finally {
       console.info = originalInfo;
-      for (const [key, value] of [["POWERTOOLS_DEV", previous.dev], ["POWERTOOLS_SERVICE_NAME", previous.service]] as const) {
+      for (const [key, value] of [
+        ["POWERTOOLS_DEV", previous.dev],
+        ["POWERTOOLS_SERVICE_NAME", previous.service],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }
@@ -42,7 +45,11 @@ describe("shared/logger", () => {
   describe("errorMessage: what a log line says about a thrown value", () => {
     const cases: Array<{ what: string; thrown: unknown; expected: string }> = [
       { what: "an Error, by its name and message", thrown: new TypeError("fetch failed"), expected: "TypeError: fetch failed" },
-      { what: "an AWS error, by its exception name", thrown: Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" }), expected: "ThrottlingException: Rate exceeded" },
+      {
+        what: "an AWS error, by its exception name",
+        thrown: Object.assign(new Error("Rate exceeded"), { name: "ThrottlingException" }),
+        expected: "ThrottlingException: Rate exceeded",
+      },
       // ZodError's own toString prints only its issues; the log line still says what kind of error it was.
       { what: "an Error whose toString leaves its name out, by its name too", thrown: zodError(), expected: `ZodError: ${zodError().message}` },
       { what: "a thrown string, as it is", thrown: "socket closed", expected: "socket closed" },

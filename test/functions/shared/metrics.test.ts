@@ -24,7 +24,12 @@ describe("shared/metrics", () => {
   it("publishes stored counts as one EMF document in the namespace and service the environment names", () => {
     // Prepare: POWERTOOLS_DEV makes Powertools write through the global console, which the test
     // captures; it would also turn publishing off, unless POWERTOOLS_METRICS_DISABLED says otherwise.
-    const env = { POWERTOOLS_DEV: "true", POWERTOOLS_METRICS_DISABLED: "false", POWERTOOLS_METRICS_NAMESPACE: "encache", POWERTOOLS_SERVICE_NAME: "ingest-window" };
+    const env = {
+      POWERTOOLS_DEV: "true",
+      POWERTOOLS_METRICS_DISABLED: "false",
+      POWERTOOLS_METRICS_NAMESPACE: "encache",
+      POWERTOOLS_SERVICE_NAME: "ingest-window",
+    };
     // Act
     const lines = capturingStdout(env, () => {
       const metrics = createMetrics();
@@ -35,7 +40,9 @@ describe("shared/metrics", () => {
     });
     // Assess
     expect(lines).to.have.length(1);
-    const emf = JSON.parse(lines[0] ?? "") as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: unknown[] }> } };
+    const emf = JSON.parse(lines[0] ?? "") as Record<string, unknown> & {
+      _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: unknown[] }> };
+    };
     expect(emf._aws.CloudWatchMetrics).to.have.length(1);
     expect(emf._aws.CloudWatchMetrics[0]).to.deep.include({
       Namespace: "encache",

@@ -106,7 +106,7 @@ describe("shared/quarantine", () => {
     }
   });
 
-  it("names the source queue \"unknown\" when the record carries no source ARN", async () => {
+  it('names the source queue "unknown" when the record carries no source ARN', async () => {
     // Prepare
     const sqs = new SQSClient({ region: "us-east-1" });
     const sqsMock = mockClient(sqs);

@@ -33,15 +33,31 @@ describe("shared/resend", () => {
   describe("isRetryableError: only errors that may go differently next time are resent", () => {
     const cases: Array<{ why: string; error: unknown; retryable: boolean }> = [
       { why: "a connection reset, which never got an HTTP answer", error: Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }), retryable: true },
-      { why: "a timeout the SDK marked retryable, even with a client-fault status", error: sdkError("TimeoutError", { $retryable: {}, $fault: "client", httpStatusCode: 400 }), retryable: true },
+      {
+        why: "a timeout the SDK marked retryable, even with a client-fault status",
+        error: sdkError("TimeoutError", { $retryable: {}, $fault: "client", httpStatusCode: 400 }),
+        retryable: true,
+      },
       { why: "a server fault with its HTTP status", error: sdkError("InternalServerError", { $fault: "server", httpStatusCode: 500 }), retryable: true },
       { why: "ThrottlingException", error: sdkError("ThrottlingException", { $fault: "client", httpStatusCode: 400 }), retryable: true },
       { why: "Throttling (the Query API's spelling)", error: sdkError("Throttling", { $fault: "client", httpStatusCode: 400 }), retryable: true },
       { why: "RequestLimitExceeded (EC2)", error: sdkError("RequestLimitExceeded", { $fault: "client", httpStatusCode: 503 }), retryable: true },
-      { why: "ProvisionedThroughputExceededException (DynamoDB)", error: sdkError("ProvisionedThroughputExceededException", { $fault: "client", httpStatusCode: 400 }), retryable: true },
-      { why: "TooManyRequestsException (Lambda, SSM)", error: sdkError("TooManyRequestsException", { $fault: "client", httpStatusCode: 429 }), retryable: true },
+      {
+        why: "ProvisionedThroughputExceededException (DynamoDB)",
+        error: sdkError("ProvisionedThroughputExceededException", { $fault: "client", httpStatusCode: 400 }),
+        retryable: true,
+      },
+      {
+        why: "TooManyRequestsException (Lambda, SSM)",
+        error: sdkError("TooManyRequestsException", { $fault: "client", httpStatusCode: 429 }),
+        retryable: true,
+      },
       { why: "a failed condition, which fails the same way again", error: conditionFailed(), retryable: false },
-      { why: "a client fault that never got an HTTP status (a request the SDK refused to build)", error: sdkError("ValidationException", { $fault: "client" }), retryable: false },
+      {
+        why: "a client fault that never got an HTTP status (a request the SDK refused to build)",
+        error: sdkError("ValidationException", { $fault: "client" }),
+        retryable: false,
+      },
       { why: "an HTTP answer with no fault class (a 404 from a plain endpoint)", error: sdkError("NotFound", { httpStatusCode: 404 }), retryable: false },
       { why: "a missing resource", error: sdkError("ResourceNotFoundException", { $fault: "client", httpStatusCode: 400 }), retryable: false },
       { why: "a thrown string", error: "ECONNRESET", retryable: false },
@@ -131,7 +147,14 @@ describe("shared/resend", () => {
           (e: unknown) => e,
         );
         const callsAt: Record<string, number> = {};
-        for (const [label, ms] of [["99", 99], ["100", 1], ["299", 199], ["300", 1], ["699", 399], ["700", 1]] as const) {
+        for (const [label, ms] of [
+          ["99", 99],
+          ["100", 1],
+          ["299", 199],
+          ["300", 1],
+          ["699", 399],
+          ["700", 1],
+        ] as const) {
           await advance(ms);
           callsAt[label] = s.calls();
         }

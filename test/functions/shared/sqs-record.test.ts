@@ -51,7 +51,10 @@ describe("a polled message in Lambda's SQSRecord shape (functions/shared/sqs-rec
   });
 
   it("spells message attributes as Lambda does: camelCase, binary as base64, list fields present", () => {
-    const record = toSqsRecord({ MessageAttributes: { kind: { DataType: "String", StringValue: "a" }, blob: { DataType: "Binary", BinaryValue: Buffer.from("hi") } } }, QUEUE_ARN);
+    const record = toSqsRecord(
+      { MessageAttributes: { kind: { DataType: "String", StringValue: "a" }, blob: { DataType: "Binary", BinaryValue: Buffer.from("hi") } } },
+      QUEUE_ARN,
+    );
     expect(record.messageAttributes).to.deep.equal({
       kind: { stringValue: "a", stringListValues: [], binaryListValues: [], dataType: "String" },
       blob: { binaryValue: Buffer.from("hi").toString("base64"), stringListValues: [], binaryListValues: [], dataType: "Binary" },
@@ -60,7 +63,11 @@ describe("a polled message in Lambda's SQSRecord shape (functions/shared/sqs-rec
 
   const urls: Array<[string, string, string]> = [
     ["an AWS queue URL", "https://sqs.us-east-1.amazonaws.com/123456789012/work", "arn:aws:sqs:us-east-1:123456789012:work"],
-    ["a regional endpoint with a dashed region", "https://sqs.ap-southeast-2.amazonaws.com/210987654321/jobs-dlq", "arn:aws:sqs:ap-southeast-2:210987654321:jobs-dlq"],
+    [
+      "a regional endpoint with a dashed region",
+      "https://sqs.ap-southeast-2.amazonaws.com/210987654321/jobs-dlq",
+      "arn:aws:sqs:ap-southeast-2:210987654321:jobs-dlq",
+    ],
     ["a local endpoint (no region in the host)", "http://localhost:4566/000000000000/work", "arn:aws:sqs:unknown:000000000000:work"],
     ["a URL without a queue name", "https://sqs.us-east-1.amazonaws.com/123456789012", "arn:aws:sqs:us-east-1:123456789012:unknown"],
   ];

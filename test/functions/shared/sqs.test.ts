@@ -46,11 +46,7 @@ describe("shared/sqs", () => {
     const context = { awsRequestId: "req-1", getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
     const seen: Array<Context | undefined> = [];
     // Act
-    await processSqsBatch(
-      sqsEvent(sqsRecord(), sqsRecord()),
-      async (_record, ctx) => void seen.push(ctx),
-      context,
-    );
+    await processSqsBatch(sqsEvent(sqsRecord(), sqsRecord()), async (_record, ctx) => void seen.push(ctx), context);
     // Assess
     expect(seen).to.have.length(2);
     expect(seen[0]).to.equal(context);

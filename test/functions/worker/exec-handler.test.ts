@@ -44,7 +44,11 @@ describe("worker: the built-in handler runs an allow-listed executable", functio
     if (!handler) throw new Error(`no handler for ${type}`);
     return handler({ job: j, messageId: "m-1", signal, logger });
   };
-  const lines = (stream: string) => logger.withStep("job_output").filter((e) => e.fields.stream === stream).map((e) => e.fields.line);
+  const lines = (stream: string) =>
+    logger
+      .withStep("job_output")
+      .filter((e) => e.fields.stream === stream)
+      .map((e) => e.fields.line);
 
   it("registers one handler per allow-listed job type, and nothing else", () => {
     expect([...buildHandlers(allowList, scratch).keys()]).to.deep.equal(["echo", "fail", "sleepy"]);

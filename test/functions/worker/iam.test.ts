@@ -21,13 +21,25 @@ describe("worker IAM: the action list matches what the code calls", function () 
 
   it("every path together (start-up, a job, a failed job, a malformed message, shutdown) calls exactly WORKER_IAM_ACTIONS", async () => {
     agent.protectedNow = true; // a leftover protection: start-up reads it (GET) and releases it (PUT)
-    const t = mockedWorkerDeps({ config: { agentUri: agent.uri }, handlers: { work: () => sleep(20), boom: () => Promise.reject(new Error("exit 1")) }, fetch: httpFetch });
+    const t = mockedWorkerDeps({
+      config: { agentUri: agent.uri },
+      handlers: { work: () => sleep(20), boom: () => Promise.reject(new Error("exit 1")) },
+      fetch: httpFetch,
+    });
     // The ledger through the real DynamoDB store, so its calls are SDK commands the test can see.
     const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: "us-east-1", credentials: { accessKeyId: "test", secretAccessKey: "test" } }));
     const dbMock = mockClient(db);
     // Every ledger write asks ALL_NEW, and an applied UpdateItem answers with the item it left.
     dbMock.on(UpdateCommand).callsFake((input: { Key: { job_key: string } }) => ({
-      Attributes: { job_key: input.Key.job_key, state: "running", holder: "task", lease_token: "any", lease_expires_at: Date.now() + 180_000, receipt_handle: "rh-in-table", runs: 1 },
+      Attributes: {
+        job_key: input.Key.job_key,
+        state: "running",
+        holder: "task",
+        lease_token: "any",
+        lease_expires_at: Date.now() + 180_000,
+        receipt_handle: "rh-in-table",
+        runs: 1,
+      },
     }));
     const ledger = new JobLedger({ store: dynamoLedgerStore(db, "worker-jobs"), holder: () => Promise.resolve("task"), leaseMs: 180_000 });
     const inbox = [[message(job("work")), message("not json"), message(job("boom"))]];
@@ -47,14 +59,24 @@ describe("worker IAM: the action list matches what the code calls", function () 
     const sqsActions = t.sqsMock.calls().map((c) => `sqs:${c.args[0].constructor.name.replace(/Command$/, "")}`);
     const agentActions = agent.requests.map((r) => AGENT_METHOD_ACTIONS[r.method]);
     // The DocumentClient's command names differ from the API's: UpdateCommand sends UpdateItem.
-    const documentActions: Record<string, string> = { UpdateCommand: "dynamodb:UpdateItem", PutCommand: "dynamodb:PutItem", GetCommand: "dynamodb:GetItem", DeleteCommand: "dynamodb:DeleteItem" };
+    const documentActions: Record<string, string> = {
+      UpdateCommand: "dynamodb:UpdateItem",
+      PutCommand: "dynamodb:PutItem",
+      GetCommand: "dynamodb:GetItem",
+      DeleteCommand: "dynamodb:DeleteItem",
+    };
     const dbActions = dbMock.calls().map((c) => documentActions[c.args[0].constructor.name] ?? `unmapped:${c.args[0].constructor.name}`);
     expect(dbMock.commandCalls(UpdateCommand).map((c) => c.args[0].input.TableName)).to.include("worker-jobs");
     expect([...new Set([...sqsActions, ...agentActions, ...dbActions])]).to.have.members([...WORKER_IAM_ACTIONS]);
   });
 
   it("the task role's statements grant exactly WORKER_IAM_ACTIONS", () => {
-    const statements = workerTaskRoleStatements({ workQueueArn: "q", workDlqArn: "d", jobsTableArn: "t", clusterArn: "arn:aws:ecs:us-east-1:123456789012:cluster/c" });
+    const statements = workerTaskRoleStatements({
+      workQueueArn: "q",
+      workDlqArn: "d",
+      jobsTableArn: "t",
+      clusterArn: "arn:aws:ecs:us-east-1:123456789012:cluster/c",
+    });
     expect(allowedActions(statements)).to.deep.equal([...WORKER_IAM_ACTIONS].sort());
     expect(WORKER_GRANTS.filter((g) => g.resource === "work-dlq").flatMap((g) => g.actions)).to.deep.equal(["sqs:SendMessage"]);
   });

@@ -55,7 +55,16 @@ function ledgerOn(store: LedgerStore, clock: { now: number }, holder: string, to
 
 describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
   describe("conditions as data (pure)", () => {
-    const running: LedgerItem = { job_key: "j", state: "running", holder: "a", lease_token: "t", lease_expires_at: 100, receipt_handle: "rh", runs: 1, expires_at: 1 };
+    const running: LedgerItem = {
+      job_key: "j",
+      state: "running",
+      holder: "a",
+      lease_token: "t",
+      lease_expires_at: 100,
+      receipt_handle: "rh",
+      runs: 1,
+      expires_at: 1,
+    };
 
     it("judges each condition as DynamoDB would: absent only with no item, < only on numbers, and/or", () => {
       expect(evaluateCondition({ op: "absent" }, undefined)).to.equal(true);
@@ -66,20 +75,43 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
       expect(evaluateCondition({ op: "lt", attr: "lease_expires_at", value: 100 }, running)).to.equal(false);
       expect(evaluateCondition({ op: "lt", attr: "completed_at", value: 1e15 }, running), "a missing attribute is not less than anything").to.equal(false);
       expect(evaluateCondition({ op: "lt", attr: "lease_expires_at", value: 1e15 }, undefined), "no item is not less than anything").to.equal(false);
-      expect(evaluateCondition({ op: "lt", attr: "holder", value: 2 }, { ...running, holder: "1" }), "a string is not compared with a number (JS would say \"1\" < 2)").to.equal(false);
+      expect(
+        evaluateCondition({ op: "lt", attr: "holder", value: 2 }, { ...running, holder: "1" }),
+        'a string is not compared with a number (JS would say "1" < 2)',
+      ).to.equal(false);
       expect(evaluateCondition({ op: "and", of: [{ op: "absent" }, { op: "eq", attr: "state", value: "running" }] }, running)).to.equal(false);
       expect(evaluateCondition({ op: "or", of: [{ op: "absent" }, { op: "eq", attr: "state", value: "running" }] }, running)).to.equal(true);
     });
 
     it("applies SET and ADD as UpdateItem does, creating a missing item", () => {
-      expect(applyWrite(undefined, { jobKey: "j", condition: { op: "absent" }, set: { state: "running" }, add: { runs: 1 } })).to.deep.equal({ job_key: "j", state: "running", runs: 1 });
-      expect(applyWrite(running, { jobKey: "j", condition: { op: "absent" }, set: { holder: "b" }, add: { runs: 1 } })).to.deep.include({ holder: "b", runs: 2, receipt_handle: "rh" });
+      expect(applyWrite(undefined, { jobKey: "j", condition: { op: "absent" }, set: { state: "running" }, add: { runs: 1 } })).to.deep.equal({
+        job_key: "j",
+        state: "running",
+        runs: 1,
+      });
+      expect(applyWrite(running, { jobKey: "j", condition: { op: "absent" }, set: { holder: "b" }, add: { runs: 1 } })).to.deep.include({
+        holder: "b",
+        runs: 2,
+        receipt_handle: "rh",
+      });
     });
 
     it("sends the take as one UpdateItem whose expression names every attribute by placeholder (state is a reserved word) and asks for ALL_NEW", () => {
       const input = updateInput("worker-jobs", {
         jobKey: "job-1",
-        condition: { op: "or", of: [{ op: "absent" }, { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "lt", attr: "lease_expires_at", value: 5 }] }] },
+        condition: {
+          op: "or",
+          of: [
+            { op: "absent" },
+            {
+              op: "and",
+              of: [
+                { op: "eq", attr: "state", value: "running" },
+                { op: "lt", attr: "lease_expires_at", value: 5 },
+              ],
+            },
+          ],
+        },
         set: { state: "running", lease_token: "tk" },
         add: { runs: 1 },
       });
@@ -88,7 +120,13 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
         Key: { job_key: "job-1" },
         UpdateExpression: "SET #state = :v0, #lease_token = :v1 ADD #runs :v2",
         ConditionExpression: "(attribute_not_exists(#job_key) OR (#state = :v3 AND #lease_expires_at < :v4))",
-        ExpressionAttributeNames: { "#state": "state", "#lease_token": "lease_token", "#runs": "runs", "#job_key": "job_key", "#lease_expires_at": "lease_expires_at" },
+        ExpressionAttributeNames: {
+          "#state": "state",
+          "#lease_token": "lease_token",
+          "#runs": "runs",
+          "#job_key": "job_key",
+          "#lease_expires_at": "lease_expires_at",
+        },
         ExpressionAttributeValues: { ":v0": "running", ":v1": "tk", ":v2": 1, ":v3": "running", ":v4": 5 },
         ReturnValues: "ALL_NEW",
       });
@@ -97,7 +135,11 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
 
   describe("the UpdateExpression of each kind of write", () => {
     const cases: Array<{ write: string; set: LedgerWrite["set"]; add?: LedgerWrite["add"]; expression: string }> = [
-      { write: "a renewal: SET only, no ADD clause", set: { lease_expires_at: 9, expires_at: 10 }, expression: "SET #lease_expires_at = :v0, #expires_at = :v1" },
+      {
+        write: "a renewal: SET only, no ADD clause",
+        set: { lease_expires_at: 9, expires_at: 10 },
+        expression: "SET #lease_expires_at = :v0, #expires_at = :v1",
+      },
       { write: "a counter alone: ADD only, no SET clause", set: {}, add: { runs: 1 }, expression: "ADD #runs :v0" },
     ];
     for (const c of cases) {
@@ -369,7 +411,10 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
       // Assess
       expect(out).to.deep.equal({ kind: "completed", holder: "task-a", completedAt: T0, outcome: "succeeded" });
       expect(table.items.get("job-1")).to.deep.include({ state: "completed", receipt_handle: "rh-1" });
-      expect(bWrites.map((w) => (w.add ? "take" : "record")), "the failed record answers at once, with no further take").to.deep.equal(["take", "record"]);
+      expect(
+        bWrites.map((w) => (w.add ? "take" : "record")),
+        "the failed record answers at once, with no further take",
+      ).to.deep.equal(["take", "record"]);
     });
 
     it("a take whose every answer is lost is released before its error goes up, so the next receive takes the job at once", async () => {
@@ -412,13 +457,34 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
           expect(out).to.deep.include({ kind: "held", holder: "task-a" });
           expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta", receipt_handle: "rh-2", runs: 1 });
         } else {
-          expect(out).to.deep.equal({ kind: "taken", recovered: true, lease: { jobKey: "job-1", token: "ta2", holder: "task-a", receiptHandle: "rh-2", runs: 2 } });
-          expect(store.table.items.get("job-1")).to.deep.include({ lease_token: "ta2", receipt_handle: "rh-2", runs: 2, lease_expires_at: T0 + 1000 + LEASE_MS });
+          expect(out).to.deep.equal({
+            kind: "taken",
+            recovered: true,
+            lease: { jobKey: "job-1", token: "ta2", holder: "task-a", receiptHandle: "rh-2", runs: 2 },
+          });
+          expect(store.table.items.get("job-1")).to.deep.include({
+            lease_token: "ta2",
+            receipt_handle: "rh-2",
+            runs: 2,
+            lease_expires_at: T0 + 1000 + LEASE_MS,
+          });
           expect(store.writes.slice(6), "after the failed take, one takeover fenced by the abandoned lease's token").to.deep.equal([
             {
               jobKey: "job-1",
-              condition: { op: "and", of: [{ op: "eq", attr: "state", value: "running" }, { op: "eq", attr: "lease_token", value: "ta" }] },
-              set: { holder: "task-a", lease_token: "ta2", lease_expires_at: T0 + 1000 + LEASE_MS, receipt_handle: "rh-2", expires_at: Math.floor((T0 + 1000) / 1000) + LEDGER_RETENTION_SECONDS },
+              condition: {
+                op: "and",
+                of: [
+                  { op: "eq", attr: "state", value: "running" },
+                  { op: "eq", attr: "lease_token", value: "ta" },
+                ],
+              },
+              set: {
+                holder: "task-a",
+                lease_token: "ta2",
+                lease_expires_at: T0 + 1000 + LEASE_MS,
+                receipt_handle: "rh-2",
+                expires_at: Math.floor((T0 + 1000) / 1000) + LEDGER_RETENTION_SECONDS,
+              },
               add: { runs: 1 },
             },
           ]);
@@ -445,7 +511,17 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
   });
 
   describe("takes that race other writes", () => {
-    const item = (over: Partial<LedgerItem>): LedgerItem => ({ job_key: "job-1", state: "running", holder: "task-c", lease_token: "tc", lease_expires_at: T0 + LEASE_MS, receipt_handle: "rh-c", runs: 1, expires_at: 1, ...over });
+    const item = (over: Partial<LedgerItem>): LedgerItem => ({
+      job_key: "job-1",
+      state: "running",
+      holder: "task-c",
+      lease_token: "tc",
+      lease_expires_at: T0 + LEASE_MS,
+      receipt_handle: "rh-c",
+      runs: 1,
+      expires_at: 1,
+      ...over,
+    });
 
     it("a record that fails against no item (deleted meanwhile) takes the job in the next round", async () => {
       // Prepare: A holds the job; B's take fails, and the item is gone before B's record lands
@@ -479,7 +555,10 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
     const contended: Array<{ title: string; answers: Array<(w: LedgerWrite) => ConditionalOutcome>; out: unknown }> = [
       {
         title: "every take and record meets a lease changed again: after 3 rounds (6 writes) the message is left, naming the last lease met",
-        answers: [0, 1, 2, 3, 4, 5].map((i) => () => ({ applied: false, old: { ...item({ lease_token: `t${i}`, holder: `task-${i}`, lease_expires_at: T0 + LEASE_MS + i }) } })),
+        answers: [0, 1, 2, 3, 4, 5].map((i) => () => ({
+          applied: false,
+          old: { ...item({ lease_token: `t${i}`, holder: `task-${i}`, lease_expires_at: T0 + LEASE_MS + i }) },
+        })),
         out: { kind: "held", holder: "task-5", leaseExpiresAt: T0 + LEASE_MS + 5, recorded: false },
       },
       {
@@ -526,7 +605,17 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
         },
         {
           title: "another task's lease replaced it first: not taken; the handle is recorded in that lease",
-          race: (_w, table) => void table.items.set("job-1", { job_key: "job-1", state: "running", holder: "task-b", lease_token: "tb", lease_expires_at: T0 + 1000 + LEASE_MS, receipt_handle: "rh-b", runs: 2, expires_at: 1 }),
+          race: (_w, table) =>
+            void table.items.set("job-1", {
+              job_key: "job-1",
+              state: "running",
+              holder: "task-b",
+              lease_token: "tb",
+              lease_expires_at: T0 + 1000 + LEASE_MS,
+              receipt_handle: "rh-b",
+              runs: 2,
+              expires_at: 1,
+            }),
           out: { kind: "held", holder: "task-b", leaseExpiresAt: T0 + 1000 + LEASE_MS, recorded: true },
           writes: 4,
         },

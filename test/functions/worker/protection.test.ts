@@ -221,7 +221,11 @@ describe("worker: task scale-in protection through the agent endpoint", function
     ["an empty 200 as success", { status: 200, body: "" }, undefined],
     ["a 200 of JSON null as success", { status: 200, body: "null" }, undefined],
     ["a 200 of a JSON array as success", { status: 200, body: "[]" }, undefined],
-    ["a 200 naming a failure as a failure, quoting it", { status: 200, body: '{"failure":{"Reason":"TASK_NOT_VALID"}}' }, /^Error: agent reported failure: \{"Reason":"TASK_NOT_VALID"\}$/],
+    [
+      "a 200 naming a failure as a failure, quoting it",
+      { status: 200, body: '{"failure":{"Reason":"TASK_NOT_VALID"}}' },
+      /^Error: agent reported failure: \{"Reason":"TASK_NOT_VALID"\}$/,
+    ],
     ["an HTTP error as a failure, quoting at most 500 characters of its body", { status: 404, body: "x".repeat(600) }, new RegExp(`^Error: HTTP 404: x{500}$`)],
   ];
   for (const [name, reply, failure] of replies) {
@@ -282,7 +286,9 @@ describe("worker: task scale-in protection through the agent endpoint", function
     await advance(5);
     await p.releaseAll();
 
-    expect(logger.withStep("task_protection_refreshed").map((e) => [e.level, e.fields])).to.deep.equal([["debug", { step: "task_protection_refreshed", expires_in_minutes: 30 }]]);
+    expect(logger.withStep("task_protection_refreshed").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["debug", { step: "task_protection_refreshed", expires_in_minutes: 30 }],
+    ]);
     expect(logger.withStep("task_protection_changed").map((e) => e.fields.reason)).to.deep.equal(["job_started", "shutdown"]);
     expect(metrics.count("TaskProtectionEnabled")).to.equal(1);
   });

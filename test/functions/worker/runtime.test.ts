@@ -61,13 +61,48 @@ describe("worker: the container's wiring (functions/worker/runtime.ts)", functio
         return Promise.resolve(res());
       };
     const cases: Array<{ title: string; uri: string | undefined; fetch: (asked: Array<{ url: string; signal: unknown }>) => typeof fetch; name: string }> = [
-      { title: "the task ARN from the metadata endpoint's /task", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: ARN },
-      { title: "the fallback outside ECS (no metadata URI), without asking", uri: undefined, fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked), name: "host:1" },
-      { title: "the fallback when the endpoint answers an error status", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }, { status: 500 }), asked), name: "host:1" },
-      { title: "the fallback when the reply has no TaskARN", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ Cluster: "c" }), asked), name: "host:1" },
-      { title: "the fallback when the TaskARN is empty", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: "" }), asked), name: "host:1" },
-      { title: "the fallback when the TaskARN is not a string", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Response.json({ TaskARN: 42 }), asked), name: "host:1" },
-      { title: "the fallback when the endpoint cannot be reached", uri: "http://169.254.170.2/v4/abc", fetch: (asked) => answering(() => Promise.reject(new TypeError("fetch failed")), asked), name: "host:1" },
+      {
+        title: "the task ARN from the metadata endpoint's /task",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked),
+        name: ARN,
+      },
+      {
+        title: "the fallback outside ECS (no metadata URI), without asking",
+        uri: undefined,
+        fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }), asked),
+        name: "host:1",
+      },
+      {
+        title: "the fallback when the endpoint answers an error status",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Response.json({ TaskARN: ARN }, { status: 500 }), asked),
+        name: "host:1",
+      },
+      {
+        title: "the fallback when the reply has no TaskARN",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Response.json({ Cluster: "c" }), asked),
+        name: "host:1",
+      },
+      {
+        title: "the fallback when the TaskARN is empty",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Response.json({ TaskARN: "" }), asked),
+        name: "host:1",
+      },
+      {
+        title: "the fallback when the TaskARN is not a string",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Response.json({ TaskARN: 42 }), asked),
+        name: "host:1",
+      },
+      {
+        title: "the fallback when the endpoint cannot be reached",
+        uri: "http://169.254.170.2/v4/abc",
+        fetch: (asked) => answering(() => Promise.reject(new TypeError("fetch failed")), asked),
+        name: "host:1",
+      },
     ];
     for (const c of cases) {
       it(`names ${c.title}`, async () => {
@@ -88,7 +123,11 @@ describe("worker: the container's wiring (functions/worker/runtime.ts)", functio
       const asked: Array<{ url: string; signal: unknown }> = [];
 
       // Act
-      await taskIdentity("http://169.254.170.2/v4/abc", answering(() => Response.json({ TaskARN: ARN }), asked), "host:1");
+      await taskIdentity(
+        "http://169.254.170.2/v4/abc",
+        answering(() => Response.json({ TaskARN: ARN }), asked),
+        "host:1",
+      );
 
       // Assess
       expect(asked.map((a) => a.url)).to.deep.equal(["http://169.254.170.2/v4/abc/task"]);
@@ -102,7 +141,10 @@ describe("worker: the container's wiring (functions/worker/runtime.ts)", functio
     it("taskHolder looks the identity up once, at the first take, and answers it to every later one", async () => {
       // Prepare
       const asked: Array<{ url: string; signal: unknown }> = [];
-      const holder = taskHolder("http://169.254.170.2/v4/abc", answering(() => Response.json({ TaskARN: ARN }), asked));
+      const holder = taskHolder(
+        "http://169.254.170.2/v4/abc",
+        answering(() => Response.json({ TaskARN: ARN }), asked),
+      );
 
       // Act
       const names = [await holder(), await holder()];

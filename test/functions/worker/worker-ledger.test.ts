@@ -44,7 +44,8 @@ class ArmedStore implements LedgerStore {
 }
 
 /** Another task's ledger on the same table, on the same (fake) clock. */
-const otherTask = (store: LedgerStore, holder = "task-b", leaseMs = 300) => new JobLedger({ store, holder: () => Promise.resolve(holder), leaseMs, resend: { rounds: 1, baseDelayMs: 0, sleep: async () => undefined } });
+const otherTask = (store: LedgerStore, holder = "task-b", leaseMs = 300) =>
+  new JobLedger({ store, holder: () => Promise.resolve(holder), leaseMs, resend: { rounds: 1, baseDelayMs: 0, sleep: async () => undefined } });
 
 describe("worker: the job ledger on each fault path", function () {
   this.timeout(15_000);
@@ -63,7 +64,13 @@ describe("worker: the job ledger on each fault path", function () {
     // Assess
     expect(ran).to.deep.equal(["j-1"]);
     expect(t.ledgerStore).to.be.instanceOf(MemoryLedgerStore);
-    expect((t.ledgerStore as MemoryLedgerStore).items.get("j-1")).to.deep.include({ state: "completed", outcome: "succeeded", holder: "task-a", runs: 1, receipt_handle: m.ReceiptHandle });
+    expect((t.ledgerStore as MemoryLedgerStore).items.get("j-1")).to.deep.include({
+      state: "completed",
+      outcome: "succeeded",
+      holder: "task-a",
+      runs: 1,
+      receipt_handle: m.ReceiptHandle,
+    });
     expect(t.logger.withStep("job_lease_taken").map((e) => e.fields)).to.deep.equal([
       { step: "job_lease_taken", job_key: "j-1", job_id: "j-1", message_id: m.MessageId, receive_count: 1, holder: "task-a", runs: 1, recovered: false },
     ]);
@@ -78,16 +85,31 @@ describe("worker: the job ledger on each fault path", function () {
     const first = message(body);
     const again = { ...first, ReceiptHandle: "rh-second-receive", Attributes: { ApproximateReceiveCount: "2" } };
     arrangeQueue(t, [[first], [again]]);
-    t.sqsMock.on(DeleteMessageCommand, { ReceiptHandle: first.ReceiptHandle }).rejects(Object.assign(new Error("AccessDenied"), { name: "AccessDenied", $fault: "client" }));
+    t.sqsMock
+      .on(DeleteMessageCommand, { ReceiptHandle: first.ReceiptHandle })
+      .rejects(Object.assign(new Error("AccessDenied"), { name: "AccessDenied", $fault: "client" }));
 
     // Act
-    const worker = await runUntil(t, () => t.logger.withStep("job_already_completed").length === 1 && deleted(t).includes(again.ReceiptHandle), "the second receive");
+    const worker = await runUntil(
+      t,
+      () => t.logger.withStep("job_already_completed").length === 1 && deleted(t).includes(again.ReceiptHandle),
+      "the second receive",
+    );
 
     // Assess
     expect(ran).to.deep.equal([first.MessageId]);
     expect(deleted(t).at(-1)).to.equal(again.ReceiptHandle);
     expect(t.logger.withStep("job_already_completed").map((e) => e.fields)).to.deep.equal([
-      { step: "job_already_completed", job_key: "j-done", job_id: "j-done", message_id: first.MessageId, receive_count: 2, holder: "task-a", completed_at: Date.UTC(2026, 0, 1), outcome: "succeeded" },
+      {
+        step: "job_already_completed",
+        job_key: "j-done",
+        job_id: "j-done",
+        message_id: first.MessageId,
+        receive_count: 2,
+        holder: "task-a",
+        completed_at: Date.UTC(2026, 0, 1),
+        outcome: "succeeded",
+      },
     ]);
     expect(worker.stats).to.deep.include({ succeeded: 1, alreadyCompleted: 1 });
     expect(t.metrics.count("JobsAlreadyCompleted")).to.equal(1);
@@ -109,7 +131,16 @@ describe("worker: the job ledger on each fault path", function () {
     expect(deleted(t)).to.deep.equal([]);
     expect((t.ledgerStore as MemoryLedgerStore).items.get("j-held")).to.deep.include({ holder: "task-b", receipt_handle: m.ReceiptHandle, runs: 1 });
     expect(t.logger.withStep("job_held_elsewhere").map((e) => e.fields)).to.deep.equal([
-      { step: "job_held_elsewhere", job_key: "j-held", job_id: "j-held", message_id: m.MessageId, receive_count: 2, holder: "task-b", lease_expires_at: Date.UTC(2026, 0, 1) + 60_000, receipt_handle_recorded: true },
+      {
+        step: "job_held_elsewhere",
+        job_key: "j-held",
+        job_id: "j-held",
+        message_id: m.MessageId,
+        receive_count: 2,
+        holder: "task-b",
+        lease_expires_at: Date.UTC(2026, 0, 1) + 60_000,
+        receipt_handle_recorded: true,
+      },
     ]);
     expect(worker.stats).to.deep.include({ heldElsewhere: 1, failed: 0, succeeded: 0 });
     expect(t.metrics.count("JobsHeldElsewhere")).to.equal(1);
@@ -151,7 +182,8 @@ describe("worker: the job ledger on each fault path", function () {
     let failures = 4;
     t.sqsMock.on(ChangeMessageVisibilityCommand).callsFake((input: ChangeMessageVisibilityCommandInput) => {
       sent.push([Date.now(), input.VisibilityTimeout]);
-      if (input.VisibilityTimeout === 1 && sent.length > 1 && failures-- > 0) throw Object.assign(new Error("throttled"), { name: "RequestThrottled", $retryable: {} });
+      if (input.VisibilityTimeout === 1 && sent.length > 1 && failures-- > 0)
+        throw Object.assign(new Error("throttled"), { name: "RequestThrottled", $retryable: {} });
       return {};
     });
 
@@ -174,7 +206,12 @@ describe("worker: the job ledger on each fault path", function () {
 
   it("a job whose lease another task took over (it expired while renewals failed) is aborted, and its message and outcome are left alone", async () => {
     // Prepare: 100 ms beats, a 300 ms lease; every renewal fails; B takes the job once the lease has expired
-    const t = mockedWorkerDeps({ holder: "task-a", config: { heartbeatMs: 100 }, ledgerStore: new ArmedStore(), handlers: { work: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))) } });
+    const t = mockedWorkerDeps({
+      holder: "task-a",
+      config: { heartbeatMs: 100 },
+      ledgerStore: new ArmedStore(),
+      handlers: { work: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))) },
+    });
     const store = t.ledgerStore as ArmedStore;
     store.failing.renew = 1000;
     const m = message(job("work", { job_id: "j-stolen", estimated_seconds: 100 }));
@@ -282,7 +319,9 @@ describe("worker: the job ledger on each fault path", function () {
     const worker = await runUntil(t, () => t.logger.withStep("job_lease_failed").length === 1, "the failed take");
 
     // Assess
-    expect(t.logger.withStep("job_lease_failed").map((e) => [e.level, e.fields.job_key, e.fields.error])).to.deep.equal([["error", "j-noledger", "TimeoutError: read ECONNRESET"]]);
+    expect(t.logger.withStep("job_lease_failed").map((e) => [e.level, e.fields.job_key, e.fields.error])).to.deep.equal([
+      ["error", "j-noledger", "TimeoutError: read ECONNRESET"],
+    ]);
     expect(visibilityCalls(t)).to.deep.equal([]);
     expect(deleted(t)).to.deep.equal([]);
     expect(worker.stats).to.deep.include({ failed: 0, succeeded: 0 });
@@ -315,7 +354,10 @@ describe("worker: the job ledger on each fault path", function () {
 
   it("a give-back on shutdown releases the lease with the message", async () => {
     // Prepare
-    const t = mockedWorkerDeps({ config: { shutdownGraceMs: 50, abortSettleMs: 50 }, handlers: { work: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))) } });
+    const t = mockedWorkerDeps({
+      config: { shutdownGraceMs: 50, abortSettleMs: 50 },
+      handlers: { work: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))) },
+    });
     const m = message(job("work", { job_id: "j-back" }));
     arrangeQueue(t, [[m]]);
     const worker = createWorker(t.deps);
@@ -342,7 +384,12 @@ describe("worker: the job ledger on each fault path", function () {
       },
     };
     const ran: string[] = [];
-    const t = mockedWorkerDeps({ holder: "task-a", config: { concurrency: 2 }, ledgerStore: slowFirstTake, handlers: { work: async ({ messageId }) => void ran.push(messageId) } });
+    const t = mockedWorkerDeps({
+      holder: "task-a",
+      config: { concurrency: 2 },
+      ledgerStore: slowFirstTake,
+      handlers: { work: async ({ messageId }) => void ran.push(messageId) },
+    });
     const first = message(job("work", { job_id: "j-twice" }));
     const copy = { ...first, ReceiptHandle: "rh-copy" };
     arrangeQueue(t, [[first, copy]]);
@@ -391,7 +438,12 @@ describe("worker: the job ledger on each fault path", function () {
     // Assess
     expect(ran).to.deep.equal(["j-abandoned"]);
     expect(t.logger.withStep("job_lease_failed").map((e) => e.fields.job_key)).to.deep.equal(["j-abandoned"]);
-    expect(t.logger.withStep("job_lease_taken").filter((e) => e.fields.job_key === "j-abandoned").map((e) => [e.fields.runs, e.fields.recovered])).to.deep.equal([[2, true]]);
+    expect(
+      t.logger
+        .withStep("job_lease_taken")
+        .filter((e) => e.fields.job_key === "j-abandoned")
+        .map((e) => [e.fields.runs, e.fields.recovered]),
+    ).to.deep.equal([[2, true]]);
     expect(store.table.items.get("j-abandoned")).to.deep.include({ state: "completed", runs: 2 });
   });
 
@@ -440,7 +492,12 @@ describe("worker: the job ledger on each fault path", function () {
       expect(reasons).to.have.length(1);
       expect(reasons[0]).to.be.instanceOf(Error);
       expect([(reasons[0] as Error).name, (reasons[0] as Error).message]).to.deep.equal(["LeaseLost", "the job's lease was taken over by another task"]);
-      expect(t.logger.withStep("job_lease_renewal_failed")[0]?.fields).to.deep.equal({ step: "job_lease_renewal_failed", job_key: "j-ignores", holder: "task-a", error: "TimeoutError: read ECONNRESET" });
+      expect(t.logger.withStep("job_lease_renewal_failed")[0]?.fields).to.deep.equal({
+        step: "job_lease_renewal_failed",
+        job_key: "j-ignores",
+        holder: "task-a",
+        error: "TimeoutError: read ECONNRESET",
+      });
       expect(t.logger.withStep("job_lease_lost").map((e) => e.fields)).to.deep.equal([
         { step: "job_lease_lost", job_key: "j-ignores", message_id: m.MessageId, at: "renewal", holder: "task-a", new_holder: "task-b" },
       ]);
@@ -507,7 +564,9 @@ describe("worker: the job ledger on each fault path", function () {
     const worker = await runUntil(t, () => deleted(t).length === 1, "the delete");
 
     // Assess
-    expect(t.logger.withStep("job_completion_recovered").map((e) => e.fields)).to.deep.equal([{ step: "job_completion_recovered", job_key: "j-recovered", holder: "task-a" }]);
+    expect(t.logger.withStep("job_completion_recovered").map((e) => e.fields)).to.deep.equal([
+      { step: "job_completion_recovered", job_key: "j-recovered", holder: "task-a" },
+    ]);
     expect(deleted(t)).to.deep.equal([m.ReceiptHandle]);
     expect(worker.stats.succeeded).to.equal(1);
   });
@@ -515,7 +574,11 @@ describe("worker: the job ledger on each fault path", function () {
   it("a completed job whose delete is slow: beats keep the message hidden without renewing the lease, and a shutdown meanwhile neither gives the message back nor releases the lease", async () => {
     // Prepare: a 1 s window, 100 ms beats; the delete takes 5 s
     const store = new ArmedStore();
-    const t = mockedWorkerDeps({ config: { heartbeatMs: 100, shutdownGraceMs: 100, abortSettleMs: 50 }, ledgerStore: store, handlers: { work: () => Promise.resolve() } });
+    const t = mockedWorkerDeps({
+      config: { heartbeatMs: 100, shutdownGraceMs: 100, abortSettleMs: 50 },
+      ledgerStore: store,
+      handlers: { work: () => Promise.resolve() },
+    });
     const m = message(job("work", { job_id: "j-slow-delete", estimated_seconds: 0.1 }));
     arrangeQueue(t, [[m]]);
     t.sqsMock.on(DeleteMessageCommand).callsFake(() => sleep(5000).then(() => ({})));
@@ -551,7 +614,12 @@ describe("worker: the job ledger on each fault path", function () {
         return table.write(w);
       },
     };
-    const t = mockedWorkerDeps({ holder: "task-a", config: { heartbeatMs: 100, shutdownGraceMs: 0, abortSettleMs: 0 }, ledgerStore: slowRenewals, handlers: { work: () => new Promise(() => undefined) } });
+    const t = mockedWorkerDeps({
+      holder: "task-a",
+      config: { heartbeatMs: 100, shutdownGraceMs: 0, abortSettleMs: 0 },
+      ledgerStore: slowRenewals,
+      handlers: { work: () => new Promise(() => undefined) },
+    });
     const m = message(job("work", { job_id: "j-given-back", estimated_seconds: 100 }));
     arrangeQueue(t, [[m]]);
     const worker = createWorker(t.deps);
@@ -700,7 +768,9 @@ describe("worker: the job ledger on each fault path", function () {
     const t = mockedWorkerDeps({ config: { retryDelaySeconds: 7 }, handlers: { work: () => Promise.reject(new Error("exit 1")) } });
     const m = message(job("work", { job_id: "j-no-resend" }));
     arrangeQueue(t, [[m]]);
-    t.sqsMock.on(ChangeMessageVisibilityCommand, { VisibilityTimeout: 7 }).rejects(Object.assign(new Error("throttled"), { name: "RequestThrottled", $retryable: {} }));
+    t.sqsMock
+      .on(ChangeMessageVisibilityCommand, { VisibilityTimeout: 7 })
+      .rejects(Object.assign(new Error("throttled"), { name: "RequestThrottled", $retryable: {} }));
 
     // Act
     await runUntil(t, () => worker_failed(t), "the failure");

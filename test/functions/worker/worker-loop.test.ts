@@ -116,7 +116,13 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
 
   it("counts the grace period from stop(), not from the end of the poll that was in flight", async () => {
     // Prepare: N = 2; a job that needs 550 ms more at stop(), a 400 ms grace, and a poll answering 300 ms after stop()
-    const t = mockedWorkerDeps({ config: { concurrency: 2, shutdownGraceMs: 400, abortSettleMs: 50 }, handlers: { slow: async ({ signal }) => void (await Promise.race([sleep(560), new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))))])) } });
+    const t = mockedWorkerDeps({
+      config: { concurrency: 2, shutdownGraceMs: 400, abortSettleMs: 50 },
+      handlers: {
+        slow: async ({ signal }) =>
+          void (await Promise.race([sleep(560), new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))))])),
+      },
+    });
     const m = message(job("slow", { estimated_seconds: 100 }));
     arrangeQueue(t, []);
     let calls = 0;
@@ -145,7 +151,15 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
   it("starts the idle window when the last job ends, not when the first of several does", async () => {
     // Prepare: N = 2, jobs of 100 ms and 400 ms started together, a 500 ms window
     const ended: number[] = [];
-    const t = mockedWorkerDeps({ config: { concurrency: 2, idleWindowMs: 500 }, handlers: { timed: async ({ job: j }) => { await sleep((j.payload as { ms: number }).ms); ended.push(Date.now()); } } });
+    const t = mockedWorkerDeps({
+      config: { concurrency: 2, idleWindowMs: 500 },
+      handlers: {
+        timed: async ({ job: j }) => {
+          await sleep((j.payload as { ms: number }).ms);
+          ended.push(Date.now());
+        },
+      },
+    });
     const { receivedAt } = arrangeQueue(t, [[message(job("timed", { payload: { ms: 100 } })), message(job("timed", { payload: { ms: 400 } }))]]);
 
     // Act
@@ -186,7 +200,13 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
     const ended: number[] = [];
     const t = mockedWorkerDeps({
       config: { concurrency: 2, idleWindowMs: 2000 },
-      handlers: { timed: async ({ job: j }) => { started.push(Date.now()); await sleep((j.payload as { ms: number }).ms); ended.push(Date.now()); } },
+      handlers: {
+        timed: async ({ job: j }) => {
+          started.push(Date.now());
+          await sleep((j.payload as { ms: number }).ms);
+          ended.push(Date.now());
+        },
+      },
     });
     const receivedAt: number[] = [];
     let calls = 0;
@@ -331,12 +351,17 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
     expect(t.logger.withStep("quarantine_failed").map((e) => [e.level, e.fields])).to.deep.equal([
       ["error", { step: "quarantine_failed", message_id: first.MessageId, reason: "body is not JSON", error: "Error: throttled" }],
     ]);
-    expect(t.logger.withStep("delete_failed").map((e) => [e.level, e.fields])).to.deep.equal([["error", { step: "delete_failed", message_id: second.MessageId, error: "Error: AccessDenied" }]]);
+    expect(t.logger.withStep("delete_failed").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["error", { step: "delete_failed", message_id: second.MessageId, error: "Error: AccessDenied" }],
+    ]);
   });
 
   it("logs a failed retry visibility and a failed heartbeat with their purposes, and no extension that did not happen", async () => {
     // Prepare: every visibility change after the first fails; the job overruns its 1 s window, then fails
-    const t = mockedWorkerDeps({ config: { heartbeatMs: 100, retryDelaySeconds: 9 }, handlers: { boom: () => sleep(1000).then(() => Promise.reject(new Error("exit 2"))) } });
+    const t = mockedWorkerDeps({
+      config: { heartbeatMs: 100, retryDelaySeconds: 9 },
+      handlers: { boom: () => sleep(1000).then(() => Promise.reject(new Error("exit 2"))) },
+    });
     const m = message(job("boom", { estimated_seconds: 0.1 }));
     arrangeQueue(t, [[m]]);
     t.sqsMock.on(ChangeMessageVisibilityCommand).resolvesOnce({}).rejects(new Error("throttled"));
@@ -374,7 +399,9 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
     // Prepare: the handler needs 30 ms to clean up after its abort
     const t = mockedWorkerDeps({
       config: { shutdownGraceMs: 50, abortSettleMs: 200 },
-      handlers: { tidy: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => void sleep(30).then(() => reject(new Error("stopped"))))) },
+      handlers: {
+        tidy: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => void sleep(30).then(() => reject(new Error("stopped"))))),
+      },
     });
     const m = message(job("tidy", { job_id: "j-tidy" }));
     arrangeQueue(t, [[m]]);
@@ -387,7 +414,9 @@ describe("worker: the receive loop's promises (idle window, grace period, waking
     await until(running);
 
     // Assess
-    expect(t.logger.withStep("job_returned").map((e) => e.fields)).to.deep.equal([{ step: "job_returned", job_id: "j-tidy", message_id: m.MessageId, visible_again: true }]);
+    expect(t.logger.withStep("job_returned").map((e) => e.fields)).to.deep.equal([
+      { step: "job_returned", job_id: "j-tidy", message_id: m.MessageId, visible_again: true },
+    ]);
   });
   it("waits out the idle window in one sleep, not by spinning", async () => {
     // Prepare: a job, then a 300 ms window; every pass of the loop asks how long protection was held

@@ -15,7 +15,10 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
 
   it("logs worker_started with its concurrency, idle window, protection state and job types", async () => {
     // Prepare
-    const t = mockedWorkerDeps({ config: { concurrency: 3, idleWindowMs: 1500 }, handlers: { resize: () => Promise.resolve(), thumb: () => Promise.resolve() } });
+    const t = mockedWorkerDeps({
+      config: { concurrency: 3, idleWindowMs: 1500 },
+      handlers: { resize: () => Promise.resolve(), thumb: () => Promise.resolve() },
+    });
     arrangeQueue(t, []);
 
     // Act
@@ -38,14 +41,25 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
 
     // Assess
     const ids = { job_id: "j-log", type: "resize", message_id: m.MessageId, receive_count: 3 };
-    expect(t.logger.withStep("job_started").map((e) => [e.level, e.fields])).to.deep.equal([["info", { step: "job_started", ...ids, visibility_seconds: 200 }]]);
+    expect(t.logger.withStep("job_started").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["info", { step: "job_started", ...ids, visibility_seconds: 200 }],
+    ]);
     expect(t.logger.withStep("job_succeeded").map((e) => [e.level, e.fields])).to.deep.equal([["info", { step: "job_succeeded", ...ids, duration_ms: 250 }]]);
     expect(t.metrics.added).to.deep.equal([
       { name: "JobsStarted", unit: "Count", value: 1 },
       { name: "JobsSucceeded", unit: "Count", value: 1 },
       { name: "JobDuration", unit: "Milliseconds", value: 250 },
     ]);
-    expect(worker.stats).to.deep.equal({ received: 1, succeeded: 1, failed: 0, quarantined: 0, returned: 0, alreadyCompleted: 0, heldElsewhere: 0, leasesLost: 0 });
+    expect(worker.stats).to.deep.equal({
+      received: 1,
+      succeeded: 1,
+      failed: 0,
+      quarantined: 0,
+      returned: 0,
+      alreadyCompleted: 0,
+      heldElsewhere: 0,
+      leasesLost: 0,
+    });
   });
 
   it("logs a failed job as job_failed (warn) with its error, retry delay and duration, and counts it", async () => {
@@ -59,7 +73,19 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
 
     // Assess
     expect(t.logger.withStep("job_failed").map((e) => [e.level, e.fields])).to.deep.equal([
-      ["warn", { step: "job_failed", job_id: "j-boom", type: "boom", message_id: m.MessageId, receive_count: 1, duration_ms: 120, error: "Error: exit 3", retry_in_seconds: 45 }],
+      [
+        "warn",
+        {
+          step: "job_failed",
+          job_id: "j-boom",
+          type: "boom",
+          message_id: m.MessageId,
+          receive_count: 1,
+          duration_ms: 120,
+          error: "Error: exit 3",
+          retry_in_seconds: 45,
+        },
+      ],
     ]);
     expect(t.metrics.added.filter((x) => x.name !== "JobsStarted")).to.deep.equal([
       { name: "JobsFailed", unit: "Count", value: 1 },
@@ -121,9 +147,25 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
     await until(running);
 
     // Assess
-    expect(t.logger.withStep("shutdown_started").map((e) => [e.level, e.fields])).to.deep.equal([["info", { step: "shutdown_started", reason: "SIGTERM", in_flight: 1 }]]);
+    expect(t.logger.withStep("shutdown_started").map((e) => [e.level, e.fields])).to.deep.equal([
+      ["info", { step: "shutdown_started", reason: "SIGTERM", in_flight: 1 }],
+    ]);
     expect(t.logger.withStep("shutdown_complete").map((e) => [e.level, e.fields])).to.deep.equal([
-      ["info", { step: "shutdown_complete", received: 1, succeeded: 0, failed: 0, quarantined: 0, returned: 1, alreadyCompleted: 0, heldElsewhere: 0, leasesLost: 0, unfinished: 1 }],
+      [
+        "info",
+        {
+          step: "shutdown_complete",
+          received: 1,
+          succeeded: 0,
+          failed: 0,
+          quarantined: 0,
+          returned: 1,
+          alreadyCompleted: 0,
+          heldElsewhere: 0,
+          leasesLost: 0,
+          unfinished: 1,
+        },
+      ],
     ]);
     expect(t.logger.withStep("job_returned").map((e) => e.level)).to.deep.equal(["warn"]);
     expect(t.metrics.count("JobsReturned")).to.equal(1);
@@ -168,7 +210,9 @@ describe("worker: log steps, metrics and their flushes (docs/parts/worker.md, 'L
       ["error", { step: "visibility_change_failed", message_id: m.MessageId, purpose: "initial", seconds: 200, error: "Error: AccessDenied" }],
       ["error", { step: "visibility_change_failed", message_id: m.MessageId, purpose: "give_back", seconds: 0, error: "Error: AccessDenied" }],
     ]);
-    expect(t.logger.withStep("job_returned").map((e) => e.fields)).to.deep.equal([{ step: "job_returned", job_id: "j-vis", message_id: m.MessageId, visible_again: false }]);
+    expect(t.logger.withStep("job_returned").map((e) => e.fields)).to.deep.equal([
+      { step: "job_returned", job_id: "j-vis", message_id: m.MessageId, visible_again: false },
+    ]);
     expect(worker.stats.returned).to.equal(0);
   });
 

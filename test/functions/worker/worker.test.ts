@@ -117,7 +117,10 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const t = mockedWorkerDeps({ handlers: { resize: async () => undefined } });
     const m = message(job("resize", { estimated_seconds: 10 }));
     arrangeQueue(t, [[m]]);
-    t.sqsMock.on(DeleteMessageCommand).rejectsOnce(Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} })).resolves({});
+    t.sqsMock
+      .on(DeleteMessageCommand)
+      .rejectsOnce(Object.assign(new Error("socket hang up"), { code: "ECONNRESET", $metadata: {} }))
+      .resolves({});
     // Act
     await runUntil(t, () => deleted(t).length === 2, "the re-sent delete");
     // Assess
@@ -308,7 +311,13 @@ describe("worker: the receive loop, jobs, visibility and shutdown (mocked SQS, l
     const ended: number[] = [];
     const t = mockedWorkerDeps({
       config: { concurrency: 2, idleWindowMs: 800, agentUri: agent.uri },
-      handlers: { quick: async () => { started.push(Date.now()); await sleep(100); ended.push(Date.now()); } },
+      handlers: {
+        quick: async () => {
+          started.push(Date.now());
+          await sleep(100);
+          ended.push(Date.now());
+        },
+      },
     });
     const late = message(job("quick"));
     const receivedAt: number[] = [];

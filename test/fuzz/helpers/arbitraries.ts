@@ -29,21 +29,62 @@ const astral = fc.constantFrom("😀", "𝄞", "🂡", "👩‍👩‍👧");
 /** Any UTF-16 text: full Unicode, lone surrogates, controls, emoji and zero-width characters. */
 export const anyText = (maxLength = 40): fc.Arbitrary<string> =>
   fc
-    .array(fc.oneof(fc.string({ unit: "binary", maxLength: 4 }), loneSurrogate, astral, fc.constantFrom("\u0000", "\uFEFF", "\u200B", "\u202E", "\\", '"', "\n")), { maxLength })
+    .array(
+      fc.oneof(fc.string({ unit: "binary", maxLength: 4 }), loneSurrogate, astral, fc.constantFrom("\u0000", "\uFEFF", "\u200B", "\u202E", "\\", '"', "\n")),
+      { maxLength },
+    )
     .map((parts) => parts.join(""));
 
 /** Bodies that are malformed for every part: none is a JSON object. */
 const notAnObject: fc.Arbitrary<BodyCase> = fc.oneof(
-  fc.constantFrom("", " ", "\n", "\t\r\n", "null", "true", "false", "0", "-0", "1e308", "-1e308", "NaN", "Infinity", "undefined", "[]", "[{}]", '""', '"{}"', "{", "}", "{]", "{'a': 1}", "{a: 1}", "[1,,2]").map((body) => ({ body, verdict: "malformed" as const, how: "constant" })),
-  anyText(60).filter((s) => !s.trimStart().startsWith("{")).map((body) => ({ body, verdict: "malformed" as const, how: "text" })),
-  fc.jsonValue({ maxDepth: 3 }).filter((v) => typeof v !== "object" || v === null || Array.isArray(v)).map((v) => ({ body: JSON.stringify(v), verdict: "malformed" as const, how: "json scalar or array" })),
-  fc.integer({ min: 1, max: 2000 }).map((depth) => ({ body: "[".repeat(depth) + "]".repeat(depth), verdict: "malformed" as const, how: `nested arrays ×${depth}` })),
+  fc
+    .constantFrom(
+      "",
+      " ",
+      "\n",
+      "\t\r\n",
+      "null",
+      "true",
+      "false",
+      "0",
+      "-0",
+      "1e308",
+      "-1e308",
+      "NaN",
+      "Infinity",
+      "undefined",
+      "[]",
+      "[{}]",
+      '""',
+      '"{}"',
+      "{",
+      "}",
+      "{]",
+      "{'a': 1}",
+      "{a: 1}",
+      "[1,,2]",
+    )
+    .map((body) => ({ body, verdict: "malformed" as const, how: "constant" })),
+  anyText(60)
+    .filter((s) => !s.trimStart().startsWith("{"))
+    .map((body) => ({ body, verdict: "malformed" as const, how: "text" })),
+  fc
+    .jsonValue({ maxDepth: 3 })
+    .filter((v) => typeof v !== "object" || v === null || Array.isArray(v))
+    .map((v) => ({ body: JSON.stringify(v), verdict: "malformed" as const, how: "json scalar or array" })),
+  fc
+    .integer({ min: 1, max: 2000 })
+    .map((depth) => ({ body: "[".repeat(depth) + "]".repeat(depth), verdict: "malformed" as const, how: `nested arrays ×${depth}` })),
   fc.integer({ min: 1, max: 64 }).map((n) => ({ body: `"${"\\ud800".repeat(n)}"`, verdict: "malformed" as const, how: "escaped lone surrogates" })),
 );
 
 /** JSON objects whose keys are junk: no part's required fields can be among them. */
 const junkObject: fc.Arbitrary<BodyCase> = fc
-  .dictionary(fc.string({ unit: "grapheme", minLength: 1, maxLength: 8 }).map((k) => `~${k}`), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 })
+  .dictionary(
+    fc.string({ unit: "grapheme", minLength: 1, maxLength: 8 }).map((k) => `~${k}`),
+    fc.jsonValue({ maxDepth: 3 }),
+    { maxKeys: 6 },
+  )
   .map((o) => ({ body: JSON.stringify(o), verdict: "malformed" as const, how: "object of junk keys" }));
 
 /** Deep nesting inside an object: JSON.parse and the schema both see it. */
@@ -58,7 +99,13 @@ const huge: fc.Arbitrary<BodyCase> = fc
   .tuple(fc.integer({ min: 1, max: SQS_MAX_BYTES - QUARANTINE_HEADROOM_BYTES }), fc.constantFrom("ascii", "emoji", "json-array", "json-string"))
   .map(([bytes, kind]) => {
     const body =
-      kind === "ascii" ? "x".repeat(bytes) : kind === "emoji" ? "😀".repeat(Math.floor(bytes / 4)) : kind === "json-array" ? `[${"1,".repeat(Math.max(0, Math.floor(bytes / 2) - 1))}1]` : `"${"y".repeat(Math.max(0, bytes - 2))}"`;
+      kind === "ascii"
+        ? "x".repeat(bytes)
+        : kind === "emoji"
+          ? "😀".repeat(Math.floor(bytes / 4))
+          : kind === "json-array"
+            ? `[${"1,".repeat(Math.max(0, Math.floor(bytes / 2) - 1))}1]`
+            : `"${"y".repeat(Math.max(0, bytes - 2))}"`;
     return { body, verdict: "malformed" as const, how: `huge ${kind} ${Buffer.byteLength(body)} B` };
   });
 
@@ -92,7 +139,13 @@ export function disguised(valid: fc.Arbitrary<string>): fc.Arbitrary<BodyCase> {
 
 /** Every part's malformed bodies, plus its own disguised well-formed ones. */
 export function oddBody(valid: fc.Arbitrary<string>): fc.Arbitrary<BodyCase> {
-  return fc.oneof({ arbitrary: notAnObject, weight: 4 }, { arbitrary: junkObject, weight: 2 }, { arbitrary: deepObject, weight: 1 }, { arbitrary: huge, weight: 1 }, { arbitrary: disguised(valid), weight: 2 });
+  return fc.oneof(
+    { arbitrary: notAnObject, weight: 4 },
+    { arbitrary: junkObject, weight: 2 },
+    { arbitrary: deepObject, weight: 1 },
+    { arbitrary: huge, weight: 1 },
+    { arbitrary: disguised(valid), weight: 2 },
+  );
 }
 
 /** A field that is kept, replaced by a raw JSON token (spliced into the text) or removed. */
@@ -118,7 +171,33 @@ export const VALID_NON_NEGATIVE_INT_TOKENS = ["0", "-0", "1.0", "1e2", "100E-2",
 /** Raw tokens a positive integer field accepts. */
 export const VALID_POSITIVE_INT_TOKENS = ["1", "1.0", "1e2", "4", "9007199254740991"] as const;
 /** Raw tokens no integer field accepts: fractions, out of range, other types, and text that is not JSON. */
-export const INVALID_INT_TOKENS = ["1.5", "-1", "1e308", "1e400", "-1e400", "9007199254740992", "5e-324", "-0.5", '"1"', '"NaN"', '"1e3"', "null", "true", "[]", "{}", "[1]", "NaN", "Infinity", "-Infinity", "01", "+1", "0x10", ".5", "1.", "--1"] as const;
+export const INVALID_INT_TOKENS = [
+  "1.5",
+  "-1",
+  "1e308",
+  "1e400",
+  "-1e400",
+  "9007199254740992",
+  "5e-324",
+  "-0.5",
+  '"1"',
+  '"NaN"',
+  '"1e3"',
+  "null",
+  "true",
+  "[]",
+  "{}",
+  "[1]",
+  "NaN",
+  "Infinity",
+  "-Infinity",
+  "01",
+  "+1",
+  "0x10",
+  ".5",
+  "1.",
+  "--1",
+] as const;
 /** Raw tokens no string field accepts. */
 export const INVALID_STRING_TOKENS = ["1", "-0", "1e308", "null", "true", "[]", "{}", '[""]', "NaN", "'quoted'", "undefined"] as const;
 
@@ -139,7 +218,12 @@ const sentTimestamp = fc.oneof(
  */
 export const recordAttributes: fc.Arbitrary<SQSRecordAttributes> = fc
   .record(
-    { ApproximateReceiveCount: receiveCount, SentTimestamp: sentTimestamp, SenderId: fc.constantFrom("AIDAEXAMPLE", ""), ApproximateFirstReceiveTimestamp: sentTimestamp },
+    {
+      ApproximateReceiveCount: receiveCount,
+      SentTimestamp: sentTimestamp,
+      SenderId: fc.constantFrom("AIDAEXAMPLE", ""),
+      ApproximateFirstReceiveTimestamp: sentTimestamp,
+    },
     { requiredKeys: [] },
   )
   .map((a) => a as unknown as SQSRecordAttributes);
@@ -149,8 +233,12 @@ export const messageAttributes: fc.Arbitrary<SQSMessageAttributes> = fc.dictiona
   fc.constantFrom("trace", "retraining-origin-message-id", "retraining-deferrals", "Content-Type", "x.y", "ünïcode"),
   fc.oneof(
     anyText(20).map((text) => ({ dataType: "String", stringValue: asDeliveredBySqs(text), stringListValues: [], binaryListValues: [] })),
-    fc.constantFrom("1", "-1", "NaN", "1e308", "0.5", "", "abc").map((stringValue) => ({ dataType: "Number", stringValue, stringListValues: [], binaryListValues: [] })),
-    fc.uint8Array({ maxLength: 16 }).map((b) => ({ dataType: "Binary", binaryValue: Buffer.from(b).toString("base64"), stringListValues: [], binaryListValues: [] })),
+    fc
+      .constantFrom("1", "-1", "NaN", "1e308", "0.5", "", "abc")
+      .map((stringValue) => ({ dataType: "Number", stringValue, stringListValues: [], binaryListValues: [] })),
+    fc
+      .uint8Array({ maxLength: 16 })
+      .map((b) => ({ dataType: "Binary", binaryValue: Buffer.from(b).toString("base64"), stringListValues: [], binaryListValues: [] })),
   ),
   { maxKeys: 3 },
 );
@@ -164,10 +252,22 @@ export interface RecordCase extends BodyCase {
 
 /** A body case with Lambda's usual attributes, or odd ones about a third of the time. */
 export function recordCase(body: fc.Arbitrary<BodyCase>): fc.Arbitrary<RecordCase> {
-  return fc.record(
-    { c: body, attributes: fc.option(recordAttributes, { freq: 3, nil: undefined }), messageAttributes: fc.option(messageAttributes, { freq: 3, nil: undefined }), arn: fc.constantFrom(undefined, "", "arn:aws:sqs:us-east-1:123456789012:q") },
-    { requiredKeys: ["c"] },
-  ).map(({ c, attributes, messageAttributes: m, arn }) => ({ ...c, ...(attributes ? { attributes } : {}), ...(m ? { messageAttributes: m } : {}), ...(arn !== undefined ? { eventSourceARN: arn } : {}) }));
+  return fc
+    .record(
+      {
+        c: body,
+        attributes: fc.option(recordAttributes, { freq: 3, nil: undefined }),
+        messageAttributes: fc.option(messageAttributes, { freq: 3, nil: undefined }),
+        arn: fc.constantFrom(undefined, "", "arn:aws:sqs:us-east-1:123456789012:q"),
+      },
+      { requiredKeys: ["c"] },
+    )
+    .map(({ c, attributes, messageAttributes: m, arn }) => ({
+      ...c,
+      ...(attributes ? { attributes } : {}),
+      ...(m ? { messageAttributes: m } : {}),
+      ...(arn !== undefined ? { eventSourceARN: arn } : {}),
+    }));
 }
 
 /** A record in the batch, and the verdict of its body. */
@@ -187,25 +287,27 @@ export interface BatchShape {
  * are delivered twice in the same batch (same id and body, another receipt handle), as SQS's
  * at-least-once delivery can do.
  */
-export function batchOf(record: fc.Arbitrary<RecordCase>, shape: BatchShape = {}, tag?: (body: string, messageId: string) => string): fc.Arbitrary<FuzzRecord[]> {
+export function batchOf(
+  record: fc.Arbitrary<RecordCase>,
+  shape: BatchShape = {},
+  tag?: (body: string, messageId: string) => string,
+): fc.Arbitrary<FuzzRecord[]> {
   const { minLength = 1, maxLength = 10 } = shape;
-  return fc
-    .tuple(fc.array(record, { minLength, maxLength }), fc.uuid({ version: 4 }), fc.array(fc.nat(), { maxLength: 3 }))
-    .map(([cases, base, dupes]) => {
-      const records = cases.map((c, i) => {
-        const messageId = `${base.slice(0, 28)}${i.toString(16).padStart(8, "0")}`;
-        return toFuzzRecord(tag && c.verdict === "valid" ? { ...c, body: tag(c.body, messageId) } : c, messageId, `rh-${i}`);
-      });
-      // Duplicates replace later records so the batch stays within its size.
-      for (const [k, d] of dupes.entries()) {
-        if (records.length < 2) break;
-        const source = records[d % records.length]!;
-        const at = (d + k + 1) % records.length;
-        if (records[at] === source) continue;
-        records[at] = { ...source, record: { ...source.record, receiptHandle: `rh-dup-${k}` } };
-      }
-      return records;
+  return fc.tuple(fc.array(record, { minLength, maxLength }), fc.uuid({ version: 4 }), fc.array(fc.nat(), { maxLength: 3 })).map(([cases, base, dupes]) => {
+    const records = cases.map((c, i) => {
+      const messageId = `${base.slice(0, 28)}${i.toString(16).padStart(8, "0")}`;
+      return toFuzzRecord(tag && c.verdict === "valid" ? { ...c, body: tag(c.body, messageId) } : c, messageId, `rh-${i}`);
     });
+    // Duplicates replace later records so the batch stays within its size.
+    for (const [k, d] of dupes.entries()) {
+      if (records.length < 2) break;
+      const source = records[d % records.length]!;
+      const at = (d + k + 1) % records.length;
+      if (records[at] === source) continue;
+      records[at] = { ...source, record: { ...source.record, receiptHandle: `rh-dup-${k}` } };
+    }
+    return records;
+  });
 }
 
 /**
@@ -222,7 +324,12 @@ function toFuzzRecord(c: RecordCase, messageId: string, receiptHandle: string): 
     messageId,
     receiptHandle,
     body: asDeliveredBySqs(c.body),
-    attributes: c.attributes ?? { ApproximateReceiveCount: "1", SentTimestamp: "1700000000000", SenderId: "AIDAEXAMPLE", ApproximateFirstReceiveTimestamp: "1700000000001" },
+    attributes: c.attributes ?? {
+      ApproximateReceiveCount: "1",
+      SentTimestamp: "1700000000000",
+      SenderId: "AIDAEXAMPLE",
+      ApproximateFirstReceiveTimestamp: "1700000000001",
+    },
     messageAttributes: c.messageAttributes ?? {},
     md5OfBody: "",
     eventSource: "aws:sqs",

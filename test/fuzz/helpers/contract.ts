@@ -112,8 +112,14 @@ export function quarantineSendMessage(failIds: () => ReadonlySet<string>) {
  * Every malformed record was quarantined with a non-empty reason, its body unchanged, in a
  * message SQS would accept; it is acknowledged unless its quarantine failed by injection.
  */
-export function assertMalformedQuarantined(records: readonly FuzzRecord[], quarantined: readonly Quarantined[], failed: ReadonlySet<string>, quarantineFails: ReadonlySet<string>): void {
-  for (const q of quarantined) expect(q.refusal, `quarantine of ${q.messageId} is a message SQS accepts (reason ${JSON.stringify(q.reason.slice(0, 120))})`).to.equal(undefined);
+export function assertMalformedQuarantined(
+  records: readonly FuzzRecord[],
+  quarantined: readonly Quarantined[],
+  failed: ReadonlySet<string>,
+  quarantineFails: ReadonlySet<string>,
+): void {
+  for (const q of quarantined)
+    expect(q.refusal, `quarantine of ${q.messageId} is a message SQS accepts (reason ${JSON.stringify(q.reason.slice(0, 120))})`).to.equal(undefined);
   for (const { record, how } of records.filter((r) => r.verdict === "malformed")) {
     const mine = quarantined.filter((q) => q.messageId === record.messageId);
     expect(mine.length, `malformed record (${how}) ${JSON.stringify(record.body.slice(0, 80))} is quarantined`).to.be.greaterThan(0);

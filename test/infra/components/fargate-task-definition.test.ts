@@ -22,14 +22,22 @@ describe("FargateTaskDefinition validators", () => {
   }
 
   it("fills defaults and refuses names, sizes and stop timeouts ECS would refuse", () => {
-    expect(resolveFargateTaskDefinitionArgs({ family: "f", containerName: "c" })).to.deep.equal({ cpu: 1024, memoryMb: 2048, cpuArchitecture: "X86_64", stopTimeoutSeconds: 120, logRetentionDays: 14 });
+    expect(resolveFargateTaskDefinitionArgs({ family: "f", containerName: "c" })).to.deep.equal({
+      cpu: 1024,
+      memoryMb: 2048,
+      cpuArchitecture: "X86_64",
+      stopTimeoutSeconds: 120,
+      logRetentionDays: 14,
+    });
     expect(() => resolveFargateTaskDefinitionArgs({ family: "bad family", containerName: "c", memoryMb: 3000, stopTimeoutSeconds: 300 })).to.throw(
       /family "bad family".*memory 3000 MiB.*stopTimeoutSeconds must be 2..120/,
     );
   });
 
   it("scopes image pulls to the ECR repository, and grants none for other registries", () => {
-    expect(ecrRepositoryArn("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/strategy:dev")).to.equal("arn:aws:ecr:us-east-1:123456789012:repository/team/strategy");
+    expect(ecrRepositoryArn("123456789012.dkr.ecr.us-east-1.amazonaws.com/team/strategy:dev")).to.equal(
+      "arn:aws:ecr:us-east-1:123456789012:repository/team/strategy",
+    );
     expect(ecrRepositoryArn("public.ecr.aws/x/y:1")).to.equal(undefined);
     expect(allowedActions(executionRoleStatements({ image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/strategy", logGroupArn: "arn:lg" }))).to.deep.equal([
       "ecr:BatchCheckLayerAvailability",
@@ -39,7 +47,10 @@ describe("FargateTaskDefinition validators", () => {
       "logs:CreateLogStream",
       "logs:PutLogEvents",
     ]);
-    expect(allowedActions(executionRoleStatements({ image: "ghcr.io/x/strategy:1", logGroupArn: "arn:lg" }))).to.deep.equal(["logs:CreateLogStream", "logs:PutLogEvents"]);
+    expect(allowedActions(executionRoleStatements({ image: "ghcr.io/x/strategy:1", logGroupArn: "arn:lg" }))).to.deep.equal([
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]);
   });
 });
 
@@ -74,7 +85,9 @@ describe("hardenedContainerFields (pure)", () => {
   for (const [title, hardening, label] of waivers) {
     it(`names ${title} in the encache.hardening-waived label`, async () => {
       const { hardenedContainerFields } = await load();
-      expect((hardenedContainerFields(hardening) as { dockerLabels?: Record<string, string> }).dockerLabels).to.deep.equal({ "encache.hardening-waived": label });
+      expect((hardenedContainerFields(hardening) as { dockerLabels?: Record<string, string> }).dockerLabels).to.deep.equal({
+        "encache.hardening-waived": label,
+      });
     });
   }
 });

@@ -12,7 +12,9 @@ describe("component validators and defaults (pure, no mocks)", () => {
       expect(r.amiParameter).to.equal(gpuInstanceDefaults.amiParameter);
     });
     it("rejects a relative id parameter and an empty Name tag", () => {
-      expect(() => resolveGpuInstanceArgs({ instanceType: "g5.xlarge", nameTag: "", instanceIdParameter: "encache/gpu" })).to.throw(/absolute SSM path.*nameTag must not be empty/);
+      expect(() => resolveGpuInstanceArgs({ instanceType: "g5.xlarge", nameTag: "", instanceIdParameter: "encache/gpu" })).to.throw(
+        /absolute SSM path.*nameTag must not be empty/,
+      );
     });
     for (const t of ["g5.xlarge", "p4d.24xlarge", "g6e.2xlarge", "inf2.xlarge", "g4dn.metal"]) {
       it(`accepts ${t}`, () => expect(resolveGpuInstanceArgs({ instanceType: t, ...NAMES }).instanceType).to.equal(t));

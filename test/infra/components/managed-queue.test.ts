@@ -22,7 +22,9 @@ describe("component validators and defaults (pure, no mocks)", () => {
       ],
     ];
     it("accepts a retention exactly as long as every receive", () => {
-      expect(resolveManagedQueueArgs({ messageRetentionSeconds: 1800, visibilityTimeoutSeconds: 600, maxReceiveCount: 3 }).messageRetentionSeconds).to.equal(1800);
+      expect(resolveManagedQueueArgs({ messageRetentionSeconds: 1800, visibilityTimeoutSeconds: 600, maxReceiveCount: 3 }).messageRetentionSeconds).to.equal(
+        1800,
+      );
     });
     for (const [name, args, reason] of bad) {
       it(`rejects ${name}`, () => expect(() => resolveManagedQueueArgs(args)).to.throw(reason));

@@ -29,8 +29,19 @@ function spec(overrides: Partial<DashboardSpec> = {}): DashboardSpec {
       { label: "ingest-dlq", name: "ingest-dlq-3333333" },
       { label: "ingest-quarantine", name: "ingest-quarantine-4444444" },
     ],
-    ingest: { gpuInstanceId: "i-0123456789abcdef0", windowService: "ingest-window-dev", dlqService: "ingest-dlq-consumer-dev", gpuIdleService: "ingest-gpu-idle-dev" },
-    worker: { queueName: "worker-2222222", clusterName: "platform-cluster-5555555", serviceName: "worker-6666666", metricsService: "worker-dev", backlogPerTaskTarget: 10 },
+    ingest: {
+      gpuInstanceId: "i-0123456789abcdef0",
+      windowService: "ingest-window-dev",
+      dlqService: "ingest-dlq-consumer-dev",
+      gpuIdleService: "ingest-gpu-idle-dev",
+    },
+    worker: {
+      queueName: "worker-2222222",
+      clusterName: "platform-cluster-5555555",
+      serviceName: "worker-6666666",
+      metricsService: "worker-dev",
+      backlogPerTaskTarget: 10,
+    },
     pool: {
       classes: [
         { name: "cpu-small", queueName: "pool-cpu-small-7777777", size: 2 },
@@ -137,10 +148,14 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
   });
 
   it("reads the GPU's CPU from AWS/EC2 by InstanceId, and its run state from the idle checker's EMF gauge", () => {
-    expect(metricsOf(body, "GPU CPU (%)")).to.deep.equal([{ namespace: "AWS/EC2", name: "CPUUtilization", dimensions: { InstanceId: "i-0123456789abcdef0" }, options: { label: "CPUUtilization" } }]);
+    expect(metricsOf(body, "GPU CPU (%)")).to.deep.equal([
+      { namespace: "AWS/EC2", name: "CPUUtilization", dimensions: { InstanceId: "i-0123456789abcdef0" }, options: { label: "CPUUtilization" } },
+    ]);
     const state = widget(body, "GPU running (1) or stopped (0)") as MetricWidget;
     expect(state.properties.stat).to.equal("Maximum");
-    expect(metricsOf(body, "GPU running (1) or stopped (0)").map((m) => [m.namespace, m.name, m.dimensions])).to.deep.equal([["Encache/Ingest", "GpuRunning", { service: "ingest-gpu-idle-dev" }]]);
+    expect(metricsOf(body, "GPU running (1) or stopped (0)").map((m) => [m.namespace, m.name, m.dimensions])).to.deep.equal([
+      ["Encache/Ingest", "GpuRunning", { service: "ingest-gpu-idle-dev" }],
+    ]);
   });
 
   it("keys each ingest EMF metric on the service of the function that emits it", () => {
@@ -161,7 +176,10 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
       for (const m of found) expect(m.dimensions, name).to.deep.equal({ service });
     }
     // MessagesQuarantined comes from both consumers, one line each.
-    expect(ingest.filter((m) => m.name === "MessagesQuarantined").map((m) => m.dimensions.service)).to.have.members(["ingest-dlq-consumer-dev", "ingest-window-dev"]);
+    expect(ingest.filter((m) => m.name === "MessagesQuarantined").map((m) => m.dimensions.service)).to.have.members([
+      "ingest-dlq-consumer-dev",
+      "ingest-window-dev",
+    ]);
   });
 
   it("reads the retraining metrics by Environment alone (the launcher clears the service dimension)", () => {
@@ -196,13 +214,21 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
     const emf = allMetrics(body).filter((m) => m.namespace.startsWith("Encache/"));
     for (const m of emf.filter((x) => x.namespace === "Encache/Worker")) expect(m.dimensions).to.deep.equal({ service: "worker-dev" });
     for (const m of emf.filter((x) => x.namespace === "Encache/Pool")) expect(m.dimensions).to.deep.equal({ service: "pool-refill-dev" });
-    expect(emf.filter((m) => m.namespace === "Encache/Worker").map((m) => m.name)).to.include.members(["JobsSucceeded", "JobsFailed", "TaskProtectionFailures"]);
+    expect(emf.filter((m) => m.namespace === "Encache/Worker").map((m) => m.name)).to.include.members([
+      "JobsSucceeded",
+      "JobsFailed",
+      "TaskProtectionFailures",
+    ]);
     expect(emf.filter((m) => m.namespace === "Encache/Pool").map((m) => m.name)).to.include.members(["PoolInstancesLaunched", "PoolInstancesStarted"]);
   });
 
   it("reads only EMF metrics some function emits (each name is a literal in functions/)", () => {
     const literals = functionStringLiterals();
-    const names = new Set(allMetrics(body).filter((m) => m.namespace.startsWith("Encache/")).map((m) => m.name));
+    const names = new Set(
+      allMetrics(body)
+        .filter((m) => m.namespace.startsWith("Encache/"))
+        .map((m) => m.name),
+    );
     expect([...names].filter((n) => !literals.has(n))).to.deep.equal([]);
   });
 
@@ -213,7 +239,10 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
     expect(log.properties.view).to.equal("table");
     expect(query.startsWith("SOURCE 'pool-refill-logs-9999999' | ")).to.equal(true);
     expect(query).to.include(`filter step = "pool_counted"`).and.include("by resource_class");
-    expect(metricsOf(body, "Pool adverts waiting per class").map((m) => m.dimensions.QueueName)).to.deep.equal(["pool-cpu-small-7777777", "pool-gpu-small-8888888"]);
+    expect(metricsOf(body, "Pool adverts waiting per class").map((m) => m.dimensions.QueueName)).to.deep.equal([
+      "pool-cpu-small-7777777",
+      "pool-gpu-small-8888888",
+    ]);
     expect((widget(body, "Pool adverts waiting per class") as MetricWidget).properties.annotations?.horizontal).to.deep.equal([
       { label: "cpu-small size", value: 2 },
       { label: "gpu-small size", value: 1 },
@@ -266,10 +295,15 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
   it("reports each limit a body breaks", () => {
     const queues = Array.from({ length: 701 }, (_, i) => ({ label: `q${i}`, name: `q${i}`.padEnd(80, "x") }));
     const problems = dashboardLimitProblems(dashboardBody(spec({ queues, deadLetterQueues: queues })));
-    expect(problems.join("\n")).to.match(/widget "Queue depth \(visible\)" has 701 metrics, above 500/).and.match(/metrics, above 2500/);
+    expect(problems.join("\n"))
+      .to.match(/widget "Queue depth \(visible\)" has 701 metrics, above 500/)
+      .and.match(/metrics, above 2500/);
     const many: DashboardBody = { start: "-PT6H", widgets: Array.from({ length: 501 }, () => body.widgets[0]!) };
     expect(dashboardLimitProblems(many).join("\n")).to.match(/501 widgets, above 500/);
-    const huge: DashboardBody = { start: "-PT6H", widgets: [{ ...(body.widgets[0] as MetricWidget), properties: { ...(body.widgets[0] as MetricWidget).properties, title: "x".repeat(1_000_001) } }] };
+    const huge: DashboardBody = {
+      start: "-PT6H",
+      widgets: [{ ...(body.widgets[0] as MetricWidget), properties: { ...(body.widgets[0] as MetricWidget).properties, title: "x".repeat(1_000_001) } }],
+    };
     expect(dashboardLimitProblems(huge).join("\n")).to.match(/bytes, above 1000000/);
   });
 

@@ -12,7 +12,13 @@ const family = "encache-worker-dev";
 describe("QueueWorkerService validators (pure)", () => {
   it("fills the defaults: 120 s stop timeout, /scratch, protection on", () => {
     const r = resolveQueueWorkerServiceArgs({ family, scaling });
-    expect(r).to.deep.include({ stopTimeoutSeconds: 120, scratchPath: "/scratch", taskProtection: true, containerName: "worker", cpu: queueWorkerServiceDefaults.cpu });
+    expect(r).to.deep.include({
+      stopTimeoutSeconds: 120,
+      scratchPath: "/scratch",
+      taskProtection: true,
+      containerName: "worker",
+      cpu: queueWorkerServiceDefaults.cpu,
+    });
     expect(r.scaling).to.deep.equal({ ...scaling, scaleOutCooldownSeconds: 60, scaleInCooldownSeconds: 300 });
   });
 
@@ -38,7 +44,11 @@ describe("QueueWorkerService validators (pure)", () => {
 
   it("computes backlog per task as visible messages ÷ running tasks from Container Insights", () => {
     const [visible, running, backlog] = backlogPerTaskMetrics({ queueName: "work", clusterName: "c", serviceName: "s" });
-    expect(visible!.metricStat!.metric).to.deep.equal({ namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", dimensions: [{ name: "QueueName", value: "work" }] });
+    expect(visible!.metricStat!.metric).to.deep.equal({
+      namespace: "AWS/SQS",
+      metricName: "ApproximateNumberOfMessagesVisible",
+      dimensions: [{ name: "QueueName", value: "work" }],
+    });
     expect(running!.metricStat!.metric.namespace).to.equal("ECS/ContainerInsights");
     expect(running!.metricStat!.metric.metricName).to.equal("RunningTaskCount");
     expect(backlog).to.deep.include({ expression: "visible / running", returnData: true });

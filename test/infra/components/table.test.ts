@@ -18,7 +18,14 @@ describe("shared components: Table and QueueSchedule validators (pure)", () => {
       ["a declared attribute no key uses", { hashKey: "id", attributes: { id: "S", extra: "S" } }, /"extra" is not a key/],
       [
         "duplicate index names",
-        { hashKey: "id", attributes: { id: "S", a: "S" }, globalSecondaryIndexes: [{ name: "g", hashKey: "a" }, { name: "g", hashKey: "a" }] },
+        {
+          hashKey: "id",
+          attributes: { id: "S", a: "S" },
+          globalSecondaryIndexes: [
+            { name: "g", hashKey: "a" },
+            { name: "g", hashKey: "a" },
+          ],
+        },
         /unique/,
       ],
     ];

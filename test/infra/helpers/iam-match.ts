@@ -26,7 +26,10 @@ export interface TargetResource {
 
 /** IAM's ARN wildcards: `*` any run of characters, `?` exactly one. */
 export function arnPatternMatches(pattern: string, arn: string): boolean {
-  const regex = pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const regex = pattern
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${regex}$`).test(arn);
 }
 

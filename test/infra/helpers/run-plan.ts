@@ -73,10 +73,18 @@ function viewFile(stack: string): string {
 }
 
 /** The recording of a committed stack's plan, outputs included: what the parts registered (their inventory) can be read from it. */
-export async function stackView(stack: string): Promise<Array<{ urn: string; type: string; name: string; parent: string | null; outputs: Record<string, unknown> }>> {
+export async function stackView(
+  stack: string,
+): Promise<Array<{ urn: string; type: string; name: string; parent: string | null; outputs: Record<string, unknown> }>> {
   const { run } = await stackPlan(stack);
   if (run.code !== 0) throw new Error(`plan --stack ${stack} exited ${run.code}:\n${run.stderr}`);
-  return JSON.parse(fs.readFileSync(viewFile(stack), "utf8")) as Array<{ urn: string; type: string; name: string; parent: string | null; outputs: Record<string, unknown> }>;
+  return JSON.parse(fs.readFileSync(viewFile(stack), "utf8")) as Array<{
+    urn: string;
+    type: string;
+    name: string;
+    parent: string | null;
+    outputs: Record<string, unknown>;
+  }>;
 }
 
 /**

@@ -15,7 +15,13 @@ describe("statementsFor: a role's statements derived from the grants beside the 
     // Assess
     expect(statements).to.deep.equal([
       { Sid: "Read", Effect: "Allow", Action: ["s3:GetObject"], Resource: "arn:bucket" },
-      { Sid: "Pass", Effect: "Allow", Action: ["iam:PassRole"], Resource: ["arn:a", "arn:b"], Condition: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } } },
+      {
+        Sid: "Pass",
+        Effect: "Allow",
+        Action: ["iam:PassRole"],
+        Resource: ["arn:a", "arn:b"],
+        Condition: { StringEquals: { "iam:PassedToService": "ecs-tasks.amazonaws.com" } },
+      },
     ]);
   });
 

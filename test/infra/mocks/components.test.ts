@@ -117,7 +117,9 @@ describe("components under Pulumi mocks (in process)", function () {
     // the agent's heartbeat on this account's and region's instances (it has a resource type), the channels on `*`.
     expect(resources.some((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && r.parent === instance?.parent)).to.equal(false);
     const sessionManager = resources.find((r) => r.name === "gpu-a-session-manager");
-    expect((sessionManager?.inputs.policy as { Statement: Array<{ Action: string[]; Resource: string }> }).Statement.map((s) => [s.Action, s.Resource])).to.deep.equal([
+    expect(
+      (sessionManager?.inputs.policy as { Statement: Array<{ Action: string[]; Resource: string }> }).Statement.map((s) => [s.Action, s.Resource]),
+    ).to.deep.equal([
       [["ssm:UpdateInstanceInformation"], "arn:aws:ec2:us-east-1:123456789012:instance/*"],
       [["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"], "*"],
     ]);
@@ -142,19 +144,30 @@ describe("components under Pulumi mocks (in process)", function () {
       const mine = resources.filter((r) => r.name.startsWith("alerts-a-"));
       const permissions = mine.filter((r) => r.type === "aws:lambda/permission:Permission");
       expect(permissions.map((r) => r.name)).to.deep.equal(["alerts-a-subscription-1-invoke"]);
-      expect(permissions[0]!.inputs).to.deep.include({ action: "lambda:InvokeFunction", function: FUNCTION_ARN, principal: "sns.amazonaws.com", sourceArn: topicArn });
+      expect(permissions[0]!.inputs).to.deep.include({
+        action: "lambda:InvokeFunction",
+        function: FUNCTION_ARN,
+        principal: "sns.amazonaws.com",
+        sourceArn: topicArn,
+      });
       const subscription = mine.find((r) => r.name === "alerts-a-subscription-1");
       expect(subscription?.dependencies).to.include(permissions[0]!.urn);
       expect(mine.find((r) => r.name === "alerts-a-subscription-0")?.dependencies).to.not.include(permissions[0]!.urn);
     });
 
     const refused: Array<[string, { protocol: string; endpoint: string }, RegExp]> = [
-      ["an sqs endpoint (its queue policy is not this stack's to write)", { protocol: "sqs", endpoint: "arn:aws:sqs:us-east-1:123456789012:q" }, /subscriptions\[0\]\.protocol: sqs is not supported/],
+      [
+        "an sqs endpoint (its queue policy is not this stack's to write)",
+        { protocol: "sqs", endpoint: "arn:aws:sqs:us-east-1:123456789012:q" },
+        /subscriptions\[0\]\.protocol: sqs is not supported/,
+      ],
       ["a lambda endpoint that is no function ARN", { protocol: "lambda", endpoint: "pager" }, /subscriptions\[0\]\.endpoint: must be a Lambda function ARN/],
     ];
     for (const [title, subscription, message] of refused) {
       it(`refuses ${title}`, () => {
-        expect(() => new c.alerts.AlertTopic(`alerts-${subscription.protocol}`, { accountId: "123456789012", subscriptions: [subscription] })).to.throw(message);
+        expect(() => new c.alerts.AlertTopic(`alerts-${subscription.protocol}`, { accountId: "123456789012", subscriptions: [subscription] })).to.throw(
+          message,
+        );
       });
     }
   });
@@ -200,7 +213,17 @@ describe("components under Pulumi mocks (in process)", function () {
     const taskUrn = await promiseOf(service.task.urn);
     const underTask = seen.filter((r) => r.parent === taskUrn);
     expect(underTask.map((r) => r.name).sort()).to.deep.equal(
-      ["qws-a", "qws-a-declared", "qws-a-execution", "qws-a-execution-policy", "qws-a-execution-policy-declared", "qws-a-logs", "qws-a-task", "qws-a-task-policy", "qws-a-task-policy-declared"].sort(),
+      [
+        "qws-a",
+        "qws-a-declared",
+        "qws-a-execution",
+        "qws-a-execution-policy",
+        "qws-a-execution-policy-declared",
+        "qws-a-logs",
+        "qws-a-task",
+        "qws-a-task-policy",
+        "qws-a-task-policy-declared",
+      ].sort(),
     );
     const earlier = c.qws.earlierChildNames("qws-a");
     for (const r of underTask) expect(r.aliases, r.name).to.deep.equal([{ name: earlier[r.name] ?? r.name, parenturn: serviceUrn }]);

@@ -26,7 +26,10 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       const doc = () => stacks[stack]!;
 
       it("has no mandatory violation", () => {
-        expect(doc().violations.filter((v) => v.enforcementLevel === "mandatory"), JSON.stringify(doc().violations)).to.deep.equal([]);
+        expect(
+          doc().violations.filter((v) => v.enforcementLevel === "mandatory"),
+          JSON.stringify(doc().violations),
+        ).to.deep.equal([]);
       });
 
       it("declares the termination and housekeeping queues, each redriving to its own DLQ after 3 receives", () => {
@@ -44,7 +47,10 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       });
 
       it("consumes each queue with a bounded, partial-batch Lambda mapping", () => {
-        for (const [queue, fn] of [["fleet-termination", "fleet-termination-consumer"], ["fleet-housekeeping", "fleet-housekeeping-consumer"]] as const) {
+        for (const [queue, fn] of [
+          ["fleet-termination", "fleet-termination-consumer"],
+          ["fleet-housekeeping", "fleet-housekeeping-consumer"],
+        ] as const) {
           const mapping = named(doc(), "aws:lambda/eventSourceMapping:EventSourceMapping", `${fn}-mapping`);
           expect(mapping.dependencies).to.include(named(doc(), "aws:sqs/queue:Queue", queue).urn);
           expect(mapping.dependencies).to.include(named(doc(), "aws:lambda/function:Function", fn).urn);
@@ -73,7 +79,9 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       it("declares the jobs table with its GSIs, TTL, PITR and the jobs marker", () => {
         const table = named(doc(), "aws:dynamodb/table:Table", "fleet-jobs");
         expect(table.inputs.hashKey).to.equal("job_id");
-        expect((table.inputs.globalSecondaryIndexes as Array<{ name: string; hashKey: string; rangeKey?: string }>).map((g) => [g.name, g.hashKey, g.rangeKey])).to.deep.equal([
+        expect(
+          (table.inputs.globalSecondaryIndexes as Array<{ name: string; hashKey: string; rangeKey?: string }>).map((g) => [g.name, g.hashKey, g.rangeKey]),
+        ).to.deep.equal([
           ["status-completed_at-index", "status", "completed_at"],
           ["instance_id-index", "instance_id", undefined],
           ["status-instance_id-index", "status", "instance_id"],
@@ -94,13 +102,15 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       it("scopes TerminateInstances by the managed and environment tags, SSM to the stack's runner path and the table actions to the jobs table", () => {
         const statements = statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-housekeeping-consumer-role"));
         const terminate = statements.find((s) => [s.Action].flat().includes("ec2:TerminateInstances"))!;
-        expect(terminate.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": stack } });
+        expect(terminate.Condition).to.deep.equal({
+          StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": stack },
+        });
         expect(terminate.Resource).to.equal("arn:aws:ec2:us-east-1:123456789012:instance/*");
-        const ssm = [
-          ...statements,
-          ...statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-termination-consumer-role")),
-        ].filter((s) => [s.Action].flat().some((a) => a.startsWith("ssm:")));
-        for (const r of ssm.flatMap((s) => [s.Resource].flat())) expect(r).to.match(new RegExp(`^arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners(/\\*)?$`));
+        const ssm = [...statements, ...statementsOf(doc(), named(doc(), "aws:iam/role:Role", "fleet-termination-consumer-role"))].filter((s) =>
+          [s.Action].flat().some((a) => a.startsWith("ssm:")),
+        );
+        for (const r of ssm.flatMap((s) => [s.Resource].flat()))
+          expect(r).to.match(new RegExp(`^arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners(/\\*)?$`));
         // Listing is authorised on the path the code lists (stale-ssm.ts: Path = the runner path), and nothing below it.
         const list = ssm.filter((s) => [s.Action].flat().includes("ssm:GetParametersByPath"));
         expect(list.map((s) => s.Resource)).to.deep.equal([`arn:aws:ssm:us-east-1:123456789012:parameter/runs-fleet/${stack}/runners`]);
@@ -111,7 +121,8 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       });
 
       it("wires the seed's env vars", () => {
-        const env = (name: string) => (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
+        const env = (name: string) =>
+          (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
         const url = (name: string) => new RegExp(`^https://sqs\\.us-east-1\\.amazonaws\\.com/123456789012/${name}-[0-9a-f]{7}$`);
         const t = env("fleet-termination-consumer");
         const h = env("fleet-housekeeping-consumer");
@@ -134,7 +145,11 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
       const d = stacks[stack]!;
       return {
         orphans: named(d, "aws:scheduler/schedule:Schedule", "fleet-orphaned-instances").inputs.scheduleExpression,
-        terminationConcurrency: (named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "fleet-termination-consumer-mapping").inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency,
+        terminationConcurrency: (
+          named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "fleet-termination-consumer-mapping").inputs.scalingConfig as {
+            maximumConcurrency: number;
+          }
+        ).maximumConcurrency,
         housekeepingTimeout: named(d, "aws:lambda/function:Function", "fleet-housekeeping-consumer").inputs.timeout,
         deletionProtection: named(d, "aws:dynamodb/table:Table", "fleet-jobs").inputs.deletionProtectionEnabled,
       };

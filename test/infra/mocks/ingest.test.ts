@@ -25,7 +25,11 @@ function roleActions(doc: PlanDocument, role: Res): string[] {
 }
 
 /** What every consumer's role carries besides its code's calls: poller, logs, VPC ENIs. */
-const PLATFORM_ACTIONS = allowedActions([sqsEventSourceStatement("queue"), logsStatement("log-group"), ...vpcAccessStatements({ accountId: "a", region: "r" })]);
+const PLATFORM_ACTIONS = allowedActions([
+  sqsEventSourceStatement("queue"),
+  logsStatement("log-group"),
+  ...vpcAccessStatements({ accountId: "a", region: "r" }),
+]);
 
 describe("the ingest part under Pulumi mocks (offline plan, both stacks)", function () {
   this.timeout(120_000);
@@ -56,13 +60,22 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
 
       it("scopes the Lambda VPC ENI grants to this account's interfaces, subnets and groups", () => {
         // Prepare
-        const policy = named(doc(), "aws:iam/rolePolicy:RolePolicy", "ingest-dlq-consumer-policy").inputs.policy as { Statement: Array<{ Sid: string; Action: string[]; Resource: unknown }> };
+        const policy = named(doc(), "aws:iam/rolePolicy:RolePolicy", "ingest-dlq-consumer-policy").inputs.policy as {
+          Statement: Array<{ Sid: string; Action: string[]; Resource: unknown }>;
+        };
         const bySid = (sid: string) => policy.Statement.find((s) => s.Sid === sid);
         const eni = "arn:aws:ec2:us-east-1:123456789012:network-interface/*";
         // Assess
         expect(bySid("LambdaVpcDescribe")).to.deep.include({ Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: "*" });
-        expect(bySid("LambdaVpcCreateEni")?.Resource).to.deep.equal([eni, "arn:aws:ec2:us-east-1:123456789012:subnet/*", "arn:aws:ec2:us-east-1:123456789012:security-group/*"]);
-        expect(bySid("LambdaVpcManageEni")).to.deep.include({ Action: ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"], Resource: eni });
+        expect(bySid("LambdaVpcCreateEni")?.Resource).to.deep.equal([
+          eni,
+          "arn:aws:ec2:us-east-1:123456789012:subnet/*",
+          "arn:aws:ec2:us-east-1:123456789012:security-group/*",
+        ]);
+        expect(bySid("LambdaVpcManageEni")).to.deep.include({
+          Action: ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
+          Resource: eni,
+        });
       });
 
       it("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {
@@ -70,14 +83,19 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
         expect(attachment.dependencies).to.include(policy.urn);
         const start = (policy.inputs.policy as { Statement: Array<Record<string, unknown>> }).Statement.find((s) => s.Sid === "StartTaggedGpu");
-        expect(start?.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/Name": `encache-gpu-worker-${stack}`, "aws:ResourceTag/encache:environment": stack } });
+        expect(start?.Condition).to.deep.equal({
+          StringEquals: { "aws:ResourceTag/Name": `encache-gpu-worker-${stack}`, "aws:ResourceTag/encache:environment": stack },
+        });
       });
 
       it("tags the GPU with every tag its StartInstances and StopInstances grants key on, at the granted values", () => {
         // Prepare: the tag conditions of both grants that act on the GPU.
         const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
         const tags = gpu.inputs.tags as Record<string, string>;
-        const documents = [named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2"), ...of(doc(), "aws:iam/rolePolicy:RolePolicy").filter((r) => r.name.startsWith("ingest-gpu-idle"))];
+        const documents = [
+          named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2"),
+          ...of(doc(), "aws:iam/rolePolicy:RolePolicy").filter((r) => r.name.startsWith("ingest-gpu-idle")),
+        ];
         const grants = documents
           .flatMap((d) => (d.inputs.policy as { Statement: Array<{ Action: string[]; Condition?: { StringEquals?: Record<string, string> } }> }).Statement)
           .filter((s) => s.Action.some((a) => a === "ec2:StartInstances" || a === "ec2:StopInstances"));
@@ -92,7 +110,8 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
       });
 
       it("wires the functions' environment to the right queues and the GPU", () => {
-        const env = (name: string) => (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
+        const env = (name: string) =>
+          (named(doc(), "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
         const url = (name: string) => `https://sqs.us-east-1.amazonaws.com/123456789012/${name}-`;
         const dlqEnv = env("ingest-dlq-consumer");
         expect(dlqEnv.INGEST_DLQ_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
@@ -101,7 +120,11 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         expect(dlqEnv.DLQ_MAX_AGE_SECONDS).to.equal("1123200");
         expect(env("ingest-window").QUARANTINE_QUEUE_URL).to.satisfy((u: string) => u.startsWith(url("ingest-dlq")));
         for (const e of [dlqEnv, env("ingest-window")]) {
-          expect(e).to.include({ GPU_INSTANCE_ID_PARAM: `/encache/${stack}/gpu/instance_id`, GPU_NAME_TAG: `encache-gpu-worker-${stack}`, GPU_SERVICE_PORT: "8080" });
+          expect(e).to.include({
+            GPU_INSTANCE_ID_PARAM: `/encache/${stack}/gpu/instance_id`,
+            GPU_NAME_TAG: `encache-gpu-worker-${stack}`,
+            GPU_SERVICE_PORT: "8080",
+          });
         }
       });
 
@@ -125,7 +148,10 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         const alarms = of(doc(), "aws:cloudwatch/metricAlarm:MetricAlarm");
         for (const q of ["ingest-dlq", "ingest-quarantine"]) {
           const queue = named(doc(), "aws:sqs/queue:Queue", q);
-          expect(alarms.some((a) => a.dependencies.includes(queue.urn) && a.inputs.metricName === "ApproximateNumberOfMessagesVisible"), q).to.equal(true);
+          expect(
+            alarms.some((a) => a.dependencies.includes(queue.urn) && a.inputs.metricName === "ApproximateNumberOfMessagesVisible"),
+            q,
+          ).to.equal(true);
         }
       });
     });
@@ -138,7 +164,9 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         instanceType: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.instanceType,
         deletionProtection: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.disableApiTermination,
         logRetention: named(d, "aws:cloudwatch/logGroup:LogGroup", "ingest-window-logs").inputs.retentionInDays,
-        concurrency: (named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-window-mapping").inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency,
+        concurrency: (
+          named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-window-mapping").inputs.scalingConfig as { maximumConcurrency: number }
+        ).maximumConcurrency,
         queueRetention: named(d, "aws:sqs/queue:Queue", "ingest").inputs.messageRetentionSeconds,
       };
     };

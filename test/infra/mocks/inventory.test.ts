@@ -43,7 +43,10 @@ describe("every queue a part declares is in its inventory, on the dashboard, in 
   for (const stack of STACKS) {
     describe(`stack ${stack}`, () => {
       // Prepare: what the parts declared, by the plan.
-      const declared = (type: string) => of(stacks[stack]!, type).map((r) => r.name).sort();
+      const declared = (type: string) =>
+        of(stacks[stack]!, type)
+          .map((r) => r.name)
+          .sort();
       const sources = () => declared("encache:messaging:ManagedQueue");
 
       it("lists every part, and in each its source and terminal queues and ECS services, exactly as declared", () => {
@@ -72,7 +75,9 @@ describe("every queue a part declares is in its inventory, on the dashboard, in 
 
       it("budgets every source queue's retention against its receives, and no queue the program lacks", () => {
         // Act
-        const budgeted = queueBudgets(parseStackConfig(stackConfig(stack))).map((b) => b.queue).sort();
+        const budgeted = queueBudgets(parseStackConfig(stackConfig(stack)))
+          .map((b) => b.queue)
+          .sort();
 
         // Assess
         expect(budgeted).to.deep.equal(sources());

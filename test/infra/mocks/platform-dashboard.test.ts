@@ -36,10 +36,15 @@ function telemetry(doc: PlanDocument): Array<{ where: string; service: string; n
     const env = (f.inputs.environment as { variables: Record<string, string> }).variables;
     return { where: `function ${f.name}`, service: env.POWERTOOLS_SERVICE_NAME!, namespace: env.POWERTOOLS_METRICS_NAMESPACE!, environment: env.ENVIRONMENT };
   });
-  const containers = (JSON.parse(String(named(doc, "aws:ecs/taskDefinition:TaskDefinition", "worker").inputs.containerDefinitions)) as Array<{ environment: Array<{ name: string; value: string }> }>).map(
-    (c) => Object.fromEntries(c.environment.map((e) => [e.name, e.value])),
-  );
-  return [...functions, ...containers.map((env) => ({ where: "worker container", service: env.POWERTOOLS_SERVICE_NAME!, namespace: env.POWERTOOLS_METRICS_NAMESPACE! }))];
+  const containers = (
+    JSON.parse(String(named(doc, "aws:ecs/taskDefinition:TaskDefinition", "worker").inputs.containerDefinitions)) as Array<{
+      environment: Array<{ name: string; value: string }>;
+    }>
+  ).map((c) => Object.fromEntries(c.environment.map((e) => [e.name, e.value])));
+  return [
+    ...functions,
+    ...containers.map((env) => ({ where: "worker container", service: env.POWERTOOLS_SERVICE_NAME!, namespace: env.POWERTOOLS_METRICS_NAMESPACE! })),
+  ];
 }
 
 /** The stack's dashboard (issue 15) in both committed plans: per-stack names, and every name in its body the stack's own. */
@@ -93,7 +98,9 @@ describe("the platform dashboard under Pulumi mocks (offline plan, both stacks)"
 
         const policy = named(doc(), "aws:appautoscaling/policy:Policy", "worker-backlog-per-task");
         type Query = { id: string; metricStat?: { metric: { namespace: string; metricName: string; dimensions: Array<{ name: string; value: string }> } } };
-        const queries = ((policy.inputs.targetTrackingScalingPolicyConfiguration as { customizedMetricSpecification: { metrics: Query[] } }).customizedMetricSpecification.metrics).filter((q) => q.metricStat);
+        const queries = (
+          policy.inputs.targetTrackingScalingPolicyConfiguration as { customizedMetricSpecification: { metrics: Query[] } }
+        ).customizedMetricSpecification.metrics.filter((q) => q.metricStat);
         for (const q of queries) {
           const shown = metrics.find((m) => m.options.id === q.id);
           const { namespace, metricName, dimensions } = q.metricStat!.metric;

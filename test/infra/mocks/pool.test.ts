@@ -19,7 +19,7 @@ const EXPECTED = {
 
 describe("pool part in the program under Pulumi mocks (both stacks)", function () {
   this.timeout(120_000);
-    const stacks = useStackPlans();
+  const stacks = useStackPlans();
 
   for (const stack of ["dev", "prod"] as const) {
     describe(`stack ${stack}`, () => {
@@ -27,7 +27,11 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
       const want = EXPECTED[stack];
 
       it("has no violation on any pool resource", () => {
-        const poolUrns = new Set(doc().resources.filter((r) => r.urn.includes("encache:parts:Pool") || r.name.startsWith("pool")).map((r) => r.urn));
+        const poolUrns = new Set(
+          doc()
+            .resources.filter((r) => r.urn.includes("encache:parts:Pool") || r.name.startsWith("pool"))
+            .map((r) => r.urn),
+        );
         expect(doc().violations.filter((v) => v.urn && poolUrns.has(v.urn))).to.deep.equal([]);
         expect(doc().summary.mandatory).to.equal(0);
       });
@@ -51,7 +55,14 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
         const launched = [...new Set(templates.map((t) => t.inputs.instanceType as string))].sort();
         const refillPolicies = doc().resources.filter((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name.startsWith("pool-refill"));
         const run = refillPolicies
-          .flatMap((r) => ((typeof r.inputs.policy === "string" ? JSON.parse(r.inputs.policy) : r.inputs.policy) as { Statement: Array<{ Sid?: string; Condition?: { StringEquals?: Record<string, unknown> } }> }).Statement)
+          .flatMap(
+            (r) =>
+              (
+                (typeof r.inputs.policy === "string" ? JSON.parse(r.inputs.policy) : r.inputs.policy) as {
+                  Statement: Array<{ Sid?: string; Condition?: { StringEquals?: Record<string, unknown> } }>;
+                }
+              ).Statement,
+          )
           .find((s) => s.Sid === "RunTaggedPoolInstances");
         // Assess: one source; a class's other configured types (g6.xlarge, m6i.large) are not launchable.
         expect(run?.Condition?.StringEquals?.["ec2:InstanceType"]).to.deep.equal(launched);
@@ -102,7 +113,9 @@ describe("pool part in the program under Pulumi mocks (both stacks)", function (
 
       it("gives the refill role exactly its code's actions (plus those RunInstances implies) and the claim policy the claim API's", () => {
         const role = named(doc(), "aws:iam/role:Role", "pool-refill-role");
-        const docs = of(doc(), "aws:iam/rolePolicy:RolePolicy").filter((rp) => rp.dependencies.includes(role.urn)).map((rp) => rp.inputs.policy as Doc);
+        const docs = of(doc(), "aws:iam/rolePolicy:RolePolicy")
+          .filter((rp) => rp.dependencies.includes(role.urn))
+          .map((rp) => rp.inputs.policy as Doc);
         expect(actionsOf(docs)).to.deep.equal([...new Set([...REFILL_ROLE_ACTIONS, ...PLATFORM_ACTIONS])].sort());
         const claim = named(doc(), "aws:iam/policy:Policy", "pool-claim");
         expect(actionsOf([claim.inputs.policy as Doc])).to.deep.equal([...CLAIM_IAM_ACTIONS].sort());

@@ -59,7 +59,10 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
         expect(alarms.length).to.be.greaterThan(5);
         for (const a of alarms) expect(a.inputs.alarmActions, a.name).to.include(topic!.arn);
         const policy = JSON.parse(String(of(doc(), "aws:sns/topicPolicy:TopicPolicy")[0]!.inputs.policy)) as { Statement: Array<Record<string, unknown>> };
-        expect(policy.Statement[0]).to.deep.include({ Principal: { Service: "cloudwatch.amazonaws.com" }, Condition: { StringEquals: { "aws:SourceAccount": "123456789012" } } });
+        expect(policy.Statement[0]).to.deep.include({
+          Principal: { Service: "cloudwatch.amazonaws.com" },
+          Condition: { StringEquals: { "aws:SourceAccount": "123456789012" } },
+        });
         const subscriptions = of(doc(), "aws:sns/topicSubscription:TopicSubscription").map((s) => `${String(s.inputs.protocol)}:${String(s.inputs.endpoint)}`);
         expect(subscriptions).to.deep.equal(stack === "prod" ? ["email:platform-oncall@example.com"] : []);
       });
@@ -94,7 +97,6 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
           expect(Number(q.inputs.messageRetentionSeconds)).to.be.below(1_209_600);
         }
       });
-
     });
   }
 
@@ -107,8 +109,14 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
       (r.type === "aws:sqs/queue:Queue" && /(-dlq|-quarantine)$/.test(r.name));
 
     // Act
-    const prodProtected = stacks.prod!.resources.filter((r) => r.protect).map((r) => `${r.type} ${r.name}`).sort();
-    const prodStateful = stacks.prod!.resources.filter(stateful).map((r) => `${r.type} ${r.name}`).sort();
+    const prodProtected = stacks
+      .prod!.resources.filter((r) => r.protect)
+      .map((r) => `${r.type} ${r.name}`)
+      .sort();
+    const prodStateful = stacks
+      .prod!.resources.filter(stateful)
+      .map((r) => `${r.type} ${r.name}`)
+      .sort();
 
     // Assess
     expect(prodProtected).to.deep.equal(prodStateful);

@@ -11,8 +11,26 @@ type Doc = { Statement: Array<{ Sid?: string; Effect: string; Action: string[]; 
 const children = (doc: PlanDocument, parent: Res, type: string) => doc.resources.filter((r) => r.parent === parent.urn && r.type === type);
 
 const expected = {
-  dev: { maxConcurrency: 2, maxTasks: "2", deferDelay: "30", useSpot: "true", models: ["PascalStrategy"], deletionProtection: false, cpu: "1024", memory: "2048" },
-  prod: { maxConcurrency: 5, maxTasks: "5", deferDelay: "120", useSpot: "false", models: ["PascalStrategy", "PascalStrategy-eth"], deletionProtection: true, cpu: "2048", memory: "8192" },
+  dev: {
+    maxConcurrency: 2,
+    maxTasks: "2",
+    deferDelay: "30",
+    useSpot: "true",
+    models: ["PascalStrategy"],
+    deletionProtection: false,
+    cpu: "1024",
+    memory: "2048",
+  },
+  prod: {
+    maxConcurrency: 5,
+    maxTasks: "5",
+    deferDelay: "120",
+    useSpot: "false",
+    models: ["PascalStrategy", "PascalStrategy-eth"],
+    deletionProtection: true,
+    cpu: "2048",
+    memory: "8192",
+  },
 } as const;
 
 describe("the retraining part in the program under Pulumi mocks (both stacks)", function () {
@@ -37,7 +55,10 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const clusters = of(doc, "aws:ecs/cluster:Cluster");
         expect(clusters.map((c) => c.name)).to.deep.equal(["platform-cluster"]);
         expect(clusters[0]?.inputs.settings).to.deep.equal([{ name: "containerInsights", value: "enabled" }]);
-        expect(named(doc, "aws:ecs/clusterCapacityProviders:ClusterCapacityProviders", "platform-cluster-capacity").inputs.capacityProviders).to.deep.equal(["FARGATE", "FARGATE_SPOT"]);
+        expect(named(doc, "aws:ecs/clusterCapacityProviders:ClusterCapacityProviders", "platform-cluster-capacity").inputs.capacityProviders).to.deep.equal([
+          "FARGATE",
+          "FARGATE_SPOT",
+        ]);
       });
 
       it("declares the retraining queue as the seed configures it, with a 14-day DLQ after 3 receives", () => {
@@ -72,17 +93,24 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
           POWERTOOLS_METRICS_NAMESPACE: "Encache/RetrainingPipeline",
         });
         expect(env.ECS_TASK_DEFINITION_ARN).to.match(new RegExp(`task-definition/tradai-strategy-generic-${stack}:\\d+$`));
-        for (const key of ["ECS_CLUSTER", "ECS_SUBNETS", "ECS_SECURITY_GROUPS", "RETRAINING_STATE_TABLE", "QUARANTINE_QUEUE_URL"]) expect(env[key], key).to.be.a("string").and.not.equal("");
+        for (const key of ["ECS_CLUSTER", "ECS_SUBNETS", "ECS_SECURITY_GROUPS", "RETRAINING_STATE_TABLE", "QUARANTINE_QUEUE_URL"])
+          expect(env[key], key).to.be.a("string").and.not.equal("");
         expect(env.ECS_SUBNETS.split(",")).to.have.length.of.at.least(2);
         // Physical names carry the engine's suffix: the retraining queue itself, not its DLQ.
-        expect(env.RETRAINING_QUEUE_URL, "deferred copies go back to the launcher's own queue").to.match(new RegExp(`/${MOCK_ACCOUNT_ID}/retraining-[0-9a-f]{7}$`));
+        expect(env.RETRAINING_QUEUE_URL, "deferred copies go back to the launcher's own queue").to.match(
+          new RegExp(`/${MOCK_ACCOUNT_ID}/retraining-[0-9a-f]{7}$`),
+        );
         expect(env.QUARANTINE_QUEUE_URL).to.match(new RegExp(`/${MOCK_ACCOUNT_ID}/retraining-dlq-[0-9a-f]{7}$`));
       });
 
       it("declares the generic strategy task definition with its own roles, logs and container-level memory", () => {
         const td = named(doc, "aws:ecs/taskDefinition:TaskDefinition", "retraining-strategy");
         expect(td.inputs).to.include({ family: `tradai-strategy-generic-${stack}`, networkMode: "awsvpc", cpu: e.cpu, memory: e.memory });
-        const [container] = JSON.parse(String(td.inputs.containerDefinitions)) as Array<{ name: string; memory: number; logConfiguration: { logDriver: string } }>;
+        const [container] = JSON.parse(String(td.inputs.containerDefinitions)) as Array<{
+          name: string;
+          memory: number;
+          logConfiguration: { logDriver: string };
+        }>;
         expect(container).to.deep.include({ name: "strategy", memory: Number(e.memory) });
         expect(container?.logConfiguration.logDriver).to.equal("awslogs");
         const task = named(doc, "aws:iam/role:Role", "retraining-strategy-task");
@@ -112,7 +140,9 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
       it("passes the intent table, its retention (queue 1 d + DLQ 14 d + a redrive's 1 d + 1 d) and maxReceiveCount to the launcher", () => {
         const env = (named(doc, "aws:lambda/function:Function", "retraining-launcher").inputs.environment as { variables: Record<string, string> }).variables;
         const table = named(doc, "aws:dynamodb/table:Table", "retraining-intent");
-        expect(env.RETRAINING_INTENT_TABLE).to.be.a("string").and.match(/^retraining-intent/);
+        expect(env.RETRAINING_INTENT_TABLE)
+          .to.be.a("string")
+          .and.match(/^retraining-intent/);
         expect(table.inputs.name ?? env.RETRAINING_INTENT_TABLE).to.be.a("string");
         expect(env).to.include({ RETRAINING_INTENT_RETENTION_SECONDS: String(17 * 86_400), MAX_RECEIVE_COUNT: "3" });
       });
@@ -131,7 +161,9 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const schedules = of(doc, "aws:scheduler/schedule:Schedule").filter((s) => s.name.startsWith("retraining-schedule-"));
         const dlq = named(doc, "aws:sqs/queue:Queue", "retraining-schedule-dlq");
         expect(dlq.inputs.tags).to.include({ "encache:queue-role": "dlq" });
-        expect(schedules.map((s) => (JSON.parse(String((s.inputs.target as { input: string }).input)) as { model_name: string }).model_name)).to.deep.equal([...e.models]);
+        expect(schedules.map((s) => (JSON.parse(String((s.inputs.target as { input: string }).input)) as { model_name: string }).model_name)).to.deep.equal([
+          ...e.models,
+        ]);
         for (const s of schedules) {
           const target = s.inputs.target as { input: string; retryPolicy: unknown; deadLetterConfig: { arn: string } };
           expect(JSON.parse(target.input)).to.have.property("trigger", "scheduled");
@@ -157,10 +189,14 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const statements = (policy?.inputs.policy as Doc).Statement;
         const tag = statements.find((s) => s.Action.includes("ecs:TagResource"));
         // The cluster's physical name carries the engine's random suffix; the account is the point.
-        expect(tag?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:ecs:us-east-1:${MOCK_ACCOUNT_ID}:task/platform-cluster[^/*]*/\\*$`));
+        expect(tag?.Resource)
+          .to.be.a("string")
+          .and.match(new RegExp(`^arn:aws:ecs:us-east-1:${MOCK_ACCOUNT_ID}:task/platform-cluster[^/*]*/\\*$`));
         const lease = statements.filter((s) => s.Action.includes("dynamodb:PutItem"));
         expect(lease).to.have.length(1);
-        expect(lease[0]?.Resource).to.be.a("string").and.match(new RegExp(`^arn:aws:dynamodb:us-east-1:${MOCK_ACCOUNT_ID}:table/retraining-state`));
+        expect(lease[0]?.Resource)
+          .to.be.a("string")
+          .and.match(new RegExp(`^arn:aws:dynamodb:us-east-1:${MOCK_ACCOUNT_ID}:table/retraining-state`));
       });
 
       it("lets the launcher send only to the retraining DLQ (quarantine) and its own queue (deferral)", () => {
@@ -168,8 +204,14 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
         const [policy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
         const sendTo = (policy?.inputs.policy as Doc).Statement.filter((s) => s.Action.includes("sqs:SendMessage")).flatMap((s) => [s.Resource].flat());
         expect(sendTo).to.have.length(2);
-        expect(sendTo.find((arn) => /:retraining-dlq-[0-9a-f]{7}$/.test(arn)), "the DLQ").to.be.a("string");
-        expect(sendTo.find((arn) => /:retraining-[0-9a-f]{7}$/.test(arn)), "the retraining queue").to.be.a("string");
+        expect(
+          sendTo.find((arn) => /:retraining-dlq-[0-9a-f]{7}$/.test(arn)),
+          "the DLQ",
+        ).to.be.a("string");
+        expect(
+          sendTo.find((arn) => /:retraining-[0-9a-f]{7}$/.test(arn)),
+          "the retraining queue",
+        ).to.be.a("string");
       });
     });
   }

@@ -43,9 +43,15 @@ const UNSCOPABLE = new Set(UNSCOPABLE_ACTIONS.map((a) => a.toLowerCase()));
  * ids nobody knows beforehand, so no ARN or documented condition can tell one stack's from the
  * other's (docs/security.md, accepted findings). Every other grant must stay inside its stack.
  */
-const LAMBDA_ENI_ACTIONS = new Set(["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]);
+const LAMBDA_ENI_ACTIONS = new Set([
+  "ec2:CreateNetworkInterface",
+  "ec2:DeleteNetworkInterface",
+  "ec2:AssignPrivateIpAddresses",
+  "ec2:UnassignPrivateIpAddresses",
+]);
 const lambdaEniOnly = (s: IamStatement) =>
-  [s.Action].flat().every((a) => LAMBDA_ENI_ACTIONS.has(a)) && [s.Resource].flat().every((r) => /^arn:aws:ec2:[a-z0-9-]+:\d{12}:(network-interface|subnet|security-group)\/\*$/.test(r));
+  [s.Action].flat().every((a) => LAMBDA_ENI_ACTIONS.has(a)) &&
+  [s.Resource].flat().every((r) => /^arn:aws:ec2:[a-z0-9-]+:\d{12}:(network-interface|subnet|security-group)\/\*$/.test(r));
 
 function policyStatements(doc: PlanDocument): Array<{ where: string; statement: IamStatement }> {
   const out: Array<{ where: string; statement: IamStatement }> = [];
@@ -61,7 +67,7 @@ function policyStatements(doc: PlanDocument): Array<{ where: string; statement: 
 function functionEnvironments(doc: PlanDocument): Array<{ name: string; env: Record<string, string> }> {
   return doc.resources
     .filter((r) => r.type === "aws:lambda/function:Function")
-    .map((r) => ({ name: r.name, env: ((r.inputs.environment as { variables?: Record<string, string> } | undefined)?.variables ?? {}) }));
+    .map((r) => ({ name: r.name, env: (r.inputs.environment as { variables?: Record<string, string> } | undefined)?.variables ?? {} }));
 }
 
 function housekeepingEnv(doc: PlanDocument): Record<string, string> {
@@ -141,11 +147,20 @@ function resourcesOf(doc: PlanDocument): TargetResource[] {
   const onCluster = { "ecs:cluster": cluster.arn };
   const targets: TargetResource[] = doc.resources
     .filter((r): r is Resource & { arn: string } => typeof r.arn === "string")
-    .map((r) => ({ arn: r.arn, tags: tagsOf(r), label: `${r.type} ${r.name}`, ...(r.type === "aws:ecs/taskDefinition:TaskDefinition" ? { context: onCluster } : {}) }));
+    .map((r) => ({
+      arn: r.arn,
+      tags: tagsOf(r),
+      label: `${r.type} ${r.name}`,
+      ...(r.type === "aws:ecs/taskDefinition:TaskDefinition" ? { context: onCluster } : {}),
+    }));
   for (const lt of doc.resources.filter((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate")) {
     const specs = (lt.inputs.tagSpecifications as Array<{ resourceType: string; tags: Tags }> | undefined) ?? [];
     for (const spec of specs) {
-      targets.push({ arn: `arn:aws:ec2:${region}:${account}:${spec.resourceType}/${spec.resourceType}-from-${lt.name}`, tags: spec.tags, label: `a ${spec.resourceType} launched from ${lt.name}` });
+      targets.push({
+        arn: `arn:aws:ec2:${region}:${account}:${spec.resourceType}/${spec.resourceType}-from-${lt.name}`,
+        tags: spec.tags,
+        label: `a ${spec.resourceType} launched from ${lt.name}`,
+      });
     }
   }
   const fleetTags = fleetInstanceTags(doc);
@@ -180,7 +195,11 @@ describe("stack isolation: dev and prod in one account and region", () => {
       const zones = ((vpc!.inputs.availabilityZoneNames as string[] | undefined) ?? []).length || Number(vpc!.inputs.numberOfAvailabilityZones ?? 2);
       const nats = (vpc!.inputs.natGateways as { strategy?: string } | undefined)?.strategy === "Single" ? 1 : zones;
       const n = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
-      return new Set([vpc!.name, ...n(zones).flatMap((i) => [`${vpc!.name}-private-${i}`, `${vpc!.name}-public-${i}`]), ...n(nats).map((i) => `${vpc!.name}-${i}`)]);
+      return new Set([
+        vpc!.name,
+        ...n(zones).flatMap((i) => [`${vpc!.name}-private-${i}`, `${vpc!.name}-public-${i}`]),
+        ...n(nats).map((i) => `${vpc!.name}-${i}`),
+      ]);
     };
     // Act
     const [dev, prod] = [nameTags(docs.dev!, "dev"), nameTags(docs.prod!, "prod")];
@@ -216,7 +235,8 @@ describe("stack isolation: dev and prod in one account and region", () => {
       const targets = resourcesOf(docs[to]!);
       const reaches: string[] = [];
       for (const { where, statement } of statements) {
-        const unscopable = [statement.Resource].flat().includes("*") && !statement.Condition && [statement.Action].flat().every((a) => UNSCOPABLE.has(a.toLowerCase()));
+        const unscopable =
+          [statement.Resource].flat().includes("*") && !statement.Condition && [statement.Action].flat().every((a) => UNSCOPABLE.has(a.toLowerCase()));
         if (unscopable || lambdaEniOnly(statement)) continue;
         for (const target of targets) if (statementApplies(statement, target)) reaches.push(`${from} ${where} → ${to}'s ${target.label} (${target.arn})`);
       }
@@ -228,13 +248,20 @@ describe("stack isolation: dev and prod in one account and region", () => {
       const own = resourcesOf(docs[from]!);
       for (const label of ["a fleet instance its sweep recognises", "a runner's config parameter", "a task on its cluster"]) {
         const target = own.find((t) => t.label === label)!;
-        expect(statements.some((s) => statementApplies(s, target)), label).to.equal(true);
+        expect(
+          statements.some((s) => statementApplies(s, target)),
+          label,
+        ).to.equal(true);
       }
       const gpu = own.find((t) => t.label === "aws:ec2/instance:Instance ingest-gpu")!;
       expect(statements.some((s) => [s.Action].flat().includes("ec2:StartInstances") && statementApplies(s, gpu))).to.equal(true);
       const poolInstances = own.filter((t) => t.label.startsWith("a instance launched from pool-"));
       expect(poolInstances.length).to.be.greaterThan(0);
-      for (const t of poolInstances) expect(statements.some((s) => [s.Action].flat().includes("ec2:RunInstances") && statementApplies(s, t)), t.label).to.equal(true);
+      for (const t of poolInstances)
+        expect(
+          statements.some((s) => [s.Action].flat().includes("ec2:RunInstances") && statementApplies(s, t)),
+          t.label,
+        ).to.equal(true);
     });
   }
 
@@ -258,12 +285,32 @@ describe("iam-match, the matcher the isolation test relies on", () => {
     ["all condition tags present", terminate, instance({ "runs-fleet:managed": "true", "encache:environment": "dev" }), true],
     ["one condition tag differs", terminate, instance({ "runs-fleet:managed": "true", "encache:environment": "prod" }), false],
     ["a condition tag missing", terminate, instance({ "runs-fleet:managed": "true" }), false],
-    ["another service's resource", { ...terminate, Resource: "*", Condition: undefined }, { arn: "arn:aws:sqs:us-east-1:123456789012:q", tags: {}, label: "q" }, false],
-    ["a `?` wildcard", { Effect: "Allow", Action: "ssm:GetParameter", Resource: "arn:aws:ssm:us-east-1:123456789012:parameter/encache/de?/x" }, { arn: "arn:aws:ssm:us-east-1:123456789012:parameter/encache/dev/x", tags: {}, label: "p" }, true],
+    [
+      "another service's resource",
+      { ...terminate, Resource: "*", Condition: undefined },
+      { arn: "arn:aws:sqs:us-east-1:123456789012:q", tags: {}, label: "q" },
+      false,
+    ],
+    [
+      "a `?` wildcard",
+      { Effect: "Allow", Action: "ssm:GetParameter", Resource: "arn:aws:ssm:us-east-1:123456789012:parameter/encache/de?/x" },
+      { arn: "arn:aws:ssm:us-east-1:123456789012:parameter/encache/dev/x", tags: {}, label: "p" },
+      true,
+    ],
     [
       "a task definition on another cluster",
-      { Effect: "Allow", Action: "ecs:RunTask", Resource: "arn:aws:ecs:us-east-1:123456789012:task-definition/f:*", Condition: { ArnEquals: { "ecs:cluster": "arn:aws:ecs:us-east-1:123456789012:cluster/a" } } },
-      { arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/f:1", tags: {}, context: { "ecs:cluster": "arn:aws:ecs:us-east-1:123456789012:cluster/b" }, label: "td" },
+      {
+        Effect: "Allow",
+        Action: "ecs:RunTask",
+        Resource: "arn:aws:ecs:us-east-1:123456789012:task-definition/f:*",
+        Condition: { ArnEquals: { "ecs:cluster": "arn:aws:ecs:us-east-1:123456789012:cluster/a" } },
+      },
+      {
+        arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/f:1",
+        tags: {},
+        context: { "ecs:cluster": "arn:aws:ecs:us-east-1:123456789012:cluster/b" },
+        label: "td",
+      },
       false,
     ],
     ["a Deny", { ...terminate, Effect: "Deny" }, instance({ "runs-fleet:managed": "true", "encache:environment": "dev" }), false],

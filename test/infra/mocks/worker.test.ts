@@ -13,7 +13,9 @@ type Doc = { Statement: Array<{ Effect: string; Action: string | string[]; Resou
 type Container = Record<string, unknown> & { environment: Array<{ name: string; value: string }> };
 
 function roleActions(doc: PlanDocument, role: Res): string[] {
-  const docs = of(doc, "aws:iam/rolePolicy:RolePolicy").filter((rp) => rp.dependencies.includes(role.urn)).map((rp) => rp.inputs.policy as Doc);
+  const docs = of(doc, "aws:iam/rolePolicy:RolePolicy")
+    .filter((rp) => rp.dependencies.includes(role.urn))
+    .map((rp) => rp.inputs.policy as Doc);
   const attached = of(doc, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").filter((a) => a.dependencies.includes(role.urn));
   expect(attached, "no managed policies on worker roles").to.deep.equal([]);
   return [...new Set(docs.flatMap((d) => d.Statement.filter((s) => s.Effect === "Allow").flatMap((s) => [s.Action].flat())))].sort();
@@ -58,10 +60,18 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
 
       it("scales by target tracking on visible messages ÷ RunningTaskCount, with min, max and target from config", () => {
         const target = named(doc(), "aws:appautoscaling/target:Target", "worker-scaling");
-        expect(target.inputs).to.deep.include({ serviceNamespace: "ecs", scalableDimension: "ecs:service:DesiredCount", minCapacity: cfg().minTasks, maxCapacity: cfg().maxTasks });
+        expect(target.inputs).to.deep.include({
+          serviceNamespace: "ecs",
+          scalableDimension: "ecs:service:DesiredCount",
+          minCapacity: cfg().minTasks,
+          maxCapacity: cfg().maxTasks,
+        });
         const policy = named(doc(), "aws:appautoscaling/policy:Policy", "worker-backlog-per-task");
         expect(policy.inputs.policyType).to.equal("TargetTrackingScaling");
-        const tt = policy.inputs.targetTrackingScalingPolicyConfiguration as { targetValue: number; customizedMetricSpecification: { metrics: Array<Record<string, unknown>> } };
+        const tt = policy.inputs.targetTrackingScalingPolicyConfiguration as {
+          targetValue: number;
+          customizedMetricSpecification: { metrics: Array<Record<string, unknown>> };
+        };
         expect(tt.targetValue).to.equal(cfg().backlogPerTaskTarget);
         const metrics = tt.customizedMetricSpecification.metrics;
         expect(metrics.map((m) => m.id)).to.deep.equal(["visible", "running", "backlog_per_task"]);
@@ -75,18 +85,30 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
         const taskRole = named(doc(), "aws:iam/role:Role", "worker-task");
         expect(roleActions(doc(), taskRole)).to.deep.equal([...WORKER_IAM_ACTIONS].sort());
         expect(taskDefinition().dependencies).to.include(taskRole.urn);
-        const protection = (of(doc(), "aws:iam/rolePolicy:RolePolicy").find((rp) => rp.name === "worker-task-policy")!.inputs.policy as Doc).Statement.find((s) =>
-          [s.Action].flat().includes("ecs:UpdateTaskProtection"),
+        const protection = (of(doc(), "aws:iam/rolePolicy:RolePolicy").find((rp) => rp.name === "worker-task-policy")!.inputs.policy as Doc).Statement.find(
+          (s) => [s.Action].flat().includes("ecs:UpdateTaskProtection"),
         );
         expect(String(protection?.Resource)).to.match(/^arn:aws:ecs:us-east-1:123456789012:task\/platform-cluster-[0-9a-f]+\/\*$/);
         expect(roleActions(doc(), named(doc(), "aws:iam/role:Role", "worker-execution"))).to.deep.equal(
-          ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetAuthorizationToken", "ecr:GetDownloadUrlForLayer", "logs:CreateLogStream", "logs:PutLogEvents"].sort(),
+          [
+            "ecr:BatchCheckLayerAvailability",
+            "ecr:BatchGetImage",
+            "ecr:GetAuthorizationToken",
+            "ecr:GetDownloadUrlForLayer",
+            "logs:CreateLogStream",
+            "logs:PutLogEvents",
+          ].sort(),
         );
       });
 
       it("hardens the task definition: Fargate, stopTimeout 120, non-root, read-only root with /scratch, logs, container memory, the marker", () => {
         const td = taskDefinition();
-        expect(td.inputs).to.deep.include({ requiresCompatibilities: ["FARGATE"], networkMode: "awsvpc", cpu: String(cfg().cpu), memory: String(cfg().memoryMb) });
+        expect(td.inputs).to.deep.include({
+          requiresCompatibilities: ["FARGATE"],
+          networkMode: "awsvpc",
+          cpu: String(cfg().cpu),
+          memory: String(cfg().memoryMb),
+        });
         expect(td.inputs.volumes).to.deep.equal([{ name: "scratch" }]);
         expect((td.inputs.tags as Record<string, string>)["encache:task-protection"]).to.equal("agent-endpoint");
         const c = container();
@@ -113,10 +135,19 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
         const image = named(doc(), "awsx:ecr:Image", "worker-image");
         const baseImage = (cfg() as unknown as { baseImage: string }).baseImage;
         expect(image.inputs.args).to.deep.equal({ BASE_IMAGE: baseImage });
-        const context = Object.fromEntries([".dockerignore", "worker.js"].map((f) => [f, fs.readFileSync(path.join(REPO_ROOT, "dist/worker-image", f), "utf8")]));
+        const context = Object.fromEntries(
+          [".dockerignore", "worker.js"].map((f) => [f, fs.readFileSync(path.join(REPO_ROOT, "dist/worker-image", f), "utf8")]),
+        );
         const dockerfile = fs.readFileSync(path.join(REPO_ROOT, "functions/worker/Dockerfile"), "utf8");
         expect(image.inputs.imageTag).to.equal(imageContentTag({ context, dockerfile, platform: "linux/amd64", buildArgs: { BASE_IMAGE: baseImage } }));
-        expect(image.inputs.imageTag).to.not.equal(imageContentTag({ context, dockerfile, platform: "linux/amd64", buildArgs: { BASE_IMAGE: baseImage.replace(/@sha256:.*/, `@sha256:${"0".repeat(64)}`) } }));
+        expect(image.inputs.imageTag).to.not.equal(
+          imageContentTag({
+            context,
+            dockerfile,
+            platform: "linux/amd64",
+            buildArgs: { BASE_IMAGE: baseImage.replace(/@sha256:.*/, `@sha256:${"0".repeat(64)}`) },
+          }),
+        );
       });
 
       it("wires the work queue (visibility = 3 heartbeats, redrive to its 14-day DLQ) into the container", () => {
@@ -136,7 +167,11 @@ describe("the worker part under Pulumi mocks (offline plan, both stacks)", funct
       const d = stacks[stack]!;
       const target = named(d, "aws:appautoscaling/target:Target", "worker-scaling").inputs;
       const service = named(d, "aws:ecs/service:Service", "worker").inputs;
-      return { max: target.maxCapacity, strategies: (service.capacityProviderStrategies as unknown[]).length, cpu: named(d, "aws:ecs/taskDefinition:TaskDefinition", "worker").inputs.cpu };
+      return {
+        max: target.maxCapacity,
+        strategies: (service.capacityProviderStrategies as unknown[]).length,
+        cpu: named(d, "aws:ecs/taskDefinition:TaskDefinition", "worker").inputs.cpu,
+      };
     };
     expect(pick("dev")).to.deep.equal({ max: 3, strategies: 1, cpu: "512" });
     expect(pick("prod")).to.deep.equal({ max: 20, strategies: 2, cpu: "2048" });

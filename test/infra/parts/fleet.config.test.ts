@@ -24,14 +24,34 @@ describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
   });
 
   const bad: Array<{ case: string; key: string; value: unknown; message: RegExp }> = [
-    { case: "a termination queue visibility below 6 × timeout", key: "fleet.termination.queueVisibilityTimeoutSeconds", value: 100, message: /must be at least 6 × termination.timeoutSeconds/ },
-    { case: "a housekeeping queue visibility below 6 × timeout", key: "fleet.housekeeping.queueVisibilityTimeoutSeconds", value: 600, message: /6 × housekeeping.timeoutSeconds/ },
+    {
+      case: "a termination queue visibility below 6 × timeout",
+      key: "fleet.termination.queueVisibilityTimeoutSeconds",
+      value: 100,
+      message: /must be at least 6 × termination.timeoutSeconds/,
+    },
+    {
+      case: "a housekeeping queue visibility below 6 × timeout",
+      key: "fleet.housekeeping.queueVisibilityTimeoutSeconds",
+      value: 600,
+      message: /6 × housekeeping.timeoutSeconds/,
+    },
     { case: "a housekeeping batch above 1", key: "fleet.housekeeping.batchSize", value: 10, message: /must be 1/ },
-    { case: "a time margin as long as the timeout", key: "fleet.housekeeping.timeMarginSeconds", value: 300, message: /must be below housekeeping.timeoutSeconds/ },
+    {
+      case: "a time margin as long as the timeout",
+      key: "fleet.housekeeping.timeMarginSeconds",
+      value: 300,
+      message: /must be below housekeeping.timeoutSeconds/,
+    },
     { case: "a schedule that is not rate() or cron()", key: "fleet.schedules.staleSsm", value: "every hour", message: /must be rate/ },
     { case: "a missing max runtime", key: "fleet.maxRuntimeMinutes", value: undefined, message: /is required/ },
     { case: "a concurrency of 1 (ESM minimum is 2)", key: "fleet.termination.maxConcurrency", value: 1, message: /2/ },
-    { case: "a price keyed by something that is not an instance type", key: "fleet.instancePricesUsdPerHour", value: { big: 1 }, message: /instancePricesUsdPerHour\.big: Invalid key/ },
+    {
+      case: "a price keyed by something that is not an instance type",
+      key: "fleet.instancePricesUsdPerHour",
+      value: { big: 1 },
+      message: /instancePricesUsdPerHour\.big: Invalid key/,
+    },
   ];
   for (const c of bad) {
     it(`rejects ${c.case}, naming encache:${c.key}`, () => {
@@ -45,7 +65,13 @@ describe("fleet stack config (infra/parts/fleet.config.ts)", () => {
     // Prepare: the runner path is the stack's (derived from the environment before this schema runs).
     const raw = structuredClone(fleetSection("dev")) as Record<string, unknown>;
     const runnerParameterPath = "/runs-fleet/dev/runners";
-    const own = { managedTagKey: "encache-dev:managed", managedTagValue: "yes", poolTagKey: "encache-dev:pool", runnerParameterPath: "/encache-dev/runners", metricsNamespace: "Encache/Fleet dev" };
+    const own = {
+      managedTagKey: "encache-dev:managed",
+      managedTagValue: "yes",
+      poolTagKey: "encache-dev:pool",
+      runnerParameterPath: "/encache-dev/runners",
+      metricsNamespace: "Encache/Fleet dev",
+    };
 
     // Act
     const defaulted = fleetConfigSchema.parse({ ...raw, names: { runnerParameterPath } }).names;

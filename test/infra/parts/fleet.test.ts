@@ -27,7 +27,13 @@ describe("fleet part pure pieces", () => {
     ]);
   });
 
-  const names = { managedTagKey: "runs-fleet:managed", managedTagValue: "true", poolTagKey: "runs-fleet:pool", runnerParameterPath: "/runs-fleet/dev/runners", metricsNamespace: "RunsFleet" };
+  const names = {
+    managedTagKey: "runs-fleet:managed",
+    managedTagValue: "true",
+    poolTagKey: "runs-fleet:pool",
+    runnerParameterPath: "/runs-fleet/dev/runners",
+    metricsNamespace: "RunsFleet",
+  };
   const scope = {
     region: "us-east-1",
     accountId: "123456789012",
@@ -50,8 +56,12 @@ describe("fleet part pure pieces", () => {
   });
 
   it("TerminateInstances is conditioned on the configured managed tag and the stack's environment tag", () => {
-    expect(terminateManaged(scope).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": "dev" } });
+    expect(terminateManaged(scope).Condition).to.deep.equal({
+      StringEquals: { "aws:ResourceTag/runs-fleet:managed": "true", "aws:ResourceTag/encache:environment": "dev" },
+    });
     const renamed = { ...scope, environment: "prod", names: { ...names, managedTagKey: "encache-dev:managed", managedTagValue: "yes" } };
-    expect(terminateManaged(renamed).Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache-dev:managed": "yes", "aws:ResourceTag/encache:environment": "prod" } });
+    expect(terminateManaged(renamed).Condition).to.deep.equal({
+      StringEquals: { "aws:ResourceTag/encache-dev:managed": "yes", "aws:ResourceTag/encache:environment": "prod" },
+    });
   });
 });

@@ -72,8 +72,18 @@ describe("ingest stack config (infra/parts/ingest.config.ts)", () => {
   }
 
   const dlqConsumerCases: Array<{ title: string; dlqConsumer: object; path: string; message: RegExp }> = [
-    { title: "a DLQ consumer batch above 10 (one ChangeMessageVisibilityBatch parks a batch)", dlqConsumer: { timeoutSeconds: 30, batchSize: 11, maxConcurrency: 2 }, path: "dlqConsumer.batchSize", message: /at most 10/ },
-    { title: "a DLQ consumer batching window (it would hold returned messages back)", dlqConsumer: { timeoutSeconds: 30, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 }, path: "dlqConsumer.batchingWindowSeconds", message: /must be 0/ },
+    {
+      title: "a DLQ consumer batch above 10 (one ChangeMessageVisibilityBatch parks a batch)",
+      dlqConsumer: { timeoutSeconds: 30, batchSize: 11, maxConcurrency: 2 },
+      path: "dlqConsumer.batchSize",
+      message: /at most 10/,
+    },
+    {
+      title: "a DLQ consumer batching window (it would hold returned messages back)",
+      dlqConsumer: { timeoutSeconds: 30, batchSize: 10, batchingWindowSeconds: 5, maxConcurrency: 2 },
+      path: "dlqConsumer.batchingWindowSeconds",
+      message: /must be 0/,
+    },
   ];
   for (const c of dlqConsumerCases) {
     it(`rejects ${c.title}`, () => {

@@ -11,7 +11,10 @@ describe("ingest statements (infra/parts/ingest.ts bindings)", () => {
   });
 
   it("grants the DLQ consumer exactly what its code calls, inline plus the GPU EC2 policy", () => {
-    const granted = allowedActions([...ingestStatements(access).dlq, ...gpuEc2Statements({ region: "us-east-1", accountId: "123456789012", nameTag: "gpu", environment: "dev" })]);
+    const granted = allowedActions([
+      ...ingestStatements(access).dlq,
+      ...gpuEc2Statements({ region: "us-east-1", accountId: "123456789012", nameTag: "gpu", environment: "dev" }),
+    ]);
     expect(granted).to.deep.equal([...DLQ_IAM_ACTIONS].sort());
   });
 
@@ -30,6 +33,7 @@ describe("ingest statements (infra/parts/ingest.ts bindings)", () => {
 
   it("never uses a wildcard action", () => {
     const { window, dlq } = ingestStatements(access);
-    for (const a of allowedActions([...window, ...dlq, ...gpuEc2Statements({ region: "r", accountId: "123456789012", nameTag: "n", environment: "dev" })])) expect(a).to.match(/^[a-z0-9]+:[A-Za-z]+$/);
+    for (const a of allowedActions([...window, ...dlq, ...gpuEc2Statements({ region: "r", accountId: "123456789012", nameTag: "n", environment: "dev" })]))
+      expect(a).to.match(/^[a-z0-9]+:[A-Za-z]+$/);
   });
 });

@@ -3,12 +3,14 @@ import { parseStackConfig } from "../../../infra/config";
 import { poolCrossFieldIssues } from "../../../infra/parts/pool.config";
 import { configIssues, devConfig, withValue } from "../helpers/stack-config";
 
-
 describe("pool config (encache:pool)", () => {
   it("accepts the dev stack and fills the defaults", () => {
     const pool = parseStackConfig(devConfig()).pool;
     expect(Object.keys(pool.classes)).to.deep.equal(["cpu-small", "gpu-small"]);
-    expect(pool.classes["cpu-small"]).to.deep.include({ amiParameter: "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64", rootDeviceName: "/dev/xvda" });
+    expect(pool.classes["cpu-small"]).to.deep.include({
+      amiParameter: "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
+      rootDeviceName: "/dev/xvda",
+    });
     expect(pool).to.deep.include({ tolerance: 5, requeueDelaySeconds: 5 });
   });
 
@@ -21,7 +23,11 @@ describe("pool config (encache:pool)", () => {
     ["pool.classes", {}, /^encache:pool\.classes: must declare at least one resource class/],
     ["pool.requeueDelaySeconds", 901, /^encache:pool\.requeueDelaySeconds: /],
     ["pool.tolerance", 0, /^encache:pool\.tolerance: /],
-    ["pool.refill.queueVisibilityTimeoutSeconds", 100, /^encache:pool\.refill\.queueVisibilityTimeoutSeconds: must be at least 6 × refill\.timeoutSeconds \+ refill\.batchingWindowSeconds = 360/],
+    [
+      "pool.refill.queueVisibilityTimeoutSeconds",
+      100,
+      /^encache:pool\.refill\.queueVisibilityTimeoutSeconds: must be at least 6 × refill\.timeoutSeconds \+ refill\.batchingWindowSeconds = 360/,
+    ],
     ["pool.advertRetentionSeconds", 120, /^encache:pool\.advertRetentionSeconds: must be at least one refill period/],
     ["pool.advertRetentionSeconds", 3600, /^encache:pool\.advertRetentionSeconds: must be at most two refill periods/],
     ["pool.refill.everyMinutes", undefined, /^encache:pool\.refill\.everyMinutes: is required/],
@@ -29,7 +35,10 @@ describe("pool config (encache:pool)", () => {
   for (const [path, value, message] of bad) {
     it(`names the key for ${path} = ${JSON.stringify(value)}`, () => {
       const issues = configIssues(withValue(devConfig(), path, value));
-      expect(issues.some((i) => message.test(i)), issues.join("\n")).to.equal(true);
+      expect(
+        issues.some((i) => message.test(i)),
+        issues.join("\n"),
+      ).to.equal(true);
     });
   }
 
@@ -41,6 +50,19 @@ describe("pool config (encache:pool)", () => {
   });
 
   it("cross-field checks are pure and relative to encache:pool", () => {
-    expect(poolCrossFieldIssues({ advertRetentionSeconds: 300, refill: { everyMinutes: 5, timeoutSeconds: 60, memoryMb: 256, batchSize: 1, batchingWindowSeconds: 0, maxConcurrency: 2, queueVisibilityTimeoutSeconds: 360 } })).to.deep.equal([]);
+    expect(
+      poolCrossFieldIssues({
+        advertRetentionSeconds: 300,
+        refill: {
+          everyMinutes: 5,
+          timeoutSeconds: 60,
+          memoryMb: 256,
+          batchSize: 1,
+          batchingWindowSeconds: 0,
+          maxConcurrency: 2,
+          queueVisibilityTimeoutSeconds: 360,
+        },
+      }),
+    ).to.deep.equal([]);
   });
 });

@@ -21,7 +21,10 @@ describe("pool IAM statements", () => {
     securityGroupArn: "arn:aws:ec2:us-east-1:123456789012:security-group/sg-1",
     instanceRoleArn: "arn:aws:iam::123456789012:role/pool-instance-role",
     hasSpotClass: true,
-    amiParameters: ["/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64", "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"],
+    amiParameters: [
+      "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
+      "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
+    ],
   };
   const bySid = (statements: Statement[], sid: string) => statements.find((s) => s.Sid === sid);
 
@@ -64,7 +67,10 @@ describe("pool IAM statements", () => {
   });
 
   it("names the account in every EC2 ARN (an image's ARN has none: AMIs belong to no account of ours)", () => {
-    const arns = [...refillStatements(args), ...claimStatements(args)].flatMap((s) => [s.Resource].flat()).map(String).filter((a) => a.startsWith("arn:aws:ec2:"));
+    const arns = [...refillStatements(args), ...claimStatements(args)]
+      .flatMap((s) => [s.Resource].flat())
+      .map(String)
+      .filter((a) => a.startsWith("arn:aws:ec2:"));
     expect(arns.filter((a) => a.split(":")[4] !== "123456789012")).to.deep.equal(["arn:aws:ec2:us-east-1::image/*"]);
   });
 
@@ -75,7 +81,9 @@ describe("pool IAM statements", () => {
 
   it("every launch grant passes the ec2-launch-grants-scoped rule's own check", () => {
     for (const statements of [refillStatements(args), claimStatements(args)]) {
-      const problems = allowStatements({ Statement: statements }).map(unscopedLaunchGrant).filter((p) => p !== null);
+      const problems = allowStatements({ Statement: statements })
+        .map(unscopedLaunchGrant)
+        .filter((p) => p !== null);
       expect(problems).to.deep.equal([]);
     }
   });

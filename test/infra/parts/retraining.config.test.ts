@@ -5,7 +5,6 @@ import { MAX_SCHEDULE_SLUG, retrainingConfigProblems, retrainingConfigSchema, sc
 import { autoNamesOverLimit } from "../../../infra/components/queue-schedule";
 import { configError, devConfig, withValue } from "../helpers/stack-config";
 
-
 describe("retraining config (encache:retraining)", () => {
   it("fills the seed's defaults around the one required key", () => {
     const c = retrainingConfigSchema.parse({ strategy: { image: "strategy:1" } });
@@ -24,16 +23,54 @@ describe("retraining config (encache:retraining)", () => {
   });
 
   const bad: Array<[string, string, unknown, RegExp]> = [
-    ["visibility below 6 × timeout + window", "retraining.queueVisibilityTimeoutSeconds", 100, /encache:retraining\.queueVisibilityTimeoutSeconds: must be at least 6 × launcher\.timeoutSeconds \+ launcher\.batchingWindowSeconds = 185/],
+    [
+      "visibility below 6 × timeout + window",
+      "retraining.queueVisibilityTimeoutSeconds",
+      100,
+      /encache:retraining\.queueVisibilityTimeoutSeconds: must be at least 6 × launcher\.timeoutSeconds \+ launcher\.batchingWindowSeconds = 185/,
+    ],
     ["memory that does not fit the cpu", "retraining.strategy.memoryMb", 1024, /encache:retraining\.strategy\.memoryMb: memory 1024 MiB does not fit cpu 1024/],
     ["a cpu that is no Fargate size", "retraining.strategy.cpu", 1000, /encache:retraining\.strategy\.cpu: cpu 1000 is not a Fargate size/],
     ["no image", "retraining.strategy.image", undefined, /encache:retraining\.strategy\.image: is required/],
-    ["a schedule expression Scheduler refuses", "retraining.schedules", [{ modelName: "M", scheduleExpression: "every day" }], /encache:retraining\.schedules\[0\]\.scheduleExpression/],
-    ["two schedules for one model slug", "retraining.schedules", [{ modelName: "Pascal", scheduleExpression: "rate(1 day)" }, { modelName: "pascal", scheduleExpression: "rate(2 days)" }], /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/],
-    ["a model name the launcher would quarantine", "retraining.schedules", [{ modelName: "-bad", scheduleExpression: "rate(1 day)" }], /encache:retraining\.schedules\[0\]\.modelName/],
-    ["a time zone that is no IANA name", "retraining.schedules", [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "Mars/Olympus" }], /encache:retraining\.schedules\[0\]\.timezone: "Mars\/Olympus" is not an IANA time zone/],
-    ["a time zone in the wrong case", "retraining.schedules", [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "europe/london" }], /encache:retraining\.schedules\[0\]\.timezone: .*not spelt as IANA spells it; use Europe\/London/],
-    ["an empty time zone", "retraining.schedules", [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "" }], /encache:retraining\.schedules\[0\]\.timezone: must not be empty/],
+    [
+      "a schedule expression Scheduler refuses",
+      "retraining.schedules",
+      [{ modelName: "M", scheduleExpression: "every day" }],
+      /encache:retraining\.schedules\[0\]\.scheduleExpression/,
+    ],
+    [
+      "two schedules for one model slug",
+      "retraining.schedules",
+      [
+        { modelName: "Pascal", scheduleExpression: "rate(1 day)" },
+        { modelName: "pascal", scheduleExpression: "rate(2 days)" },
+      ],
+      /encache:retraining\.schedules\[1\]\.modelName: collides with schedules\[0\]/,
+    ],
+    [
+      "a model name the launcher would quarantine",
+      "retraining.schedules",
+      [{ modelName: "-bad", scheduleExpression: "rate(1 day)" }],
+      /encache:retraining\.schedules\[0\]\.modelName/,
+    ],
+    [
+      "a time zone that is no IANA name",
+      "retraining.schedules",
+      [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "Mars/Olympus" }],
+      /encache:retraining\.schedules\[0\]\.timezone: "Mars\/Olympus" is not an IANA time zone/,
+    ],
+    [
+      "a time zone in the wrong case",
+      "retraining.schedules",
+      [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "europe/london" }],
+      /encache:retraining\.schedules\[0\]\.timezone: .*not spelt as IANA spells it; use Europe\/London/,
+    ],
+    [
+      "an empty time zone",
+      "retraining.schedules",
+      [{ modelName: "M", scheduleExpression: "cron(0 3 * * ? *)", timezone: "" }],
+      /encache:retraining\.schedules\[0\]\.timezone: must not be empty/,
+    ],
     ["MAX_CONCURRENT_TASKS 0", "retraining.maxConcurrentTasks", 0, /encache:retraining\.maxConcurrentTasks/],
     ["a defer delay above SQS's 900 s", "retraining.deferDelaySeconds", 901, /encache:retraining\.deferDelaySeconds/],
     ["a negative defer delay", "retraining.deferDelaySeconds", -1, /encache:retraining\.deferDelaySeconds/],

@@ -5,7 +5,6 @@ import { workerConfigIssues, workQueueVisibilitySeconds } from "../../../infra/p
 import { clusterTasksArn } from "../../../infra/parts/worker";
 import { configIssues, devConfig, withValue } from "../helpers/stack-config";
 
-
 describe("worker config (encache:worker)", () => {
   it("accepts the dev stack's worker section", () => {
     const cfg = parseStackConfig(devConfig());
@@ -25,19 +24,47 @@ describe("worker config (encache:worker)", () => {
     ["a missing target", "worker.backlogPerTaskTarget", undefined, /encache:worker\.backlogPerTaskTarget: is required/],
     ["retention of 14 days", "worker.messageRetentionSeconds", 1_209_600, /encache:worker\.messageRetentionSeconds/],
     ["no base image", "worker.baseImage", undefined, /encache:worker\.baseImage: is required/],
-    ["a base image by tag only, which can move under an existing image tag", "worker.baseImage", "node:22-alpine", /encache:worker\.baseImage: must pin the image by digest/],
-    ["a base image digest one hex digit short", "worker.baseImage", `node:22-alpine@sha256:${"a".repeat(63)}`, /encache:worker\.baseImage: must pin the image by digest/],
-    ["a base image digest in upper case", "worker.baseImage", `node:22-alpine@sha256:${"A".repeat(64)}`, /encache:worker\.baseImage: must pin the image by digest/],
-    ["a base image pinned by another algorithm", "worker.baseImage", `node:22-alpine@sha512:${"a".repeat(64)}`, /encache:worker\.baseImage: must pin the image by digest/],
+    [
+      "a base image by tag only, which can move under an existing image tag",
+      "worker.baseImage",
+      "node:22-alpine",
+      /encache:worker\.baseImage: must pin the image by digest/,
+    ],
+    [
+      "a base image digest one hex digit short",
+      "worker.baseImage",
+      `node:22-alpine@sha256:${"a".repeat(63)}`,
+      /encache:worker\.baseImage: must pin the image by digest/,
+    ],
+    [
+      "a base image digest in upper case",
+      "worker.baseImage",
+      `node:22-alpine@sha256:${"A".repeat(64)}`,
+      /encache:worker\.baseImage: must pin the image by digest/,
+    ],
+    [
+      "a base image pinned by another algorithm",
+      "worker.baseImage",
+      `node:22-alpine@sha512:${"a".repeat(64)}`,
+      /encache:worker\.baseImage: must pin the image by digest/,
+    ],
   ];
   for (const [name, key, value, reason] of bad) {
     it(`rejects ${name}, naming the key`, () => {
       const issues = configIssues(withValue(devConfig(), key, value));
-      expect(issues.some((i) => reason.test(i)), issues.join("\n")).to.equal(true);
+      expect(
+        issues.some((i) => reason.test(i)),
+        issues.join("\n"),
+      ).to.equal(true);
     });
   }
 
-  for (const image of [`node:22-alpine@sha256:${"0".repeat(64)}`, `node@sha256:${"f".repeat(64)}`, `public.ecr.aws/docker/library/node:22-alpine@sha256:${"1".repeat(64)}`, `registry.local:5000/base/node:22@sha256:${"2".repeat(64)}`]) {
+  for (const image of [
+    `node:22-alpine@sha256:${"0".repeat(64)}`,
+    `node@sha256:${"f".repeat(64)}`,
+    `public.ecr.aws/docker/library/node:22-alpine@sha256:${"1".repeat(64)}`,
+    `registry.local:5000/base/node:22@sha256:${"2".repeat(64)}`,
+  ]) {
     it(`accepts the digest-pinned base image ${image.split("@")[0]}@sha256:…`, () => {
       expect(configIssues(withValue(devConfig(), "worker.baseImage", image))).to.deep.equal([]);
     });
@@ -45,12 +72,28 @@ describe("worker config (encache:worker)", () => {
 
   it("checks cross-field rules without zod (pure)", () => {
     const ok = {
-      concurrency: 1, cpu: 256, memoryMb: 512, minTasks: 1, maxTasks: 2, backlogPerTaskTarget: 5, scaleOutCooldownSeconds: 60,
-      scaleInCooldownSeconds: 300, fargateBase: 0, idleWindowSeconds: 10, maxProtectedSeconds: 3600, defaultVisibilitySeconds: 600,
-      maxVisibilitySeconds: 3600, heartbeatSeconds: 60, retryDelaySeconds: 30, shutdownGraceSeconds: 100, protectionExpiresMinutes: 60,
+      concurrency: 1,
+      cpu: 256,
+      memoryMb: 512,
+      minTasks: 1,
+      maxTasks: 2,
+      backlogPerTaskTarget: 5,
+      scaleOutCooldownSeconds: 60,
+      scaleInCooldownSeconds: 300,
+      fargateBase: 0,
+      idleWindowSeconds: 10,
+      maxProtectedSeconds: 3600,
+      defaultVisibilitySeconds: 600,
+      maxVisibilitySeconds: 3600,
+      heartbeatSeconds: 60,
+      retryDelaySeconds: 30,
+      shutdownGraceSeconds: 100,
+      protectionExpiresMinutes: 60,
     };
     expect(workerConfigIssues(ok)).to.deep.equal([]);
-    expect(workerConfigIssues({ ...ok, protectionExpiresMinutes: 1, heartbeatSeconds: 60 }).map((i) => i.path.join("."))).to.deep.equal(["protectionExpiresMinutes"]);
+    expect(workerConfigIssues({ ...ok, protectionExpiresMinutes: 1, heartbeatSeconds: 60 }).map((i) => i.path.join("."))).to.deep.equal([
+      "protectionExpiresMinutes",
+    ]);
   });
 
   const sizes: Array<[number, number, boolean]> = [

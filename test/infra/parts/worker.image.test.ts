@@ -19,7 +19,11 @@ const BUILD: ImageBuild = {
 describe("the worker image's content tag (imageContentTag, pure)", () => {
   it("is the same for the same build, whatever the order of its keys", () => {
     // Prepare
-    const reordered: ImageBuild = { ...BUILD, context: { ".dockerignore": BUILD.context[".dockerignore"]!, "worker.js": "console.log(1)" }, buildArgs: { ...BUILD.buildArgs } };
+    const reordered: ImageBuild = {
+      ...BUILD,
+      context: { ".dockerignore": BUILD.context[".dockerignore"]!, "worker.js": "console.log(1)" },
+      buildArgs: { ...BUILD.buildArgs },
+    };
     // Act / Assess
     expect(imageContentTag(reordered)).to.equal(imageContentTag(BUILD));
     expect(imageContentTag(BUILD)).to.match(/^sha-[0-9a-f]{32}$/);
@@ -61,6 +65,10 @@ describe("the worker's Dockerfile builds FROM the pinned base the config carries
   }
 
   it("the context lets the build see the bundle only", () => {
-    expect(dockerIgnoreFor("worker.js").split("\n").filter((l) => l && !l.startsWith("#"))).to.deep.equal(["*", "!worker.js"]);
+    expect(
+      dockerIgnoreFor("worker.js")
+        .split("\n")
+        .filter((l) => l && !l.startsWith("#")),
+    ).to.deep.equal(["*", "!worker.js"]);
   });
 });

@@ -8,13 +8,7 @@ import {
   StopInstancesCommand,
   TerminateInstancesCommand,
 } from "@aws-sdk/client-ec2";
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { CreateClusterCommand, type ECSClient, RegisterTaskDefinitionCommand } from "@aws-sdk/client-ecs";
 
@@ -59,9 +53,7 @@ export class AwsWorld {
   }
 
   async receiveAll(queue: Queue) {
-    const out = await this.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"] }),
-    );
+    const out = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"] }));
     return out.Messages ?? [];
   }
 
@@ -111,7 +103,11 @@ export class AwsWorld {
  * and the network a launch needs: moto's RunTask answers 500 unless the container sets memory,
  * subnets must exist in its EC2 (the default VPC's), and it wants explicit security groups.
  */
-export async function createFargateWorld(ecs: ECSClient, ec2: EC2Client, names: { cluster: string; family: string }): Promise<{ subnets: string[]; securityGroups: string[] }> {
+export async function createFargateWorld(
+  ecs: ECSClient,
+  ec2: EC2Client,
+  names: { cluster: string; family: string },
+): Promise<{ subnets: string[]; securityGroups: string[] }> {
   await ecs.send(
     new CreateClusterCommand({
       clusterName: names.cluster,

@@ -37,7 +37,13 @@ export async function pollOnce(sqs: SQSClient, target: MappingTarget, handler: S
   const response = await handler(event);
 
   // The local runtime's rule for what a response deletes (an invalid one deletes nothing).
-  const settled = new Set(settleBatch({ kind: "ok", response, durationMs: 0 }, messages.map((m) => m.MessageId ?? ""), true).delete);
+  const settled = new Set(
+    settleBatch(
+      { kind: "ok", response, durationMs: 0 },
+      messages.map((m) => m.MessageId ?? ""),
+      true,
+    ).delete,
+  );
   const toDelete = messages.filter((m) => settled.has(m.MessageId ?? ""));
   if (toDelete.length > 0) {
     const out = await sqs.send(

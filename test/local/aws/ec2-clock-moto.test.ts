@@ -19,7 +19,8 @@ describe("local/aws/ec2-clock against moto", function () {
   });
   afterEach(() => proxy.stop());
 
-  const stateVia = async (client: EC2Client, id: string) => (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0]?.State?.Name;
+  const stateVia = async (client: EC2Client, id: string) =>
+    (await client.send(new DescribeInstancesCommand({ InstanceIds: [id] }))).Reservations?.[0]?.Instances?.[0]?.State?.Name;
 
   it("reports `stopping` and refuses a start (IncorrectInstanceState) for the stop delay, then lets it start", async () => {
     // Prepare

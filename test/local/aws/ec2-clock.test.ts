@@ -5,11 +5,14 @@ describe("local/aws/ec2-clock: launch times on the simulated clock", () => {
   it("maps each launchTime to t0 + (real − t0) × speed, leaving the rest of the XML alone", () => {
     // Prepare: t0 at noon; one instance launched 2 real seconds after it, one before it.
     const t0 = Date.parse("2026-11-24T12:00:00.000Z");
-    const xml = "<item><instanceId>i-1</instanceId><launchTime>2026-11-24T12:00:02.000Z</launchTime></item><item><launchTime>2026-11-24T11:59:59.000Z</launchTime></item>";
+    const xml =
+      "<item><instanceId>i-1</instanceId><launchTime>2026-11-24T12:00:02.000Z</launchTime></item><item><launchTime>2026-11-24T11:59:59.000Z</launchTime></item>";
     // Act
     const out = simulateLaunchTimes(xml, { t0Ms: t0, speed: 60 });
     // Assess
-    expect(out).to.equal("<item><instanceId>i-1</instanceId><launchTime>2026-11-24T12:02:00.000Z</launchTime></item><item><launchTime>2026-11-24T11:59:00.000Z</launchTime></item>");
+    expect(out).to.equal(
+      "<item><instanceId>i-1</instanceId><launchTime>2026-11-24T12:02:00.000Z</launchTime></item><item><launchTime>2026-11-24T11:59:00.000Z</launchTime></item>",
+    );
   });
 
   it("reports an instance's last start, not moto's first launch, and reads StartInstances bodies", () => {

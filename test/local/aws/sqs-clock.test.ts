@@ -96,22 +96,64 @@ describe("local runtime: SQS clock proxy", () => {
     const rewrites: Array<[string, object, object]> = [
       [
         "CreateQueue",
-        { QueueName: "q", Attributes: { VisibilityTimeout: "120", DelaySeconds: "60", MessageRetentionPeriod: "600", ReceiveMessageWaitTimeSeconds: "20", RedrivePolicy: '{"maxReceiveCount":"5"}' } },
-        { QueueName: "q", Attributes: { VisibilityTimeout: "2", DelaySeconds: "1", MessageRetentionPeriod: "600", ReceiveMessageWaitTimeSeconds: "20", RedrivePolicy: '{"maxReceiveCount":"5"}' } },
+        {
+          QueueName: "q",
+          Attributes: {
+            VisibilityTimeout: "120",
+            DelaySeconds: "60",
+            MessageRetentionPeriod: "600",
+            ReceiveMessageWaitTimeSeconds: "20",
+            RedrivePolicy: '{"maxReceiveCount":"5"}',
+          },
+        },
+        {
+          QueueName: "q",
+          Attributes: {
+            VisibilityTimeout: "2",
+            DelaySeconds: "1",
+            MessageRetentionPeriod: "600",
+            ReceiveMessageWaitTimeSeconds: "20",
+            RedrivePolicy: '{"maxReceiveCount":"5"}',
+          },
+        },
       ],
       ["SetQueueAttributes", { QueueUrl: "u", Attributes: { VisibilityTimeout: "300" } }, { QueueUrl: "u", Attributes: { VisibilityTimeout: "5" } }],
       ["ReceiveMessage", { QueueUrl: "u", VisibilityTimeout: 120, WaitTimeSeconds: 20 }, { QueueUrl: "u", VisibilityTimeout: 2, WaitTimeSeconds: 20 }],
       ["ChangeMessageVisibility", { QueueUrl: "u", ReceiptHandle: "r", VisibilityTimeout: 600 }, { QueueUrl: "u", ReceiptHandle: "r", VisibilityTimeout: 10 }],
       [
         "ChangeMessageVisibilityBatch",
-        { QueueUrl: "u", Entries: [{ Id: "a", ReceiptHandle: "r", VisibilityTimeout: 0 }, { Id: "b", ReceiptHandle: "s", VisibilityTimeout: 180 }] },
-        { QueueUrl: "u", Entries: [{ Id: "a", ReceiptHandle: "r", VisibilityTimeout: 0 }, { Id: "b", ReceiptHandle: "s", VisibilityTimeout: 3 }] },
+        {
+          QueueUrl: "u",
+          Entries: [
+            { Id: "a", ReceiptHandle: "r", VisibilityTimeout: 0 },
+            { Id: "b", ReceiptHandle: "s", VisibilityTimeout: 180 },
+          ],
+        },
+        {
+          QueueUrl: "u",
+          Entries: [
+            { Id: "a", ReceiptHandle: "r", VisibilityTimeout: 0 },
+            { Id: "b", ReceiptHandle: "s", VisibilityTimeout: 3 },
+          ],
+        },
       ],
       ["SendMessage", { QueueUrl: "u", MessageBody: "m", DelaySeconds: 120 }, { QueueUrl: "u", MessageBody: "m", DelaySeconds: 2 }],
       [
         "SendMessageBatch",
-        { QueueUrl: "u", Entries: [{ Id: "a", MessageBody: "m", DelaySeconds: 900 }, { Id: "b", MessageBody: "n" }] },
-        { QueueUrl: "u", Entries: [{ Id: "a", MessageBody: "m", DelaySeconds: 15 }, { Id: "b", MessageBody: "n" }] },
+        {
+          QueueUrl: "u",
+          Entries: [
+            { Id: "a", MessageBody: "m", DelaySeconds: 900 },
+            { Id: "b", MessageBody: "n" },
+          ],
+        },
+        {
+          QueueUrl: "u",
+          Entries: [
+            { Id: "a", MessageBody: "m", DelaySeconds: 15 },
+            { Id: "b", MessageBody: "n" },
+          ],
+        },
       ],
     ];
     for (const [op, sent, expected] of rewrites) {
@@ -278,12 +320,21 @@ describe("local runtime: SQS clock proxy", () => {
       const messages = await receiveDirect(queueUrl, 600);
       // Act
       const parked = Date.now();
-      await viaProxy.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 20 })) }));
+      await viaProxy.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 20 })),
+        }),
+      );
       const seen = new Set<string>();
-      await waitFor("both messages to reappear", async () => {
-        for (const m of await receiveDirect(queueUrl, 0)) seen.add(m.Body ?? "");
-        return seen.size === 2 ? true : undefined;
-      }, 5_000);
+      await waitFor(
+        "both messages to reappear",
+        async () => {
+          for (const m of await receiveDirect(queueUrl, 0)) seen.add(m.Body ?? "");
+          return seen.size === 2 ? true : undefined;
+        },
+        5_000,
+      );
       // Assess
       expect(messages).to.have.length(2);
       expect(Date.now() - parked).to.be.below(900);
@@ -307,10 +358,14 @@ describe("local runtime: SQS clock proxy", () => {
       await viaProxy.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "late", DelaySeconds: 120 }));
 
       expect(await receiveDirect(queueUrl)).to.have.length(0);
-      const [message] = await waitFor("the delayed message", async () => {
-        const messages = await receiveDirect(queueUrl);
-        return messages.length > 0 ? messages : undefined;
-      }, 15_000);
+      const [message] = await waitFor(
+        "the delayed message",
+        async () => {
+          const messages = await receiveDirect(queueUrl);
+          return messages.length > 0 ? messages : undefined;
+        },
+        15_000,
+      );
       expect(message.Body).to.equal("late");
     });
 
@@ -328,10 +383,14 @@ describe("local runtime: SQS clock proxy", () => {
       );
 
       expect((await receiveDirect(queueUrl)).map((m) => m.Body)).to.deep.equal(["now"]);
-      const [late] = await waitFor("the delayed entry", async () => {
-        const messages = await receiveDirect(queueUrl);
-        return messages.length > 0 ? messages : undefined;
-      }, 15_000);
+      const [late] = await waitFor(
+        "the delayed entry",
+        async () => {
+          const messages = await receiveDirect(queueUrl);
+          return messages.length > 0 ? messages : undefined;
+        },
+        15_000,
+      );
       expect(late.Body).to.equal("late");
     });
 
@@ -353,7 +412,10 @@ describe("local runtime: SQS clock proxy", () => {
       await new Promise((r) => setTimeout(r, 200));
 
       abort.abort();
-      const outcome = await poll.then(() => "resolved", (err: Error) => err.name);
+      const outcome = await poll.then(
+        () => "resolved",
+        (err: Error) => err.name,
+      );
       // Another queue: moto keeps the abandoned long poll open, and it would swallow a message
       // sent to the same queue (as SQS itself can, for a receive whose client went away).
       const otherUrl = await createQueue();

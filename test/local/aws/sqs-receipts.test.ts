@@ -35,7 +35,10 @@ describe("local runtime: SQS receipt-handle rule", () => {
     it("a handle is stale once its message is received again, and only then", () => {
       // Prepare
       const r = new ReceiptHandles();
-      r.received([{ MessageId: "m1", ReceiptHandle: "a" }, { MessageId: "m2", ReceiptHandle: "x" }]);
+      r.received([
+        { MessageId: "m1", ReceiptHandle: "a" },
+        { MessageId: "m2", ReceiptHandle: "x" },
+      ]);
       const before = r.isStale("a");
 
       // Act
@@ -54,7 +57,11 @@ describe("local runtime: SQS receipt-handle rule", () => {
 
     it("forgets a message deleted with its latest handle, and not one deleted with a stale one", () => {
       const r = new ReceiptHandles();
-      r.received([{ MessageId: "m1", ReceiptHandle: "a" }, { MessageId: "m1", ReceiptHandle: "b" }, { MessageId: "m2", ReceiptHandle: "x" }]);
+      r.received([
+        { MessageId: "m1", ReceiptHandle: "a" },
+        { MessageId: "m1", ReceiptHandle: "b" },
+        { MessageId: "m2", ReceiptHandle: "x" },
+      ]);
 
       r.deleted("a");
       const afterStale = r.size();
@@ -67,13 +74,37 @@ describe("local runtime: SQS receipt-handle rule", () => {
   describe("splitStale (pure)", () => {
     const stale = (h: string) => h.startsWith("old");
     const cases: Array<{ name: string; target: string; body: Record<string, unknown>; forward: Record<string, unknown> | undefined; stale: unknown[] }> = [
-      { name: "a fresh delete goes on", target: DELETE_MESSAGE, body: { QueueUrl: "q", ReceiptHandle: "new" }, forward: { QueueUrl: "q", ReceiptHandle: "new" }, stale: [] },
-      { name: "a stale delete stays here", target: DELETE_MESSAGE, body: { QueueUrl: "q", ReceiptHandle: "old1" }, forward: undefined, stale: [{ ReceiptHandle: "old1" }] },
-      { name: "a stale visibility change stays here", target: CHANGE_VISIBILITY, body: { QueueUrl: "q", ReceiptHandle: "old1", VisibilityTimeout: 5 }, forward: undefined, stale: [{ ReceiptHandle: "old1" }] },
+      {
+        name: "a fresh delete goes on",
+        target: DELETE_MESSAGE,
+        body: { QueueUrl: "q", ReceiptHandle: "new" },
+        forward: { QueueUrl: "q", ReceiptHandle: "new" },
+        stale: [],
+      },
+      {
+        name: "a stale delete stays here",
+        target: DELETE_MESSAGE,
+        body: { QueueUrl: "q", ReceiptHandle: "old1" },
+        forward: undefined,
+        stale: [{ ReceiptHandle: "old1" }],
+      },
+      {
+        name: "a stale visibility change stays here",
+        target: CHANGE_VISIBILITY,
+        body: { QueueUrl: "q", ReceiptHandle: "old1", VisibilityTimeout: 5 },
+        forward: undefined,
+        stale: [{ ReceiptHandle: "old1" }],
+      },
       {
         name: "a mixed batch forwards only its fresh entries",
         target: DELETE_MESSAGE_BATCH,
-        body: { QueueUrl: "q", Entries: [{ Id: "1", ReceiptHandle: "old1" }, { Id: "2", ReceiptHandle: "new" }] },
+        body: {
+          QueueUrl: "q",
+          Entries: [
+            { Id: "1", ReceiptHandle: "old1" },
+            { Id: "2", ReceiptHandle: "new" },
+          ],
+        },
         forward: { QueueUrl: "q", Entries: [{ Id: "2", ReceiptHandle: "new" }] },
         stale: [{ Id: "1", ReceiptHandle: "old1" }],
       },
@@ -103,7 +134,10 @@ describe("local runtime: SQS receipt-handle rule", () => {
       const upstream = { status: 200, body: { Successful: [{ Id: "2" }], Failed: [] } };
 
       const del = JSON.parse(answerWithStale(DELETE_MESSAGE_BATCH, [{ Id: "1", ReceiptHandle: "old" }], upstream)?.body ?? "{}") as Record<string, unknown>;
-      const change = JSON.parse(answerWithStale(CHANGE_VISIBILITY_BATCH, [{ Id: "1", ReceiptHandle: "old" }], upstream)?.body ?? "{}") as { Successful: unknown[]; Failed: Array<Record<string, unknown>> };
+      const change = JSON.parse(answerWithStale(CHANGE_VISIBILITY_BATCH, [{ Id: "1", ReceiptHandle: "old" }], upstream)?.body ?? "{}") as {
+        Successful: unknown[];
+        Failed: Array<Record<string, unknown>>;
+      };
 
       expect(del).to.deep.equal({ Successful: [{ Id: "2" }, { Id: "1" }], Failed: [] });
       expect(change.Successful).to.deep.equal([{ Id: "2" }]);
@@ -115,7 +149,12 @@ describe("local runtime: SQS receipt-handle rule", () => {
     });
 
     it("a batch delete deleted the entries not listed as failed", () => {
-      const request = { Entries: [{ Id: "1", ReceiptHandle: "a" }, { Id: "2", ReceiptHandle: "b" }] };
+      const request = {
+        Entries: [
+          { Id: "1", ReceiptHandle: "a" },
+          { Id: "2", ReceiptHandle: "b" },
+        ],
+      };
       expect(deletedHandles(DELETE_MESSAGE_BATCH, request, { Successful: [{ Id: "1" }], Failed: [{ Id: "2" }] })).to.deep.equal(["a"]);
     });
   });
@@ -153,7 +192,9 @@ describe("local runtime: SQS receipt-handle rule", () => {
           return [first, second];
         }
         async function messagesLeft(): Promise<number> {
-          const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
+          const out = await sqs.send(
+            new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }),
+          );
           return Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
         }
 
@@ -171,17 +212,26 @@ describe("local runtime: SQS receipt-handle rule", () => {
           expect({ afterStale, afterLatest: await messagesLeft() }).to.deep.equal({ afterStale: c.rule ? 1 : 0, afterLatest: 0 });
         });
 
-        it(c.rule ? "ChangeMessageVisibility with the superseded handle is ReceiptHandleIsInvalid and leaves the message hidden" : "moto changes visibility with the superseded handle", async () => {
-          const [first] = await receivedTwice("v");
+        it(
+          c.rule
+            ? "ChangeMessageVisibility with the superseded handle is ReceiptHandleIsInvalid and leaves the message hidden"
+            : "moto changes visibility with the superseded handle",
+          async () => {
+            const [first] = await receivedTwice("v");
 
-          const outcome = await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: first.ReceiptHandle!, VisibilityTimeout: 0 })).then(
-            () => "ok",
-            (err: Error) => err.name,
-          );
-          const visible = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 }))).Messages ?? [];
+            const outcome = await sqs
+              .send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: first.ReceiptHandle!, VisibilityTimeout: 0 }))
+              .then(
+                () => "ok",
+                (err: Error) => err.name,
+              );
+            const visible = (await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 }))).Messages ?? [];
 
-          expect({ outcome, visibleAgain: visible.length }).to.deep.equal(c.rule ? { outcome: "ReceiptHandleIsInvalid", visibleAgain: 0 } : { outcome: "ok", visibleAgain: 1 });
-        });
+            expect({ outcome, visibleAgain: visible.length }).to.deep.equal(
+              c.rule ? { outcome: "ReceiptHandleIsInvalid", visibleAgain: 0 } : { outcome: "ok", visibleAgain: 1 },
+            );
+          },
+        );
 
         if (c.rule) {
           it("the batch forms: a stale delete entry is successful and deletes nothing, a stale visibility entry fails; fresh entries act", async () => {

@@ -93,7 +93,9 @@ describe("chaos fault proxy", function () {
     it("not-applied: the call never reaches moto, and the fault names the queue", async () => {
       const h = track(await harness("not-applied"));
       const q = await queueVia(h, "not-applied");
-      const err = await caught(new SQSClient({ region: REGION, endpoint: h.url, maxAttempts: 1 }).send(new SendMessageCommand({ QueueUrl: q.viaProxy, MessageBody: "never" })));
+      const err = await caught(
+        new SQSClient({ region: REGION, endpoint: h.url, maxAttempts: 1 }).send(new SendMessageCommand({ QueueUrl: q.viaProxy, MessageBody: "never" })),
+      );
       expect(err.message).to.match(/socket hang up|ECONNRESET/);
       expect(await queueDepth(q.onMoto)).to.equal(0);
       expect(h.faults).to.have.length(1);
@@ -103,7 +105,9 @@ describe("chaos fault proxy", function () {
     it("response-lost: the call takes effect, its answer never arrives, and the SDK's retry applies it again", async () => {
       const h = track(await harness("response-lost", { onceOnly: true }));
       const q = await queueVia(h, "response-lost");
-      const out = await new SQSClient({ region: REGION, endpoint: h.url, maxAttempts: 2 }).send(new SendMessageCommand({ QueueUrl: q.viaProxy, MessageBody: "twice" }));
+      const out = await new SQSClient({ region: REGION, endpoint: h.url, maxAttempts: 2 }).send(
+        new SendMessageCommand({ QueueUrl: q.viaProxy, MessageBody: "twice" }),
+      );
       expect(out.$metadata.attempts).to.equal(2);
       expect(await queueDepth(q.onMoto)).to.equal(2);
       // The lost answer's message id is logged, so the ledger can tie the fault to that message.
@@ -124,7 +128,10 @@ describe("chaos fault proxy", function () {
 
     it("logs the DynamoDB key of a faulted call", async () => {
       expect(idsOf(JSON.stringify({ TableName: "t", Key: { job_id: { S: "job-7" } } })).key).to.equal('{"job_id":{"S":"job-7"}}');
-      expect(idsOf(JSON.stringify({ QueueUrl: "http://q/1", Entries: [{ Id: "0", ReceiptHandle: "rh-1" }] }))).to.deep.include({ queueUrl: "http://q/1", receiptHandles: ["rh-1"] });
+      expect(idsOf(JSON.stringify({ QueueUrl: "http://q/1", Entries: [{ Id: "0", ReceiptHandle: "rh-1" }] }))).to.deep.include({
+        queueUrl: "http://q/1",
+        receiptHandles: ["rh-1"],
+      });
     });
   });
 
@@ -132,7 +139,13 @@ describe("chaos fault proxy", function () {
     const ssmSetup = async () => {
       await new SSMClient({ region: REGION, endpoint: motoEndpoint() }).send(new PutParameterCommand({ Name: "/chaos/p", Value: "v", Type: "String" }));
     };
-    const cases: Array<{ service: string; call: (endpoint: string, maxAttempts: number) => Promise<{ $metadata: { attempts?: number } }>; throttling: string; serverError: string; setup?: () => Promise<void> }> = [
+    const cases: Array<{
+      service: string;
+      call: (endpoint: string, maxAttempts: number) => Promise<{ $metadata: { attempts?: number } }>;
+      throttling: string;
+      serverError: string;
+      setup?: () => Promise<void>;
+    }> = [
       {
         service: "sqs",
         setup: async () => void (await direct().send(new CreateQueueCommand({ QueueName: "shape" }))),
@@ -140,12 +153,38 @@ describe("chaos fault proxy", function () {
         throttling: "RequestThrottled",
         serverError: "InternalError",
       },
-      { service: "dynamodb", call: (endpoint, maxAttempts) => new DynamoDBClient({ region: REGION, endpoint, maxAttempts }).send(new ListTablesCommand({})), throttling: "ThrottlingException", serverError: "InternalServerError" },
-      { service: "ssm", setup: ssmSetup, call: (endpoint, maxAttempts) => new SSMClient({ region: REGION, endpoint, maxAttempts }).send(new GetParameterCommand({ Name: "/chaos/p" })), throttling: "ThrottlingException", serverError: "InternalServerError" },
-      { service: "ecs", call: (endpoint, maxAttempts) => new ECSClient({ region: REGION, endpoint, maxAttempts }).send(new ListClustersCommand({})), throttling: "ThrottlingException", serverError: "ServerException" },
-      { service: "ec2", call: (endpoint, maxAttempts) => new EC2Client({ region: REGION, endpoint, maxAttempts }).send(new DescribeInstancesCommand({})), throttling: "RequestLimitExceeded", serverError: "InternalError" },
+      {
+        service: "dynamodb",
+        call: (endpoint, maxAttempts) => new DynamoDBClient({ region: REGION, endpoint, maxAttempts }).send(new ListTablesCommand({})),
+        throttling: "ThrottlingException",
+        serverError: "InternalServerError",
+      },
+      {
+        service: "ssm",
+        setup: ssmSetup,
+        call: (endpoint, maxAttempts) => new SSMClient({ region: REGION, endpoint, maxAttempts }).send(new GetParameterCommand({ Name: "/chaos/p" })),
+        throttling: "ThrottlingException",
+        serverError: "InternalServerError",
+      },
+      {
+        service: "ecs",
+        call: (endpoint, maxAttempts) => new ECSClient({ region: REGION, endpoint, maxAttempts }).send(new ListClustersCommand({})),
+        throttling: "ThrottlingException",
+        serverError: "ServerException",
+      },
+      {
+        service: "ec2",
+        call: (endpoint, maxAttempts) => new EC2Client({ region: REGION, endpoint, maxAttempts }).send(new DescribeInstancesCommand({})),
+        throttling: "RequestLimitExceeded",
+        serverError: "InternalError",
+      },
       // SNS's query codes (Throttled, InternalError) come out as the modelled shapes' names.
-      { service: "sns", call: (endpoint, maxAttempts) => new SNSClient({ region: REGION, endpoint, maxAttempts }).send(new ListTopicsCommand({})), throttling: "ThrottledException", serverError: "InternalErrorException" },
+      {
+        service: "sns",
+        call: (endpoint, maxAttempts) => new SNSClient({ region: REGION, endpoint, maxAttempts }).send(new ListTopicsCommand({})),
+        throttling: "ThrottledException",
+        serverError: "InternalErrorException",
+      },
     ];
     for (const c of cases) {
       for (const [kind, name] of [
@@ -205,7 +244,13 @@ describe("chaos fault proxy", function () {
         const url = await proxy.front("replay", { aws: motoEndpoint(), byService: {} });
         const client = new DynamoDBClient({ region: REGION, endpoint: url, maxAttempts: 1 });
         const out: string[] = [];
-        for (let i = 0; i < 12; i++) out.push(await client.send(new ListTablesCommand({})).then(() => "ok", (e: Error) => e.name));
+        for (let i = 0; i < 12; i++)
+          out.push(
+            await client.send(new ListTablesCommand({})).then(
+              () => "ok",
+              (e: Error) => e.name,
+            ),
+          );
         return out;
       };
       const a = await fates(42);

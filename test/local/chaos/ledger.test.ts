@@ -60,7 +60,11 @@ describe("chaos ledger", () => {
     const cases: Array<[string, Partial<MessageFacts>, { outcome: string; duplicates?: number; reason?: RegExp }]> = [
       ["well-formed with an effect is processed", { effects: 1 }, { outcome: "processed" }],
       ["its extra effects are duplicates", { effects: 3, duplicates: 2 }, { outcome: "processed", duplicates: 2 }],
-      ["an effect without its companion (metrics) is lost", { effects: 1, incomplete: "completed without its JobDuration metric" }, { outcome: "lost", reason: /JobDuration/ }],
+      [
+        "an effect without its companion (metrics) is lost",
+        { effects: 1, incomplete: "completed without its JobDuration metric" },
+        { outcome: "lost", reason: /JobDuration/ },
+      ],
       ["malformed and quarantined is quarantined", { wellFormed: false, quarantined: true }, { outcome: "quarantined" }],
       ["malformed with an effect is lost", { wellFormed: false, effects: 1 }, { outcome: "lost", reason: /malformed message had an effect/ }],
       ["well-formed in a DLQ is lost", { inDlq: true }, { outcome: "lost", reason: /not every receive/ }],
@@ -144,7 +148,11 @@ describe("chaos ledger", () => {
 
   describe("totals", () => {
     it("adds each outcome once and fails on anything lost, duplicated or leaked", () => {
-      const row = consumerTotals("worker", [facts({ effects: 1 }), facts({ wellFormed: false, quarantined: true }), facts({ key: "gone" }), facts({ effects: 2, duplicates: 1 })], { leakedLocks: 0 });
+      const row = consumerTotals(
+        "worker",
+        [facts({ effects: 1 }), facts({ wellFormed: false, quarantined: true }), facts({ key: "gone" }), facts({ effects: 2, duplicates: 1 })],
+        { leakedLocks: 0 },
+      );
       expect(row).to.include({ sent: 4, processed: 2, quarantined: 1, lost: 1, duplicateSideEffects: 1 });
       expect(row.lostExamples).to.deep.equal([{ key: "gone", reason: "no effect, and on no queue" }]);
       const totals = sumTotals([row, consumerTotals("pool-claim", [], { leakedLocks: 2, duplicateSideEffects: 1 })]);
@@ -174,7 +182,8 @@ describe("chaos ledger", () => {
       ["processed", false],
       ["remaining", false],
     ];
-    for (const [field, fails] of failures) it(`${fails ? "fails" : "does not fail"} on one ${field}`, () => expect(failed({ ...clean, [field]: 1 })).to.equal(fails));
+    for (const [field, fails] of failures)
+      it(`${fails ? "fails" : "does not fail"} on one ${field}`, () => expect(failed({ ...clean, [field]: 1 })).to.equal(fails));
 
     it("adds the seeds' totals field by field, the worker's counts with them", () => {
       const a = { ...clean, sent: 10, processed: 9, lost: 1, jobsRunMoreThanOnce: 2 };
@@ -207,7 +216,14 @@ describe("chaos ledger", () => {
     }> = [
       {
         name: "before the ledger: a job started twice ran twice, succeeded twice completed twice; no table, nothing leaks",
-        lines: [line("job_started", "a"), line("job_succeeded", "a"), line("job_started", "a"), line("job_succeeded", "a"), line("job_started", "b"), line("job_succeeded", "b")],
+        lines: [
+          line("job_started", "a"),
+          line("job_succeeded", "a"),
+          line("job_started", "a"),
+          line("job_succeeded", "a"),
+          line("job_started", "b"),
+          line("job_succeeded", "b"),
+        ],
         ledger: undefined,
         accounted: true,
         expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 1, leakedLeases: 0 },
@@ -228,7 +244,12 @@ describe("chaos ledger", () => {
       },
       {
         name: "a run whose completion a newer holder refused, beside a success, is a job run twice",
-        lines: [line("job_lease_taken", "a"), { step: "job_lease_lost", job_id: "a", at: "completion" }, line("job_lease_taken", "a"), line("job_succeeded", "a")],
+        lines: [
+          line("job_lease_taken", "a"),
+          { step: "job_lease_lost", job_id: "a", at: "completion" },
+          line("job_lease_taken", "a"),
+          line("job_succeeded", "a"),
+        ],
         ledger: [item("a", "completed", 2)],
         accounted: true,
         expected: { jobsRunMoreThanOnce: 1, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 },
@@ -258,13 +279,24 @@ describe("chaos ledger", () => {
     for (const c of cases) {
       it(c.name, () => {
         const counts = workerJobCounts(c.lines, c.ledger, c.accounted);
-        expect({ jobsRunMoreThanOnce: counts.jobsRunMoreThanOnce, jobsCompletedMoreThanOnce: counts.jobsCompletedMoreThanOnce, leakedLeases: counts.leakedLeases }).to.deep.equal(c.expected);
+        expect({
+          jobsRunMoreThanOnce: counts.jobsRunMoreThanOnce,
+          jobsCompletedMoreThanOnce: counts.jobsCompletedMoreThanOnce,
+          leakedLeases: counts.leakedLeases,
+        }).to.deep.equal(c.expected);
       });
     }
 
     it("details: the table's presence, leases running, skips and examples", () => {
       const counts = workerJobCounts(
-        [line("job-lease-taken", "a"), line("job_lease_taken", "a"), line("job_succeeded", "a"), line("job_succeeded", "a"), line("job-already-completed", "a"), line("job-held-elsewhere", "b")],
+        [
+          line("job-lease-taken", "a"),
+          line("job_lease_taken", "a"),
+          line("job_succeeded", "a"),
+          line("job_succeeded", "a"),
+          line("job-already-completed", "a"),
+          line("job-held-elsewhere", "b"),
+        ],
         [item("a", "completed", 2), item("b", "running", 1, "task-2")],
         true,
       );

@@ -85,7 +85,14 @@ describe("chaos run (small, seeded)", function () {
   it("loses, duplicates and leaks nothing", () => {
     const problems = result.byConsumer
       .filter((c) => c.lost + c.duplicateSideEffects + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases > 0)
-      .map((c) => ({ consumer: c.consumer, lost: c.lostExamples, duplicates: c.duplicateSideEffects, leaked: c.details.leaked, runTwice: c.details.runTwiceExamples, leakedLeases: c.details.leakedExamples }));
+      .map((c) => ({
+        consumer: c.consumer,
+        lost: c.lostExamples,
+        duplicates: c.duplicateSideEffects,
+        leaked: c.details.leaked,
+        runTwice: c.details.runTwiceExamples,
+        leakedLeases: c.details.leakedExamples,
+      }));
     expect(problems).to.deep.equal([]);
     expect(anyFailed([seedRun(11, result)])).to.equal(false);
   });
@@ -96,13 +103,26 @@ describe("chaos CLI arguments", () => {
     expect(parseChaosArgs([])).to.deep.include({ messages: 10_000, faultRate: 0.1, seed: 1, seeds: [1], speed: 20, stack: "dev", workerTasks: 3, json: false });
   });
   const seeds: Array<[string[], number[]]> = [
-    [["--seeds", "1,2,3,11"], [1, 2, 3, 11]],
-    [["--seeds", "3"], [1, 2, 3]],
-    [["--seed", "7", "--seeds", "2"], [7, 8]],
+    [
+      ["--seeds", "1,2,3,11"],
+      [1, 2, 3, 11],
+    ],
+    [
+      ["--seeds", "3"],
+      [1, 2, 3],
+    ],
+    [
+      ["--seed", "7", "--seeds", "2"],
+      [7, 8],
+    ],
     [["--seed", "7"], [7]],
-    [["--seeds", "0,5"], [0, 5]],
+    [
+      ["--seeds", "0,5"],
+      [0, 5],
+    ],
   ];
-  for (const [argv, expected] of seeds) it(`${argv.join(" ")} runs seeds ${expected.join(", ")}`, () => expect((parseChaosArgs(argv) as { seeds: number[] }).seeds).to.deep.equal(expected));
+  for (const [argv, expected] of seeds)
+    it(`${argv.join(" ")} runs seeds ${expected.join(", ")}`, () => expect((parseChaosArgs(argv) as { seeds: number[] }).seeds).to.deep.equal(expected));
   const badSeeds: Array<[string, RegExp]> = [
     ["1,1", /listed twice/],
     ["1,x", /"x" must be an integer/],
@@ -132,9 +152,28 @@ describe("chaos CLI arguments", () => {
 });
 
 describe("chaos runs over several seeds (pure)", () => {
-  const zero = { sent: 0, processed: 0, quarantined: 0, inDlq: 0, remaining: 0, lost: 0, duplicateSideEffects: 0, leakedLocks: 0, jobsRunMoreThanOnce: 0, jobsCompletedMoreThanOnce: 0, leakedLeases: 0 };
+  const zero = {
+    sent: 0,
+    processed: 0,
+    quarantined: 0,
+    inDlq: 0,
+    remaining: 0,
+    lost: 0,
+    duplicateSideEffects: 0,
+    leakedLocks: 0,
+    jobsRunMoreThanOnce: 0,
+    jobsCompletedMoreThanOnce: 0,
+    leakedLeases: 0,
+  };
   const byKind = { "not-applied": 1, "response-lost": 0, throttled: 2, "server-error": 0, latency: 0 };
-  const run = (seed: number, totals: Partial<typeof zero>): SeedRun => ({ seed, wallMs: 1000 * seed, settled: true, totals: { ...zero, ...totals }, byConsumer: [], faults: { injected: 3, byKind } });
+  const run = (seed: number, totals: Partial<typeof zero>): SeedRun => ({
+    seed,
+    wallMs: 1000 * seed,
+    settled: true,
+    totals: { ...zero, ...totals },
+    byConsumer: [],
+    faults: { injected: 3, byKind },
+  });
 
   it("adds the seeds' totals and faults; fails when any seed does, the worker's counts included", () => {
     // Prepare
@@ -176,10 +215,17 @@ describe("chaos long worker jobs (pure)", () => {
     [21, 2],
     [2755, 138],
   ];
-  for (const [wellFormed, long] of shares) it(`${wellFormed} well-formed worker jobs → ${long} long (5 %, rounded up, at least one)`, () => expect(longJobs(wellFormed)).to.equal(long));
+  for (const [wellFormed, long] of shares)
+    it(`${wellFormed} well-formed worker jobs → ${long} long (5 %, rounded up, at least one)`, () => expect(longJobs(wellFormed)).to.equal(long));
 
   it("the traffic carries that many long jobs, of the long type, estimating 1 s; none without a long type", () => {
-    const ctx = { seed: 3, queues: Object.fromEntries(CONSUMERS.map((c) => [c, c])) as Record<Consumer, string>, poolClass: "p", workerJobType: "payload-digest", nowMs: 0 };
+    const ctx = {
+      seed: 3,
+      queues: Object.fromEntries(CONSUMERS.map((c) => [c, c])) as Record<Consumer, string>,
+      poolClass: "p",
+      workerJobType: "payload-digest",
+      nowMs: 0,
+    };
     const withLong = generateTraffic(2000, { ...ctx, longJobType: LONG_JOB_TYPE });
     const worker = withLong.filter((m) => m.consumer === "worker");
     const long = worker.filter((m) => m.long);

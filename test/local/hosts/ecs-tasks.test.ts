@@ -1,22 +1,9 @@
-import {
-  CreateServiceCommand,
-  DescribeTasksCommand,
-  ECSClient,
-  RunTaskCommand,
-  StopTaskCommand,
-} from "@aws-sdk/client-ecs";
+import { CreateServiceCommand, DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand } from "@aws-sdk/client-ecs";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
 import type { LauncherConfig } from "../../../functions/retraining/config";
 import { countRunningTasks, launchTask, runTaskInput, STARTED_BY } from "../../../functions/retraining/ecs";
-import {
-  EcsTaskSimulator,
-  type EcsTaskEvent,
-  EXTERNAL_STOP_REASON,
-  isServiceTask,
-  stopReason,
-  type SimTask,
-} from "../../../local/hosts/ecs-tasks";
+import { EcsTaskSimulator, type EcsTaskEvent, EXTERNAL_STOP_REASON, isServiceTask, stopReason, type SimTask } from "../../../local/hosts/ecs-tasks";
 import { sleep } from "../../functions/helpers/worker-deps";
 import { createFargateWorld } from "../../integration/helpers/aws-world";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
@@ -133,7 +120,10 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
 
   it("pins moto's task state on start, so DescribeTasks by anyone leaves a task RUNNING until its duration is up", async () => {
     // Back to moto's default (one step per DescribeTasks), which survives /moto-api/reset.
-    const unset = await fetch(`${motoEndpoint()}/moto-api/state-manager/unset-transition`, { method: "POST", body: JSON.stringify({ model_name: "ecs::task" }) });
+    const unset = await fetch(`${motoEndpoint()}/moto-api/state-manager/unset-transition`, {
+      method: "POST",
+      body: JSON.stringify({ model_name: "ecs::task" }),
+    });
     await unset.arrayBuffer();
     const s = simulator({ durationMs: () => 60_000 });
     await s.start();
@@ -165,9 +155,7 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
   });
 
   it("ignores service tasks (group service:…), which run as local processes instead", async () => {
-    await ecs.send(
-      new CreateServiceCommand({ cluster: CLUSTER, serviceName: "worker", taskDefinition: FAMILY, desiredCount: 1 }),
-    );
+    await ecs.send(new CreateServiceCommand({ cluster: CLUSTER, serviceName: "worker", taskDefinition: FAMILY, desiredCount: 1 }));
     const service = await ecs.send(
       new RunTaskCommand({
         cluster: CLUSTER,

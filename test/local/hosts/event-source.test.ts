@@ -71,13 +71,37 @@ describe("settleBatch: which records Lambda deletes", () => {
     { name: "a null list is a complete success", result: ok({ batchItemFailures: null }), report: true, deleted: ids },
     { name: "a null response is a complete success", result: ok(null), report: true, deleted: ids },
     { name: "an empty response is a complete success", result: ok({}), report: true, deleted: ids },
-    { name: "an empty itemIdentifier fails the batch", result: ok({ batchItemFailures: [{ itemIdentifier: "" }] }), report: true, deleted: [], wholeBatchFailed: true },
-    { name: "a null itemIdentifier fails the batch", result: ok({ batchItemFailures: [{ itemIdentifier: null }] }), report: true, deleted: [], wholeBatchFailed: true },
+    {
+      name: "an empty itemIdentifier fails the batch",
+      result: ok({ batchItemFailures: [{ itemIdentifier: "" }] }),
+      report: true,
+      deleted: [],
+      wholeBatchFailed: true,
+    },
+    {
+      name: "a null itemIdentifier fails the batch",
+      result: ok({ batchItemFailures: [{ itemIdentifier: null }] }),
+      report: true,
+      deleted: [],
+      wholeBatchFailed: true,
+    },
     { name: "a bad key name fails the batch", result: ok({ batchItemFailures: [{ messageId: "m1" }] }), report: true, deleted: [], wholeBatchFailed: true },
-    { name: "an id not in the batch fails the batch", result: ok({ batchItemFailures: [{ itemIdentifier: "other" }] }), report: true, deleted: [], wholeBatchFailed: true },
+    {
+      name: "an id not in the batch fails the batch",
+      result: ok({ batchItemFailures: [{ itemIdentifier: "other" }] }),
+      report: true,
+      deleted: [],
+      wholeBatchFailed: true,
+    },
     { name: "a response that is not an object fails the batch", result: ok("done"), report: true, deleted: [], wholeBatchFailed: true },
     { name: "a list that is not a list fails the batch", result: ok({ batchItemFailures: "m1" }), report: true, deleted: [], wholeBatchFailed: true },
-    { name: "an error deletes nothing", result: { kind: "error", error: { name: "Error", message: "x" }, durationMs: 1 }, report: false, deleted: [], wholeBatchFailed: true },
+    {
+      name: "an error deletes nothing",
+      result: { kind: "error", error: { name: "Error", message: "x" }, durationMs: 1 },
+      report: false,
+      deleted: [],
+      wholeBatchFailed: true,
+    },
     { name: "a timeout deletes nothing", result: { kind: "timeout", durationMs: 1 }, report: true, deleted: [], wholeBatchFailed: true },
   ];
   for (const c of cases) {
@@ -216,7 +240,10 @@ describe("SqsEventSource against moto", function () {
       if (expectedBack.length > 0) await waitFor("the failures to come back", () => invoked.flat().filter((r) => r.receiveCount === "2").length === 2);
       await source.stop();
 
-      const redelivered = invoked.flat().filter((r) => r.receiveCount !== "1").map((r) => r.id);
+      const redelivered = invoked
+        .flat()
+        .filter((r) => r.receiveCount !== "1")
+        .map((r) => r.id);
       expect([...new Set(redelivered)].sort()).to.deep.equal([...expectedBack].sort());
       expect(await depth(queue)).to.equal(expectedBack.length);
     });
@@ -248,7 +275,11 @@ describe("SqsEventSource against moto", function () {
       const { source, stats } = wire(queue, localFunction("batch", "sqs-batch.js"), { batchSize: c.batchSize, batchingWindowSeconds: c.window });
       source.start();
 
-      if (c.gapMs === 0) await sendAll(queue, Array.from({ length: c.count }, (_, i) => `m${i}`));
+      if (c.gapMs === 0)
+        await sendAll(
+          queue,
+          Array.from({ length: c.count }, (_, i) => `m${i}`),
+        );
       else {
         for (let i = 0; i < c.count; i++) {
           if (i > 0) await new Promise((r) => setTimeout(r, c.gapMs));

@@ -114,7 +114,8 @@ describe("local runtime: GPU service simulator", () => {
     // Prepare
     await startInstance();
     clock += BOOT_MS;
-    const send = (key: string, body: string) => fetch(`${base}${PATH}`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body });
+    const send = (key: string, body: string) =>
+      fetch(`${base}${PATH}`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body });
     // Act
     const first = await send("s1/0", '{"window":0}');
     const repeat = await send("s1/0", '{"window":0}');

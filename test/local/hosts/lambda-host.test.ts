@@ -86,9 +86,19 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
   });
 
   const failures: Array<{ name: string; fn: Partial<LocalFunction>; event: unknown; expected: { name: string; message: RegExp } }> = [
-    { name: "a handler that throws", fn: { environment: { GREETING: "hi" } }, event: { action: "throw", message: "bad input" }, expected: { name: "BoomError", message: /^boom: bad input$/ } },
+    {
+      name: "a handler that throws",
+      fn: { environment: { GREETING: "hi" } },
+      event: { action: "throw", message: "bad input" },
+      expected: { name: "BoomError", message: /^boom: bad input$/ },
+    },
     { name: "a bundle that fails at cold start", fn: { environment: {} }, event: {}, expected: { name: "Error", message: /GREETING is required/ } },
-    { name: "a missing handler export", fn: { environment: { GREETING: "hi" }, handler: "index.nothing" }, event: {}, expected: { name: "Runtime.HandlerNotFound", message: /nothing/ } },
+    {
+      name: "a missing handler export",
+      fn: { environment: { GREETING: "hi" }, handler: "index.nothing" },
+      event: {},
+      expected: { name: "Runtime.HandlerNotFound", message: /nothing/ },
+    },
   ];
   for (const c of failures) {
     it(`reports ${c.name} as an error`, async () => {

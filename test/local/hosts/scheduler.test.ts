@@ -25,7 +25,14 @@ function schedule(overrides: Omit<Partial<LocalSchedule>, "target"> & { target?:
     expression: "rate(7 days)",
     enabled: true,
     ...rest,
-    target: { arn: `${ARN_PREFIX}target`, input: ALL_CONTEXT, deadLetterArn: `${ARN_PREFIX}target-dlq`, maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600, ...target },
+    target: {
+      arn: `${ARN_PREFIX}target`,
+      input: ALL_CONTEXT,
+      deadLetterArn: `${ARN_PREFIX}target-dlq`,
+      maximumRetryAttempts: 3,
+      maximumEventAgeInSeconds: 3600,
+      ...target,
+    },
   };
 }
 
@@ -44,7 +51,9 @@ describe("local runtime: Scheduler", () => {
   async function drain(queueUrl: string): Promise<Message[]> {
     const all: Message[] = [];
     for (;;) {
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"], VisibilityTimeout: 600 }));
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"], VisibilityTimeout: 600 }),
+      );
       if (Messages.length === 0) return all;
       all.push(...Messages);
     }
@@ -213,7 +222,10 @@ describe("local runtime: Scheduler", () => {
     it("fire() of an unknown schedule rejects with the known names", async () => {
       const s = make([schedule()], { speed: 1 });
 
-      const error = await s.fire("nope").then(() => undefined, (err: Error) => err.message);
+      const error = await s.fire("nope").then(
+        () => undefined,
+        (err: Error) => err.message,
+      );
 
       expect(error).to.match(/no schedule named nope \(known: tick\)/);
     });

@@ -168,7 +168,16 @@ describe("local worker service: environment", () => {
     family: "worker",
     containerDefinitions: [
       { name: "sidecar", essential: false, environment: [{ name: "A", value: "sidecar" }] },
-      { name: "worker", essential: true, stopTimeout: 120, environment: [{ name: "A", value: "1" }, { name: "AWS_REGION", value: "eu-west-1" }, { name: "WORKER_SCRATCH_DIR", value: "/scratch" }] },
+      {
+        name: "worker",
+        essential: true,
+        stopTimeout: 120,
+        environment: [
+          { name: "A", value: "1" },
+          { name: "AWS_REGION", value: "eu-west-1" },
+          { name: "WORKER_SCRATCH_DIR", value: "/scratch" },
+        ],
+      },
     ],
   };
 
@@ -303,12 +312,20 @@ describe("local worker service: the worker container as local processes against 
       logicalName: "worker",
       arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/worker:1",
       family: "worker",
-      containerDefinitions: [{ name: "worker", essential: true, memory: 512, stopTimeout: 120, environment: Object.entries(env).map(([name, value]) => ({ name, value })) }],
+      containerDefinitions: [
+        { name: "worker", essential: true, memory: 512, stopTimeout: 120, environment: Object.entries(env).map(([name, value]) => ({ name, value })) },
+      ],
     };
   }
 
   function startRunner(count: number): Promise<void> {
-    runner = new WorkerServiceRunner({ taskDefinition: taskDefinition(), count, awsEnv: motoClientEnv(motoEndpoint(), "us-east-1"), logDir: dir, scratchRoot: dir });
+    runner = new WorkerServiceRunner({
+      taskDefinition: taskDefinition(),
+      count,
+      awsEnv: motoClientEnv(motoEndpoint(), "us-east-1"),
+      logDir: dir,
+      scratchRoot: dir,
+    });
     return runner.start();
   }
 
@@ -338,7 +355,10 @@ describe("local worker service: the worker container as local processes against 
       const lastJobAt = Math.max(...worked.map((l) => Date.parse(String(l.timestamp))));
       expect(history.at(-1)?.atMs ?? 0).to.be.at.least(lastJobAt - 1000);
     }
-    expect(tasks.filter((t) => t.agent.history().length > 0), "both tasks took work").to.have.length(2);
+    expect(
+      tasks.filter((t) => t.agent.history().length > 0),
+      "both tasks took work",
+    ).to.have.length(2);
   });
 
   it("interrupt() during a long job hands it back (visible again, nothing lost), exits 0 and releases protection", async () => {

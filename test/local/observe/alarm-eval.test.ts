@@ -1,6 +1,15 @@
 /** local/observe/alarm-eval.ts and alarmReport: what CloudWatch would have done with the run's queue-depth samples. */
 import { expect } from "chai";
-import { type AlarmFiring, alarmMessage, alarmSubject, type AlarmTransition, evaluateAlarms, firingsOf, type QueueSample, stateReason } from "../../../local/observe/alarm-eval";
+import {
+  type AlarmFiring,
+  alarmMessage,
+  alarmSubject,
+  type AlarmTransition,
+  evaluateAlarms,
+  firingsOf,
+  type QueueSample,
+  stateReason,
+} from "../../../local/observe/alarm-eval";
 import { alarmReport } from "../../../local/observe/alarm-watch";
 import type { LocalAlarm } from "../../../local/provision/topology";
 
@@ -51,8 +60,20 @@ describe("evaluateAlarms", () => {
     const cases: Array<{ operator: string; expected: AlarmFiring[] }> = [
       { operator: "GreaterThanOrEqualToThreshold", expected: [{ atMs: at(1), value: 3, okAtMs: at(4) }] },
       { operator: "GreaterThanThreshold", expected: [{ atMs: at(2), value: 5, okAtMs: at(3) }] },
-      { operator: "LessThanThreshold", expected: [{ atMs: at(0), value: 1, okAtMs: at(1) }, { atMs: at(4), value: 1 }] },
-      { operator: "LessThanOrEqualToThreshold", expected: [{ atMs: at(0), value: 1, okAtMs: at(2) }, { atMs: at(3), value: 3 }] },
+      {
+        operator: "LessThanThreshold",
+        expected: [
+          { atMs: at(0), value: 1, okAtMs: at(1) },
+          { atMs: at(4), value: 1 },
+        ],
+      },
+      {
+        operator: "LessThanOrEqualToThreshold",
+        expected: [
+          { atMs: at(0), value: 1, okAtMs: at(2) },
+          { atMs: at(3), value: 3 },
+        ],
+      },
     ];
     for (const c of cases) {
       it(c.operator, () => {
@@ -91,9 +112,27 @@ describe("evaluateAlarms", () => {
 
   describe("several evaluation periods (one-minute periods, Maximum ≥ 1, depths 1 1 0 1 1 1 0)", () => {
     const cases: Array<{ title: string; evaluationPeriods: number; datapointsToAlarm: number; expected: AlarmFiring[] }> = [
-      { title: "3 of 3 needs three breaching periods in a row", evaluationPeriods: 3, datapointsToAlarm: 3, expected: [{ atMs: at(5), value: 1, okAtMs: at(6) }] },
-      { title: "2 of 3 fires on the second and holds through one quiet period", evaluationPeriods: 3, datapointsToAlarm: 2, expected: [{ atMs: at(1), value: 1 }] },
-      { title: "1 of 1 follows every period", evaluationPeriods: 1, datapointsToAlarm: 1, expected: [{ atMs: at(0), value: 1, okAtMs: at(2) }, { atMs: at(3), value: 1, okAtMs: at(6) }] },
+      {
+        title: "3 of 3 needs three breaching periods in a row",
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        expected: [{ atMs: at(5), value: 1, okAtMs: at(6) }],
+      },
+      {
+        title: "2 of 3 fires on the second and holds through one quiet period",
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        expected: [{ atMs: at(1), value: 1 }],
+      },
+      {
+        title: "1 of 1 follows every period",
+        evaluationPeriods: 1,
+        datapointsToAlarm: 1,
+        expected: [
+          { atMs: at(0), value: 1, okAtMs: at(2) },
+          { atMs: at(3), value: 1, okAtMs: at(6) },
+        ],
+      },
     ];
     for (const c of cases) {
       it(c.title, () => {
@@ -152,8 +191,16 @@ describe("evaluateAlarms", () => {
   describe("rejects what the samples cannot evaluate, naming why", () => {
     const cases: Array<{ title: string; over: Partial<LocalAlarm>; reason: RegExp }> = [
       { title: "a percentile", over: { statistic: "p99" }, reason: /statistic p99 is not supported \(Maximum, Minimum, Sum, Average, SampleCount\)/ },
-      { title: "an anomaly band", over: { comparisonOperator: "LessThanLowerOrGreaterThanUpperThreshold" }, reason: /comparison LessThanLowerOrGreaterThanUpperThreshold is not supported/ },
-      { title: "another metric", over: { namespace: "AWS/Lambda", metricName: "Errors" }, reason: /watches AWS\/Lambda Errors; the run samples only AWS\/SQS ApproximateNumberOfMessagesVisible/ },
+      {
+        title: "an anomaly band",
+        over: { comparisonOperator: "LessThanLowerOrGreaterThanUpperThreshold" },
+        reason: /comparison LessThanLowerOrGreaterThanUpperThreshold is not supported/,
+      },
+      {
+        title: "another metric",
+        over: { namespace: "AWS/Lambda", metricName: "Errors" },
+        reason: /watches AWS\/Lambda Errors; the run samples only AWS\/SQS ApproximateNumberOfMessagesVisible/,
+      },
       { title: "metric math", over: { namespace: "", metricName: "", statistic: "" }, reason: /watches a metric-math expression/ },
       { title: "no queue", over: { queueName: undefined }, reason: /no QueueName dimension/ },
       { title: "no static threshold", over: { threshold: undefined }, reason: /no static threshold/ },
@@ -218,7 +265,9 @@ describe("the message CloudWatch publishes to an alarm's topic", () => {
     // Act
     const reason = stateReason(alarm(), ok);
     // Assess
-    expect(reason).to.equal("Threshold Crossed: 1 datapoint [0.0 (24/11/26 02:00:00)] was not greater than or equal to the threshold (1.0) (minimum 1 datapoint for ALARM -> OK transition).");
+    expect(reason).to.equal(
+      "Threshold Crossed: 1 datapoint [0.0 (24/11/26 02:00:00)] was not greater than or equal to the threshold (1.0) (minimum 1 datapoint for ALARM -> OK transition).",
+    );
   });
 
   it("upper-cases a two-word statistic as CloudWatch does", () => {

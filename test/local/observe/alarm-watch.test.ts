@@ -5,7 +5,15 @@
  */
 import { CloudWatchClient, DescribeAlarmsCommand, PutMetricAlarmCommand } from "@aws-sdk/client-cloudwatch";
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from "@aws-sdk/client-sns";
-import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  PurgeQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+  type Message,
+} from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { AlarmWatcher, MIN_SAMPLE_REAL_MS, sampleEveryRealMs } from "../../../local/observe/alarm-watch";
 import { SimClock } from "../../../local/hosts/clock";
@@ -157,8 +165,16 @@ describe("AlarmWatcher against moto", () => {
     const message = JSON.parse(envelope.Message ?? "{}") as Record<string, unknown>;
     expect(envelope).to.include({ TopicArn: topic.arn, Subject: 'ALARM: "work-dlq-depth" in us-east-1' });
     expect(message).to.deep.include({ AlarmName: "work-dlq-depth", NewStateValue: "ALARM", OldStateValue: "OK", AlarmArn: alarm.arn });
-    expect(message.NewStateReason).to.match(/^Threshold Crossed: 1 out of the last 1 datapoints \[2\.0 \(.+\)\] was greater than or equal to the threshold \(2\.0\)/);
-    expect(message.Trigger).to.deep.include({ MetricName: "ApproximateNumberOfMessagesVisible", Namespace: "AWS/SQS", Statistic: "MAXIMUM", Threshold: 2, Period: 60 });
+    expect(message.NewStateReason).to.match(
+      /^Threshold Crossed: 1 out of the last 1 datapoints \[2\.0 \(.+\)\] was greater than or equal to the threshold \(2\.0\)/,
+    );
+    expect(message.Trigger).to.deep.include({
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Namespace: "AWS/SQS",
+      Statistic: "MAXIMUM",
+      Threshold: 2,
+      Period: 60,
+    });
     expect(stateAfterFiring).to.equal("ALARM");
     const ok = JSON.parse((JSON.parse(cleared[0]?.Body ?? "{}") as { Message?: string }).Message ?? "{}") as Record<string, unknown>;
     expect(ok).to.include({ NewStateValue: "OK", OldStateValue: "ALARM" });
@@ -168,13 +184,20 @@ describe("AlarmWatcher against moto", () => {
     expect(report.alarms[0]?.firings).to.have.length(1);
     expect(report.alarms[0]?.firings[0]?.value).to.equal(2);
     expect(report.alarms[0]?.firings[0]?.okAtMs).to.be.greaterThan(report.alarms[0]?.firings[0]?.atMs ?? Infinity);
-    expect(notes.some((n) => /^alarm work-dlq-depth: ALARM at \+\d\d:\d\d:\d\d \(Maximum 2 ≥ 2 on work-dlq\), notifying alerts$/.test(n)), notes.join("\n")).to.equal(true);
+    expect(
+      notes.some((n) => /^alarm work-dlq-depth: ALARM at \+\d\d:\d\d:\d\d \(Maximum 2 ≥ 2 on work-dlq\), notifying alerts$/.test(n)),
+      notes.join("\n"),
+    ).to.equal(true);
   });
 
   it("samples only the program's queues an evaluable alarm watches, once per simulated minute, and stops sampling on stop()", async function () {
     this.timeout(10_000);
     // Prepare
-    const w = start([alarm, { ...alarm, urn: "urn:odd", name: "odd", queueName: inbox.name, statistic: "p99" }, { ...alarm, urn: "urn:far", name: "far", queueName: "elsewhere" }]);
+    const w = start([
+      alarm,
+      { ...alarm, urn: "urn:odd", name: "odd", queueName: inbox.name, statistic: "p99" },
+      { ...alarm, urn: "urn:far", name: "far", queueName: "elsewhere" },
+    ]);
 
     // Act
     await until(() => w.report().samples >= 3, 5_000);
@@ -206,15 +229,53 @@ describe("AlarmWatcher on a finer depth sampler", () => {
         return () => listeners.splice(listeners.indexOf(l), 1);
       },
     };
-    const q: LocalQueue = { urn: "urn:q", logicalName: "q", name: "q-123", url: "http://moto/q-123", arn: "arn:aws:sqs:us-east-1:123456789012:q-123", visibilityTimeoutSeconds: 30 };
-    const alarm: LocalAlarm = {
-      urn: "urn:q-depth", logicalName: "q-depth", name: "q-depth", arn: "arn:alarm", namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible",
-      dimensions: { QueueName: q.name }, queueName: q.name, statistic: "Maximum", periodSeconds: 60, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 100,
-      comparisonOperator: "GreaterThanOrEqualToThreshold", treatMissingData: "notBreaching", alarmActions: [], okActions: [],
+    const q: LocalQueue = {
+      urn: "urn:q",
+      logicalName: "q",
+      name: "q-123",
+      url: "http://moto/q-123",
+      arn: "arn:aws:sqs:us-east-1:123456789012:q-123",
+      visibilityTimeoutSeconds: 30,
     };
-    const w = new AlarmWatcher({ alarms: [alarm], queues: [q], topics: [], created: [], clock: new SimClock(60), depths: source, sns, cloudwatch, account: "123456789012", region: "us-east-1", note: () => undefined });
+    const alarm: LocalAlarm = {
+      urn: "urn:q-depth",
+      logicalName: "q-depth",
+      name: "q-depth",
+      arn: "arn:alarm",
+      namespace: "AWS/SQS",
+      metricName: "ApproximateNumberOfMessagesVisible",
+      dimensions: { QueueName: q.name },
+      queueName: q.name,
+      statistic: "Maximum",
+      periodSeconds: 60,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      threshold: 100,
+      comparisonOperator: "GreaterThanOrEqualToThreshold",
+      treatMissingData: "notBreaching",
+      alarmActions: [],
+      okActions: [],
+    };
+    const w = new AlarmWatcher({
+      alarms: [alarm],
+      queues: [q],
+      topics: [],
+      created: [],
+      clock: new SimClock(60),
+      depths: source,
+      sns,
+      cloudwatch,
+      account: "123456789012",
+      region: "us-east-1",
+      note: () => undefined,
+    });
     w.start();
-    const round = (index: number): DepthRound => ({ index, realTimeMs: index * 250, simTimeMs: index * 15_000, depths: new Map([[q.name, { visible: index, inFlight: 0, delayed: 0 }]]) });
+    const round = (index: number): DepthRound => ({
+      index,
+      realTimeMs: index * 250,
+      simTimeMs: index * 15_000,
+      depths: new Map([[q.name, { visible: index, inFlight: 0, delayed: 0 }]]),
+    });
 
     // Act: ten rounds, 2.5 simulated minutes.
     for (let i = 0; i < 10; i++) for (const l of [...listeners]) await l(round(i));
@@ -237,6 +298,7 @@ describe("roundEveryRealMs", () => {
     [8_000, 3_000, 8_000 / 3],
     [200, 500, 200],
   ] as const) {
-    it(`divides a ${slot} ms slot into rounds of ${every.toFixed(1)} ms for a ${target} ms target`, () => expect(roundEveryRealMs(slot, target)).to.equal(every));
+    it(`divides a ${slot} ms slot into rounds of ${every.toFixed(1)} ms for a ${target} ms target`, () =>
+      expect(roundEveryRealMs(slot, target)).to.equal(every));
   }
 });

@@ -6,7 +6,13 @@ import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from 
 import { DescribeImagesCommand, DescribeInstancesCommand, DescribeLaunchTemplateVersionsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { DescribeClustersCommand, DescribeServicesCommand, DescribeTaskDefinitionCommand, ECSClient } from "@aws-sdk/client-ecs";
 import { CloudWatchClient, DescribeAlarmsCommand } from "@aws-sdk/client-cloudwatch";
-import { GetSubscriptionAttributesCommand, GetTopicAttributesCommand, ListSubscriptionsByTopicCommand, ListTopicsCommand, SNSClient } from "@aws-sdk/client-sns";
+import {
+  GetSubscriptionAttributesCommand,
+  GetTopicAttributesCommand,
+  ListSubscriptionsByTopicCommand,
+  ListTopicsCommand,
+  SNSClient,
+} from "@aws-sdk/client-sns";
 import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
@@ -76,7 +82,9 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     const ddb = new DynamoDBClient({});
     for (const logical of ["fleet-jobs", "pool-claims"]) {
       const table = byLogical(topology.tables, logical);
-      const declared = (recorded(topology, "aws:dynamodb/table:Table", logical).inputs.globalSecondaryIndexes as Array<{ name: string }>).map((g) => g.name).sort();
+      const declared = (recorded(topology, "aws:dynamodb/table:Table", logical).inputs.globalSecondaryIndexes as Array<{ name: string }>)
+        .map((g) => g.name)
+        .sort();
 
       const described = await ddb.send(new DescribeTableCommand({ TableName: table.name }));
       const ttl = await ddb.send(new DescribeTimeToLiveCommand({ TableName: table.name }));
@@ -155,7 +163,10 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     for (const m of topology.mappings) {
       const arn = (await sqs().send(new GetQueueAttributesCommand({ QueueUrl: m.queueUrl, AttributeNames: ["QueueArn"] }))).Attributes?.QueueArn;
       expect(arn, m.logicalName).to.equal(m.queueArn);
-      expect(topology.functions.map((f) => f.name), m.logicalName).to.include(m.functionName);
+      expect(
+        topology.functions.map((f) => f.name),
+        m.logicalName,
+      ).to.include(m.functionName);
       expect(m.reportBatchItemFailures, m.logicalName).to.equal(true);
     }
   });
@@ -178,7 +189,8 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
 
     expect(uncreatedTypes).to.include("aws:lambda/function:Function");
     expect(uncreatedTypes).to.include("aws:cloudwatch/logGroup:LogGroup");
-    for (const type of ["aws:sns/topic:Topic", "aws:sns/topicPolicy:TopicPolicy", "aws:cloudwatch/metricAlarm:MetricAlarm"]) expect(createdTypes, type).to.include(type);
+    for (const type of ["aws:sns/topic:Topic", "aws:sns/topicPolicy:TopicPolicy", "aws:cloudwatch/metricAlarm:MetricAlarm"])
+      expect(createdTypes, type).to.include(type);
     expect(topology.created).to.include(byLogical(topology.queues, "ingest").urn);
     expect(topology.created).to.include(byLogical(topology.instances, "ingest-gpu").urn);
     expect(topology.created.filter((u) => topology.uncreated.some((x) => x.urn === u))).to.deep.equal([]);
@@ -195,7 +207,13 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     expect(listed).to.include(topic.arn);
     expect(topic.name).to.match(/^platform-alerts-[0-9a-f]{7}$/);
     const statement = (JSON.parse(attrs.Policy ?? "{}") as { Statement: Array<Record<string, unknown>> }).Statement[0];
-    expect(statement).to.deep.include({ Sid: "CloudWatchAlarmsOfThisAccount", Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: topic.arn });
+    expect(statement).to.deep.include({
+      Sid: "CloudWatchAlarmsOfThisAccount",
+      Effect: "Allow",
+      Principal: { Service: "cloudwatch.amazonaws.com" },
+      Action: "sns:Publish",
+      Resource: topic.arn,
+    });
     expect(statement?.Condition).to.deep.equal({ StringEquals: { "aws:SourceAccount": "123456789012" } });
     // Pulumi.dev.yaml names no encache:alerts subscriptions; the deploy must not invent any.
     expect(subscriptions.map((x) => ({ protocol: x.Protocol, endpoint: x.Endpoint }))).to.deep.equal(topic.subscriptions);
@@ -212,7 +230,16 @@ describe("deployLocally: the dev stack deployed into moto (child process)", func
     for (const a of topology.alarms) {
       const m = byName.get(a.name);
       expect(m?.AlarmArn, a.logicalName).to.equal(a.arn);
-      expect(m, a.logicalName).to.deep.include({ Namespace: a.namespace, MetricName: a.metricName, Statistic: a.statistic, Period: a.periodSeconds, EvaluationPeriods: a.evaluationPeriods, Threshold: a.threshold, ComparisonOperator: "GreaterThanOrEqualToThreshold", TreatMissingData: "notBreaching" });
+      expect(m, a.logicalName).to.deep.include({
+        Namespace: a.namespace,
+        MetricName: a.metricName,
+        Statistic: a.statistic,
+        Period: a.periodSeconds,
+        EvaluationPeriods: a.evaluationPeriods,
+        Threshold: a.threshold,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        TreatMissingData: "notBreaching",
+      });
       expect(m?.Dimensions, a.logicalName).to.have.deep.members(Object.entries(a.dimensions).map(([Name, Value]) => ({ Name, Value })));
       expect(m?.AlarmActions, a.logicalName).to.include(topic.arn);
       if (a.namespace === "AWS/SQS") expect(queueNames.has(a.queueName ?? ""), `${a.logicalName} watches ${a.queueName}`).to.equal(true);
@@ -296,7 +323,9 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
   it("records an AWS-managed policy attachment as uncreated when moto has not loaded it", async () => {
     await mocks.newResource(args("aws:iam/role:Role", "r", { name: "r", assumeRolePolicy: { Version: "2012-10-17", Statement: [] } }));
 
-    await mocks.newResource(args("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ssm-core", { role: "r", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" }));
+    await mocks.newResource(
+      args("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ssm-core", { role: "r", policyArn: "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore" }),
+    );
 
     const outcome = mocks.outcomes().find((o) => o.name === "ssm-core");
     expect(outcome?.created).to.equal(false);
@@ -307,7 +336,16 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
   it("registers a container without memory with the task's memory, and notes it", async () => {
     const containers = JSON.stringify([{ name: "app", image: "busybox", essential: true }]);
 
-    const res = await mocks.newResource(args("aws:ecs/taskDefinition:TaskDefinition", "app", { family: "app", containerDefinitions: containers, cpu: "256", memory: "512", networkMode: "awsvpc", requiresCompatibilities: ["FARGATE"] }));
+    const res = await mocks.newResource(
+      args("aws:ecs/taskDefinition:TaskDefinition", "app", {
+        family: "app",
+        containerDefinitions: containers,
+        cpu: "256",
+        memory: "512",
+        networkMode: "awsvpc",
+        requiresCompatibilities: ["FARGATE"],
+      }),
+    );
 
     const td = await new ECSClient({}).send(new DescribeTaskDefinitionCommand({ taskDefinition: String(res.state.arn) }));
     expect(td.taskDefinition?.containerDefinitions?.[0]?.memory).to.equal(512);
@@ -326,7 +364,9 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
   });
 
   it("creates a queue with its attributes and answers with moto's URL and ARN", async () => {
-    const res = await mocks.newResource(args("aws:sqs/queue:Queue", "q", { delaySeconds: 5, receiveWaitTimeSeconds: 10, messageRetentionSeconds: 600, tags: { a: "b" } }));
+    const res = await mocks.newResource(
+      args("aws:sqs/queue:Queue", "q", { delaySeconds: 5, receiveWaitTimeSeconds: 10, messageRetentionSeconds: 600, tags: { a: "b" } }),
+    );
 
     const attrs = (await sqs().send(new GetQueueAttributesCommand({ QueueUrl: res.id, AttributeNames: ["All"] }))).Attributes ?? {};
     expect(res.id).to.equal(res.state.url);
@@ -337,10 +377,19 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
   it("creates a topic, sets its policy and subscribes to it, answering with moto's ARNs", async () => {
     const sns = new SNSClient({});
     const topic = await mocks.newResource(args("aws:sns/topic:Topic", "alerts", { tags: { team: "platform" } }));
-    const policy = JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: topic.state.arn }] });
+    const policy = JSON.stringify({
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Principal: { Service: "cloudwatch.amazonaws.com" }, Action: "sns:Publish", Resource: topic.state.arn }],
+    });
 
     const set = await mocks.newResource(args("aws:sns/topicPolicy:TopicPolicy", "alerts-policy", { arn: topic.state.arn, policy }));
-    const sub = await mocks.newResource(args("aws:sns/topicSubscription:TopicSubscription", "alerts-subscription-0", { topic: topic.state.arn, protocol: "email", endpoint: "oncall@example.com" }));
+    const sub = await mocks.newResource(
+      args("aws:sns/topicSubscription:TopicSubscription", "alerts-subscription-0", {
+        topic: topic.state.arn,
+        protocol: "email",
+        endpoint: "oncall@example.com",
+      }),
+    );
 
     const attrs = (await sns.send(new GetTopicAttributesCommand({ TopicArn: String(topic.state.arn) }))).Attributes ?? {};
     const subAttrs = (await sns.send(new GetSubscriptionAttributesCommand({ SubscriptionArn: String(sub.id) }))).Attributes ?? {};
@@ -352,7 +401,12 @@ describe("createMotoMocks against moto (no Pulumi runtime)", () => {
     expect(sub.state).to.deep.include({ arn: sub.id, protocol: "email", endpoint: "oncall@example.com" });
     expect(subAttrs).to.include({ TopicArn: topic.state.arn, Protocol: "email", Endpoint: "oncall@example.com" });
     expect(mocks.outcomes().every((o) => o.created)).to.equal(true);
-    expect(mocks.outcomes().find((o) => o.name === "alerts-subscription-0")?.notes.join()).to.include("pending until its recipient confirms");
+    expect(
+      mocks
+        .outcomes()
+        .find((o) => o.name === "alerts-subscription-0")
+        ?.notes.join(),
+    ).to.include("pending until its recipient confirms");
   });
 
   it("puts a metric alarm into moto with its dimensions and actions, answering with moto's ARN", async () => {
@@ -469,16 +523,31 @@ describe("topology builders (pure)", () => {
   const queueArn = "arn:aws:sqs:us-east-1:123456789012:work-abc";
   const fnArn = "arn:aws:lambda:us-east-1:123456789012:function:fn-1234567";
   const base = [
-    rec(QUEUE, "work", { visibilityTimeoutSeconds: 60, redrivePolicy: '{"deadLetterTargetArn": "arn:dlq", "maxReceiveCount": 3}', tags: { "encache:queue-role": "source" } }, { name: "work-abc", url: "http://moto/123456789012/work-abc", arn: queueArn }),
+    rec(
+      QUEUE,
+      "work",
+      { visibilityTimeoutSeconds: 60, redrivePolicy: '{"deadLetterTargetArn": "arn:dlq", "maxReceiveCount": 3}', tags: { "encache:queue-role": "source" } },
+      { name: "work-abc", url: "http://moto/123456789012/work-abc", arn: queueArn },
+    ),
     rec(QUEUE, "plain", {}, { name: "plain-1", url: "http://moto/123456789012/plain-1", arn: "arn:aws:sqs:us-east-1:123456789012:plain-1" }),
-    rec(FN, "fn", { handler: "index.handler", timeout: 30, memorySize: 256, environment: { variables: { Q: "http://moto/123456789012/work-abc" } } }, { name: "fn-1234567", arn: fnArn }),
+    rec(
+      FN,
+      "fn",
+      { handler: "index.handler", timeout: 30, memorySize: 256, environment: { variables: { Q: "http://moto/123456789012/work-abc" } } },
+      { name: "fn-1234567", arn: fnArn },
+    ),
     rec(FN, "bare", {}, { name: "bare-1", arn: "arn:aws:lambda:us-east-1:123456789012:function:bare-1" }),
   ];
 
   it("reads queues: role tag, parsed redrive, SQS's default visibility", () => {
     const [work, plain] = queuesFrom(base);
 
-    expect(work).to.deep.include({ name: "work-abc", role: "source", visibilityTimeoutSeconds: 60, redrive: { deadLetterTargetArn: "arn:dlq", maxReceiveCount: 3 } });
+    expect(work).to.deep.include({
+      name: "work-abc",
+      role: "source",
+      visibilityTimeoutSeconds: 60,
+      redrive: { deadLetterTargetArn: "arn:dlq", maxReceiveCount: 3 },
+    });
     expect(plain).to.deep.include({ visibilityTimeoutSeconds: 30 });
     expect(plain).not.to.have.property("role");
     expect(plain).not.to.have.property("redrive");
@@ -487,15 +556,37 @@ describe("topology builders (pure)", () => {
   it("reads functions: env, timeout, memory (Lambda's defaults when absent), codePath under codeDir", () => {
     const [fn, bare] = functionsFrom(base, "/tmp/code");
 
-    expect(fn).to.deep.include({ name: "fn-1234567", codePath: "/tmp/code/fn/index.js", environment: { Q: "http://moto/123456789012/work-abc" }, timeoutSeconds: 30, memoryMb: 256 });
+    expect(fn).to.deep.include({
+      name: "fn-1234567",
+      codePath: "/tmp/code/fn/index.js",
+      environment: { Q: "http://moto/123456789012/work-abc" },
+      timeoutSeconds: 30,
+      memoryMb: 256,
+    });
     expect(bare).to.deep.include({ timeoutSeconds: 3, memoryMb: 128, handler: "index.handler", environment: {} });
   });
 
   const mappingCases: Array<{ title: string; inputs: Record<string, unknown>; expected: Record<string, unknown> }> = [
     {
       title: "all settings, function given by ARN",
-      inputs: { eventSourceArn: queueArn, functionName: fnArn, batchSize: 5, maximumBatchingWindowInSeconds: 2, scalingConfig: { maximumConcurrency: 4 }, functionResponseTypes: ["ReportBatchItemFailures"], enabled: false },
-      expected: { functionName: "fn-1234567", queueUrl: "http://moto/123456789012/work-abc", batchSize: 5, batchingWindowSeconds: 2, maximumConcurrency: 4, reportBatchItemFailures: true, enabled: false },
+      inputs: {
+        eventSourceArn: queueArn,
+        functionName: fnArn,
+        batchSize: 5,
+        maximumBatchingWindowInSeconds: 2,
+        scalingConfig: { maximumConcurrency: 4 },
+        functionResponseTypes: ["ReportBatchItemFailures"],
+        enabled: false,
+      },
+      expected: {
+        functionName: "fn-1234567",
+        queueUrl: "http://moto/123456789012/work-abc",
+        batchSize: 5,
+        batchingWindowSeconds: 2,
+        maximumConcurrency: 4,
+        reportBatchItemFailures: true,
+        enabled: false,
+      },
     },
     {
       title: "Lambda's defaults, function given by name",
@@ -528,12 +619,27 @@ describe("topology builders (pure)", () => {
   });
 
   it("reads schedules: target input, DLQ, retry policy, Scheduler's defaults and state", () => {
-    const full = rec("aws:scheduler/schedule:Schedule", "a", {
-      scheduleExpression: "rate(5 minutes)",
-      scheduleExpressionTimezone: "UTC",
-      target: { arn: queueArn, input: '{"x":1}', deadLetterConfig: { arn: "arn:dlq" }, retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 } },
-    }, { name: "a-1" });
-    const bare = rec("aws:scheduler/schedule:Schedule", "b", { scheduleExpression: "cron(0 * * * ? *)", state: "DISABLED", target: { arn: queueArn } }, { name: "b-1" });
+    const full = rec(
+      "aws:scheduler/schedule:Schedule",
+      "a",
+      {
+        scheduleExpression: "rate(5 minutes)",
+        scheduleExpressionTimezone: "UTC",
+        target: {
+          arn: queueArn,
+          input: '{"x":1}',
+          deadLetterConfig: { arn: "arn:dlq" },
+          retryPolicy: { maximumRetryAttempts: 3, maximumEventAgeInSeconds: 3600 },
+        },
+      },
+      { name: "a-1" },
+    );
+    const bare = rec(
+      "aws:scheduler/schedule:Schedule",
+      "b",
+      { scheduleExpression: "cron(0 * * * ? *)", state: "DISABLED", target: { arn: queueArn } },
+      { name: "b-1" },
+    );
 
     const [a, b] = schedulesFrom([full, bare]);
 
@@ -545,7 +651,12 @@ describe("topology builders (pure)", () => {
 
   it("reads instance ids from their ARNs and parses container definitions", () => {
     const instance = rec("aws:ec2/instance:Instance", "gpu", { tags: { Name: "g" } }, { arn: "arn:aws:ec2:us-east-1:123456789012:instance/i-0abc" });
-    const td = rec("aws:ecs/taskDefinition:TaskDefinition", "td", { family: "fam", containerDefinitions: '[{"name":"c","memory":512}]' }, { arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/fam:1" });
+    const td = rec(
+      "aws:ecs/taskDefinition:TaskDefinition",
+      "td",
+      { family: "fam", containerDefinitions: '[{"name":"c","memory":512}]' },
+      { arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/fam:1" },
+    );
 
     expect(instancesFrom([instance])).to.deep.equal([{ urn: instance.urn, logicalName: "gpu", id: "i-0abc", tags: { Name: "g" } }]);
     expect(taskDefinitionsFrom([td])[0]).to.deep.include({ family: "fam", containerDefinitions: [{ name: "c", memory: 512 }] });
@@ -609,7 +720,15 @@ describe("topology builders (pure)", () => {
       },
       {
         title: "CloudWatch's defaults: M = N, treatMissingData missing, no actions; numbers given as strings",
-        inputs: { ...depth, evaluationPeriods: "3", period: "60", treatMissingData: undefined, alarmActions: undefined, okActions: undefined, alarmDescription: undefined },
+        inputs: {
+          ...depth,
+          evaluationPeriods: "3",
+          period: "60",
+          treatMissingData: undefined,
+          alarmActions: undefined,
+          okActions: undefined,
+          alarmDescription: undefined,
+        },
         expected: { evaluationPeriods: 3, datapointsToAlarm: 3, periodSeconds: 60, treatMissingData: "missing", alarmActions: [], okActions: [] },
         absent: ["description"],
       },
@@ -666,7 +785,13 @@ describe("topology builders (pure)", () => {
     // Act
     const [alerts, quiet] = topicsFrom([topic, other, sub]);
     // Assess
-    expect(alerts).to.deep.equal({ urn: topic.urn, logicalName: "alerts", name: "alerts-1", arn, subscriptions: [{ protocol: "email", endpoint: "oncall@example.com" }] });
+    expect(alerts).to.deep.equal({
+      urn: topic.urn,
+      logicalName: "alerts",
+      name: "alerts-1",
+      arn,
+      subscriptions: [{ protocol: "email", endpoint: "oncall@example.com" }],
+    });
     expect(quiet?.subscriptions).to.deep.equal([]);
   });
 

@@ -15,7 +15,13 @@ describe("local/scenarios/gpu-idle: the cost figures (pure)", () => {
   });
 
   it("prices running time against always-on: 1 h of 3 h at $1.006/h", () => {
-    expect(gpuCost(3600, 10_800, 1.006)).to.deep.equal({ runningSimSeconds: 3600, alwaysOnSimSeconds: 10_800, usd: 1.01, alwaysOnUsd: 3.02, savedShare: 0.667 });
+    expect(gpuCost(3600, 10_800, 1.006)).to.deep.equal({
+      runningSimSeconds: 3600,
+      alwaysOnSimSeconds: 10_800,
+      usd: 1.01,
+      alwaysOnUsd: 3.02,
+      savedShare: 0.667,
+    });
   });
 
   it("gives no dollars without a price, but still the seconds", () => {

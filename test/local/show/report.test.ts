@@ -130,7 +130,9 @@ describe("HTML report", () => {
     });
 
     it("refuses to inline code that would end its element early", () => {
-      expect(() => renderReport(buildReportData(reportInput()), { ...assets, pageJs: 'x = "</script>";' })).to.throw(/cannot inline code that contains <\/script/);
+      expect(() => renderReport(buildReportData(reportInput()), { ...assets, pageJs: 'x = "</script>";' })).to.throw(
+        /cannot inline code that contains <\/script/,
+      );
     });
 
     it("is the same page for the same data", () => {
@@ -189,7 +191,9 @@ describe("HTML report", () => {
 
     it("says how to get a browser when there is none, rather than letting the test skip", () => {
       expect(() => findChromium({ PATH: "" })).to.throw(/set CHROMIUM_PATH .*apt-get install -y chromium/);
-      expect(() => findChromium({ CHROMIUM_PATH: "/nonexistent/chromium", PATH: "" })).to.throw(/CHROMIUM_PATH=\/nonexistent\/chromium is not an executable file/);
+      expect(() => findChromium({ CHROMIUM_PATH: "/nonexistent/chromium", PATH: "" })).to.throw(
+        /CHROMIUM_PATH=\/nonexistent\/chromium is not an executable file/,
+      );
     });
   });
 

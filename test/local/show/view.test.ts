@@ -4,7 +4,18 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import { formatTiming, type LiveSnapshot, LiveView, renderAlarmReport, renderPlainLine, renderSnapshot, renderSummaryTable, type ScenarioSummary, summaryDocument, type ViewTimers } from "../../../local/show/view";
+import {
+  formatTiming,
+  type LiveSnapshot,
+  LiveView,
+  renderAlarmReport,
+  renderPlainLine,
+  renderSnapshot,
+  renderSummaryTable,
+  type ScenarioSummary,
+  summaryDocument,
+  type ViewTimers,
+} from "../../../local/show/view";
 import { runTime } from "../../../local/observe/alarm-eval";
 import type { AlarmOutcome, AlarmReport } from "../../../local/observe/alarm-watch";
 
@@ -231,7 +242,11 @@ describe("local run view (pure, no moto)", () => {
     const cases: Array<[string, Partial<LiveSnapshot>, string]> = [
       ["no queues, counters or status", { queues: [], counters: {}, status: [] }, "[ingest-gpu-outage 12.3s] 40/120 33%"],
       ["an unknown total", { progress: { done: 0, total: 0 }, queues: [], counters: {}, status: [] }, "[ingest-gpu-outage 12.3s] 0/0 0%"],
-      ["several status lines", { queues: [], counters: {}, status: ["GPU: stopped", "tasks 2/3"] }, "[ingest-gpu-outage 12.3s] 40/120 33% | GPU: stopped; tasks 2/3"],
+      [
+        "several status lines",
+        { queues: [], counters: {}, status: ["GPU: stopped", "tasks 2/3"] },
+        "[ingest-gpu-outage 12.3s] 40/120 33% | GPU: stopped; tasks 2/3",
+      ],
       ["escapes and newlines in inputs", { scenario: "\x1b[1mx\x1b[0m", queues: [], counters: {}, status: ["a\nb"] }, "[x 12.3s] 40/120 33% | a b"],
     ];
     for (const [name, over, expected] of cases) {
@@ -346,10 +361,7 @@ describe("local run view (pure, no moto)", () => {
       const view = new LiveView({ tty: false, stream: stream.asStream(), plainEveryMs, now: clock.now, color });
       return { stream, clock, view };
     }
-    const at = (t: number, done: number, scenario = "s"): [number, LiveSnapshot] => [
-      t,
-      snapshot({ scenario, elapsedMs: t, progress: { done, total: 10 } }),
-    ];
+    const at = (t: number, done: number, scenario = "s"): [number, LiveSnapshot] => [t, snapshot({ scenario, elapsedMs: t, progress: { done, total: 10 } })];
 
     const cases: Array<[string, Array<[number, LiveSnapshot]>, number[]]> = [
       ["prints the first update, then at most every plainEveryMs", [at(0, 1), at(500, 2), at(1999, 3), at(2000, 4), at(2100, 5), at(4000, 6)], [0, 2000, 4000]],
@@ -411,17 +423,42 @@ describe("local run view (pure, no moto)", () => {
   describe("renderSummaryTable", () => {
     const rows = [
       summary(),
-      summary({ scenario: "retraining", wallMs: 5_000, sent: 10, processed: 8, quarantined: 0, inDlq: 0, remaining: 1, lost: 1, timings: {}, failures: ["expected 9 tasks, saw 8"] }),
+      summary({
+        scenario: "retraining",
+        wallMs: 5_000,
+        sent: 10,
+        processed: 8,
+        quarantined: 0,
+        inDlq: 0,
+        remaining: 1,
+        lost: 1,
+        timings: {},
+        failures: ["expected 9 tasks, saw 8"],
+      }),
     ];
 
     it("shows each row's numbers, its result, and the totals", () => {
       const table = renderSummaryTable(rows, { color: false });
       const line = (name: string) => table.split("\n").find((l) => l.startsWith(`│ ${name} `)) ?? "";
-      const cells = (l: string) => l.split("│").slice(1, -1).map((c) => c.trim());
+      const cells = (l: string) =>
+        l
+          .split("│")
+          .slice(1, -1)
+          .map((c) => c.trim());
       expect(cells(line("ingest-gpu-outage"))).to.deep.equal(["ingest-gpu-outage", "20.1s", "120", "117", "2", "1", "0", "0", "ok"]);
       expect(cells(line("retraining"))).to.deep.equal(["retraining", "5.0s", "10", "8", "0", "0", "1", "1", "FAIL"]);
       expect(cells(line("total"))).to.deep.equal(["total", "25.1s", "130", "125", "2", "1", "1", "1", "FAIL"]);
-      expect(cells(table.split("\n")[1] ?? "")).to.deep.equal(["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"]);
+      expect(cells(table.split("\n")[1] ?? "")).to.deep.equal([
+        "scenario",
+        "wall",
+        "sent",
+        "processed",
+        "quarantined",
+        "in DLQ",
+        "remaining",
+        "lost",
+        "result",
+      ]);
     });
 
     it("keeps every table line the same width", () => {

@@ -24,8 +24,18 @@ export const X = {
 function network(): RecordedResource[] {
   return [
     resource("awsx:ec2:Vpc", "platform-vpc", { cidrBlock: "10.40.0.0/16" }, { state: { vpcId: "vpc-0123" } }),
-    resource("aws:ec2/flowLog:FlowLog", "platform-flow-log", { vpcId: "vpc-0123", trafficType: "ALL", logDestinationType: "cloud-watch-logs" }, { deps: { vpcId: [X.vpc] } }),
-    resource("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", "platform-default-sg", { vpcId: "vpc-0123", ingress: [], egress: [] }, { deps: { vpcId: [X.vpc] } }),
+    resource(
+      "aws:ec2/flowLog:FlowLog",
+      "platform-flow-log",
+      { vpcId: "vpc-0123", trafficType: "ALL", logDestinationType: "cloud-watch-logs" },
+      { deps: { vpcId: [X.vpc] } },
+    ),
+    resource(
+      "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
+      "platform-default-sg",
+      { vpcId: "vpc-0123", ingress: [], egress: [] },
+      { deps: { vpcId: [X.vpc] } },
+    ),
     resource(
       "aws:ec2/securityGroup:SecurityGroup",
       "ingest-consumers-sg",
@@ -46,7 +56,13 @@ export function platformRecording(): RecordedResource[] {
   add(
     rs,
     ...network(),
-    resource(T.table, "state", { hashKey: "model_name", attributes: [{ name: "model_name", type: "S" }], billingMode: "PAY_PER_REQUEST", pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }),
+    resource(T.table, "state", {
+      hashKey: "model_name",
+      attributes: [{ name: "model_name", type: "S" }],
+      billingMode: "PAY_PER_REQUEST",
+      pointInTimeRecovery: { enabled: true },
+      serverSideEncryption: { enabled: true },
+    }),
     resource(T.queue, "schedules-dlq", { messageRetentionSeconds: 1_209_600, sqsManagedSseEnabled: true, tags: { "encache:queue-role": "dlq" } }),
     resource(
       T.alarm,

@@ -33,7 +33,12 @@ export function retrainingRecording(): RecordedResource[] {
         policy: {
           Version: "2012-10-17",
           Statement: [
-            { Sid: "RunStrategyTask", Effect: "Allow", Action: ["ecs:RunTask"], Resource: `arn:aws:ecs:eu-west-1:${ACCOUNT}:task-definition/tradai-strategy-generic-dev:*` },
+            {
+              Sid: "RunStrategyTask",
+              Effect: "Allow",
+              Action: ["ecs:RunTask"],
+              Resource: `arn:aws:ecs:eu-west-1:${ACCOUNT}:task-definition/tradai-strategy-generic-dev:*`,
+            },
             {
               Sid: "PassStrategyTaskRoles",
               Effect: "Allow",

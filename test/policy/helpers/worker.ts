@@ -53,9 +53,19 @@ export function workerRecording(): RecordedResource[] {
         policy: {
           Version: "2012-10-17",
           Statement: [
-            { Sid: "WorkQueue", Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"], Resource: `arn:aws:sqs:${REGION}:${ACCOUNT}:worker` },
+            {
+              Sid: "WorkQueue",
+              Effect: "Allow",
+              Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
+              Resource: `arn:aws:sqs:${REGION}:${ACCOUNT}:worker`,
+            },
             { Sid: "QuarantineToDlq", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: `arn:aws:sqs:${REGION}:${ACCOUNT}:worker-dlq` },
-            { Sid: "OwnTaskScaleInProtection", Effect: "Allow", Action: ["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"], Resource: `arn:aws:ecs:${REGION}:${ACCOUNT}:task/platform/*` },
+            {
+              Sid: "OwnTaskScaleInProtection",
+              Effect: "Allow",
+              Action: ["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"],
+              Resource: `arn:aws:ecs:${REGION}:${ACCOUNT}:task/platform/*`,
+            },
           ],
         },
       },

@@ -32,7 +32,12 @@ describe("policy/lib/iam", () => {
     expect(isWildcardAction("sqs:*")).to.equal(true);
     expect(isWildcardAction("ec2:Start*")).to.equal(false);
     const statements = readPolicyDocument(
-      { Statement: [{ Effect: "Allow", Action: ["logs:*", "sqs:*"] }, { Effect: "Deny", Action: "*" }] },
+      {
+        Statement: [
+          { Effect: "Allow", Action: ["logs:*", "sqs:*"] },
+          { Effect: "Deny", Action: "*" },
+        ],
+      },
       "d",
     );
     expect(wildcardGrants(statements, ["LOGS:*"])).to.deep.equal(["sqs:*"]);

@@ -35,13 +35,33 @@ describe("provider normal form (policy/lib/provider-normal-form.ts)", () => {
   });
 
   it("reduces as containerDefinitionsAreEquivalent does: essential, health check and port defaults, empty lists absent", () => {
-    const [c] = reduceContainerDefinitions([{ name: "a", command: [], portMappings: [{ containerPort: 80, protocol: "tcp", hostPort: 0 }], healthCheck: { command: ["x"] } }], true) as Array<Record<string, unknown>>;
-    expect(c).to.deep.equal({ name: "a", essential: true, portMappings: [{ containerPort: 80, hostPort: 80 }], healthCheck: { command: ["x"], interval: 30, retries: 3, timeout: 5 } });
+    const [c] = reduceContainerDefinitions(
+      [{ name: "a", command: [], portMappings: [{ containerPort: 80, protocol: "tcp", hostPort: 0 }], healthCheck: { command: ["x"] } }],
+      true,
+    ) as Array<Record<string, unknown>>;
+    expect(c).to.deep.equal({
+      name: "a",
+      essential: true,
+      portMappings: [{ containerPort: 80, hostPort: 80 }],
+      healthCheck: { command: ["x"], interval: 30, retries: 3, timeout: 5 },
+    });
   });
 
   it("canonicalPolicy: equal for the same grant written in another order or with a lone string", () => {
-    const a = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["b:X", "a:Y"], Resource: "*" }, { Effect: "Deny", Action: "c:Z", Resource: ["r2", "r1"] }] };
-    const b = { Statement: [{ Resource: ["r1", "r2"], Action: ["c:Z"], Effect: "Deny" }, { Resource: ["*"], Action: ["a:Y", "b:X"], Effect: "Allow" }], Version: "2012-10-17" };
+    const a = {
+      Version: "2012-10-17",
+      Statement: [
+        { Effect: "Allow", Action: ["b:X", "a:Y"], Resource: "*" },
+        { Effect: "Deny", Action: "c:Z", Resource: ["r2", "r1"] },
+      ],
+    };
+    const b = {
+      Statement: [
+        { Resource: ["r1", "r2"], Action: ["c:Z"], Effect: "Deny" },
+        { Resource: ["*"], Action: ["a:Y", "b:X"], Effect: "Allow" },
+      ],
+      Version: "2012-10-17",
+    };
     expect(canonicalPolicy(a)).to.deep.equal(canonicalPolicy(b));
   });
 

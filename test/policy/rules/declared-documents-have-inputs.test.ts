@@ -45,7 +45,9 @@ describe(POLICY, () => {
     // Act
     const violations = await evaluate(rs, { declare: false });
     // Assess
-    expect(violations.filter((v) => v.policy === POLICY).every((v) => /without document,/.test(v.message) || /without document\b/.test(v.message))).to.equal(true);
+    expect(violations.filter((v) => v.policy === POLICY).every((v) => /without document,/.test(v.message) || /without document\b/.test(v.message))).to.equal(
+      true,
+    );
     expect(violations.filter((v) => v.policy === POLICY).length).to.be.greaterThan(0);
   });
 });

@@ -28,7 +28,13 @@ describe(POLICY, () => {
   it("fails a container definition that differs from its declaration in a declared field", async () => {
     const rs = withDeclarations(workerRecording());
     setContainer(rs, (c) => (c.readonlyRootFilesystem = false));
-    expectViolation(await evaluate(rs), { policy: POLICY, level: "mandatory", urn: W.taskDefinition, message: /containerDefinitions differs from its declaration/, also: [["ecs-container-least-privilege", W.taskDefinition]] });
+    expectViolation(await evaluate(rs), {
+      policy: POLICY,
+      level: "mandatory",
+      urn: W.taskDefinition,
+      message: /containerDefinitions differs from its declaration/,
+      also: [["ecs-container-least-privilege", W.taskDefinition]],
+    });
   });
 
   it("fails an IAM policy with a key its declaration lacks (IAM documents compare whole)", async () => {
@@ -67,11 +73,13 @@ describe(POLICY, () => {
     for (const [title, edit] of differs) {
       it(`fails an environment that differs in ${title}, whatever the order`, async () => {
         // Prepare
-        const rs = withDeclarations((() => {
-          const r = workerRecording();
-          setContainer(r, (c) => (c.environment = structuredClone(localeOrder)));
-          return r;
-        })());
+        const rs = withDeclarations(
+          (() => {
+            const r = workerRecording();
+            setContainer(r, (c) => (c.environment = structuredClone(localeOrder)));
+            return r;
+          })(),
+        );
         setContainer(rs, (c) => {
           const env = structuredClone(c.environment as Env).reverse();
           edit(env);
@@ -80,7 +88,12 @@ describe(POLICY, () => {
         // Act
         const violations = await evaluate(rs);
         // Assess
-        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: W.taskDefinition, message: /containerDefinitions differs from its declaration/ });
+        expectViolation(violations, {
+          policy: POLICY,
+          level: "mandatory",
+          urn: W.taskDefinition,
+          message: /containerDefinitions differs from its declaration/,
+        });
       });
     }
 

@@ -23,7 +23,10 @@ describe(POLICY, () => {
   describe("built in one line", () => {
     it("passes a quarantine queue with a depth alarm whose dimensions come from it", async () => {
       // Prepare
-      const rs = [quarantine(), alarm("parked-depth", { metricName: "ApproximateNumberOfMessagesVisible", dimensions: { QueueName: "parked" } }, { deps: { dimensions: [parked] } })];
+      const rs = [
+        quarantine(),
+        alarm("parked-depth", { metricName: "ApproximateNumberOfMessagesVisible", dimensions: { QueueName: "parked" } }, { deps: { dimensions: [parked] } }),
+      ];
       // Act
       const violations = await evaluate(rs);
       // Assess
@@ -36,7 +39,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "advisory", urn: parked, message: /Terminal queue 'parked' has no MetricAlarm on ApproximateNumberOfMessagesVisible/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "advisory",
+        urn: parked,
+        message: /Terminal queue 'parked' has no MetricAlarm on ApproximateNumberOfMessagesVisible/,
+      });
     });
   });
 
@@ -49,7 +57,13 @@ describe(POLICY, () => {
         urn: U.quarantine,
         mutate: (rs) => setInput(rs, U.quarantineAlarm, "metricName", "NumberOfMessagesSent"),
       },
-      { title: "a scheduler DLQ without a depth alarm", recording: platformRecording, urn: X.scheduleDlq, message: /no MetricAlarm/, mutate: (rs) => remove(rs, X.scheduleDlqAlarm) },
+      {
+        title: "a scheduler DLQ without a depth alarm",
+        recording: platformRecording,
+        urn: X.scheduleDlq,
+        message: /no MetricAlarm/,
+        mutate: (rs) => remove(rs, X.scheduleDlqAlarm),
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {

@@ -11,7 +11,11 @@ const dlqUrn = urnOf(T.queue, "orders-dlq");
 /** A source queue (4 days) redriving to `orders-dlq` with the given retention. */
 const redriven = (dlqRetention: number) => [
   queue("orders-dlq", { messageRetentionSeconds: dlqRetention, tags: { "encache:queue-role": "dlq" } }),
-  queue("orders", { messageRetentionSeconds: 345600, redrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn("orders-dlq"), maxReceiveCount: 3 }) }, { deps: { redrivePolicy: [dlqUrn] } }),
+  queue(
+    "orders",
+    { messageRetentionSeconds: 345600, redrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn("orders-dlq"), maxReceiveCount: 3 }) },
+    { deps: { redrivePolicy: [dlqUrn] } },
+  ),
 ];
 
 describe(POLICY, () => {
@@ -53,7 +57,11 @@ describe(POLICY, () => {
   describe("fails", () => {
     const cases: { title: string; urn: string; message?: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
       { title: "a DLQ retention equal to the source's", urn: U.dlq, mutate: (rs) => setInput(rs, U.dlq, "messageRetentionSeconds", 345600) },
-      { title: "a DLQ retention left unset (AWS default 4 days) equals the source's", urn: U.dlq, mutate: (rs) => setInput(rs, U.dlq, "messageRetentionSeconds", undefined) },
+      {
+        title: "a DLQ retention left unset (AWS default 4 days) equals the source's",
+        urn: U.dlq,
+        mutate: (rs) => setInput(rs, U.dlq, "messageRetentionSeconds", undefined),
+      },
       {
         title: "maxReceiveCount 1",
         urn: U.ingest,

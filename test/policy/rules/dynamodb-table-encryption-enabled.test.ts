@@ -40,7 +40,13 @@ describe(POLICY, () => {
         // Act
         const violations = await evaluate(rs);
         // Assess
-        if (c.fails) expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.table, "state"), message: /^Table 'state' must enable server-side encryption with a KMS key/ });
+        if (c.fails)
+          expectViolation(violations, {
+            policy: POLICY,
+            level: "mandatory",
+            urn: urnOf(T.table, "state"),
+            message: /^Table 'state' must enable server-side encryption with a KMS key/,
+          });
         else expectNoViolations(violations);
       });
     }

@@ -40,7 +40,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.table, "state"), message: /Table 'state' must enable point-in-time recovery/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.table, "state"),
+        message: /Table 'state' must enable point-in-time recovery/,
+      });
     });
   });
 
@@ -53,7 +58,13 @@ describe(POLICY, () => {
         message: /Table 'state' must enable point-in-time recovery/,
         mutate: (rs) => setInput(rs, X.table, "pointInTimeRecovery", { enabled: false }),
       },
-      { title: "a table that never mentions PITR", recording: platformRecording, urn: X.table, message: /point-in-time recovery/, mutate: (rs) => setInput(rs, X.table, "pointInTimeRecovery", undefined) },
+      {
+        title: "a table that never mentions PITR",
+        recording: platformRecording,
+        urn: X.table,
+        message: /point-in-time recovery/,
+        mutate: (rs) => setInput(rs, X.table, "pointInTimeRecovery", undefined),
+      },
       {
         title: "the fleet's jobs table without PITR",
         recording: fleetRecording,

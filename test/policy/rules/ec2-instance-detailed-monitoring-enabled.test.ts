@@ -25,11 +25,29 @@ describe(POLICY, () => {
   describe("built in one line", () => {
     const cases: { title: string; rs: () => RecordedResource[]; urn: string | undefined; message?: RegExp }[] = [
       { title: "passes an instance with monitoring on", rs: () => [instance("box", { monitoring: true })], urn: undefined },
-      { title: "passes a launch template with monitoring.enabled (as a boolean)", rs: () => [launchTemplate("lt", { monitoring: { enabled: true } })], urn: undefined },
-      { title: "fails an instance that leaves monitoring unset (EC2's default is basic, 5-minute)", rs: () => [instance("box", {})], urn: urnOf(T.instance, "box"), message: /^Instance 'box' must enable detailed monitoring/ },
+      {
+        title: "passes a launch template with monitoring.enabled (as a boolean)",
+        rs: () => [launchTemplate("lt", { monitoring: { enabled: true } })],
+        urn: undefined,
+      },
+      {
+        title: "fails an instance that leaves monitoring unset (EC2's default is basic, 5-minute)",
+        rs: () => [instance("box", {})],
+        urn: urnOf(T.instance, "box"),
+        message: /^Instance 'box' must enable detailed monitoring/,
+      },
       { title: "fails an instance with monitoring false", rs: () => [instance("box", { monitoring: false })], urn: urnOf(T.instance, "box") },
-      { title: "fails a launch template without a monitoring block", rs: () => [launchTemplate("lt", {})], urn: urnOf(T.launchTemplate, "lt"), message: /^Launch template 'lt' must enable detailed monitoring/ },
-      { title: "fails a launch template with monitoring.enabled false", rs: () => [launchTemplate("lt", { monitoring: { enabled: false } })], urn: urnOf(T.launchTemplate, "lt") },
+      {
+        title: "fails a launch template without a monitoring block",
+        rs: () => [launchTemplate("lt", {})],
+        urn: urnOf(T.launchTemplate, "lt"),
+        message: /^Launch template 'lt' must enable detailed monitoring/,
+      },
+      {
+        title: "fails a launch template with monitoring.enabled false",
+        rs: () => [launchTemplate("lt", { monitoring: { enabled: false } })],
+        urn: urnOf(T.launchTemplate, "lt"),
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {
@@ -48,7 +66,12 @@ describe(POLICY, () => {
   describe("fails, in both modes", () => {
     const cases: { title: string; recording: () => RecordedResource[]; urn: string; mutate: (rs: RecordedResource[]) => void }[] = [
       { title: "the GPU without detailed monitoring", recording: ingestRecording, urn: U.gpu, mutate: (rs) => setInput(rs, U.gpu, "monitoring", undefined) },
-      { title: "the pool's launch template with monitoring off", recording: poolRecording, urn: P.launchTemplate, mutate: (rs) => editInput(rs, P.launchTemplate, "monitoring", (m) => (m.enabled = false)) },
+      {
+        title: "the pool's launch template with monitoring off",
+        recording: poolRecording,
+        urn: P.launchTemplate,
+        mutate: (rs) => editInput(rs, P.launchTemplate, "monitoring", (m) => (m.enabled = false)),
+      },
     ];
     for (const mode of ["update", "first-preview"] as Mode[]) {
       for (const c of cases) {

@@ -34,7 +34,14 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.instance, "box"), count: 3, message: /^Instance 'box' must /, also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.instance, "box")]] });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.instance, "box"),
+        count: 3,
+        message: /^Instance 'box' must /,
+        also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.instance, "box")]],
+      });
     });
   });
 

@@ -7,7 +7,12 @@ import { evaluate, expectNoViolations, expectViolation } from "../helpers/violat
 
 const POLICY = "ec2-launch-grants-scoped";
 
-const start = (extra: Record<string, unknown> = {}) => ({ Effect: "Allow", Action: "ec2:StartInstances", Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*", ...extra });
+const start = (extra: Record<string, unknown> = {}) => ({
+  Effect: "Allow",
+  Action: "ec2:StartInstances",
+  Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*",
+  ...extra,
+});
 
 describe(POLICY, () => {
   it("passes the good pool recording (with ingest's tag-conditioned StartInstances)", async () => {
@@ -24,7 +29,9 @@ describe(POLICY, () => {
       {
         title: "a StartInstances grant on one named instance, without a condition (scoped resource)",
         mutate: (rs) =>
-          setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/i-0123456789abcdef0" }]),
+          setStatements(rs, P.claimPolicy, [
+            { Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/i-0123456789abcdef0" },
+          ]),
       },
       {
         title: "a Deny statement, which is never a grant",
@@ -60,7 +67,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.policy, "starter"), message: /'starter' grants ec2:StartInstances on arn:aws:ec2:eu-west-1:123456789012:instance\/\* without a tag condition/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.policy, "starter"),
+        message: /'starter' grants ec2:StartInstances on arn:aws:ec2:eu-west-1:123456789012:instance\/\* without a tag condition/,
+      });
     });
   });
 
@@ -90,7 +102,14 @@ describe(POLICY, () => {
         urn: P.claimPolicy,
         message: /ec2:StartInstances/,
         mutate: (rs) =>
-          setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:StartInstances"], Resource: "arn:aws:ec2:*:123456789012:instance/*", Condition: { StringEquals: { "ec2:Region": "eu-west-1" } } }]),
+          setStatements(rs, P.claimPolicy, [
+            {
+              Effect: "Allow",
+              Action: ["ec2:StartInstances"],
+              Resource: "arn:aws:ec2:*:123456789012:instance/*",
+              Condition: { StringEquals: { "ec2:Region": "eu-west-1" } },
+            },
+          ]),
       },
       {
         title: "a wildcard action that covers both (ec2:*Instances) on an instance wildcard",
@@ -102,7 +121,8 @@ describe(POLICY, () => {
           ["ec2-run-instances-via-launch-template", P.claimPolicy],
           ["ec2-stop-scoped-to-stack", P.claimPolicy],
         ],
-        mutate: (rs) => setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:*Instances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*" }]),
+        mutate: (rs) =>
+          setStatements(rs, P.claimPolicy, [{ Effect: "Allow", Action: ["ec2:*Instances"], Resource: "arn:aws:ec2:eu-west-1:123456789012:instance/*" }]),
       },
       {
         title: "an unconditioned grant in a Role's inlinePolicies given as a JSON string",

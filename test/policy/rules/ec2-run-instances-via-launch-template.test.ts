@@ -26,7 +26,14 @@ describe(POLICY, () => {
     {
       title: "a condition that names every launch template of the account",
       message: /from any launch template \(arn:aws:ec2:eu-west-1:123456789012:launch-template\/\*\)/,
-      mutate: (rs) => editInput<Doc>(rs, P.refillPolicy, "policy", (d) => ((runTagged(d).Condition as Record<string, unknown>).ArnLike = { "ec2:LaunchTemplate": "arn:aws:ec2:eu-west-1:123456789012:launch-template/*" })),
+      mutate: (rs) =>
+        editInput<Doc>(
+          rs,
+          P.refillPolicy,
+          "policy",
+          (d) =>
+            ((runTagged(d).Condition as Record<string, unknown>).ArnLike = { "ec2:LaunchTemplate": "arn:aws:ec2:eu-west-1:123456789012:launch-template/*" }),
+        ),
     },
     {
       title: "a grant on every image without ec2:IsLaunchTemplateResource (a request could override the template's AMI)",
@@ -36,7 +43,8 @@ describe(POLICY, () => {
     {
       title: "ec2:IsLaunchTemplateResource required false",
       message: /RunFromPoolTemplates allows ec2:RunInstances on arn:aws:ec2:eu-west-1::image\/\* without Bool ec2:IsLaunchTemplateResource "true"/,
-      mutate: (rs) => editInput<Doc>(rs, P.refillPolicy, "policy", (d) => (conditionOf(runFromTemplates(d)).Bool = { "ec2:IsLaunchTemplateResource": "false" })),
+      mutate: (rs) =>
+        editInput<Doc>(rs, P.refillPolicy, "policy", (d) => (conditionOf(runFromTemplates(d)).Bool = { "ec2:IsLaunchTemplateResource": "false" })),
     },
     {
       title: "a grant on `*` (every image among the rest) without ec2:IsLaunchTemplateResource",

@@ -5,11 +5,22 @@ import { evaluate, expectNoViolations, expectViolation } from "../helpers/violat
 
 const POLICY = "ec2-stop-scoped-to-stack";
 const INSTANCES = "arn:aws:ec2:eu-west-1:123456789012:instance/*";
-const stop = (condition?: Record<string, unknown>) => ({ Sid: "StopStackGpu", Effect: "Allow", Action: ["ec2:StopInstances"], Resource: INSTANCES, ...(condition ? { Condition: condition } : {}) });
+const stop = (condition?: Record<string, unknown>) => ({
+  Sid: "StopStackGpu",
+  Effect: "Allow",
+  Action: ["ec2:StopInstances"],
+  Resource: INSTANCES,
+  ...(condition ? { Condition: condition } : {}),
+});
 
 describe(POLICY, () => {
   it("passes a stop grant conditioned on the GPU's Name and the stack's environment tag", async () => {
-    const rs = [...ingestRecording(), rolePolicy("idle", { policy: doc(stop({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker-dev", "aws:ResourceTag/encache:environment": "dev" } })) })];
+    const rs = [
+      ...ingestRecording(),
+      rolePolicy("idle", {
+        policy: doc(stop({ StringEquals: { "aws:ResourceTag/Name": "encache-gpu-worker-dev", "aws:ResourceTag/encache:environment": "dev" } })),
+      }),
+    ];
     expectNoViolations(await evaluate(rs));
   });
 
@@ -24,12 +35,19 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate([rolePolicy("idle", { policy: doc(stop(condition)) })]);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.rolePolicy, "idle"), message: /allows ec2:StopInstances without a condition on aws:ResourceTag\/encache:environment/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.rolePolicy, "idle"),
+        message: /allows ec2:StopInstances without a condition on aws:ResourceTag\/encache:environment/,
+      });
     });
   }
 
   it("fails a pattern that covers StopInstances (ec2:Stop*) in a Role's inline policy", async () => {
-    const rs = [role("idle", { inlinePolicies: [{ name: "stop", policy: JSON.stringify(doc({ Effect: "Allow", Action: "ec2:Stop*", Resource: INSTANCES })) }] })];
+    const rs = [
+      role("idle", { inlinePolicies: [{ name: "stop", policy: JSON.stringify(doc({ Effect: "Allow", Action: "ec2:Stop*", Resource: INSTANCES })) }] }),
+    ];
     expectViolation(await evaluate(rs), { policy: POLICY, level: "mandatory", urn: urnOf(T.role, "idle"), message: /ec2:StopInstances/ });
   });
 

@@ -11,7 +11,12 @@ const POLICY = "ec2-terminate-tag-condition";
 
 const unscopedPolicyUrn = fleetUrn(T.policy, "fleet-terminate-anything");
 const inlineRoleUrn = fleetUrn(T.role, "fleet-inline-role");
-const terminate = (condition?: Record<string, unknown>) => ({ Effect: "Allow", Action: "ec2:TerminateInstances", Resource: "*", ...(condition ? { Condition: condition } : {}) });
+const terminate = (condition?: Record<string, unknown>) => ({
+  Effect: "Allow",
+  Action: "ec2:TerminateInstances",
+  Resource: "*",
+  ...(condition ? { Condition: condition } : {}),
+});
 
 describe(POLICY, () => {
   it("passes the good fleet recording (TerminateInstances scoped by runs-fleet:managed)", async () => {
@@ -49,7 +54,13 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.rolePolicy, "reaper"), message: /'reaper' Statement\[0\] allows ec2:TerminateInstances without/, also: [["iam-star-resource-unscopable-only", urnOf(T.rolePolicy, "reaper")]] });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.rolePolicy, "reaper"),
+        message: /'reaper' Statement\[0\] allows ec2:TerminateInstances without/,
+        also: [["iam-star-resource-unscopable-only", urnOf(T.rolePolicy, "reaper")]],
+      });
     });
   });
 
@@ -66,26 +77,48 @@ describe(POLICY, () => {
         urn: FU.housekeepingPolicy,
         message: /without a resource-tag condition/,
         mutate: (rs) =>
-          editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { StringEqualsIfExists: { "aws:ResourceTag/runs-fleet:managed": "true" } })),
+          editStatement(
+            rs,
+            FU.housekeepingPolicy,
+            "TerminateManagedInstances",
+            (s) => (s.Condition = { StringEqualsIfExists: { "aws:ResourceTag/runs-fleet:managed": "true" } }),
+          ),
       },
       {
         title: 'TerminateInstances scoped by a Null condition ("true" means instances WITHOUT the tag)',
         urn: FU.housekeepingPolicy,
         message: /without a resource-tag condition that scopes it/,
-        mutate: (rs) => editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { Null: { "aws:ResourceTag/runs-fleet:managed": "true" } })),
+        mutate: (rs) =>
+          editStatement(
+            rs,
+            FU.housekeepingPolicy,
+            "TerminateManagedInstances",
+            (s) => (s.Condition = { Null: { "aws:ResourceTag/runs-fleet:managed": "true" } }),
+          ),
       },
       {
         title: "TerminateInstances scoped by StringLike on a wildcard-only value (any tagged instance)",
         urn: FU.housekeepingPolicy,
         message: /without a resource-tag condition that scopes it/,
-        mutate: (rs) => editStatement(rs, FU.housekeepingPolicy, "TerminateManagedInstances", (s) => (s.Condition = { StringLike: { "aws:ResourceTag/runs-fleet:managed": "*" } })),
+        mutate: (rs) =>
+          editStatement(
+            rs,
+            FU.housekeepingPolicy,
+            "TerminateManagedInstances",
+            (s) => (s.Condition = { StringLike: { "aws:ResourceTag/runs-fleet:managed": "*" } }),
+          ),
       },
       {
         title: "a managed Policy granting ec2:Terminate* with no condition",
         urn: unscopedPolicyUrn,
         message: /'fleet-terminate-anything' Statement\[0\] allows ec2:TerminateInstances/,
         mutate: (rs) =>
-          add(rs, fleetResource(T.policy, "fleet-terminate-anything", { policy: { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["ec2:Terminate*"], Resource: "*" }] } })),
+          add(
+            rs,
+            fleetResource(T.policy, "fleet-terminate-anything", {
+              policy: { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["ec2:Terminate*"], Resource: "*" }] },
+            }),
+          ),
       },
       {
         title: "a Role's inline policy granting TerminateInstances with no condition",
@@ -93,7 +126,12 @@ describe(POLICY, () => {
         message: /'fleet-inline-role' statement 'TerminateManagedInstances'/,
         mutate: (rs) => {
           const { Condition: _dropped, ...unscoped } = TERMINATE_STATEMENT;
-          add(rs, fleetResource(T.role, "fleet-inline-role", { inlinePolicies: [{ name: "inline", policy: JSON.stringify({ Version: "2012-10-17", Statement: [unscoped] }) }] }));
+          add(
+            rs,
+            fleetResource(T.role, "fleet-inline-role", {
+              inlinePolicies: [{ name: "inline", policy: JSON.stringify({ Version: "2012-10-17", Statement: [unscoped] }) }],
+            }),
+          );
         },
       },
       {

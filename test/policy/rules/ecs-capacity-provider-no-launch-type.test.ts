@@ -35,7 +35,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.service, "api"), message: /ECS service 'api' uses capacity providers \(FARGATE_SPOT\) and launchType 'FARGATE'/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.service, "api"),
+        message: /ECS service 'api' uses capacity providers \(FARGATE_SPOT\) and launchType 'FARGATE'/,
+      });
     });
   });
 

@@ -26,7 +26,11 @@ describe(POLICY, () => {
     { title: "no user (the image's, root by default)", message: /runs as the image's user/, mutate: (c) => delete c.user },
     { title: "root by uid", message: /runs as 0:0/, mutate: (c) => (c.user = "0:0") },
     { title: "capabilities kept", message: /keeps its Linux capabilities/, mutate: (c) => delete c.linuxParameters },
-    { title: "a waiver for another check", message: /writable root filesystem/, mutate: (c) => ((c.readonlyRootFilesystem = false), (c.dockerLabels = { "encache.hardening-waived": "user" })) },
+    {
+      title: "a waiver for another check",
+      message: /writable root filesystem/,
+      mutate: (c) => ((c.readonlyRootFilesystem = false), (c.dockerLabels = { "encache.hardening-waived": "user" })),
+    },
   ];
   for (const mode of ["update", "first-preview"] as Mode[]) {
     for (const c of cases) {

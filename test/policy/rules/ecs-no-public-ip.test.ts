@@ -34,7 +34,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.service, "api"), message: /ECS service 'api' must set networkConfiguration.assignPublicIp: false/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.service, "api"),
+        message: /ECS service 'api' must set networkConfiguration.assignPublicIp: false/,
+      });
     });
   });
 
@@ -46,12 +51,18 @@ describe(POLICY, () => {
         message: /ECS service 'worker-service' must set networkConfiguration.assignPublicIp: false/,
         mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => (n.assignPublicIp = true)),
       },
-      { title: "a service that leaves assignPublicIp unset", urn: R.service, message: /explicitly/, mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => delete n.assignPublicIp) },
+      {
+        title: "a service that leaves assignPublicIp unset",
+        urn: R.service,
+        message: /explicitly/,
+        mutate: (rs) => editInput(rs, R.service, "networkConfiguration", (n) => delete n.assignPublicIp),
+      },
       {
         title: "a Scheduler ECS target with a public IP",
         urn: R.ecsSchedule,
         message: /Schedule 'strategy-direct' \(ECS target\)/,
-        mutate: (rs) => editInput(rs, R.ecsSchedule, "target", (t) => ((ecsParameters(t).networkConfiguration as Record<string, unknown>).assignPublicIp = true)),
+        mutate: (rs) =>
+          editInput(rs, R.ecsSchedule, "target", (t) => ((ecsParameters(t).networkConfiguration as Record<string, unknown>).assignPublicIp = true)),
       },
       {
         title: "an EventBridge ECS target without network configuration",

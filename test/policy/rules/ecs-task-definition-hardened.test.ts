@@ -19,7 +19,20 @@ describe(POLICY, () => {
   describe("built in one line", () => {
     it("passes a logged, memory-limited (and least-privileged) container", async () => {
       // Prepare
-      const rs = [taskDefinition("td", { containerDefinitions: JSON.stringify([{ name: "app", memory: 512, readonlyRootFilesystem: true, user: "1000:1000", linuxParameters: { capabilities: { add: [], drop: ["ALL"] } }, logConfiguration: { logDriver: "awslogs" } }]) })];
+      const rs = [
+        taskDefinition("td", {
+          containerDefinitions: JSON.stringify([
+            {
+              name: "app",
+              memory: 512,
+              readonlyRootFilesystem: true,
+              user: "1000:1000",
+              linuxParameters: { capabilities: { add: [], drop: ["ALL"] } },
+              logConfiguration: { logDriver: "awslogs" },
+            },
+          ]),
+        }),
+      ];
       // Act
       const violations = await evaluate(rs);
       // Assess
@@ -32,15 +45,28 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.taskDefinition, "td"), message: /Task definition 'td' has no container definitions/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.taskDefinition, "td"),
+        message: /Task definition 'td' has no container definitions/,
+      });
     });
   });
 
   describe("fails", () => {
     const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
       { title: "a privileged container", message: /container 'worker' must not be privileged/, mutate: (rs) => setContainer(rs, (c) => (c.privileged = true)) },
-      { title: "a container without a log configuration", message: /container 'worker' has no logConfiguration/, mutate: (rs) => setContainer(rs, (c) => delete c.logConfiguration) },
-      { title: "a container without a memory limit", message: /container 'worker' has no container-level memory limit/, mutate: (rs) => setContainer(rs, (c) => delete c.memory) },
+      {
+        title: "a container without a log configuration",
+        message: /container 'worker' has no logConfiguration/,
+        mutate: (rs) => setContainer(rs, (c) => delete c.logConfiguration),
+      },
+      {
+        title: "a container without a memory limit",
+        message: /container 'worker' has no container-level memory limit/,
+        mutate: (rs) => setContainer(rs, (c) => delete c.memory),
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {

@@ -10,11 +10,24 @@ type Doc = { Statement: Record<string, unknown>[] };
 const withoutProtectionGrant = (rs: RecordedResource[]) =>
   editInput<Doc>(rs, W.taskPolicy, "policy", (d) => (d.Statement = d.Statement.filter((s) => s.Sid !== "OwnTaskScaleInProtection")));
 
-const container = JSON.stringify([{ name: "app", memory: 512, readonlyRootFilesystem: true, user: "1000:1000", linuxParameters: { capabilities: { add: [], drop: ["ALL"] } }, logConfiguration: { logDriver: "awslogs" } }]);
+const container = JSON.stringify([
+  {
+    name: "app",
+    memory: 512,
+    readonlyRootFilesystem: true,
+    user: "1000:1000",
+    linuxParameters: { capabilities: { add: [], drop: ["ALL"] } },
+    logConfiguration: { logDriver: "awslogs" },
+  },
+]);
 /** A task definition tagged as using protection, whose task role has these inline statements. */
 const protectedTask = (...statements: Record<string, unknown>[]) => [
   role("task", { inlinePolicies: [{ name: "own", policy: JSON.stringify(doc(...statements)) }] }),
-  taskDefinition("td", { containerDefinitions: container, tags: { "encache:task-protection": "agent-endpoint" } }, { deps: { taskRoleArn: [urnOf(T.role, "task")] } }),
+  taskDefinition(
+    "td",
+    { containerDefinitions: container, tags: { "encache:task-protection": "agent-endpoint" } },
+    { deps: { taskRoleArn: [urnOf(T.role, "task")] } },
+  ),
 ];
 
 describe(POLICY, () => {
@@ -64,7 +77,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.taskDefinition, "td"), message: /task role 'task' is not allowed ecs:UpdateTaskProtection/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.taskDefinition, "td"),
+        message: /task role 'task' is not allowed ecs:UpdateTaskProtection/,
+      });
     });
   });
 
@@ -78,7 +96,10 @@ describe(POLICY, () => {
       {
         title: "a grant cancelled by a Deny",
         message: /not allowed ecs:UpdateTaskProtection/,
-        mutate: (rs) => editInput<Doc>(rs, W.taskPolicy, "policy", (d) => d.Statement.push({ Sid: "NoProtection", Effect: "Deny", Action: ["ecs:UpdateTaskProtection"], Resource: "*" })),
+        mutate: (rs) =>
+          editInput<Doc>(rs, W.taskPolicy, "policy", (d) =>
+            d.Statement.push({ Sid: "NoProtection", Effect: "Deny", Action: ["ecs:UpdateTaskProtection"], Resource: "*" }),
+          ),
       },
       {
         title: "a task definition marked only by its container env var",

@@ -56,13 +56,22 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.rolePolicy, "launcher"), message: /'launcher' Statement\[0\] grants iam:PassRole on arn:aws:iam::123456789012:role\/tasks\/\*/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.rolePolicy, "launcher"),
+        message: /'launcher' Statement\[0\] grants iam:PassRole on arn:aws:iam::123456789012:role\/tasks\/\*/,
+      });
     });
   });
 
   describe("fails", () => {
     const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
-      { title: "PassRole on *", message: /PassStrategyTaskRoles grants iam:PassRole on \*/, mutate: (rs) => editInput(rs, R.launcherPolicy, "policy", (p) => (passRole(p).Resource = "*")) },
+      {
+        title: "PassRole on *",
+        message: /PassStrategyTaskRoles grants iam:PassRole on \*/,
+        mutate: (rs) => editInput(rs, R.launcherPolicy, "policy", (p) => (passRole(p).Resource = "*")),
+      },
       {
         title: "PassRole on a wildcard role pattern",
         message: /role\/retraining-\*/,

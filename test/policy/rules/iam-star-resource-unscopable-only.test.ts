@@ -22,8 +22,14 @@ describe(POLICY, () => {
 
   const passing: Array<[string, Record<string, unknown>]> = [
     ["the EC2 Describe calls without a resource type", { Action: ["ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"] }],
-    ["ECR's token, Session Manager's channels and the flow-log group lookup", { Action: ["ecr:GetAuthorizationToken", "ssmmessages:OpenDataChannel", "logs:DescribeLogGroups"] }],
-    ["a scopable action narrowed by a condition (ListTasks by cluster)", { Action: ["ecs:ListTasks"], Condition: { ArnEquals: { "ecs:cluster": "arn:aws:ecs:eu-west-1:123456789012:cluster/c" } } }],
+    [
+      "ECR's token, Session Manager's channels and the flow-log group lookup",
+      { Action: ["ecr:GetAuthorizationToken", "ssmmessages:OpenDataChannel", "logs:DescribeLogGroups"] },
+    ],
+    [
+      "a scopable action narrowed by a condition (ListTasks by cluster)",
+      { Action: ["ecs:ListTasks"], Condition: { ArnEquals: { "ecs:cluster": "arn:aws:ecs:eu-west-1:123456789012:cluster/c" } } },
+    ],
     ["a Deny on `*`", { Effect: "Deny", Action: ["ec2:TerminateInstances"] }],
   ];
   for (const [what, statement] of passing) {
@@ -33,13 +39,25 @@ describe(POLICY, () => {
   }
 
   const failing: Array<[string, Record<string, unknown>, RegExp]> = [
-    ["the Lambda VPC actions that name an interface", { Action: ["ec2:DescribeSubnets", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface"] }, /grants ec2:CreateNetworkInterface, ec2:DeleteNetworkInterface on "\*"/],
+    [
+      "the Lambda VPC actions that name an interface",
+      { Action: ["ec2:DescribeSubnets", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface"] },
+      /grants ec2:CreateNetworkInterface, ec2:DeleteNetworkInterface on "\*"/,
+    ],
     ["a parameter read", { Action: "ssm:GetParameter" }, /grants ssm:GetParameter on "\*"/],
     ["`*` among named resources", { Action: ["sqs:SendMessage"], Resource: ["arn:aws:sqs:eu-west-1:123456789012:q", "*"] }, /sqs:SendMessage/],
     ["a look-alike of a Describe prefix", { Action: ["ec2:DeleteSubnet"] }, /ec2:DeleteSubnet/],
     // The reference gives these resource types (optional ones), so they can be named.
-    ["an EC2 Describe call that has a resource type", { Action: ["ec2:DescribeInstances", "ec2:DescribeInstanceAttribute"] }, /grants ec2:DescribeInstanceAttribute on "\*"/],
-    ["the SSM agent's heartbeat (resource types instance, managed-instance)", { Action: ["ssm:UpdateInstanceInformation", "ssmmessages:OpenDataChannel"] }, /grants ssm:UpdateInstanceInformation on "\*"/],
+    [
+      "an EC2 Describe call that has a resource type",
+      { Action: ["ec2:DescribeInstances", "ec2:DescribeInstanceAttribute"] },
+      /grants ec2:DescribeInstanceAttribute on "\*"/,
+    ],
+    [
+      "the SSM agent's heartbeat (resource types instance, managed-instance)",
+      { Action: ["ssm:UpdateInstanceInformation", "ssmmessages:OpenDataChannel"] },
+      /grants ssm:UpdateInstanceInformation on "\*"/,
+    ],
     ["a metric write (resource type dataset)", { Action: ["cloudwatch:PutMetricData"] }, /grants cloudwatch:PutMetricData on "\*"/],
     ["an action of a service the generated list does not cover", { Action: ["kms:ListAliases"] }, /grants kms:ListAliases on "\*"/],
   ];
@@ -55,18 +73,39 @@ describe(POLICY, () => {
   it("fails a scopable action added to the GPU policy's `*` statement", async () => {
     // Prepare
     const rs = ingestRecording();
-    editInput<Doc>(rs, U.gpuPolicy, "policy", (d) => (d.Statement.find((s) => s.Sid === "DescribeInstances")!.Action = ["ec2:DescribeInstances", "ec2:StopInstances"]));
+    editInput<Doc>(
+      rs,
+      U.gpuPolicy,
+      "policy",
+      (d) => (d.Statement.find((s) => s.Sid === "DescribeInstances")!.Action = ["ec2:DescribeInstances", "ec2:StopInstances"]),
+    );
     // Act
     const violations = await evaluate(rs);
     // Assess
-    expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.gpuPolicy, message: /statement DescribeInstances grants ec2:StopInstances on "\*"/, also: [["ec2-stop-scoped-to-stack", U.gpuPolicy]] });
+    expectViolation(violations, {
+      policy: POLICY,
+      level: "mandatory",
+      urn: U.gpuPolicy,
+      message: /statement DescribeInstances grants ec2:StopInstances on "\*"/,
+      also: [["ec2-stop-scoped-to-stack", U.gpuPolicy]],
+    });
   });
 
   it("takes its default list from the generated reference file, without prefixes or hand-kept entries", () => {
     expect(UNSCOPABLE_ACTIONS.length).to.be.greaterThan(100);
     expect(UNSCOPABLE_ACTIONS.every((a) => /^[a-z0-9-]+:[A-Za-z0-9]+$/.test(a))).to.equal(true);
-    expect(UNSCOPABLE_ACTIONS).to.include.members(["ec2:DescribeInstances", "logs:DescribeLogGroups", "ssmmessages:CreateControlChannel", "sts:GetCallerIdentity"]);
-    expect(UNSCOPABLE_ACTIONS).to.not.include.members(["ec2:CreateNetworkInterface", "ssm:UpdateInstanceInformation", "cloudwatch:PutMetricData", "ec2:DescribeInstanceAttribute"]);
+    expect(UNSCOPABLE_ACTIONS).to.include.members([
+      "ec2:DescribeInstances",
+      "logs:DescribeLogGroups",
+      "ssmmessages:CreateControlChannel",
+      "sts:GetCallerIdentity",
+    ]);
+    expect(UNSCOPABLE_ACTIONS).to.not.include.members([
+      "ec2:CreateNetworkInterface",
+      "ssm:UpdateInstanceInformation",
+      "cloudwatch:PutMetricData",
+      "ec2:DescribeInstanceAttribute",
+    ]);
   });
 
   describe("on a first preview, where ARNs built from outputs are unknown elements of a declared document", () => {
@@ -96,7 +135,10 @@ describe(POLICY, () => {
         const violations = await evaluate(rs, { mode: "first-preview", config: prod });
         // Assess
         const mine = violations.filter((v) => v.policy === POLICY);
-        expect(mine.map((v) => [v.urn, v.enforcementLevel]), JSON.stringify(violations, null, 2)).to.deep.equal(reported ? [[declaredUrn, "mandatory"]] : []);
+        expect(
+          mine.map((v) => [v.urn, v.enforcementLevel]),
+          JSON.stringify(violations, null, 2),
+        ).to.deep.equal(reported ? [[declaredUrn, "mandatory"]] : []);
         if (reported) expect(mine[0]!.message).to.match(/'p \(declared\)' Statement\[0\] grants sqs:SendMessage on "\*"/);
       });
     }

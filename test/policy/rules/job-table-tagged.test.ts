@@ -20,11 +20,19 @@ describe(POLICY, () => {
     // The env value (the table's name) is unknown on a first preview; its name and the edge are not.
     it(`${mode}: fails an untagged table handed to a function as RUNS_FLEET_JOBS_TABLE`, async () => {
       // Prepare
-      const rs = [table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }), fn("runner", { environment: { variables: { RUNS_FLEET_JOBS_TABLE: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
+      const rs = [
+        table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }),
+        fn("runner", { environment: { variables: { RUNS_FLEET_JOBS_TABLE: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } }),
+      ];
       // Act
       const violations = await evaluate(rs, { mode });
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.table, "jobs"), message: /Job table 'jobs' \(function 'runner' env RUNS_FLEET_JOBS_TABLE\) .* not tagged encache:table-role=jobs/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.table, "jobs"),
+        message: /Job table 'jobs' \(function 'runner' env RUNS_FLEET_JOBS_TABLE\) .* not tagged encache:table-role=jobs/,
+      });
     });
 
     it(`${mode}: fails the fleet's jobs table when its tag AND its TTL are dropped (recognised by the function env that reads it)`, async () => {
@@ -35,13 +43,21 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs, { mode });
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: FU.jobs, message: /function 'fleet-termination-consumer' env RUNS_FLEET_JOBS_TABLE/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: FU.jobs,
+        message: /function 'fleet-termination-consumer' env RUNS_FLEET_JOBS_TABLE/,
+      });
     });
   }
 
   it("reads its env var names from config", async () => {
     // Prepare
-    const rs = [table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }), fn("runner", { environment: { variables: { MY_JOBS: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } })];
+    const rs = [
+      table("jobs", { pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true } }),
+      fn("runner", { environment: { variables: { MY_JOBS: "jobs" } } }, { deps: { environment: [urnOf(T.table, "jobs")] } }),
+    ];
     // Act
     const [defaults, configured] = await Promise.all([evaluate(rs), evaluate(rs, { config: { [POLICY]: { envKeys: ["MY_JOBS"] } } })]);
     // Assess

@@ -25,7 +25,16 @@ describe(POLICY, () => {
   it("ignores a table without the jobs tag that no function reads as its jobs table, even when it has no TTL", async () => {
     // Prepare
     const rs = fleetRecording();
-    add(rs, fleetResource(T.table, "fleet-cache", { hashKey: "k", attributes: [{ name: "k", type: "S" }], pointInTimeRecovery: { enabled: true }, serverSideEncryption: { enabled: true }, tags: { "encache:part": "fleet" } }));
+    add(
+      rs,
+      fleetResource(T.table, "fleet-cache", {
+        hashKey: "k",
+        attributes: [{ name: "k", type: "S" }],
+        pointInTimeRecovery: { enabled: true },
+        serverSideEncryption: { enabled: true },
+        tags: { "encache:part": "fleet" },
+      }),
+    );
     // Act
     const violations = await evaluate(rs);
     // Assess
@@ -51,16 +60,33 @@ describe(POLICY, () => {
         // Act
         const violations = await evaluate(rs, { mode });
         // Assess
-        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.table, "jobs"), message: /Job table 'jobs' \(tag encache:table-role=jobs\) must expire its records/ });
+        expectViolation(violations, {
+          policy: POLICY,
+          level: "mandatory",
+          urn: urnOf(T.table, "jobs"),
+          message: /Job table 'jobs' \(tag encache:table-role=jobs\) must expire its records/,
+        });
       });
     }
   });
 
   describe("fails", () => {
     const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
-      { title: "a jobs table without TTL", message: /Job table 'fleet-jobs' \(tag encache:table-role=jobs\) must expire its records/, mutate: (rs) => setInput(rs, FU.jobs, "ttl", undefined) },
-      { title: "a jobs table with TTL disabled", message: /ttl.enabled/, mutate: (rs) => setInput(rs, FU.jobs, "ttl", { attributeName: "expires_at", enabled: false }) },
-      { title: "a jobs table with TTL on no attribute", message: /ttl.attributeName/, mutate: (rs) => setInput(rs, FU.jobs, "ttl", { attributeName: "", enabled: true }) },
+      {
+        title: "a jobs table without TTL",
+        message: /Job table 'fleet-jobs' \(tag encache:table-role=jobs\) must expire its records/,
+        mutate: (rs) => setInput(rs, FU.jobs, "ttl", undefined),
+      },
+      {
+        title: "a jobs table with TTL disabled",
+        message: /ttl.enabled/,
+        mutate: (rs) => setInput(rs, FU.jobs, "ttl", { attributeName: "expires_at", enabled: false }),
+      },
+      {
+        title: "a jobs table with TTL on no attribute",
+        message: /ttl.attributeName/,
+        mutate: (rs) => setInput(rs, FU.jobs, "ttl", { attributeName: "", enabled: true }),
+      },
     ];
     for (const c of cases) {
       for (const mode of MODES) {

@@ -39,19 +39,34 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.launchTemplate, "lt"), count: 3, message: /^Launch template 'lt' must /, also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.launchTemplate, "lt")]] });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.launchTemplate, "lt"),
+        count: 3,
+        message: /^Launch template 'lt' must /,
+        also: [["ec2-instance-detailed-monitoring-enabled", urnOf(T.launchTemplate, "lt")]],
+      });
     });
   });
 
   describe("fails", () => {
     const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
-      { title: "a launch template without IMDSv2", message: /must require IMDSv2/, mutate: (rs) => editInput(rs, P.launchTemplate, "metadataOptions", (m) => (m.httpTokens = "optional")) },
+      {
+        title: "a launch template without IMDSv2",
+        message: /must require IMDSv2/,
+        mutate: (rs) => editInput(rs, P.launchTemplate, "metadataOptions", (m) => (m.httpTokens = "optional")),
+      },
       {
         title: "a launch template that asks for a public IP",
         message: /network interface #0 must set associatePublicIpAddress/,
         mutate: (rs) => setInput(rs, P.launchTemplate, "networkInterfaces", [{ deviceIndex: 0, associatePublicIpAddress: "true" }]),
       },
-      { title: "a launch template with no network interface (the subnet decides)", message: /must declare a network interface/, mutate: (rs) => setInput(rs, P.launchTemplate, "networkInterfaces", undefined) },
+      {
+        title: "a launch template with no network interface (the subnet decides)",
+        message: /must declare a network interface/,
+        mutate: (rs) => setInput(rs, P.launchTemplate, "networkInterfaces", undefined),
+      },
       {
         title: "a launch template with an unencrypted volume",
         message: /volume \/dev\/sdf must set ebs.encrypted/,
@@ -61,7 +76,11 @@ describe(POLICY, () => {
             { deviceName: "/dev/sdf", ebs: { encrypted: "false" } },
           ]),
       },
-      { title: "a launch template that leaves the root volume to the AMI", message: /must declare its root volume/, mutate: (rs) => setInput(rs, P.launchTemplate, "blockDeviceMappings", []) },
+      {
+        title: "a launch template that leaves the root volume to the AMI",
+        message: /must declare its root volume/,
+        mutate: (rs) => setInput(rs, P.launchTemplate, "blockDeviceMappings", []),
+      },
     ];
     for (const c of cases) {
       it(c.title, async () => {

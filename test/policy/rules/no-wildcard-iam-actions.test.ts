@@ -20,7 +20,10 @@ describe(POLICY, () => {
 
   describe("built in one line", () => {
     const cases: { title: string; resources: () => RecordedResource[]; urn?: string; message?: RegExp }[] = [
-      { title: "passes a RolePolicy that lists its actions", resources: () => [rolePolicy("reader", { policy: doc({ Effect: "Allow", Action: ["s3:GetObject"], Resource: "arn:aws:s3:::bucket/*" }) })] },
+      {
+        title: "passes a RolePolicy that lists its actions",
+        resources: () => [rolePolicy("reader", { policy: doc({ Effect: "Allow", Action: ["s3:GetObject"], Resource: "arn:aws:s3:::bucket/*" }) })],
+      },
       { title: "passes a Deny of `*`", resources: () => [managedPolicy("fence", { policy: doc({ Effect: "Deny", Action: "*", Resource: "*" }) })] },
       {
         title: "fails a RolePolicy granting s3:*",
@@ -30,7 +33,9 @@ describe(POLICY, () => {
       },
       {
         title: "fails a Role whose inline policy is an Allow with NotAction",
-        resources: () => [role("admin", { inlinePolicies: [{ name: "all", policy: JSON.stringify(doc({ Effect: "Allow", NotAction: ["iam:*", "ec2:*"], Resource: "*" })) }] })],
+        resources: () => [
+          role("admin", { inlinePolicies: [{ name: "all", policy: JSON.stringify(doc({ Effect: "Allow", NotAction: ["iam:*", "ec2:*"], Resource: "*" })) }] }),
+        ],
         urn: urnOf(T.role, "admin"),
         message: /'admin' allows wildcard action NotAction \[iam:\*, ec2:\*\]/,
       },

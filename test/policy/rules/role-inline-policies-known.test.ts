@@ -15,7 +15,17 @@ const packConfig = (stack: string) => JSON.parse(fs.readFileSync(path.join(REPO_
 /** A role whose inline policy names the ingest queue: built from its ARN, so unknown on a first preview. */
 function withInlineFromOutput() {
   const rs = ingestRecording();
-  add(rs, role("reader", { assumeRolePolicy: lambdaTrust, inlinePolicies: [{ name: "read", policy: JSON.stringify(doc({ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: queueArn("ingest") })) }] }, { deps: { inlinePolicies: [U.ingest] } }));
+  add(
+    rs,
+    role(
+      "reader",
+      {
+        assumeRolePolicy: lambdaTrust,
+        inlinePolicies: [{ name: "read", policy: JSON.stringify(doc({ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: queueArn("ingest") })) }],
+      },
+      { deps: { inlinePolicies: [U.ingest] } },
+    ),
+  );
   return rs;
 }
 
@@ -36,21 +46,35 @@ describe(POLICY, () => {
   it("passes a literal inline policy on a first preview: the IAM rules read it", async () => {
     // Prepare
     const rs = ingestRecording();
-    add(rs, role("reader", { assumeRolePolicy: lambdaTrust, inlinePolicies: [{ name: "read", policy: JSON.stringify(doc({ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: queueArn("shared") })) }] }));
+    add(
+      rs,
+      role("reader", {
+        assumeRolePolicy: lambdaTrust,
+        inlinePolicies: [{ name: "read", policy: JSON.stringify(doc({ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: queueArn("shared") })) }],
+      }),
+    );
     // Act
     const violations = await evaluate(rs, { mode: "first-preview", config: packConfig("prod") });
     // Assess
     expectNoViolations(violations);
   });
 
-  for (const [stack, level] of [["prod", "mandatory"], ["dev", "advisory"]] as const) {
+  for (const [stack, level] of [
+    ["prod", "mandatory"],
+    ["dev", "advisory"],
+  ] as const) {
     it(`${stack}, first preview: an inline policy built from an output is ${level === "mandatory" ? "a mandatory" : "an advisory"} violation`, async () => {
       // Prepare
       const rs = withInlineFromOutput();
       // Act
       const violations = await evaluate(rs, { mode: "first-preview", config: packConfig(stack) });
       // Assess
-      expectViolation(violations, { policy: POLICY, level, urn: urnOf(T.role, "reader"), message: /inlinePolicies\[0\] has a document unknown on this preview/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level,
+        urn: urnOf(T.role, "reader"),
+        message: /inlinePolicies\[0\] has a document unknown on this preview/,
+      });
     });
   }
 

@@ -50,9 +50,28 @@ describe(POLICY, () => {
   });
 
   describe("fails", () => {
-    const cases: { title: string; recording: () => RecordedResource[]; urn: string; message: RegExp; count?: number; mutate: (rs: RecordedResource[]) => void }[] = [
-      { title: "a schedule without a retry policy", recording: platformRecording, urn: X.schedule, message: /no retry policy/, mutate: (rs) => setTarget(rs, (t) => delete t.retryPolicy) },
-      { title: "a schedule without a dead-letter queue", recording: platformRecording, urn: X.schedule, message: /no dead-letter queue/, mutate: (rs) => setTarget(rs, (t) => delete t.deadLetterConfig) },
+    const cases: {
+      title: string;
+      recording: () => RecordedResource[];
+      urn: string;
+      message: RegExp;
+      count?: number;
+      mutate: (rs: RecordedResource[]) => void;
+    }[] = [
+      {
+        title: "a schedule without a retry policy",
+        recording: platformRecording,
+        urn: X.schedule,
+        message: /no retry policy/,
+        mutate: (rs) => setTarget(rs, (t) => delete t.retryPolicy),
+      },
+      {
+        title: "a schedule without a dead-letter queue",
+        recording: platformRecording,
+        urn: X.schedule,
+        message: /no dead-letter queue/,
+        mutate: (rs) => setTarget(rs, (t) => delete t.deadLetterConfig),
+      },
       {
         title: "an EventBridge rule target without retry or DLQ (once for each)",
         recording: platformRecording,

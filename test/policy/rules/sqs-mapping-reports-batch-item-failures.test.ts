@@ -31,7 +31,12 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.mapping, "reader"), message: /'reader' reads SQS without functionResponseTypes/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.mapping, "reader"),
+        message: /'reader' reads SQS without functionResponseTypes/,
+      });
     });
   });
 

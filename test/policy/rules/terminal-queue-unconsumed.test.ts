@@ -45,7 +45,11 @@ describe(POLICY, () => {
       mutate: (rs) =>
         add(
           rs,
-          mapping("drain-schedules-dlq", { batchSize: 1, functionResponseTypes: ["ReportBatchItemFailures"] }, { deps: { eventSourceArn: [X.scheduleDlq], functionName: [U.windowFn] }, state: {} }),
+          mapping(
+            "drain-schedules-dlq",
+            { batchSize: 1, functionResponseTypes: ["ReportBatchItemFailures"] },
+            { deps: { eventSourceArn: [X.scheduleDlq], functionName: [U.windowFn] }, state: {} },
+          ),
         ),
     },
   ];

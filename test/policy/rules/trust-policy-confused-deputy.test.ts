@@ -40,12 +40,23 @@ describe(POLICY, () => {
 
   describe("fails", () => {
     const cases: Array<{ title: string; urn: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }> = [
-      { title: "an ECS task role without conditions", urn: W.taskRole, message: /without aws:SourceAccount and aws:SourceArn/, mutate: (rs) => editInput<Doc>(rs, W.taskRole, "assumeRolePolicy", (d) => delete d.Statement[0]!.Condition) },
+      {
+        title: "an ECS task role without conditions",
+        urn: W.taskRole,
+        message: /without aws:SourceAccount and aws:SourceArn/,
+        mutate: (rs) => editInput<Doc>(rs, W.taskRole, "assumeRolePolicy", (d) => delete d.Statement[0]!.Condition),
+      },
       {
         title: "an ECS execution role pinned to the account only",
         urn: W.executionRole,
         message: /without aws:SourceArn/,
-        mutate: (rs) => editInput<Doc>(rs, W.executionRole, "assumeRolePolicy", (d) => (d.Statement[0]!.Condition = { StringEquals: { "aws:SourceAccount": "123456789012" } })),
+        mutate: (rs) =>
+          editInput<Doc>(
+            rs,
+            W.executionRole,
+            "assumeRolePolicy",
+            (d) => (d.Statement[0]!.Condition = { StringEquals: { "aws:SourceAccount": "123456789012" } }),
+          ),
       },
       {
         title: "a Scheduler role without conditions",

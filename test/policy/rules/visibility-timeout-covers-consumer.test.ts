@@ -8,9 +8,16 @@ const POLICY = "visibility-timeout-covers-consumer";
 
 /** A queue read by a 30 s function through a mapping with a 5 s batching window: 185 s needed. */
 const consumed = (visibility: number) => [
-  queue("jobs", { visibilityTimeoutSeconds: visibility, redrivePolicy: JSON.stringify({ deadLetterTargetArn: "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq", maxReceiveCount: 3 }) }),
+  queue("jobs", {
+    visibilityTimeoutSeconds: visibility,
+    redrivePolicy: JSON.stringify({ deadLetterTargetArn: "arn:aws:sqs:eu-west-1:123456789012:jobs-dlq", maxReceiveCount: 3 }),
+  }),
   fn("jobs-consumer", { timeout: 30 }),
-  mapping("jobs", { maximumBatchingWindowInSeconds: 5, functionResponseTypes: ["ReportBatchItemFailures"] }, { deps: { eventSourceArn: [urnOf(T.queue, "jobs")], functionName: [urnOf(T.fn, "jobs-consumer")] } }),
+  mapping(
+    "jobs",
+    { maximumBatchingWindowInSeconds: 5, functionResponseTypes: ["ReportBatchItemFailures"] },
+    { deps: { eventSourceArn: [urnOf(T.queue, "jobs")], functionName: [urnOf(T.fn, "jobs-consumer")] } },
+  ),
 ];
 
 describe(POLICY, () => {
@@ -39,13 +46,23 @@ describe(POLICY, () => {
       // Act
       const violations = await evaluate(rs);
       // Assess
-      expectViolation(violations, { policy: POLICY, level: "mandatory", urn: urnOf(T.queue, "jobs"), message: /184s is below 185s \(6 × 'jobs-consumer' timeout 30s \+ batching window 5s/ });
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: urnOf(T.queue, "jobs"),
+        message: /184s is below 185s \(6 × 'jobs-consumer' timeout 30s \+ batching window 5s/,
+      });
     });
   });
 
   describe("fails", () => {
     const cases: { title: string; urn: string; message?: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
-      { title: "visibility 100 with function timeout 30", urn: U.ingest, message: /100s is below 180s/, mutate: (rs) => setInput(rs, U.ingest, "visibilityTimeoutSeconds", 100) },
+      {
+        title: "visibility 100 with function timeout 30",
+        urn: U.ingest,
+        message: /100s is below 180s/,
+        mutate: (rs) => setInput(rs, U.ingest, "visibilityTimeoutSeconds", 100),
+      },
       {
         title: "the DLQ consumer's batching window pushing past the DLQ's visibility",
         urn: U.dlq,

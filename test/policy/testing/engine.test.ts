@@ -91,7 +91,10 @@ describe("engine model (policy/testing/engine.ts)", () => {
     const [, policy, declared] = firstPreview(recording());
     expect(policy!.inputs.policy).to.equal(UNKNOWN_STRING);
     expect(policy!.inputs.role).to.equal("reader");
-    expect(declared!.inputs.document).to.deep.equal({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: UNKNOWN_STRING }] });
+    expect(declared!.inputs.document).to.deep.equal({
+      Version: "2012-10-17",
+      Statement: [{ Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: UNKNOWN_STRING }],
+    });
   });
 
   it("a first preview: a value only looks at the outputs of the resources its own property depends on", () => {

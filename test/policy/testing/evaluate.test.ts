@@ -67,7 +67,7 @@ describe("evaluatePolicies", () => {
     }
   });
 
-  it("an unknown value a rule must read yields the advisory \"can't run during preview\"", async () => {
+  it('an unknown value a rule must read yields the advisory "can\'t run during preview"', async () => {
     const rs = ingestRecording();
     find(rs, U.ingest).outputs.visibilityTimeoutSeconds = UNKNOWN.unknownNumberValue;
     const violations = await evaluatePolicies(rs, policies);
@@ -80,9 +80,7 @@ describe("evaluatePolicies", () => {
     const rs = ingestRecording();
     find(rs, U.gpu).inputs.associatePublicIpAddress = UNKNOWN.unknownBooleanValue;
     const violations = await evaluatePolicies(rs, policies);
-    expect(violations.map((v) => [v.policy, v.enforcementLevel, v.urn])).to.deep.equal([
-      ["ec2-instance-hardened", "advisory", U.gpu],
-    ]);
+    expect(violations.map((v) => [v.policy, v.enforcementLevel, v.urn])).to.deep.equal([["ec2-instance-hardened", "advisory", U.gpu]]);
   });
 
   it("a policy that throws yields a mandatory violation naming the policy", async () => {
@@ -153,12 +151,8 @@ describe("evaluatePolicies", () => {
 
   it("a policy without a level falls back to the pack default (advisory, as PolicyPack does)", async () => {
     const custom: StackValidationPolicy = { name: "no-level", description: "d", validateStack: (_a, report) => report("") };
-    expect(await evaluatePolicies([], [custom])).to.deep.equal([
-      { policy: "no-level", enforcementLevel: "advisory", urn: null, message: "d" },
-    ]);
-    expect((await evaluatePolicies([], [custom], { defaultEnforcementLevel: "mandatory" }))[0].enforcementLevel).to.equal(
-      "mandatory",
-    );
+    expect(await evaluatePolicies([], [custom])).to.deep.equal([{ policy: "no-level", enforcementLevel: "advisory", urn: null, message: "d" }]);
+    expect((await evaluatePolicies([], [custom], { defaultEnforcementLevel: "mandatory" }))[0].enforcementLevel).to.equal("mandatory");
   });
 
   it("secrets in the recording are unwrapped by the SDK's deserializer", async () => {
@@ -174,11 +168,7 @@ describe("evaluatePolicies", () => {
     setInput(rs, U.ingest, "visibilityTimeoutSeconds", 100);
     setInput(rs, U.gpu, "associatePublicIpAddress", true);
     const violations = await evaluatePolicies(rs, policies);
-    expect(violations.map((v) => v.policy)).to.deep.equal([
-      "ec2-instance-hardened",
-      "visibility-timeout-covers-consumer",
-      "dlq-has-depth-alarm",
-    ]);
+    expect(violations.map((v) => v.policy)).to.deep.equal(["ec2-instance-hardened", "visibility-timeout-covers-consumer", "dlq-has-depth-alarm"]);
   });
 
   it("is fast: the whole pack over the fixture in well under 100 ms", async () => {

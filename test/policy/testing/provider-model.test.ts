@@ -71,7 +71,18 @@ describe("provider model (policy/testing/provider-model.ts)", () => {
     it("stores container definitions in the provider's order (byte order, not localeCompare), with ECS's defaults", () => {
       // Prepare: localeCompare puts AWS_REGION before AWSX; Go's cmp.Compare ("_" is 0x5F > "X") does not.
       const containers = [
-        { name: "web", image: "i", environment: [{ name: "AWS_REGION", value: "r" }, { name: "AWSX", value: "1" }], secrets: [{ name: "b", valueFrom: "x" }, { name: "a", valueFrom: "y" }] },
+        {
+          name: "web",
+          image: "i",
+          environment: [
+            { name: "AWS_REGION", value: "r" },
+            { name: "AWSX", value: "1" },
+          ],
+          secrets: [
+            { name: "b", valueFrom: "x" },
+            { name: "a", valueFrom: "y" },
+          ],
+        },
         { name: "api", image: "j", environment: [{ name: "", value: "" }] },
       ];
       // Act
@@ -81,14 +92,34 @@ describe("provider model (policy/testing/provider-model.ts)", () => {
       expect((stored[1]!.environment as Array<{ name: string }>).map((e) => e.name)).to.deep.equal(["AWSX", "AWS_REGION"]);
       expect((stored[1]!.secrets as Array<{ name: string }>).map((e) => e.name)).to.deep.equal(["a", "b"]);
       // compactArrays dropped the zero-valued entry; ECS's defaults are filled in; keys sorted.
-      expect(stored[0]).to.deep.equal({ cpu: 0, environment: [], essential: true, image: "j", mountPoints: [], name: "api", portMappings: [], systemControls: [], volumesFrom: [] });
+      expect(stored[0]).to.deep.equal({
+        cpu: 0,
+        environment: [],
+        essential: true,
+        image: "j",
+        mountPoints: [],
+        name: "api",
+        portMappings: [],
+        systemControls: [],
+        volumesFrom: [],
+      });
     });
 
     it("reads a Role's inline policies and managed policies back from IAM after a refresh: its RolePolicy documents and attachments", () => {
       // Prepare
       const role = rec("aws:iam/role:Role", "r", { assumeRolePolicy: '{"Version":"2012-10-17"}' });
-      const policy = rec("aws:iam/rolePolicy:RolePolicy", "p", { role: "r", policy: '{"Statement":[],"Version":"2012-10-17"}' }, { propertyDependencies: { role: [role.urn] } });
-      const attach = rec("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "a", { role: "r", policyArn: "arn:aws:iam::aws:policy/X" }, { propertyDependencies: { role: [role.urn] } });
+      const policy = rec(
+        "aws:iam/rolePolicy:RolePolicy",
+        "p",
+        { role: "r", policy: '{"Statement":[],"Version":"2012-10-17"}' },
+        { propertyDependencies: { role: [role.urn] } },
+      );
+      const attach = rec(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "a",
+        { role: "r", policyArn: "arn:aws:iam::aws:policy/X" },
+        { propertyDependencies: { role: [role.urn] } },
+      );
       const other = rec("aws:iam/rolePolicy:RolePolicy", "q", { role: "s", policy: "{}" });
       // Act
       const out = storedOutputs(role, [role, policy, attach, other]);
@@ -109,7 +140,10 @@ describe("provider model (policy/testing/provider-model.ts)", () => {
     }
 
     it("stores a JSON document as structure.NormalizeJsonString leaves it: keys sorted", () => {
-      const p = rec("aws:iam/rolePolicy:RolePolicy", "p", { role: "r", policy: '{"Version":"2012-10-17","Statement":[{"Resource":"*","Effect":"Allow","Action":"s3:GetObject"}]}' });
+      const p = rec("aws:iam/rolePolicy:RolePolicy", "p", {
+        role: "r",
+        policy: '{"Version":"2012-10-17","Statement":[{"Resource":"*","Effect":"Allow","Action":"s3:GetObject"}]}',
+      });
       expect(storedOutputs(p, []).policy).to.equal('{"Statement":[{"Action":"s3:GetObject","Effect":"Allow","Resource":"*"}],"Version":"2012-10-17"}');
     });
 

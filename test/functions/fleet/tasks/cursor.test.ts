@@ -16,11 +16,27 @@ describe("housekeeping sweep cursors (jobs-table items)", () => {
   describe("readCursor", () => {
     const cases: Array<{ title: string; item: Record<string, AttributeValue> | undefined; position: string | undefined }> = [
       { title: "no cursor item", item: undefined, position: undefined },
-      { title: "a live cursor for this query", item: { query: { S: QUERY }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS + 1) } }, position: "token-2" },
-      { title: "a cursor saved at the end of a pass (no position)", item: { query: { S: QUERY }, expires_at: { N: String(NOW_SECONDS + 60) } }, position: undefined },
-      { title: "a cursor for another query", item: { query: { S: "/other" }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS + 60) } }, position: undefined },
+      {
+        title: "a live cursor for this query",
+        item: { query: { S: QUERY }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS + 1) } },
+        position: "token-2",
+      },
+      {
+        title: "a cursor saved at the end of a pass (no position)",
+        item: { query: { S: QUERY }, expires_at: { N: String(NOW_SECONDS + 60) } },
+        position: undefined,
+      },
+      {
+        title: "a cursor for another query",
+        item: { query: { S: "/other" }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS + 60) } },
+        position: undefined,
+      },
       { title: "a cursor without a query", item: { position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS + 60) } }, position: undefined },
-      { title: "a cursor whose TTL is now", item: { query: { S: QUERY }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS) } }, position: undefined },
+      {
+        title: "a cursor whose TTL is now",
+        item: { query: { S: QUERY }, position: { S: "token-2" }, expires_at: { N: String(NOW_SECONDS) } },
+        position: undefined,
+      },
       { title: "a cursor without a TTL", item: { query: { S: QUERY }, position: { S: "token-2" } }, position: undefined },
     ];
     for (const c of cases) {
@@ -33,7 +49,9 @@ describe("housekeeping sweep cursors (jobs-table items)", () => {
         const position = await readCursor(t.deps, "stale_ssm", QUERY);
         // Assess
         expect(position).to.equal(c.position);
-        expect(t.dynamodbMock.commandCalls(GetItemCommand).map((x) => x.args[0].input)).to.deep.equal([{ TableName: TABLE, Key: { job_id: { S: KEY } }, ConsistentRead: true }]);
+        expect(t.dynamodbMock.commandCalls(GetItemCommand).map((x) => x.args[0].input)).to.deep.equal([
+          { TableName: TABLE, Key: { job_id: { S: KEY } }, ConsistentRead: true },
+        ]);
         expect(t.logger.entries).to.deep.equal([]);
       });
     }
@@ -47,7 +65,16 @@ describe("housekeeping sweep cursors (jobs-table items)", () => {
       // Assess
       expect(position).to.equal(undefined);
       expect(t.logger.entries.map((e) => [e.level, e.message, e.fields])).to.deep.equal([
-        ["warn", "sweep_cursor_read_failed", { step: "sweep_cursor_read_failed", task_type: "pool_audit", error: "ProvisionedThroughputExceededException: Rate exceeded", fallback: "from_the_top" }],
+        [
+          "warn",
+          "sweep_cursor_read_failed",
+          {
+            step: "sweep_cursor_read_failed",
+            task_type: "pool_audit",
+            error: "ProvisionedThroughputExceededException: Rate exceeded",
+            fallback: "from_the_top",
+          },
+        ],
       ]);
     });
   });
@@ -82,16 +109,16 @@ describe("housekeeping sweep cursors (jobs-table items)", () => {
       const t = harness();
       activeJobs(t, []);
       // Act
-      await writeCursor(t.deps, "pool_audit", "[\"a\"]", undefined);
+      await writeCursor(t.deps, "pool_audit", '["a"]', undefined);
       // Assess
       const put = t.dynamodbMock.commandCalls(PutItemCommand)[0]!.args[0].input;
       expect(put.Item).to.deep.equal({
         job_id: { S: "housekeeping-cursor#pool_audit" },
-        query: { S: "[\"a\"]" },
+        query: { S: '["a"]' },
         updated_at: { S: NOW.toISOString() },
         expires_at: { N: String(NOW_SECONDS + 21_600) },
       });
-      expect(await readCursor(t.deps, "pool_audit", "[\"a\"]")).to.equal(undefined);
+      expect(await readCursor(t.deps, "pool_audit", '["a"]')).to.equal(undefined);
     });
 
     it("a put that fails is logged once as a warning with the task and the error, and does not fail the run", async () => {
@@ -102,7 +129,11 @@ describe("housekeeping sweep cursors (jobs-table items)", () => {
       await writeCursor(t.deps, "stale_ssm", QUERY, "token-3");
       // Assess
       expect(t.logger.entries.map((e) => [e.level, e.message, e.fields])).to.deep.equal([
-        ["warn", "sweep_cursor_write_failed", { step: "sweep_cursor_write_failed", task_type: "stale_ssm", error: "ProvisionedThroughputExceededException: Rate exceeded" }],
+        [
+          "warn",
+          "sweep_cursor_write_failed",
+          { step: "sweep_cursor_write_failed", task_type: "stale_ssm", error: "ProvisionedThroughputExceededException: Rate exceeded" },
+        ],
       ]);
     });
   });

@@ -12,7 +12,9 @@ describe("housekeeping task old_jobs", () => {
 
   /** The jobs table (its Queries answered by index, key condition and cutoff), `counts` old jobs per status, served `pageSize` per page. */
   function jobsByStatus(t: ReturnType<typeof harness>, counts: Record<string, number>, pageSize = 100): FakeJobsTable {
-    const rows = Object.entries(counts).flatMap(([status, n]) => Array.from({ length: n }, (_, i) => ({ job_id: `${status}-${i}`, status, completed_at: "2025-11-01T00:00:00Z" })));
+    const rows = Object.entries(counts).flatMap(([status, n]) =>
+      Array.from({ length: n }, (_, i) => ({ job_id: `${status}-${i}`, status, completed_at: "2025-11-01T00:00:00Z" })),
+    );
     return new FakeJobsTable(rows, pageSize).install(t.dynamodbMock);
   }
 
@@ -138,7 +140,9 @@ describe("housekeeping task old_jobs", () => {
     // Act
     await oldJobs(t.deps, {}, unlimited);
     // Assess
-    expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([{ step: "old_jobs_deleted", delete_requests: 2, cutoff: "2025-11-18T12:00:00Z", retention_days: 7 }]);
+    expect(t.logger.entries.map((e) => e.fields)).to.deep.equal([
+      { step: "old_jobs_deleted", delete_requests: 2, cutoff: "2025-11-18T12:00:00Z", retention_days: 7 },
+    ]);
   });
 
   it("logs what it left unprocessed with the cutoff", async () => {
@@ -149,7 +153,9 @@ describe("housekeeping task old_jobs", () => {
     // Act
     await oldJobs(t.deps, {}, unlimited);
     // Assess
-    expect(t.logger.withStep("old_jobs_unprocessed").map((e) => e.fields)).to.deep.equal([{ step: "old_jobs_unprocessed", unprocessed: 1, cutoff: "2025-11-18T12:00:00Z" }]);
+    expect(t.logger.withStep("old_jobs_unprocessed").map((e) => e.fields)).to.deep.equal([
+      { step: "old_jobs_unprocessed", unprocessed: 1, cutoff: "2025-11-18T12:00:00Z" },
+    ]);
   });
 
   describe("the budget between pages", () => {
@@ -173,7 +179,12 @@ describe("housekeeping task old_jobs", () => {
       // Act
       const result = await oldJobs(t.deps, {}, budgetOf(0));
       // Assess
-      expect(t.dynamodbMock.commandCalls(QueryCommand).map((c) => c.args[0].input.ExpressionAttributeValues?.[":status"]?.S)).to.deep.equal(["completed", "failed", "timeout", "interrupted"]);
+      expect(t.dynamodbMock.commandCalls(QueryCommand).map((c) => c.args[0].input.ExpressionAttributeValues?.[":status"]?.S)).to.deep.equal([
+        "completed",
+        "failed",
+        "timeout",
+        "interrupted",
+      ]);
       expect(table.rows).to.deep.equal([]);
       expect(result).to.deep.equal({ complete: true, deleteRequests: 3, unprocessed: 0 });
     });
@@ -182,14 +193,20 @@ describe("housekeeping task old_jobs", () => {
   it("a page without Items deletes nothing, and an item without its key is skipped, never sent as a key", async () => {
     // Prepare: "completed" answers one item lacking job_id beside one with it; the other statuses answer no Items at all.
     const t = harness();
-    t.dynamodbMock.on(QueryCommand).callsFake((input: QueryCommandInput) =>
-      input.ExpressionAttributeValues?.[":status"]?.S === "completed" ? { Items: [{ status: { S: "completed" } }, { job_id: { S: "j-1" } }], Count: 2 } : { Count: 0 },
-    );
+    t.dynamodbMock
+      .on(QueryCommand)
+      .callsFake((input: QueryCommandInput) =>
+        input.ExpressionAttributeValues?.[":status"]?.S === "completed"
+          ? { Items: [{ status: { S: "completed" } }, { job_id: { S: "j-1" } }], Count: 2 }
+          : { Count: 0 },
+      );
     t.dynamodbMock.on(BatchWriteItemCommand).resolves({ UnprocessedItems: {} });
     // Act
     const result = await oldJobs(t.deps, {}, unlimited);
     // Assess
-    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand).map((c) => c.args[0].input.RequestItems)).to.deep.equal([{ [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "j-1" } } } }] }]);
+    expect(t.dynamodbMock.commandCalls(BatchWriteItemCommand).map((c) => c.args[0].input.RequestItems)).to.deep.equal([
+      { [TABLE]: [{ DeleteRequest: { Key: { job_id: { S: "j-1" } } } }] },
+    ]);
     expect(result).to.deep.equal({ complete: true, deleteRequests: 1, unprocessed: 0 });
   });
 });

@@ -67,7 +67,10 @@ describe("housekeeping task orphaned_instances", () => {
 
   it("120 candidates on two pages cost two Queries a page, not one per candidate", async () => {
     const t = harness();
-    ec2Fleet(t.ec2Mock, Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)));
+    ec2Fleet(
+      t.ec2Mock,
+      Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)),
+    );
     activeJobs(t, [id(7)]);
 
     const result = await orphanedInstances(t.deps, {}, unlimited);
@@ -90,8 +93,14 @@ describe("housekeeping task orphaned_instances", () => {
     const result = await orphanedInstances(t.deps, {}, unlimited);
     // Assess
     expect(t.logger.steps()).to.include("active_jobs_read_failed");
-    expect(t.logger.withStep("active_jobs_read_failed")[0]?.fields).to.include({ error: "ProvisionedThroughputExceededException: Rate exceeded", fallback: "per_candidate" });
-    const perInstance = t.dynamodbMock.commandCalls(QueryCommand).filter((c) => c.args[0].input.IndexName === "instance_id-index").map((c) => c.args[0].input);
+    expect(t.logger.withStep("active_jobs_read_failed")[0]?.fields).to.include({
+      error: "ProvisionedThroughputExceededException: Rate exceeded",
+      fallback: "per_candidate",
+    });
+    const perInstance = t.dynamodbMock
+      .commandCalls(QueryCommand)
+      .filter((c) => c.args[0].input.IndexName === "instance_id-index")
+      .map((c) => c.args[0].input);
     expect(perInstance[0]).to.deep.include({ TableName: TABLE, Select: "COUNT" });
     expect(perInstance[0]?.FilterExpression).to.equal("#status IN (:s0, :s1)");
     expect(result).to.deep.include({ complete: true, skipped_active_job: 1, terminated: 1 });
@@ -99,7 +108,10 @@ describe("housekeeping task orphaned_instances", () => {
 
   it("terminates in batches of 50", async () => {
     const t = harness();
-    ec2Fleet(t.ec2Mock, Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)));
+    ec2Fleet(
+      t.ec2Mock,
+      Array.from({ length: 120 }, (_, i) => instance(i + 1, 600)),
+    );
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
     activeJobs(t, []);
 
@@ -126,7 +138,8 @@ describe("housekeeping task orphaned_instances", () => {
     ec2Fleet(t.ec2Mock, [instance(1, 600), instance(2, 600), instance(3, 600)]);
     t.ec2Mock.on(TerminateInstancesCommand).resolves({});
     t.dynamodbMock.on(QueryCommand).callsFake((input: { IndexName?: string; ExpressionAttributeValues: Record<string, { S: string }> }) => {
-      if (input.IndexName === "status-instance_id-index" || input.ExpressionAttributeValues[":instance_id"]!.S === id(2)) throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
+      if (input.IndexName === "status-instance_id-index" || input.ExpressionAttributeValues[":instance_id"]!.S === id(2))
+        throw Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" });
       return { Count: 0, Items: [] };
     });
     // Act
@@ -158,7 +171,10 @@ describe("housekeeping task orphaned_instances", () => {
     it("is saved after each page with the query it belongs to and a TTL, and cleared when the pass ends", async () => {
       // Prepare
       const t = harness();
-      ec2Fleet(t.ec2Mock, Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)));
+      ec2Fleet(
+        t.ec2Mock,
+        Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)),
+      );
       activeJobs(t, []);
       // Act
       await orphanedInstances(t.deps, {}, unlimited);
@@ -171,21 +187,37 @@ describe("housekeeping task orphaned_instances", () => {
         query: { S: JSON.stringify(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters) },
         expires_at: { N: String(NOW.getTime() / 1000 + CURSOR_TTL_SECONDS) },
       });
-      expect(t.dynamodbMock.commandCalls(GetItemCommand)[0]!.args[0].input).to.deep.equal({ TableName: TABLE, Key: { job_id: { S: "housekeeping-cursor#orphaned_instances" } }, ConsistentRead: true });
+      expect(t.dynamodbMock.commandCalls(GetItemCommand)[0]!.args[0].input).to.deep.equal({
+        TableName: TABLE,
+        Key: { job_id: { S: "housekeeping-cursor#orphaned_instances" } },
+        ConsistentRead: true,
+      });
     });
 
     const ignored: Array<{ title: string; item: (query: string) => Record<string, AttributeValue> }> = [
-      { title: "saved for another query (the filters changed)", item: () => ({ query: { S: "[]" }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } }) },
-      { title: "past its TTL (DynamoDB has not deleted it yet)", item: (query) => ({ query: { S: query }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000) } }) },
+      {
+        title: "saved for another query (the filters changed)",
+        item: () => ({ query: { S: "[]" }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } }),
+      },
+      {
+        title: "past its TTL (DynamoDB has not deleted it yet)",
+        item: (query) => ({ query: { S: query }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000) } }),
+      },
       { title: "saved at the end of a pass (no position)", item: (query) => ({ query: { S: query }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } }) },
     ];
     for (const c of ignored) {
       it(`a cursor ${c.title} is not used: the run starts from the top`, async () => {
         // Prepare
         const t = harness();
-        ec2Fleet(t.ec2Mock, Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)));
+        ec2Fleet(
+          t.ec2Mock,
+          Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)),
+        );
         const table = activeJobs(t, []);
-        table.cursors.set("housekeeping-cursor#orphaned_instances", { job_id: { S: "housekeeping-cursor#orphaned_instances" }, ...c.item(JSON.stringify(FILTERS)) });
+        table.cursors.set("housekeeping-cursor#orphaned_instances", {
+          job_id: { S: "housekeeping-cursor#orphaned_instances" },
+          ...c.item(JSON.stringify(FILTERS)),
+        });
         // Act
         const result = await orphanedInstances(t.deps, {}, budgetOf(0));
         // Assess
@@ -210,7 +242,10 @@ describe("housekeeping task orphaned_instances", () => {
     it("a cursor that cannot be saved is logged and the run goes on: the page's orphans are terminated", async () => {
       // Prepare
       const t = harness();
-      ec2Fleet(t.ec2Mock, Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)));
+      ec2Fleet(
+        t.ec2Mock,
+        Array.from({ length: 150 }, (_, i) => instance(i + 1, 600)),
+      );
       activeJobs(t, []);
       t.dynamodbMock.on(PutItemCommand).rejects(Object.assign(new Error("Rate exceeded"), { name: "ProvisionedThroughputExceededException" }));
       // Act
@@ -225,7 +260,11 @@ describe("housekeeping task orphaned_instances", () => {
       const t = harness();
       ec2Fleet(t.ec2Mock, [instance(1, 600)]);
       const table = activeJobs(t, []);
-      table.cursors.set("housekeeping-cursor#orphaned_instances", { query: { S: JSON.stringify(FILTERS) }, position: { S: "expired-token" }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } });
+      table.cursors.set("housekeeping-cursor#orphaned_instances", {
+        query: { S: JSON.stringify(FILTERS) },
+        position: { S: "expired-token" },
+        expires_at: { N: String(NOW.getTime() / 1000 + 60) },
+      });
       // Act
       const result = await orphanedInstances(t.deps, {}, unlimited);
       // Assess
@@ -239,12 +278,22 @@ describe("housekeeping task orphaned_instances", () => {
     it("a resumed run whose later page fails fails the run: the token that failed was not the saved one", async () => {
       // Prepare: a live cursor at the second page; EC2 fails the third.
       const t = harness();
-      ec2Fleet(t.ec2Mock, Array.from({ length: 250 }, (_, i) => instance(i + 1, 600)));
+      ec2Fleet(
+        t.ec2Mock,
+        Array.from({ length: 250 }, (_, i) => instance(i + 1, 600)),
+      );
       t.ec2Mock.on(DescribeInstancesCommand, { NextToken: `after:${id(200)}` }).rejects(awsError("InternalError", "EC2 is failing"));
       const table = activeJobs(t, []);
-      table.cursors.set("housekeeping-cursor#orphaned_instances", { query: { S: JSON.stringify(FILTERS) }, position: { S: `after:${id(100)}` }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } });
+      table.cursors.set("housekeeping-cursor#orphaned_instances", {
+        query: { S: JSON.stringify(FILTERS) },
+        position: { S: `after:${id(100)}` },
+        expires_at: { N: String(NOW.getTime() / 1000 + 60) },
+      });
       // Act
-      const failure = await orphanedInstances(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await orphanedInstances(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
       expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.NextToken)).to.deep.equal([`after:${id(100)}`, `after:${id(200)}`]);
@@ -257,9 +306,16 @@ describe("housekeeping task orphaned_instances", () => {
       const t = harness();
       t.ec2Mock.on(DescribeInstancesCommand).rejects(awsError("InternalError", "EC2 is failing"));
       const table = activeJobs(t, []);
-      table.cursors.set("housekeeping-cursor#orphaned_instances", { query: { S: JSON.stringify(FILTERS) }, position: { S: "expired-token" }, expires_at: { N: String(NOW.getTime() / 1000 + 60) } });
+      table.cursors.set("housekeeping-cursor#orphaned_instances", {
+        query: { S: JSON.stringify(FILTERS) },
+        position: { S: "expired-token" },
+        expires_at: { N: String(NOW.getTime() / 1000 + 60) },
+      });
       // Act
-      const failure = await orphanedInstances(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await orphanedInstances(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "EC2 is failing");
       expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.NextToken)).to.deep.equal(["expired-token", undefined]);
@@ -270,9 +326,14 @@ describe("housekeeping task orphaned_instances", () => {
       // Prepare
       const t = harness();
       activeJobs(t, []);
-      t.ec2Mock.on(DescribeInstancesCommand).rejects(Object.assign(new Error("denied"), { name: "UnauthorizedOperation", $fault: "client", $metadata: { httpStatusCode: 403 } }));
+      t.ec2Mock
+        .on(DescribeInstancesCommand)
+        .rejects(Object.assign(new Error("denied"), { name: "UnauthorizedOperation", $fault: "client", $metadata: { httpStatusCode: 403 } }));
       // Act
-      const failure = await orphanedInstances(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await orphanedInstances(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "denied");
       expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(1);
@@ -295,7 +356,10 @@ describe("housekeeping task orphaned_instances", () => {
       const budget = budgetFrom({ getRemainingTimeInMillis: () => deadline - Date.now() }, MARGIN_MS);
       let settled: TaskResult | undefined;
       let failed: unknown;
-      orphanedInstances(deps, {}, budget).then((r) => (settled = r), (e: unknown) => (failed = e));
+      orphanedInstances(deps, {}, budget).then(
+        (r) => (settled = r),
+        (e: unknown) => (failed = e),
+      );
       while (settled === undefined && failed === undefined) await clock.tickAsync(1_000);
       if (failed !== undefined) throw failed;
       return settled!;
@@ -312,7 +376,10 @@ describe("housekeeping task orphaned_instances", () => {
         const busy = Array.from({ length: ORPHAN_PAGE_SIZE }, (_, i) => instance(i + 1, 600));
         const orphans = Array.from({ length: ORPHAN_PAGE_SIZE * (c.pages - 1) - 20 }, (_, i) => instance(1000 + i, 600));
         ec2Fleet(t.ec2Mock, [...busy, ...orphans], { latencyMs: c.latencyMs });
-        activeJobs(t, busy.map((i) => i.InstanceId!));
+        activeJobs(
+          t,
+          busy.map((i) => i.InstanceId!),
+        );
         // Act: as many scheduled runs as the fleet has pages, and no more.
         const results: TaskResult[] = [];
         for (let run = 0; run < c.pages; run++) results.push(await scheduledRun(t.deps));
@@ -328,8 +395,14 @@ describe("housekeeping task orphaned_instances", () => {
   it("sweeps only this stack's managed instances: unmanaged, another environment's and stopped ones are never terminated", async () => {
     // Prepare: EC2 answers by the filters sent; all five are old and have no active job.
     const t = harness();
-    const otherEnv = [{ Key: "runs-fleet:managed", Value: "true" }, { Key: "encache:environment", Value: "prod" }];
-    const notManaged = [{ Key: "runs-fleet:managed", Value: "false" }, { Key: "encache:environment", Value: "dev" }];
+    const otherEnv = [
+      { Key: "runs-fleet:managed", Value: "true" },
+      { Key: "encache:environment", Value: "prod" },
+    ];
+    const notManaged = [
+      { Key: "runs-fleet:managed", Value: "false" },
+      { Key: "encache:environment", Value: "dev" },
+    ];
     ec2Fleet(t.ec2Mock, [
       instance(1, 600),
       instance(2, 600, { Tags: [{ Key: "encache:environment", Value: "dev" }] }),
@@ -357,7 +430,10 @@ describe("housekeeping task orphaned_instances", () => {
       // Act
       const result = await orphanedInstances(t.deps, {}, unlimited);
       // Assess
-      expect(t.ec2Mock.commandCalls(TerminateInstancesCommand).flatMap((c) => c.args[0].input.InstanceIds), `unreadable: ${unreadable.join()}`).to.deep.equal([id(1)]);
+      expect(
+        t.ec2Mock.commandCalls(TerminateInstancesCommand).flatMap((c) => c.args[0].input.InstanceIds),
+        `unreadable: ${unreadable.join()}`,
+      ).to.deep.equal([id(1)]);
       expect(result).to.deep.include({ complete: true, skipped_active_job: 1, lookup_failed: 0, terminated: 1 });
     }
   });

@@ -10,7 +10,11 @@ const tag = (pool: string) => ({ Tags: [...FLEET_TAGS, { Key: "runs-fleet:pool",
 
 describe("housekeeping task pool_audit", () => {
   const cases: Array<{ title: string; instances: Array<{ type: string; state: string; idle: boolean }>; expected: Record<string, number> }> = [
-    { title: "no instances", instances: [], expected: { running: 0, stopped: 0, idle: 0, compute_cost_usd_per_hour: 0, idle_cost_usd_per_hour: 0, utilization_percent: 0 } },
+    {
+      title: "no instances",
+      instances: [],
+      expected: { running: 0, stopped: 0, idle: 0, compute_cost_usd_per_hour: 0, idle_cost_usd_per_hour: 0, utilization_percent: 0 },
+    },
     {
       title: "two busy, one idle, one stopped",
       instances: [
@@ -47,11 +51,31 @@ describe("housekeeping task pool_audit", () => {
 
     expect(result).to.deep.equal({ complete: true, resumed: false, pools: 2 });
     // One listing per pool: the unit of work a run completes before its budget is checked.
-    expect(t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.Filters?.find((f) => f.Name === "tag:runs-fleet:pool")?.Values)).to.deep.equal([["default"], ["gpu"]]);
+    expect(
+      t.ec2Mock.commandCalls(DescribeInstancesCommand).map((c) => c.args[0].input.Filters?.find((f) => f.Name === "tag:runs-fleet:pool")?.Values),
+    ).to.deep.equal([["default"], ["gpu"]]);
     expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)[0]!.args[0].input.Filters).to.deep.include({ Name: "tag:encache:environment", Values: ["dev"] });
     expect(t.logger.withStep("pool_audit_report").map((e) => e.fields)).to.deep.equal([
-      { step: "pool_audit_report", pool: "default", running: 2, stopped: 0, idle: 1, compute_cost_usd_per_hour: 0.2, idle_cost_usd_per_hour: 0.1, utilization_percent: 50 },
-      { step: "pool_audit_report", pool: "gpu", running: 1, stopped: 1, idle: 1, compute_cost_usd_per_hour: 1, idle_cost_usd_per_hour: 1, utilization_percent: 0 },
+      {
+        step: "pool_audit_report",
+        pool: "default",
+        running: 2,
+        stopped: 0,
+        idle: 1,
+        compute_cost_usd_per_hour: 0.2,
+        idle_cost_usd_per_hour: 0.1,
+        utilization_percent: 50,
+      },
+      {
+        step: "pool_audit_report",
+        pool: "gpu",
+        running: 1,
+        stopped: 1,
+        idle: 1,
+        compute_cost_usd_per_hour: 1,
+        idle_cost_usd_per_hour: 1,
+        utilization_percent: 0,
+      },
     ]);
     expect(t.metrics.emitted.map((m) => `${m.name}{${m.dimensions.PoolName}}=${m.value}${m.unit === "Percent" ? "%" : ""}`)).to.deep.equal([
       "PoolIdleCost{default}=0.1",
@@ -116,7 +140,11 @@ describe("housekeeping task pool_audit", () => {
     const t = harness({ pools: ["a", "b"], instancePrices: {} });
     t.ec2Mock.on(DescribeInstancesCommand).resolves({ Reservations: [] });
     const table = activeJobs(t, []);
-    table.cursors.set("housekeeping-cursor#pool_audit", { query: { S: JSON.stringify(["x", "b"]) }, position: { S: "b" }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+    table.cursors.set("housekeeping-cursor#pool_audit", {
+      query: { S: JSON.stringify(["x", "b"]) },
+      position: { S: "b" },
+      expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) },
+    });
     // Act
     const result = await poolAudit(t.deps, {}, { exhausted: () => true });
     // Assess
@@ -135,8 +163,19 @@ describe("housekeeping task pool_audit", () => {
       instance(5, 5, { ...tag("default"), State: { Name: "terminated" } }),
       instance(6, 5, { ...tag("default"), State: { Name: "shutting-down" } }),
       instance(7, 5, tag("gpu")),
-      instance(8, 5, { Tags: [{ Key: "runs-fleet:pool", Value: "default" }, { Key: "encache:environment", Value: "dev" }] }),
-      instance(9, 5, { Tags: [{ Key: "runs-fleet:managed", Value: "true" }, { Key: "encache:environment", Value: "prod" }, { Key: "runs-fleet:pool", Value: "default" }] }),
+      instance(8, 5, {
+        Tags: [
+          { Key: "runs-fleet:pool", Value: "default" },
+          { Key: "encache:environment", Value: "dev" },
+        ],
+      }),
+      instance(9, 5, {
+        Tags: [
+          { Key: "runs-fleet:managed", Value: "true" },
+          { Key: "encache:environment", Value: "prod" },
+          { Key: "runs-fleet:pool", Value: "default" },
+        ],
+      }),
     ]);
     activeJobs(t, [id(1)]);
     // Act
@@ -179,7 +218,9 @@ describe("housekeeping task pool_audit", () => {
     // Act
     await poolAudit(t.deps, {}, unlimited);
     // Assess
-    expect(t.logger.withStep("pool_audit_price_missing").map((e) => e.fields)).to.deep.equal([{ step: "pool_audit_price_missing", pool: "default", instance_type: "g5.xlarge" }]);
+    expect(t.logger.withStep("pool_audit_price_missing").map((e) => e.fields)).to.deep.equal([
+      { step: "pool_audit_price_missing", pool: "default", instance_type: "g5.xlarge" },
+    ]);
   });
 
   it("with no pools configured, logs pool_audit_no_pools", async () => {
@@ -227,7 +268,7 @@ describe("housekeeping task pool_audit", () => {
     expect(t.logger.withStep("pool_audit_report").map((e) => [e.fields.pool, e.fields.running])).to.deep.equal([["default", 1]]);
   });
 
-  it("an instance listed without a type is reported as type \"unknown\" in the missing-price warning", async () => {
+  it('an instance listed without a type is reported as type "unknown" in the missing-price warning', async () => {
     // Prepare
     const t = harness({ pools: ["default"], instancePrices: { "c7g.large": 0.1 } });
     ec2Fleet(t.ec2Mock, [instance(1, 5, { ...tag("default"), InstanceType: undefined })]);
@@ -259,7 +300,16 @@ describe("housekeeping task pool_audit", () => {
     // Assess
     expect(result).to.deep.equal({ complete: true, resumed: false, pools: 1 });
     expect(t.logger.withStep("pool_audit_report").map((e) => e.fields)).to.deep.equal([
-      { step: "pool_audit_report", pool: "default", running: 1, stopped: 0, idle: 1, compute_cost_usd_per_hour: 0.1, idle_cost_usd_per_hour: 0.1, utilization_percent: 0 },
+      {
+        step: "pool_audit_report",
+        pool: "default",
+        running: 1,
+        stopped: 0,
+        idle: 1,
+        compute_cost_usd_per_hour: 0.1,
+        idle_cost_usd_per_hour: 0.1,
+        utilization_percent: 0,
+      },
     ]);
   });
 });

@@ -28,7 +28,11 @@ describe("housekeeping task stale_ssm", () => {
     });
     t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => {
       const hit = input.Names.filter((n) => store.some((p) => p.Name === n));
-      for (const n of hit) store.splice(store.findIndex((p) => p.Name === n), 1);
+      for (const n of hit)
+        store.splice(
+          store.findIndex((p) => p.Name === n),
+          1,
+        );
       return { DeletedParameters: hit, InvalidParameters: input.Names.filter((n) => !hit.includes(n)) };
     });
     return store;
@@ -36,14 +40,20 @@ describe("housekeeping task stale_ssm", () => {
 
   /** EC2 knows the `live` instances (running unless a state is given) and answers by the filter sent. */
   function liveEc2(t: ReturnType<typeof harness>, live: Array<{ n: number; state?: string }>): void {
-    ec2Fleet(t.ec2Mock, live.map((l) => ({ InstanceId: id(l.n), State: { Name: (l.state ?? "running") as InstanceStateName } })));
+    ec2Fleet(
+      t.ec2Mock,
+      live.map((l) => ({ InstanceId: id(l.n), State: { Name: (l.state ?? "running") as InstanceStateName } })),
+    );
   }
 
   const deletedNames = (t: ReturnType<typeof harness>) => t.ssmMock.commandCalls(DeleteParametersCommand).map((c) => c.args[0].input.Names ?? []);
 
   it("pages through the path 10 at a time, deleting each page's parameters of gone or terminated instances, then confirms with a pass that deletes nothing", async () => {
     const t = harness();
-    const store = ssmPath(t, range(1, 25).map((n) => param(n)));
+    const store = ssmPath(
+      t,
+      range(1, 25).map((n) => param(n)),
+    );
     liveEc2(t, [{ n: 1 }, { n: 2, state: "terminated" }, { n: 3, state: "stopped" }]);
 
     const result = await staleSsm(t.deps, {}, unlimited);
@@ -62,7 +72,11 @@ describe("housekeeping task stale_ssm", () => {
 
   it("with an offset NextToken that deletions shift (moto's), later passes pick up what a pass skipped", async () => {
     const t = harness();
-    const store = ssmPath(t, range(1, 30).map((n) => param(n)), "offset");
+    const store = ssmPath(
+      t,
+      range(1, 30).map((n) => param(n)),
+      "offset",
+    );
     liveEc2(t, []);
 
     const result = await staleSsm(t.deps, {}, unlimited);
@@ -85,11 +99,11 @@ describe("housekeeping task stale_ssm", () => {
 
   it("a DescribeInstances batch that fails keeps its parameters and does not abort the task", async () => {
     const t = harness();
-    const store = ssmPath(t, range(1, 150).map((n) => param(n)));
-    t.ec2Mock
-      .on(DescribeInstancesCommand)
-      .rejectsOnce(awsError("InvalidInstanceID.NotFound"))
-      .resolves({ Reservations: [] });
+    const store = ssmPath(
+      t,
+      range(1, 150).map((n) => param(n)),
+    );
+    t.ec2Mock.on(DescribeInstancesCommand).rejectsOnce(awsError("InvalidInstanceID.NotFound")).resolves({ Reservations: [] });
 
     const result = await staleSsm(t.deps, {}, unlimited);
 
@@ -116,7 +130,10 @@ describe("housekeeping task stale_ssm", () => {
 
   it("a budget that allows only one page still deletes that page's stale parameters, then stops incomplete", async () => {
     const t = harness();
-    const store = ssmPath(t, range(1, 30).map((n) => param(n)));
+    const store = ssmPath(
+      t,
+      range(1, 30).map((n) => param(n)),
+    );
     liveEc2(t, [{ n: 4 }]);
 
     const result = await staleSsm(t.deps, {}, budgetOf(0));
@@ -139,8 +156,15 @@ describe("housekeeping task stale_ssm", () => {
       it(`with a ${token} NextToken: sweeps the whole path within ${runs} runs (35 parameters, 10 a page), though its first page (live runners) never changes`, async () => {
         // Prepare: 10 live runners' configs sort first; 25 stale ones after them; the cursor items live in the jobs table.
         const t = harness();
-        const store = ssmPath(t, [...range(1, 10), ...range(100, 124)].map((n) => param(n)), token);
-        liveEc2(t, range(1, 10).map((n) => ({ n })));
+        const store = ssmPath(
+          t,
+          [...range(1, 10), ...range(100, 124)].map((n) => param(n)),
+          token,
+        );
+        liveEc2(
+          t,
+          range(1, 10).map((n) => ({ n })),
+        );
         const table = activeJobs(t, []);
         // Act
         const results = [];
@@ -158,7 +182,11 @@ describe("housekeeping task stale_ssm", () => {
       ssmPath(t, [param(1)]);
       liveEc2(t, []);
       const table = activeJobs(t, []);
-      table.cursors.set("housekeeping-cursor#stale_ssm", { query: { S: "/runs-fleet/dev/runners" }, position: { S: "expired" }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+      table.cursors.set("housekeeping-cursor#stale_ssm", {
+        query: { S: "/runs-fleet/dev/runners" },
+        position: { S: "expired" },
+        expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) },
+      });
       t.ssmMock.on(GetParametersByPathCommand, { NextToken: "expired" }).rejects(awsError("ValidationException", "invalid NextToken"));
       // Act
       const result = await staleSsm(t.deps, {}, unlimited);
@@ -173,9 +201,16 @@ describe("housekeeping task stale_ssm", () => {
     /** The runner path of `count` parameters, with a live cursor saved at `position`. */
     function resumedAt(position: string, count = 25) {
       const t = harness();
-      const store = ssmPath(t, range(1, count).map((n) => param(n)));
+      const store = ssmPath(
+        t,
+        range(1, count).map((n) => param(n)),
+      );
       const table = activeJobs(t, []);
-      table.cursors.set("housekeeping-cursor#stale_ssm", { query: { S: "/runs-fleet/dev/runners" }, position: { S: position }, expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) } });
+      table.cursors.set("housekeeping-cursor#stale_ssm", {
+        query: { S: "/runs-fleet/dev/runners" },
+        position: { S: position },
+        expires_at: { N: String(Math.floor(Date.now() / 1000) + 3600) },
+      });
       return { t, store, table };
     }
     const listedTokens = (t: ReturnType<typeof harness>) => t.ssmMock.commandCalls(GetParametersByPathCommand).map((c) => c.args[0].input.NextToken);
@@ -183,10 +218,16 @@ describe("housekeeping task stale_ssm", () => {
     it("a resumed run whose later page fails fails the run: the token that failed was not the saved one", async () => {
       // Prepare: the cursor at the second page; SSM fails the third.
       const { t, table } = resumedAt(param(10).Name);
-      liveEc2(t, range(1, 25).map((n) => ({ n })));
+      liveEc2(
+        t,
+        range(1, 25).map((n) => ({ n })),
+      );
       t.ssmMock.on(GetParametersByPathCommand, { NextToken: param(20).Name }).rejects(awsError("InternalServerError", "SSM is failing"));
       // Act
-      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await staleSsm(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
       // (The paginator re-uses one input object for its pages, so the calls show its last token.)
@@ -201,7 +242,10 @@ describe("housekeeping task stale_ssm", () => {
       liveEc2(t, []);
       t.ssmMock.on(GetParametersByPathCommand).rejects(awsError("InternalServerError", "SSM is failing"));
       // Act
-      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await staleSsm(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
       expect(listedTokens(t)).to.deep.equal(["expired", undefined]);
@@ -214,7 +258,10 @@ describe("housekeeping task stale_ssm", () => {
       activeJobs(t, []);
       t.ssmMock.on(GetParametersByPathCommand).rejects(awsError("InternalServerError", "SSM is failing"));
       // Act
-      const failure = await staleSsm(t.deps, {}, unlimited).then(() => undefined, (e: unknown) => e);
+      const failure = await staleSsm(t.deps, {}, unlimited).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       // Assess
       expect(failure).to.be.instanceOf(Error).with.property("message", "SSM is failing");
       expect(listedTokens(t)).to.deep.equal([undefined]);
@@ -224,7 +271,10 @@ describe("housekeeping task stale_ssm", () => {
     it("a resumed pass that deletes nothing does not make the run complete: the pages before the cursor are swept from the top", async () => {
       // Prepare: the cursor after the first page; the first page's instances are gone, the rest live.
       const { t, store } = resumedAt(param(10).Name, 15);
-      liveEc2(t, range(11, 15).map((n) => ({ n })));
+      liveEc2(
+        t,
+        range(11, 15).map((n) => ({ n })),
+      );
       // Act
       const result = await staleSsm(t.deps, {}, unlimited);
       // Assess
@@ -288,12 +338,10 @@ describe("housekeeping task stale_ssm", () => {
     const t = harness();
     const store = ssmPath(t, [param(1), param(2), param(3)], "key", 2);
     liveEc2(t, []);
-    t.ssmMock
-      .on(DeleteParametersCommand)
-      .callsFake((input: { Names: string[] }) => {
-        store.splice(0, store.length, ...store.filter((p) => !input.Names.includes(p.Name)));
-        return input.Names.includes(param(1).Name) ? { DeletedParameters: [param(1).Name], InvalidParameters: [param(2).Name] } : {};
-      });
+    t.ssmMock.on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => {
+      store.splice(0, store.length, ...store.filter((p) => !input.Names.includes(p.Name)));
+      return input.Names.includes(param(1).Name) ? { DeletedParameters: [param(1).Name], InvalidParameters: [param(2).Name] } : {};
+    });
     // Act
     await staleSsm(t.deps, {}, unlimited);
     // Assess
@@ -343,7 +391,12 @@ describe("housekeeping task stale_ssm", () => {
   it("describes at most 100 instance ids per DescribeInstances call, even for a page larger than SSM's 10", async () => {
     // Prepare: one listing page of 250 parameters (SSM caps pages at 10; the batch limit must hold whatever a page holds).
     const t = harness();
-    const store = ssmPath(t, range(1, 250).map((n) => param(n)), "key", 250);
+    const store = ssmPath(
+      t,
+      range(1, 250).map((n) => param(n)),
+      "key",
+      250,
+    );
     liveEc2(t, [{ n: 1 }, { n: 150 }, { n: 250 }]);
     // Act
     const result = await staleSsm(t.deps, {}, unlimited);
