@@ -234,6 +234,17 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
 }
 
 /** Every drained queue of the program empty, and every malformed advert picked up by a claimer. */
+/**
+ * Pure: whether the run's malformed adverts are settled. They stay visible until a pickup discards
+ * them, while well-formed ones may wait in the pool for claimers; an advert whose every pickup
+ * failed moves to the class's DLQ and is settled there too (the ledger judges whether every receive
+ * was faulted). Without the DLQ term, a run whose claimers' receives kept failing waited out its
+ * whole settle time (seen at 30 % on a loaded machine).
+ */
+export function advertsSettled(a: { sent: number; inPool: number; discarded: number; parkedInDlq: number }): boolean {
+  return a.sent === 0 || a.inPool === 0 || a.discarded + a.parkedInDlq >= a.sent;
+}
+
 async function drained(
   platform: LocalPlatform,
   inventory: readonly InventoryRecord[],
@@ -247,13 +258,9 @@ async function drained(
   const advertQueue = traffic.find((m) => m.consumer === "pool-claim")?.queue;
   if (advertQueue === undefined) return true;
   const pool = await platform.depth(platform.queue(advertQueue));
-  // Malformed adverts are visible until a pickup discards them; well-formed ones may wait there for
-  // claimers. An advert whose every pickup failed moves to the class's DLQ, and is settled there too
-  // (the ledger judges whether every receive was faulted): without it, a run whose claimers' receives
-  // kept failing waited out the whole settle time (seen at 30 % on a loaded machine).
   const dlq = inventory.flatMap((p) => p.queues).find((q) => q.label === advertQueue)?.dlq;
   const parked = dlq === undefined ? 0 : (await platform.depth(platform.queue(dlq))).visible;
-  return adverts.size === 0 || pool.visible + pool.inFlight === 0 || discards() + parked >= adverts.size;
+  return advertsSettled({ sent: adverts.size, inPool: pool.visible + pool.inFlight, discarded: discards(), parkedInDlq: parked });
 }
 
 function progress(platform: LocalPlatform, inventory: readonly InventoryRecord[], o: ChaosOptions, started: number): () => Promise<void> {

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../../infra/bundle";
 import { parseChaosArgs, parseSeeds } from "../../../local/chaos/cli";
 import { anyFailed, renderSeeds, runsDocument, type SeedRun, seedRun, summaryDocument } from "../../../local/chaos/report";
-import { type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChaos, withLongJobType } from "../../../local/chaos/run";
+import { advertsSettled, type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChaos, withLongJobType } from "../../../local/chaos/run";
 import { type Consumer, CONSUMERS, generateTraffic, longJobs } from "../../../local/chaos/traffic";
 
 describe("chaos run (small, seeded)", function () {
@@ -243,4 +243,22 @@ describe("chaos long worker jobs (pure)", () => {
       [LONG_JOB_TYPE]: { command: "/bin/sleep", args: ["12"] },
     });
   });
+});
+
+describe("chaos run: when the run's malformed adverts are settled (pure)", () => {
+  const cases = [
+    { title: "none were sent", a: { sent: 0, inPool: 5, discarded: 0, parkedInDlq: 0 }, settled: true },
+    { title: "the pool is empty", a: { sent: 10, inPool: 0, discarded: 3, parkedInDlq: 0 }, settled: true },
+    { title: "every one discarded, well-formed adverts still waiting", a: { sent: 10, inPool: 4, discarded: 10, parkedInDlq: 0 }, settled: true },
+    { title: "some discarded, the rest parked in the class's DLQ", a: { sent: 10, inPool: 4, discarded: 6, parkedInDlq: 4 }, settled: true },
+    { title: "one neither discarded nor parked", a: { sent: 10, inPool: 4, discarded: 6, parkedInDlq: 3 }, settled: false },
+  ];
+  for (const c of cases) {
+    it(`${c.title}: ${c.settled ? "settled" : "not yet"}`, () => {
+      // Prepare / Act
+      const settled = advertsSettled(c.a);
+      // Assess
+      expect(settled).to.equal(c.settled);
+    });
+  }
 });
