@@ -2,12 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
-import type { SQSRecord } from "aws-lambda";
+import type { Context, SQSRecord } from "aws-lambda";
 import { errorMessage, logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { claimable, claimCompletionReport, type CompletionOutcome, type CompletionWriter, markJobComplete, markReported } from "./complete-job";
 import { DEFAULT_RESEND, type ResendPolicy } from "../shared/resend";
+import { budgetFrom } from "./budget";
 import type { TerminationConfig } from "./config";
 import { runnerConfigParameter } from "./jobs";
 import { parseBody, TerminationMessageSchema, type TerminationMessage } from "./messages";
@@ -46,6 +47,23 @@ function publishJobMetrics(deps: FleetTelemetry, message: TerminationMessage): v
   else emitWithDimension(deps.metrics, "JobFailure", MetricUnit.Count, 1, { name: "Error", value: errorClass(message) });
 }
 
+/**
+ * The `done` mark is re-sent for far longer than the other writes. A claimant that emitted the report
+ * and could not mark it leaves an unfinished claim of its own message, and that message's
+ * redelivery cannot tell it from a claim whose every answer was lost before anything was emitted:
+ * it takes the claim over and reports again. So the mark keeps trying, with short pauses, for up to
+ * MARK_RESEND_ROUNDS sends, and never into the reserve kept for the rest of the batch: the last
+ * quarter of the time the invocation had when it started.
+ */
+export const MARK_RESEND_ROUNDS = 16;
+export const MARK_MAX_DELAY_MS = 400;
+export const MARK_BASE_DELAY_MS = 50;
+
+function markPolicy(retry: ResendPolicy, context: Context | undefined): ResendPolicy {
+  const reserve = budgetFrom(context, context ? context.getRemainingTimeInMillis() / 4 : 0);
+  return { ...retry, rounds: MARK_RESEND_ROUNDS, baseDelayMs: MARK_BASE_DELAY_MS, maxDelayMs: MARK_MAX_DELAY_MS, continueWhile: () => !reserve.exhausted() };
+}
+
 /** `ParameterNotFound` is a success: the agent or an earlier delivery already removed it. */
 async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: string, messageId: string): Promise<void> {
   const name = runnerConfigParameter(deps.config.runnerParameterPath, instanceId);
@@ -74,7 +92,9 @@ async function deleteRunnerConfig(deps: TerminationHandlerDeps, instanceId: stri
  */
 export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatchHandler {
   const newAttemptToken = deps.newAttemptToken ?? randomUUID;
+  const retry = deps.completionRetry ?? DEFAULT_RESEND;
   return async (event, context) => {
+    const markRetry = markPolicy(retry, context);
     const handleRecord = async (record: SQSRecord): Promise<void> => {
       const parsed = parseBody(TerminationMessageSchema, record.body);
       if (!parsed.ok) {
@@ -83,7 +103,6 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
       }
       const message = parsed.value;
       const ids = { message_id: record.messageId, job_id: message.job_id, instance_id: message.instance_id };
-      const retry = deps.completionRetry ?? DEFAULT_RESEND;
       const attempt = newAttemptToken();
       const outcome = await markJobComplete(
         deps.dynamodb,
@@ -93,9 +112,16 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
         { messageId: record.messageId, attempt },
         retry,
       );
-      const reported = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry);
-      await deleteRunnerConfig(deps, message.instance_id, record.messageId);
-      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: !reported });
+      const report = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry, markRetry);
+      try {
+        await deleteRunnerConfig(deps, message.instance_id, record.messageId);
+      } catch (error) {
+        // Failing the record now would bring the message back to take its own unfinished claim over
+        // and report a second time. The parameter's instance is gone: the stale_ssm sweep deletes it.
+        if (report !== "reported-unmarked") throw error;
+        logStep(deps.logger, "warn", "ssm_parameter_left_to_sweep", { ...ids, error: errorMessage(error) });
+      }
+      logStep(deps.logger, "info", "termination_processed", { ...ids, duplicate: report === "not-reported" });
     };
 
     try {
@@ -106,11 +132,15 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
   };
 }
 
+/** Whether this delivery reported the job, and whether its `done` mark stands. */
+type ReportResult = "reported" | "reported-unmarked" | "not-reported";
+
 /**
- * Logs the completion and emits the job metrics if this delivery claims the report; true if it did.
+ * Logs the completion and emits the job metrics if this delivery claims the report.
  * A claim that cannot be written (after the re-sends) fails the record before anything is emitted:
- * the redelivery of the message takes the report over. A `done` mark that cannot be written is only
- * logged: the report was made, and failing the record would bring the message back to make it again.
+ * the redelivery of the message takes the report over. A `done` mark that cannot be written (after
+ * re-sending it for most of the invocation, {@link markPolicy}) is only logged, and the record must
+ * not fail after it (`reported-unmarked`): a redelivery would take the claim over and report again.
  */
 async function reportCompletion(
   deps: TerminationHandlerDeps,
@@ -119,7 +149,8 @@ async function reportCompletion(
   writer: CompletionWriter,
   ids: Record<string, string>,
   retry: ResendPolicy,
-): Promise<boolean> {
+  markRetry: ResendPolicy,
+): Promise<ReportResult> {
   const nowSeconds = Math.floor((deps.now ?? Date.now)() / 1000);
   // A completing delivery claims the pending report; a delivery that found the job completed only a claimable one.
   let previous: string | undefined;
@@ -134,7 +165,7 @@ async function reportCompletion(
         // The same message completed it on an earlier delivery, which reported it then.
         redelivery: outcome.completedBy === ids.message_id,
       });
-      return false;
+      return "not-reported";
     }
     previous = may.previous;
   }
@@ -154,11 +185,12 @@ async function reportCompletion(
     });
     publishJobMetrics(deps, message);
     try {
-      await markReported(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, retry);
+      await markReported(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, markRetry);
     } catch (error) {
       logStep(deps.logger, "warn", "job_report_mark_failed", { ...ids, error: errorMessage(error) });
+      return "reported-unmarked";
     }
-    return true;
+    return "reported";
   }
   // Another delivery (a concurrent copy of the message, or another message for the job) claimed the report first, and makes it.
   logStep(deps.logger, "info", "job_completion_reported_elsewhere", {
@@ -166,5 +198,5 @@ async function reportCompletion(
     completed_here: outcome.kind === "completed",
     reported_by: claim.state.by ?? null,
   });
-  return false;
+  return "not-reported";
 }

@@ -10,6 +10,13 @@ export interface ResendPolicy {
   rounds: number;
   baseDelayMs: number;
   sleep: (ms: number) => Promise<void>;
+  /** The longest pause between two sends; unset, the pause keeps doubling. */
+  maxDelayMs?: number;
+  /**
+   * Checked before each re-send (after its pause): false stops re-sending and the last error is
+   * thrown. A caller with a deadline (a Lambda invocation's remaining time) keeps a reserve this way.
+   */
+  continueWhile?: () => boolean;
 }
 
 export const DEFAULT_RESEND: ResendPolicy = {
@@ -38,7 +45,9 @@ export async function withResends<T>(send: () => Promise<T>, policy: ResendPolic
       return await send();
     } catch (error) {
       if (round >= policy.rounds || !isRetryableError(error)) throw error;
-      await policy.sleep(policy.baseDelayMs * 2 ** (round - 1));
+      const pause = policy.baseDelayMs * 2 ** (round - 1);
+      await policy.sleep(policy.maxDelayMs === undefined ? pause : Math.min(pause, policy.maxDelayMs));
+      if (policy.continueWhile && !policy.continueWhile()) throw error;
     }
   }
 }

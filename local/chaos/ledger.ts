@@ -89,6 +89,26 @@ export function everyReceiveFaulted(messageId: string, receives: readonly Receiv
   return delivered.every((r) => receiveFaulted(r, faults, keys));
 }
 
+/**
+ * Pure: the DLQ rule for a copy that a consumer dead-lettered itself (the retraining launcher, on a
+ * message's last receive, sends it to the DLQ stamped with the source message's id, and
+ * acknowledges the source). The copy's own id was never received; the source's receives are judged
+ * instead, and its latest one, acknowledged by the dead-letter, must have been failed by a fault
+ * like every other.
+ */
+export function everyReceiveFaultedBeforeDeadLetter(
+  sourceId: string,
+  receives: readonly Receive[],
+  faults: readonly FaultRecord[],
+  keys: readonly string[],
+): boolean {
+  const own = receives.filter((r) => r.messageId === sourceId);
+  const latest = own.reduce<Receive | undefined>((last, r) => (last === undefined || r.startMs > last.startMs ? r : last), undefined);
+  if (latest === undefined) return false;
+  const judged = own.map((r) => (r === latest ? { ...r, acknowledged: false } : r));
+  return everyReceiveFaulted(sourceId, judged, faults, keys);
+}
+
 /** Pure: concurrent holders per instance over the claim rounds, and how many holders were one too many. */
 export function claimsPerInstance(rounds: ReadonlyArray<ReadonlyArray<{ workflowId: string; instanceId: string }>>): {
   claims: Record<string, number>;

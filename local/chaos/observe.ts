@@ -23,7 +23,8 @@ import type { LocalQueue } from "../provision/topology";
 import { QUEUE_ROLES } from "../../policy/contract";
 import { type LogLine, readLogLines } from "../scenarios/logs";
 import type { ForwardedCall, FaultRecord } from "./fault-proxy";
-import { everyReceiveFaulted, type LockItem, type MessageFacts, WORKER_LEDGER, type WorkerLedgerItem } from "./ledger";
+import { everyReceiveFaulted, everyReceiveFaultedBeforeDeadLetter, type LockItem, type MessageFacts, WORKER_LEDGER, type WorkerLedgerItem } from "./ledger";
+import { SOURCE_MESSAGE_ID_ATTRIBUTE } from "../../functions/retraining/defer";
 import type { Receive } from "./receives";
 import type { ChaosMessage, Consumer } from "./traffic";
 
@@ -36,6 +37,8 @@ export interface QueueCopies {
   quarantined: Set<string>;
   /** Body → the message id of its copy in a DLQ nothing consumes. */
   inDlq: Map<string, string>;
+  /** A DLQ copy's id → the id of the message its consumer dead-lettered it from (stamped on the copy). */
+  deadLetteredFrom: Map<string, string>;
   /** Bodies still visible on a consumed queue. */
   visible: Set<string>;
   /** Messages in flight or delayed on each consumed queue (they cannot be read without receiving them). */
@@ -50,15 +53,18 @@ export async function readQueues(platform: LocalPlatform): Promise<QueueCopies> 
   // A DLQ that a function consumes (ingest-dlq parks windows until the GPU is back) is a queue
   // like any other; a queue nobody consumes (the pool's class queues are read by the claimers) is not a DLQ unless tagged one.
   const deadEnd = (q: LocalQueue) => !consumed.has(q.arn) && (q.role === QUEUE_ROLES.dlq || q.role === QUEUE_ROLES.quarantine);
-  const copies: QueueCopies = { quarantined: new Set(), inDlq: new Map(), visible: new Set(), hidden: new Map() };
+  const copies: QueueCopies = { quarantined: new Set(), inDlq: new Map(), deadLetteredFrom: new Map(), visible: new Set(), hidden: new Map() };
   for (const q of platform.topology.queues) {
     const before = await platform.depth(q);
     const messages = await receiveEverything(platform, q);
     for (const m of messages) {
       const body = m.Body ?? "";
       if (m.MessageAttributes?.["quarantine-reason"] !== undefined) copies.quarantined.add(body);
-      else if (deadEnd(q)) copies.inDlq.set(body, m.MessageId ?? "");
-      else copies.visible.add(body);
+      else if (deadEnd(q)) {
+        copies.inDlq.set(body, m.MessageId ?? "");
+        const source = m.MessageAttributes?.[SOURCE_MESSAGE_ID_ATTRIBUTE]?.StringValue;
+        if (source !== undefined) copies.deadLetteredFrom.set(m.MessageId ?? "", source);
+      } else copies.visible.add(body);
     }
     if (consumed.has(q.arn)) copies.hidden.set(q.logicalName, before.inFlight + before.delayed);
   }
@@ -277,6 +283,12 @@ export async function claimLocks(platform: LocalPlatform, tableName: string): Pr
   return locks;
 }
 
+/** The DLQ rule for one copy: its own receives, or, for a copy its consumer dead-lettered, its source's. */
+function dlqCopyFaulted(copyId: string, copies: QueueCopies, receives: readonly Receive[], faults: readonly FaultRecord[], keys: readonly string[]): boolean {
+  const source = copies.deadLetteredFrom.get(copyId);
+  return source === undefined ? everyReceiveFaulted(copyId, receives, faults, keys) : everyReceiveFaultedBeforeDeadLetter(source, receives, faults, keys);
+}
+
 /**
  * The facts of one consumer's messages. Messages with no outcome otherwise are counted as
  * remaining while the consumer's queues still hide that many in flight or delayed (they cannot be
@@ -307,7 +319,7 @@ export function factsFor(
         ...(effects.incomplete.has(m.key) ? { incomplete: effects.incomplete.get(m.key) } : {}),
         quarantined,
         inDlq: dlqId !== undefined,
-        everyReceiveFaulted: dlqId !== undefined && everyReceiveFaulted(dlqId, receives, faults, [m.key]),
+        everyReceiveFaulted: dlqId !== undefined && dlqCopyFaulted(dlqId, copies, receives, faults, [m.key]),
         remaining: copies.visible.has(m.body),
       };
       const settled = (facts.wellFormed && facts.effects > 0) || (!facts.wellFormed && facts.quarantined) || facts.inDlq || facts.remaining;

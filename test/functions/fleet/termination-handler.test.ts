@@ -1,10 +1,11 @@
 import { type AttributeValue, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
+import type { Context } from "aws-lambda";
 import { expect } from "chai";
 import { expiresAt } from "../../../functions/fleet/complete-job";
 import { DEFAULT_RESEND, isRetryableError } from "../../../functions/shared/resend";
-import { createTerminationHandler, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
+import { createTerminationHandler, MARK_RESEND_ROUNDS, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
@@ -289,7 +290,15 @@ describe("fleet termination handler", () => {
   });
 
   describe("whichever answer is lost, exactly one delivery logs the completion and emits its metrics", () => {
-    const cases: Array<{ title: string; lose: Losses; ssmFailures?: number; deliveries: number; claimRecovered?: true; markFailed?: true }> = [
+    const cases: Array<{
+      title: string;
+      lose: Losses;
+      ssmFailures?: number;
+      deliveries: number;
+      claimRecovered?: true;
+      markFailed?: true;
+      leftToSweep?: true;
+    }> = [
       { title: "nothing lost", lose: {}, deliveries: 1 },
       { title: "the completing write's answer, once (the re-send resolves it)", lose: { completion: 1 }, deliveries: 1 },
       { title: "every answer of the completing write (4 sends): the redelivery reports it", lose: { completion: 4 }, deliveries: 2 },
@@ -301,7 +310,26 @@ describe("fleet termination handler", () => {
       },
       { title: "every answer of both, over three deliveries", lose: { completion: 4, claim: 4 }, deliveries: 3 },
       { title: "the done mark's answer, once (the re-send meets its own value)", lose: { mark: 1 }, deliveries: 1 },
-      { title: "every answer of the done mark: logged, the record still succeeds", lose: { mark: 4 }, deliveries: 1, markFailed: true },
+      {
+        title: "the done mark's answer through 15 sends: re-sent far longer than the other writes, the 16th resolves it",
+        lose: { mark: MARK_RESEND_ROUNDS - 1 },
+        deliveries: 1,
+      },
+      {
+        title: "every answer of the done mark (16 sends): logged, the record still succeeds",
+        lose: { mark: MARK_RESEND_ROUNDS },
+        deliveries: 1,
+        markFailed: true,
+      },
+      {
+        title:
+          "every answer of the done mark, then the SSM delete fails: the record still succeeds (the sweep takes the parameter), so no redelivery reports again",
+        lose: { mark: MARK_RESEND_ROUNDS },
+        ssmFailures: 1,
+        deliveries: 1,
+        markFailed: true,
+        leftToSweep: true,
+      },
       {
         title: "every answer of the claim, then the SSM delete fails too, then everything of the redelivery's completing write",
         lose: { claim: 4, completion: 5 },
@@ -352,8 +380,45 @@ describe("fleet termination handler", () => {
               ]
             : [],
         );
+        expect(t.logger.withStep("ssm_parameter_left_to_sweep").map((e) => e.fields["error"])).to.deep.equal(
+          c.leftToSweep ? ["InternalServerError: InternalServerError"] : [],
+        );
       });
     }
+
+    it("a delivery whose done mark was written keeps failing its record on a failed SSM delete", async () => {
+      // Prepare: nothing lost; the SSM delete fails once.
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      lossyTable(t, [{ job_id: { S: "67890" }, status: { S: "running" } }], {});
+      t.ssmMock.on(DeleteParameterCommand).rejects(awsError("InternalServerError"));
+      const record = sqsRecord(terminationMessage());
+      // Act
+      const response = await t.handler(sqsEvent(record));
+      // Assess
+      expect(response.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(t.logger.withStep("ssm_parameter_left_to_sweep")).to.deep.equal([]);
+    });
+
+    it("the done mark stops re-sending at the reserve: the last quarter of the time the invocation started with", async () => {
+      // Prepare: the invocation starts with 8 s left; each send of the mark takes 1 s and loses its answer.
+      const t = arrange({ newAttemptToken: () => "attempt-1" });
+      const table = new FakeJobItems([{ job_id: { S: "67890" }, status: { S: "running" } }]);
+      let remainingMs = 8_000;
+      let marks = 0;
+      t.dynamodbMock.on(UpdateItemCommand).callsFake((input: UpdateItemCommandInput) => {
+        if (!isMark(input)) return table.update(input, conditionFailed);
+        marks += 1;
+        remainingMs -= 1_000;
+        throw connectionReset();
+      });
+      const context = { getRemainingTimeInMillis: () => remainingMs } as Context;
+      // Act
+      const response = await t.handler(sqsEvent(sqsRecord(terminationMessage())), context);
+      // Assess: a re-send only while at least 2 s (a quarter of 8 s) are left: sends with 8 s down to 2 s left, none with 1 s.
+      expect(response.batchItemFailures).to.deep.equal([]);
+      expect(marks).to.equal(7);
+      expect(t.logger.withStep("job_report_mark_failed")).to.have.length(1);
+    });
 
     it("a concurrent delivery that claimed the report first reports it; the completer only logs that it was reported elsewhere", async () => {
       // Prepare: the completing write applies, then another delivery claims the report before this one does.

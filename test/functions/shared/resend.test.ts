@@ -112,6 +112,35 @@ describe("shared/resend", () => {
       expect(policy.pauses).to.deep.equal([10, 20]);
     });
 
+    it("caps the doubling pause at maxDelayMs", async () => {
+      // Prepare
+      const policy = { ...recordingPolicy(6, 100), maxDelayMs: 300 };
+      const reset = sdkError("TimeoutError", { $retryable: {} });
+      const s = scriptedSend([reset, reset, reset, reset, reset], "sixth send");
+      // Act
+      const result = await withResends(s.send, policy);
+      // Assess
+      expect(result).to.equal("sixth send");
+      expect(policy.pauses).to.deep.equal([100, 200, 300, 300, 300]);
+    });
+
+    it("stops re-sending once continueWhile says no (checked after each pause), and throws the last failure", async () => {
+      // Prepare: time for two re-sends, then none.
+      let allowed = 2;
+      const policy = { ...recordingPolicy(10, 10), continueWhile: () => allowed-- > 0 };
+      const errors = [1, 2, 3, 4].map((n) => sdkError("TimeoutError", { $retryable: { n } }));
+      const s = scriptedSend(errors, "never");
+      // Act
+      const thrown = await withResends(s.send, policy).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // Assess
+      expect(thrown).to.equal(errors[2]);
+      expect(s.calls()).to.equal(3);
+      expect(policy.pauses).to.deep.equal([10, 20, 40]);
+    });
+
     it("throws a failure not worth repeating at once, without resending it", async () => {
       // Prepare
       const policy = recordingPolicy(4);

@@ -5,6 +5,7 @@ import {
   claimsPerInstance,
   consumerTotals,
   everyReceiveFaulted,
+  everyReceiveFaultedBeforeDeadLetter,
   failed,
   judge,
   leakedLocks,
@@ -118,6 +119,56 @@ describe("chaos ledger", () => {
     });
     it("proves nothing without any receive", () => {
       expect(everyReceiveFaulted("m1", [], [], [])).to.equal(false);
+    });
+  });
+
+  describe("everyReceiveFaultedBeforeDeadLetter: a copy its consumer dead-lettered (judged by its source's receives)", () => {
+    // The source m1 was received twice; the second (latest) receive failed and dead-lettered it, so it was acknowledged.
+    const first = receive({ receiptHandle: "a", startMs: 0, endMs: 10 });
+    const last = receive({ receiptHandle: "b", startMs: 100, endMs: 110, acknowledged: true });
+    const cases: Array<[string, Receive[], Array<Partial<FaultRecord>>, boolean]> = [
+      [
+        "every receive faulted, the latest acknowledged by its dead-letter",
+        [first, last],
+        [
+          { atMs: 5, receiptHandles: ["a"] },
+          { atMs: 105, receiptHandles: ["b"] },
+        ],
+        true,
+      ],
+      [
+        "the same, listed latest first",
+        [last, first],
+        [
+          { atMs: 5, receiptHandles: ["a"] },
+          { atMs: 105, receiptHandles: ["b"] },
+        ],
+        true,
+      ],
+      ["the dead-lettering receive met no fault (the consumer failed on its own)", [first, last], [{ atMs: 5, receiptHandles: ["a"] }], false],
+      ["an earlier receive met no fault", [first, last], [{ atMs: 105, receiptHandles: ["b"] }], false],
+      [
+        "an earlier receive acknowledged (it was processed, yet dead-lettered later)",
+        [{ ...first, acknowledged: true }, last],
+        [
+          { atMs: 5, receiptHandles: ["a"] },
+          { atMs: 105, receiptHandles: ["b"] },
+        ],
+        false,
+      ],
+      ["no receive of the source at all", [], [], false],
+      ["receives of another message only", [{ ...last, messageId: "m2" }], [{ atMs: 105, receiptHandles: ["b"] }], false],
+    ];
+    for (const [name, rs, fs, want] of cases) {
+      it(`${want ? "yes" : "no"}: ${name}`, () => {
+        expect(everyReceiveFaultedBeforeDeadLetter("m1", rs, fs.map(fault), [])).to.equal(want);
+      });
+    }
+
+    it("the copy's own id judged the plain way reads as not faulted: why the lineage is needed", () => {
+      expect(
+        everyReceiveFaulted("copy-1", [first, last], [fault({ atMs: 5, receiptHandles: ["a"] }), fault({ atMs: 105, receiptHandles: ["b"] })], []),
+      ).to.equal(false);
     });
   });
 
