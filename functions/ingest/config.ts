@@ -1,4 +1,4 @@
-import { DLQ_ENV, IDLE_ENV, WINDOW_ENV } from "./env";
+import { DLQ_ENV, IDLE_ENV, SCALER_ENV, WINDOW_ENV } from "./env";
 import type { ParkConfig } from "./park";
 
 export interface IdleConfig {
@@ -24,6 +24,10 @@ export interface GpuConfig {
   servicePath: string;
   requestTimeoutMs: number;
   quarantineQueueUrl: string;
+  /** Fleet mode: the Auto Scaling group; set together with fleetServiceHost. */
+  fleetGroupName?: string;
+  /** Fleet mode: the internal load balancer's DNS name. */
+  fleetServiceHost?: string;
 }
 
 export interface WindowConfig extends GpuConfig {
@@ -46,4 +50,22 @@ export function parseWindowConfig(env: NodeJS.ProcessEnv): WindowConfig {
 /** Parses the DLQ consumer's environment (`DLQ_ENV`). */
 export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {
   return DLQ_ENV.parse(env);
+}
+
+export interface ScalerConfig {
+  fleetGroupName: string;
+  servicePort: number;
+  statusPath: string;
+  requestTimeoutMs: number;
+  idleStopMinutes: number;
+  holdTag: string;
+  windowsPerInstance: number;
+  scaleInCooldownSeconds: number;
+  ingestQueueUrl: string;
+  dlqUrl: string;
+}
+
+/** Parses the fleet scaler's environment (`SCALER_ENV`). */
+export function parseScalerConfig(env: NodeJS.ProcessEnv): ScalerConfig {
+  return SCALER_ENV.parse(env);
 }

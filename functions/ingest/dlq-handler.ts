@@ -11,6 +11,7 @@ import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type AutostartOutcome, type GpuAddress, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
 import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./park";
 import type { FetchFn } from "./gpu-http";
+import type { FleetTarget } from "./fleet";
 import { parseWindowPayload } from "./payload";
 import { changeVisibilityInBatches } from "./visibility";
 
@@ -23,6 +24,8 @@ export interface DlqHandlerDeps {
   config: DlqConfig;
   logger: StepLogger;
   metrics: MetricsSink;
+  /** Fleet mode: the group and its load balancer stand in for the single instance (fleet.ts). */
+  fleet?: FleetTarget;
   /** Epoch milliseconds; injectable so tests control message age. */
   now?: () => number;
 }

@@ -1,4 +1,4 @@
-import { envCodec, envInt, envText, envUrl } from "../shared/env";
+import { envCodec, envInt, envText, envUrl, optional } from "../shared/env";
 
 /**
  * The ingest functions' environments: field, env var name and parser, once. The program builds
@@ -13,6 +13,10 @@ const GPU = {
   servicePath: envText("GPU_SERVICE_PATH"),
   requestTimeoutMs: envInt("GPU_REQUEST_TIMEOUT_MS"),
   quarantineQueueUrl: envUrl("QUARANTINE_QUEUE_URL"),
+  /** Fleet mode only (`gpu.capacity.mode: fleet`): the stack's Auto Scaling group of GPUs. */
+  fleetGroupName: optional(envText("GPU_FLEET_GROUP_NAME")),
+  /** Fleet mode only: the internal load balancer's DNS name, the one address windows are POSTed to. */
+  fleetServiceHost: optional(envText("GPU_FLEET_SERVICE_HOST")),
 };
 
 /** `ingest-window`: sends each window to the GPU service. */
@@ -46,6 +50,21 @@ export const IDLE_ENV = envCodec({
   idleStopMinutes: envInt("GPU_IDLE_STOP_MINUTES"),
   /** The tag key an operator holds the GPU on with. */
   holdTag: envText("GPU_HOLD_TAG"),
+  ingestQueueUrl: envUrl("INGEST_QUEUE_URL"),
+  dlqUrl: envUrl("INGEST_DLQ_URL"),
+});
+
+/** `ingest-gpu-scaler`: fleet mode's idle stop, which sizes the GPU group to the backlog (scaler-handler.ts). */
+export const SCALER_ENV = envCodec({
+  fleetGroupName: envText("GPU_FLEET_GROUP_NAME"),
+  servicePort: GPU.servicePort,
+  statusPath: envText("GPU_STATUS_PATH"),
+  requestTimeoutMs: GPU.requestTimeoutMs,
+  /** 0: the fleet never goes to zero on its own (one instance stays once it has one). */
+  idleStopMinutes: envInt("GPU_IDLE_STOP_MINUTES"),
+  holdTag: envText("GPU_HOLD_TAG"),
+  windowsPerInstance: envInt("GPU_FLEET_WINDOWS_PER_INSTANCE"),
+  scaleInCooldownSeconds: envInt("GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS"),
   ingestQueueUrl: envUrl("INGEST_QUEUE_URL"),
   dlqUrl: envUrl("INGEST_DLQ_URL"),
 });

@@ -2,6 +2,7 @@ import { DescribeInstancesCommand, type EC2Client, type Instance, paginateDescri
 import { GetParameterCommand, PutParameterCommand, type SSMClient } from "@aws-sdk/client-ssm";
 import { instancesOf } from "../shared/ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
+import { describeFleet, ensureFleetCapacity, type FleetGroup, fleetAddress, type FleetTarget } from "./fleet";
 
 /** The SSM parameter holds this when no GPU instance is registered. */
 export const NO_INSTANCE_SENTINEL = "none";
@@ -11,6 +12,8 @@ export interface GpuLookupDeps {
   ec2: EC2Client;
   logger: StepLogger;
   config: { instanceIdParam: string; nameTag: string };
+  /** Fleet mode: the Auto Scaling group and its load balancer stand in for the single instance (fleet.ts). */
+  fleet?: FleetTarget;
 }
 
 export interface GpuAddress {
@@ -105,6 +108,8 @@ interface StartCandidate {
 export interface GpuObservation {
   ssmId: string | null;
   instance: Instance | null;
+  /** Fleet mode: the group as the availability check described it. */
+  fleet?: FleetGroup;
 }
 
 async function findStartCandidate(deps: GpuLookupDeps, seen?: GpuObservation): Promise<StartCandidate | null> {
@@ -125,6 +130,7 @@ async function findStartCandidate(deps: GpuLookupDeps, seen?: GpuObservation): P
  * It does not write SSM; the window consumer re-registers the id once the instance runs.
  */
 export async function tryStartGpu(deps: GpuLookupDeps, seen?: GpuObservation): Promise<AutostartOutcome> {
+  if (deps.fleet) return ensureFleetCapacity(deps.fleet, deps.logger, seen?.fleet);
   try {
     const candidate = await findStartCandidate(deps, seen);
     if (!candidate) {
@@ -183,6 +189,10 @@ export async function findRunningGpu(deps: GpuLookupDeps): Promise<GpuAddress | 
 
 /** findRunningGpu, plus what it read on the way, for a start attempt that follows. */
 export async function lookupGpu(deps: GpuLookupDeps): Promise<{ address: GpuAddress | null; seen: GpuObservation }> {
+  if (deps.fleet) {
+    const group = await describeFleet(deps.fleet.autoscaling, deps.fleet.groupName);
+    return { address: fleetAddress(group, deps.fleet.serviceHost), seen: { ssmId: null, instance: null, fleet: group } };
+  }
   const ssmId = await readGpuInstanceId(deps);
   let instance: Instance | null = null;
   if (ssmId) {
@@ -202,7 +212,7 @@ export async function lookupGpu(deps: GpuLookupDeps): Promise<{ address: GpuAddr
 /** Like findRunningGpu, but no running GPU is an error: the caller's records must be retried. */
 export async function resolveGpuAddress(deps: GpuLookupDeps): Promise<GpuAddress> {
   const address = await findRunningGpu(deps);
-  if (!address) throw new GpuUnavailableError("no running GPU instance (checked SSM id and Name tag)");
+  if (!address) throw new GpuUnavailableError(deps.fleet ? `no GPU in service in group ${deps.fleet.groupName}` : "no running GPU instance (checked SSM id and Name tag)");
   return address;
 }
 

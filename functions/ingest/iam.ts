@@ -15,7 +15,8 @@ export type IngestResource =
   | "ingest-dlq" // the queue in INGEST_DLQ_URL
   | "stack-gpu" // this stack's GPU only: its Name tag and this stack's environment tag
   | "ingest-queues" // the ingest queue and its DLQ (INGEST_QUEUE_URL, INGEST_DLQ_URL)
-  | "ingest-queue"; // the queue in INGEST_QUEUE_URL (the window consumer's own)
+  | "ingest-queue" // the queue in INGEST_QUEUE_URL (the window consumer's own)
+  | "stack-gpu-group"; // fleet mode: this stack's Auto Scaling group (GPU_FLEET_GROUP_NAME), by ARN and environment tag
 
 /** Read the id, and write it back when the tag scan finds the running instance. */
 const gpuInstanceIdParameter = {
@@ -73,3 +74,49 @@ export const IDLE_GRANTS = [
 export const IDLE_IAM_ACTIONS: readonly string[] = calledActions(IDLE_GRANTS);
 export const WINDOW_IAM_ACTIONS: readonly string[] = calledActions(WINDOW_GRANTS);
 export const DLQ_IAM_ACTIONS: readonly string[] = calledActions(DLQ_GRANTS);
+
+/** Auto Scaling's Describe calls support no resource-level permissions (the reference lists no resource type). */
+const describeGroups = { sid: "DescribeGpuGroup", actions: ["autoscaling:DescribeAutoScalingGroups"], resource: "*" } as const satisfies Grant<IngestResource>;
+
+/**
+ * Fleet mode (`gpu.capacity.mode: fleet`): "can start the GPU" is "can raise this stack's group's
+ * desired capacity" (fleet.ts ensureFleetCapacity), replacing the GPU EC2 policy.
+ */
+export const FLEET_CAPACITY_GRANTS = [
+  { sid: "RaiseGpuGroupCapacity", actions: ["autoscaling:SetDesiredCapacity"], resource: "stack-gpu-group" },
+  describeGroups,
+] as const satisfies readonly Grant<IngestResource>[];
+
+/** Fleet mode's window consumer: is anything in service (else retry soon); quarantine; retry soon. */
+export const FLEET_WINDOW_GRANTS = [
+  describeGroups,
+  quarantineMalformed,
+  { sid: "RetryWindowSoon", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-queue" },
+] as const satisfies readonly Grant<IngestResource>[];
+
+/** Fleet mode's DLQ consumer: park and quarantine as in instance mode, plus the capacity grants (no SSM id: the group is the address). */
+export const FLEET_DLQ_INLINE_GRANTS = [
+  { sid: "ParkDlqMessage", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-dlq" },
+  quarantineMalformed,
+] as const satisfies readonly Grant<IngestResource>[];
+
+export const FLEET_DLQ_GRANTS: readonly Grant<IngestResource>[] = [...FLEET_DLQ_INLINE_GRANTS, ...FLEET_CAPACITY_GRANTS];
+
+/**
+ * The fleet's scaler (scaler-handler.ts): the group, its members' addresses, the two queues' depths;
+ * it sets protection, desired capacity and its scale-out stamp on this stack's group only.
+ */
+export const SCALER_GRANTS = [
+  describeGroups,
+  describeInstances,
+  { sid: "ReadIngestDepth", actions: ["sqs:GetQueueAttributes"], resource: "ingest-queues" },
+  {
+    sid: "SizeStackGpuGroup",
+    actions: ["autoscaling:CreateOrUpdateTags", "autoscaling:SetDesiredCapacity", "autoscaling:SetInstanceProtection"],
+    resource: "stack-gpu-group",
+  },
+] as const satisfies readonly Grant<IngestResource>[];
+
+export const SCALER_IAM_ACTIONS: readonly string[] = calledActions(SCALER_GRANTS);
+export const FLEET_WINDOW_IAM_ACTIONS: readonly string[] = calledActions(FLEET_WINDOW_GRANTS);
+export const FLEET_DLQ_IAM_ACTIONS: readonly string[] = calledActions(FLEET_DLQ_GRANTS);

@@ -1,3 +1,4 @@
+import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
@@ -10,6 +11,7 @@ import { gpuServiceUrlFor } from "./deliver-window";
 const ssm = new SSMClient({});
 const ec2 = new EC2Client({});
 const sqs = new SQSClient({});
+const autoscaling = new AutoScalingClient({});
 
 /** The real clients and telemetry every ingest entry point runs with; tests build their own. */
 export function runtimeClients<C>(config: C) {
@@ -17,6 +19,7 @@ export function runtimeClients<C>(config: C) {
     ssm,
     ec2,
     sqs,
+    autoscaling,
     fetch: (url: string, init: RequestInit) => fetch(url, init),
     config,
     logger: createLogger(),
@@ -24,7 +27,17 @@ export function runtimeClients<C>(config: C) {
   };
 }
 
-/** runtimeClients, plus the GPU service's window URL the consumers post to. */
+/** The fleet target when the config names a group and its load balancer (fleet mode), else undefined (one instance). */
+export function fleetTargetOf(config: Pick<GpuConfig, "fleetGroupName" | "fleetServiceHost">, client: AutoScalingClient = autoscaling) {
+  if (config.fleetGroupName === undefined && config.fleetServiceHost === undefined) return undefined;
+  if (config.fleetGroupName === undefined || config.fleetServiceHost === undefined) {
+    throw new Error("GPU_FLEET_GROUP_NAME and GPU_FLEET_SERVICE_HOST are set together (fleet mode) or not at all (one instance)");
+  }
+  return { autoscaling: client, groupName: config.fleetGroupName, serviceHost: config.fleetServiceHost };
+}
+
+/** runtimeClients, plus the GPU service's window URL the consumers post to, and the fleet in fleet mode. */
 export function runtimeDeps<C extends GpuConfig>(config: C) {
-  return { ...runtimeClients(config), gpuServiceUrl: gpuServiceUrlFor(config) };
+  const fleet = fleetTargetOf(config);
+  return { ...runtimeClients(config), gpuServiceUrl: gpuServiceUrlFor(config), ...(fleet ? { fleet } : {}) };
 }

@@ -11,6 +11,7 @@ import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type GpuAddress, resolveGpuAddress } from "./gpu";
 import { stillBooting } from "./park";
 import type { FetchFn } from "./gpu-http";
+import type { FleetTarget } from "./fleet";
 import { parseWindowPayload } from "./payload";
 import { changeVisibilityInBatches } from "./visibility";
 
@@ -23,6 +24,8 @@ export interface WindowHandlerDeps {
   config: WindowConfig;
   logger: StepLogger;
   metrics: MetricsSink;
+  /** Fleet mode: the group and its load balancer stand in for the single instance (fleet.ts). */
+  fleet?: FleetTarget;
   /** Epoch milliseconds; injectable so tests control the boot grace. */
   now?: () => number;
 }

@@ -3,7 +3,7 @@
  * and their env built with the function's own codec. Tests spread a sample's env and override a variable.
  */
 import { HOUSEKEEPING_ENV, TERMINATION_ENV } from "../../../functions/fleet/env";
-import { DLQ_ENV, IDLE_ENV, WINDOW_ENV } from "../../../functions/ingest/env";
+import { DLQ_ENV, IDLE_ENV, SCALER_ENV, WINDOW_ENV } from "../../../functions/ingest/env";
 import { REFILL_ENV } from "../../../functions/pool/env";
 import { LAUNCHER_ENV } from "../../../functions/retraining/env";
 import type { EnvCodec, EnvFields } from "../../../functions/shared/env";
@@ -42,6 +42,22 @@ export const ENV_SAMPLES: Case[] = [
       bootParkSeconds: 10,
       capacityRetrySeconds: 120,
       bootGraceSeconds: 600,
+    },
+  },
+  {
+    name: "ingest GPU fleet scaler",
+    codec: SCALER_ENV,
+    values: {
+      fleetGroupName: "encache-gpu-fleet-prod",
+      servicePort: 8080,
+      statusPath: "/status",
+      requestTimeoutMs: 10_000,
+      idleStopMinutes: 30,
+      holdTag: "encache:gpu-hold",
+      windowsPerInstance: 500,
+      scaleInCooldownSeconds: 600,
+      ingestQueueUrl: URL,
+      dlqUrl: URL,
     },
   },
   {
