@@ -122,6 +122,36 @@ function computeAnswers(region: string): Record<string, Answerer> {
       const id = hexId("sg", args);
       return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:security-group/${id}` });
     },
+    // Elastic Load Balancing v2: ARNs and the DNS name as AWS forms them for an internal ALB.
+    "aws:lb/loadBalancer:LoadBalancer": (args, state) => {
+      const name = physicalName(args);
+      const hex = shortHash(pulumi.getStack(), args.type, args.name).slice(0, 16);
+      const arn = `arn:aws:elasticloadbalancing:${region}:${acct}:loadbalancer/app/${name}/${hex}`;
+      return state(arn, {
+        name,
+        arn,
+        arnSuffix: `app/${name}/${hex}`,
+        dnsName: `internal-${name}-${parseInt(hex.slice(0, 8), 16)}.${region}.elb.amazonaws.com`,
+        zoneId: "Z35SXDOTRQ7X7K",
+      });
+    },
+    "aws:lb/targetGroup:TargetGroup": (args, state) => {
+      const name = physicalName(args);
+      const hex = shortHash(pulumi.getStack(), args.type, args.name).slice(0, 16);
+      const arn = `arn:aws:elasticloadbalancing:${region}:${acct}:targetgroup/${name}/${hex}`;
+      return state(arn, { name, arn, arnSuffix: `targetgroup/${name}/${hex}` });
+    },
+    "aws:lb/listener:Listener": (args, state) => {
+      const hex = shortHash(pulumi.getStack(), args.type, args.name).slice(0, 16);
+      const arn = `${String((args.inputs as Record<string, unknown>).loadBalancerArn).replace(":loadbalancer/", ":listener/")}/${hex}`;
+      return state(arn, { arn });
+    },
+    "aws:autoscaling/group:Group": (args, state) => {
+      const name = physicalName(args);
+      const id = shortHash(pulumi.getStack(), args.type, args.name).slice(0, 32);
+      const uuid = `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20, 32)}`;
+      return state(name, { name, arn: `arn:aws:autoscaling:${region}:${acct}:autoScalingGroup:${uuid}:autoScalingGroupName/${name}`, desiredCapacity: 0 });
+    },
     "aws:ec2/launchTemplate:LaunchTemplate": (args, state) => {
       const id = hexId("lt", args);
       return state(id, { name: physicalName(args), arn: `arn:aws:ec2:${region}:${acct}:launch-template/${id}`, latestVersion: 1, defaultVersion: 1 });

@@ -212,7 +212,8 @@ export async function lookupGpu(deps: GpuLookupDeps): Promise<{ address: GpuAddr
 /** Like findRunningGpu, but no running GPU is an error: the caller's records must be retried. */
 export async function resolveGpuAddress(deps: GpuLookupDeps): Promise<GpuAddress> {
   const address = await findRunningGpu(deps);
-  if (!address) throw new GpuUnavailableError(deps.fleet ? `no GPU in service in group ${deps.fleet.groupName}` : "no running GPU instance (checked SSM id and Name tag)");
+  if (!address)
+    throw new GpuUnavailableError(deps.fleet ? `no GPU in service in group ${deps.fleet.groupName}` : "no running GPU instance (checked SSM id and Name tag)");
   return address;
 }
 

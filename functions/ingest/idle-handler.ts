@@ -47,7 +47,10 @@ async function check(deps: IdleHandlerDeps, nowMs: number): Promise<void> {
     return;
   }
   const hold = instance.Tags?.find((t) => t.Key === deps.config.holdTag)?.Value;
-  const [queued, status] = await Promise.all([queuedWindows(deps.sqs, ingestQueues(deps)), serviceStatus(deps, { instanceId: instance.InstanceId, privateIp: instance.PrivateIpAddress })]);
+  const [queued, status] = await Promise.all([
+    queuedWindows(deps.sqs, ingestQueues(deps)),
+    serviceStatus(deps, { instanceId: instance.InstanceId, privateIp: instance.PrivateIpAddress }),
+  ]);
   const decision = idleDecision({ state, launchTime: instance.LaunchTime, hold, queued, status, nowMs, idleStopMinutes: deps.config.idleStopMinutes });
   deps.metrics.addMetric("GpuIdleMinutes", MetricUnit.Count, Math.floor(decision.idleSeconds / 60));
   logStep(deps.logger, "info", "gpu_idle_check", {

@@ -121,11 +121,24 @@ async function setDesired(deps: ScalerHandlerDeps, group: FleetGroup, decision: 
     // Written before the change: a scale-out whose tag failed would otherwise cool down from an older one.
     await deps.autoscaling.send(
       new CreateOrUpdateTagsCommand({
-        Tags: [{ ResourceId: group.name, ResourceType: "auto-scaling-group", Key: SCALED_OUT_AT_TAG, Value: new Date(nowMs).toISOString(), PropagateAtLaunch: false }],
+        Tags: [
+          {
+            ResourceId: group.name,
+            ResourceType: "auto-scaling-group",
+            Key: SCALED_OUT_AT_TAG,
+            Value: new Date(nowMs).toISOString(),
+            PropagateAtLaunch: false,
+          },
+        ],
       }),
     );
   }
   await deps.autoscaling.send(new SetDesiredCapacityCommand({ AutoScalingGroupName: group.name, DesiredCapacity: decision.desired, HonorCooldown: false }));
-  logStep(deps.logger, "info", "gpu_fleet_desired_set", { group: group.name, previous_desired: group.desired, desired: decision.desired, reason: decision.reason });
+  logStep(deps.logger, "info", "gpu_fleet_desired_set", {
+    group: group.name,
+    previous_desired: group.desired,
+    desired: decision.desired,
+    reason: decision.reason,
+  });
   countOne(deps.metrics, down ? "GpuFleetScaledIn" : "GpuFleetScaledOut");
 }

@@ -44,8 +44,10 @@ export interface DashboardSpec {
   /** DLQs and terminal queues: anything visible there needs a human. */
   deadLetterQueues: DashboardQueue[];
   ingest: {
-    /** The GPU instance (AWS/EC2 CPUUtilization). */
-    gpuInstanceId: string;
+    /** The single GPU instance (AWS/EC2 CPUUtilization); absent in fleet mode. */
+    gpuInstanceId?: string;
+    /** Fleet mode: the group (AWS/AutoScaling group metrics) and the scaler's service (backlog, scale-outs and -ins). */
+    gpuFleet?: { groupName: string; scalerService: string };
     /** The window consumer's service: deliveries to the GPU. */
     windowService: string;
     /** The DLQ consumer's service: parks and GPU starts. */
@@ -246,11 +248,12 @@ function queueRow(s: DashboardSpec): WidgetContent[] {
  * checker's GpuRunning gauge, 1 or 0 at each check), CPU, starts and stops, idle minutes.
  */
 function gpuRow(s: DashboardSpec): WidgetContent[] {
-  const { gpuInstanceId, dlqService, gpuIdleService: idle } = s.ingest;
+  const { gpuInstanceId, dlqService, gpuIdleService: idle, gpuFleet } = s.ingest;
   const period = EMF_PERIOD_SECONDS;
   const starts = [emf("Ingest", dlqService, "GpuAutostartAttempted"), emf("Ingest", dlqService, "GpuStartInsufficientCapacity")];
+  if (gpuFleet) return fleetRow(s, gpuFleet, starts);
   // Detailed monitoring is on (GpuInstance), so EC2 publishes CPU every minute.
-  const cpu = graph(s.region, "GPU CPU (%)", [metric("AWS/EC2", "CPUUtilization", { InstanceId: gpuInstanceId }, { label: "CPUUtilization" })], {
+  const cpu = graph(s.region, "GPU CPU (%)", [metric("AWS/EC2", "CPUUtilization", { InstanceId: gpuInstanceId ?? "" }, { label: "CPUUtilization" })], {
     stat: "Average",
     period: 60,
     width: 6,
@@ -267,6 +270,29 @@ function gpuRow(s: DashboardSpec): WidgetContent[] {
     cpu,
     graph(s.region, "GPU starts and stops", [...starts, emf("Ingest", idle, "GpuStopped")], { stat: "Sum", period, width: 6 }),
     graph(s.region, "GPU idle minutes", [emf("Ingest", idle, "GpuIdleMinutes")], { stat: "Maximum", period, width: 6 }),
+  ];
+}
+
+/**
+ * The GPU fleet: instances in service against desired capacity (the group publishes them:
+ * `enabledMetrics`), the backlog the scaler sized it from, and its scale-outs and -ins.
+ */
+function fleetRow(s: DashboardSpec, fleet: { groupName: string; scalerService: string }, starts: MetricRow[]): WidgetContent[] {
+  const period = EMF_PERIOD_SECONDS;
+  const group = (name: string) => metric("AWS/AutoScaling", name, { AutoScalingGroupName: fleet.groupName }, { label: name });
+  return [
+    graph(s.region, "GPU fleet: in service and desired", [group("GroupInServiceInstances"), group("GroupDesiredCapacity"), group("GroupPendingInstances")], {
+      stat: "Maximum",
+      period: 60,
+      width: 8,
+    }),
+    graph(s.region, "GPU fleet backlog (windows)", [emf("Ingest", fleet.scalerService, "GpuFleetBacklog")], { stat: "Maximum", period, width: 8 }),
+    graph(
+      s.region,
+      "GPU fleet scale-outs and scale-ins",
+      [...starts, emf("Ingest", fleet.scalerService, "GpuFleetScaledOut"), emf("Ingest", fleet.scalerService, "GpuFleetScaledIn")],
+      { stat: "Sum", period, width: 8 },
+    ),
   ];
 }
 

@@ -15,8 +15,87 @@ const positiveInt = (max: number) => z.number().int().min(1).max(max);
 /** The ingest consumers' sizing: memory and batching window default, the rest is per stack. */
 const ingestConsumerSchema = consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0 });
 
+/**
+ * `encache:gpu.capacity.fleet`: the GPU tier as an EC2 Auto Scaling group behind an internal load
+ * balancer (docs/parts/ingest.md, "The fleet"). Desired capacity belongs to the scaler, never to
+ * Pulumi: it follows the backlog, from 0 to maxSize.
+ */
+export const gpuFleetSchema = z
+  .object({
+    /** Instances at most; the group's min is 0 (it scales to zero when idle). */
+    maxSize: z.number().int().min(1).max(100),
+    /**
+     * Instance types the group may launch, in order of preference; several give Spot more pools to draw from.
+     * @default [gpu.instanceType]
+     */
+    instanceTypes: z.array(z.string().regex(INSTANCE_TYPE_PATTERN, "must be EC2 instance types such as g5.xlarge")).min(1).max(20).optional(),
+    /** On-demand instances before any Spot. */
+    onDemandBaseCapacity: z.number().int().min(0).default(0),
+    /** Percent of the capacity above the base that runs on Spot (0: on-demand only). */
+    spotPercent: z.number().int().min(0).max(100).default(0),
+    /** How Spot picks its pools: capacity first (fewer interruptions), or price and capacity. */
+    spotAllocationStrategy: z.enum(["capacity-optimized", "price-capacity-optimized"]).default("capacity-optimized"),
+    /**
+     * Spot's discount on the on-demand price, 0–0.95, for the local run's cost figures only (AWS bills
+     * the market price). No default: a cost table must not rest on a number nobody chose.
+     */
+    spotDiscount: z.number().min(0).max(0.95).optional(),
+    /**
+     * Stopped instances kept ready, so a scale-out from zero pays a start, not a boot. On-demand only:
+     * AWS refuses a warm pool on a group with a mixed instances policy or Spot (PutWarmPool).
+     */
+    warmPool: z.object({ minSize: z.number().int().min(0).max(100).default(1) }).optional(),
+    /** Windows one instance works through per scale-check: desired = ceil(backlog / this). */
+    windowsPerInstance: z.number().int().min(1).max(1_000_000),
+    /** A scale-in waits this long after the last scale-out (a backlog that dips between bursts keeps its instances). */
+    scaleInCooldownSeconds: z.number().int().min(0).max(86_400).default(600),
+    /** How often the scaler sizes the group, in minutes (it also does the idle stop). */
+    scaleCheckMinutes: z.number().int().min(1).max(60).default(1),
+    /**
+     * How long a leaving instance drains: the load balancer's deregistration delay and the terminate
+     * lifecycle hook's timeout. At most 110, so a Spot interruption's two minutes cover it.
+     */
+    drainSeconds: z.number().int().min(10).max(110, "must be at most 110: a Spot interruption gives two minutes").default(90),
+  })
+  .superRefine((f, ctx) => {
+    if (f.warmPool && f.spotPercent > 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["warmPool"],
+        message: `cannot be set with spotPercent ${f.spotPercent}: AWS refuses a warm pool on a group with a mixed instances policy or Spot instances (PutWarmPool); drop one of the two`,
+      });
+    }
+    if (f.onDemandBaseCapacity > f.maxSize) {
+      ctx.addIssue({ code: "custom", path: ["onDemandBaseCapacity"], message: `must be at most maxSize (${f.maxSize})` });
+    }
+    if (f.spotPercent > 0 && f.spotDiscount === undefined) {
+      ctx.addIssue({ code: "custom", path: ["spotDiscount"], message: "is required with Spot (spotPercent > 0): the cost figures need it" });
+    }
+  });
+export type GpuFleetConfig = z.output<typeof gpuFleetSchema>;
+
+/** `encache:gpu.capacity`: one instance (the default, as before) or the fleet. */
+export const gpuCapacitySchema = z
+  .object({
+    /** `instance`: one GPU, started by the DLQ consumer and stopped when idle. `fleet`: an Auto Scaling group. */
+    mode: z.enum(["instance", "fleet"]).default("instance"),
+    fleet: gpuFleetSchema.optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (c.mode === "fleet" && c.fleet === undefined) ctx.addIssue({ code: "custom", path: ["fleet"], message: "is required when mode is fleet" });
+    if (c.mode === "instance" && c.fleet !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["mode"], message: "is instance, but gpu.capacity.fleet is set: set mode to fleet, or drop the fleet block" });
+    }
+  });
+export type GpuCapacityConfig = z.output<typeof gpuCapacitySchema>;
+
 export const gpuConfigSchema = z
   .object({
+    /**
+     * One instance or an Auto Scaling fleet.
+     * @default { mode: "instance" }
+     */
+    capacity: gpuCapacitySchema.default({ mode: "instance" }),
     /** EC2 instance type of the GPU worker. */
     instanceType: z.string().regex(INSTANCE_TYPE_PATTERN, "must be an EC2 instance type such as g5.xlarge"),
     /**
@@ -158,11 +237,15 @@ export const IDLE_CONSUMER = { timeoutSeconds: 30, memoryMb: 256, batchSize: 1, 
 /** The idle-check queue's visibility (and its DLQ's): what its consumer needs. */
 export const GPU_IDLE_QUEUE_VISIBILITY_SECONDS = requiredVisibilityTimeoutSeconds(IDLE_CONSUMER.timeoutSeconds, IDLE_CONSUMER.batchingWindowSeconds);
 
-/** The ingest part's source queues (`ingest`, and `ingest-gpu-idle` while the idle stop is on), with the keys behind their numbers. Pure. */
+/**
+ * The ingest part's source queues (`ingest`; `ingest-gpu-idle` while the single GPU's idle stop is
+ * on, or `ingest-gpu-scaler` in fleet mode), with the keys behind their numbers. Pure.
+ */
 export function ingestQueueBudgets(c: {
   ingest: Pick<IngestConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">;
-  gpu: Pick<GpuConfig, "idleStopMinutes">;
+  gpu: Pick<GpuConfig, "idleStopMinutes"> & { capacity?: Pick<GpuCapacityConfig, "mode"> };
 }): QueueBudget[] {
+  const fleet = c.gpu.capacity?.mode === "fleet";
   return [
     {
       queue: "ingest",
@@ -172,15 +255,15 @@ export function ingestQueueBudgets(c: {
       visibilityFrom: "ingest.queueVisibilityTimeoutSeconds",
       path: ["ingest", "messageRetentionSeconds"],
     },
-    ...(c.gpu.idleStopMinutes > 0
+    ...(fleet || c.gpu.idleStopMinutes > 0
       ? [
           {
-            queue: "ingest-gpu-idle",
+            queue: fleet ? "ingest-gpu-scaler" : "ingest-gpu-idle",
             retentionSeconds: managedQueueDefaults.messageRetentionSeconds,
             retentionFrom: "the ManagedQueue default",
             visibilitySeconds: GPU_IDLE_QUEUE_VISIBILITY_SECONDS,
-            visibilityFrom: "the idle check's fixed sizing",
-            path: ["gpu", "idleStopMinutes"],
+            visibilityFrom: fleet ? "the scaler's fixed sizing" : "the idle check's fixed sizing",
+            path: fleet ? ["gpu", "capacity"] : ["gpu", "idleStopMinutes"],
           },
         ]
       : []),

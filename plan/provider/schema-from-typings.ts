@@ -41,6 +41,7 @@ export interface TypeSchema {
 export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:appautoscaling/policy:Policy": "internal/service/appautoscaling/policy.go",
   "aws:appautoscaling/target:Target": "internal/service/appautoscaling/target.go",
+  "aws:autoscaling/group:Group": "internal/service/autoscaling/group.go",
   "aws:cloudwatch/dashboard:Dashboard": "internal/service/cloudwatch/dashboard.go",
   "aws:cloudwatch/eventTarget:EventTarget": "internal/service/events/target.go",
   "aws:cloudwatch/logGroup:LogGroup": "internal/service/logs/group.go",
@@ -62,6 +63,9 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:iam/role:Role": "internal/service/iam/role.go",
   "aws:iam/rolePolicy:RolePolicy": "internal/service/iam/role_policy.go",
   "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "internal/service/iam/role_policy_attachment.go",
+  "aws:lb/listener:Listener": "internal/service/elbv2/listener.go",
+  "aws:lb/loadBalancer:LoadBalancer": "internal/service/elbv2/load_balancer.go",
+  "aws:lb/targetGroup:TargetGroup": "internal/service/elbv2/target_group.go",
   "aws:lambda/eventSourceMapping:EventSourceMapping": "internal/service/lambda/event_source_mapping.go",
   "aws:lambda/function:Function": "internal/service/lambda/function.go",
   "aws:lambda/permission:Permission": "internal/service/lambda/permission.go",

@@ -99,6 +99,67 @@ describe("stack config (infra/config.ts)", () => {
       reason: /must be one of email, email-json, https, lambda, sms/,
     },
   ];
+  const FLEET = { maxSize: 4, windowsPerInstance: 500, spotPercent: 50, spotDiscount: 0.6 };
+  rejected.push(
+    {
+      case: "fleet mode without its fleet block",
+      path: "gpu.capacity",
+      value: { mode: "fleet" },
+      key: "encache:gpu.capacity.fleet",
+      reason: /required when mode is fleet/,
+    },
+    {
+      case: "a fleet block in instance mode",
+      path: "gpu.capacity",
+      value: { mode: "instance", fleet: FLEET },
+      key: "encache:gpu.capacity.mode",
+      reason: /set mode to fleet, or drop the fleet block/,
+    },
+    {
+      case: "a warm pool with Spot, which AWS refuses (PutWarmPool)",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, warmPool: { minSize: 1 } } },
+      key: "encache:gpu.capacity.fleet.warmPool",
+      reason: /AWS refuses a warm pool on a group with a mixed instances policy or Spot/,
+    },
+    {
+      case: "Spot without the discount the cost figures need",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, spotPercent: 50 } },
+      key: "encache:gpu.capacity.fleet.spotDiscount",
+      reason: /required with Spot/,
+    },
+    {
+      case: "an on-demand base above maxSize",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, onDemandBaseCapacity: 5 } },
+      key: "encache:gpu.capacity.fleet.onDemandBaseCapacity",
+      reason: /at most maxSize \(4\)/,
+    },
+    {
+      case: "a drain longer than a Spot interruption's two minutes",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, drainSeconds: 120 } },
+      key: "encache:gpu.capacity.fleet.drainSeconds",
+      reason: /two minutes/,
+    },
+  );
+
+  it("defaults the GPU capacity to one instance, and fills the fleet's defaults in fleet mode", () => {
+    expect(parseStackConfig(devConfig()).gpu.capacity).to.deep.equal({ mode: "instance" });
+    const fleet = parseStackConfig(withValue(devConfig(), "gpu.capacity", { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, warmPool: {} } })).gpu
+      .capacity;
+    expect(fleet.fleet).to.deep.include({
+      onDemandBaseCapacity: 0,
+      spotPercent: 0,
+      spotAllocationStrategy: "capacity-optimized",
+      scaleInCooldownSeconds: 600,
+      scaleCheckMinutes: 1,
+      drainSeconds: 90,
+      warmPool: { minSize: 1 },
+    });
+  });
+
   for (const c of rejected) {
     it(`rejects ${c.case}, naming ${c.key}`, () => {
       const err = configError(withValue(devConfig(), c.path, c.value));

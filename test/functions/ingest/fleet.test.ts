@@ -35,8 +35,20 @@ function fleetWorld(group: { desired: number; max?: number; inService?: string[]
               HealthCheckType: "ELB",
               CreatedTime: new Date(0),
               Instances: [
-                ...(group.inService ?? []).map((id) => ({ InstanceId: id, LifecycleState: "InService" as const, ProtectedFromScaleIn: true, AvailabilityZone: "us-east-1a", HealthStatus: "Healthy" })),
-                ...(group.pending ?? []).map((id) => ({ InstanceId: id, LifecycleState: "Pending" as const, ProtectedFromScaleIn: false, AvailabilityZone: "us-east-1a", HealthStatus: "Healthy" })),
+                ...(group.inService ?? []).map((id) => ({
+                  InstanceId: id,
+                  LifecycleState: "InService" as const,
+                  ProtectedFromScaleIn: true,
+                  AvailabilityZone: "us-east-1a",
+                  HealthStatus: "Healthy",
+                })),
+                ...(group.pending ?? []).map((id) => ({
+                  InstanceId: id,
+                  LifecycleState: "Pending" as const,
+                  ProtectedFromScaleIn: false,
+                  AvailabilityZone: "us-east-1a",
+                  HealthStatus: "Healthy",
+                })),
               ],
               Tags: [{ Key: "encache:gpu-hold", Value: "true", ResourceId: GROUP, ResourceType: "auto-scaling-group", PropagateAtLaunch: false }],
             },
@@ -56,7 +68,10 @@ describe("ingest/fleet (fleet mode)", () => {
       const group = await describeFleet(w.target.autoscaling, GROUP);
       expect(group).to.deep.include({ name: GROUP, desired: 2, min: 0, max: 4, tags: { "encache:gpu-hold": "true" } });
       expect(group.inService.map((i) => i.instanceId)).to.deep.equal(["i-1"]);
-      expect(group.instances.map((i) => `${i.instanceId}:${i.lifecycleState}:${i.protectedFromScaleIn}`)).to.deep.equal(["i-1:InService:true", "i-2:Pending:false"]);
+      expect(group.instances.map((i) => `${i.instanceId}:${i.lifecycleState}:${i.protectedFromScaleIn}`)).to.deep.equal([
+        "i-1:InService:true",
+        "i-2:Pending:false",
+      ]);
     });
 
     it("throws FleetGroupNotFoundError for a group Auto Scaling does not know", async () => {
@@ -75,7 +90,13 @@ describe("ingest/fleet (fleet mode)", () => {
       ["desired 1, nothing in service yet: left alone", { desired: 1, pending: ["i-1"] }, undefined, "skipped", 0],
       ["desired 3 (the scaler's): never lowered to 1", { desired: 3, inService: ["i-1"] }, undefined, "skipped", 0],
       ["max 0: nothing may run", { desired: 0, max: 0 }, undefined, "insufficient_capacity", 0],
-      ["a scaling activity in progress: retried soon", { desired: 0 }, (w) => w.asMock.on(SetDesiredCapacityCommand).rejects(asError("ScalingActivityInProgressFault")), "stopping", 1],
+      [
+        "a scaling activity in progress: retried soon",
+        { desired: 0 },
+        (w) => w.asMock.on(SetDesiredCapacityCommand).rejects(asError("ScalingActivityInProgressFault")),
+        "stopping",
+        1,
+      ],
       ["SetDesiredCapacity refused otherwise", { desired: 0 }, (w) => w.asMock.on(SetDesiredCapacityCommand).rejects(asError("AccessDenied")), "failed", 1],
       ["DescribeAutoScalingGroups fails", { desired: 0 }, (w) => w.asMock.on(DescribeAutoScalingGroupsCommand).rejects(asError("Throttling")), "failed", 0],
       ["the group does not exist", "missing", undefined, "failed", 0],
@@ -111,7 +132,9 @@ describe("ingest/fleet (fleet mode)", () => {
       expect(t.ec2Mock.commandCalls(StartInstancesCommand)).to.have.length(0);
       expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(0);
       expect(t.ssmMock.commandCalls(GetParameterCommand)).to.have.length(0);
-      expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand)[0]?.args[0].input.Entries?.[0]?.VisibilityTimeout).to.equal(t.deps.config.bootParkSeconds);
+      expect(t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand)[0]?.args[0].input.Entries?.[0]?.VisibilityTimeout).to.equal(
+        t.deps.config.bootParkSeconds,
+      );
       expect(t.logger.steps()).to.include("gpu_fleet_capacity_raised");
     });
 
@@ -159,7 +182,10 @@ describe("ingest/fleet (fleet mode)", () => {
   });
 
   it("the fleet grants name exactly the Auto Scaling calls the consumers make", () => {
-    expect(FLEET_DLQ_IAM_ACTIONS.filter((a) => a.startsWith("autoscaling:")).sort()).to.deep.equal(["autoscaling:DescribeAutoScalingGroups", "autoscaling:SetDesiredCapacity"]);
+    expect(FLEET_DLQ_IAM_ACTIONS.filter((a) => a.startsWith("autoscaling:")).sort()).to.deep.equal([
+      "autoscaling:DescribeAutoScalingGroups",
+      "autoscaling:SetDesiredCapacity",
+    ]);
     expect(FLEET_WINDOW_IAM_ACTIONS.filter((a) => a.startsWith("autoscaling:"))).to.deep.equal(["autoscaling:DescribeAutoScalingGroups"]);
     expect(FLEET_DLQ_IAM_ACTIONS).to.not.include("ssm:GetParameter");
     expect(FLEET_DLQ_IAM_ACTIONS).to.not.include("ec2:StartInstances");

@@ -31,7 +31,11 @@ describe("ingest/scale-decision (pure)", () => {
   describe("desired capacity", () => {
     const cases: Array<[string, Partial<ScaleInput>, { desired: number; reason: string }]> = [
       ["from zero, one window queued: one instance", { backlog: 1, group: { desired: 0, min: 0, max: 4 }, members: [] }, { desired: 1, reason: "scale_out" }],
-      ["from zero, 1,501 windows: ceil(1501 / 500) = 4", { backlog: 1501, group: { desired: 0, min: 0, max: 4 }, members: [] }, { desired: 4, reason: "scale_out" }],
+      [
+        "from zero, 1,501 windows: ceil(1501 / 500) = 4",
+        { backlog: 1501, group: { desired: 0, min: 0, max: 4 }, members: [] },
+        { desired: 4, reason: "scale_out" },
+      ],
       ["3,000 windows, max 4: bounded by max", { backlog: 3000 }, { desired: 4, reason: "scale_out" }],
       ["3,000 windows, max 1: stays at the one", { backlog: 3000, group: { desired: 1, min: 0, max: 1 } }, { desired: 1, reason: "steady" }],
       ["500 windows on one instance: steady", { backlog: 500 }, { desired: 1, reason: "steady" }],

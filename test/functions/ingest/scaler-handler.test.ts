@@ -76,7 +76,13 @@ function harness(w: World) {
           AvailabilityZone: "us-east-1a",
           HealthStatus: "Healthy",
         })),
-        Tags: Object.entries(w.tags ?? {}).map(([Key, Value]) => ({ Key, Value, ResourceId: GROUP, ResourceType: "auto-scaling-group", PropagateAtLaunch: false })),
+        Tags: Object.entries(w.tags ?? {}).map(([Key, Value]) => ({
+          Key,
+          Value,
+          ResourceId: GROUP,
+          ResourceType: "auto-scaling-group",
+          PropagateAtLaunch: false,
+        })),
       },
     ],
   });
@@ -90,7 +96,9 @@ function harness(w: World) {
   sqsMock.on(GetQueueAttributesCommand).callsFake((input: GetQueueAttributesCommandInput) => {
     if (input.QueueUrl === QUEUE) looks += 1;
     const visible = input.QueueUrl !== QUEUE ? 0 : looks > 1 ? (w.backlogBeforeZero ?? w.backlog ?? 0) : (w.backlog ?? 0);
-    return { Attributes: { ApproximateNumberOfMessages: String(visible), ApproximateNumberOfMessagesNotVisible: "0", ApproximateNumberOfMessagesDelayed: "0" } };
+    return {
+      Attributes: { ApproximateNumberOfMessages: String(visible), ApproximateNumberOfMessagesNotVisible: "0", ApproximateNumberOfMessagesDelayed: "0" },
+    };
   });
   const fetched: string[] = [];
   const byIp = new Map(members.map((m) => [m.ip, m]));

@@ -8,6 +8,7 @@ type Components = {
   mq: typeof import("../../../infra/components/managed-queue");
   qc: typeof import("../../../infra/components/queue-consumer");
   gpu: typeof import("../../../infra/components/gpu-instance");
+  fleet: typeof import("../../../infra/components/gpu-fleet");
   alerts: typeof import("../../../infra/components/alert-topic");
   bundle: typeof import("../../../infra/bundle");
   cluster: typeof import("../../../infra/components/fargate-cluster");
@@ -31,6 +32,7 @@ describe("components under Pulumi mocks (in process)", function () {
       mq: await import("../../../infra/components/managed-queue.js"),
       qc: await import("../../../infra/components/queue-consumer.js"),
       gpu: await import("../../../infra/components/gpu-instance.js"),
+      fleet: await import("../../../infra/components/gpu-fleet.js"),
       alerts: await import("../../../infra/components/alert-topic.js"),
       bundle: await import("../../../infra/bundle.js"),
       cluster: await import("../../../infra/components/fargate-cluster.js"),
@@ -123,6 +125,36 @@ describe("components under Pulumi mocks (in process)", function () {
       [["ssm:UpdateInstanceInformation"], "arn:aws:ec2:us-east-1:123456789012:instance/*"],
       [["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"], "*"],
     ]);
+  });
+
+  it("GpuFleet leaves desired capacity to the scaler (ignored after creation, never waited for) and names its children after itself", async () => {
+    // Prepare / Act
+    const f = new c.fleet.GpuFleet("fleet-a", {
+      groupName: "encache-gpu-fleet-unit",
+      instanceTypes: ["g5.xlarge"],
+      maxSize: 2,
+      warmPool: { minSize: 1 },
+      vpcId: "vpc-1",
+      subnetIds: ["subnet-1", "subnet-2"],
+      instanceSecurityGroupId: "sg-gpu",
+      loadBalancerSecurityGroupId: "sg-lb",
+      servicePort: 8080,
+      statusPath: "/status",
+      drainSeconds: 60,
+      environment: "unit",
+    });
+    const [host, groupName] = await Promise.all([promiseOf(f.serviceHost), promiseOf(f.group.name)]);
+    const resources = await recorder.settle();
+    // Assess
+    const group = resources.find((r) => r.type === "aws:autoscaling/group:Group" && r.name === "fleet-a");
+    expect(group?.ignoreChanges).to.deep.equal(["desiredCapacity"]);
+    expect(group?.inputs).to.deep.include({ waitForCapacityTimeout: "0", capacityRebalance: false, warmPool: { poolState: "Stopped", minSize: 1 } });
+    expect(group?.inputs.mixedInstancesPolicy).to.equal(undefined);
+    expect(groupName).to.equal("encache-gpu-fleet-unit");
+    expect(host).to.match(/^internal-fleet-a-lb-/);
+    const children = resources.filter((r) => r.parent?.includes("GpuFleet::fleet-a")).map((r) => r.name);
+    expect(children.every((n) => n.startsWith("fleet-a"))).to.equal(true);
+    expect(children).to.include.members(["fleet-a-lt", "fleet-a-lb", "fleet-a-tg", "fleet-a-listener", "fleet-a-role", "fleet-a-profile"]);
   });
 
   describe("AlertTopic: every subscription it accepts can deliver", () => {

@@ -1,0 +1,285 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { ENVIRONMENT_TAG } from "../../policy/contract";
+import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
+import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import { amiResolvedAtLaunch } from "./pool-launch-template";
+
+export interface GpuFleetArgs {
+  /** The group's name: the consumers and the scaler find it by it, and their grants name it. */
+  groupName: string;
+  /** Instance types, in order of preference (the first is the launch template's). */
+  instanceTypes: string[];
+  /** Instances at most; the group's min is 0. */
+  maxSize: number;
+  /**
+   * On-demand instances before any Spot.
+   * @default 0
+   */
+  onDemandBaseCapacity?: number;
+  /**
+   * Percent of the capacity above the base that runs on Spot; 0 declares no mixed instances policy.
+   * @default 0
+   */
+  spotPercent?: number;
+  /**
+   * How Spot picks its pools.
+   * @default "capacity-optimized"
+   */
+  spotAllocationStrategy?: "capacity-optimized" | "price-capacity-optimized";
+  /** Stopped instances kept ready (on-demand groups only: AWS refuses a warm pool with Spot). */
+  warmPool?: { minSize: number };
+  /** The VPC, and the private subnets the group and the load balancer span (at least two zones). */
+  vpcId: pulumi.Input<string>;
+  subnetIds: pulumi.Input<string[]>;
+  /** The GPU instances' security group: it admits the service port from the load balancer's group only. */
+  instanceSecurityGroupId: pulumi.Input<string>;
+  /**
+   * The load balancer's security group: it admits the service port from the consumers' group only.
+   * Declared by the caller, before the instances' group that names it, so neither refers to the other.
+   */
+  loadBalancerSecurityGroupId: pulumi.Input<string>;
+  /** The service's port (the listener's and the targets'), and its status path (the health check). */
+  servicePort: number;
+  statusPath: string;
+  /** Deregistration delay and the terminate hook's timeout, seconds: a leaving instance finishes its windows. */
+  drainSeconds: number;
+  /**
+   * Public SSM parameter that resolves the AMI at each launch.
+   * @default "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+   */
+  amiParameter?: string;
+  /**
+   * Size of the encrypted gp3 root volume, GiB.
+   * @default 100
+   */
+  rootVolumeGiB?: number;
+  /** The stack's environment: tagged on the group and everything it launches (the grants' condition). */
+  environment: string;
+  /**
+   * Pulumi's `protect` on the group and the load balancer (prod), as on the single GPU.
+   * @default false
+   */
+  deletionProtection?: boolean;
+  /**
+   * Tags for every child.
+   * @default {}
+   */
+  tags?: Record<string, string>;
+}
+
+export const gpuFleetDefaults = {
+  onDemandBaseCapacity: 0,
+  spotPercent: 0,
+  spotAllocationStrategy: "capacity-optimized",
+  amiParameter: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+  rootVolumeGiB: 100,
+  deletionProtection: false,
+} as const;
+
+/** The Deep Learning AMIs (Ubuntu) boot from /dev/sda1. */
+const ROOT_DEVICE = "/dev/sda1";
+
+/** Everything the group publishes to CloudWatch (`enabledMetrics`), so the dashboard shows in service, desired and pending. */
+export const GROUP_METRICS = [
+  "GroupDesiredCapacity",
+  "GroupInServiceInstances",
+  "GroupPendingInstances",
+  "GroupTerminatingInstances",
+  "GroupInServiceCapacity",
+  "GroupTotalInstances",
+  "GroupMinSize",
+  "GroupMaxSize",
+] as const;
+
+/** The terminate hook's name: a leaving instance waits in Terminating:Wait for drainSeconds. */
+export const DRAIN_HOOK = "drain";
+
+/** Fills defaults and checks what Auto Scaling would refuse. Pure. */
+export function resolveGpuFleetArgs(args: Omit<GpuFleetArgs, "vpcId" | "subnetIds" | "instanceSecurityGroupId" | "loadBalancerSecurityGroupId" | "tags">) {
+  const r = { ...gpuFleetDefaults, ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)) } as typeof gpuFleetDefaults &
+    Omit<GpuFleetArgs, "vpcId" | "subnetIds" | "instanceSecurityGroupId" | "loadBalancerSecurityGroupId" | "tags"> & {
+      spotAllocationStrategy: "capacity-optimized" | "price-capacity-optimized";
+    };
+  const errors: string[] = [];
+  if (r.instanceTypes.length === 0) errors.push("instanceTypes must name at least one type");
+  for (const t of r.instanceTypes) if (!INSTANCE_TYPE_PATTERN.test(t)) errors.push(`instanceType "${t}" is not an EC2 instance type`);
+  if (new Set(r.instanceTypes).size !== r.instanceTypes.length) errors.push("instanceTypes must not name a type twice");
+  if (!Number.isInteger(r.maxSize) || r.maxSize < 1) errors.push("maxSize must be an integer ≥ 1");
+  if (r.onDemandBaseCapacity > r.maxSize) errors.push("onDemandBaseCapacity must be at most maxSize");
+  if (r.warmPool && r.spotPercent > 0)
+    errors.push("warmPool cannot be combined with Spot: AWS refuses a warm pool on a group with a mixed instances policy (PutWarmPool)");
+  if (r.drainSeconds < 1 || r.drainSeconds > 3600) errors.push("drainSeconds must be within 1–3600 (the deregistration delay's bounds)");
+  if (!/^[\w+=,.@/-]{1,255}$/.test(r.groupName)) errors.push(`groupName "${r.groupName}" is not a valid Auto Scaling group name`);
+  if (errors.length > 0) throw new Error(`GpuFleet: ${errors.join("; ")}`);
+  return r;
+}
+
+/**
+ * The ARN pattern of one Auto Scaling group, as IAM matches it (the group's id is unknown before it
+ * exists, hence `*`). Pure.
+ */
+export function groupArnPattern(region: string, accountId: pulumi.Input<string>, groupName: string): pulumi.Output<string> {
+  return pulumi.interpolate`arn:aws:autoscaling:${region}:${accountId}:autoScalingGroup:*:autoScalingGroupName/${groupName}`;
+}
+
+/**
+ * The GPU tier as an EC2 Auto Scaling group behind an internal Application Load Balancer:
+ * - a hardened launch template (IMDSv2, encrypted gp3, no public IP, the AMI resolved at launch);
+ * - Spot and on-demand mixed by config (a mixed instances policy, capacity rebalancing on), or an
+ *   on-demand group with an optional warm pool of stopped instances;
+ * - min 0; desired capacity belongs to the scaler (functions/ingest/scaler-handler.ts), so Pulumi
+ *   never sets it after creation (`ignoreChanges`) and never waits for capacity;
+ * - a terminate lifecycle hook and the target group's deregistration delay give a leaving instance
+ *   (scale-in, Spot interruption, rebalance) `drainSeconds` to finish its windows.
+ *
+ * An ALB, not an NLB: it balances per request (least outstanding requests), where an NLB pins each
+ * of a Lambda's kept-alive connections to one target, and it drains in-flight requests on
+ * deregistration.
+ */
+export class GpuFleet extends pulumi.ComponentResource {
+  readonly role: aws.iam.Role;
+  readonly launchTemplate: aws.ec2.LaunchTemplate;
+  readonly loadBalancer: aws.lb.LoadBalancer;
+  readonly targetGroup: aws.lb.TargetGroup;
+  readonly listener: aws.lb.Listener;
+  readonly group: aws.autoscaling.Group;
+  /** The one address the consumers POST to: the load balancer's DNS name. */
+  readonly serviceHost: pulumi.Output<string>;
+
+  constructor(name: string, args: GpuFleetArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("encache:compute:GpuFleet", name, {}, opts);
+    const r = resolveGpuFleetArgs(args);
+    const tags = args.tags ?? {};
+    const stackTags = { ...tags, [ENVIRONMENT_TAG]: args.environment };
+
+    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
+    new aws.iam.RolePolicy(
+      `${name}-session-manager`,
+      {
+        role: this.role.id,
+        policy: declaredPolicy(sessionManagerStatements(trustScope(this)), {
+          resource: `${name}-session-manager`,
+          resourceType: ROLE_POLICY_TYPE,
+          parent: this,
+        }),
+      },
+      { parent: this },
+    );
+    const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
+
+    this.launchTemplate = new aws.ec2.LaunchTemplate(
+      `${name}-lt`,
+      {
+        description: `GPU fleet instances (${r.instanceTypes.join(", ")})`,
+        imageId: amiResolvedAtLaunch(r.amiParameter),
+        instanceType: r.instanceTypes[0],
+        iamInstanceProfile: { arn: profile.arn },
+        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        networkInterfaces: [{ deviceIndex: 0, securityGroups: [args.instanceSecurityGroupId], associatePublicIpAddress: "false", deleteOnTermination: "true" }],
+        blockDeviceMappings: [
+          { deviceName: ROOT_DEVICE, ebs: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: "true", deleteOnTermination: "true" } },
+        ],
+        monitoring: { enabled: true },
+        updateDefaultVersion: true,
+        tagSpecifications: ["instance", "volume", "network-interface"].map((resourceType) => ({ resourceType, tags: { ...stackTags, Name: r.groupName } })),
+        tags,
+      },
+      { parent: this },
+    );
+
+    this.loadBalancer = new aws.lb.LoadBalancer(
+      `${name}-lb`,
+      {
+        internal: true,
+        loadBalancerType: "application",
+        subnets: args.subnetIds,
+        securityGroups: [args.loadBalancerSecurityGroupId],
+        dropInvalidHeaderFields: true,
+        enableDeletionProtection: r.deletionProtection,
+        tags,
+      },
+      { parent: this, protect: r.deletionProtection },
+    );
+    this.targetGroup = new aws.lb.TargetGroup(
+      `${name}-tg`,
+      {
+        vpcId: args.vpcId,
+        port: r.servicePort,
+        protocol: "HTTP",
+        targetType: "instance",
+        loadBalancingAlgorithmType: "least_outstanding_requests",
+        deregistrationDelay: r.drainSeconds,
+        healthCheck: {
+          protocol: "HTTP",
+          path: r.statusPath,
+          port: "traffic-port",
+          matcher: "200",
+          interval: 15,
+          timeout: 5,
+          healthyThreshold: 2,
+          unhealthyThreshold: 2,
+        },
+        tags,
+      },
+      { parent: this },
+    );
+    this.listener = new aws.lb.Listener(
+      `${name}-listener`,
+      {
+        loadBalancerArn: this.loadBalancer.arn,
+        port: r.servicePort,
+        protocol: "HTTP",
+        defaultActions: [{ type: "forward", targetGroupArn: this.targetGroup.arn }],
+        tags,
+      },
+      { parent: this },
+    );
+
+    const template = { id: this.launchTemplate.id, version: "$Latest" };
+    const spot = r.spotPercent > 0;
+    this.group = new aws.autoscaling.Group(
+      name,
+      {
+        name: r.groupName,
+        minSize: 0,
+        maxSize: r.maxSize,
+        vpcZoneIdentifiers: args.subnetIds,
+        // Never wait for instances on `up`: a group at 0 has none, and GPU quota may be 0 in a new account.
+        waitForCapacityTimeout: "0",
+        healthCheckType: "ELB",
+        healthCheckGracePeriod: 600,
+        targetGroupArns: [this.targetGroup.arn],
+        capacityRebalance: spot,
+        ...(spot
+          ? {
+              mixedInstancesPolicy: {
+                instancesDistribution: {
+                  onDemandBaseCapacity: r.onDemandBaseCapacity,
+                  onDemandPercentageAboveBaseCapacity: 100 - r.spotPercent,
+                  spotAllocationStrategy: r.spotAllocationStrategy,
+                },
+                launchTemplate: {
+                  launchTemplateSpecification: { launchTemplateId: this.launchTemplate.id, version: "$Latest" },
+                  overrides: r.instanceTypes.map((instanceType) => ({ instanceType })),
+                },
+              },
+            }
+          : { launchTemplate: template }),
+        ...(r.warmPool ? { warmPool: { poolState: "Stopped", minSize: r.warmPool.minSize } } : {}),
+        enabledMetrics: [...GROUP_METRICS],
+        metricsGranularity: "1Minute",
+        initialLifecycleHooks: [
+          { name: DRAIN_HOOK, lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: r.drainSeconds, defaultResult: "CONTINUE" },
+        ],
+        tags: Object.entries({ ...stackTags, Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
+      },
+      // desiredCapacity is the scaler's; the provider reads it back, so a later `up` must not reset it.
+      { parent: this, ignoreChanges: ["desiredCapacity"], protect: r.deletionProtection },
+    );
+    this.serviceHost = this.loadBalancer.dnsName;
+
+    this.registerOutputs({ groupName: this.group.name, groupArn: this.group.arn, serviceHost: this.serviceHost, targetGroupArn: this.targetGroup.arn });
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Fleet mode (`gpu.capacity.mode: fleet`, issue 27) as the whole program declares it: prod's config
+ * with the fleet block of test/infra/fixtures/prod-fleet.ts (max 4, on-demand base 1, 75 % Spot
+ * above it, three types, 500 windows per instance, 90 s drain), in the offline plan.
+ */
+import { expect } from "chai";
+import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
+import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
+import type { PlanDocument } from "../../../plan/render";
+import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
+import { planJson, type PlanRun } from "../helpers/run-plan";
+
+type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
+type Doc = { Statement: Statement[] };
+
+function roleStatements(doc: PlanDocument, role: Res): Statement[] {
+  const docs: Doc[] = [];
+  for (const rp of of(doc, "aws:iam/rolePolicy:RolePolicy")) if (rp.dependencies.includes(role.urn)) docs.push(rp.inputs.policy as Doc);
+  for (const att of of(doc, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")) {
+    if (!att.dependencies.includes(role.urn)) continue;
+    const policy = doc.resources.find((p) => p.type === "aws:iam/policy:Policy" && att.dependencies.includes(p.urn));
+    if (policy) docs.push(policy.inputs.policy as Doc);
+  }
+  return docs.flatMap((d) => d.Statement.filter((s) => s.Effect === "Allow"));
+}
+const actionsOf = (statements: Statement[]) => [...new Set(statements.flatMap((s) => [s.Action].flat()))].sort();
+
+const PLATFORM_ACTIONS = allowedActions([
+  sqsEventSourceStatement("queue"),
+  logsStatement("log-group"),
+  ...vpcAccessStatements({ accountId: "a", region: "r" }),
+]);
+const GROUP_ARN = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/encache-gpu-fleet-prod";
+
+describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixture)", function () {
+  this.timeout(120_000);
+  let doc: PlanDocument;
+  let run: PlanRun;
+
+  before(async () => {
+    ({ doc, run } = await planJson("prod", ["--program", "test/infra/fixtures/prod-fleet.ts"]));
+  });
+
+  it("plans cleanly: the pack passes the fleet (its DLQ consumer can raise the group's capacity)", () => {
+    expect(run.code, run.stderr + JSON.stringify(doc.violations)).to.equal(0);
+  });
+
+  it("declares the group, its template and its internal load balancer, and no single GPU instance or id parameter", () => {
+    expect(of(doc, "aws:autoscaling/group:Group").map((r) => r.name)).to.deep.equal(["ingest-gpu-fleet"]);
+    expect(of(doc, "aws:ec2/instance:Instance")).to.deep.equal([]);
+    expect(doc.resources.filter((r) => r.type === "aws:ssm/parameter:Parameter" && r.name.startsWith("ingest-"))).to.deep.equal([]);
+    expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs).to.deep.include({
+      imageId: "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+      metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+    });
+  });
+
+  it("mixes an on-demand base with Spot above it over three types, capacity-optimised, with capacity rebalancing", () => {
+    const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+    const mixed = group.inputs.mixedInstancesPolicy as { instancesDistribution: unknown; launchTemplate: { overrides: unknown } };
+    expect(group.inputs).to.deep.include({
+      name: "encache-gpu-fleet-prod",
+      minSize: 0,
+      maxSize: 4,
+      capacityRebalance: true,
+      waitForCapacityTimeout: "0",
+      healthCheckType: "ELB",
+    });
+    expect(group.inputs.desiredCapacity).to.equal(undefined);
+    expect(mixed.instancesDistribution).to.deep.equal({
+      onDemandBaseCapacity: 1,
+      onDemandPercentageAboveBaseCapacity: 25,
+      spotAllocationStrategy: "capacity-optimized",
+    });
+    expect(mixed.launchTemplate.overrides).to.deep.equal([{ instanceType: "g5.xlarge" }, { instanceType: "g5.2xlarge" }, { instanceType: "g6.xlarge" }]);
+    expect(group.inputs.warmPool).to.equal(undefined);
+    expect(group.protect).to.equal(true);
+  });
+
+  it("publishes the group's metrics, and gives a leaving instance its drain (terminate hook and deregistration delay, 90 s)", () => {
+    const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+    expect(group.inputs.enabledMetrics).to.include.members(["GroupInServiceInstances", "GroupDesiredCapacity"]);
+    expect(group.inputs.initialLifecycleHooks).to.deep.equal([
+      { name: "drain", lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: 90, defaultResult: "CONTINUE" },
+    ]);
+    const tg = named(doc, "aws:lb/targetGroup:TargetGroup", "ingest-gpu-fleet-tg");
+    expect(tg.inputs).to.deep.include({ protocol: "HTTP", deregistrationDelay: 90, loadBalancingAlgorithmType: "least_outstanding_requests" });
+    expect((tg.inputs.healthCheck as { path: string }).path).to.equal("/status");
+    expect(group.dependencies).to.include(tg.urn);
+  });
+
+  it("puts an internal ALB in front, which admits the consumers only; the GPUs admit the ALB only", () => {
+    const lb = named(doc, "aws:lb/loadBalancer:LoadBalancer", "ingest-gpu-fleet-lb");
+    const lbSg = named(doc, "aws:ec2/securityGroup:SecurityGroup", "ingest-gpu-lb-sg");
+    const gpuSg = named(doc, "aws:ec2/securityGroup:SecurityGroup", "ingest-gpu-sg");
+    const consumers = named(doc, "aws:ec2/securityGroup:SecurityGroup", "ingest-consumers-sg");
+    expect(lb.inputs).to.deep.include({ internal: true, loadBalancerType: "application" });
+    expect(lb.dependencies).to.include(lbSg.urn);
+    const ingress = (sg: Res) => sg.inputs.ingress as Array<{ cidrBlocks?: unknown; securityGroups?: unknown[] }>;
+    expect(ingress(lbSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([[undefined, 1]]);
+    expect(lbSg.dependencies).to.include(consumers.urn);
+    expect(ingress(gpuSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([[undefined, 1]]);
+    expect(gpuSg.dependencies).to.include(lbSg.urn);
+    expect(gpuSg.dependencies).to.not.include(consumers.urn);
+    expect(named(doc, "aws:lb/listener:Listener", "ingest-gpu-fleet-listener").inputs).to.deep.include({ port: 8080, protocol: "HTTP" });
+  });
+
+  it("gives the window consumer, the DLQ consumer and the scaler exactly the calls their code makes", () => {
+    const role = (name: string) => roleStatements(doc, named(doc, "aws:iam/role:Role", name));
+    expect(actionsOf(role("ingest-window-role"))).to.deep.equal([...new Set([...FLEET_WINDOW_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+    expect(actionsOf(role("ingest-dlq-consumer-role"))).to.deep.equal([...new Set([...FLEET_DLQ_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+    expect(actionsOf(role("ingest-gpu-scaler-role"))).to.deep.equal([...new Set([...SCALER_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+  });
+
+  it("scopes every change to the group to this stack's group: its ARN and the environment tag", () => {
+    const changes = [
+      ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-dlq-consumer-role")),
+      ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-role")),
+    ].filter((s) => [s.Action].flat().some((a) => a.startsWith("autoscaling:") && !a.startsWith("autoscaling:Describe")));
+    expect(changes).to.have.length(2);
+    for (const s of changes) {
+      expect(s.Resource).to.equal(GROUP_ARN);
+      expect(s.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache:environment": "prod" } });
+    }
+  });
+
+  it("tells the consumers the group and the load balancer, and the scaler its sizing", () => {
+    const env = (name: string) => (named(doc, "aws:lambda/function:Function", name).inputs.environment as { variables: Record<string, string> }).variables;
+    for (const fn of ["ingest-window", "ingest-dlq-consumer"]) {
+      expect(env(fn)).to.include({ GPU_FLEET_GROUP_NAME: "encache-gpu-fleet-prod" });
+      expect(env(fn).GPU_FLEET_SERVICE_HOST).to.be.a("string").and.not.equal("");
+    }
+    expect(env("ingest-gpu-scaler")).to.include({
+      GPU_FLEET_GROUP_NAME: "encache-gpu-fleet-prod",
+      GPU_FLEET_WINDOWS_PER_INSTANCE: "500",
+      GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS: "600",
+    });
+    expect(named(doc, "aws:scheduler/schedule:Schedule", "ingest-gpu-scaler-check").inputs.scheduleExpression).to.equal("rate(1 minute)");
+  });
+
+  it("shows the fleet on the dashboard: in service against desired, and the backlog", () => {
+    const body = JSON.parse(String(named(doc, "aws:cloudwatch/dashboard:Dashboard", "platform-dashboard").inputs.dashboardBody)) as {
+      widgets: Array<{ properties: { title?: string } }>;
+    };
+    const titles = body.widgets.map((w) => w.properties.title);
+    expect(titles).to.include.members(["GPU fleet: in service and desired", "GPU fleet backlog (windows)"]);
+    expect(titles).to.not.include("GPU CPU (%)");
+  });
+});
