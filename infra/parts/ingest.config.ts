@@ -44,7 +44,12 @@ export const gpuFleetSchema = z
      * Stopped instances kept ready, so a scale-out from zero pays a start, not a boot. On-demand only:
      * AWS refuses a warm pool on a group with a mixed instances policy or Spot (PutWarmPool).
      */
-    warmPool: z.object({ minSize: z.number().int().min(0).max(100).default(1) }).optional(),
+    warmPool: z
+      .object({
+        /** Stopped instances the warm pool keeps ready at least. */
+        minSize: z.number().int().min(0).max(100).default(1),
+      })
+      .optional(),
     /** Windows one instance works through per scale-check: desired = ceil(backlog / this). */
     windowsPerInstance: z.number().int().min(1).max(1_000_000),
     /** A scale-in waits this long after the last scale-out (a backlog that dips between bursts keeps its instances). */
