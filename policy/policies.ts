@@ -36,6 +36,11 @@ import { roleInlinePoliciesKnown } from "./rules/role-inline-policies-known";
 import { declaredDocumentsHaveInputs } from "./rules/declared-documents-have-inputs";
 import { ec2InstanceDetailedMonitoringEnabled } from "./rules/ec2-instance-detailed-monitoring-enabled";
 import { dynamodbTableEncryptionEnabled } from "./rules/dynamodb-table-encryption-enabled";
+import { lbInternal } from "./rules/lb-internal";
+import { lbSgAdmitsConsumersOnly } from "./rules/lb-sg-admits-consumers-only";
+import { spotGroupCapacityRebalance } from "./rules/spot-group-capacity-rebalance";
+import { warmPoolOnDemandOnly } from "./rules/warm-pool-on-demand-only";
+import { gpuGroupTemplateHardened } from "./rules/gpu-group-template-hardened";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -77,4 +82,9 @@ export const policies: Policies = [
   declaredDocumentsHaveInputs,
   ec2InstanceDetailedMonitoringEnabled,
   dynamodbTableEncryptionEnabled,
+  lbInternal,
+  lbSgAdmitsConsumersOnly,
+  spotGroupCapacityRebalance,
+  warmPoolOnDemandOnly,
+  gpuGroupTemplateHardened,
 ];

@@ -39,6 +39,7 @@ export interface TypeSchema {
  * test/plan/provider-schema.test.ts fails when a plan declares a type that is missing here.
  */
 export const UPSTREAM: Readonly<Record<string, string>> = {
+  "aws:alb/loadBalancer:LoadBalancer": "internal/service/elbv2/load_balancer.go",
   "aws:appautoscaling/policy:Policy": "internal/service/appautoscaling/policy.go",
   "aws:appautoscaling/target:Target": "internal/service/appautoscaling/target.go",
   "aws:autoscaling/group:Group": "internal/service/autoscaling/group.go",
@@ -69,6 +70,9 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:lambda/eventSourceMapping:EventSourceMapping": "internal/service/lambda/event_source_mapping.go",
   "aws:lambda/function:Function": "internal/service/lambda/function.go",
   "aws:lambda/permission:Permission": "internal/service/lambda/permission.go",
+  "aws:lb/listener:Listener": "internal/service/elbv2/listener.go",
+  "aws:lb/loadBalancer:LoadBalancer": "internal/service/elbv2/load_balancer.go",
+  "aws:lb/targetGroup:TargetGroup": "internal/service/elbv2/target_group.go",
   "aws:scheduler/schedule:Schedule": "internal/service/scheduler/schedule.go",
   "aws:sns/topic:Topic": "internal/service/sns/topic.go",
   "aws:sns/topicPolicy:TopicPolicy": "internal/service/sns/topic_policy.go",
@@ -77,6 +81,7 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:sqs/queuePolicy:QueuePolicy": "internal/service/sqs/queue_policy.go",
   "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy": "internal/service/sqs/queue_redrive_allow_policy.go",
   "aws:ssm/parameter:Parameter": "internal/service/ssm/parameter.go",
+  "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "internal/service/ec2/vpc_security_group_ingress_rule.go",
 };
 
 /**

@@ -24,3 +24,15 @@ export const ECS_SERVICE = "aws:ecs/service:Service";
 export const LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate";
 /** Part 4: ECS task definitions, and the marker the QueueWorkerService sets on those whose containers hold task scale-in protection. */
 export const ECS_TASK_DEFINITION = "aws:ecs/taskDefinition:TaskDefinition";
+
+/** Issue 27, ingest's fleet capacity mode: an Auto Scaling group of GPU instances behind an internal load balancer. */
+export const AUTOSCALING_GROUP = "aws:autoscaling/group:Group";
+/** `aws.lb.LoadBalancer`, and its older alias `aws.alb.LoadBalancer` (a distinct type token for the same resource). */
+export const LOAD_BALANCERS: readonly string[] = ["aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer"];
+export const SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup";
+/** A standalone ingress rule of a security group (the VPC module's, one source per rule). */
+export const SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+/** The older standalone rule, ingress or egress by its `type`. */
+export const SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule";
+/** EC2 Auto Scaling's default for instancesDistribution.onDemandPercentageAboveBaseCapacity: all On-Demand. */
+export const ASG_DEFAULT_ON_DEMAND_PERCENTAGE = 100;

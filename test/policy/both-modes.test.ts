@@ -13,9 +13,10 @@ import { REPO_ROOT } from "../../infra/bundle";
 import type { PolicyPackConfig, RecordedResource, Violation } from "../../policy/testing/types";
 import { FU, editStatement, fleetRecording } from "./helpers/fleet";
 import { U, ingestRecording } from "./helpers/ingest";
+import { F, ingestFleetRecording } from "./helpers/ingest-fleet";
 import { X, platformRecording, setTarget } from "./helpers/platform";
 import { P, poolRecording } from "./helpers/pool";
-import { T, add, attachment, doc, editInput, mapping, queue, remove, role, rolePolicy, setInput, urnOf } from "./helpers/recording";
+import { T, add, attachment, doc, editInput, find, mapping, queue, remove, role, rolePolicy, setInput, urnOf } from "./helpers/recording";
 import { R, retrainingRecording } from "./helpers/retraining";
 import { W, setContainer, workerRecording } from "./helpers/worker";
 import { evaluate, type Mode } from "./helpers/violations";
@@ -217,6 +218,27 @@ const CASES: Case[] = [
         dependencies: [],
         propertyDependencies: {},
       });
+    },
+  },
+  { rule: "lb-internal", recording: ingestFleetRecording, mutate: (rs) => setInput(rs, F.loadBalancer, "internal", false) },
+  {
+    rule: "lb-sg-admits-consumers-only",
+    recording: ingestFleetRecording,
+    mutate: (rs) =>
+      editInput<Array<Record<string, unknown>>>(rs, F.lbSg, "ingress", (i) => i.push({ protocol: "tcp", fromPort: 80, toPort: 80, cidrBlocks: ["0.0.0.0/0"] })),
+  },
+  { rule: "spot-group-capacity-rebalance", recording: ingestFleetRecording, mutate: (rs) => setInput(rs, F.group, "capacityRebalance", undefined) },
+  {
+    rule: "warm-pool-on-demand-only",
+    recording: ingestFleetRecording,
+    mutate: (rs) => setInput(rs, F.group, "warmPool", { poolState: "Stopped", minSize: 0 }),
+  },
+  {
+    rule: "gpu-group-template-hardened",
+    recording: ingestFleetRecording,
+    // The template id becomes a literal: a template outside the stack, which launch-template-hardened never sees.
+    mutate: (rs) => {
+      find(rs, F.group).propertyDependencies.mixedInstancesPolicy = [];
     },
   },
 ];

@@ -8,6 +8,7 @@
 import type { RecordedResource } from "../../policy/testing/types";
 import { fleetRecording } from "./helpers/fleet";
 import { ingestRecording } from "./helpers/ingest";
+import { ingestFleetRecording } from "./helpers/ingest-fleet";
 import { platformRecording } from "./helpers/platform";
 import { poolRecording } from "./helpers/pool";
 import { retrainingRecording } from "./helpers/retraining";
@@ -17,6 +18,7 @@ import { evaluate, expectNoViolations, type Mode } from "./helpers/violations";
 describe("policies: the whole pack over the good recordings", () => {
   const recordings: [string, () => RecordedResource[]][] = [
     ["ingest", ingestRecording],
+    ["ingest in fleet mode (an Auto Scaling group of Spot GPUs behind an internal load balancer)", ingestFleetRecording],
     ["fleet", fleetRecording],
     ["pool (with ingest's tag-conditioned StartInstances)", poolRecording],
     ["retraining", retrainingRecording],

@@ -1,7 +1,11 @@
-/** policy/rules/dlq-consumer-can-start-gpu.ts, against the ingest recording (its DLQ consumer and the gpu-ec2 grant). */
+/**
+ * policy/rules/dlq-consumer-can-start-gpu.ts, against the ingest recording (its DLQ consumer and the gpu-ec2 grant: the
+ * instance form) and ingest in fleet mode (the consumer raises the GPU group's desired capacity: the fleet form, issue 27).
+ */
 import type { RecordedResource } from "../../../policy/testing/types";
 import { U, ingestRecording } from "../helpers/ingest";
-import { T, doc, editInput, find, fn, mapping, queue, queueArn, remove, role, setInput, urnOf } from "../helpers/recording";
+import { F, FLEET_CAPACITY_STATEMENTS, FT, ingestFleetRecording } from "../helpers/ingest-fleet";
+import { T, doc, editInput, find, fn, mapping, queue, queueArn, remove, resource, role, setInput, urnOf } from "../helpers/recording";
 import { evaluate, expectNoViolationOf, expectNoViolations, expectPolicies, expectViolation } from "../helpers/violations";
 
 const POLICY = "dlq-consumer-can-start-gpu";
@@ -52,7 +56,8 @@ describe(POLICY, () => {
         policy: POLICY,
         level: "mandatory",
         urn: drainFn,
-        message: /DLQ consumer 'drain' \(reads jobs-dlq\) cannot start the GPU instance: role 'drain' is not allowed ec2:StartInstances\.$/,
+        message:
+          /^DLQ consumer 'drain' \(reads jobs-dlq\) cannot start the GPU: role 'drain' passes neither form\. Instance form \(ec2:StartInstances, ec2:DescribeInstances\): not allowed ec2:StartInstances\. Fleet form \(autoscaling:SetDesiredCapacity, autoscaling:DescribeAutoScalingGroups\): not allowed autoscaling:SetDesiredCapacity, autoscaling:DescribeAutoScalingGroups, and the stack declares no aws:autoscaling\/group:Group\.$/,
         also: [["dlq-has-depth-alarm", jobsDlq]],
       });
     });
@@ -62,12 +67,12 @@ describe(POLICY, () => {
     const cases: { title: string; urn?: string; message?: RegExp; also?: [string, string][]; mutate: (rs: RecordedResource[]) => void }[] = [
       {
         title: "when the DLQ consumer's gpu-ec2 attachment is removed",
-        message: /ingest-dlq-consumer.*ec2:StartInstances, ec2:DescribeInstances/,
+        message: /'ingest-dlq-consumer'.* Instance form \([^)]*\): not allowed ec2:StartInstances, ec2:DescribeInstances\. Fleet form/,
         mutate: (rs) => remove(rs, U.gpuAttachment),
       },
       {
         title: "when a Deny on ec2:StartInstances in the inline policy overrides the attached grant",
-        message: /not allowed ec2:StartInstances\.$/,
+        message: /Instance form \([^)]*\): not allowed ec2:StartInstances\. Fleet form/,
         mutate: (rs) => editDoc(rs, U.dlqPolicy, (d) => d.Statement.push({ Effect: "Deny", Action: "ec2:StartInstances", Resource: "*" })),
       },
       {
@@ -76,7 +81,7 @@ describe(POLICY, () => {
       },
       {
         title: "when only StartInstances is granted: DescribeInstances is named as missing",
-        message: /not allowed ec2:DescribeInstances\.$/,
+        message: /Instance form \([^)]*\): not allowed ec2:DescribeInstances\. Fleet form/,
         mutate: (rs) => editDoc(rs, U.gpuPolicy, (d) => d.Statement.splice(1, 1)),
       },
       {
@@ -173,5 +178,128 @@ describe(POLICY, () => {
     const violations = await evaluate(rs);
     // Assess
     expectNoViolationOf(violations, POLICY);
+  });
+  describe("the fleet form (issue 27): autoscaling:SetDesiredCapacity and autoscaling:DescribeAutoScalingGroups, with a group in the stack", () => {
+    const raiseGroup = {
+      Effect: "Allow",
+      Action: ["autoscaling:SetDesiredCapacity"],
+      Resource: "arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:*:autoScalingGroupName/gpu",
+    };
+    const describeGroups = { Effect: "Allow", Action: "autoscaling:DescribeAutoScalingGroups", Resource: "*" };
+    const gpuGroup = resource(FT.group, "gpu", { minSize: 0, maxSize: 1, launchTemplate: { id: "lt-1" } });
+
+    it("passes the good ingest fleet-mode recording (no EC2 grant at all)", async () => {
+      // Prepare
+      const rs = ingestFleetRecording();
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectNoViolations(violations);
+    });
+
+    it("built in one line: passes a consumer allowed the fleet form when the stack declares a group", async () => {
+      // Prepare
+      const rs = [...drainedDlq(raiseGroup, describeGroups), gpuGroup];
+      // Act
+      const violations = await evaluate(rs);
+      // Assess: the group's template is not in the stack, which is gpu-group-template-hardened's concern.
+      expectNoViolationOf(violations, POLICY);
+    });
+
+    it("built in one line: fails the same consumer when the stack declares no group", async () => {
+      // Prepare
+      const rs = drainedDlq(raiseGroup, describeGroups);
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: drainFn,
+        message:
+          /Instance form \(ec2:StartInstances, ec2:DescribeInstances\): not allowed ec2:StartInstances, ec2:DescribeInstances\. Fleet form \(autoscaling:SetDesiredCapacity, autoscaling:DescribeAutoScalingGroups\): granted, but the stack declares no aws:autoscaling\/group:Group to raise\.$/,
+        also: [["dlq-has-depth-alarm", jobsDlq]],
+      });
+    });
+
+    const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
+      {
+        title: "fails the fleet form when the stack declares no Auto Scaling group",
+        message: /passes neither form\..*Fleet form \([^)]*\): granted, but the stack declares no aws:autoscaling\/group:Group to raise\.$/,
+        mutate: (rs) => remove(rs, F.group),
+      },
+      {
+        title: "fails a consumer allowed neither form (the capacity grants dropped), naming both",
+        message:
+          /Instance form \(ec2:StartInstances, ec2:DescribeInstances\): not allowed ec2:StartInstances, ec2:DescribeInstances\. Fleet form \(autoscaling:SetDesiredCapacity, autoscaling:DescribeAutoScalingGroups\): not allowed autoscaling:SetDesiredCapacity, autoscaling:DescribeAutoScalingGroups\.$/,
+        mutate: (rs) => editDoc(rs, U.dlqPolicy, (d) => (d.Statement = d.Statement.filter((x) => !FLEET_CAPACITY_STATEMENTS.some((f) => f.Sid === x.Sid)))),
+      },
+      {
+        title: "fails half of the fleet form (no DescribeAutoScalingGroups)",
+        message: /Fleet form \([^)]*\): not allowed autoscaling:DescribeAutoScalingGroups\.$/,
+        mutate: (rs) => editDoc(rs, U.dlqPolicy, (d) => (d.Statement = d.Statement.filter((x) => x.Sid !== "DescribeGpuGroup"))),
+      },
+      {
+        title: "fails the fleet form overridden by a Deny on autoscaling:SetDesiredCapacity",
+        message: /Fleet form \([^)]*\): not allowed autoscaling:SetDesiredCapacity\.$/,
+        mutate: (rs) => editDoc(rs, U.dlqPolicy, (d) => d.Statement.push({ Effect: "Deny", Action: "autoscaling:SetDesiredCapacity", Resource: "*" })),
+      },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        // Prepare
+        const rs = ingestFleetRecording();
+        c.mutate(rs);
+        // Act
+        const violations = await evaluate(rs);
+        // Assess
+        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.dlqFn, message: c.message });
+      });
+    }
+
+    it("passes the instance form alone in a stack that also declares a group", async () => {
+      // Prepare: ingest in instance mode, plus a group and only half of the fleet form.
+      const rs = ingestRecording();
+      editDoc(rs, U.dlqPolicy, (d) => d.Statement.push(describeGroups));
+      rs.push(gpuGroup);
+      // Act
+      const violations = await evaluate(rs);
+      // Assess
+      expectNoViolationOf(violations, POLICY);
+    });
+  });
+
+  describe("config", () => {
+    it("takes the fleet form's actions from fleetRequiredActions", async () => {
+      // Prepare
+      const rs = ingestFleetRecording();
+      const config = {
+        [POLICY]: { enforcementLevel: "mandatory" as const, fleetRequiredActions: ["autoscaling:SetDesiredCapacity", "autoscaling:UpdateAutoScalingGroup"] },
+      };
+      // Act
+      const violations = await evaluate(rs, { config });
+      // Assess
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: U.dlqFn,
+        message: /Fleet form \(autoscaling:SetDesiredCapacity, autoscaling:UpdateAutoScalingGroup\): not allowed autoscaling:UpdateAutoScalingGroup\.$/,
+      });
+    });
+
+    it("keeps taking the instance form's actions from requiredActions", async () => {
+      // Prepare: the instance recording, asked for an action its role lacks.
+      const rs = ingestRecording();
+      const config = { [POLICY]: { enforcementLevel: "mandatory" as const, requiredActions: ["ec2:StartInstances", "ec2:RebootInstances"] } };
+      // Act
+      const violations = await evaluate(rs, { config });
+      // Assess
+      expectViolation(violations, {
+        policy: POLICY,
+        level: "mandatory",
+        urn: U.dlqFn,
+        message: /Instance form \(ec2:StartInstances, ec2:RebootInstances\): not allowed ec2:RebootInstances\. Fleet form/,
+      });
+    });
   });
 });
