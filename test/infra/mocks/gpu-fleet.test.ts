@@ -45,6 +45,14 @@ describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixt
     expect(run.code, run.stderr + JSON.stringify(doc.violations)).to.equal(0);
   });
 
+  it("plans cleanly on a first preview too (every value the provider computes unknown)", async () => {
+    // Act
+    const first = await planJson("prod", ["--first-preview", "--program", "test/infra/fixtures/prod-fleet.ts"]);
+    // Assess
+    expect(first.doc.mode).to.equal("first-preview");
+    expect(first.run.code, first.run.stderr + JSON.stringify(first.doc.violations)).to.equal(0);
+  });
+
   it("declares the group, its template and its internal load balancer, and no single GPU instance or id parameter", () => {
     expect(of(doc, "aws:autoscaling/group:Group").map((r) => r.name)).to.deep.equal(["ingest-gpu-fleet"]);
     expect(of(doc, "aws:ec2/instance:Instance")).to.deep.equal([]);
