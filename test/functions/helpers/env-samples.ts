@@ -18,6 +18,8 @@ const GPU = {
   requestTimeoutMs: 10_000,
   quarantineQueueUrl: URL,
 };
+/** Fleet mode's two extra GPU variables (`gpu.capacity.mode: fleet`): both set, or neither. */
+const GPU_FLEET = { fleetGroupName: "encache-gpu-fleet-prod", fleetServiceHost: "internal-encache-gpu-1234.us-east-1.elb.amazonaws.com" };
 const FLEET = { jobsTable: "jobs", retentionDays: 7, runnerParameterPath: "/runs-fleet/dev/runners" };
 
 /** Any function's codec, as the table below holds them. */
@@ -31,11 +33,26 @@ export interface Case {
 
 export const ENV_SAMPLES: Case[] = [
   { name: "ingest window", codec: WINDOW_ENV, values: { ...GPU, ingestQueueUrl: URL, retrySeconds: 10, bootGraceSeconds: 600 } },
+  { name: "ingest window, fleet mode", codec: WINDOW_ENV, values: { ...GPU, ...GPU_FLEET, ingestQueueUrl: URL, retrySeconds: 10, bootGraceSeconds: 600 } },
   {
     name: "ingest DLQ consumer",
     codec: DLQ_ENV,
     values: {
       ...GPU,
+      dlqUrl: URL,
+      visibilityExtensionSeconds: 900,
+      maxAgeSeconds: 1_123_200,
+      bootParkSeconds: 10,
+      capacityRetrySeconds: 120,
+      bootGraceSeconds: 600,
+    },
+  },
+  {
+    name: "ingest DLQ consumer, fleet mode",
+    codec: DLQ_ENV,
+    values: {
+      ...GPU,
+      ...GPU_FLEET,
       dlqUrl: URL,
       visibilityExtensionSeconds: 900,
       maxAgeSeconds: 1_123_200,
