@@ -3,7 +3,7 @@
  * program itself, driven by scenarios.
  *
  *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
- *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json]
+ *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json]
  *                [--report <file.html>] [-h|--help]
  *
  * Exit codes: 0 every message accounted for and every scenario's expectations held (alarms that
@@ -20,7 +20,7 @@ import { RUNTIME as LAMBDA_RUNTIME } from "./hosts/lambda-host";
 import { LocalPlatform } from "./platform";
 import { buildReportData, renderReport } from "./show/report";
 import { SCENARIOS } from "./scenarios";
-import { newRunId, type ScenarioSize } from "./scenarios/scenario";
+import { newRunId, type ScenarioSize, unavailableReason } from "./scenarios/scenario";
 import type { AlarmReport } from "./observe/alarm-watch";
 import { type LiveSnapshot, LiveView, renderAlarmReport, renderSummaryTable, type ScenarioSummary, summaryDocument } from "./show/view";
 
@@ -34,12 +34,14 @@ export const RUN_OPTIONS = {
   json: { type: "boolean" },
   "gpu-boot-seconds": { type: "string", default: "90" },
   "task-seconds": { type: "string", default: "300" },
+  "gpu-window-seconds": { type: "string", default: "2" },
+  "gpu-slots": { type: "string", default: "2" },
   report: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export const USAGE =
-  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--no-tty] [--json] [--report <file.html>] [-h|--help]";
+  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json] [--report <file.html>] [-h|--help]";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -51,12 +53,17 @@ export class UsageError extends Error {
 export interface RunArgs {
   stack: string;
   scenarios: string[];
+  /** The scenarios were named with --scenario: one that cannot run here is then a failure, not a skip. */
+  named: boolean;
   speed: number;
   size: ScenarioSize;
   tty: boolean;
   json: boolean;
   gpuBootSeconds: number;
   taskSeconds: number;
+  /** The GPU fleet's instances (fleet mode): simulated seconds one window takes, and windows worked on at once. */
+  gpuWindowSeconds: number;
+  gpuSlots: number;
   /** Where to write the HTML report (absolute); absent when not asked for. */
   report?: string;
 }
@@ -89,6 +96,7 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   return {
     stack,
     scenarios,
+    named: values.scenario !== undefined,
     speed: number("speed", 1, 3600),
     size,
     // --json keeps stdout for the document; the live view then goes to stderr, in plain lines.
@@ -96,6 +104,8 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
     json: Boolean(values.json),
     gpuBootSeconds: number("gpu-boot-seconds", 0, 3600),
     taskSeconds: number("task-seconds", 1, 86_400),
+    gpuWindowSeconds: number("gpu-window-seconds", 0, 3600),
+    gpuSlots: Math.floor(number("gpu-slots", 1, 1024)),
     ...(report !== undefined ? { report: path.resolve(report) } : {}),
   };
 }
@@ -210,6 +220,8 @@ async function startPlatform(args: RunArgs, view: LiveView): Promise<LocalPlatfo
       workDir: path.join(REPO_ROOT, ".local", args.stack),
       gpuBootSimMs: args.gpuBootSeconds * 1000,
       taskSimMs: args.taskSeconds * 1000,
+      gpuWindowSimMs: args.gpuWindowSeconds * 1000,
+      gpuSlots: args.gpuSlots,
       note: (line) => view.note(line),
     });
   } catch (err) {
@@ -243,9 +255,15 @@ async function runScenarios(platform: LocalPlatform, args: RunArgs, view: LiveVi
     }
     for (const scenario of selected) {
       if (interrupted) break;
-      const missing = scenario.requires.filter((q) => !platform.topology.queues.some((x) => x.logicalName === q));
-      if (missing.length > 0) {
-        note(`skipping ${scenario.name}: the program declares no ${missing.join(", ")}`);
+      const why = unavailableReason(scenario, {
+        queues: platform.topology.queues.map((q) => q.logicalName),
+        gpuInstance: platform.gpu !== undefined,
+        gpuFleet: platform.fleet !== undefined,
+      });
+      if (why !== undefined) {
+        // Named on the command line, it was asked for: not running it is a failure. In the default run it is skipped.
+        if (args.named) rows.push(failedRun(scenario.name, 0, new Error(`cannot run on stack ${args.stack}: ${why}`)));
+        else note(`skipping ${scenario.name}: ${why}`);
         continue;
       }
       note(`▶ ${scenario.name}: ${scenario.title}`);

@@ -6,6 +6,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
@@ -19,6 +20,7 @@ import { SimClock } from "./hosts/clock";
 import { DepthSampler, type QueueDepth, readDepth, roundEveryRealMs } from "./observe/depth-sampler";
 import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
+import { GpuFleetSimulator } from "./hosts/gpu-fleet";
 import { GpuServiceSimulator } from "./hosts/gpu-service";
 import { LambdaHost } from "./hosts/lambda-host";
 import { MotoServer, motoClientEnv } from "./aws/moto";
@@ -43,6 +45,14 @@ export interface PlatformOptions {
    * @default 60_000
    */
   gpuStopSimMs?: number;
+  /**
+   * The GPU fleet's instances (fleet mode): simulated time one window takes on one of an instance's
+   * `gpuSlots`, and from a warm-pool start to the service answering.
+   * @default 0 (at once), 4 slots, 20 s
+   */
+  gpuWindowSimMs?: number;
+  gpuSlots?: number;
+  gpuWarmStartSimMs?: number;
   /** Simulated run time of each ECS task started by RunTask. */
   taskSimMs: number;
   /** A line for the operator (the live view prints it above its block). */
@@ -89,6 +99,7 @@ export interface AwsClients {
   ssm: SSMClient;
   sns: SNSClient;
   cloudwatch: CloudWatchClient;
+  autoscaling: AutoScalingClient;
 }
 
 export class LocalPlatform {
@@ -107,6 +118,8 @@ export class LocalPlatform {
     readonly scheduler: LocalScheduler,
     readonly ecsTasks: EcsTaskSimulator,
     readonly gpu: GpuServiceSimulator | undefined,
+    /** The GPU fleet's stand-ins (fleet mode), or undefined with one GPU instance. */
+    readonly fleet: GpuFleetSimulator | undefined,
     readonly worker: WorkerServiceRunner | undefined,
     /** Which alarms would have fired: `alarms.report()`, also after `stop()`. */
     readonly alarms: AlarmWatcher,
@@ -175,6 +188,8 @@ export class LocalPlatform {
 
       const gpu = await startGpu(topology, aws, clock, options, lambdas);
       if (gpu) stoppers.push(() => gpu.stop());
+      const fleet = await startFleet(topology, aws, clock, options, lambdas);
+      if (fleet) stoppers.push(() => fleet.stop());
 
       const sources = startEventSources(topology, aws, lambdas);
       stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
@@ -212,7 +227,7 @@ export class LocalPlatform {
       // Stopped before the sampler (stoppers run in reverse): the round under way still publishes its state changes.
       const alarms = startAlarmWatcher(topology, aws, clock, options, depths);
       stoppers.push(() => alarms.stop());
-      const recorder = new RunRecorder({ queues: topology.queues, depths, gpu, tasks: () => ecsTasks.tasks() });
+      const recorder = new RunRecorder({ queues: topology.queues, depths, gpu, fleet, tasks: () => ecsTasks.tasks() });
       recorder.start();
       depths.start();
 
@@ -227,6 +242,7 @@ export class LocalPlatform {
         scheduler,
         ecsTasks,
         gpu,
+        fleet,
         worker,
         alarms,
         recorder,
@@ -292,6 +308,7 @@ function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsC
     ssm: new SSMClient(clientConfig),
     sns: new SNSClient(clientConfig),
     cloudwatch: new CloudWatchClient(clientConfig),
+    autoscaling: new AutoScalingClient(clientConfig),
   };
 }
 
@@ -403,6 +420,40 @@ async function startGpu(
   if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
   lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `${address.host}:${address.port}` });
   return gpu;
+}
+
+/**
+ * The GPU fleet (fleet mode): the group's instances' services and the load balancer in front of them,
+ * on loopback ports; the Lambdas' calls to the load balancer's DNS name and to each instance's
+ * private IP are routed there.
+ */
+async function startFleet(
+  topology: Topology,
+  aws: AwsClients,
+  clock: SimClock,
+  options: PlatformOptions,
+  lambdas: LambdaHost,
+): Promise<GpuFleetSimulator | undefined> {
+  const fleet = topology.fleets[0];
+  if (!fleet) return undefined;
+  const window = topology.functions.find((f) => f.environment.GPU_FLEET_SERVICE_HOST !== undefined);
+  if (!window) throw new Error(`the program declares GPU group ${fleet.groupName} but no function posts to it (GPU_FLEET_SERVICE_HOST)`);
+  const simulator = new GpuFleetSimulator({
+    autoscaling: aws.autoscaling,
+    ec2: aws.ec2,
+    fleet,
+    clock,
+    servicePath: window.environment.GPU_SERVICE_PATH ?? "/",
+    statusPath: fleet.loadBalancer.healthCheck.path,
+    bootSimMs: options.gpuBootSimMs,
+    warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
+    windowSimMs: options.gpuWindowSimMs ?? 0,
+    slots: options.gpuSlots ?? 4,
+    setRoutes: (routes) => lambdas.setRoutes(routes),
+    note: options.note,
+  });
+  await simulator.start();
+  return simulator;
 }
 
 /**

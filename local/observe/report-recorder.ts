@@ -7,6 +7,7 @@
  */
 import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { SimTask } from "../hosts/ecs-tasks";
+import type { FleetSnapshot } from "../hosts/gpu-fleet";
 import type { GpuServiceState } from "../hosts/gpu-service";
 import type { LocalQueue } from "../provision/topology";
 
@@ -20,6 +21,8 @@ export interface RecordedSample {
   depths: Record<string, number>;
   /** Absent when the program has no GPU instance. */
   gpu?: { phase: GpuPhase; delivered: number };
+  /** Absent without a GPU fleet: its desired capacity, instances in service and windows processed. */
+  fleet?: FleetSnapshot & { delivered: number };
   /** ECS tasks started by RunTask and still running. */
   tasksRunning: number;
 }
@@ -45,6 +48,8 @@ export interface RunRecorderOptions {
   depths: DepthSource;
   /** The GPU service simulator (platform.gpu), read only. */
   gpu?: { state(): GpuServiceState; received(): unknown[] };
+  /** The GPU fleet's stand-ins (platform.fleet), read only. */
+  fleet?: { snapshot(): FleetSnapshot; received(): unknown[] };
   tasks: () => SimTask[];
 }
 
@@ -92,6 +97,8 @@ export class RunRecorder {
       sample.gpu = { phase: gpuPhase(state), delivered: gpu.received().length };
       this.noteGpuEvents(state, round.realTimeMs);
     }
+    const fleet = this.opts.fleet;
+    if (fleet) sample.fleet = { ...fleet.snapshot(), delivered: fleet.received().length };
     this.samples.push(sample);
   }
 

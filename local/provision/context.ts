@@ -3,6 +3,7 @@
  * lookups several of them need (moto's default network, one moto AMI), the offline plan's mocks
  * for what is only recorded, and the log of outcomes and failures the entry answers from.
  */
+import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeImagesCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client } from "@aws-sdk/client-ec2";
@@ -74,6 +75,7 @@ export interface ProvisionContext {
   ssm: SSMClient;
   sns: SNSClient;
   cloudwatch: CloudWatchClient;
+  autoscaling: AutoScalingClient;
   /** Everything moto cannot act on is answered exactly as the offline plan answers it. */
   planMocks: pulumi.runtime.Mocks;
   /** moto's default VPC and its subnets (looked up once). */
@@ -99,6 +101,7 @@ export function createContext(opts: MotoMocksOptions): ProvisionContext {
     ssm: new SSMClient(base),
     sns: new SNSClient(base),
     cloudwatch: new CloudWatchClient(base),
+    autoscaling: new AutoScalingClient(base),
     planMocks: createMocks(region),
     defaultNetwork: once(() => defaultNetwork(ec2)),
     motoAmi: once(() => newestAmazonAmi(ec2)),

@@ -3,15 +3,16 @@
  * AWS SDK and answers with moto's real ids, ARNs and URLs, so outputs flow into dependents as
  * they would on AWS (a Lambda's environment gets moto's queue URL, an SSM parameter gets the
  * moto instance id). Types moto cannot act on (Lambda, event source mappings, schedules, log
- * groups, ECR, autoscaling) are answered like the offline plan's mocks and left uncreated;
+ * groups, ECR, application autoscaling, load balancers) are answered like the offline plan's mocks and left uncreated;
  * `outcomes()` says which is which.
  *
  * This module only dispatches: each AWS service's provisioner module maps Pulumi type tokens to
  * the function that answers them (./sqs.ts, ./sns.ts, ./cloudwatch.ts, ./dynamodb.ts, ./ssm.ts,
- * ./ec2.ts, ./ecs.ts, ./iam.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
+ * ./ec2.ts, ./autoscaling.ts, ./ecs.ts, ./iam.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
  * what they share.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { autoscalingProvisioners } from "./autoscaling";
 import { cloudwatchProvisioners } from "./cloudwatch";
 import {
   createContext,
@@ -56,6 +57,7 @@ export const PROVISIONERS: Provisioners = merge([
   dynamodbProvisioners,
   ssmProvisioners,
   ec2Provisioners,
+  autoscalingProvisioners,
   ecsProvisioners,
   iamProvisioners,
   recordedProvisioners,

@@ -86,6 +86,33 @@ export interface LocalInstance {
   tags: Record<string, string>;
 }
 
+/**
+ * The GPU fleet (`gpu.capacity.mode: fleet`): its Auto Scaling group as created in moto, with what
+ * moto only stores (the mixed instances policy, the warm pool, the drain hook) and the load
+ * balancer, target group and listener in front of it, which the runtime plays (local/hosts/gpu-fleet.ts).
+ */
+export interface LocalFleet {
+  urn: string;
+  logicalName: string;
+  groupName: string;
+  maxSize: number;
+  /** The mixed instances policy's distribution; undefined for an on-demand group. */
+  spot?: { onDemandBaseCapacity: number; onDemandPercentageAboveBaseCapacity: number; instanceTypes: string[] };
+  /** Stopped instances the warm pool keeps (0: no warm pool). */
+  warmPoolMinSize: number;
+  /** The terminate hook's timeout: how long a leaving instance may drain (0: no hook). */
+  drainHookSeconds: number;
+  loadBalancer: {
+    /** The DNS name the consumers POST to (GPU_FLEET_SERVICE_HOST). */
+    dnsName: string;
+    /** The listener's port. */
+    port: number;
+    /** The target group's deregistration delay. */
+    deregistrationDelaySeconds: number;
+    healthCheck: { path: string; intervalSeconds: number; healthyThreshold: number; unhealthyThreshold: number; timeoutSeconds: number };
+  };
+}
+
 export interface LocalTaskDefinition {
   urn: string;
   logicalName: string;
@@ -162,6 +189,8 @@ export interface Topology {
   queues: LocalQueue[];
   schedules: LocalSchedule[];
   instances: LocalInstance[];
+  /** GPU fleets (fleet mode); empty with one GPU instance. */
+  fleets: LocalFleet[];
   taskDefinitions: LocalTaskDefinition[];
   services: LocalService[];
   tables: LocalTable[];
@@ -376,6 +405,58 @@ export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
   }));
 }
 
+const arr = (v: Bag | undefined, k: string): Bag[] =>
+  Array.isArray(v?.[k]) ? (v[k] as unknown[]).filter((x): x is Bag => typeof x === "object" && x !== null) : [];
+
+/** Each Auto Scaling group with its load balancer: group → target group (by ARN) → listener → load balancer. */
+export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
+  const byArn = (type: string, arn: string | undefined) => ofType(resources, type).find((r) => arn !== undefined && s(r.outputs, "arn") === arn);
+  return ofType(resources, "aws:autoscaling/group:Group").map((r) => {
+    const tgArn = (r.inputs.targetGroupArns as unknown[] | undefined)?.find((x): x is string => typeof x === "string");
+    const tg = byArn("aws:lb/targetGroup:TargetGroup", tgArn);
+    if (!tg) throw new Error(`${r.type} "${r.name}" (${r.urn}) has no target group in the recording: the local run needs its load balancer`);
+    const listener = ofType(resources, "aws:lb/listener:Listener").find((l) => arr(l.inputs, "defaultActions").some((a) => s(a, "targetGroupArn") === tgArn));
+    if (!listener) throw new Error(`target group "${tg.name}" has no listener in the recording`);
+    const lb = byArn("aws:lb/loadBalancer:LoadBalancer", s(listener.inputs, "loadBalancerArn"));
+    if (!lb) throw new Error(`listener "${listener.name}" names no load balancer of the recording`);
+    const mixed = o(r.inputs, "mixedInstancesPolicy");
+    const distribution = o(mixed, "instancesDistribution");
+    const overrides = arr(o(mixed, "launchTemplate"), "overrides");
+    const hook = arr(r.inputs, "initialLifecycleHooks").find((h) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING");
+    const health = o(tg.inputs, "healthCheck");
+    return {
+      urn: r.urn,
+      logicalName: r.name,
+      groupName: need(r, s(r.outputs, "name"), "name"),
+      maxSize: needNumber(r, n(r.inputs, "maxSize"), "maxSize"),
+      ...(mixed
+        ? {
+            spot: {
+              onDemandBaseCapacity: n(distribution, "onDemandBaseCapacity") ?? 0,
+              onDemandPercentageAboveBaseCapacity: n(distribution, "onDemandPercentageAboveBaseCapacity") ?? 100,
+              instanceTypes: overrides.flatMap((x) => (s(x, "instanceType") ? [s(x, "instanceType") as string] : [])),
+            },
+          }
+        : {}),
+      warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
+      drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
+      loadBalancer: {
+        dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
+        port: needNumber(listener, n(listener.inputs, "port"), "port"),
+        deregistrationDelaySeconds: n(tg.inputs, "deregistrationDelay") ?? 300,
+        // AWS's defaults for an HTTP target group where the program leaves one unset.
+        healthCheck: {
+          path: s(health, "path") ?? "/",
+          intervalSeconds: n(health, "interval") ?? 30,
+          healthyThreshold: n(health, "healthyThreshold") ?? 5,
+          unhealthyThreshold: n(health, "unhealthyThreshold") ?? 2,
+          timeoutSeconds: n(health, "timeout") ?? 5,
+        },
+      },
+    };
+  });
+}
+
 export function taskDefinitionsFrom(resources: RecordedResource[]): LocalTaskDefinition[] {
   return ofType(resources, "aws:ecs/taskDefinition:TaskDefinition").map((r) => {
     const parsed: unknown = JSON.parse(s(r.inputs, "containerDefinitions") ?? "[]");
@@ -505,6 +586,7 @@ export function buildTopology(args: {
     queues,
     schedules: schedulesFrom(resources),
     instances: instancesFrom(resources),
+    fleets: fleetsFrom(resources),
     taskDefinitions: taskDefinitionsFrom(resources),
     services: servicesFrom(resources),
     tables: tablesFrom(resources),

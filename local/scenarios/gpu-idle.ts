@@ -43,6 +43,7 @@ export const gpuIdle: Scenario = {
   name: "gpu-idle",
   title: "bursts and idle gaps: the idle check stops the GPU, the next burst starts it, nothing lost",
   requires: ["ingest", "ingest-dlq", "ingest-gpu-idle"],
+  gpuMode: "instance",
   optIn: true,
   async run(ctx: ScenarioContext) {
     const run = new IdleRun(ctx, this.name);

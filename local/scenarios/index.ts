@@ -1,5 +1,7 @@
 import { fleet } from "./fleet";
+import { gpuBurst } from "./gpu-burst";
 import { gpuIdle } from "./gpu-idle";
+import { gpuSpotInterruption } from "./gpu-spot-interruption";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
 import { pool } from "./pool";
 import { retraining } from "./retraining";
@@ -7,4 +9,4 @@ import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption];

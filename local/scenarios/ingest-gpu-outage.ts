@@ -21,6 +21,7 @@ export const ingestGpuOutage: Scenario = {
   name: "ingest-gpu-outage",
   title: "GPU down: ingest fails, DLQ consumer starts the GPU, backlog drains",
   requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
+  gpuMode: "instance",
   async run(ctx: ScenarioContext) {
     const run = new OutageRun(ctx, this.name);
     await run.stopGpu();

@@ -26,9 +26,27 @@ export interface Scenario {
   requires: string[];
   /** Runs only when named with `--scenario` (it takes long), not in the default run. */
   optIn?: boolean;
+  /** Needs the GPU tier in this mode (`gpu.capacity.mode`); skipped in the default run without it. */
+  gpuMode?: "instance" | "fleet";
   /** Called for every selected scenario right after start-up, before the first one runs (e.g. to let instances age). */
   prepare?(ctx: ScenarioContext): Promise<void>;
   run(ctx: ScenarioContext): Promise<ScenarioSummary>;
+}
+
+/**
+ * Why the scenario cannot run on this platform (a queue the program does not declare, the other GPU
+ * mode), or undefined when it can. Pure over what the platform has.
+ */
+export function unavailableReason(
+  scenario: Pick<Scenario, "requires" | "gpuMode">,
+  has: { queues: readonly string[]; gpuInstance: boolean; gpuFleet: boolean },
+): string | undefined {
+  const missing = scenario.requires.filter((q) => !has.queues.includes(q));
+  if (missing.length > 0) return `the program declares no ${missing.join(", ")}`;
+  if (scenario.gpuMode === "fleet" && !has.gpuFleet) return "it needs the GPU fleet (gpu.capacity.mode fleet, as in prod); this stack runs one GPU instance";
+  if (scenario.gpuMode === "instance" && !has.gpuInstance)
+    return "it needs one GPU instance (gpu.capacity.mode instance, as in dev); this stack runs a GPU fleet";
+  return undefined;
 }
 
 export class ScenarioTimeout extends Error {

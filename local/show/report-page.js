@@ -25,6 +25,7 @@
     gpu: ["#1a7f37"],
     deliveries: ["#8250df"],
     tasks: ["#57606a"],
+    capacity: ["#9a6700", "#1a7f37"],
   };
   function colorOf(kind, used) {
     var shades = COLORS[kind] || ["#57606a"];
@@ -264,7 +265,7 @@
       });
     if (hasCount) axes.push({ scale: "count", label: "count", side: hasPhase ? 1 : 3, grid: { show: !hasPhase } });
     return {
-      title: "the GPU, deliveries and ECS tasks",
+      title: "the GPU, deliveries, ECS tasks and GPU capacity",
       series: series,
       data: [s.t].concat(
         s.activity.map(function (a) {

@@ -17,7 +17,7 @@ import { runTime } from "../observe/alarm-eval";
 import { formatTiming, type ScenarioSummary, type Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
-export type SeriesKind = "source" | "dlq" | "quarantine" | "gpu" | "deliveries" | "tasks";
+export type SeriesKind = "source" | "dlq" | "quarantine" | "gpu" | "deliveries" | "tasks" | "capacity";
 
 export interface ReportSeries {
   label: string;
@@ -134,6 +134,16 @@ function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: Scena
   const firstDelivered = samples.find((s) => s.gpu)?.gpu?.delivered ?? 0;
   const delivered = samples.map((s) => (s.gpu ? s.gpu.delivered - firstDelivered : null));
   if (delivered.some((v) => v !== null && v > 0)) activity.push({ label: "delivered to GPU", kind: "deliveries", values: delivered });
+  // The GPU fleet: desired capacity and instances in service (the backlog is the ingest queues' series above;
+  // its processed count is left out: thousands on the count axis would flatten a capacity of four).
+  const fleetSeries: Array<[string, (f: NonNullable<(typeof samples)[number]["fleet"]>) => number]> = [
+    ["GPU desired capacity", (f) => f.desired],
+    ["GPU instances in service", (f) => f.inService],
+  ];
+  for (const [label, read] of fleetSeries) {
+    const values = samples.map((s) => (s.fleet ? read(s.fleet) : null));
+    if (moved(values)) activity.push({ label, kind: "capacity", values });
+  }
   const tasks = samples.map((s) => s.tasksRunning);
   if (moved(tasks)) activity.push({ label: "ECS tasks running", kind: "tasks", values: tasks });
 

@@ -5,6 +5,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeImagesCommand, DescribeInstancesCommand, DescribeLaunchTemplateVersionsCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { DescribeClustersCommand, DescribeServicesCommand, DescribeTaskDefinitionCommand, ECSClient } from "@aws-sdk/client-ecs";
+import { AutoScalingClient, DescribeAutoScalingGroupsCommand, DescribeLifecycleHooksCommand } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient, DescribeAlarmsCommand } from "@aws-sdk/client-cloudwatch";
 import {
   GetSubscriptionAttributesCommand,
@@ -277,6 +278,51 @@ describe("deployLocally: the prod stack's alert subscriptions in moto (child pro
     expect(subscriptions.map((x) => ({ protocol: x.Protocol, endpoint: x.Endpoint }))).to.deep.equal(topic.subscriptions);
     expect(subscriptions[0]?.SubscriptionArn).to.match(new RegExp(`^${topic.arn}:[0-9a-f-]{36}$`));
     expect(topology.created).to.include(recorded(topology, "aws:sns/topicSubscription:TopicSubscription", "platform-alerts-subscription-0").urn);
+  });
+});
+
+describe("deployLocally: the prod stack's GPU fleet in moto (child process)", function () {
+  let topology: Topology;
+  let codeDir: string;
+
+  before(async function () {
+    this.timeout(180_000);
+    await resetMoto();
+    codeDir = fs.mkdtempSync(path.join(os.tmpdir(), "provision-prod-fleet-"));
+    ({ topology } = await provisionInChild("prod", codeDir));
+  });
+
+  after(() => fs.rmSync(codeDir, { recursive: true, force: true }));
+
+  it("creates the Auto Scaling group at 0 with the stack's max and stores its drain hook; the runtime's fleet has the load balancer", async () => {
+    // Prepare
+    const fleet = topology.fleets[0];
+    const autoscaling = new AutoScalingClient({});
+
+    // Act
+    const group = (await autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [fleet?.groupName ?? ""] }))).AutoScalingGroups?.[0];
+    const hooks = (await autoscaling.send(new DescribeLifecycleHooksCommand({ AutoScalingGroupName: fleet?.groupName ?? "" }))).LifecycleHooks ?? [];
+
+    // Assess
+    expect(topology.fleets).to.have.length(1);
+    expect(topology.instances.filter((i) => i.logicalName.includes("gpu"))).to.deep.equal([]);
+    expect(fleet).to.deep.include({ groupName: "encache-gpu-fleet-prod", maxSize: 4, warmPoolMinSize: 0, drainHookSeconds: 90 });
+    expect(fleet?.spot).to.deep.equal({
+      onDemandBaseCapacity: 1,
+      onDemandPercentageAboveBaseCapacity: 25,
+      instanceTypes: ["g5.2xlarge", "g6.2xlarge", "g5.4xlarge"],
+    });
+    expect(fleet?.loadBalancer).to.deep.include({ port: 8080, deregistrationDelaySeconds: 90 });
+    expect(fleet?.loadBalancer.dnsName).to.match(/^internal-.*\.us-east-1\.elb\.amazonaws\.com$/);
+    expect(fleet?.loadBalancer.healthCheck).to.deep.include({ path: "/status", healthyThreshold: 2 });
+    expect(group).to.deep.include({ MinSize: 0, MaxSize: 4, DesiredCapacity: 0 });
+    expect(group?.Instances ?? []).to.deep.equal([]);
+    expect(hooks.map((h) => [h.LifecycleHookName, h.LifecycleTransition, h.HeartbeatTimeout])).to.deep.equal([
+      ["drain", "autoscaling:EC2_INSTANCE_TERMINATING", 90],
+    ]);
+    const window = byLogical(topology.functions, "ingest-window");
+    expect(window.environment.GPU_FLEET_SERVICE_HOST).to.equal(fleet?.loadBalancer.dnsName);
+    expect(window.environment.GPU_FLEET_GROUP_NAME).to.equal(fleet?.groupName);
   });
 });
 

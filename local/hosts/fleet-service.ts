@@ -1,0 +1,178 @@
+/**
+ * One GPU instance's service in the fleet, on a loopback port: what the real service on a fleet
+ * instance does, at the platform's speed.
+ * - Booting (until `bootRealMs` after it was first seen): unreachable, like a host whose service is
+ *   not up (the socket is destroyed without a response; the caller's fetch fails).
+ * - Serving: `slots` windows at a time, each taking `windowRealMs`; more wait their turn in arrival
+ *   order (the service's own queue). A window whose Idempotency-Key this instance already processed is
+ *   answered as a repeat without work, as the single GPU's service does (docs/parts/ingest.md).
+ * - `GET <statusPath>`: `{ active, idleSeconds }`, what the scaler and the load balancer's health check read.
+ * - `kill()`: the instance is gone (terminated, reclaimed): every open request is cut off.
+ *
+ * Keys are remembered per instance, as a real service keeps them: a window processed on one
+ * instance and delivered again to another is processed twice, and the fleet counts that
+ * (`GpuFleetSimulator.servedTwice`): the accounting must not hide what a real fleet would do.
+ */
+import * as http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+export interface ProcessedWindow {
+  instanceId: string;
+  /** The Idempotency-Key header ("" when none). */
+  key: string;
+  body: unknown;
+  /** Real epoch ms at which the window finished. */
+  atMs: number;
+}
+
+export interface FleetServiceOptions {
+  instanceId: string;
+  /** Real epoch ms from which the service answers. */
+  servingFromMs: number;
+  /** Real ms one window takes on one slot (0: at once). */
+  windowRealMs: number;
+  /** Windows worked on at once. */
+  slots: number;
+  servicePath: string;
+  statusPath: string;
+  /** Simulated seconds per real second, for the status's idleSeconds. */
+  speed: number;
+  onProcessed: (w: ProcessedWindow) => void;
+  now?: () => number;
+}
+
+export class FleetInstanceService {
+  private server?: http.Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly keys = new Set<string>();
+  private readonly waiting: Array<() => void> = [];
+  private busy = 0;
+  private queued = 0;
+  private lastWorkMs: number | null = null;
+  private killed = false;
+  private repeats = 0;
+  private readonly now: () => number;
+
+  constructor(readonly opts: FleetServiceOptions) {
+    if (!opts.servicePath.startsWith("/") || !opts.statusPath.startsWith("/")) throw new Error("FleetInstanceService: paths must start with /");
+    if (!(opts.slots >= 1)) throw new Error(`FleetInstanceService: slots must be ≥ 1, got ${opts.slots}`);
+    this.now = opts.now ?? Date.now;
+  }
+
+  async start(): Promise<{ host: string; port: number }> {
+    const server = http.createServer((req, res) => this.handle(req, res));
+    server.keepAliveTimeout = 60_000;
+    server.on("connection", (socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+    this.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(0, "127.0.0.1", () => done());
+    });
+    return { host: "127.0.0.1", port: (server.address() as AddressInfo).port };
+  }
+
+  /** The instance is gone: open requests are cut off, nothing answers again. */
+  async kill(): Promise<void> {
+    this.killed = true;
+    for (const wake of this.waiting.splice(0)) wake();
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((done) => server.close(() => done()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  serving(): boolean {
+    return !this.killed && this.now() >= this.opts.servingFromMs;
+  }
+
+  /** Windows being worked on now. */
+  active(): number {
+    return this.busy;
+  }
+
+  /** Windows worked on or waiting: what must finish before the instance can go without cutting any off. */
+  outstanding(): number {
+    return this.busy + this.queued;
+  }
+
+  repeatedDeliveries(): number {
+    return this.repeats;
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (!this.serving()) {
+      req.socket.destroy();
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://gpu.local");
+    if (req.method === "GET" && url.pathname === this.opts.statusPath) {
+      req.resume();
+      const since = Math.max(this.lastWorkMs ?? 0, this.opts.servingFromMs);
+      const idle = this.outstanding() > 0 ? 0 : ((this.now() - since) * this.opts.speed) / 1000;
+      reply(res, 200, { active: this.outstanding(), idleSeconds: Math.max(0, idle) });
+      return;
+    }
+    if (req.method !== "POST" || url.pathname !== this.opts.servicePath) {
+      req.resume();
+      reply(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", () => res.destroy());
+    req.on("end", () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch (err) {
+        reply(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+        return;
+      }
+      const header = req.headers["idempotency-key"];
+      const key = typeof header === "string" ? header : "";
+      void this.work(key, body, res);
+    });
+  }
+
+  private async work(key: string, body: unknown, res: http.ServerResponse): Promise<void> {
+    if (key !== "" && this.keys.has(key)) {
+      this.repeats += 1;
+      reply(res, 200, { accepted: true, repeat: true });
+      return;
+    }
+    this.queued += 1;
+    if (this.busy >= this.opts.slots) await new Promise<void>((wake) => this.waiting.push(wake));
+    this.queued -= 1;
+    if (this.killed) return;
+    this.busy += 1;
+    try {
+      if (this.opts.windowRealMs > 0) await new Promise((r) => setTimeout(r, this.opts.windowRealMs));
+      if (this.killed) return;
+      // A repeat that waited behind its first copy is answered as a repeat, not worked twice.
+      if (key !== "" && this.keys.has(key)) {
+        this.repeats += 1;
+        reply(res, 200, { accepted: true, repeat: true });
+        return;
+      }
+      if (key !== "") this.keys.add(key);
+      this.lastWorkMs = this.now();
+      this.opts.onProcessed({ instanceId: this.opts.instanceId, key, body, atMs: this.lastWorkMs });
+      reply(res, 200, { accepted: true });
+    } finally {
+      this.busy -= 1;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+function reply(res: http.ServerResponse, status: number, body: object): void {
+  if (res.destroyed || res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,227 @@
+/**
+ * What the GPU fleet's scenarios (gpu-burst, gpu-spot-interruption) share: the fleet's settings from
+ * the stack file, a burst of windows and its accounting by the fleet's own record of what each
+ * instance processed, the group's size between phases, and the cost table.
+ */
+import {
+  DescribeAutoScalingGroupsCommand,
+  SetDesiredCapacityCommand,
+  SetInstanceProtectionCommand,
+  UpdateAutoScalingGroupCommand,
+} from "@aws-sdk/client-auto-scaling";
+import { REPO_ROOT } from "../../infra/bundle";
+import { type StackConfig, stackConfigFrom } from "../../infra/config";
+import { readStackFiles } from "../../plan/stack-files";
+import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "../hosts/gpu-fleet";
+import type { LocalPlatform } from "../platform";
+import type { LocalQueue } from "../provision/topology";
+import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
+
+/** Concurrent senders of a burst. */
+const SENDERS = 8;
+
+/** Windows in one burst (the issue's "3,000 at --size small" is the small run). */
+export const BURST_WINDOWS = { small: 3_000, default: 3_000 } as const;
+
+/** The fleet's settings that the scenarios price and time with, from the stack's parsed config. Pure. */
+export function fleetSettings(gpu: StackConfig["gpu"]): {
+  maxSize: number;
+  idleStopMinutes: number;
+  scaleCheckMinutes: number;
+  scaleInCooldownSeconds: number;
+  instanceType: string;
+  usdPerHour: Record<string, number>;
+  spotDiscount: number;
+} {
+  const fleet = gpu.capacity.fleet;
+  if (gpu.capacity.mode !== "fleet" || !fleet) throw new Error("this stack runs one GPU instance (gpu.capacity.mode instance), not a fleet");
+  return {
+    maxSize: fleet.maxSize,
+    idleStopMinutes: gpu.idleStopMinutes,
+    scaleCheckMinutes: fleet.scaleCheckMinutes,
+    scaleInCooldownSeconds: fleet.scaleInCooldownSeconds,
+    instanceType: fleet.instanceTypes?.[0] ?? gpu.instanceType,
+    usdPerHour: gpu.pricesUsdPerHour,
+    spotDiscount: fleet.spotDiscount ?? 0,
+  };
+}
+
+/** Pure: an instance's billed life in simulated seconds, from launch to gone (or `nowMs`). */
+export function simSecondsOf(r: Pick<FleetInstanceRecord, "launchedAtMs" | "goneAtMs">, nowMs: number, speed: number): number {
+  return (((r.goneAtMs ?? nowMs) - r.launchedAtMs) * speed) / 1000;
+}
+
+export interface CostRow {
+  what: string;
+  instanceHours: number;
+  usd: number | null;
+}
+
+/**
+ * Pure: the cost table. The fleet: its instances' lives as run, Spot at the configured discount. One GPU
+ * (the single-instance mode, on demand): running for `oneGpuSimSeconds`. Always on: one on-demand GPU
+ * for the same span as the fleet, and for a whole day.
+ */
+export function costTable(args: {
+  lives: Array<Pick<FleetInstanceRecord, "instanceType" | "market"> & { simSeconds: number }>;
+  oneGpuSimSeconds: number;
+  spanSimSeconds: number;
+  settings: Pick<ReturnType<typeof fleetSettings>, "instanceType" | "usdPerHour" | "spotDiscount">;
+}): { rows: CostRow[]; unpriced: string[]; savedPerDayUsd: number | null } {
+  const { settings } = args;
+  const price = settings.usdPerHour[settings.instanceType];
+  const hours = (s: number) => Math.round((s / 3600) * 100) / 100;
+  const onDemand = (s: number) => (price === undefined ? null : Math.round((s / 3600) * price * 100) / 100);
+  const fleet = fleetCostUsd(args.lives, settings.usdPerHour, settings.spotDiscount);
+  const fleetHours = hours(args.lives.reduce((sum, l) => sum + l.simSeconds, 0));
+  const day = 24 * 3600;
+  const alwaysOnDay = onDemand(day);
+  return {
+    rows: [
+      { what: "the fleet, this burst (until it scaled to 0)", instanceHours: fleetHours, usd: fleet.unpriced.length ? null : fleet.usd },
+      { what: "one GPU, on demand (drain at max 1, then the idle stop)", instanceHours: hours(args.oneGpuSimSeconds), usd: onDemand(args.oneGpuSimSeconds) },
+      { what: "an always-on GPU, the same span", instanceHours: hours(args.spanSimSeconds), usd: onDemand(args.spanSimSeconds) },
+      { what: "an always-on GPU, a day", instanceHours: 24, usd: alwaysOnDay },
+    ],
+    unpriced: [...fleet.unpriced, ...(price === undefined ? [settings.instanceType] : [])],
+    savedPerDayUsd: alwaysOnDay === null || fleet.unpriced.length ? null : Math.round((alwaysOnDay - fleet.usd) * 100) / 100,
+  };
+}
+
+/** A burst's windows: distinct indexes under one session id. Pure. */
+export function burstBodies(sessionId: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: i, frameCount: 30 }));
+}
+
+/** Drives the group and counts a burst by what the fleet's instances processed. */
+export class FleetRun {
+  readonly failures: string[] = [];
+  readonly fleet: GpuFleetSimulator;
+  readonly ingest: LocalQueue;
+  readonly dlq: LocalQueue;
+  readonly quarantine: LocalQueue;
+  readonly settings: ReturnType<typeof fleetSettings>;
+
+  constructor(
+    readonly ctx: ScenarioContext,
+    readonly name: string,
+  ) {
+    const { platform } = ctx;
+    if (!platform.fleet) throw new Error("the program declares no GPU fleet (gpu.capacity.mode fleet)");
+    this.fleet = platform.fleet;
+    this.ingest = platform.queue("ingest");
+    this.dlq = platform.queue("ingest-dlq");
+    this.quarantine = platform.queue("ingest-quarantine");
+    // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
+    this.settings = fleetSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
+  }
+
+  get platform(): LocalPlatform {
+    return this.ctx.platform;
+  }
+
+  /** The group's max for a phase (the operator's UpdateAutoScalingGroup; desired capacity stays the scaler's). */
+  async setMax(max: number): Promise<void> {
+    await this.platform.aws.autoscaling.send(new UpdateAutoScalingGroupCommand({ AutoScalingGroupName: this.fleet.groupName, MaxSize: max }));
+  }
+
+  /**
+   * Takes the group to zero and waits until every instance has drained and gone: each phase starts
+   * cold. As an operator would: scale-in protection lifted first (the scaler sets it on busy
+   * instances, and Auto Scaling never takes a protected one), then desired capacity 0.
+   */
+  async toZero(): Promise<void> {
+    const { autoscaling } = this.platform.aws;
+    const group = (await autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [this.fleet.groupName] }))).AutoScalingGroups?.[0];
+    const protectedIds = (group?.Instances ?? []).filter((i) => i.ProtectedFromScaleIn).flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
+    if (protectedIds.length > 0)
+      await autoscaling.send(
+        new SetInstanceProtectionCommand({ AutoScalingGroupName: this.fleet.groupName, InstanceIds: protectedIds, ProtectedFromScaleIn: false }),
+      );
+    await this.platform.aws.autoscaling.send(
+      new SetDesiredCapacityCommand({ AutoScalingGroupName: this.fleet.groupName, DesiredCapacity: 0, HonorCooldown: false }),
+    );
+    const ok = await waitFor(
+      () => {
+        const s = this.fleet.snapshot();
+        return s.inService === 0 && s.draining === 0;
+      },
+      { timeoutMs: 60_000, tick: () => this.tick("to zero", 0, 0) },
+    );
+    if (!ok) this.failures.push("the group did not reach 0 instances within a minute");
+  }
+
+  /** The burst, as fast as SQS takes it: a few batch sends at once, so the burst arrives as one. */
+  async send(sessionId: string, n: number): Promise<void> {
+    const bodies = burstBodies(sessionId, n);
+    const chunk = Math.ceil(bodies.length / SENDERS);
+    await Promise.all(Array.from({ length: SENDERS }, (_, i) => sendAll(this.platform, this.ingest, bodies.slice(i * chunk, (i + 1) * chunk))));
+  }
+
+  /** Distinct windows of the session processed, when the n-th distinct one finished, and repeats processed twice. */
+  processed(sessionId: string, n: number): { got: number; completedAtMs: number | null } {
+    const got = new Set<number>();
+    let completedAtMs: number | null = null;
+    for (const w of this.fleet.received()) {
+      const body = w.body as { sessionId?: string; windowIndex?: number };
+      if (body.sessionId !== sessionId || typeof body.windowIndex !== "number") continue;
+      got.add(body.windowIndex);
+      if (completedAtMs === null && got.size >= n) completedAtMs = w.atMs;
+    }
+    return { got: got.size, completedAtMs };
+  }
+
+  /** Windows of the session the fleet processed more than once (on one instance or on two). */
+  servedTwice(sessionId: string): number {
+    const count = new Map<number, number>();
+    for (const w of this.fleet.received()) {
+      const body = w.body as { sessionId?: string; windowIndex?: number };
+      if (body.sessionId === sessionId && typeof body.windowIndex === "number") count.set(body.windowIndex, (count.get(body.windowIndex) ?? 0) + 1);
+    }
+    return [...count.values()].filter((c) => c > 1).length;
+  }
+
+  /** After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the idle stop). */
+  async waitForScaleToZero(label: string): Promise<number | null> {
+    const { idleStopMinutes, scaleCheckMinutes } = this.settings;
+    const budgetMs = this.platform.clock.real((idleStopMinutes + 2 * scaleCheckMinutes) * 60_000) + 10_000;
+    const ok = await waitFor(
+      () => {
+        const s = this.fleet.snapshot();
+        return s.desired === 0 && s.inService === 0 && s.draining === 0;
+      },
+      { timeoutMs: budgetMs, tick: () => this.tick(label, 0, 0) },
+    );
+    return ok ? Date.now() : null;
+  }
+
+  /** Waits for every window of the session, then for the ingest queue and its DLQ to empty. */
+  async drain(sessionId: string, n: number, label: string, timeoutMs: number): Promise<number | null> {
+    const ok = await waitFor(() => this.processed(sessionId, n).got >= n, { timeoutMs, tick: () => this.tick(label, this.processed(sessionId, n).got, n) });
+    if (!ok) this.failures.push(`${label}: only ${this.processed(sessionId, n).got} of ${n} windows were processed within ${Math.round(timeoutMs / 1000)} s`);
+    await waitFor(async () => (await this.backlog()) === 0, { timeoutMs: 30_000, tick: () => this.tick(label, n, n) });
+    return ok ? this.processed(sessionId, n).completedAtMs : null;
+  }
+
+  /** Windows on the ingest queue and its DLQ: visible, in flight and delayed. */
+  async backlog(): Promise<number> {
+    const [a, b] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
+    return a.visible + a.inFlight + a.delayed + b.visible + b.inFlight + b.delayed;
+  }
+
+  readonly tick = async (phase: string, done: number, total: number): Promise<void> => {
+    const [q, d] = await gauges(this.platform, [
+      ["ingest", this.ingest],
+      ["ingest-dlq", this.dlq],
+    ]);
+    const s = this.fleet.snapshot();
+    this.ctx.view({
+      scenario: this.name,
+      elapsedMs: 0,
+      progress: { done, total },
+      queues: [q, d].filter((x) => x !== undefined),
+      counters: { desired: s.desired, "in service": s.inService, "serving (healthy)": s.healthy, draining: s.draining },
+      status: [`${phase}: group ${this.fleet.groupName}`],
+    });
+  };
+}
