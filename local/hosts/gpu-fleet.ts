@@ -15,10 +15,20 @@
  *   notice: the group takes the instance out (replacement launched at once: capacity rebalancing), it
  *   drains, and EC2 reclaims it at two minutes whatever it still holds. A rebalance recommendation:
  *   the same, without the reclaim (the hook's timeout bounds the drain).
+ * - **Reconciling to desired capacity**: Auto Scaling keeps working towards desired capacity, so an
+ *   instance whose scale-in protection is lifted after a scale-in goes then; moto acts only inside the
+ *   SetDesiredCapacity call, leaving a protected instance in the group for good. Here, while the
+ *   group holds more in-service instances than desired and some are unprotected, desired capacity is
+ *   set again (to the same value), on which moto terminates the unprotected excess.
  * - **The warm pool**: moto keeps no warm instances; here a launch that the pool can serve starts in
  *   `warmStartSimMs` instead of booting, and the pool refills after a boot's time.
  */
-import { DescribeAutoScalingGroupsCommand, type AutoScalingClient, TerminateInstanceInAutoScalingGroupCommand } from "@aws-sdk/client-auto-scaling";
+import {
+  type AutoScalingClient,
+  DescribeAutoScalingGroupsCommand,
+  SetDesiredCapacityCommand,
+  TerminateInstanceInAutoScalingGroupCommand,
+} from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import type { SimClock } from "./clock";
 import { FleetInstanceService, type ProcessedWindow } from "./fleet-service";
@@ -230,6 +240,12 @@ export class GpuFleetSimulator {
     if (fresh.length > 0) await this.admit(fresh);
     for (const [id, member] of this.members) if (!inGroup.has(id)) this.leave(member);
     await this.finishLeaving();
+    const unprotected = (group.Instances ?? []).filter((i) => i.LifecycleState === "InService" && !i.ProtectedFromScaleIn).length;
+    if (inGroup.size > this.desired && unprotected > 0) {
+      await this.opts.autoscaling.send(
+        new SetDesiredCapacityCommand({ AutoScalingGroupName: this.groupName, DesiredCapacity: this.desired, HonorCooldown: false }),
+      );
+    }
   }
 
   private async admit(ids: string[]): Promise<void> {

@@ -67,10 +67,16 @@ export const gpuSpotInterruption: Scenario = {
     if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
     const victimRecord = run.fleet.instances().find((r) => r.instanceId === victim);
     const finishedDuringDrain = victimRecord ? run.fleet.received().filter((w) => w.instanceId === victim).length - processedBefore : 0;
-    const desiredAfter = run.fleet.snapshot().desired;
-    const inServiceAfter = run.fleet.snapshot().inService;
-    if (interruptedAt !== null && inServiceAfter !== desiredAfter)
-      run.failures.push(`after the burst ${inServiceAfter} instances in service, desired ${desiredAfter}`);
+    // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
+    const settled = await waitFor(
+      () => {
+        const s = run.fleet.snapshot();
+        return s.inService === s.desired && s.draining === 0;
+      },
+      { timeoutMs: platform.clock.real(5 * run.settings.scaleCheckMinutes * 60_000) + 5_000, tick: () => run.tick("settling", n, n) },
+    );
+    const { desired: desiredAfter, inService: inServiceAfter } = run.fleet.snapshot();
+    if (!settled) run.failures.push(`after the burst ${inServiceAfter} instances in service, desired ${desiredAfter}`);
 
     // Cost of this burst's instances, taken to 0 by hand afterwards (the idle stop is gpu-burst's to show).
     await run.toZero();
