@@ -51,6 +51,8 @@ const BATCH_HISTORY = 100;
 const RECEIVE_ERROR_BACKOFF_MS = 1000;
 /** Between short polls while a batching window still has under a second to run. */
 const WINDOW_TAIL_POLL_MS = 100;
+/** Pollers Lambda starts an SQS event source with: how many gatherers a backlog may have at once. */
+const INITIAL_POLLERS = 5;
 
 /** Which records of a batch to delete, and why the others stay (when the whole batch failed). */
 export interface Settlement {
@@ -95,6 +97,8 @@ export class SqsEventSource {
   private readonly pollWaitSeconds: number;
   private readonly concurrency: number;
   private readonly inflight = new Set<Promise<void>>();
+  /** Gatherers beyond the first, while a backlog fills batches at once (gatherAndDispatch). */
+  private readonly extraGatherers = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
   private readonly counters: MappingStats = {
     invocations: 0,
@@ -152,15 +156,35 @@ export class SqsEventSource {
     await Promise.all(Array.from({ length: this.concurrency }, () => this.poller()));
   }
 
+  /**
+   * One gatherer while batches need the window to fill; while they fill at once (a backlog), more
+   * gatherers join, up to Lambda's initial five pollers (and the maximum concurrency), as Lambda adds
+   * pollers to a queue with a backlog. A joined gatherer leaves at its first batch that needed the
+   * window, so sparse traffic is gathered by one, into batches as full as the window makes them.
+   */
   private async gatherAndDispatch(): Promise<void> {
+    await this.gatherer(true);
+    await Promise.all([...this.extraGatherers]);
+  }
+
+  private async gatherer(primary: boolean): Promise<void> {
     while (!this.stopping) {
       if (this.inflight.size >= this.concurrency) {
         await Promise.race(this.inflight);
         continue;
       }
       const batch = await this.gather();
-      if (batch.length === 0) continue;
+      if (batch.length === 0) {
+        if (primary) continue;
+        return;
+      }
       void this.dispatch(batch);
+      const full = batch.length >= this.mapping.batchSize;
+      if (!full && !primary) return;
+      if (full && this.extraGatherers.size + 1 < Math.min(this.concurrency, INITIAL_POLLERS)) {
+        const extra: Promise<void> = this.gatherer(false).finally(() => this.extraGatherers.delete(extra));
+        this.extraGatherers.add(extra);
+      }
     }
   }
 

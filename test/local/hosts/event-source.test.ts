@@ -62,6 +62,57 @@ describe("SqsEventSource pollers (a counting SQS stand-in)", () => {
   });
 });
 
+describe("SqsEventSource with a batching window: gatherers follow the backlog (a counting SQS stand-in)", () => {
+  /** An SQS whose receives take 50 ms, answer from a backlog of `backlog` messages, and count the receives in flight. */
+  function countingSqs(backlog: number, perReceive: number) {
+    const state = { inFlight: 0, peak: 0, left: backlog, next: 0 };
+    const sqs = {
+      send: async (command: { constructor: { name: string } }) => {
+        if (command.constructor.name !== "ReceiveMessageCommand") return { Successful: [], Failed: [] };
+        state.inFlight += 1;
+        state.peak = Math.max(state.peak, state.inFlight);
+        await new Promise((r) => setTimeout(r, 50));
+        state.inFlight -= 1;
+        const n = Math.min(perReceive, state.left);
+        state.left -= n;
+        return { Messages: Array.from({ length: n }, () => ({ MessageId: `m${state.next++}`, ReceiptHandle: "h", Body: "{}", Attributes: {} })) };
+      },
+    } as unknown as SQSClient; // only send() is used by the source
+    return { sqs, state };
+  }
+  const mapping = (batchSize: number): LocalMapping => ({
+    urn: "urn:pulumi:test::local::aws:lambda/eventSourceMapping:EventSourceMapping::esm",
+    logicalName: "esm",
+    functionName: "f",
+    queueArn: "arn:aws:sqs:us-east-1:123456789012:q",
+    queueUrl: "http://localhost/q",
+    batchSize,
+    batchingWindowSeconds: 5,
+    reportBatchItemFailures: true,
+    enabled: true,
+    maximumConcurrency: 20,
+  });
+  const cases = [
+    { name: "a backlog that fills every batch at once: up to Lambda's five initial pollers receive at once", backlog: 400, perReceive: 10, peak: 5 },
+    { name: "traffic that needs the window to fill a batch: one gatherer", backlog: 3, perReceive: 1, peak: 1 },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      // Prepare
+      const { sqs, state } = countingSqs(c.backlog, c.perReceive);
+      const source = new SqsEventSource(mapping(10), async () => ok({}), { sqs, pollWaitSeconds: 1 });
+
+      // Act
+      source.start();
+      await new Promise((r) => setTimeout(r, 600));
+      await source.stop();
+
+      // Assess
+      expect(state.peak).to.equal(c.peak);
+    });
+  }
+});
+
 describe("settleBatch: which records Lambda deletes", () => {
   const ids = ["m1", "m2", "m3"];
   const cases: Array<{ name: string; result: InvokeResult; report: boolean; deleted: string[]; wholeBatchFailed?: boolean }> = [
