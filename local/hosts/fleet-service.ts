@@ -9,9 +9,15 @@
  * - `GET <statusPath>`: `{ active, idleSeconds }`, what the scaler and the load balancer's health check read.
  * - `kill()`: the instance is gone (terminated, reclaimed): every open request is cut off.
  *
- * Keys are remembered per instance, as a real service keeps them: a window processed on one
- * instance and delivered again to another is processed twice, and the fleet counts that
- * (`GpuFleetSimulator.servedTwice`): the accounting must not hide what a real fleet would do.
+ * Idempotency across the fleet: the service's contract (docs/parts/ingest.md) is that a key is
+ * processed once, and behind a load balancer a redelivered window may reach another instance (SQS
+ * delivers at least once, and a second receive can overlap the first). So the fleet's instances
+ * share one key store (`SharedKeys`; a real fleet keeps it in a store the instances share, which is
+ * the service's concern): a key is claimed when its window arrives, a copy that arrives while the
+ * claim is held anywhere is refused with 409 (the caller's record fails and comes back later, as
+ * with Powertools' "already in progress"), a copy after it finished is answered as a repeat, and a
+ * claim is released if its window is cut off unfinished. `GpuFleetSimulator.servedTwice` still
+ * counts what was processed twice, so the accounting would show a broken claim.
  */
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -23,6 +29,12 @@ export interface ProcessedWindow {
   body: unknown;
   /** Real epoch ms at which the window finished. */
   atMs: number;
+}
+
+/** The key store the fleet's instances share: keys finished, and keys claimed by a window in progress. */
+export class SharedKeys {
+  readonly done = new Set<string>();
+  readonly claimed = new Set<string>();
 }
 
 export interface FleetServiceOptions {
@@ -38,13 +50,18 @@ export interface FleetServiceOptions {
   /** Simulated seconds per real second, for the status's idleSeconds. */
   speed: number;
   onProcessed: (w: ProcessedWindow) => void;
+  /** The fleet's shared key store. @default a store of this instance's own */
+  keys?: SharedKeys;
   now?: () => number;
 }
 
 export class FleetInstanceService {
   private server?: http.Server;
   private readonly sockets = new Set<Socket>();
-  private readonly keys = new Set<string>();
+  private readonly keys: SharedKeys;
+  /** Keys this instance claimed and has not finished: released if it is killed. */
+  private readonly mine = new Set<string>();
+  private conflicts = 0;
   private readonly waiting: Array<() => void> = [];
   private busy = 0;
   private queued = 0;
@@ -57,6 +74,7 @@ export class FleetInstanceService {
     if (!opts.servicePath.startsWith("/") || !opts.statusPath.startsWith("/")) throw new Error("FleetInstanceService: paths must start with /");
     if (!(opts.slots >= 1)) throw new Error(`FleetInstanceService: slots must be ≥ 1, got ${opts.slots}`);
     this.now = opts.now ?? Date.now;
+    this.keys = opts.keys ?? new SharedKeys();
   }
 
   async start(): Promise<{ host: string; port: number }> {
@@ -77,6 +95,9 @@ export class FleetInstanceService {
   /** The instance is gone: open requests are cut off, nothing answers again. */
   async kill(): Promise<void> {
     this.killed = true;
+    // Windows cut off unfinished were never processed: their keys may be processed by a later delivery.
+    for (const key of this.mine) this.keys.claimed.delete(key);
+    this.mine.clear();
     for (const wake of this.waiting.splice(0)) wake();
     const server = this.server;
     this.server = undefined;
@@ -102,6 +123,11 @@ export class FleetInstanceService {
 
   repeatedDeliveries(): number {
     return this.repeats;
+  }
+
+  /** Copies refused with 409 because their key was claimed by a window in progress. */
+  conflictingDeliveries(): number {
+    return this.conflicts;
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -140,10 +166,19 @@ export class FleetInstanceService {
   }
 
   private async work(key: string, body: unknown, res: http.ServerResponse): Promise<void> {
-    if (key !== "" && this.keys.has(key)) {
+    if (key !== "" && this.keys.done.has(key)) {
       this.repeats += 1;
       reply(res, 200, { accepted: true, repeat: true });
       return;
+    }
+    if (key !== "" && this.keys.claimed.has(key)) {
+      this.conflicts += 1;
+      reply(res, 409, { error: "a window with this Idempotency-Key is in progress" });
+      return;
+    }
+    if (key !== "") {
+      this.keys.claimed.add(key);
+      this.mine.add(key);
     }
     this.queued += 1;
     if (this.busy >= this.opts.slots) await new Promise<void>((wake) => this.waiting.push(wake));
@@ -153,13 +188,11 @@ export class FleetInstanceService {
     try {
       if (this.opts.windowRealMs > 0) await new Promise((r) => setTimeout(r, this.opts.windowRealMs));
       if (this.killed) return;
-      // A repeat that waited behind its first copy is answered as a repeat, not worked twice.
-      if (key !== "" && this.keys.has(key)) {
-        this.repeats += 1;
-        reply(res, 200, { accepted: true, repeat: true });
-        return;
+      if (key !== "") {
+        this.keys.done.add(key);
+        this.keys.claimed.delete(key);
+        this.mine.delete(key);
       }
-      if (key !== "") this.keys.add(key);
       this.lastWorkMs = this.now();
       this.opts.onProcessed({ instanceId: this.opts.instanceId, key, body, atMs: this.lastWorkMs });
       reply(res, 200, { accepted: true });

@@ -31,7 +31,7 @@ import {
 } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import type { SimClock } from "./clock";
-import { FleetInstanceService, type ProcessedWindow } from "./fleet-service";
+import { FleetInstanceService, type ProcessedWindow, SharedKeys } from "./fleet-service";
 import { LocalLoadBalancer, type TargetHealth } from "./load-balancer";
 import type { LocalFleet } from "../provision/topology";
 
@@ -141,8 +141,12 @@ export class GpuFleetSimulator {
   private readonly members = new Map<string, Member>();
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
+  /** Services of instances that are gone, kept for their counts. */
+  private readonly gone: FleetInstanceService[] = [];
   private readonly processed: ProcessedWindow[] = [];
   private readonly interrupted = new Map<string, InterruptionKind>();
+  /** The Idempotency-Keys the fleet's instances share (fleet-service.ts). */
+  private readonly keys = new SharedKeys();
   private desired = 0;
   private inService = 0;
   private warmAvailable: number;
@@ -187,6 +191,15 @@ export class GpuFleetSimulator {
   /** Every window an instance finished, in order. */
   received(): ProcessedWindow[] {
     return [...this.processed];
+  }
+
+  /** Deliveries answered as repeats, and refused while their key was in progress, across the fleet. */
+  deduplicated(): { repeats: number; conflicts: number } {
+    const services = [...this.members.values(), ...this.leaving.values()].map((m) => m.service).concat(this.gone);
+    return {
+      repeats: services.reduce((n, s) => n + s.repeatedDeliveries(), 0),
+      conflicts: services.reduce((n, s) => n + s.conflictingDeliveries(), 0),
+    };
   }
 
   /** Windows (by Idempotency-Key) processed more than once across the fleet. */
@@ -284,6 +297,7 @@ export class GpuFleetSimulator {
         statusPath: this.opts.statusPath,
         speed: this.opts.clock.speed,
         onProcessed: (w) => this.processed.push(w),
+        keys: this.keys,
       });
       const { port } = await service.start();
       const member: Member = { record, privateIp: instance.PrivateIpAddress, service, port };
@@ -319,6 +333,7 @@ export class GpuFleetSimulator {
       this.leaving.delete(id);
       this.lb.remove(id);
       await member.service.kill();
+      this.gone.push(member.service);
       this.publishRoutes();
       this.opts.note(
         `gpu fleet: ${id} gone (${member.record.leftBecause}${member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : ", drained"})`,
