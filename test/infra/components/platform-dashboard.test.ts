@@ -276,6 +276,35 @@ describe("PlatformDashboard body (pure, no mocks)", () => {
     expect(JSON.stringify(without)).to.not.include("ingest-gpu-idle");
   });
 
+  it("in fleet mode shows instances in service and desired capacity from the group's own metrics, the scaler's backlog, and no single GPU", () => {
+    // Prepare
+    const s = spec();
+    const fleet = dashboardBody({
+      ...s,
+      ingest: {
+        windowService: s.ingest.windowService,
+        dlqService: s.ingest.dlqService,
+        gpuFleet: { groupName: "encache-gpu-fleet-dev", scalerService: "ingest-gpu-scaler-dev" },
+      },
+    });
+    // Assess: the group's metrics by its name, every minute (the group publishes at 1Minute granularity).
+    const capacity = widget(fleet, "GPU fleet: in service and desired") as MetricWidget;
+    expect(capacity.properties.period).to.equal(60);
+    expect(metricsOf(fleet, "GPU fleet: in service and desired").map((m) => [m.namespace, m.name, m.dimensions])).to.deep.include.members([
+      ["AWS/AutoScaling", "GroupInServiceInstances", { AutoScalingGroupName: "encache-gpu-fleet-dev" }],
+      ["AWS/AutoScaling", "GroupDesiredCapacity", { AutoScalingGroupName: "encache-gpu-fleet-dev" }],
+    ]);
+    expect(metricsOf(fleet, "GPU fleet backlog (windows)").map((m) => [m.namespace, m.name, m.dimensions])).to.deep.equal([
+      ["Encache/Ingest", "GpuFleetBacklog", { service: "ingest-gpu-scaler-dev" }],
+    ]);
+    // The queues' depth stays on the queues row, the ingest queue's among them.
+    expect(allMetrics(fleet).some((m) => m.namespace === "AWS/SQS" && m.dimensions.QueueName === "ingest-1111111")).to.equal(true);
+    const titles = fleet.widgets.map((w) => w.properties.title);
+    for (const title of ["GPU CPU (%)", "GPU running (1) or stopped (0)"]) expect(titles).to.not.include(title);
+    expect(allMetrics(fleet).filter((m) => m.namespace === "AWS/EC2")).to.deep.equal([]);
+    expect(dashboardLimitProblems(fleet)).to.deep.equal([]);
+  });
+
   it("stays within PutDashboard's limits: 500 widgets, 500 metrics a widget, 2,500 a dashboard, 1 MB", () => {
     expect(dashboardLimitProblems(body)).to.deep.equal([]);
     expect(body.widgets.length).to.be.at.most(DASHBOARD_LIMITS.widgets);

@@ -21,6 +21,12 @@ export function scopedStackConfig(stack: string): Record<string, unknown> {
   return withStackScopedDefaults(stackConfig(stack)) as Record<string, unknown>;
 }
 
+/** The GPU capacity mode a committed stack's file chooses (`encache:gpu.capacity.mode`; `instance` when it says nothing, as the schema's default). */
+export function gpuMode(stack: string): "instance" | "fleet" {
+  const gpu = stackConfig(stack).gpu as { capacity?: { mode?: "instance" | "fleet" } } | undefined;
+  return gpu?.capacity?.mode ?? "instance";
+}
+
 /** The dev stack's config (see stackConfig). */
 export function devConfig(): Record<string, unknown> {
   return stackConfig("dev");

@@ -127,6 +127,25 @@ describe("components under Pulumi mocks (in process)", function () {
     ]);
   });
 
+  it("GpuInstance with deletionProtection is protected from Pulumi and from EC2's terminate (instance mode in a stack like prod)", async () => {
+    // Prepare / Act
+    const g = new c.gpu.GpuInstance("gpu-protected", {
+      instanceType: "g5.xlarge",
+      nameTag: "encache-gpu-worker-unit",
+      environment: "unit",
+      instanceIdParameter: "/encache/unit/gpu/instance_id",
+      subnetId: "subnet-1",
+      securityGroupIds: ["sg-1"],
+      deletionProtection: true,
+    });
+    await promiseOf(g.instance.id);
+    const resources = await recorder.settle();
+    // Assess
+    const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-protected");
+    expect(instance?.protect).to.equal(true);
+    expect(instance?.inputs.disableApiTermination).to.equal(true);
+  });
+
   it("GpuFleet leaves desired capacity to the scaler (ignored after creation, never waited for) and names its children after itself", async () => {
     // Prepare / Act
     const f = new c.fleet.GpuFleet("fleet-a", {

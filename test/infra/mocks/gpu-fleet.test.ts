@@ -1,14 +1,17 @@
 /**
- * Fleet mode (`gpu.capacity.mode: fleet`, issue 27) as the whole program declares it: prod's config
- * with the fleet block of test/infra/fixtures/prod-fleet.ts (max 4, on-demand base 1, 75 % Spot
- * above it, three types, 500 windows per instance, 90 s drain), in the offline plan.
+ * Fleet mode (`gpu.capacity.mode: fleet`, issue 27) as the whole program declares it: prod's own
+ * plan, since Pulumi.prod.yaml runs the GPU tier as a fleet. Every expected value is read from the
+ * stack file's fleet block, so this test follows prod's config and restates none of it. Instance
+ * mode keeps its coverage in dev (test/infra/mocks/ingest.test.ts); prod's first preview is clean
+ * in test/plan/cli.test.ts.
  */
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
-import { planJson, type PlanRun } from "../helpers/run-plan";
+import { useStackPlans } from "../helpers/run-plan";
+import { stackConfig } from "../helpers/stack-config";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 type Doc = { Statement: Statement[] };
@@ -32,29 +35,54 @@ const PLATFORM_ACTIONS = allowedActions([
 ]);
 const GROUP_ARN = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/encache-gpu-fleet-prod";
 
-describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixture)", function () {
-  this.timeout(120_000);
-  let doc: PlanDocument;
-  let run: PlanRun;
+/** Prod's `encache:gpu` block as Pulumi.prod.yaml writes it (no defaults filled in). */
+interface GpuBlock {
+  instanceType: string;
+  servicePort: number;
+  capacity: {
+    mode: string;
+    fleet: {
+      maxSize: number;
+      instanceTypes: string[];
+      onDemandBaseCapacity: number;
+      spotPercent: number;
+      spotAllocationStrategy: string;
+      windowsPerInstance: number;
+      scaleInCooldownSeconds: number;
+      scaleCheckMinutes: number;
+      drainSeconds: number;
+    };
+  };
+}
+const gpu = () => stackConfig("prod").gpu as GpuBlock;
+const fleet = () => gpu().capacity.fleet;
 
-  before(async () => {
-    ({ doc, run } = await planJson("prod", ["--program", "test/infra/fixtures/prod-fleet.ts"]));
+describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function () {
+  this.timeout(120_000);
+  const stacks = useStackPlans();
+  let doc: PlanDocument;
+
+  before(() => {
+    doc = stacks.prod!;
+  });
+
+  it("is prod's mode: Pulumi.prod.yaml runs the GPU tier as a fleet, with Spot above an on-demand base", () => {
+    expect(gpu().capacity.mode).to.equal("fleet");
+    // The cases below are the Spot ones (mixed instances, capacity rebalancing): they need Spot in prod.
+    expect(fleet().spotPercent).to.be.above(0);
+    expect(fleet().instanceTypes.length).to.be.above(1);
   });
 
   it("plans cleanly: the pack passes the fleet (its DLQ consumer can raise the group's capacity)", () => {
-    expect(run.code, run.stderr + JSON.stringify(doc.violations)).to.equal(0);
+    expect(doc.violations).to.deep.equal([]);
   });
 
-  it("plans cleanly on a first preview too (every value the provider computes unknown)", async () => {
-    // Act
-    const first = await planJson("prod", ["--first-preview", "--program", "test/infra/fixtures/prod-fleet.ts"]);
-    // Assess
-    expect(first.doc.mode).to.equal("first-preview");
-    expect(first.run.code, first.run.stderr + JSON.stringify(first.doc.violations)).to.equal(0);
-  });
-
-  it("declares the group, its template and its internal load balancer, and no single GPU instance or id parameter", () => {
+  it("declares the group, its template, its internal load balancer and the scaler, and no single GPU instance or id parameter", () => {
     expect(of(doc, "aws:autoscaling/group:Group").map((r) => r.name)).to.deep.equal(["ingest-gpu-fleet"]);
+    expect(of(doc, "aws:ec2/launchTemplate:LaunchTemplate").map((r) => r.name)).to.include("ingest-gpu-fleet-lt");
+    expect(of(doc, "aws:lb/loadBalancer:LoadBalancer").map((r) => r.name)).to.deep.equal(["ingest-gpu-fleet-lb"]);
+    const scaler = named(doc, "aws:lambda/function:Function", "ingest-gpu-scaler");
+    expect(named(doc, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-gpu-scaler-mapping").dependencies).to.include(scaler.urn);
     expect(of(doc, "aws:ec2/instance:Instance")).to.deep.equal([]);
     expect(doc.resources.filter((r) => r.type === "aws:ssm/parameter:Parameter" && r.name.startsWith("ingest-"))).to.deep.equal([]);
     expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs).to.deep.include({
@@ -63,36 +91,40 @@ describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixt
     });
   });
 
-  it("mixes an on-demand base with Spot above it over three types, capacity-optimised, with capacity rebalancing", () => {
+  it("mixes an on-demand base with Spot above it over the configured types, in their order, with capacity rebalancing", () => {
     const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
     const mixed = group.inputs.mixedInstancesPolicy as { instancesDistribution: unknown; launchTemplate: { overrides: unknown } };
     expect(group.inputs).to.deep.include({
       name: "encache-gpu-fleet-prod",
       minSize: 0,
-      maxSize: 4,
+      maxSize: fleet().maxSize,
       capacityRebalance: true,
       waitForCapacityTimeout: "0",
       healthCheckType: "ELB",
     });
     expect(group.inputs.desiredCapacity).to.equal(undefined);
     expect(mixed.instancesDistribution).to.deep.equal({
-      onDemandBaseCapacity: 1,
-      onDemandPercentageAboveBaseCapacity: 25,
-      spotAllocationStrategy: "capacity-optimized",
+      onDemandBaseCapacity: fleet().onDemandBaseCapacity,
+      onDemandPercentageAboveBaseCapacity: 100 - fleet().spotPercent,
+      spotAllocationStrategy: fleet().spotAllocationStrategy,
     });
-    expect(mixed.launchTemplate.overrides).to.deep.equal([{ instanceType: "g5.xlarge" }, { instanceType: "g5.2xlarge" }, { instanceType: "g6.xlarge" }]);
+    expect(mixed.launchTemplate.overrides).to.deep.equal(fleet().instanceTypes.map((instanceType) => ({ instanceType })));
+    expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs.instanceType).to.equal(fleet().instanceTypes[0]);
     expect(group.inputs.warmPool).to.equal(undefined);
     expect(group.protect).to.equal(true);
   });
 
-  it("publishes the group's metrics, and gives a leaving instance its drain (terminate hook and deregistration delay, 90 s)", () => {
+  it("publishes the group's metrics every minute, and gives a leaving instance its drain (terminate hook and deregistration delay)", () => {
     const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+    // What the dashboard's fleet row reads (test/infra/mocks/platform-dashboard.test.ts).
     expect(group.inputs.enabledMetrics).to.include.members(["GroupInServiceInstances", "GroupDesiredCapacity"]);
+    expect(group.inputs.metricsGranularity).to.equal("1Minute");
+    const drain = fleet().drainSeconds;
     expect(group.inputs.initialLifecycleHooks).to.deep.equal([
-      { name: "drain", lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: 90, defaultResult: "CONTINUE" },
+      { name: "drain", lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: drain, defaultResult: "CONTINUE" },
     ]);
     const tg = named(doc, "aws:lb/targetGroup:TargetGroup", "ingest-gpu-fleet-tg");
-    expect(tg.inputs).to.deep.include({ protocol: "HTTP", deregistrationDelay: 90, loadBalancingAlgorithmType: "least_outstanding_requests" });
+    expect(tg.inputs).to.deep.include({ protocol: "HTTP", deregistrationDelay: drain, loadBalancingAlgorithmType: "least_outstanding_requests" });
     expect((tg.inputs.healthCheck as { path: string }).path).to.equal("/status");
     expect(group.dependencies).to.include(tg.urn);
   });
@@ -110,7 +142,7 @@ describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixt
     expect(ingress(gpuSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([[undefined, 1]]);
     expect(gpuSg.dependencies).to.include(lbSg.urn);
     expect(gpuSg.dependencies).to.not.include(consumers.urn);
-    expect(named(doc, "aws:lb/listener:Listener", "ingest-gpu-fleet-listener").inputs).to.deep.include({ port: 8080, protocol: "HTTP" });
+    expect(named(doc, "aws:lb/listener:Listener", "ingest-gpu-fleet-listener").inputs).to.deep.include({ port: gpu().servicePort, protocol: "HTTP" });
   });
 
   it("gives the window consumer, the DLQ consumer and the scaler exactly the calls their code makes", () => {
@@ -140,10 +172,13 @@ describe("ingest in fleet mode under Pulumi mocks (prod's config, the fleet fixt
     }
     expect(env("ingest-gpu-scaler")).to.include({
       GPU_FLEET_GROUP_NAME: "encache-gpu-fleet-prod",
-      GPU_FLEET_WINDOWS_PER_INSTANCE: "500",
-      GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS: "600",
+      GPU_FLEET_WINDOWS_PER_INSTANCE: String(fleet().windowsPerInstance),
+      GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS: String(fleet().scaleInCooldownSeconds),
     });
-    expect(named(doc, "aws:scheduler/schedule:Schedule", "ingest-gpu-scaler-check").inputs.scheduleExpression).to.equal("rate(1 minute)");
+    const every = fleet().scaleCheckMinutes;
+    expect(named(doc, "aws:scheduler/schedule:Schedule", "ingest-gpu-scaler-check").inputs.scheduleExpression).to.equal(
+      `rate(${every} minute${every === 1 ? "" : "s"})`,
+    );
   });
 
   it("shows the fleet on the dashboard: in service against desired, and the backlog", () => {

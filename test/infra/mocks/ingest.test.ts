@@ -1,13 +1,16 @@
 /**
  * Part 1 (docs/parts/ingest.md) as the program declares it: the queues, both consumers and their
- * roles, the GPU instance and its policy, in both stacks' offline plans.
+ * roles, in both stacks' offline plans; the single GPU instance and its policy in the stack that
+ * runs `gpu.capacity.mode: instance` (dev). Prod runs the fleet, whose resources and grants
+ * test/infra/mocks/gpu-fleet.test.ts holds.
  */
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
-import { DLQ_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { useStackPlans } from "../helpers/run-plan";
+import { DLQ_IAM_ACTIONS, FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
+import { STACKS, useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
+import { gpuMode } from "../helpers/stack-config";
 
 type Doc = { Statement: Array<{ Effect: string; Action: string | string[] }> };
 
@@ -36,9 +39,19 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
 
   const stacks = useStackPlans();
 
-  for (const stack of ["dev", "prod"]) {
-    describe(`stack ${stack}`, () => {
+  it("covers both GPU modes: dev runs the single instance, prod the fleet", () => {
+    // The instance-mode cases below run on dev alone; if dev left instance mode they would run nowhere.
+    expect(Object.fromEntries(STACKS.map((s) => [s, gpuMode(s)]))).to.deep.equal({ dev: "instance", prod: "fleet" });
+  });
+
+  for (const stack of STACKS) {
+    describe(`stack ${stack} (gpu.capacity.mode ${gpuMode(stack)})`, () => {
       const doc = () => stacks[stack]!;
+      const instance = gpuMode(stack) === "instance";
+      /** A case about the single GPU instance: declared only where the stack runs one (the fleet's are in gpu-fleet.test.ts). */
+      const itInstance = (title: string, fn: () => void) => {
+        if (instance) it(title, fn);
+      };
 
       it("reads the DLQ with batch size 1 and the ingest queue with the configured batch", () => {
         const dlq = named(doc(), "aws:sqs/queue:Queue", "ingest-dlq");
@@ -53,8 +66,9 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
       it("gives each consumer's role exactly the actions its code calls, and no others", () => {
         const window = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-window-role"));
         const dlq = roleActions(doc(), named(doc(), "aws:iam/role:Role", "ingest-dlq-consumer-role"));
-        expect(window).to.deep.equal([...new Set([...WINDOW_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
-        expect(dlq).to.deep.equal([...new Set([...DLQ_IAM_ACTIONS, ...PLATFORM_ACTIONS])].sort());
+        const [windowCalls, dlqCalls] = instance ? [WINDOW_IAM_ACTIONS, DLQ_IAM_ACTIONS] : [FLEET_WINDOW_IAM_ACTIONS, FLEET_DLQ_IAM_ACTIONS];
+        expect(window).to.deep.equal([...new Set([...windowCalls, ...PLATFORM_ACTIONS])].sort());
+        expect(dlq).to.deep.equal([...new Set([...dlqCalls, ...PLATFORM_ACTIONS])].sort());
         expect(window).to.not.include("ec2:StartInstances");
       });
 
@@ -78,7 +92,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         });
       });
 
-      it("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {
+      itInstance("attaches the GPU EC2 managed policy (tag-scoped StartInstances) to the DLQ consumer", () => {
         const policy = named(doc(), "aws:iam/policy:Policy", "ingest-gpu-ec2");
         const attachment = named(doc(), "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "ingest-dlq-consumer-attach-0");
         expect(attachment.dependencies).to.include(policy.urn);
@@ -88,7 +102,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         });
       });
 
-      it("tags the GPU with every tag its StartInstances and StopInstances grants key on, at the granted values", () => {
+      itInstance("tags the GPU with every tag its StartInstances and StopInstances grants key on, at the granted values", () => {
         // Prepare: the tag conditions of both grants that act on the GPU.
         const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
         const tags = gpu.inputs.tags as Record<string, string>;
@@ -128,7 +142,7 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         }
       });
 
-      it("hardens the GPU instance and publishes its id in SSM", () => {
+      itInstance("hardens the GPU instance and publishes its id in SSM", () => {
         const gpu = named(doc(), "aws:ec2/instance:Instance", "ingest-gpu");
         expect(gpu.inputs).to.deep.include({ associatePublicIpAddress: false });
         expect(gpu.inputs.metadataOptions).to.deep.include({ httpTokens: "required" });
@@ -158,11 +172,22 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
   }
 
   it("differs between dev and prod where real stacks do", () => {
+    // The GPU's type and deletion protection: the instance's own (dev); in fleet mode (prod) the
+    // launch template's first type and the load balancer's deletion protection.
+    const gpu = (d: PlanDocument) =>
+      d.resources.some((r) => r.type === "aws:ec2/instance:Instance" && r.name === "ingest-gpu")
+        ? {
+            instanceType: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.instanceType,
+            deletionProtection: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.disableApiTermination,
+          }
+        : {
+            instanceType: named(d, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs.instanceType,
+            deletionProtection: named(d, "aws:lb/loadBalancer:LoadBalancer", "ingest-gpu-fleet-lb").inputs.enableDeletionProtection,
+          };
     const pick = (stack: string) => {
       const d = stacks[stack]!;
       return {
-        instanceType: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.instanceType,
-        deletionProtection: named(d, "aws:ec2/instance:Instance", "ingest-gpu").inputs.disableApiTermination,
+        ...gpu(d),
         logRetention: named(d, "aws:cloudwatch/logGroup:LogGroup", "ingest-window-logs").inputs.retentionInDays,
         concurrency: (
           named(d, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-window-mapping").inputs.scalingConfig as { maximumConcurrency: number }

@@ -2,7 +2,8 @@ import { expect } from "chai";
 import type { DashboardBody, MetricOptions, MetricRow } from "../../../infra/components/platform-dashboard";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of } from "../helpers/plan-queries";
-import { useStackPlans } from "../helpers/run-plan";
+import { STACKS, useStackPlans } from "../helpers/run-plan";
+import { gpuMode } from "../helpers/stack-config";
 
 interface Metric {
   namespace: string;
@@ -52,7 +53,7 @@ describe("the platform dashboard under Pulumi mocks (offline plan, both stacks)"
   this.timeout(120_000);
   const stacks = useStackPlans();
 
-  for (const stack of ["dev", "prod"]) {
+  for (const stack of STACKS) {
     describe(`stack ${stack}`, () => {
       const doc = () => stacks[stack]!;
       const dashboard = () => named(doc(), "aws:cloudwatch/dashboard:Dashboard", "platform-dashboard");
@@ -91,10 +92,41 @@ describe("the platform dashboard under Pulumi mocks (offline plan, both stacks)"
         }
       });
 
-      it("reads the GPU by its instance id, the worker as its scaling policy does, and the pool's counts from refill's log group", () => {
+      if (gpuMode(stack) === "instance") {
+        it("reads the single GPU by its instance id", () => {
+          const gpuId = lastSegment(named(doc(), "aws:ec2/instance:Instance", "ingest-gpu").arn, "/");
+          expect(metricsOf(body()).find((m) => m.namespace === "AWS/EC2")?.dimensions).to.deep.equal({ InstanceId: gpuId });
+          expect(metricsOf(body()).filter((m) => m.namespace === "AWS/AutoScaling")).to.deep.equal([]);
+        });
+      } else {
+        it("shows the fleet over time: instances in service and desired capacity as the group publishes them, and the backlog", () => {
+          // Prepare
+          const group = named(doc(), "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+          const scaler = named(doc(), "aws:lambda/function:Function", "ingest-gpu-scaler");
+          const scalerService = (scaler.inputs.environment as { variables: Record<string, string> }).variables.POWERTOOLS_SERVICE_NAME;
+          const metrics = metricsOf(body());
+          const shownFor = (name: string) => metrics.filter((m) => m.namespace === "AWS/AutoScaling" && m.name === name);
+          // Assess: each group metric on the dashboard is one the group publishes, by its name, every minute.
+          for (const name of ["GroupInServiceInstances", "GroupDesiredCapacity"]) {
+            expect(
+              shownFor(name).map((m) => m.dimensions),
+              name,
+            ).to.deep.equal([{ AutoScalingGroupName: group.inputs.name }]);
+          }
+          const enabled = group.inputs.enabledMetrics as string[];
+          for (const m of metrics.filter((x) => x.namespace === "AWS/AutoScaling")) expect(enabled, m.name).to.include(m.name);
+          expect(group.inputs.metricsGranularity).to.equal("1Minute");
+          // The backlog the scaler sizes the group from (the ingest queue and its DLQ), under its own service.
+          expect(metrics.filter((m) => m.name === "GpuFleetBacklog").map((m) => [m.namespace, m.dimensions])).to.deep.equal([
+            ["Encache/Ingest", { service: scalerService }],
+          ]);
+          // No single instance to read.
+          expect(metrics.filter((m) => m.namespace === "AWS/EC2")).to.deep.equal([]);
+        });
+      }
+
+      it("reads the worker as its scaling policy does, and the pool's counts from refill's log group", () => {
         const metrics = metricsOf(body());
-        const gpuId = lastSegment(named(doc(), "aws:ec2/instance:Instance", "ingest-gpu").arn, "/");
-        expect(metrics.find((m) => m.namespace === "AWS/EC2")?.dimensions).to.deep.equal({ InstanceId: gpuId });
 
         const policy = named(doc(), "aws:appautoscaling/policy:Policy", "worker-backlog-per-task");
         type Query = { id: string; metricStat?: { metric: { namespace: string; metricName: string; dimensions: Array<{ name: string; value: string }> } } };

@@ -101,9 +101,13 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
   }
 
   it("protects prod's stateful resources from Pulumi itself, and nothing in dev", () => {
-    // Prepare: what must survive a --replace, a subnet change or a destroy in prod.
+    // Prepare: what must survive a --replace, a subnet change or a destroy in prod. The GPU tier is
+    // the single instance, or in fleet mode (prod's) the group and the load balancer the consumers
+    // POST to; the single instance's protection is held by the GpuInstance case in components.test.ts.
     const stateful = (r: { type: string; name: string }) =>
       r.type === "aws:ec2/instance:Instance" ||
+      r.type === "aws:autoscaling/group:Group" ||
+      r.type === "aws:lb/loadBalancer:LoadBalancer" ||
       r.type === "aws:dynamodb/table:Table" ||
       r.type === "aws:ecr/repository:Repository" ||
       (r.type === "aws:sqs/queue:Queue" && /(-dlq|-quarantine)$/.test(r.name));
@@ -121,7 +125,8 @@ describe("the program under Pulumi mocks (offline plan, both stacks)", function 
     // Assess
     expect(prodProtected).to.deep.equal(prodStateful);
     expect(prodProtected).to.include.members([
-      "aws:ec2/instance:Instance ingest-gpu",
+      "aws:autoscaling/group:Group ingest-gpu-fleet",
+      "aws:lb/loadBalancer:LoadBalancer ingest-gpu-fleet-lb",
       "aws:dynamodb/table:Table fleet-jobs",
       "aws:ecr/repository:Repository worker-images",
       "aws:sqs/queue:Queue ingest-dlq",

@@ -20,6 +20,7 @@ import { UNSCOPABLE_ACTIONS } from "../../../policy/rules/iam-star-resource-unsc
 import type { PlanDocument } from "../../../plan/render";
 import { type IamStatement, arnPatternMatches, statementApplies, type TargetResource } from "../helpers/iam-match";
 import { useStackPlans } from "../helpers/run-plan";
+import { gpuMode } from "../helpers/stack-config";
 
 type Resource = PlanDocument["resources"][number];
 type Tags = Record<string, string>;
@@ -139,7 +140,11 @@ function keyedTagSets(doc: PlanDocument): Array<{ where: string; tags: Tags }> {
 
 /** What a grant could touch: every declared resource with an ARN, and what the code creates or adopts. */
 function resourcesOf(doc: PlanDocument): TargetResource[] {
-  const tagsOf = (r: Resource): Tags => (r.inputs.tags as Tags | undefined) ?? {};
+  // An Auto Scaling group's tags are a list of {key, value, propagateAtLaunch}; every other type's a map.
+  const tagsOf = (r: Resource): Tags => {
+    const tags = r.inputs.tags as Tags | Array<{ key: string; value: string }> | undefined;
+    return Array.isArray(tags) ? Object.fromEntries(tags.map((t) => [t.key, t.value])) : (tags ?? {});
+  };
   const cluster = doc.resources.find((r) => r.type === "aws:ecs/cluster:Cluster");
   if (!cluster?.arn) throw new Error("the plan has no ECS cluster with an ARN");
   const clusterName = cluster.arn.split("/").pop()!;
@@ -253,8 +258,14 @@ describe("stack isolation: dev and prod in one account and region", () => {
           label,
         ).to.equal(true);
       }
-      const gpu = own.find((t) => t.label === "aws:ec2/instance:Instance ingest-gpu")!;
-      expect(statements.some((s) => [s.Action].flat().includes("ec2:StartInstances") && statementApplies(s, gpu))).to.equal(true);
+      // The GPU its DLQ consumer starts: the single instance, or in fleet mode the group whose capacity it raises.
+      const [gpuLabel, startAction] =
+        gpuMode(from) === "instance"
+          ? ["aws:ec2/instance:Instance ingest-gpu", "ec2:StartInstances"]
+          : ["aws:autoscaling/group:Group ingest-gpu-fleet", "autoscaling:SetDesiredCapacity"];
+      const gpu = own.find((t) => t.label === gpuLabel);
+      expect(gpu, gpuLabel).to.not.equal(undefined);
+      expect(statements.some((s) => [s.Action].flat().includes(startAction) && statementApplies(s, gpu!))).to.equal(true);
       const poolInstances = own.filter((t) => t.label.startsWith("a instance launched from pool-"));
       expect(poolInstances.length).to.be.greaterThan(0);
       for (const t of poolInstances)
