@@ -209,6 +209,11 @@ export class GpuFleetSimulator {
     return [...seen.values()].filter((n) => n > 1).length;
   }
 
+  /** Windows an instance of the group holds now (worked on or queued); 0 once it is gone. */
+  holding(instanceId: string): number {
+    return (this.members.get(instanceId) ?? this.leaving.get(instanceId))?.service.outstanding() ?? 0;
+  }
+
   targetHealth(instanceId: string): TargetHealth | undefined {
     return this.lb.health(instanceId);
   }

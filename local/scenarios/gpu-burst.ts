@@ -50,13 +50,13 @@ export const gpuBurst: Scenario = {
     } finally {
       await run.setMax(run.settings.maxSize);
     }
-    const zeroAt = await run.waitForScaleToZero("after the burst: scale to zero");
+    const { desiredZeroAt: zeroAt, goneAt } = await run.waitForScaleToZero("after the burst: scale to zero");
     const { idleStopMinutes, scaleCheckMinutes } = run.settings;
     const zeroSim = zeroAt === null || lastDrained === null ? null : (timing(zeroAt - lastDrained, speed)?.simulatedSeconds ?? null);
     if (zeroSim === null) run.failures.push(`the group did not scale to 0 within idleStopMinutes (${idleStopMinutes}) plus two checks`);
     else if (zeroSim > (idleStopMinutes + scaleCheckMinutes) * 60 + 30)
       run.failures.push(
-        `the group reached 0 ${zeroSim} s after the burst drained, more than idleStopMinutes plus one check (${(idleStopMinutes + scaleCheckMinutes) * 60} s)`,
+        `the group's desired capacity reached 0 ${zeroSim} s after the burst drained, more than idleStopMinutes plus one check (${(idleStopMinutes + scaleCheckMinutes) * 60} s)`,
       );
 
     const [one, many] = drains;
@@ -71,7 +71,7 @@ export const gpuBurst: Scenario = {
       .instances()
       .filter((r) => r.launchedAtMs >= lastPhaseStart)
       .map((r) => ({ instanceType: r.instanceType, market: r.market, simSeconds: simSecondsOf(r, now, speed) }));
-    const spanSim = ((zeroAt ?? now) - lastPhaseStart) * (speed / 1000);
+    const spanSim = ((goneAt ?? now) - lastPhaseStart) * (speed / 1000);
     const cost = costTable({ lives, oneGpuSimSeconds: (one?.simSeconds ?? 0) + idleStopMinutes * 60, spanSimSeconds: spanSim, settings: run.settings });
     if (cost.unpriced.length) run.failures.push(`no price for ${cost.unpriced.join(", ")} in encache:gpu.pricesUsdPerHour`);
     for (const row of cost.rows) ctx.note(`gpu-burst cost: ${row.what}: ${row.instanceHours} instance-h, $${row.usd ?? "?"}`);
@@ -101,6 +101,7 @@ export const gpuBurst: Scenario = {
         instances: run.fleet.instances().length,
         cost: cost.rows,
         savedPerDayAgainstAlwaysOnUsd: cost.savedPerDayUsd,
+        deduplicated: run.fleet.deduplicated(),
         loadBalancerRefused: run.fleet.lb.refusedRequests(),
       },
       failures: run.failures,

@@ -181,18 +181,24 @@ export class FleetRun {
     return [...count.values()].filter((c) => c > 1).length;
   }
 
-  /** After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the idle stop). */
-  async waitForScaleToZero(label: string): Promise<number | null> {
+  /**
+   * After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the
+   * idle stop). Returns when desired capacity reached 0 (the scaler's decision, seen within a poll)
+   * and when the last instance was gone; null for what did not happen within the idle time plus two checks.
+   */
+  async waitForScaleToZero(label: string): Promise<{ desiredZeroAt: number | null; goneAt: number | null }> {
     const { idleStopMinutes, scaleCheckMinutes } = this.settings;
     const budgetMs = this.platform.clock.real((idleStopMinutes + 2 * scaleCheckMinutes) * 60_000) + 10_000;
-    const ok = await waitFor(
+    const zero = await waitFor(() => this.fleet.snapshot().desired === 0, { timeoutMs: budgetMs, tick: () => this.tick(label, 0, 0) });
+    const desiredZeroAt = zero ? Date.now() : null;
+    const gone = await waitFor(
       () => {
         const s = this.fleet.snapshot();
-        return s.desired === 0 && s.inService === 0 && s.draining === 0;
+        return s.inService === 0 && s.draining === 0;
       },
-      { timeoutMs: budgetMs, tick: () => this.tick(label, 0, 0) },
+      { timeoutMs: zero ? 30_000 : 0, tick: () => this.tick(label, 0, 0) },
     );
-    return ok ? Date.now() : null;
+    return { desiredZeroAt, goneAt: zero && gone ? Date.now() : null };
   }
 
   /** Waits for every window of the session, then for the ingest queue and its DLQ to empty. */

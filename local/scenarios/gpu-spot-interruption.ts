@@ -41,10 +41,12 @@ export const gpuSpotInterruption: Scenario = {
     let interruptedAt: number | null = null;
     let desiredAtNotice = 0;
     let processedBefore = 0;
+    let heldAtNotice = 0;
     if (!found || victim === undefined) run.failures.push("no Spot instance served windows: nothing to interrupt (is spotPercent > 0?)");
     else {
       desiredAtNotice = run.fleet.snapshot().desired;
       processedBefore = run.fleet.received().filter((w) => w.instanceId === victim).length;
+      heldAtNotice = run.fleet.holding(victim);
       interruptedAt = Date.now();
       await run.fleet.interrupt(victim, "notice");
     }
@@ -114,9 +116,12 @@ export const gpuSpotInterruption: Scenario = {
         desiredAtNotice,
         desiredAfter,
         inServiceAfter,
+        victimHeldAtNotice: heldAtNotice,
         victimFinishedAfterNotice: finishedDuringDrain,
         victimCutOff: victimRecord?.cutOff ?? null,
         servedTwice,
+        deduplicated: run.fleet.deduplicated(),
+        loadBalancerRefused: run.fleet.lb.refusedRequests(),
         cost: cost.rows,
       },
       failures: run.failures,
