@@ -34,7 +34,7 @@ export const RUN_OPTIONS = {
   json: { type: "boolean" },
   "gpu-boot-seconds": { type: "string", default: "90" },
   "task-seconds": { type: "string", default: "300" },
-  "gpu-window-seconds": { type: "string", default: "6" },
+  "gpu-window-seconds": { type: "string", default: "8" },
   "gpu-slots": { type: "string", default: "2" },
   report: { type: "string" },
   help: { type: "boolean", short: "h" },

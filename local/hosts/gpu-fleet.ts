@@ -240,14 +240,24 @@ export class GpuFleetSimulator {
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.polling = this.poll()
+      void this.poll()
         .catch((err: unknown) => this.opts.note(`gpu fleet: ${(err as Error).message}`))
         .finally(() => this.schedule());
     }, this.opts.pollRealMs ?? 200);
     this.timer.unref();
   }
 
-  private async poll(): Promise<void> {
+  /**
+   * One poll at a time, whoever asks (the timer, `start`, `interrupt`): two overlapping polls would
+   * both see a new instance before either admitted it, and admit it twice.
+   */
+  private poll(): Promise<void> {
+    const next = (this.polling ?? Promise.resolve()).catch(() => undefined).then(() => this.pollOnce());
+    this.polling = next;
+    return next;
+  }
+
+  private async pollOnce(): Promise<void> {
     const out = await this.opts.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [this.groupName] }));
     const group = out.AutoScalingGroups?.[0];
     if (!group) throw new Error(`group ${this.groupName} is gone from moto`);

@@ -83,7 +83,7 @@ export function costTable(args: {
       { what: "an always-on GPU, the same span", instanceHours: hours(args.spanSimSeconds), usd: onDemand(args.spanSimSeconds) },
       { what: "an always-on GPU, a day", instanceHours: 24, usd: alwaysOnDay },
     ],
-    unpriced: [...fleet.unpriced, ...(price === undefined ? [settings.instanceType] : [])],
+    unpriced: [...new Set([...fleet.unpriced, ...(price === undefined ? [settings.instanceType] : [])])],
     savedPerDayUsd: alwaysOnDay === null || fleet.unpriced.length ? null : Math.round((alwaysOnDay - fleet.usd) * 100) / 100,
   };
 }

@@ -1,0 +1,211 @@
+/**
+ * What the GPU fleet's scenarios share (local/scenarios/gpu-fleet-run.ts): the fleet's settings from
+ * the parsed stack config, the cost table, an instance's billed life and a burst's bodies; and
+ * `unavailableReason` (local/scenarios/scenario.ts), which decides whether a scenario can run on the
+ * platform's GPU mode.
+ */
+import { expect } from "chai";
+import { gpuConfigSchema } from "../../../infra/parts/ingest.config";
+import { burstBodies, costTable, fleetSettings, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
+import { unavailableReason } from "../../../local/scenarios/scenario";
+
+const gpuBase = {
+  instanceType: "g5.2xlarge",
+  nameTag: "encache-gpu-worker-test",
+  instanceIdParameter: "/encache/test/gpu/instance_id",
+  servicePort: 8080,
+  servicePath: "/ingest/window",
+  idleStopMinutes: 60,
+  pricesUsdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 },
+};
+
+describe("GPU fleet scenarios: shared parts", () => {
+  describe("unavailableReason", () => {
+    const has = (over: Partial<{ queues: string[]; gpuInstance: boolean; gpuFleet: boolean }> = {}) => ({
+      queues: ["ingest", "ingest-dlq"],
+      gpuInstance: false,
+      gpuFleet: false,
+      ...over,
+    });
+    const cases: Array<{
+      name: string;
+      scenario: { requires: string[]; gpuMode?: "instance" | "fleet" };
+      has: ReturnType<typeof has>;
+      want: RegExp | undefined;
+    }> = [
+      { name: "runs with its queues and no GPU mode", scenario: { requires: ["ingest"] }, has: has(), want: undefined },
+      {
+        name: "names every missing queue",
+        scenario: { requires: ["ingest", "pool-claims", "fleet-jobs"] },
+        has: has(),
+        want: /^the program declares no pool-claims, fleet-jobs$/,
+      },
+      {
+        name: "a missing queue comes before the GPU mode",
+        scenario: { requires: ["pool-claims"], gpuMode: "fleet" },
+        has: has(),
+        want: /^the program declares no pool-claims$/,
+      },
+      { name: "a fleet scenario on a fleet", scenario: { requires: ["ingest"], gpuMode: "fleet" }, has: has({ gpuFleet: true }), want: undefined },
+      {
+        name: "a fleet scenario on one GPU instance",
+        scenario: { requires: ["ingest"], gpuMode: "fleet" },
+        has: has({ gpuInstance: true }),
+        want: /needs the GPU fleet .*this stack runs one GPU instance/,
+      },
+      {
+        name: "an instance scenario on one GPU instance",
+        scenario: { requires: ["ingest"], gpuMode: "instance" },
+        has: has({ gpuInstance: true }),
+        want: undefined,
+      },
+      {
+        name: "an instance scenario on a fleet",
+        scenario: { requires: ["ingest"], gpuMode: "instance" },
+        has: has({ gpuFleet: true }),
+        want: /needs one GPU instance .*this stack runs a GPU fleet/,
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        // Prepare: the table row. Act
+        const reason = unavailableReason(c.scenario, c.has);
+        // Assess
+        if (c.want === undefined) expect(reason).to.equal(undefined);
+        else expect(reason).to.match(c.want);
+      });
+    }
+  });
+
+  describe("fleetSettings", () => {
+    it("reads the fleet's settings, the first instance type and the configured Spot discount", () => {
+      // Prepare
+      const gpu = gpuConfigSchema.parse({
+        ...gpuBase,
+        capacity: {
+          mode: "fleet",
+          fleet: { maxSize: 4, instanceTypes: ["g6.2xlarge", "g5.2xlarge"], spotPercent: 75, spotDiscount: 0.6, windowsPerInstance: 500, scaleCheckMinutes: 2 },
+        },
+      });
+      // Act
+      const settings = fleetSettings(gpu);
+      // Assess
+      expect(settings).to.deep.equal({
+        maxSize: 4,
+        idleStopMinutes: 60,
+        scaleCheckMinutes: 2,
+        scaleInCooldownSeconds: 600,
+        instanceType: "g6.2xlarge",
+        usdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 },
+        spotDiscount: 0.6,
+      });
+    });
+
+    it("falls back to gpu.instanceType and no discount for an on-demand fleet", () => {
+      // Prepare
+      const gpu = gpuConfigSchema.parse({ ...gpuBase, capacity: { mode: "fleet", fleet: { maxSize: 1, windowsPerInstance: 100 } } });
+      // Act
+      const settings = fleetSettings(gpu);
+      // Assess
+      expect(settings).to.deep.include({ maxSize: 1, instanceType: "g5.2xlarge", spotDiscount: 0 });
+    });
+
+    it("throws for a stack in instance mode", () => {
+      // Prepare
+      const gpu = gpuConfigSchema.parse(gpuBase);
+      // Act + Assess
+      expect(gpu.capacity.mode).to.equal("instance");
+      expect(() => fleetSettings(gpu)).to.throw(/runs one GPU instance \(gpu.capacity.mode instance\), not a fleet/);
+    });
+  });
+
+  describe("simSecondsOf", () => {
+    const cases = [
+      { name: "launch to gone, at speed 60", r: { launchedAtMs: 1_000, goneAtMs: 3_000 }, nowMs: 99_000, speed: 60, want: 120 },
+      { name: "still running: launch to now", r: { launchedAtMs: 1_000, goneAtMs: null }, nowMs: 2_500, speed: 60, want: 90 },
+      { name: "speed 1: real seconds", r: { launchedAtMs: 0, goneAtMs: 4_500 }, nowMs: 0, speed: 1, want: 4.5 },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        // Prepare: the table row. Act
+        const s = simSecondsOf(c.r, c.nowMs, c.speed);
+        // Assess
+        expect(s).to.equal(c.want);
+      });
+    }
+  });
+
+  describe("costTable", () => {
+    const settings = { instanceType: "g5.2xlarge", usdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 }, spotDiscount: 0.6 };
+
+    it("prices the fleet (Spot at the discount), one GPU, and an always-on GPU for the span and a day", () => {
+      // Prepare: one on-demand hour, two Spot half-hours.
+      const lives = [
+        { instanceType: "g5.2xlarge", market: "on-demand" as const, simSeconds: 3600 },
+        { instanceType: "g5.2xlarge", market: "spot" as const, simSeconds: 1800 },
+        { instanceType: "g6.2xlarge", market: "spot" as const, simSeconds: 1800 },
+      ];
+      // Act
+      const table = costTable({ lives, oneGpuSimSeconds: 7200, spanSimSeconds: 5400, settings });
+      // Assess: 1.2 + 0.5 × 1.2 × 0.4 + 0.5 × 1.0 × 0.4 = 1.64.
+      expect(table.rows.map((r) => [r.instanceHours, r.usd])).to.deep.equal([
+        [2, 1.64],
+        [2, 2.4],
+        [1.5, 1.8],
+        [24, 28.8],
+      ]);
+      expect(table.unpriced).to.deep.equal([]);
+      expect(table.savedPerDayUsd).to.equal(27.16);
+    });
+
+    it("leaves the fleet's cost and the saving null when a life's type has no price, and lists the type", () => {
+      // Prepare
+      const lives = [
+        { instanceType: "g5.2xlarge", market: "on-demand" as const, simSeconds: 3600 },
+        { instanceType: "g9.xlarge", market: "spot" as const, simSeconds: 3600 },
+      ];
+      // Act
+      const table = costTable({ lives, oneGpuSimSeconds: 3600, spanSimSeconds: 3600, settings });
+      // Assess
+      expect(table.rows[0]).to.deep.include({ instanceHours: 2, usd: null });
+      expect(table.rows.slice(1).map((r) => r.usd)).to.deep.equal([1.2, 1.2, 28.8]);
+      expect(table.unpriced).to.deep.equal(["g9.xlarge"]);
+      expect(table.savedPerDayUsd).to.equal(null);
+    });
+
+    it("leaves every on-demand figure null when the fleet's own type has no price", () => {
+      // Prepare
+      const unpricedSettings = { ...settings, instanceType: "g4dn.xlarge" };
+      const lives = [{ instanceType: "g5.2xlarge", market: "on-demand" as const, simSeconds: 3600 }];
+      // Act
+      const table = costTable({ lives, oneGpuSimSeconds: 3600, spanSimSeconds: 3600, settings: unpricedSettings });
+      // Assess
+      expect(table.rows.map((r) => r.usd)).to.deep.equal([1.2, null, null, null]);
+      expect(table.unpriced).to.deep.equal(["g4dn.xlarge"]);
+      expect(table.savedPerDayUsd).to.equal(null);
+    });
+    it("lists an unpriced type once when both a life and the fleet's own type lack a price", () => {
+      // Prepare
+      const unpricedSettings = { ...settings, instanceType: "g4dn.xlarge" };
+      const lives = [{ instanceType: "g4dn.xlarge", market: "on-demand" as const, simSeconds: 3600 }];
+      // Act
+      const table = costTable({ lives, oneGpuSimSeconds: 3600, spanSimSeconds: 3600, settings: unpricedSettings });
+      // Assess
+      expect(table.unpriced).to.deep.equal(["g4dn.xlarge"]);
+    });
+  });
+
+  describe("burstBodies", () => {
+    it("gives n windows of one session with distinct indexes 0…n-1", () => {
+      // Prepare, Act
+      const bodies = burstBodies("sess-1", 3).map((b) => JSON.parse(b) as Record<string, unknown>);
+      // Assess
+      expect(bodies).to.deep.equal([0, 1, 2].map((windowIndex) => ({ sessionId: "sess-1", userId: "local-user", windowIndex, frameCount: 30 })));
+    });
+
+    it("gives none for n = 0", () => {
+      // Prepare, Act, Assess
+      expect(burstBodies("s", 0)).to.deep.equal([]);
+    });
+  });
+});
