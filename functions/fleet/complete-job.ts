@@ -135,7 +135,18 @@ export interface ReportState {
   done: boolean;
   /** Epoch seconds of the claim, as stored (a DynamoDB number), or undefined when none was recorded. */
   claimedAt: string | undefined;
+  /**
+   * Epoch seconds by which the claimant's invocation has certainly ended (its Lambda deadline), as
+   * stored, or undefined for a claim written before deadlines were recorded.
+   */
+  deadline: string | undefined;
 }
+
+/**
+ * Seconds past a claimant's recorded deadline before its own message's redelivery takes the claim
+ * over: clocks of two invocations may disagree a little, and ending a timed-out sandbox takes a moment.
+ */
+export const REPORT_DEADLINE_MARGIN_SECONDS = 10;
 
 /**
  * A claim older than this was made by an invocation that has ended (15 minutes is Lambda's longest
@@ -148,6 +159,7 @@ export function reportStateOf(item: Record<string, AttributeValue> | undefined):
     by: item?.[JOBS_TABLE.completionReportedByAttribute]?.S,
     done: item?.[JOBS_TABLE.completionReportedAttribute]?.S !== undefined,
     claimedAt: item?.[JOBS_TABLE.completionReportClaimedAtAttribute]?.N,
+    deadline: item?.[JOBS_TABLE.completionReportDeadlineAttribute]?.N,
   };
 }
 
@@ -157,20 +169,45 @@ export function claimantOf(writer: CompletionWriter): string {
 }
 
 /**
- * What this delivery may claim: the pending report, or an unfinished claim (no `done`) whose claimant
- * has certainly ended: an earlier delivery of this same message (SQS shows the message again only
- * after that delivery's invocation returned or timed out), or any claim older than
- * REPORT_TAKEOVER_SECONDS. That claimant either never learned that its claim applied (every answer
- * was lost), and so emitted nothing, or emitted and then failed to record `done` and its message
- * came back: the first is the single fault this covers, the second a double one (a duplicate report).
+ * What this delivery may claim ({@link claimable}): the pending report (`previous` undefined) or the
+ * unfinished claim `previous`; `notBefore` (epoch seconds) when that claim is its own message's and
+ * its claimant's invocation may still be running: the claim may be taken over only after then.
  */
-export function claimable(state: ReportState, writer: CompletionWriter, nowSeconds: number): { previous: string | undefined } | null {
+export interface Claimable {
+  previous: string | undefined;
+  notBefore?: number;
+}
+
+/**
+ * What this delivery may claim: the pending report, or an unfinished claim (no `done`) whose claimant
+ * has certainly ended, or will have by `notBefore`. That claimant either never learned that its claim
+ * applied (every answer was lost), and so emitted nothing, or emitted and then failed to record
+ * `done` and its invocation ended: the first is the single fault this covers, the second a double
+ * one (a duplicate report).
+ *
+ * - A claim of this same message's earlier delivery: ended once the claimant's recorded deadline
+ *   (plus {@link REPORT_DEADLINE_MARGIN_SECONDS}) has passed. Before then the claimant may be alive,
+ *   between its claim and its `done` mark: a message comes back when its visibility timeout expires,
+ *   whether or not the invocation that received it has returned (a slow invocation, one started
+ *   late after throttling, two overlapping receives), and a takeover then reports a second time
+ *   (the chaos run at 30 %, seed 3). A claim without a recorded deadline (written before deadlines
+ *   were; `Number(undefined)` is NaN) is taken over at once, as it was then.
+ * - Another message's claim: only once it is REPORT_TAKEOVER_SECONDS old. Its own message comes
+ *   back if it failed before emitting; another message taking it over earlier would report twice
+ *   after a claimant that emitted and could not mark.
+ */
+export function claimable(state: ReportState, writer: CompletionWriter, nowSeconds: number): Claimable | null {
   if (state.by === REPORT_PENDING) return { previous: undefined };
   if (state.by === undefined || state.done) return null;
-  const ownMessage = state.by.startsWith(`${writer.messageId} `);
+  if (state.by.startsWith(`${writer.messageId} `)) {
+    const deadline = Number(state.deadline);
+    if (!Number.isFinite(deadline)) return { previous: state.by };
+    const notBefore = deadline + REPORT_DEADLINE_MARGIN_SECONDS;
+    return notBefore <= nowSeconds ? { previous: state.by } : { previous: state.by, notBefore };
+  }
   // A claim without a time is never stale: Number(undefined) is NaN, and NaN <= x is false.
   const stale = Number(state.claimedAt) <= nowSeconds - REPORT_TAKEOVER_SECONDS;
-  return ownMessage || stale ? { previous: state.by } : null;
+  return stale ? { previous: state.by } : null;
 }
 
 /** `mine`: this attempt logs and emits the completion (`recovered`: its claim's answer was lost); `taken`: another delivery does. */
@@ -184,7 +221,8 @@ export type ReportClaim = { kind: "mine"; recovered: boolean } | { kind: "taken"
  *
  * The claim comes before the log line and the metrics, which are written at once (EMF single
  * metrics, not stored for the end of the batch), and `done` is recorded after them
- * ({@link markReported}).
+ * ({@link markReported}). It records `deadlineSeconds`, by when this claimant's invocation has
+ * certainly ended: its own message's redelivery takes an unfinished claim over only after then.
  */
 export async function claimCompletionReport(
   dynamodb: DynamoDBClient,
@@ -193,22 +231,25 @@ export async function claimCompletionReport(
   writer: CompletionWriter,
   previous: string | undefined,
   nowSeconds: number,
+  deadlineSeconds: number,
   retry: ResendPolicy = DEFAULT_RESEND,
 ): Promise<ReportClaim> {
   const me = claimantOf(writer);
   const command = new UpdateItemCommand({
     TableName: table,
     Key: { [JOBS_TABLE.hashKey]: { S: jobId } },
-    UpdateExpression: "SET #reported_by = :me, #claimed_at = :now",
+    UpdateExpression: "SET #reported_by = :me, #claimed_at = :now, #deadline = :deadline",
     ConditionExpression: previous === undefined ? "#reported_by = :pending" : "#reported_by = :previous AND attribute_not_exists(#reported)",
     ExpressionAttributeNames: {
       "#reported_by": JOBS_TABLE.completionReportedByAttribute,
       "#claimed_at": JOBS_TABLE.completionReportClaimedAtAttribute,
+      "#deadline": JOBS_TABLE.completionReportDeadlineAttribute,
       ...(previous === undefined ? {} : { "#reported": JOBS_TABLE.completionReportedAttribute }),
     },
     ExpressionAttributeValues: {
       ":me": { S: me },
       ":now": { N: String(nowSeconds) },
+      ":deadline": { N: String(deadlineSeconds) },
       ...(previous === undefined ? { ":pending": { S: REPORT_PENDING } } : { ":previous": { S: previous } }),
     },
     ReturnValuesOnConditionCheckFailure: "ALL_OLD",

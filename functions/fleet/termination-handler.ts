@@ -6,7 +6,15 @@ import type { Context, SQSRecord } from "aws-lambda";
 import { errorMessage, logStep } from "../shared/logger";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import { claimable, claimCompletionReport, type CompletionOutcome, type CompletionWriter, markJobComplete, markReported } from "./complete-job";
+import {
+  claimable,
+  claimCompletionReport,
+  type CompletionOutcome,
+  type CompletionWriter,
+  markJobComplete,
+  markReported,
+  REPORT_TAKEOVER_SECONDS,
+} from "./complete-job";
 import { DEFAULT_RESEND, type ResendPolicy } from "../shared/resend";
 import { budgetFrom } from "./budget";
 import type { TerminationConfig } from "./config";
@@ -59,9 +67,46 @@ export const MARK_RESEND_ROUNDS = 16;
 export const MARK_MAX_DELAY_MS = 400;
 export const MARK_BASE_DELAY_MS = 50;
 
-function markPolicy(retry: ResendPolicy, context: Context | undefined): ResendPolicy {
-  const reserve = budgetFrom(context, context ? context.getRemainingTimeInMillis() / 4 : 0);
+function markPolicy(retry: ResendPolicy, context: Context | undefined, reserveMs: number): ResendPolicy {
+  const reserve = budgetFrom(context, reserveMs);
   return { ...retry, rounds: MARK_RESEND_ROUNDS, baseDelayMs: MARK_BASE_DELAY_MS, maxDelayMs: MARK_MAX_DELAY_MS, continueWhile: () => !reserve.exhausted() };
+}
+
+/** The longest single pause while waiting out a live claimant; the clock is read again after each. */
+export const CLAIMANT_WAIT_STEP_MS = 1_000;
+
+/** This invocation: when it ends, and the reserve of time it keeps for the rest of its batch. */
+interface Invocation {
+  context: Context | undefined;
+  /** The last quarter of the time the invocation started with (0 without a context). */
+  reserveMs: number;
+}
+
+/**
+ * Epoch seconds (the function's clock) by which this invocation has certainly ended: now plus its
+ * remaining time. Without a Lambda context only Lambda's longest timeout bounds it.
+ */
+function deadlineSeconds(invocation: Invocation, nowMs: number): number {
+  const remainingMs = invocation.context ? invocation.context.getRemainingTimeInMillis() : REPORT_TAKEOVER_SECONDS * 1000;
+  return Math.ceil((nowMs + remainingMs) / 1000);
+}
+
+/**
+ * Waits until `notBeforeMs` (the function's clock), in pauses of at most CLAIMANT_WAIT_STEP_MS,
+ * while the invocation would still keep its reserve after the wait; false (at once) when it would
+ * not. The clock is read after every pause, and the wait also ends once the pauses add up to the
+ * whole wait, so a clock that does not move (a test's) cannot hold it forever.
+ */
+async function waitUntil(notBeforeMs: number, now: () => number, sleep: (ms: number) => Promise<void>, invocation: Invocation): Promise<boolean> {
+  const total = notBeforeMs - now();
+  for (let slept = 0; ; ) {
+    const left = notBeforeMs - now();
+    if (left <= 0 || slept >= total) return true;
+    if (invocation.context && invocation.context.getRemainingTimeInMillis() - left < invocation.reserveMs) return false;
+    const pause = Math.min(left, CLAIMANT_WAIT_STEP_MS);
+    await sleep(pause);
+    slept += pause;
+  }
 }
 
 /** `ParameterNotFound` is a success: the agent or an earlier delivery already removed it. */
@@ -94,7 +139,8 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
   const newAttemptToken = deps.newAttemptToken ?? randomUUID;
   const retry = deps.completionRetry ?? DEFAULT_RESEND;
   return async (event, context) => {
-    const markRetry = markPolicy(retry, context);
+    const invocation: Invocation = { context, reserveMs: context ? context.getRemainingTimeInMillis() / 4 : 0 };
+    const markRetry = markPolicy(retry, context, invocation.reserveMs);
     const handleRecord = async (record: SQSRecord): Promise<void> => {
       const parsed = parseBody(TerminationMessageSchema, record.body);
       if (!parsed.ok) {
@@ -112,7 +158,7 @@ export function createTerminationHandler(deps: TerminationHandlerDeps): SqsBatch
         { messageId: record.messageId, attempt },
         retry,
       );
-      const report = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry, markRetry);
+      const report = await reportCompletion(deps, message, outcome, { messageId: record.messageId, attempt }, ids, retry, markRetry, invocation);
       try {
         await deleteRunnerConfig(deps, message.instance_id, record.messageId);
       } catch (error) {
@@ -141,6 +187,13 @@ type ReportResult = "reported" | "reported-unmarked" | "not-reported";
  * the redelivery of the message takes the report over. A `done` mark that cannot be written (after
  * re-sending it for most of the invocation, {@link markPolicy}) is only logged, and the record must
  * not fail after it (`reported-unmarked`): a redelivery would take the claim over and report again.
+ *
+ * An unfinished claim of this message's earlier delivery whose invocation may still be running (its
+ * recorded deadline not yet passed: the message came back while that delivery was between its claim
+ * and its `done` mark) is taken over only once that invocation has certainly ended: this delivery
+ * waits for it, if it can within its own time, and then the takeover's condition (the claim
+ * unchanged and not done) finds a claimant that finished as "reported elsewhere". If it cannot wait
+ * that long, the record fails before anything is emitted, and the message comes back later.
  */
 async function reportCompletion(
   deps: TerminationHandlerDeps,
@@ -150,12 +203,25 @@ async function reportCompletion(
   ids: Record<string, string>,
   retry: ResendPolicy,
   markRetry: ResendPolicy,
+  invocation: Invocation,
 ): Promise<ReportResult> {
-  const nowSeconds = Math.floor((deps.now ?? Date.now)() / 1000);
+  const now = deps.now ?? Date.now;
+  let nowSeconds = Math.floor(now() / 1000);
   // A completing delivery claims the pending report; a delivery that found the job completed only a claimable one.
   let previous: string | undefined;
   if (outcome.kind === "duplicate") {
     const may = claimable(outcome.report, writer, nowSeconds);
+    if (may !== null && may.notBefore !== undefined) {
+      const wait = { claimant: may.previous ?? null, claimant_deadline: outcome.report.deadline ?? null, not_before: may.notBefore };
+      if (!(await waitUntil(may.notBefore * 1000, now, retry.sleep, invocation))) {
+        logStep(deps.logger, "warn", "report_claim_live_deferred", { ...ids, ...wait });
+        throw new Error(
+          `job ${message.job_id}: the report is claimed by a delivery of this message that may still be running (${may.previous}); not before ${may.notBefore}`,
+        );
+      }
+      logStep(deps.logger, "info", "report_claim_live_waited", { ...ids, ...wait });
+      nowSeconds = Math.floor(now() / 1000);
+    }
     if (may === null) {
       logStep(deps.logger, "info", "job_already_complete", {
         ...ids,
@@ -169,7 +235,16 @@ async function reportCompletion(
     }
     previous = may.previous;
   }
-  const claim = await claimCompletionReport(deps.dynamodb, deps.config.jobsTable, message.job_id, writer, previous, nowSeconds, retry);
+  const claim = await claimCompletionReport(
+    deps.dynamodb,
+    deps.config.jobsTable,
+    message.job_id,
+    writer,
+    previous,
+    nowSeconds,
+    deadlineSeconds(invocation, now()),
+    retry,
+  );
   if (claim.kind === "mine") {
     logStep(deps.logger, "info", "job_marked_complete", {
       ...ids,

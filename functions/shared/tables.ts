@@ -36,6 +36,8 @@ export const JOBS_TABLE = {
   completionReportedByAttribute: "completion_reported_by",
   /** Epoch seconds of that claim: an unfinished claim older than Lambda's longest timeout may be taken over. */
   completionReportClaimedAtAttribute: "completion_report_claimed_at",
+  /** Epoch seconds by which that claimant's invocation has certainly ended (its Lambda deadline): its own message's redelivery waits for it. */
+  completionReportDeadlineAttribute: "completion_report_deadline",
   /** The claimant, written after its log line and metrics: the report is done, never taken over. */
   completionReportedAttribute: "completion_reported",
   /**

@@ -1,7 +1,7 @@
 import { type AttributeValue, UpdateItemCommand, type UpdateItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { DeleteParameterCommand } from "@aws-sdk/client-ssm";
-import type { Context } from "aws-lambda";
+import type { Context, SQSBatchResponse } from "aws-lambda";
 import { expect } from "chai";
 import { expiresAt } from "../../../functions/fleet/complete-job";
 import { DEFAULT_RESEND, isRetryableError } from "../../../functions/shared/resend";
@@ -45,7 +45,7 @@ function arrange(overrides: Partial<TerminationHandlerDeps> = {}) {
 }
 
 /** The claim of the report: `pending` (or an unfinished claim) → this delivery. */
-const isClaim = (input: UpdateItemCommandInput): boolean => input.UpdateExpression === "SET #reported_by = :me, #claimed_at = :now";
+const isClaim = (input: UpdateItemCommandInput): boolean => input.UpdateExpression?.startsWith("SET #reported_by = :me, #claimed_at = :now") === true;
 /** The `done` mark written after the report. Every other UpdateItem here is the completing write. */
 const isMark = (input: UpdateItemCommandInput): boolean => input.UpdateExpression === "SET #reported = :me";
 /** The clock of the report claims (epoch ms). */
@@ -455,7 +455,7 @@ describe("fleet termination handler", () => {
       expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: false, reported_by: "m-concurrent attempt-9" });
     });
 
-    it("the claim is conditional on the pending report, records this delivery and the time, asks for the old item; the done mark follows", async () => {
+    it("the claim is conditional on the pending report, records this delivery, the time and its invocation's deadline, asks for the old item; the done mark follows", async () => {
       // Prepare
       const t = { ...arrange({ newAttemptToken: () => "attempt-1" }), lastRecordId: "" };
       const record = sqsRecord(terminationMessage());
@@ -468,10 +468,20 @@ describe("fleet termination handler", () => {
       expect(writes.find(isClaim)).to.deep.equal({
         TableName: TABLE,
         Key: { job_id: { S: "67890" } },
-        UpdateExpression: "SET #reported_by = :me, #claimed_at = :now",
+        UpdateExpression: "SET #reported_by = :me, #claimed_at = :now, #deadline = :deadline",
         ConditionExpression: "#reported_by = :pending",
-        ExpressionAttributeNames: { "#reported_by": "completion_reported_by", "#claimed_at": "completion_report_claimed_at" },
-        ExpressionAttributeValues: { ":me": me, ":now": { N: String(NOW_MS / 1000) }, ":pending": { S: "pending" } },
+        ExpressionAttributeNames: {
+          "#reported_by": "completion_reported_by",
+          "#claimed_at": "completion_report_claimed_at",
+          "#deadline": "completion_report_deadline",
+        },
+        // Without a Lambda context, only Lambda's longest timeout (900 s) bounds the invocation.
+        ExpressionAttributeValues: {
+          ":me": me,
+          ":now": { N: String(NOW_MS / 1000) },
+          ":deadline": { N: String(NOW_MS / 1000 + 900) },
+          ":pending": { S: "pending" },
+        },
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       });
       expect(writes.find(isMark)).to.deep.equal({
@@ -500,6 +510,142 @@ describe("fleet termination handler", () => {
       expect(t.metrics.emitted).to.deep.equal([]);
       expect(t.ssmMock.commandCalls(DeleteParameterCommand)).to.have.length(0);
       expect(t.dynamodbMock.commandCalls(UpdateItemCommand).filter((c) => isClaim(c.args[0].input))).to.have.length(1);
+    });
+  });
+
+  describe("a redelivery that arrives while the delivery before it still runs (the message's visibility expired first)", () => {
+    /**
+     * The local chaos run's termination consumer: an invocation has 30 real seconds, 600 s of the
+     * function's clock at --speed 20, while the queue's visibility timeout is 180 s of that clock.
+     */
+    const LOCAL_TIMEOUT_MS = 600_000;
+    const VISIBILITY_MS = 180_000;
+
+    /** Both deliveries on one clock: a Lambda context per invocation, and pauses that move the clock. */
+    function onOneClock(overrides: Partial<TerminationHandlerDeps> = {}) {
+      const clock = { nowMs: NOW_MS, gate: undefined as (() => Promise<void>) | undefined };
+      const sleep = async (ms: number): Promise<void> => {
+        if (clock.gate) await clock.gate();
+        clock.nowMs += ms;
+      };
+      const t = arrange({ now: () => clock.nowMs, completionRetry: { ...DEFAULT_RESEND, sleep }, ...overrides });
+      /** An invocation starting now, with `timeoutMs` of the function's clock. */
+      const invocation = (timeoutMs: number): Context => {
+        const started = clock.nowMs;
+        return { getRemainingTimeInMillis: () => started + timeoutMs - clock.nowMs } as Context;
+      };
+      return { ...t, clock, invocation };
+    }
+
+    /** The writer of an UpdateItem: the completing write's attempt token, or the token in a claim's or mark's `<message id> <attempt>`. */
+    const attemptOf = (input: UpdateItemCommandInput): string | undefined =>
+      input.ExpressionAttributeValues?.[":completion_attempt"]?.S ?? input.ExpressionAttributeValues?.[":me"]?.S?.split(" ")[1];
+
+    /**
+     * The sequence of job-c3-1714 in the chaos run at 30 %, seed 3. Delivery 1 (attempt-1): its
+     * completing write applies and the answer is lost (the re-send meets its own item: `recovered`),
+     * its claim applies and the answer is lost (the same: `report_claim_recovered`), it logs and
+     * emits. Its invocation has outlived the message's visibility: when its `done` mark is sent, the
+     * message was received again `arrivesAfterMs` after delivery 1 began, and delivery 2
+     * (attempt-2, its own claim's answer lost too) runs now, until it reports, fails, or pauses; then
+     * delivery 1's mark lands.
+     */
+    async function overlapping(arrivesAfterMs: number) {
+      let token = 0;
+      const t = onOneClock({ newAttemptToken: () => `attempt-${++token}` });
+      const record = sqsRecord(terminationMessage());
+      const table = new FakeJobItems([{ job_id: { S: "67890" }, status: { S: "running" } }]);
+      const lose = new Set(["completion attempt-1", "claim attempt-1", "claim attempt-2"]);
+      let second: Promise<SQSBatchResponse> | undefined;
+      let markLanded = (): void => undefined;
+      const landed = new Promise<void>((resolve) => (markLanded = resolve));
+      let secondPaused = (): void => undefined;
+      const paused = new Promise<void>((resolve) => (secondPaused = resolve));
+      t.dynamodbMock.on(UpdateItemCommand).callsFake(async (input: UpdateItemCommandInput) => {
+        const kind = isClaim(input) ? "claim" : isMark(input) ? "mark" : "completion";
+        const attempt = attemptOf(input);
+        if (kind === "mark" && attempt === "attempt-1" && second === undefined) {
+          t.clock.nowMs = NOW_MS + arrivesAfterMs;
+          t.clock.gate = async () => {
+            secondPaused();
+            await landed;
+          };
+          second = t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+          await Promise.race([second, paused]);
+          t.clock.gate = undefined;
+        }
+        let answer: { out: unknown } | { error: unknown };
+        try {
+          answer = { out: table.update(input, conditionFailed) };
+        } catch (error) {
+          answer = { error };
+        }
+        if (kind === "mark" && attempt === "attempt-1") markLanded();
+        if (lose.delete(`${kind} ${attempt}`)) throw connectionReset();
+        if ("error" in answer) throw answer.error;
+        return answer.out;
+      });
+      const first = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+      return { t, record, table, first, second: await second };
+    }
+
+    it("the chaos run's seed-3 double report (job-c3-1714): the redelivery waits until the first delivery's invocation has ended, finds its report done, and reports nothing", async () => {
+      // Prepare, Act: delivery 2 receives the message 200 s after delivery 1 began (the visibility timeout is 180 s).
+      const { t, record, table, first, second } = await overlapping(VISIBILITY_MS + 20_000);
+      // Assess: one report, delivery 1's.
+      expect(first.batchItemFailures).to.deep.equal([]);
+      expect(second?.batchItemFailures).to.deep.equal([]);
+      expect(t.metrics.named("JobDuration")).to.have.length(1);
+      expect(t.metrics.named("JobSuccess")).to.have.length(1);
+      expect(t.logger.withStep("job_marked_complete").map((e) => e.fields)).to.have.length(1);
+      expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ recovered: true, report_claim_recovered: true });
+      expect(t.logger.withStep("job_report_mark_failed")).to.deep.equal([]);
+      // Delivery 2 waited out delivery 1's deadline (its start + 600 s, plus the 10 s margin), then lost the takeover to the done mark.
+      const claimant = `${record.messageId} attempt-1`;
+      expect(t.logger.withStep("report_claim_live_waited")[0]?.fields).to.include({ claimant, not_before: NOW_MS / 1000 + 610 });
+      expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: false, reported_by: claimant });
+      const item = table.items.get("67890");
+      expect(item?.completion_reported_by).to.deep.equal({ S: claimant });
+      expect(item?.completion_reported).to.deep.equal({ S: claimant });
+      expect(item?.completion_report_deadline).to.deep.equal({ N: String(NOW_MS / 1000 + 600) });
+    });
+
+    it("a copy received too early to outlive the first delivery within its own time fails its record before emitting; the message's next delivery finds the report done", async () => {
+      // Prepare, Act: a second copy 100 s after delivery 1 began (an overlapping receive): waiting until 610 s would leave it
+      // 90 s of its 600, less than the quarter it keeps.
+      const { t, record, first, second } = await overlapping(100_000);
+      t.clock.nowMs = NOW_MS + 100_000 + VISIBILITY_MS;
+      const third = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+      // Assess
+      expect(first.batchItemFailures).to.deep.equal([]);
+      expect(second?.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(t.logger.withStep("report_claim_live_deferred")[0]?.fields).to.include({
+        claimant: `${record.messageId} attempt-1`,
+        not_before: NOW_MS / 1000 + 610,
+      });
+      expect(third.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ redelivery: true });
+      expect(t.metrics.named("JobDuration")).to.have.length(1);
+      expect(t.logger.withStep("job_marked_complete")).to.have.length(1);
+    });
+
+    it("a claimant that has ended (every answer of its claim lost, its 30 s invocation over) is taken over at once by the redelivery 180 s later", async () => {
+      // Prepare: AWS's sizing, a 30 s timeout and a 180 s visibility; delivery 1's claim applies, every answer lost.
+      let token = 0;
+      const t = onOneClock({ newAttemptToken: () => `attempt-${++token}` });
+      const record = sqsRecord(terminationMessage());
+      const table = lossyTable(t, [{ job_id: { S: "67890" }, status: { S: "running" } }], { claim: 4 });
+      // Act
+      const first = await t.handler(sqsEvent(record), t.invocation(30_000));
+      t.clock.nowMs = NOW_MS + VISIBILITY_MS;
+      const second = await t.handler(sqsEvent(record), t.invocation(30_000));
+      // Assess
+      expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(second.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.steps().filter((s) => s.startsWith("report_claim_live"))).to.deep.equal([]);
+      expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ took_over: `${record.messageId} attempt-1` });
+      expect(t.metrics.named("JobDuration")).to.have.length(1);
+      expect(table.items.get("67890")?.completion_reported).to.deep.equal({ S: `${record.messageId} attempt-2` });
     });
   });
 
@@ -705,6 +851,8 @@ describe("fleet termination handler", () => {
       // The report: claimed by this delivery at NOW_MS, and done.
       completion_reported_by: { S: `${record.messageId} attempt-1` },
       completion_report_claimed_at: { N: String(NOW_MS / 1000) },
+      // Without a Lambda context, the claimant's invocation is bounded by Lambda's longest timeout.
+      completion_report_deadline: { N: String(NOW_MS / 1000 + 900) },
       completion_reported: { S: `${record.messageId} attempt-1` },
       ...extra,
     });
