@@ -122,5 +122,7 @@ export = async () => {
     dashboardName: dashboard.dashboard.dashboardName,
     operatorPolicyArn: operator.policy.arn,
     opsQueues: opsQueues(inventory),
+    // What `ops gpu` needs of the config: the hold tag the idle stop or scaler honours, and its idle time.
+    opsGpu: { mode: gpu.capacity.mode, holdTag: gpu.holdTag, idleStopMinutes: gpu.idleStopMinutes },
   };
 };
