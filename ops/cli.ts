@@ -89,7 +89,8 @@ export function parseOpsArgs(argv: string[]): OpsArgs | "help" {
   const stack = v.stack as string | undefined;
   if (!stack) throw new UsageError("--stack <name> is required: ops never guesses which stack to act on");
   if (!/^[A-Za-z0-9_.-]+$/.test(stack)) throw new UsageError(`--stack ${stack}: not a stack name`);
-  if (v.local && (v.outputs !== undefined || v.endpoint !== undefined)) throw new UsageError("--local reads the outputs and endpoint itself: leave out --outputs and --endpoint");
+  if (v.local && (v.outputs !== undefined || v.endpoint !== undefined))
+    throw new UsageError("--local reads the outputs and endpoint itself: leave out --outputs and --endpoint");
   const [group, action, target, ...extra] = p;
   const only = (allowed: string[]) => {
     const given = ["n", "rate", "cancel", "until", "reason"].filter((k) => v[k] !== undefined && !allowed.includes(k));
@@ -233,7 +234,9 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
       else {
         io.out(`${q.name}: ${messages.length} message(s) (a peek is a receive: each count went up by one)\n`);
         for (const m of messages) {
-          io.out(`- ${m.messageId}  received ${m.receiveCount}×, first ${m.firstReceivedAt ?? "–"}, sent ${m.sentAt ?? "–"}\n    why: ${m.why}\n    body: ${m.body.slice(0, 200)}\n`);
+          io.out(
+            `- ${m.messageId}  received ${m.receiveCount}×, first ${m.firstReceivedAt ?? "–"}, sent ${m.sentAt ?? "–"}\n    why: ${m.why}\n    body: ${m.body.slice(0, 200)}\n`,
+          );
         }
       }
       return 0;
@@ -266,7 +269,8 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
       if (args.json) json({ reasons: groups });
       else {
         if (groups.length === 0) io.out("quarantine is empty\n");
-        for (const g of groups) io.out(`${String(g.count).padStart(5)}  ${g.reason}\n       e.g. ${g.example.messageId} (${g.example.queue}): ${g.example.body.slice(0, 160)}\n`);
+        for (const g of groups)
+          io.out(`${String(g.count).padStart(5)}  ${g.reason}\n       e.g. ${g.example.messageId} (${g.example.queue}): ${g.example.body.slice(0, 160)}\n`);
       }
       return 0;
     }

@@ -90,7 +90,8 @@ export async function latestMoveTask(c: OpsClients, q: OpsQueue): Promise<MoveTa
 export function parseRate(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_MOVE_RATE) throw new DlqRefusal(`--rate ${raw}: must be a whole number of messages a second, 1 to ${MAX_MOVE_RATE}`);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_MOVE_RATE)
+    throw new DlqRefusal(`--rate ${raw}: must be a whole number of messages a second, 1 to ${MAX_MOVE_RATE}`);
   return n;
 }
 
@@ -98,7 +99,8 @@ export function parseRate(raw: string | undefined): number | undefined {
 export async function planRedrive(c: OpsClients, q: OpsQueue): Promise<{ depth: number; source: string }> {
   if (q.kind !== "dlq" || !q.source) throw new DlqRefusal(`${q.name} is a ${q.kind} queue, not the DLQ of a source queue: nothing to redrive it to`);
   const running = await latestMoveTask(c, q);
-  if (running?.status === "RUNNING") throw new DlqRefusal(`a move task is already running on ${q.name} (${running.moved} of ${running.toMove ?? "?"} moved); cancel it with --cancel or wait`);
+  if (running?.status === "RUNNING")
+    throw new DlqRefusal(`a move task is already running on ${q.name} (${running.moved} of ${running.toMove ?? "?"} moved); cancel it with --cancel or wait`);
   const d = await readDepth(c, q);
   return { depth: d.visible, source: q.source };
 }
@@ -118,7 +120,8 @@ export async function redrive(
     const t = await latestMoveTask(c, q);
     if (t) opts.progress?.(t);
     if (t && t.status !== "RUNNING" && t.status !== "CANCELLING") return t;
-    if (Date.now() > deadline) throw new DlqRefusal(`the move task on ${q.name} still runs after ${Math.round((opts.timeoutMs ?? 3_600_000) / 1000)} s; follow it with \`ops status\``);
+    if (Date.now() > deadline)
+      throw new DlqRefusal(`the move task on ${q.name} still runs after ${Math.round((opts.timeoutMs ?? 3_600_000) / 1000)} s; follow it with \`ops status\``);
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
   }
 }

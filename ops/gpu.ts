@@ -4,7 +4,12 @@
  * ends at) on the instance or on the Auto Scaling group keeps the GPU on; the idle stop stops the
  * instance, or takes the group's desired capacity to 0.
  */
-import { CreateOrUpdateTagsCommand, DeleteTagsCommand as DeleteGroupTagsCommand, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
+import {
+  CreateOrUpdateTagsCommand,
+  DeleteTagsCommand as DeleteGroupTagsCommand,
+  DescribeAutoScalingGroupsCommand,
+  SetDesiredCapacityCommand,
+} from "@aws-sdk/client-auto-scaling";
 import { CreateTagsCommand, DeleteTagsCommand, DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { holdActive } from "../functions/ingest/idle-decision";
 import type { OpsClients } from "./aws";
@@ -71,7 +76,9 @@ export async function holdGpu(c: OpsClients, outputs: StackOutputs, value: strin
   if (mode === "fleet") {
     const group = outputs.gpuFleetGroupName ?? "";
     await c.autoscaling.send(
-      new CreateOrUpdateTagsCommand({ Tags: [{ ResourceId: group, ResourceType: "auto-scaling-group", Key: holdTag, Value: value, PropagateAtLaunch: false }] }),
+      new CreateOrUpdateTagsCommand({
+        Tags: [{ ResourceId: group, ResourceType: "auto-scaling-group", Key: holdTag, Value: value, PropagateAtLaunch: false }],
+      }),
     );
   } else {
     await c.ec2.send(new CreateTagsCommand({ Resources: [outputs.gpuInstanceId ?? ""], Tags: [{ Key: holdTag, Value: value }] }));
@@ -81,7 +88,9 @@ export async function holdGpu(c: OpsClients, outputs: StackOutputs, value: strin
 export async function releaseGpu(c: OpsClients, outputs: StackOutputs): Promise<void> {
   const { holdTag, mode } = outputs.opsGpu;
   if (mode === "fleet") {
-    await c.autoscaling.send(new DeleteGroupTagsCommand({ Tags: [{ ResourceId: outputs.gpuFleetGroupName ?? "", ResourceType: "auto-scaling-group", Key: holdTag }] }));
+    await c.autoscaling.send(
+      new DeleteGroupTagsCommand({ Tags: [{ ResourceId: outputs.gpuFleetGroupName ?? "", ResourceType: "auto-scaling-group", Key: holdTag }] }),
+    );
   } else {
     await c.ec2.send(new DeleteTagsCommand({ Resources: [outputs.gpuInstanceId ?? ""], Tags: [{ Key: holdTag }] }));
   }
@@ -91,7 +100,9 @@ export async function releaseGpu(c: OpsClients, outputs: StackOutputs): Promise<
 export async function stopGpu(c: OpsClients, outputs: StackOutputs, view: GpuView): Promise<void> {
   if (view.holdActive) throw new GpuRefusal(`the GPU is held (${outputs.opsGpu.holdTag}=${view.hold}): \`ops gpu release\` first`);
   if (outputs.opsGpu.mode === "fleet") {
-    await c.autoscaling.send(new SetDesiredCapacityCommand({ AutoScalingGroupName: outputs.gpuFleetGroupName ?? "", DesiredCapacity: 0, HonorCooldown: false }));
+    await c.autoscaling.send(
+      new SetDesiredCapacityCommand({ AutoScalingGroupName: outputs.gpuFleetGroupName ?? "", DesiredCapacity: 0, HonorCooldown: false }),
+    );
   } else {
     await c.ec2.send(new StopInstancesCommand({ InstanceIds: [outputs.gpuInstanceId ?? ""] }));
   }

@@ -106,7 +106,8 @@ export async function release(c: OpsClients, outputs: StackOutputs, chosen: read
   const queues = queuesOf(outputs);
   const targets = chosen.map((m) => {
     const to = queues.find((q) => q.arn === m.sourceQueueArn);
-    if (!to) throw new QuarantineRefusal(`message ${m.messageId} came from ${m.sourceQueueArn ?? "an unknown queue"}, which is no queue of this stack: not released`);
+    if (!to)
+      throw new QuarantineRefusal(`message ${m.messageId} came from ${m.sourceQueueArn ?? "an unknown queue"}, which is no queue of this stack: not released`);
     return { m, to };
   });
   const done: Released[] = [];

@@ -87,7 +87,8 @@ export function renderStatus(r: StatusReport): string {
   const lines = [`stack ${r.stack}`, "", "queues                              visible  in flight  delayed  oldest"];
   const work = r.queues.filter((q) => q.kind === "source");
   const dead = r.queues.filter((q) => q.kind !== "source");
-  for (const q of work) lines.push(`  ${pad(q.name, 32)}${padLeft(q.visible, 9)}${padLeft(q.inFlight, 11)}${padLeft(q.delayed, 9)}  ${age(q.oldestAgeSeconds)}`);
+  for (const q of work)
+    lines.push(`  ${pad(q.name, 32)}${padLeft(q.visible, 9)}${padLeft(q.inFlight, 11)}${padLeft(q.delayed, 9)}  ${age(q.oldestAgeSeconds)}`);
   lines.push("", "dead letters and quarantine          depth  oldest");
   for (const q of dead) {
     const depth = q.visible + q.inFlight + q.delayed;
