@@ -103,6 +103,7 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     account: MOCK_ACCOUNT_ID,
     statements: current,
     moveTasks,
+    direct: platform.directSends,
     queues,
     ...(service && cluster && worker
       ? {

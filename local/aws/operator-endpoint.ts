@@ -17,7 +17,7 @@ import { type AutoScalingClient, DescribeAutoScalingGroupsCommand } from "@aws-s
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 import { type Check, denialMessage, firstDenied, type PolicyStatement } from "./operator-iam";
-import { type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
+import { type DirectSends, type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
 
 export interface WorkerTaskView {
   taskArn: string;
@@ -35,6 +35,8 @@ export interface OperatorEndpointOptions {
   /** The operator policy the calls are judged against (tests swap in a smaller one). */
   statements: () => readonly PolicyStatement[];
   moveTasks: MessageMoveTasks;
+  /** Which messages reached a queue by a plain send (they carry no DeadLetterQueueSourceArn). */
+  direct: DirectSends;
   /** Every queue of the stack, by physical name, with its ARN and the DLQ its redrive policy names. */
   queues: Array<{ name: string; arn: string; deadLetterTargetArn?: string }>;
   worker?: { clusterName: string; serviceName: string; tasks: () => WorkerTaskView[] };
@@ -66,20 +68,47 @@ export class OperatorEndpoint extends InterceptingProxy {
           if (local) sendReply(res, local.status, local.headers, local.body);
           else {
             const up = await this.exchange(this.target, req, body);
-            sendReply(res, up.status, up.headers, this.amend(req, up.status, up.body), up.statusMessage);
+            sendReply(res, up.status, up.headers, this.amend(req, body, up.status, up.body), up.statusMessage);
           }
         })
         .catch((err: Error) => this.fail(res, this.target, err));
     });
   }
 
-  /** moto's DescribeServices knows no running task of the worker service (it runs locally): its runningCount is the local tasks'. */
-  private amend(req: http.IncomingMessage, status: number, body: Buffer): Buffer {
+  /**
+   * moto's answers, completed where moto falls short of AWS:
+   * - ReceiveMessage on a DLQ: SQS stamps DeadLetterQueueSourceArn on what it moved there; moto does
+   *   not, so it is added to every message that did not arrive by a plain send;
+   * - DescribeServices: moto knows no running task of the worker service (it runs locally), so its
+   *   runningCount is the local tasks'.
+   */
+  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer {
+    if (status !== 200) return body;
+    if (req.headers["x-amz-target"] === "AmazonSQS.ReceiveMessage") return this.stampSources(request, body);
     const worker = this.o.worker;
-    if (!worker || status !== 200 || !String(req.headers["x-amz-target"] ?? "").endsWith(".DescribeServices")) return body;
+    if (!worker || !String(req.headers["x-amz-target"] ?? "").endsWith(".DescribeServices")) return body;
     try {
       const doc = JSON.parse(body.toString("utf8")) as { services?: Array<{ serviceName?: string; runningCount?: number }> };
       for (const s of doc.services ?? []) if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
+      return Buffer.from(JSON.stringify(doc), "utf8");
+    } catch {
+      return body;
+    }
+  }
+
+  private stampSources(request: Buffer, body: Buffer): Buffer {
+    try {
+      const name =
+        String((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl ?? "")
+          .split("/")
+          .at(-1) ?? "";
+      const dlq = this.o.queues.find((q) => q.name === name);
+      const sources = this.o.queues.filter((q) => dlq !== undefined && q.deadLetterTargetArn === dlq.arn);
+      if (sources.length !== 1) return body;
+      const doc = JSON.parse(body.toString("utf8")) as { Messages?: Array<{ MessageId?: string; Attributes?: Record<string, string> }> };
+      for (const m of doc.Messages ?? []) {
+        if (m.MessageId && !this.o.direct.sentDirectly(name, m.MessageId)) m.Attributes = { ...m.Attributes, DeadLetterQueueSourceArn: sources[0]?.arn ?? "" };
+      }
       return Buffer.from(JSON.stringify(doc), "utf8");
     } catch {
       return body;
