@@ -1,3 +1,4 @@
+import { dlqRedrive } from "./dlq-redrive";
 import { fleet } from "./fleet";
 import { gpuIdle } from "./gpu-idle";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
@@ -7,4 +8,4 @@ import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, dlqRedrive];
