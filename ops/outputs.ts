@@ -79,7 +79,7 @@ async function automationOutputs(stack: string): Promise<Record<string, unknown>
     outputs = await selected.outputs();
   } catch (err) {
     throw new OutputsError(
-      `stack ${stack}: the Automation API could not read its outputs (${(err as Error).message.split("\n")[0]}); without the Pulumi CLI, pass --outputs <file> from \`pulumi stack output --json\``,
+      `stack ${stack}: the Automation API could not read its outputs (${(err as Error).message.split("\n")[0]}; it needs the Pulumi CLI on PATH, logged in to the stack's backend); without it, pass --outputs <file> from \`pulumi stack output --json -s ${stack}\``,
     );
   }
   return Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, v.value]));
