@@ -212,7 +212,7 @@ export class MessageMoveTasks {
           // Nothing to return it to: the task stops here, and the message is visible in the DLQ again.
           task.status = "FAILED";
           task.failureReason = `Message ${m.MessageId} has no DeadLetterQueueSourceArn: it was sent to the dead-letter queue directly, so there is no source queue to move it back to.`;
-          for (const left of messages.filter((x) => x.MessageId !== undefined && messages.indexOf(x) >= messages.indexOf(m))) {
+          for (const left of messages.slice(messages.indexOf(m))) {
             await this.o.sqs
               .send(new ChangeMessageVisibilityCommand({ QueueUrl: task.source.url, ReceiptHandle: left.ReceiptHandle ?? "", VisibilityTimeout: 0 }))
               .catch(() => undefined);
@@ -234,7 +234,8 @@ export class MessageMoveTasks {
       if (messages.length === 0) await new Promise((r) => setTimeout(r, 200));
     }
     if (task.status === "CANCELLING") task.status = "CANCELLED";
-    else if (task.status === "RUNNING") task.status = "COMPLETED";
+    // A task cut short by the platform stopping did not complete; it stays as it was.
+    else if (task.status === "RUNNING" && !this.stopped) task.status = "COMPLETED";
   }
 
   /** The queue a message goes to: the task's destination, else the source SQS moved it from. */
