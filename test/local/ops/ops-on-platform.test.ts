@@ -141,6 +141,17 @@ describe("npm run ops against the local platform (npm start -- --keep)", functio
     expect(await depth("pool-cpu-small-dlq")).to.equal(before);
   });
 
+  it("peek on a DLQ a consumer reads (ingest-dlq) warns, and asks first", async () => {
+    // Act
+    const unasked = await ops(["dlq", "peek", "ingest-dlq"]);
+    const confirmed = await ops(["dlq", "peek", "ingest-dlq", "--yes"]);
+    // Assess
+    expect(unasked.code).to.equal(1);
+    expect(unasked.err).to.include("ingest-dlq is consumed").and.include("needs --yes");
+    expect(confirmed.code, confirmed.err).to.equal(0);
+    expect(confirmed.out).to.match(/^ingest-dlq: \d+ message\(s\)/);
+  });
+
   it("redrive: moves every message back to its source with StartMessageMoveTask and follows it to COMPLETED", async () => {
     // Prepare: the DLQ holds the peeked messages and one more
     await deadLetter(["redrive-1"]);
