@@ -42,7 +42,7 @@ export const OPS_OPTIONS = {
 } as const satisfies ParseArgsOptionsConfig;
 
 export const USAGE = [
-  "usage: npm run ops -- <command> --stack <name> [--outputs <file> | --local] [--json] [--yes]",
+  "usage: npm run ops -- <command> --stack <name> [--outputs <file> [--endpoint <local url>] | --local] [--json] [--yes]",
   "  status",
   "  dlq peek <queue> [-n N]",
   "  dlq redrive <queue> [--rate N] [--cancel]",
