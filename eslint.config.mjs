@@ -43,6 +43,23 @@ export const IMPORT_BOUNDARIES = [
     why: "plan/ imports the program and the pack; local/ builds on plan/, not the reverse",
   },
   { from: "local/", forbid: ["test/", "scripts/", "stryker/"], why: "only tests and scripts import test helpers and scripts" },
+  {
+    from: "ops/",
+    forbid: [
+      "infra/",
+      "local/",
+      "plan/",
+      "test/",
+      "scripts/",
+      "stryker/",
+      "policy/rules/",
+      "policy/lib/",
+      "policy/testing/",
+      "policy/index",
+      "policy/policies",
+    ],
+    why: "the operator's command reads a stack's outputs, never the program: it runs where the program's dependencies may not load",
+  },
 ];
 
 const noExtension = (p) => p.replace(/\.(ts|mts|js|mjs|cjs)$/, "").replace(/\/index$/, "/index");

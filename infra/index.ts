@@ -12,14 +12,16 @@ import * as pulumi from "@pulumi/pulumi";
 import { ENVIRONMENT_TAG, STACK_TAG } from "../policy/contract";
 import { AlertTopic } from "./components/alert-topic";
 import { FargateCluster } from "./components/fargate-cluster";
+import { OperatorPolicy } from "./components/operator-policy";
 import { Network } from "./components/network";
 import { PlatformDashboard } from "./components/platform-dashboard";
 import { loadStackConfig, platformSettings } from "./config";
 import { zoneNamesFor } from "./network-zones";
 import { Fleet } from "./parts/fleet";
-import { Ingest } from "./parts/ingest";
+import { gpuGroupName, Ingest } from "./parts/ingest";
 import type { PartArgs } from "./parts/part-args";
 import { dashboardQueues, dashboardViews } from "./parts/inventory";
+import { operatorStatements, opsQueues } from "./parts/operator";
 import { Pool } from "./parts/pool";
 import { Retraining } from "./parts/retraining";
 import { Worker } from "./parts/worker";
@@ -46,9 +48,10 @@ export = async () => {
     tags,
   });
 
+  const accountId = aws.getCallerIdentityOutput().accountId;
   // Every alarm of every part notifies this topic (and any topics config adds).
   const alerts = new AlertTopic("platform-alerts", {
-    accountId: aws.getCallerIdentityOutput().accountId,
+    accountId,
     subscriptions: config.alerts.subscriptions,
     tags,
   });
@@ -83,6 +86,29 @@ export = async () => {
     ...dashboardViews(inventory),
   });
 
+  // The on-call's policy for `npm run ops` (docs/operations.md), on this stack's resources only.
+  const sources = inventory.flatMap((p) => p.queues);
+  const { gpu } = config;
+  const operator = new OperatorPolicy("operator", {
+    environment: config.environment,
+    statements: operatorStatements({
+      region,
+      accountId,
+      environment: config.environment,
+      sourceQueueArns: sources.map((q) => q.queue.arn),
+      dlqArns: sources.map((q) => q.queue.dlqArn),
+      terminalQueueArns: inventory.flatMap((p) => p.terminalQueues).map((t) => t.arn),
+      // Only ingest's consumers quarantine into a queue of their own (the others use their DLQ).
+      quarantineSourceArns: [ingest.queue.arn, ingest.queue.dlqArn],
+      worker: { clusterName: cluster.cluster.name, clusterArn: cluster.cluster.arn, serviceName: worker.service.service.name },
+      gpu:
+        gpu.capacity.mode === "fleet"
+          ? { mode: "fleet", groupName: gpuGroupName(config.environment), holdTag: gpu.holdTag }
+          : { mode: "instance", nameTag: gpu.nameTag, holdTag: gpu.holdTag },
+    }),
+    tags,
+  });
+
   // The stack outputs (a user contract: names and values stay as they are).
   return {
     vpcId: network.vpcId,
@@ -94,5 +120,9 @@ export = async () => {
     ...worker.outputs,
     ...pool.outputs,
     dashboardName: dashboard.dashboard.dashboardName,
+    operatorPolicyArn: operator.policy.arn,
+    opsQueues: opsQueues(inventory),
+    // What `ops gpu` needs of the config: the hold tag the idle stop or scaler honours, and its idle time.
+    opsGpu: { mode: gpu.capacity.mode, holdTag: gpu.holdTag, idleStopMinutes: gpu.idleStopMinutes },
   };
 };

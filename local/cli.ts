@@ -4,7 +4,10 @@
  *
  *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
  *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json]
- *                [--report <file.html>] [-h|--help]
+ *                [--report <file.html>] [--keep] [-h|--help]
+ *
+ * --keep: after the scenarios (only those named: with --keep none run by default) the platform
+ * stays up for `npm run ops -- <command> --stack <name> --local` until Ctrl-C.
  *
  * Exit codes: 0 every message accounted for and every scenario's expectations held (alarms that
  * would have fired are reported, not failed on: scenarios quarantine messages on purpose); 1 a
@@ -17,6 +20,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../functions/shared/exit";
 import { REPO_ROOT } from "../infra/bundle";
 import { RUNTIME as LAMBDA_RUNTIME } from "./hosts/lambda-host";
+import { keepForOps } from "./ops-endpoint";
 import { LocalPlatform } from "./platform";
 import { buildReportData, renderReport } from "./show/report";
 import { SCENARIOS } from "./scenarios";
@@ -37,11 +41,12 @@ export const RUN_OPTIONS = {
   "gpu-window-seconds": { type: "string", default: "8" },
   "gpu-slots": { type: "string", default: "2" },
   report: { type: "string" },
+  keep: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsOptionsConfig;
 
 export const USAGE =
-  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json] [--report <file.html>] [-h|--help]";
+  "usage: npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default] [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json] [--report <file.html>] [--keep] [-h|--help]";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -66,6 +71,8 @@ export interface RunArgs {
   gpuSlots: number;
   /** Where to write the HTML report (absolute); absent when not asked for. */
   report?: string;
+  /** Stay up for `npm run ops` after the scenarios. */
+  keep?: boolean;
 }
 
 /** Pure: argv → validated arguments, or a UsageError naming the flag. */
@@ -87,7 +94,8 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   if (size !== "small" && size !== "default") throw new UsageError(`--size ${size}: must be small or default`);
   const known = SCENARIOS.map((s) => s.name);
   // Opt-in scenarios (gpu-idle) run only when named.
-  const scenarios = (values.scenario as string[] | undefined) ?? SCENARIOS.filter((s) => !s.optIn).map((s) => s.name);
+  // With --keep the platform is for the operator: only named scenarios run first.
+  const scenarios = (values.scenario as string[] | undefined) ?? (values.keep ? [] : SCENARIOS.filter((s) => !s.optIn).map((s) => s.name));
   for (const s of scenarios) if (!known.includes(s)) throw new UsageError(`--scenario ${s}: unknown (have: ${known.join(", ")})`);
   const stack = String(values.stack);
   if (!/^[A-Za-z0-9_.-]+$/.test(stack)) throw new UsageError(`--stack ${stack}: not a stack name`);
@@ -107,6 +115,7 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
     gpuWindowSeconds: number("gpu-window-seconds", 0, 3600),
     gpuSlots: Math.floor(number("gpu-slots", 1, 1024)),
     ...(report !== undefined ? { report: path.resolve(report) } : {}),
+    ...(values.keep ? { keep: true } : {}),
   };
 }
 
@@ -139,6 +148,7 @@ async function main(argv: string[]): Promise<number> {
   let rows: ScenarioSummary[];
   try {
     rows = await runScenarios(platform, args, view);
+    if (args.keep) await keepForOps(platform, path.join(REPO_ROOT, ".local", args.stack), note);
   } finally {
     view.stop();
     await platform.stop();

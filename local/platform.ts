@@ -17,7 +17,7 @@ import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { AlarmWatcher, sampleEveryRealMs } from "./observe/alarm-watch";
 import { SimClock } from "./hosts/clock";
-import { DepthSampler, type QueueDepth, readDepth, roundEveryRealMs } from "./observe/depth-sampler";
+import { DepthSampler, type DepthSource, type QueueDepth, readDepth, roundEveryRealMs } from "./observe/depth-sampler";
 import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
 import { GpuFleetSimulator } from "./hosts/gpu-fleet";
@@ -29,6 +29,7 @@ import { LocalScheduler } from "./hosts/scheduler";
 import { SqsClockProxy } from "./aws/sqs-clock";
 import { Ec2ClockProxy } from "./aws/ec2-clock";
 import { EcsClientTokenProxy } from "./aws/ecs-client-token";
+import { DirectSends } from "./aws/sqs-move-tasks";
 import { deployLocally, type LocalFunction, type LocalQueue, type Topology } from "./provision/topology";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 
@@ -106,6 +107,10 @@ export class LocalPlatform {
   private readonly stoppers: Array<() => Promise<void>> = [];
   /** Which RunTask tasks end failed (non-zero exit) rather than succeeded; scenarios set it. */
   failTask: (t: SimTask) => boolean = () => false;
+  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others): set at start. */
+  directSends: DirectSends = new DirectSends();
+  /** The one sampler of queue depths (alarms, report, the operator's oldest-message ages): set at start. */
+  depths: DepthSource | undefined;
 
   private constructor(
     readonly options: PlatformOptions,
@@ -141,12 +146,13 @@ export class LocalPlatform {
       stoppers.push(() => moto.stop());
       options.note(`moto listening on ${endpoint}`);
 
-      const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed });
+      const directSends = new DirectSends();
+      const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed, onSent: directSends.sent });
       const sqsEndpoint = await proxy.start();
       stoppers.push(() => proxy.stop());
       // The worker service keeps real time (see localTaskEnvironment), but not moto's lax receipt
       // handles: its own proxy at speed 1 keeps only the receipt-handle rule, with the same memory of handles.
-      const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts });
+      const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts, onSent: directSends.sent });
       const sqsRealtimeEndpoint = await realtimeProxy.start();
       stoppers.push(() => realtimeProxy.stop());
 
@@ -249,6 +255,8 @@ export class LocalPlatform {
         sqsRealtimeEndpoint,
       );
       built.platform = platform;
+      platform.directSends = directSends;
+      platform.depths = depths;
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {

@@ -11,6 +11,7 @@
  * test/docs/generated.test.ts regenerates in memory and fails on any difference.
  */
 import { spawnSync } from "node:child_process";
+import { OPERATOR_FLEET_GRANTS, OPERATOR_GRANTS, OPERATOR_INSTANCE_GRANTS } from "../ops/iam";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as ts from "typescript";
@@ -382,6 +383,8 @@ export async function renderers(root = REPO_ROOT): Promise<(name: string, body: 
         return renderTiers(pkg, body);
       case "workflows":
         return renderWorkflows(readWorkflows(root));
+      case "operator-grants":
+        return renderOperatorGrants();
       case "config":
         config ??= renderConfig(
           configKeys(schema),
@@ -393,6 +396,23 @@ export async function renderers(root = REPO_ROOT): Promise<(name: string, body: 
         throw new Error(`no generator for the region "${name}"`);
     }
   };
+}
+
+/** ops/iam.ts's grants as a table: each statement of the operator policy, its actions and what they apply to. Pure. */
+export function renderOperatorGrants(): string {
+  const rows = [
+    ...OPERATOR_GRANTS.map((g) => ({ g, mode: "both" })),
+    ...OPERATOR_INSTANCE_GRANTS.map((g) => ({ g, mode: "instance" })),
+    ...OPERATOR_FLEET_GRANTS.map((g) => ({ g, mode: "fleet" })),
+  ];
+  const lines = ["| statement (Sid) | GPU mode | actions | on | sent by ops, or checked by AWS for it |", "|---|---|---|---|---|"];
+  for (const { g, mode } of rows) {
+    const implied = "implied" in g && g.implied === true;
+    lines.push(
+      `| \`${g.sid}\` | ${mode} | ${g.actions.map((a) => `\`${a}\``).join(", ")} | \`${g.resource}\` | ${implied ? "checked by SQS during a redrive" : "sent"} |`,
+    );
+  }
+  return lines.join("\n");
 }
 
 /** Every markdown file with regions, as it is and as it should be. */

@@ -44,10 +44,13 @@ export class TerminalQueue extends pulumi.ComponentResource {
   readonly alarm: aws.cloudwatch.MetricAlarm;
   /** The component's name, which the queue takes: how the dashboard and the local run call it. */
   readonly label: string;
+  /** Which kind of sink it is: the operator's command lists quarantine queues apart from Scheduler's DLQs. */
+  readonly role: TerminalQueueRole;
 
   constructor(name: string, args: TerminalQueueArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:messaging:TerminalQueue", name, {}, opts);
     this.label = name;
+    this.role = args.role;
     const tags = args.tags ?? {};
     this.queue = this.declareQueue(args.role, args.protect ?? false, tags);
     this.alarm = this.declareDepthAlarm(args.role, args.alarmActions ?? [], tags);

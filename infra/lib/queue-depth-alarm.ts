@@ -1,9 +1,11 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { runbookPointer } from "./runbook";
 
 /**
  * A depth alarm on a terminal queue (a DLQ or a quarantine queue): anything visible there
- * needs a human, so the default threshold is one message.
+ * needs a human, so the default threshold is one message. The description ends with the alarm's
+ * runbook section (docs/operations.md), named after the alarm.
  */
 export function queueDepthAlarm(
   name: string,
@@ -14,7 +16,7 @@ export function queueDepthAlarm(
   return new aws.cloudwatch.MetricAlarm(
     name,
     {
-      alarmDescription: args.description,
+      alarmDescription: `${args.description} ${runbookPointer(name)}`,
       namespace: "AWS/SQS",
       metricName: "ApproximateNumberOfMessagesVisible",
       dimensions: { QueueName: queue.name },

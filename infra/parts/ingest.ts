@@ -18,6 +18,7 @@ import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
 import { QueueConsumer } from "../components/queue-consumer";
 import { TerminalQueue } from "../components/terminal-queue";
+import { runbookPointer } from "../lib/runbook";
 import { httpsEgress, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
@@ -189,7 +190,7 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
     this.capacityAlarm = new aws.cloudwatch.MetricAlarm(
       `${name}-gpu-capacity`,
       {
-        alarmDescription: `No EC2 capacity for the ${args.config.gpu.instanceType} GPU on a start: windows wait parked and the start is retried (docs/parts/ingest.md)`,
+        alarmDescription: `No EC2 capacity for the ${args.config.gpu.instanceType} GPU on a start: windows wait parked and the start is retried. ${runbookPointer(`${name}-gpu-capacity`)}`,
         namespace: metricsNamespace("Ingest"),
         metricName: "GpuStartInsufficientCapacity",
         dimensions: { service: `ingest-dlq-consumer-${args.platform.environment}` },

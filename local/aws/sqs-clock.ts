@@ -101,8 +101,12 @@ export class SqsClockProxy extends InterceptingProxy {
    * `receipts`: share one ReceiptHandles between the proxies that hand out the same queues' messages;
    * `false` turns the receipt-handle rule off (moto's behaviour). @default a ReceiptHandles of its own
    */
-  constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false }) {
+  /** Told of every message sent through this proxy (local/aws/sqs-move-tasks.ts keeps which reached a DLQ by a plain send). */
+  private readonly onSent: ((queueUrl: string, messageIds: string[]) => void) | undefined;
+
+  constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false; onSent?: (queueUrl: string, messageIds: string[]) => void }) {
     super("SqsClockProxy");
+    this.onSent = opts.onSent;
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
     this.target = new URL(opts.target);
     if (this.target.protocol !== "http:") throw new Error(`SqsClockProxy: target must be an http:// URL (moto), got ${opts.target}`);
@@ -131,18 +135,26 @@ export class SqsClockProxy extends InterceptingProxy {
     const rewrite = this.rewriteFor(req);
     const target = this.receipts ? jsonTarget(req) : undefined;
     const handles = target !== undefined && (HANDLE_OPERATIONS.has(target) || target === RECEIVE_MESSAGE) ? target : undefined;
-    if (!rewrite && handles === undefined) {
+    const send = this.onSent ? sendTarget(req) : undefined;
+    if (!rewrite && handles === undefined && send === undefined) {
       this.stream(this.target, req, res);
       return;
     }
     // Only the few operations that carry a duration or a receipt handle are buffered; their bodies are small.
     readBody(req).then(
-      (body) => this.intercept(req, res, body, rewrite, handles),
+      (body) => this.intercept(req, res, body, rewrite, handles, send),
       () => res.destroy(),
     );
   }
 
-  private intercept(req: http.IncomingMessage, res: http.ServerResponse, received: Buffer, rewrite: Rewrite | undefined, handles: string | undefined): void {
+  private intercept(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    received: Buffer,
+    rewrite: Rewrite | undefined,
+    handles: string | undefined,
+    send?: string,
+  ): void {
     let original: Buffer = received;
     const receipt = handles !== undefined ? this.receiptRule(handles, original) : undefined;
     if (receipt?.answer) {
@@ -157,7 +169,24 @@ export class SqsClockProxy extends InterceptingProxy {
       rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch")
         ? this.exactReveal(original, req.rawHeaders)
         : undefined;
-    this.relay(req, res, withContentLength(req.rawHeaders, body.length), body, reveal, receipt?.onReply);
+    const onReply = send !== undefined ? this.sentListener(original) : receipt?.onReply;
+    this.relay(req, res, withContentLength(req.rawHeaders, body.length), body, reveal, onReply);
+  }
+
+  /** Reads a SendMessage[Batch] answer for the ids it gave, and tells `onSent`; the answer goes on unchanged. */
+  private sentListener(request: Buffer): (status: number, reply: Buffer) => Buffer {
+    return (status, reply) => {
+      if (status !== 200 || !this.onSent) return reply;
+      try {
+        const queueUrl = (JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl;
+        const parsed = JSON.parse(reply.toString("utf8")) as { MessageId?: unknown; Successful?: Array<{ MessageId?: unknown }> };
+        const ids = [parsed.MessageId, ...(parsed.Successful ?? []).map((e) => e.MessageId)].filter((x): x is string => typeof x === "string");
+        if (typeof queueUrl === "string" && ids.length > 0) this.onSent(queueUrl, ids);
+      } catch {
+        // Not JSON: moto's error page; nothing was sent.
+      }
+      return reply;
+    };
   }
 
   /**
@@ -336,6 +365,12 @@ export class SqsClockProxy extends InterceptingProxy {
       (err: Error) => this.fail(res, this.target, err),
     );
   }
+}
+
+/** SendMessage or SendMessageBatch, by its JSON-protocol target; undefined for anything else. */
+function sendTarget(req: http.IncomingMessage): string | undefined {
+  const target = jsonTarget(req);
+  return target === "AmazonSQS.SendMessage" || target === "AmazonSQS.SendMessageBatch" ? target : undefined;
 }
 
 /** The JSON-protocol operation of a POST (`x-amz-target`), or undefined for anything else. */

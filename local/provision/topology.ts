@@ -199,6 +199,8 @@ export interface Topology {
   alarms: LocalAlarm[];
   /** URNs of the resources that were created in moto. */
   created: string[];
+  /** The stack outputs, as the program returned them (resolved): what `ops` reads in the local run. */
+  stackOutputs?: Record<string, unknown>;
   /** Custom resources recorded but not created (log groups, ECR, Lambda…), by type. */
   uncreated: Array<{ urn: string; type: string }>;
 }
@@ -242,16 +244,35 @@ export async function deployLocally(opts: DeployLocallyOptions): Promise<Topolog
     const recorder = installRecorder();
     // Loaded only now, after setMocks: a static import would run the program before it.
     const mod = (await import(program)) as { default?: unknown };
-    if (typeof mod.default === "function") await (mod.default as () => unknown)();
+    const returned = typeof mod.default === "function" ? await (mod.default as () => unknown)() : undefined;
     const resources = await recorder.settle();
     const failure = mocks.failures()[0] ?? failures[0];
     if (failure !== undefined) throw failure;
-    return buildTopology({ project: files.project, stack: opts.stack, region, resources, outcomes: mocks.outcomes(), codeDir: opts.codeDir });
+    const topology = buildTopology({ project: files.project, stack: opts.stack, region, resources, outcomes: mocks.outcomes(), codeDir: opts.codeDir });
+    const stackOutputs = returned === undefined ? undefined : await resolvedOutputs(returned);
+    return stackOutputs === undefined ? topology : { ...topology, stackOutputs };
   } catch (err) {
     throw mocks.failures()[0] ?? err;
   } finally {
     process.off("unhandledRejection", onFailure);
   }
+}
+
+/**
+ * The program's returned outputs with every Output resolved (under mocks, each resolves once its
+ * resource is created). An output that never resolves leaves the topology without outputs rather
+ * than hanging the deploy: only `ops` reads them.
+ */
+function resolvedOutputs(returned: unknown, waitMs = 20_000): Promise<Record<string, unknown> | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), waitMs);
+    timer.unref();
+    pulumi.output(returned as pulumi.Input<Record<string, unknown>>).apply((v: Record<string, unknown>) => {
+      clearTimeout(timer);
+      resolve(v ?? {});
+      return v;
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import { dlqRedrive } from "./dlq-redrive";
 import { fleet } from "./fleet";
 import { gpuBurst } from "./gpu-burst";
 import { gpuIdle } from "./gpu-idle";
@@ -9,4 +10,4 @@ import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption, dlqRedrive];

@@ -1,0 +1,372 @@
+/**
+ * The one endpoint `ops` reaches in the local run (AWS_ENDPOINT_URL for every service), in front of
+ * moto. Every call is first judged against the stack's operator policy (operator-iam.ts); then
+ * - SQS's move-task actions are answered by the move-task stand-in (sqs-move-tasks.ts);
+ * - ECS's ListTasks, DescribeTasks and GetTaskProtection for the worker service are answered from
+ *   its local tasks and their agents' protection (moto neither runs the service's tasks nor knows
+ *   task protection), and DescribeServices' runningCount is theirs;
+ * - CloudWatch's GetMetricStatistics for SQS's ApproximateAgeOfOldestMessage is answered from the
+ *   local run's depth sampler (moto computes no SQS metric);
+ * - everything else goes on to moto unchanged.
+ * The service of a call is read from its SigV4 credential scope, as AWS routes it; no signature is
+ * checked. Never put this in front of AWS.
+ */
+import type * as http from "node:http";
+import { randomUUID } from "node:crypto";
+import { type AutoScalingClient, DescribeAutoScalingGroupsCommand } from "@aws-sdk/client-auto-scaling";
+import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { type Check, denialMessage, firstDenied, type PolicyStatement } from "./operator-iam";
+import { type DirectSends, type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
+
+export interface WorkerTaskView {
+  taskArn: string;
+  protectionEnabled: boolean;
+  expiresAtMs: number | null;
+}
+
+export interface OperatorEndpointOptions {
+  /** moto's base URL. */
+  target: string;
+  region: string;
+  account: string;
+  /** Who the caller is in denial messages. */
+  principal?: string;
+  /** The operator policy the calls are judged against (tests swap in a smaller one). */
+  statements: () => readonly PolicyStatement[];
+  moveTasks: MessageMoveTasks;
+  /** Which messages reached a queue by a plain send (they carry no DeadLetterQueueSourceArn). */
+  direct: DirectSends;
+  /** Every queue of the stack, by physical name, with its ARN and the DLQ its redrive policy names. */
+  queues: Array<{ name: string; arn: string; deadLetterTargetArn?: string }>;
+  worker?: { clusterName: string; serviceName: string; tasks: () => WorkerTaskView[] };
+  /** The age of a queue's oldest message in seconds, by physical name; null when empty. */
+  oldestAgeSeconds: (queueName: string) => number | null;
+  /** Straight to moto, for the tags a condition reads. */
+  ec2: EC2Client;
+  autoscaling: AutoScalingClient;
+}
+
+type Reply = { status: number; headers: Record<string, string>; body: string };
+type Json = Record<string, unknown>;
+
+export class OperatorEndpoint extends InterceptingProxy {
+  private readonly target: URL;
+  readonly counts = { calls: 0, denied: 0 };
+
+  constructor(private readonly o: OperatorEndpointOptions) {
+    super("OperatorEndpoint");
+    this.target = new URL(o.target);
+  }
+
+  start(): Promise<string> {
+    return this.listen((req, res) => {
+      readBody(req)
+        .then(async (body) => {
+          this.counts.calls += 1;
+          const local = await this.answer(req, body);
+          if (local) sendReply(res, local.status, local.headers, local.body);
+          else {
+            const up = await this.exchange(this.target, req, body);
+            sendReply(res, up.status, up.headers, this.amend(req, body, up.status, up.body), up.statusMessage);
+          }
+        })
+        .catch((err: Error) => this.fail(res, this.target, err));
+    });
+  }
+
+  /**
+   * moto's answers, completed where moto falls short of AWS:
+   * - ReceiveMessage on a DLQ: SQS stamps DeadLetterQueueSourceArn on what it moved there; moto does
+   *   not, so it is added to every message that did not arrive by a plain send;
+   * - DescribeServices: moto knows no running task of the worker service (it runs locally), so its
+   *   runningCount is the local tasks'.
+   */
+  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer {
+    if (status !== 200) return body;
+    if (req.headers["x-amz-target"] === "AmazonSQS.ReceiveMessage") return this.stampSources(request, body);
+    const worker = this.o.worker;
+    if (!worker || !String(req.headers["x-amz-target"] ?? "").endsWith(".DescribeServices")) return body;
+    try {
+      const doc = JSON.parse(body.toString("utf8")) as { services?: Array<{ serviceName?: string; runningCount?: number }> };
+      for (const s of doc.services ?? []) if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
+      return Buffer.from(JSON.stringify(doc), "utf8");
+    } catch {
+      return body;
+    }
+  }
+
+  private stampSources(request: Buffer, body: Buffer): Buffer {
+    try {
+      const name =
+        String((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl ?? "")
+          .split("/")
+          .at(-1) ?? "";
+      const dlq = this.o.queues.find((q) => q.name === name);
+      const sources = this.o.queues.filter((q) => dlq !== undefined && q.deadLetterTargetArn === dlq.arn);
+      if (sources.length !== 1) return body;
+      const doc = JSON.parse(body.toString("utf8")) as { Messages?: Array<{ MessageId?: string; Attributes?: Record<string, string> }> };
+      for (const m of doc.Messages ?? []) {
+        if (m.MessageId && !this.o.direct.sentDirectly(name, m.MessageId)) m.Attributes = { ...m.Attributes, DeadLetterQueueSourceArn: sources[0]?.arn ?? "" };
+      }
+      return Buffer.from(JSON.stringify(doc), "utf8");
+    } catch {
+      return body;
+    }
+  }
+
+  /** A reply made here (a denial, a stand-in's answer), or undefined to pass the call to moto. */
+  private async answer(req: http.IncomingMessage, body: Buffer): Promise<Reply | undefined> {
+    const service = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "";
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const json = target !== "";
+    const params: Json = json ? (JSON.parse(body.toString("utf8") || "{}") as Json) : Object.fromEntries(new URLSearchParams(body.toString("utf8")));
+    const operation = json ? (target.split(".").at(-1) ?? "") : String(params.Action ?? "");
+    const checks = await this.checksFor(service, operation, params);
+    if (checks === undefined)
+      return this.denied(
+        service,
+        operation,
+        { action: `${service}:${operation}`, resource: "*", context: {} },
+        "the local operator stand-in knows no such call",
+      );
+    const denied = firstDenied(this.o.statements(), checks);
+    if (denied) return this.denied(service, operation, denied);
+    try {
+      return await this.standIn(service, operation, params);
+    } catch (err) {
+      if (err instanceof SqsError) return jsonError(err.code, err.message, err.status);
+      throw err;
+    }
+  }
+
+  private denied(service: string, _operation: string, check: Check, why?: string): Reply {
+    this.counts.denied += 1;
+    const principal = this.o.principal ?? `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
+    const message = why ? `${check.action}: ${why}` : denialMessage(principal, check);
+    if (service === "ec2") {
+      return xml(
+        403,
+        `<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>${escapeXml(message)}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
+      );
+    }
+    if (service === "autoscaling" || service === "sts") {
+      return xml(
+        403,
+        `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
+      );
+    }
+    return jsonError("AccessDenied", message, 400);
+  }
+
+  private queueArn(urlOrName: unknown): string {
+    const name =
+      String(urlOrName ?? "")
+        .split("/")
+        .at(-1) ?? "";
+    return this.o.queues.find((q) => q.name === name)?.arn ?? `arn:aws:sqs:${this.o.region}:${this.o.account}:${name}`;
+  }
+
+  /** What AWS authorises for the call; undefined for a call this stand-in does not model (denied). */
+  private async checksFor(service: string, op: string, p: Json): Promise<Check[] | undefined> {
+    const check = (action: string, resource: string, context: Check["context"] = {}): Check => ({ action, resource, context });
+    const { region, account } = this.o;
+    switch (service) {
+      case "sts":
+        // GetCallerIdentity needs no permission.
+        return op === "GetCallerIdentity" ? [] : undefined;
+      case "sqs": {
+        if (op === "StartMessageMoveTask") {
+          const dlq = String(p.SourceArn ?? "");
+          const destinations = p.DestinationArn ? [String(p.DestinationArn)] : this.o.queues.filter((q) => q.deadLetterTargetArn === dlq).map((q) => q.arn);
+          return [
+            check("sqs:StartMessageMoveTask", dlq),
+            // What SQS checks on the caller's behalf for the task's life.
+            ...["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"].map((a) => check(a, dlq)),
+            ...destinations.map((d) => check("sqs:SendMessage", d)),
+          ];
+        }
+        if (op === "ListMessageMoveTasks") return [check("sqs:ListMessageMoveTasks", String(p.SourceArn ?? ""))];
+        if (op === "CancelMessageMoveTask") return [check("sqs:CancelMessageMoveTask", handleSource(p.TaskHandle))];
+        if (["GetQueueAttributes", "ReceiveMessage", "DeleteMessage", "SendMessage", "ChangeMessageVisibility"].includes(op)) {
+          return [check(`sqs:${op}`, this.queueArn(p.QueueUrl))];
+        }
+        return undefined;
+      }
+      case "monitoring":
+        return op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined;
+      case "ecs": {
+        const cluster =
+          String(p.cluster ?? "default")
+            .split("/")
+            .at(-1) ?? "";
+        const clusterArn = `arn:aws:ecs:${region}:${account}:cluster/${cluster}`;
+        const taskArn = (t: unknown) => (String(t).startsWith("arn:") ? String(t) : `arn:aws:ecs:${region}:${account}:task/${cluster}/${String(t)}`);
+        const ctx = { "ecs:cluster": clusterArn };
+        if (op === "ListTasks") return [check("ecs:ListTasks", `arn:aws:ecs:${region}:${account}:container-instance/${cluster}/*`, ctx)];
+        if (op === "DescribeServices") {
+          return ((p.services as unknown[]) ?? []).map((s) =>
+            check("ecs:DescribeServices", String(s).startsWith("arn:") ? String(s) : `arn:aws:ecs:${region}:${account}:service/${cluster}/${String(s)}`, ctx),
+          );
+        }
+        if (op === "DescribeTasks" || op === "GetTaskProtection") return ((p.tasks as unknown[]) ?? []).map((t) => check(`ecs:${op}`, taskArn(t), ctx));
+        return undefined;
+      }
+      case "ec2": {
+        if (op === "DescribeInstances") return [check("ec2:DescribeInstances", "*")];
+        const ids = indexed(p, op === "StopInstances" ? "InstanceId" : "ResourceId");
+        if (op === "StopInstances" || op === "CreateTags" || op === "DeleteTags") {
+          const tags = await this.instanceTags(ids);
+          const keys = indexedKeys(p, "Tag", "Key");
+          return ids.map((id) =>
+            check(`ec2:${op}`, `arn:aws:ec2:${region}:${account}:instance/${id}`, {
+              ...resourceTagContext(tags.get(id) ?? {}),
+              ...(op === "StopInstances" ? {} : { "aws:TagKeys": keys }),
+            }),
+          );
+        }
+        return undefined;
+      }
+      case "autoscaling": {
+        if (op === "DescribeAutoScalingGroups") return [check("autoscaling:DescribeAutoScalingGroups", "*")];
+        if (op === "SetDesiredCapacity" || op === "CreateOrUpdateTags" || op === "DeleteTags") {
+          const names = op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexedKeys(p, "Tags.member", "ResourceId");
+          const groups = await this.groups([...new Set(names)]);
+          const keys = indexedKeys(p, "Tags.member", "Key");
+          return [...new Set(names)].map((n) =>
+            check(`autoscaling:${op}`, groups.get(n)?.arn ?? `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`, {
+              ...resourceTagContext(groups.get(n)?.tags ?? {}),
+              ...(op === "SetDesiredCapacity" ? {} : { "aws:TagKeys": keys }),
+            }),
+          );
+        }
+        return undefined;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  /** The stand-ins' answers; undefined sends the call to moto. */
+  private async standIn(service: string, op: string, p: Json): Promise<Reply | undefined> {
+    if (service === "sqs" && op === "StartMessageMoveTask") return jsonOk(await this.o.moveTasks.start(p));
+    if (service === "sqs" && op === "ListMessageMoveTasks") return jsonOk(this.o.moveTasks.list(p));
+    if (service === "sqs" && op === "CancelMessageMoveTask") return jsonOk(this.o.moveTasks.cancel(p));
+    if (service === "monitoring" && op === "GetMetricStatistics" && p.Namespace === "AWS/SQS" && p.MetricName === "ApproximateAgeOfOldestMessage") {
+      const name = String(((p.Dimensions as Array<{ Name?: unknown; Value?: unknown }>) ?? []).find((d) => d.Name === "QueueName")?.Value ?? "");
+      const age = this.o.oldestAgeSeconds(name);
+      const now = Math.floor(Date.now() / 1000);
+      return jsonOk({ Label: "ApproximateAgeOfOldestMessage", Datapoints: age === null ? [] : [{ Timestamp: now, Maximum: age, Unit: "Seconds" }] });
+    }
+    const worker = this.o.worker;
+    if (
+      service === "ecs" &&
+      worker &&
+      String(p.cluster ?? "")
+        .split("/")
+        .at(-1) === worker.clusterName
+    ) {
+      const tasks = worker.tasks();
+      if (op === "ListTasks" && p.serviceName === worker.serviceName) return jsonOk({ taskArns: tasks.map((t) => t.taskArn) });
+      const asked = ((p.tasks as unknown[]) ?? []).map(String);
+      const mine = tasks.filter((t) => asked.includes(t.taskArn));
+      if (op === "DescribeTasks" && mine.length > 0) {
+        return jsonOk({
+          tasks: mine.map((t) => ({ taskArn: t.taskArn, lastStatus: "RUNNING", desiredStatus: "RUNNING", group: `service:${worker.serviceName}` })),
+          failures: [],
+        });
+      }
+      if (op === "GetTaskProtection" && mine.length > 0) {
+        return jsonOk({
+          protectedTasks: mine.map((t) => ({
+            taskArn: t.taskArn,
+            protectionEnabled: t.protectionEnabled,
+            ...(t.expiresAtMs !== null ? { expirationDate: Math.floor(t.expiresAtMs / 1000) } : {}),
+          })),
+          failures: [],
+        });
+      }
+    }
+    return undefined;
+  }
+
+  private async instanceTags(ids: string[]): Promise<Map<string, Record<string, string>>> {
+    const out = new Map<string, Record<string, string>>();
+    if (ids.length === 0) return out;
+    const described = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
+    for (const i of (described?.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
+      if (i.InstanceId) out.set(i.InstanceId, Object.fromEntries((i.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])));
+    }
+    return out;
+  }
+
+  private async groups(names: string[]): Promise<Map<string, { arn: string; tags: Record<string, string> }>> {
+    const out = new Map<string, { arn: string; tags: Record<string, string> }>();
+    if (names.length === 0) return out;
+    const described = await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
+    for (const g of described?.AutoScalingGroups ?? []) {
+      if (g.AutoScalingGroupName) {
+        out.set(g.AutoScalingGroupName, {
+          arn: g.AutoScalingGroupARN ?? "",
+          tags: Object.fromEntries((g.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])),
+        });
+      }
+    }
+    return out;
+  }
+}
+
+/** `Prefix.1`, `Prefix.2`…: a query-protocol list. Pure. */
+function indexed(p: Json, prefix: string): string[] {
+  return Object.keys(p)
+    .filter((k) => new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.\\d+$`).test(k))
+    .sort((a, b) => Number(a.split(".").at(-1)) - Number(b.split(".").at(-1)))
+    .map((k) => String(p[k]));
+}
+
+/** `Prefix.N.Field` for every N. Pure. */
+function indexedKeys(p: Json, prefix: string, field: string): string[] {
+  const re = new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.(\\d+)\\.${field}$`);
+  return Object.keys(p)
+    .filter((k) => re.test(k))
+    .sort((a, b) => Number(re.exec(a)?.[1]) - Number(re.exec(b)?.[1]))
+    .map((k) => String(p[k]));
+}
+
+function resourceTagContext(tags: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
+}
+
+function handleSource(handle: unknown): string {
+  try {
+    return String((JSON.parse(Buffer.from(String(handle), "base64").toString("utf8")) as { sourceArn?: unknown }).sourceArn ?? "");
+  } catch {
+    return "";
+  }
+}
+
+function jsonOk(doc: unknown): Reply {
+  return { status: 200, headers: { "content-type": "application/x-amz-json-1.0", "x-amzn-requestid": randomUUID() }, body: JSON.stringify(doc) };
+}
+
+/** An error in the JSON protocols (SQS's query-compatible code rides in x-amzn-query-error). */
+function jsonError(code: string, message: string, status: number): Reply {
+  return {
+    status,
+    headers: {
+      "content-type": "application/x-amz-json-1.0",
+      "x-amzn-requestid": randomUUID(),
+      "x-amzn-query-error": `${code};Sender`,
+      "x-amzn-errortype": code,
+    },
+    body: JSON.stringify({ __type: code, message }),
+  };
+}
+
+function xml(status: number, body: string): Reply {
+  return { status, headers: { "content-type": "text/xml", "x-amzn-requestid": randomUUID() }, body };
+}
+
+function escapeXml(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}

@@ -1,0 +1,109 @@
+/**
+ * `ops gpu status|hold|release|stop`, as the program defines the GPU in each capacity mode
+ * (functions/ingest/idle-decision.ts, scale-decision.ts): the hold tag (`true`, or an ISO time it
+ * ends at) on the instance or on the Auto Scaling group keeps the GPU on; the idle stop stops the
+ * instance, or takes the group's desired capacity to 0.
+ */
+import {
+  CreateOrUpdateTagsCommand,
+  DeleteTagsCommand as DeleteGroupTagsCommand,
+  DescribeAutoScalingGroupsCommand,
+  SetDesiredCapacityCommand,
+} from "@aws-sdk/client-auto-scaling";
+import { CreateTagsCommand, DeleteTagsCommand, DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
+import { holdActive } from "../functions/ingest/idle-decision";
+import type { OpsClients } from "./aws";
+import type { StackOutputs } from "./outputs";
+
+export interface GpuView {
+  mode: "instance" | "fleet";
+  /** The instance id, or the group's name. */
+  target: string;
+  /** Instance mode: EC2's state name. Fleet mode: `desired N, in service M`. */
+  state: string;
+  /** The hold tag's value, if set. */
+  hold: string | null;
+  holdActive: boolean;
+  idleStopMinutes: number;
+  summary: string;
+}
+
+export class GpuRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GpuRefusal";
+  }
+}
+
+export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: number = Date.now()): Promise<GpuView> {
+  const { holdTag, idleStopMinutes, mode } = outputs.opsGpu;
+  let target: string;
+  let state: string;
+  let hold: string | null;
+  if (mode === "fleet") {
+    target = outputs.gpuFleetGroupName ?? "";
+    const out = await c.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [target] }));
+    const g = out.AutoScalingGroups?.[0];
+    if (!g) throw new GpuRefusal(`the GPU group ${target} does not exist`);
+    const inService = (g.Instances ?? []).filter((i) => i.LifecycleState === "InService").length;
+    state = `desired ${g.DesiredCapacity ?? 0}, in service ${inService}, max ${g.MaxSize ?? 0}`;
+    hold = g.Tags?.find((t) => t.Key === holdTag)?.Value ?? null;
+  } else {
+    target = outputs.gpuInstanceId ?? "";
+    const out = await c.ec2.send(new DescribeInstancesCommand({ InstanceIds: [target] }));
+    const i = out.Reservations?.[0]?.Instances?.[0];
+    if (!i) throw new GpuRefusal(`the GPU instance ${target} does not exist`);
+    state = i.State?.Name ?? "unknown";
+    hold = i.Tags?.find((t) => t.Key === holdTag)?.Value ?? null;
+  }
+  const held = holdActive(hold ?? undefined, nowMs);
+  const idle = idleStopMinutes > 0 ? `idle stop after ${idleStopMinutes} min` : "no idle stop";
+  const holdText = hold === null ? "no hold" : held ? `held (${holdTag}=${hold})` : `hold tag ${holdTag}=${hold} (not active)`;
+  return { mode, target, state, hold, holdActive: held, idleStopMinutes, summary: `${target}: ${state}; ${holdText}; ${idle}` };
+}
+
+/** Pure: `--until` as the hold tag's value (an ISO time in the future), or `true` without it. */
+export function holdValue(until: string | undefined, nowMs: number): string {
+  if (until === undefined) return "true";
+  const t = Date.parse(until);
+  if (!Number.isFinite(t)) throw new GpuRefusal(`--until ${until}: not a time (use ISO 8601, e.g. 2026-11-28T08:00:00Z)`);
+  if (t <= nowMs) throw new GpuRefusal(`--until ${until}: already past`);
+  return new Date(t).toISOString();
+}
+
+export async function holdGpu(c: OpsClients, outputs: StackOutputs, value: string): Promise<void> {
+  const { holdTag, mode } = outputs.opsGpu;
+  if (mode === "fleet") {
+    const group = outputs.gpuFleetGroupName ?? "";
+    await c.autoscaling.send(
+      new CreateOrUpdateTagsCommand({
+        Tags: [{ ResourceId: group, ResourceType: "auto-scaling-group", Key: holdTag, Value: value, PropagateAtLaunch: false }],
+      }),
+    );
+  } else {
+    await c.ec2.send(new CreateTagsCommand({ Resources: [outputs.gpuInstanceId ?? ""], Tags: [{ Key: holdTag, Value: value }] }));
+  }
+}
+
+export async function releaseGpu(c: OpsClients, outputs: StackOutputs): Promise<void> {
+  const { holdTag, mode } = outputs.opsGpu;
+  if (mode === "fleet") {
+    await c.autoscaling.send(
+      new DeleteGroupTagsCommand({ Tags: [{ ResourceId: outputs.gpuFleetGroupName ?? "", ResourceType: "auto-scaling-group", Key: holdTag }] }),
+    );
+  } else {
+    await c.ec2.send(new DeleteTagsCommand({ Resources: [outputs.gpuInstanceId ?? ""], Tags: [{ Key: holdTag }] }));
+  }
+}
+
+/** Stops the GPU now, as the idle stop would; refused while a hold is on (release it first). */
+export async function stopGpu(c: OpsClients, outputs: StackOutputs, view: GpuView): Promise<void> {
+  if (view.holdActive) throw new GpuRefusal(`the GPU is held (${outputs.opsGpu.holdTag}=${view.hold}): \`ops gpu release\` first`);
+  if (outputs.opsGpu.mode === "fleet") {
+    await c.autoscaling.send(
+      new SetDesiredCapacityCommand({ AutoScalingGroupName: outputs.gpuFleetGroupName ?? "", DesiredCapacity: 0, HonorCooldown: false }),
+    );
+  } else {
+    await c.ec2.send(new StopInstancesCommand({ InstanceIds: [outputs.gpuInstanceId ?? ""] }));
+  }
+}
