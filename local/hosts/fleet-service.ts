@@ -20,7 +20,7 @@
  * counts what was processed twice, so the accounting would show a broken claim.
  */
 import * as http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { LoopbackServer, replyJson } from "./loopback";
 
 export interface ProcessedWindow {
   instanceId: string;
@@ -56,8 +56,7 @@ export interface FleetServiceOptions {
 }
 
 export class FleetInstanceService {
-  private server?: http.Server;
-  private readonly sockets = new Set<Socket>();
+  private readonly server = new LoopbackServer((req, res) => this.handle(req, res));
   private readonly keys: SharedKeys;
   /** Keys this instance claimed and has not finished: released if it is killed. */
   private readonly mine = new Set<string>();
@@ -77,19 +76,8 @@ export class FleetInstanceService {
     this.keys = opts.keys ?? new SharedKeys();
   }
 
-  async start(): Promise<{ host: string; port: number }> {
-    const server = http.createServer((req, res) => this.handle(req, res));
-    server.keepAliveTimeout = 60_000;
-    server.on("connection", (socket) => {
-      this.sockets.add(socket);
-      socket.on("close", () => this.sockets.delete(socket));
-    });
-    this.server = server;
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return { host: "127.0.0.1", port: (server.address() as AddressInfo).port };
+  start(): Promise<{ host: string; port: number }> {
+    return this.server.start();
   }
 
   /** The instance is gone: open requests are cut off, nothing answers again. */
@@ -99,12 +87,7 @@ export class FleetInstanceService {
     for (const key of this.mine) this.keys.claimed.delete(key);
     this.mine.clear();
     for (const wake of this.waiting.splice(0)) wake();
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    const closed = new Promise<void>((done) => server.close(() => done()));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
+    await this.server.close();
   }
 
   serving(): boolean {
@@ -140,12 +123,12 @@ export class FleetInstanceService {
       req.resume();
       const since = Math.max(this.lastWorkMs ?? 0, this.opts.servingFromMs);
       const idle = this.outstanding() > 0 ? 0 : ((this.now() - since) * this.opts.speed) / 1000;
-      reply(res, 200, { active: this.outstanding(), idleSeconds: Math.max(0, idle) });
+      replyJson(res, 200, { active: this.outstanding(), idleSeconds: Math.max(0, idle) });
       return;
     }
     if (req.method !== "POST" || url.pathname !== this.opts.servicePath) {
       req.resume();
-      reply(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
+      replyJson(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
       return;
     }
     const chunks: Buffer[] = [];
@@ -156,7 +139,7 @@ export class FleetInstanceService {
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       } catch (err) {
-        reply(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+        replyJson(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
         return;
       }
       const header = req.headers["idempotency-key"];
@@ -168,12 +151,12 @@ export class FleetInstanceService {
   private async work(key: string, body: unknown, res: http.ServerResponse): Promise<void> {
     if (key !== "" && this.keys.done.has(key)) {
       this.repeats += 1;
-      reply(res, 200, { accepted: true, repeat: true });
+      replyJson(res, 200, { accepted: true, repeat: true });
       return;
     }
     if (key !== "" && this.keys.claimed.has(key)) {
       this.conflicts += 1;
-      reply(res, 409, { error: "a window with this Idempotency-Key is in progress" });
+      replyJson(res, 409, { error: "a window with this Idempotency-Key is in progress" });
       return;
     }
     if (key !== "") {
@@ -195,17 +178,10 @@ export class FleetInstanceService {
       }
       this.lastWorkMs = this.now();
       this.opts.onProcessed({ instanceId: this.opts.instanceId, key, body, atMs: this.lastWorkMs });
-      reply(res, 200, { accepted: true });
+      replyJson(res, 200, { accepted: true });
     } finally {
       this.busy -= 1;
       this.waiting.shift()?.();
     }
   }
-}
-
-function reply(res: http.ServerResponse, status: number, body: object): void {
-  if (res.destroyed || res.headersSent) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }

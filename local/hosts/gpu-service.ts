@@ -11,6 +11,7 @@
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { replyJson } from "./loopback";
 
 export interface GpuServiceState {
   /** The instance state last seen in moto (`unknown` before the first poll answers). */
@@ -182,12 +183,12 @@ export class GpuServiceSimulator {
       req.resume();
       // Windows are handled synchronously here, so none is ever active between requests.
       const since = Math.max(this.lastWorkMs ?? 0, this.servingSince() ?? 0);
-      reply(res, 200, { active: 0, idleSeconds: Math.max(0, ((this.now() - since) * this.speed) / 1000) });
+      replyJson(res, 200, { active: 0, idleSeconds: Math.max(0, ((this.now() - since) * this.speed) / 1000) });
       return;
     }
     if (req.method !== "POST" || url.pathname !== this.path) {
       req.resume();
-      reply(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
+      replyJson(res, 404, { error: `no route for ${req.method} ${url.pathname}` });
       return;
     }
     const chunks: Buffer[] = [];
@@ -198,7 +199,7 @@ export class GpuServiceSimulator {
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       } catch (err) {
-        reply(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
+        replyJson(res, 400, { error: `body is not JSON: ${(err as Error).message}` });
         return;
       }
       // The service's contract (docs/parts/ingest.md): a key is processed once, its repeats are
@@ -207,7 +208,7 @@ export class GpuServiceSimulator {
       if (typeof key === "string" && key !== "") {
         if (this.keys.has(key)) {
           this.repeats += 1;
-          reply(res, 200, { accepted: true, repeat: true });
+          replyJson(res, 200, { accepted: true, repeat: true });
           return;
         }
         this.keys.add(key);
@@ -215,13 +216,7 @@ export class GpuServiceSimulator {
       this.bodies.push(body);
       this.lastWorkMs = this.now();
       this.arrivals.push(this.lastWorkMs);
-      reply(res, 200, { accepted: true });
+      replyJson(res, 200, { accepted: true });
     });
   }
-}
-
-function reply(res: http.ServerResponse, status: number, body: object): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }

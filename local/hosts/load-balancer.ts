@@ -14,7 +14,7 @@
  * All times are simulated, converted at the platform's speed.
  */
 import * as http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { LoopbackServer, replyJson } from "./loopback";
 
 export type TargetHealth = "initial" | "healthy" | "unhealthy" | "draining";
 
@@ -59,39 +59,22 @@ export function afterCheck(
 }
 
 export class LocalLoadBalancer {
-  private server?: http.Server;
-  private readonly sockets = new Set<Socket>();
+  private readonly server = new LoopbackServer((req, res) => this.forward(req, res));
   private readonly targets = new Map<string, Target>();
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   private refused = 0;
 
   constructor(private readonly opts: { healthCheck: HealthCheck; speed: number }) {}
 
-  async start(): Promise<{ host: string; port: number }> {
-    const server = http.createServer((req, res) => this.forward(req, res));
-    server.keepAliveTimeout = 60_000;
-    server.on("connection", (socket) => {
-      this.sockets.add(socket);
-      socket.on("close", () => this.sockets.delete(socket));
-    });
-    this.server = server;
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return { host: "127.0.0.1", port: (server.address() as AddressInfo).port };
+  start(): Promise<{ host: string; port: number }> {
+    return this.server.start();
   }
 
   async stop(): Promise<void> {
     for (const t of this.targets.values()) clearTimeout(t.timer);
     this.targets.clear();
     this.agent.destroy();
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    const closed = new Promise<void>((done) => server.close(() => done()));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
+    await this.server.close();
   }
 
   /** Registers an instance's service; it gets requests once its health checks pass. */
@@ -165,9 +148,7 @@ export class LocalLoadBalancer {
     if (!target) {
       req.resume();
       this.refused += 1;
-      const text = JSON.stringify({ error: "503 Service Temporarily Unavailable: no healthy target" });
-      res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-      res.end(text);
+      replyJson(res, 503, { error: "503 Service Temporarily Unavailable: no healthy target" });
       return;
     }
     target.outstanding += 1;
@@ -192,11 +173,8 @@ export class LocalLoadBalancer {
     // The target went away mid-request (its instance was terminated or reclaimed): ALB answers 502.
     upstream.on("error", () => {
       done();
-      if (!res.headersSent) {
-        const text = JSON.stringify({ error: "502 Bad Gateway: the target closed the connection" });
-        res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-        res.end(text);
-      } else res.destroy();
+      if (!res.headersSent) replyJson(res, 502, { error: "502 Bad Gateway: the target closed the connection" });
+      else res.destroy();
     });
     req.pipe(upstream);
   }
