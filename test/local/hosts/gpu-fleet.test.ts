@@ -4,7 +4,13 @@
  * group's instances on SetDesiredCapacity; the simulator plays the services, the load balancer, the
  * drain and Spot interruptions). Simulated time runs at speed 100: a 10 s boot is 100 ms.
  */
-import { AutoScalingClient, CreateAutoScalingGroupCommand, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
+import {
+  AutoScalingClient,
+  CreateAutoScalingGroupCommand,
+  DescribeAutoScalingGroupsCommand,
+  SetDesiredCapacityCommand,
+  SetInstanceProtectionCommand,
+} from "@aws-sdk/client-auto-scaling";
 import { CreateLaunchTemplateCommand, DescribeImagesCommand, DescribeInstancesCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
 import { SimClock } from "../../../local/hosts/clock";
@@ -267,6 +273,27 @@ describe("GPU fleet", () => {
       expect(received.map((w) => w.key).sort()).to.deep.equal(["s/0", "s/1"]);
       expect(received.map((w) => w.instanceId).sort()).to.deep.equal([...ids].sort());
       expect(s.servedTwice()).to.equal(0);
+    });
+
+    it("reconciles to desired capacity: an instance protected at the scale-in goes once its protection is lifted (moto acts only inside SetDesiredCapacity)", async () => {
+      // Prepare: two instances, both protected (busy when the scaler scaled in).
+      const s = await startSim(1_000);
+      await desire(2);
+      await serving(s, 2);
+      const ids = s.instances().map((r) => r.instanceId);
+      const protect = (on: boolean) =>
+        autoscaling.send(new SetInstanceProtectionCommand({ AutoScalingGroupName: GROUP, InstanceIds: ids, ProtectedFromScaleIn: on }));
+      await protect(true);
+      await desire(1);
+      await new Promise((r) => setTimeout(r, 300));
+      const whileProtected = await inServiceInMoto();
+      // Act: the scaler lifts protection from idle instances.
+      await protect(false);
+      await until("one instance left", () => live(s).length === 1, 20_000);
+      // Assess
+      expect(whileProtected).to.equal(2);
+      expect(await inServiceInMoto()).to.equal(1);
+      expect(s.instances().filter((r) => r.leftBecause === "scale_in")).to.have.length(1);
     });
 
     it("SetDesiredCapacity 0: the instances leave (scale_in), the load balancer stops routing (503), only its route stays", async () => {
