@@ -76,7 +76,7 @@ function markPolicy(retry: ResendPolicy, context: Context | undefined, reserveMs
 export const CLAIMANT_WAIT_STEP_MS = 1_000;
 
 /** This invocation: when it ends, and the reserve of time it keeps for the rest of its batch. */
-interface Invocation {
+export interface Invocation {
   context: Context | undefined;
   /** The last quarter of the time the invocation started with (0 without a context). */
   reserveMs: number;
@@ -97,7 +97,7 @@ function deadlineSeconds(invocation: Invocation, nowMs: number): number {
  * not. The clock is read after every pause, and the wait also ends once the pauses add up to the
  * whole wait, so a clock that does not move (a test's) cannot hold it forever.
  */
-async function waitUntil(notBeforeMs: number, now: () => number, sleep: (ms: number) => Promise<void>, invocation: Invocation): Promise<boolean> {
+export async function waitUntil(notBeforeMs: number, now: () => number, sleep: (ms: number) => Promise<void>, invocation: Invocation): Promise<boolean> {
   const total = notBeforeMs - now();
   for (let slept = 0; ; ) {
     const left = notBeforeMs - now();

@@ -5,7 +5,13 @@ import type { Context, SQSBatchResponse } from "aws-lambda";
 import { expect } from "chai";
 import { expiresAt } from "../../../functions/fleet/complete-job";
 import { DEFAULT_RESEND, isRetryableError } from "../../../functions/shared/resend";
-import { createTerminationHandler, MARK_RESEND_ROUNDS, type TerminationHandlerDeps } from "../../../functions/fleet/termination-handler";
+import {
+  CLAIMANT_WAIT_STEP_MS,
+  createTerminationHandler,
+  MARK_RESEND_ROUNDS,
+  type TerminationHandlerDeps,
+  waitUntil,
+} from "../../../functions/fleet/termination-handler";
 import { conditionFailed } from "../helpers/dynamodb-errors";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { awsError, mockedClients, TABLE, terminationConfig, TERMINATION_DLQ_URL, terminationMessage } from "../helpers/fleet-deps";
@@ -557,6 +563,7 @@ describe("fleet termination handler", () => {
       const table = new FakeJobItems([{ job_id: { S: "67890" }, status: { S: "running" } }]);
       const lose = new Set(["completion attempt-1", "claim attempt-1", "claim attempt-2"]);
       let second: Promise<SQSBatchResponse> | undefined;
+      let secondEndedAtMs: number | undefined;
       let markLanded = (): void => undefined;
       const landed = new Promise<void>((resolve) => (markLanded = resolve));
       let secondPaused = (): void => undefined;
@@ -571,6 +578,7 @@ describe("fleet termination handler", () => {
             await landed;
           };
           second = t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+          second.then(() => (secondEndedAtMs = t.clock.nowMs)).catch(() => undefined);
           await Promise.race([second, paused]);
           t.clock.gate = undefined;
         }
@@ -586,7 +594,7 @@ describe("fleet termination handler", () => {
         return answer.out;
       });
       const first = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
-      return { t, record, table, first, second: await second };
+      return { t, record, table, first, second: await second, secondEndedAtMs };
     }
 
     it("the chaos run's seed-3 double report (job-c3-1714): the redelivery waits until the first delivery's invocation has ended, finds its report done, and reports nothing", async () => {
@@ -602,7 +610,11 @@ describe("fleet termination handler", () => {
       expect(t.logger.withStep("job_report_mark_failed")).to.deep.equal([]);
       // Delivery 2 waited out delivery 1's deadline (its start + 600 s, plus the 10 s margin), then lost the takeover to the done mark.
       const claimant = `${record.messageId} attempt-1`;
-      expect(t.logger.withStep("report_claim_live_waited")[0]?.fields).to.include({ claimant, not_before: NOW_MS / 1000 + 610 });
+      expect(t.logger.withStep("report_claim_live_waited")[0]?.fields).to.include({
+        claimant,
+        claimant_deadline: String(NOW_MS / 1000 + 600),
+        not_before: NOW_MS / 1000 + 610,
+      });
       expect(t.logger.withStep("job_completion_reported_elsewhere")[0]?.fields).to.include({ completed_here: false, reported_by: claimant });
       const item = table.items.get("67890");
       expect(item?.completion_reported_by).to.deep.equal({ S: claimant });
@@ -613,7 +625,7 @@ describe("fleet termination handler", () => {
     it("a copy received too early to outlive the first delivery within its own time fails its record before emitting; the message's next delivery finds the report done", async () => {
       // Prepare, Act: a second copy 100 s after delivery 1 began (an overlapping receive): waiting until 610 s would leave it
       // 90 s of its 600, less than the quarter it keeps.
-      const { t, record, first, second } = await overlapping(100_000);
+      const { t, record, first, second, secondEndedAtMs } = await overlapping(100_000);
       t.clock.nowMs = NOW_MS + 100_000 + VISIBILITY_MS;
       const third = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
       // Assess
@@ -621,12 +633,42 @@ describe("fleet termination handler", () => {
       expect(second?.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
       expect(t.logger.withStep("report_claim_live_deferred")[0]?.fields).to.include({
         claimant: `${record.messageId} attempt-1`,
+        claimant_deadline: String(NOW_MS / 1000 + 600),
         not_before: NOW_MS / 1000 + 610,
       });
+      // At once: it did not wait first and give up later.
+      expect(secondEndedAtMs).to.equal(NOW_MS + 100_000);
       expect(third.batchItemFailures).to.deep.equal([]);
       expect(t.logger.withStep("job_already_complete")[0]?.fields).to.include({ redelivery: true });
       expect(t.metrics.named("JobDuration")).to.have.length(1);
       expect(t.logger.withStep("job_marked_complete")).to.have.length(1);
+    });
+
+    it("a claimant that may still run (every answer of its claim lost) is taken over by the redelivery once it has waited out the claimant's deadline, and the claim records that later time", async () => {
+      // Prepare: delivery 1 (600 s) applies its claim and loses every answer; delivery 2 arrives 200 s later, with 600 s.
+      let token = 0;
+      const t = onOneClock({ newAttemptToken: () => `attempt-${++token}` });
+      const record = sqsRecord(terminationMessage());
+      const table = lossyTable(t, [{ job_id: { S: "67890" }, status: { S: "running" } }], { claim: 4 });
+      const first = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+      t.clock.nowMs = NOW_MS + 200_000;
+      // Act
+      const second = await t.handler(sqsEvent(record), t.invocation(LOCAL_TIMEOUT_MS));
+      // Assess: it waited until the claimant's deadline (600 s) plus the 10 s margin, then took over, once.
+      expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+      expect(second.batchItemFailures).to.deep.equal([]);
+      expect(t.logger.withStep("report_claim_live_waited")[0]?.fields).to.include({
+        claimant: `${record.messageId} attempt-1`,
+        claimant_deadline: String(NOW_MS / 1000 + 600),
+        not_before: NOW_MS / 1000 + 610,
+      });
+      expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ took_over: `${record.messageId} attempt-1` });
+      expect(t.metrics.named("JobDuration")).to.have.length(1);
+      const item = table.items.get("67890");
+      expect(item?.completion_reported).to.deep.equal({ S: `${record.messageId} attempt-2` });
+      expect(item?.completion_report_claimed_at).to.deep.equal({ N: String(NOW_MS / 1000 + 610) });
+      // Its own deadline: the time it had left after the wait (600 - 410 s).
+      expect(item?.completion_report_deadline).to.deep.equal({ N: String(NOW_MS / 1000 + 800) });
     });
 
     it("a claimant that has ended (every answer of its claim lost, its 30 s invocation over) is taken over at once by the redelivery 180 s later", async () => {
@@ -646,6 +688,83 @@ describe("fleet termination handler", () => {
       expect(t.logger.withStep("job_marked_complete")[0]?.fields).to.include({ took_over: `${record.messageId} attempt-1` });
       expect(t.metrics.named("JobDuration")).to.have.length(1);
       expect(table.items.get("67890")?.completion_reported).to.deep.equal({ S: `${record.messageId} attempt-2` });
+    });
+  });
+
+  describe("waitUntil: waiting out a live claimant within the invocation's time", () => {
+    /**
+     * A clock that each pause moves by `rate` × the pause (0: a clock that does not move, as a
+     * test's), and the pauses taken. More than 20 pauses is a wait that would not end: it throws.
+     */
+    function clockAndPauses(rate: number) {
+      const clock = { nowMs: 0 };
+      const pauses: number[] = [];
+      const sleep = async (ms: number): Promise<void> => {
+        pauses.push(ms);
+        if (pauses.length > 20) throw new Error(`a wait that does not end: ${pauses.join(", ")}`);
+        clock.nowMs += ms * rate;
+      };
+      return { now: () => clock.nowMs, sleep, pauses };
+    }
+    const noContext = { context: undefined, reserveMs: 0 };
+    /** An invocation with `remainingMs` left whatever the clock says, keeping `reserveMs`. */
+    const withRemaining = (remainingMs: number, reserveMs: number) => ({ context: { getRemainingTimeInMillis: () => remainingMs } as Context, reserveMs });
+
+    const cases = [
+      {
+        title: "a clock that follows the pauses: pauses of at most one step until the time",
+        rate: 1,
+        until: 2_500,
+        expected: true,
+        pauses: [1_000, 1_000, 500],
+      },
+      {
+        title: "a clock that does not move: it ends once the pauses add up to the whole wait",
+        rate: 0,
+        until: 3_000,
+        expected: true,
+        pauses: [1_000, 1_000, 1_000],
+      },
+      {
+        title: "a clock that runs ahead of the pauses: it ends when the time is reached (exactly), before the pauses add up",
+        rate: 1.5,
+        until: 3_000,
+        expected: true,
+        pauses: [1_000, 1_000],
+      },
+      { title: "a time already reached: no pause", rate: 1, until: 0, expected: true, pauses: [] },
+    ];
+    for (const c of cases) {
+      it(c.title, async () => {
+        // Prepare
+        const { now, sleep, pauses } = clockAndPauses(c.rate);
+        // Act
+        const waited = await waitUntil(c.until, now, sleep, noContext);
+        // Assess
+        expect(waited).to.equal(c.expected);
+        expect(pauses).to.deep.equal(c.pauses);
+        expect(Math.max(0, ...pauses)).to.be.at.most(CLAIMANT_WAIT_STEP_MS);
+      });
+    }
+
+    it("waits when the invocation keeps exactly its reserve after the wait", async () => {
+      // Prepare: 3 s to wait, 3.5 s left, 0.5 s kept.
+      const { now, sleep, pauses } = clockAndPauses(1);
+      // Act
+      const waited = await waitUntil(3_000, now, sleep, withRemaining(3_500, 500));
+      // Assess
+      expect(waited).to.equal(true);
+      expect(pauses).to.deep.equal([1_000, 1_000, 1_000]);
+    });
+
+    it("refuses at once, without a pause, when waiting would cut into the reserve", async () => {
+      // Prepare: 3 s to wait, 3.499 s left, 0.5 s kept.
+      const { now, sleep, pauses } = clockAndPauses(1);
+      // Act
+      const waited = await waitUntil(3_000, now, sleep, withRemaining(3_499, 500));
+      // Assess
+      expect(waited).to.equal(false);
+      expect(pauses).to.deep.equal([]);
     });
   });
 
