@@ -19,8 +19,8 @@
  * duplicate the run would make, not the platform. At 20 it is 9 s.
  *
  * With --json, run `npm run -s chaos`: npm prints its script banner to stdout otherwise.
- * Exit codes: 0 nothing lost, duplicated or leaked and no worker job run twice, at every seed; 1
- * something was, at some seed; 2 a run could not start. With --json, stdout holds only the
+ * Exit codes: 0 nothing lost, duplicated or leaked and no worker job run twice, at every seed, each drained in its settle time; 1
+ * something was, or a seed did not drain (inconclusive), at some seed; 2 a run could not start. With --json, stdout holds only the
  * summary document (totals, faults, and each seed's totals, byConsumer and faults); progress goes to stderr.
  */
 import * as path from "node:path";

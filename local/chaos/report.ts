@@ -33,9 +33,14 @@ export function runsDocument(runs: readonly SeedRun[]): RunsDocument {
   };
 }
 
-/** Exit 1 when any seed lost, duplicated or leaked anything, or ran a worker job twice. */
-export function anyFailed(runs: readonly SeedRun[]): boolean {
-  return runs.some((r) => failed(r.totals));
+/**
+ * Exit 1 when any seed lost, duplicated or leaked anything, or ran a worker job twice; and when a
+ * seed's queues did not drain within its settle time. Such a seed judged only part of its traffic
+ * (its `remaining` messages were never judged), so it proves nothing about them: inconclusive is not
+ * a pass. A loaded machine drains slower; raise --settle-seconds there.
+ */
+export function anyFailed(runs: readonly Pick<SeedRun, "settled" | "totals">[]): boolean {
+  return runs.some((r) => failed(r.totals) || !r.settled);
 }
 
 const COLUMNS = [
@@ -59,10 +64,12 @@ function table(rows: string[][]): string {
 }
 
 const problemCount = (t: Totals) => t.lost + t.duplicateSideEffects + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases;
-const verdict = (t: Totals, exit: string) =>
-  problemCount(t) === 0
-    ? "nothing lost, duplicated or leaked, no worker job run twice"
-    : `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`;
+const verdict = (t: Totals, settled: boolean, exit: string) =>
+  problemCount(t) !== 0
+    ? `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`
+    : !settled
+      ? `INCONCLUSIVE: the queues did not drain within the settle time; ${t.remaining} message(s) were never judged (${exit}; raise --settle-seconds on a loaded machine)`
+      : "nothing lost, duplicated or leaked, no worker job run twice";
 
 export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; seed: number; speed: number }): string {
   const rows: string[][] = [["consumer", ...HEADERS]];
@@ -76,7 +83,7 @@ export function renderSummary(r: ChaosResult, run: { messages: number; faultRate
     table(rows),
     `faults injected: ${r.faults.injected} (${kinds})`,
     ...r.byConsumer.flatMap(problems),
-    verdict(r.totals, "exit 1"),
+    verdict(r.totals, r.settled, "exit 1"),
   ];
   return lines.join("\n");
 }
@@ -90,7 +97,11 @@ export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; f
   return [
     `chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`,
     table(rows),
-    verdict(doc.totals, "exit 1"),
+    verdict(
+      doc.totals,
+      runs.every((r) => r.settled),
+      "exit 1",
+    ),
   ].join("\n");
 }
 

@@ -191,6 +191,19 @@ describe("chaos runs over several seeds (pure)", () => {
     expect({ both: anyFailed([clean, ranTwice]), clean: anyFailed([clean]) }).to.deep.equal({ both: true, clean: false });
     expect(table.split("\n").map((l) => l.split(/\s+/)[0])).to.deep.equal(["chaos", "seed", "1", "2", "total", "FAILED:"]);
   });
+
+  it("a seed whose queues did not drain in time fails the run as inconclusive, even with nothing lost", () => {
+    // Prepare: seed 11 left 334 worker messages unjudged when its settle time ran out.
+    const clean = run(1, { sent: 10, processed: 10 });
+    const undrained = { ...run(11, { sent: 10, processed: 6, remaining: 4 }), settled: false };
+
+    // Act
+    const table = renderSeeds([clean, undrained], { messages: 10, faultRate: 0.3, speed: 20 });
+
+    // Assess
+    expect({ both: anyFailed([clean, undrained]), clean: anyFailed([clean]) }).to.deep.equal({ both: true, clean: false });
+    expect(table.split("\n").at(-1)).to.match(/^INCONCLUSIVE: .* 4 message\(s\) were never judged \(exit 1; raise --settle-seconds/);
+  });
 });
 
 describe("chaos long worker jobs (pure)", () => {
