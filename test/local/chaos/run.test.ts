@@ -141,6 +141,14 @@ describe("chaos CLI arguments", () => {
       claimers: 2,
     });
   });
+  const settles: Array<{ argv: string[]; seconds: number }> = [
+    { argv: ["--messages", "10000", "--fault-rate", "0"], seconds: 1120 },
+    { argv: ["--messages", "10000", "--fault-rate", "0.1"], seconds: 1568 },
+    { argv: ["--messages", "10000", "--fault-rate", "0.3"], seconds: 2464 },
+    { argv: ["--messages", "10000", "--fault-rate", "0.3", "--settle-seconds", "600"], seconds: 600 },
+  ];
+  for (const { argv, seconds } of settles)
+    it(`waits at most ${seconds} s to drain for ${argv.join(" ")}`, () => expect(parseChaosArgs(argv)).to.include({ settleSeconds: seconds }));
   const bad: Array<[string[], RegExp]> = [
     [["--fault-rate", "1.5"], /--fault-rate 1.5/],
     [["--messages", "ten"], /--messages ten/],
