@@ -193,6 +193,7 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
     await advertise(deps, cls, toAdvertise, now);
     logStep(deps.logger, "info", "refill_completed", {
       resource_class: cls.name,
+      run_id: runId,
       started: toStart.length,
       launched: launched.length,
       advertised: toAdvertise.length,

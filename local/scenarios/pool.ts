@@ -123,6 +123,27 @@ interface Snapshot {
 }
 
 /**
+ * How many refill triggers (messages) ended in a run, a lease-held skip or a shared run, across
+ * every class: the refill queue is shared. Counted by message id, not by line: a trigger that SQS
+ * delivered again after its run completed (its delete raced the visibility timeout on a loaded
+ * machine) logs a second line but is still one message. A line without its id counts on its own,
+ * so a function that stopped logging ids shows up as an over-count, not as a loss.
+ */
+export function triggersHandled(steps: readonly LogLine[]): number {
+  const idField: Record<string, string> = { refill_completed: "run_id", refill_lease_held: "run_id", refill_shared_run: "message_id" };
+  const ids = new Set<string>();
+  let anonymous = 0;
+  for (const line of steps) {
+    const field = line.step === undefined ? undefined : idField[line.step];
+    if (field === undefined) continue;
+    const id = line[field];
+    if (typeof id === "string") ids.add(id);
+    else anonymous++;
+  }
+  return ids.size + anonymous;
+}
+
+/**
  * The accounting, taken at a moment when no refill was half-way: a run advertises between its
  * `pool_counted` and `refill_completed` lines, and a trigger is on the queue (in flight) while
  * its run logs; either would be counted twice or not at all. So the log counts and scheduler
@@ -146,7 +167,7 @@ async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<
       counted: forClass(of("pool_counted"), cls.name).length,
       completed,
       // Every class's runs: the refill queue and its DLQ are shared by the classes.
-      handled: of("refill_completed").length + of("refill_lease_held").length + of("refill_shared_run").length,
+      handled: triggersHandled(steps),
       quarantined: of("message_quarantined").length,
       delivered,
     };

@@ -486,7 +486,7 @@ describe("pool refill", () => {
       { step: "pool_instances_launched", resource_class: "gpu-small", instance_ids: launched, requested: 2 },
     ]);
     expect(t.logger.withStep("refill_completed").map((e) => e.fields)).to.deep.equal([
-      { step: "refill_completed", resource_class: "gpu-small", started: 1, launched: 2, advertised: 4 },
+      { step: "refill_completed", resource_class: "gpu-small", run_id: "run-1", started: 1, launched: 2, advertised: 4 },
     ]);
   });
 
