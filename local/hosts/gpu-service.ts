@@ -9,9 +9,8 @@
  * rather time out on connect; a reset fails the same way, without making every run wait.)
  */
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
-import * as http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
-import { replyJson } from "./loopback";
+import type * as http from "node:http";
+import { LoopbackServer, replyJson } from "./loopback";
 
 export interface GpuServiceState {
   /** The instance state last seen in moto (`unknown` before the first poll answers). */
@@ -32,7 +31,8 @@ export class GpuServiceSimulator {
   private readonly bootDelayMs: number;
   private readonly pollMs: number;
   private readonly now: () => number;
-  private server?: http.Server;
+  /** Set between start() and stop(): the poll reschedules itself only while it is. */
+  private server?: LoopbackServer;
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private instanceState = "unknown";
@@ -48,7 +48,6 @@ export class GpuServiceSimulator {
   private readonly speed: number;
   /** When the service last received a window (real ms), for its status's idleSeconds. */
   private lastWorkMs: number | null = null;
-  private readonly sockets = new Set<Socket>();
 
   constructor(opts: {
     ec2: EC2Client;
@@ -76,18 +75,11 @@ export class GpuServiceSimulator {
   async start(): Promise<{ host: string; port: number }> {
     if (this.server) throw new Error("GpuServiceSimulator already started");
     await this.poll();
-    const server = http.createServer((req, res) => this.handle(req, res));
-    server.on("connection", (socket) => {
-      this.sockets.add(socket);
-      socket.on("close", () => this.sockets.delete(socket));
-    });
+    const server = new LoopbackServer((req, res) => this.handle(req, res));
     this.server = server;
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
+    const address = await server.start();
     this.schedulePoll();
-    return { host: "127.0.0.1", port: (server.address() as AddressInfo).port };
+    return address;
   }
 
   async stop(): Promise<void> {
@@ -96,10 +88,7 @@ export class GpuServiceSimulator {
     const server = this.server;
     this.server = undefined;
     await this.polling;
-    if (!server) return;
-    const closed = new Promise<void>((done) => server.close(() => done()));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
+    await server?.close();
   }
 
   state(): GpuServiceState {
