@@ -10,7 +10,7 @@ import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import type { QueueGauge, ScenarioSummary } from "../show/view";
-import { readSteps } from "./logs";
+import { type LogLine, readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
@@ -97,6 +97,34 @@ async function parameterExists(platform: LocalPlatform, name: string): Promise<b
 
 /** A runner's config parameter under the stack's runner path (the termination handler's runnerConfigParameter). */
 const parameterOf = (platform: LocalPlatform, id: string) => `${fleetNames(platform).runnerPath}/${id}/config`;
+
+/**
+ * What the termination consumer's `termination_processed` lines say about the scenario's messages.
+ * A duplicate is a message, not a line: on a loaded machine SQS delivers a message again after
+ * its first delivery reported (the delete raced the visibility timeout), and that delivery logs
+ * `duplicate: true` under the message's own id. So a message counts as a recognised duplicate
+ * when every delivery of it found the completion already reported; and a job whose completion two
+ * deliveries reported (two lines with `duplicate: false`) is the exactly-once breach to fail on.
+ */
+export function judgeTerminations(lines: readonly LogLine[], sentIds: ReadonlySet<string>): { duplicateMessages: number; reportedTwice: string[] } {
+  const reportedBy = new Map<string, number>();
+  const reported = new Set<string>();
+  const seenDuplicate = new Set<string>();
+  for (const line of lines) {
+    const messageId = String(line.message_id);
+    if (!sentIds.has(messageId)) continue;
+    if (line.duplicate === true) seenDuplicate.add(messageId);
+    else {
+      reported.add(messageId);
+      const job = String(line.job_id);
+      reportedBy.set(job, (reportedBy.get(job) ?? 0) + 1);
+    }
+  }
+  return {
+    duplicateMessages: [...seenDuplicate].filter((id) => !reported.has(id)).length,
+    reportedTwice: [...reportedBy].filter(([, n]) => n > 1).map(([job]) => job),
+  };
+}
 
 export const fleet: Scenario = {
   name: "fleet",
@@ -229,10 +257,10 @@ class FleetRun {
 
   async checkDuplicatesAndInstances(): Promise<void> {
     const { platform, f, failures } = this;
-    this.dupes = readSteps(platform, "fleet-termination-consumer", "termination_processed").filter(
-      (l) => this.sentIds.has(String(l.message_id)) && l.duplicate === true,
-    ).length;
-    if (this.dupes !== this.duplicates) failures.push(`${this.dupes} deliveries were recognised as duplicates, expected ${this.duplicates}`);
+    const judged = judgeTerminations(readSteps(platform, "fleet-termination-consumer", "termination_processed"), this.sentIds);
+    this.dupes = judged.duplicateMessages;
+    if (this.dupes !== this.duplicates) failures.push(`${this.dupes} messages were recognised as duplicates, expected ${this.duplicates}`);
+    for (const job of judged.reportedTwice) failures.push(`${job}'s completion was reported by more than one delivery`);
     const busyState = await stateOf(platform.aws.ec2, f.busy);
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
     const drainedState = await stateOf(platform.aws.ec2, f.drained);
