@@ -319,10 +319,17 @@ export class LambdaHost {
   }
 }
 
-function openLog(file: string): fs.WriteStream {
+/** The function's one log file, which every environment of the function writes into. */
+export function openLog(file: string): fs.WriteStream {
   const log = fs.createWriteStream(file, { flags: "a" });
   // A terminated worker's last lines can arrive after close(): losing them beats crashing.
   log.on("error", () => undefined);
+  // Each live environment pipes its stdout and stderr here, and a pipe listens for the log's
+  // errors until its source ends: six concurrent environments passed Node's default of ten and
+  // printed a MaxListenersExceededWarning (a leak warning) in every chaos run. The count follows
+  // the function's concurrency, which has no fixed bound here, and each pipe's listener goes with
+  // its environment.
+  log.setMaxListeners(0);
   return log;
 }
 

@@ -4,7 +4,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { type InvokeResult, LambdaHost } from "../../../local/hosts/lambda-host";
+import { type InvokeResult, LambdaHost, openLog } from "../../../local/hosts/lambda-host";
+import { PassThrough } from "node:stream";
 import type { LocalFunction } from "../../../local/provision/topology";
 import { localFunction } from "../fixtures/functions";
 
@@ -209,5 +210,31 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
       expect(response.text).to.equal("reached /y");
       expect(lambda.stats()[fn.name].coldStarts).to.equal(1);
     });
+  });
+});
+
+describe("a function's log file", () => {
+  it("takes the output of many concurrent environments without a listener-leak warning", async () => {
+    // Prepare: twelve environments' stdout and stderr, as a busy function has in a chaos run.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lambda-log-"));
+    const log = openLog(path.join(dir, "fn.log"));
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      // Act
+      const sources = Array.from({ length: 24 }, () => new PassThrough());
+      for (const s of sources) s.pipe(log, { end: false });
+      for (const [i, s] of sources.entries()) s.end(`line ${i}\n`);
+      await new Promise((r) => setImmediate(r));
+      await new Promise<void>((done) => log.end(done));
+
+      // Assess
+      expect(warnings.map((w) => w.name)).to.not.include("MaxListenersExceededWarning");
+      expect(fs.readFileSync(path.join(dir, "fn.log"), "utf8").trim().split("\n")).to.have.length(24);
+    } finally {
+      process.off("warning", onWarning);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
