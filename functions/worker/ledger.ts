@@ -53,10 +53,14 @@ export interface LedgerItem {
 
 /**
  * How long an item outlives its last write. A completed job must be remembered as long as any copy
- * of its message can come back: SQS keeps a message at most 14 days (the DLQ's retention, from
- * which a redrive brings it back with its original body).
+ * of its message can come back. A copy can sit in the DLQ up to 14 days after it was first sent
+ * (SQS's longest retention; a move to a standard DLQ keeps the enqueue time), and a redrive from
+ * there starts a new message with a new enqueue time and retention (SQS Developer Guide, "Configure
+ * a dead-letter queue redrive"), so it can wait up to 14 more days in the work queue. 28 days
+ * covers one redrive; a second needs the copy to reach the DLQ again, which a job the ledger
+ * remembers as completed never does (its redeliveries are deleted unrun).
  */
-export const LEDGER_RETENTION_SECONDS = 14 * 24 * 3600;
+export const LEDGER_RETENTION_SECONDS = 2 * 14 * 24 * 3600;
 
 /** A condition on the item as it is before the write; `exists: false` also holds when there is no item. */
 export type Condition =

@@ -167,7 +167,7 @@ function createQueue({ name, args, tags, parent }: WorkerPart): ManagedQueue {
 }
 
 /**
- * The job ledger: TTL drops an item 14 days after its last write (functions/worker/ledger.ts,
+ * The job ledger: TTL drops an item 28 days after its last write (functions/worker/ledger.ts,
  * LEDGER_RETENTION_SECONDS), PITR and encryption come with the Table component. Tagged as a jobs
  * table, so job-table-ttl holds it to its TTL.
  */

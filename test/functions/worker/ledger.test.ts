@@ -173,9 +173,9 @@ describe("worker: the job ledger (functions/worker/ledger.ts)", () => {
         lease_expires_at: T0 + LEASE_MS,
         receipt_handle: "rh-1",
         runs: 1,
-        expires_at: Math.floor(T0 / 1000) + 14 * 24 * 3600,
+        expires_at: Math.floor(T0 / 1000) + 28 * 24 * 3600,
       });
-      expect(LEDGER_RETENTION_SECONDS, "14 days: SQS's longest retention (the DLQ's)").to.equal(1_209_600);
+      expect(LEDGER_RETENTION_SECONDS, "28 days: the DLQ's 14 days, then a redriven copy's new 14 in the work queue").to.equal(2_419_200);
     });
 
     it("a take whose response was lost is our own lease (recovered), counted as one run", async () => {
