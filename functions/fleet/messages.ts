@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JOBS_TABLE } from "../shared/tables";
 
 /**
  * The message formats of docs/parts/fleet.md, validated at the edge. A body that fails these schemas can
@@ -24,7 +25,13 @@ export type TerminationStatus = (typeof TERMINATION_STATUSES)[number];
 /** The agent's job-completion message (`pkg/agent/telemetry.go`). */
 export const TerminationMessageSchema = z.object({
   instance_id: z.string().regex(/^i-[0-9a-f]{8,17}$/, "must be an EC2 instance id (i-…)"),
-  job_id: z.string().min(1).max(256),
+  // The jobs table also holds the housekeeping sweeps' cursors under this prefix: a "completion" of
+  // one would mark it completed, index it and let old_jobs delete it.
+  job_id: z
+    .string()
+    .min(1)
+    .max(256)
+    .refine((id) => !id.startsWith(JOBS_TABLE.sweepCursorKeyPrefix), `must not start with ${JOBS_TABLE.sweepCursorKeyPrefix} (the sweeps' cursor items)`),
   status: z.enum(TERMINATION_STATUSES),
   exit_code: z.number().int(),
   duration_seconds: z.number().min(0).refine(storableInDynamoDb, "must be 0, or between 1e-130 and 1e126 (DynamoDB's number range)"),

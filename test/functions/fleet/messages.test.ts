@@ -106,6 +106,13 @@ describe("fleet messages", () => {
     expect(!r.ok && r.reason).to.match(/^schema: body: /);
   });
 
+  it("a job id in the sweeps' cursor key space is refused: the jobs table keeps cursors there", () => {
+    const r = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ job_id: "housekeeping-cursor#orphaned_instances" })));
+    expect(!r.ok && r.reason).to.equal("schema: job_id: must not start with housekeeping-cursor# (the sweeps' cursor items)");
+    const ok = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ job_id: "job-housekeeping-cursor#1" })));
+    expect(ok.ok).to.equal(true);
+  });
+
   it("the reason names every offending field, separated by semicolons", () => {
     const r = parseBody(TerminationMessageSchema, JSON.stringify(terminationMessage({ job_id: "", exit_code: 1.5 })));
     expect(!r.ok && r.reason).to.match(/^schema: job_id: [^;]+; exit_code: [^;]+$/);
