@@ -120,7 +120,9 @@ export async function claimInstance(deps: ClaimDeps, request: ClaimRequest): Pro
       throw error;
     }
     if (!verdict.claimable) {
-      await releaseLock(deps, request.claimTableName, instanceId, request.workflowId);
+      // A release that fails leaves a lock on an instance nobody can claim (it expires with its TTL):
+      // no reason to fail the workflow's claim when the pool may hold another instance.
+      await releaseQuietly(deps, request, instanceId, "instance_unavailable");
       logStep(deps.logger, "warn", "claim_instance_unavailable", { workflow_id: request.workflowId, instance_id: instanceId, reason: verdict.reason });
       countOne(deps.metrics, "ClaimsInstanceUnavailable");
       continue;

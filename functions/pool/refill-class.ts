@@ -3,14 +3,15 @@ import { BatchGetItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamo
 import { type EC2Client, type Instance, paginateDescribeInstances, RunInstancesCommand, StartInstancesCommand } from "@aws-sdk/client-ec2";
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { instancesOf } from "../shared/ec2";
-import { logStep, type StepLogger } from "../shared/logger";
+import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { advertFor } from "./advert";
 import type { PoolClassConfig, RefillConfig } from "./config";
-import { acquireLock, LOCK_EXPIRES_AT, LOCK_KEY, releaseLock } from "./lock";
+import { acquireLock, LOCK_EXPIRES_AT, LOCK_KEY, type LockDeps, releaseLock } from "./lock";
 import type { Clock } from "./pickup";
 
-export interface RefillDeps {
+/** The lease's writes take the lock's deps, its re-send policy included. */
+export interface RefillDeps extends LockDeps {
   ec2: EC2Client;
   dynamodb: DynamoDBClient;
   sqs: SQSClient;
@@ -206,7 +207,22 @@ export async function refillClass(deps: RefillDeps, cls: PoolClassConfig, runId:
       advertised: toAdvertise.length,
     };
   } finally {
+    await releaseLease(deps, key, runId);
+  }
+}
+
+/**
+ * Releases the run's lease; a release that fails is logged and counted, not thrown: thrown from
+ * `finally`, it would replace the run's own error (the one worth retrying on and reading), and the
+ * lease expires with its TTL anyway. The run's outcome is the same either way: a failed run is
+ * retried, and a later run that finds the lease still ours goes on.
+ */
+async function releaseLease(deps: RefillDeps, key: string, runId: string): Promise<void> {
+  try {
     await releaseLock(deps, deps.config.claimTableName, key, runId);
+  } catch (error) {
+    logStep(deps.logger, "warn", "refill_lease_release_failed", { lease: key, run_id: runId, error: errorMessage(error) });
+    countOne(deps.metrics, "RefillLeaseReleaseFailed");
   }
 }
 

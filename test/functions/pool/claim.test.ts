@@ -131,6 +131,29 @@ describe("claim API", () => {
     });
   }
 
+  it("an unavailable instance whose lock release fails is logged, and the claim still asks the pool again", async () => {
+    // Prepare: the first advert's instance is gone; every release is refused.
+    const bad = advert();
+    const good = advert();
+    const t = arrange([{ id: good.instance_id, state: "running", tags: poolTags() }]);
+    t.queue.push(bad);
+    t.queue.push(good);
+    t.table.mock
+      .on(DeleteItemCommand)
+      .rejects(Object.assign(new Error("denied"), { name: "AccessDeniedException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+
+    // Act
+    const result = await claimInstance(t.deps, t.request());
+
+    // Assess
+    expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
+    expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal([
+      { step: "claim_lock_release_failed", workflow_id: "wf-1", instance_id: bad.instance_id, reason: "instance_unavailable", error: "AccessDeniedException: denied" },
+    ]);
+    expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(1);
+    expect(t.metrics.count("ClaimsInstanceUnavailable")).to.equal(1);
+  });
+
   it("a lost race (lock held by another workflow) asks the pool again and leaves the other lock alone", async () => {
     const a = advert();
     const b = advert();

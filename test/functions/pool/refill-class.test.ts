@@ -135,6 +135,28 @@ describe("pool refill", () => {
     expect(t.table.items.has(leaseKey("gpu-small"))).to.equal(false);
   });
 
+  it("a failed run whose lease release also fails throws the run's error, and logs the release's", async () => {
+    // Prepare
+    const t = arrange([], 2);
+    t.ec2.mock.on(RunInstancesCommand).rejects(new Error("InsufficientInstanceCapacity"));
+    t.table.mock
+      .on(DeleteItemCommand)
+      .rejects(Object.assign(new Error("throttled"), { name: "ProvisionedThroughputExceededException", $fault: "client", $metadata: { httpStatusCode: 400 } }));
+
+    // Act
+    const error = await refillClass({ ...t.deps, resend: { rounds: 1, baseDelayMs: 0, sleep: async () => undefined } }, t.config.classes[0]!, "run-1").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).to.be.instanceOf(Error).with.property("message", "InsufficientInstanceCapacity");
+    expect(t.logger.withStep("refill_lease_release_failed").map((e) => e.fields)).to.deep.equal([
+      { step: "refill_lease_release_failed", lease: leaseKey("gpu-small"), run_id: "run-1", error: "ProvisionedThroughputExceededException: throttled" },
+    ]);
+    expect(t.metrics.count("RefillLeaseReleaseFailed")).to.equal(1);
+  });
+
   it("two overlapping runs never exceed the size: the second sees the lease, or the first run's instances", async () => {
     const t = arrange([], 2);
     const [a, b] = await Promise.all([refillClass(t.deps, t.config.classes[0]!, "run-a"), refillClass(t.deps, t.config.classes[0]!, "run-b")]);
