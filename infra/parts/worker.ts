@@ -106,6 +106,7 @@ export class Worker extends pulumi.ComponentResource implements PartFace<WorkerO
       workerImageUri: this.image.imageUri,
       workerServiceName: this.service.service.name,
       workerTaskRoleArn: this.service.taskRole.arn,
+      workerJobsTable: this.jobsTable.table.name,
     };
   }
 
@@ -145,6 +146,8 @@ export interface WorkerOutputs extends Record<string, pulumi.Input<unknown>> {
   workerImageUri: pulumi.Output<string>;
   workerServiceName: pulumi.Output<string>;
   workerTaskRoleArn: pulumi.Output<string>;
+  /** The job ledger's generated name: where an operator reads a job's lease, runs and outcome. */
+  workerJobsTable: pulumi.Output<string>;
 }
 
 type WorkerPart = PartScope<WorkerArgs>;
