@@ -148,7 +148,13 @@ describe("claim API", () => {
     // Assess
     expect(result).to.deep.include({ outcome: "claimed", instanceId: good.instance_id, attempts: 2 });
     expect(t.logger.withStep("claim_lock_release_failed").map((e) => e.fields)).to.deep.equal([
-      { step: "claim_lock_release_failed", workflow_id: "wf-1", instance_id: bad.instance_id, reason: "instance_unavailable", error: "AccessDeniedException: denied" },
+      {
+        step: "claim_lock_release_failed",
+        workflow_id: "wf-1",
+        instance_id: bad.instance_id,
+        reason: "instance_unavailable",
+        error: "AccessDeniedException: denied",
+      },
     ]);
     expect(t.metrics.count("ClaimLockReleaseFailed")).to.equal(1);
     expect(t.metrics.count("ClaimsInstanceUnavailable")).to.equal(1);
