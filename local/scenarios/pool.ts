@@ -130,11 +130,17 @@ interface Snapshot {
  * so a function that stopped logging ids shows up as an over-count, not as a loss.
  */
 export function triggersHandled(steps: readonly LogLine[]): number {
-  const idField: Record<string, string> = { refill_completed: "run_id", refill_lease_held: "run_id", refill_shared_run: "message_id" };
+  // A Map, not an object literal: a step named like an Object.prototype member ("constructor")
+  // must not find a field.
+  const idField = new Map([
+    ["refill_completed", "run_id"],
+    ["refill_lease_held", "run_id"],
+    ["refill_shared_run", "message_id"],
+  ]);
   const ids = new Set<string>();
   let anonymous = 0;
   for (const line of steps) {
-    const field = line.step === undefined ? undefined : idField[line.step];
+    const field = line.step === undefined ? undefined : idField.get(line.step);
     if (field === undefined) continue;
     const id = line[field];
     if (typeof id === "string") ids.add(id);

@@ -22,7 +22,7 @@ describe("pool scenario: refill triggers handled (pure)", () => {
     { title: "a skip, then the same trigger's run on its redelivery", steps: [leaseHeld("m-1"), completed("m-1")], handled: 1 },
     {
       title: "lines of other steps are not triggers",
-      steps: [{ step: "pool_counted", resource_class: "gpu-small" }, { step: "message_quarantined" }, {}],
+      steps: [{ step: "pool_counted", resource_class: "gpu-small" }, { step: "message_quarantined" }, { step: "constructor" }, {}],
       handled: 0,
     },
     {
