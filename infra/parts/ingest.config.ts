@@ -271,6 +271,13 @@ const gpuConfigObject = z
       .default({}),
   })
   .superRefine((g, ctx) => {
+    if (g.servicePort < 1024) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["servicePort"],
+        message: "must be 1024 or above: the gateway listens on it as a non-root user (functions/gpu/Dockerfile)",
+      });
+    }
     if (g.model.port === g.servicePort) {
       ctx.addIssue({
         code: "custom",
