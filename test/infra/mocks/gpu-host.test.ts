@@ -15,6 +15,7 @@ import { GATEWAY_UNIT, MODEL_UNIT } from "../../../infra/lib/gpu-user-data";
 import { modelRepositoryArn } from "../../../infra/parts/ingest.config";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
+import { gpuBoot } from "../helpers/gpu-user-data";
 import { STACKS, useStackPlans } from "../helpers/run-plan";
 import { scopedStackConfig } from "../helpers/stack-config";
 
@@ -24,19 +25,11 @@ type CloudConfig = { write_files: Array<{ path: string; content: string; permiss
 const config = (stack: string) => parseStackConfig(scopedStackConfig(stack));
 const isFleet = (stack: string) => config(stack).gpu.capacity.mode === "fleet";
 
-/** The GPU's own resources, by mode: the instance or the fleet's template and role policy. */
+/** The GPU's user data and host policy, checked against the stack's mode. */
 function gpuOf(doc: PlanDocument, stack: string): { userData: string; hostPolicy: Res } {
-  if (isFleet(stack)) {
-    const lt = named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt");
-    return {
-      userData: Buffer.from(String(lt.inputs.userData), "base64").toString("utf8"),
-      hostPolicy: named(doc, "aws:iam/rolePolicy:RolePolicy", "ingest-gpu-fleet-host"),
-    };
-  }
-  return {
-    userData: String(named(doc, "aws:ec2/instance:Instance", "ingest-gpu").inputs.userData),
-    hostPolicy: named(doc, "aws:iam/rolePolicy:RolePolicy", "ingest-gpu-host"),
-  };
+  const boot = gpuBoot(doc);
+  expect(boot.mode).to.equal(isFleet(stack) ? "fleet" : "instance");
+  return boot;
 }
 
 /** The `KEY=value` lines of an env file, as Docker's --env-file and systemd read them. */
