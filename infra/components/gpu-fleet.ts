@@ -2,8 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
-import { assumedBy, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
-import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import type { Statement } from "../iam/document";
+import { declareInstanceRole, encryptedRootVolume, HARDENED_METADATA } from "./hardened-instance";
 import { resolveAmi } from "./gpu-instance";
 
 export interface GpuFleetArgs {
@@ -186,30 +186,9 @@ export class GpuFleet extends pulumi.ComponentResource {
     const tags = args.tags ?? {};
     const stackTags = { ...tags, [ENVIRONMENT_TAG]: args.environment };
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
-    new aws.iam.RolePolicy(
-      `${name}-session-manager`,
-      {
-        role: this.role.id,
-        policy: declaredPolicy(sessionManagerStatements(trustScope(this)), {
-          resource: `${name}-session-manager`,
-          resourceType: ROLE_POLICY_TYPE,
-          parent: this,
-        }),
-      },
-      { parent: this },
-    );
-    if (args.statements && args.statements.length > 0) {
-      new aws.iam.RolePolicy(
-        `${name}-host`,
-        {
-          role: this.role.id,
-          policy: declaredPolicy(args.statements, { resource: `${name}-host`, resourceType: ROLE_POLICY_TYPE, parent: this }),
-        },
-        { parent: this },
-      );
-    }
-    const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
+    // `<name>-role`, `-session-manager`, `-host` (the gateway, the image pulls, the log driver) and `-profile`.
+    const { role, profile } = declareInstanceRole(name, { parent: this, tags, ...(args.statements ? { statements: args.statements } : {}) });
+    this.role = role;
 
     this.launchTemplate = new aws.ec2.LaunchTemplate(
       `${name}-lt`,
@@ -219,11 +198,9 @@ export class GpuFleet extends pulumi.ComponentResource {
         instanceType: r.instanceTypes[0],
         ...(args.userData !== undefined ? { userData: pulumi.output(args.userData).apply((u) => Buffer.from(u, "utf8").toString("base64")) } : {}),
         iamInstanceProfile: { arn: profile.arn },
-        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        metadataOptions: { ...HARDENED_METADATA },
         networkInterfaces: [{ deviceIndex: 0, securityGroups: [args.instanceSecurityGroupId], associatePublicIpAddress: "false", deleteOnTermination: "true" }],
-        blockDeviceMappings: [
-          { deviceName: ROOT_DEVICE, ebs: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: "true", deleteOnTermination: "true" } },
-        ],
+        blockDeviceMappings: [encryptedRootVolume(ROOT_DEVICE, r.rootVolumeGiB)],
         monitoring: { enabled: true },
         updateDefaultVersion: true,
         tagSpecifications: ["instance", "volume", "network-interface"].map((resourceType) => ({ resourceType, tags: { ...stackTags, Name: r.groupName } })),
