@@ -2,6 +2,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DeleteCommand, type DeleteCommandInput, DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from "@aws-sdk/lib-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { type AwsClientStub, mockClient } from "aws-sdk-client-mock";
+import type { KeyItem } from "../../../functions/gpu/keys";
 import { conditionFailed } from "./dynamodb-errors";
 
 type Item = Record<string, unknown>;
@@ -35,7 +36,7 @@ export class FakeKeyTable {
   }
 
   /** Puts an item as another instance (or an earlier run) left it. */
-  put(item: { window_key: string }): void {
+  put(item: KeyItem): void {
     this.items.set(item.window_key, { ...item });
   }
 
