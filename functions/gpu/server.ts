@@ -23,6 +23,9 @@ export const HEALTH_TIMEOUT_MS = 2000;
  */
 export const SIGTERM_COMPLETE_MS = 30_000;
 
+/** How long `stop()` lets open connections finish before it closes them. */
+export const STOP_GRACE_MS = 5000;
+
 export interface GatewayDeps {
   config: GatewayConfig;
   db: DynamoDBDocumentClient;
@@ -234,7 +237,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }
   }
 
-  async function window(req: IncomingMessage): Promise<Reply> {
+  async function window(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     if (draining) return json(503, { error: "draining" });
     const header = req.headers["idempotency-key"];
     const key = (Array.isArray(header) ? header[0] : header)?.trim();
@@ -256,6 +259,23 @@ export function createGateway(deps: GatewayDeps): Gateway {
     inFlight.add(key);
     active++;
     lastActivity = now();
+    // The window is held until its work is done AND its answer is sent (or its client gone): a drain
+    // that ended at the work's end could close the listener before the last answer left.
+    let holds = 2;
+    const release = () => {
+      if (--holds > 0) return;
+      inFlight.delete(key);
+      active--;
+      finished();
+    };
+    let sent = false;
+    const onSent = () => {
+      if (sent) return;
+      sent = true;
+      release();
+    };
+    res.once("finish", onSent);
+    res.once("close", onSent);
     try {
       const claimedAt = now();
       let claimed: Awaited<ReturnType<KeyClaims["claim"]>>;
@@ -281,9 +301,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const ct = req.headers["content-type"] ?? "application/json";
       return await runClaimed(claimed.claim, claimedAt, body, ct);
     } finally {
-      inFlight.delete(key);
-      active--;
-      finished();
+      release();
     }
   }
 
@@ -293,15 +311,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
     return json(healthy && draining === undefined ? 200 : 503, status());
   }
 
-  async function route(req: IncomingMessage): Promise<Reply> {
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     const path = (req.url ?? "/").split("?")[0];
-    if (path === config.servicePath) return req.method === "POST" ? window(req) : json(405, { error: "POST only" }, { allow: "POST" });
+    if (path === config.servicePath) return req.method === "POST" ? window(req, res) : json(405, { error: "POST only" }, { allow: "POST" });
     if (path === config.statusPath) return req.method === "GET" || req.method === "HEAD" ? statusReply() : json(405, { error: "GET only" }, { allow: "GET" });
     return json(404, { error: "not found" });
   }
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    route(req)
+    route(req, res)
       .catch((error: unknown): Reply => {
         logStep(logger, "error", "request_failed", { url: req.url, error: errorMessage(error) });
         return json(500, { error: "internal error" });
@@ -362,8 +380,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const s = server;
       server = undefined;
       if (!s) return;
-      s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
+      // Answers being written finish; idle keep-alive connections close now, any other after a grace.
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      s.closeIdleConnections();
+      const force = setTimeout(() => s.closeAllConnections(), STOP_GRACE_MS);
+      force.unref();
+      await closed;
+      clearTimeout(force);
     },
   };
 }
