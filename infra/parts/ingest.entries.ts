@@ -2,6 +2,6 @@
 export const INGEST_ENTRIES = {
   window: "functions/ingest/window.ts",
   dlq: "functions/ingest/dlq.ts",
-  idle: "functions/ingest/idle.ts",
-  scaler: "functions/ingest/scaler.ts",
+  idle: "functions/gpu/idle.ts",
+  scaler: "functions/gpu/scaler.ts",
 } as const;
