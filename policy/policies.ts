@@ -41,6 +41,7 @@ import { lbSgAdmitsConsumersOnly } from "./rules/lb-sg-admits-consumers-only";
 import { spotGroupCapacityRebalance } from "./rules/spot-group-capacity-rebalance";
 import { warmPoolOnDemandOnly } from "./rules/warm-pool-on-demand-only";
 import { gpuGroupTemplateHardened } from "./rules/gpu-group-template-hardened";
+import { gpuPathsAdmitted } from "./rules/gpu-paths-admitted";
 
 /** Shared by policy/index.ts (the real pack) and the offline plan; importing it starts nothing. */
 export const policies: Policies = [
@@ -87,4 +88,5 @@ export const policies: Policies = [
   spotGroupCapacityRebalance,
   warmPoolOnDemandOnly,
   gpuGroupTemplateHardened,
+  gpuPathsAdmitted,
 ];

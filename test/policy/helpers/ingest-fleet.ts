@@ -4,15 +4,18 @@
  * instance and its EC2 grant replaced by an Auto Scaling group of Spot GPU instances launched from
  * a hardened template, behind an internal Application Load Balancer whose security group admits
  * the ingest consumers' group only. The DLQ consumer may raise the group's desired capacity (the
- * fleet form of dlq-consumer-can-start-gpu). `ingestFleetRecording()` returns a fresh deep copy.
+ * fleet form of dlq-consumer-can-start-gpu). The GPUs' group admits the service port from the load
+ * balancer's group and from the consumers' group, where the scaler runs and GETs each instance's
+ * status (gpu-paths-admitted; issue 35 adds that second admission to the program, which today's
+ * prod plan lacks). `ingestFleetRecording()` returns a fresh deep copy.
  *
  * The program side of fleet mode is written in parallel; these shapes follow the resource inputs
  * of @pulumi/aws (autoscaling.Group, lb.LoadBalancer, lb.TargetGroup, lb.Listener).
  */
 import type { RecordedResource } from "../../../policy/testing/types";
 import { U } from "./ingest";
-import { X, platformRecording } from "./platform";
-import { ACCOUNT, REGION, T, add, arnOf, editInput, find, remove, resource, urnOf } from "./recording";
+import { CONSUMER_VPC, GPU_PORT, X, platformRecording } from "./platform";
+import { ACCOUNT, REGION, T, add, arnOf, editInput, find, fn, remove, resource, urnOf } from "./recording";
 
 const TYPES = {
   group: "aws:autoscaling/group:Group",
@@ -36,6 +39,9 @@ export const F = {
   lbSg: urnOf(TYPES.securityGroup, "ingest-gpu-lb-sg"),
   gpuSg: urnOf(TYPES.securityGroup, "ingest-gpu-sg"),
   gpuFromLb: urnOf(TYPES.ingressRule, "ingest-gpu-from-lb"),
+  /** The consumers' group admitted to the GPUs' port: the scaler GETs each instance's status from it (issue 35). */
+  gpuFromConsumers: urnOf(TYPES.ingressRule, "ingest-gpu-from-consumers"),
+  scalerFn: urnOf(T.fn, "ingest-gpu-scaler"),
   consumersSg: X.consumersSg,
 } as const;
 
@@ -64,7 +70,7 @@ function fleet(): RecordedResource[] {
       {
         vpcId: "vpc-0123",
         description: "The GPU fleet's load balancer: the ingest consumers in, the GPU port out",
-        ingress: [{ protocol: "tcp", fromPort: 80, toPort: 80, securityGroups: ["sg-0consumers"], description: "ingest consumers" }],
+        ingress: [{ protocol: "tcp", fromPort: GPU_PORT, toPort: GPU_PORT, securityGroups: ["sg-0consumers"], description: "ingest consumers" }],
         egress: [{ protocol: "tcp", fromPort: 8080, toPort: 8080, securityGroups: ["sg-0gpu"], description: "the GPU service" }],
       },
       { deps: { vpcId: [X.vpc], ingress: [X.consumersSg], egress: [F.gpuSg] }, state: { id: "sg-0lb" } },
@@ -84,6 +90,12 @@ function fleet(): RecordedResource[] {
       "ingest-gpu-from-lb",
       { securityGroupId: "sg-0gpu", referencedSecurityGroupId: "sg-0lb", ipProtocol: "tcp", fromPort: 8080, toPort: 8080 },
       { deps: { securityGroupId: [F.gpuSg], referencedSecurityGroupId: [F.lbSg] } },
+    ),
+    resource(
+      TYPES.ingressRule,
+      "ingest-gpu-from-consumers",
+      { securityGroupId: "sg-0gpu", referencedSecurityGroupId: "sg-0consumers", ipProtocol: "tcp", fromPort: GPU_PORT, toPort: GPU_PORT },
+      { deps: { securityGroupId: [F.gpuSg], referencedSecurityGroupId: [X.consumersSg] } },
     ),
     resource(
       T.launchTemplate,
@@ -121,7 +133,7 @@ function fleet(): RecordedResource[] {
     resource(
       TYPES.listener,
       "ingest-gpu-http",
-      { loadBalancerArn: lbArn, port: 80, protocol: "HTTP", defaultActions: [{ type: "forward", targetGroupArn: tgArn }] },
+      { loadBalancerArn: lbArn, port: GPU_PORT, protocol: "HTTP", defaultActions: [{ type: "forward", targetGroupArn: tgArn }] },
       { deps: { loadBalancerArn: [F.loadBalancer], defaultActions: [F.targetGroup] } },
     ),
     resource(
@@ -157,14 +169,47 @@ function fleet(): RecordedResource[] {
   ];
 }
 
+/**
+ * Fleet mode's GPU paths: the window and DLQ consumers POST to the load balancer (its DNS name in
+ * GPU_FLEET_SERVICE_HOST), and the scaler GETs each instance's status, from the consumers' group.
+ */
+function gpuPaths(rs: RecordedResource[]): void {
+  for (const urn of [U.windowFn, U.dlqFn]) {
+    editInput<{ variables: Record<string, string> }>(rs, urn, "environment", (e) =>
+      Object.assign(e.variables, { GPU_FLEET_GROUP_NAME: "ingest-gpu", GPU_FLEET_SERVICE_HOST: "internal-ingest-gpu-lb-0123.eu-west-1.elb.amazonaws.com" }),
+    );
+    const r = find(rs, urn);
+    r.propertyDependencies.environment = [...(r.propertyDependencies.environment ?? []), F.group, F.loadBalancer];
+    r.dependencies.push(F.group, F.loadBalancer);
+  }
+  // The idle check of the single GPU gives way to the scaler.
+  remove(rs, X.idleFn);
+  add(
+    rs,
+    fn(
+      "ingest-gpu-scaler",
+      {
+        runtime: "nodejs22.x",
+        handler: "index.handler",
+        timeout: 60,
+        environment: { variables: { GPU_FLEET_GROUP_NAME: "ingest-gpu", GPU_SERVICE_PORT: String(GPU_PORT), GPU_STATUS_PATH: "/status" } },
+        vpcConfig: CONSUMER_VPC,
+      },
+      { deps: { environment: [F.group], vpcConfig: [X.vpc, X.consumersSg] } },
+    ),
+  );
+}
+
 function build(): RecordedResource[] {
   const rs = platformRecording();
-  // Instance mode's GPU, its id parameter and its EC2 grant make way for the group.
+  // Instance mode's GPU, its group, its id parameter and its EC2 grant make way for the group.
   remove(rs, urnOf(T.parameter, "gpu-instance-id"));
   remove(rs, U.gpuAttachment);
   remove(rs, U.gpuPolicy);
   remove(rs, U.gpu);
+  remove(rs, X.gpuSg);
   add(rs, ...fleet());
+  gpuPaths(rs);
   // The DLQ consumer: no instance id to read; the group's capacity to raise instead.
   editInput<{ Statement: Record<string, unknown>[] }>(rs, U.dlqPolicy, "policy", (d) => {
     d.Statement = [...d.Statement.filter((s) => s.Sid !== "ReadInstanceId"), ...FLEET_CAPACITY_STATEMENTS];

@@ -5,7 +5,7 @@
  */
 import type { RecordedResource } from "../../../policy/testing/types";
 import { U, ingestRecording } from "./ingest";
-import { ALERT_TOPIC_ARN, T, add, find, resource, setInput, urnOf } from "./recording";
+import { ALERT_TOPIC_ARN, T, add, editInput, find, fn, resource, setInput, urnOf } from "./recording";
 
 export const X = {
   table: urnOf(T.table, "state"),
@@ -18,7 +18,16 @@ export const X = {
   flowLog: urnOf("aws:ec2/flowLog:FlowLog", "platform-flow-log"),
   defaultSg: urnOf("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", "platform-default-sg"),
   consumersSg: urnOf("aws:ec2/securityGroup:SecurityGroup", "ingest-consumers-sg"),
+  /** Instance mode's GPU group: the service port from the consumers' group (infra/parts/ingest.ts createSecurityGroups). */
+  gpuSg: urnOf("aws:ec2/securityGroup:SecurityGroup", "ingest-gpu-sg"),
+  idleFn: urnOf(T.fn, "ingest-gpu-idle"),
 } as const;
+
+/** The GPU service's port, and the env the ingest functions name it with (functions/ingest/env.ts). */
+export const GPU_PORT = 8080;
+const SUBNETS = ["subnet-0a11", "subnet-0b22"];
+/** A function in the consumers' group, in the VPC's private subnets, as QueueConsumer's `vpc` sets it. */
+export const CONSUMER_VPC = { securityGroupIds: ["sg-0consumers"], subnetIds: SUBNETS };
 
 /** The network as the Network component and the parts declare it: flow logs, a closed default group, HTTPS-only egress. */
 function network(): RecordedResource[] {
@@ -46,16 +55,69 @@ function network(): RecordedResource[] {
           { protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.40.0.0/16"], description: "the GPU ingest service" },
         ],
       },
-      { deps: { vpcId: [X.vpc] } },
+      { deps: { vpcId: [X.vpc] }, state: { id: "sg-0consumers" } },
     ),
   ];
 }
 
-export function platformRecording(): RecordedResource[] {
-  const rs = ingestRecording();
+/**
+ * The GPU paths of instance mode: the window and DLQ consumers POST to the instance, the idle
+ * check GETs its status, all three from the consumers' group, which the GPU's group admits.
+ */
+function gpuPaths(rs: RecordedResource[]): void {
   add(
     rs,
-    ...network(),
+    resource(
+      "aws:ec2/securityGroup:SecurityGroup",
+      "ingest-gpu-sg",
+      {
+        vpcId: "vpc-0123",
+        ingress: [{ protocol: "tcp", fromPort: GPU_PORT, toPort: GPU_PORT, securityGroups: ["sg-0consumers"], description: "GPU ingest service" }],
+        egress: [{ protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: ["0.0.0.0/0"], description: "the SSM agent (Session Manager)" }],
+      },
+      { deps: { vpcId: [X.vpc], ingress: [X.consumersSg] }, state: { id: "sg-0gpu" } },
+    ),
+  );
+  setInput(rs, U.gpu, "vpcSecurityGroupIds", ["sg-0gpu"]);
+  find(rs, U.gpu).propertyDependencies.vpcSecurityGroupIds = [X.gpuSg];
+  const gpuEnv = {
+    GPU_SERVICE_PORT: String(GPU_PORT),
+    GPU_SERVICE_PATH: "/ingest/window",
+    GPU_INSTANCE_ID_PARAM: "/encache/dev/gpu/instance_id",
+    GPU_NAME_TAG: "encache-gpu",
+  };
+  for (const urn of [U.windowFn, U.dlqFn]) {
+    editInput<{ variables: Record<string, string> }>(rs, urn, "environment", (e) => {
+      delete e.variables.GPU_SERVICE_URL;
+      Object.assign(e.variables, gpuEnv);
+    });
+    setInput(rs, urn, "vpcConfig", CONSUMER_VPC);
+    find(rs, urn).propertyDependencies.vpcConfig = [X.vpc, X.consumersSg];
+  }
+  add(
+    rs,
+    fn(
+      "ingest-gpu-idle",
+      {
+        runtime: "nodejs22.x",
+        handler: "index.handler",
+        timeout: 60,
+        environment: {
+          variables: { GPU_SERVICE_PORT: String(GPU_PORT), GPU_STATUS_PATH: "/status", GPU_INSTANCE_ID_PARAM: "/encache/dev/gpu/instance_id" },
+        },
+        vpcConfig: CONSUMER_VPC,
+      },
+      { deps: { vpcConfig: [X.vpc, X.consumersSg] } },
+    ),
+  );
+}
+
+export function platformRecording(): RecordedResource[] {
+  const rs = ingestRecording();
+  add(rs, ...network());
+  gpuPaths(rs);
+  add(
+    rs,
     resource(T.table, "state", {
       hashKey: "model_name",
       attributes: [{ name: "model_name", type: "S" }],

@@ -222,10 +222,12 @@ describe(POLICY, () => {
       });
     });
 
-    const cases: { title: string; message: RegExp; mutate: (rs: RecordedResource[]) => void }[] = [
+    const cases: { title: string; message: RegExp; also?: [string, string][]; mutate: (rs: RecordedResource[]) => void }[] = [
       {
         title: "fails the fleet form when the stack declares no Auto Scaling group",
         message: /passes neither form\..*Fleet form \([^)]*\): granted, but the stack declares no aws:autoscaling\/group:Group to raise\.$/,
+        // The scaler, left without a group to read its instances from, cannot be verified either.
+        also: [["gpu-paths-admitted", F.scalerFn]],
         mutate: (rs) => remove(rs, F.group),
       },
       {
@@ -253,7 +255,7 @@ describe(POLICY, () => {
         // Act
         const violations = await evaluate(rs);
         // Assess
-        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.dlqFn, message: c.message });
+        expectViolation(violations, { policy: POLICY, level: "mandatory", urn: U.dlqFn, message: c.message, also: c.also });
       });
     }
 

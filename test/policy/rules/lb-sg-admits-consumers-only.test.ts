@@ -1,11 +1,17 @@
 /** policy/rules/lb-sg-admits-consumers-only.ts: the fleet's load balancer admits the consumers' security groups only (issue 27). */
 import type { RecordedResource } from "../../../policy/testing/types";
+import { U } from "../helpers/ingest";
 import { X } from "../helpers/platform";
 import { F, FT, ingestFleetRecording } from "../helpers/ingest-fleet";
 import { add, editInput, find, resource, setInput, urnOf } from "../helpers/recording";
 import { evaluate, expectNoViolationOf, expectNoViolations, expectViolation, type Mode } from "../helpers/violations";
 
 const POLICY = "lb-sg-admits-consumers-only";
+/** The consumers that POST to the load balancer: with no group of the stack on it, gpu-paths-admitted cannot verify their path either. */
+const POSTERS_UNVERIFIED: [string, string][] = [
+  ["gpu-paths-admitted", U.windowFn],
+  ["gpu-paths-admitted", U.dlqFn],
+];
 
 type Rules = Array<Record<string, unknown>>;
 const addIngress = (rs: RecordedResource[], rule: Record<string, unknown>) => editInput<Rules>(rs, F.lbSg, "ingress", (i) => i.push(rule));
@@ -23,7 +29,7 @@ const ruleOnLbSg = (inputs: Record<string, unknown>, deps: Record<string, string
 
 describe(POLICY, () => {
   for (const mode of ["update", "first-preview"] as Mode[]) {
-    it(`passes the good ingest fleet-mode recording: one group, admitting the consumers' group on port 80 (${mode})`, async () => {
+    it(`passes the good ingest fleet-mode recording: one group, admitting the consumers' group on the service port (${mode})`, async () => {
       // Prepare
       const rs = ingestFleetRecording();
       // Act
@@ -113,6 +119,7 @@ describe(POLICY, () => {
         title: "a load balancer that declares no security group",
         urn: F.loadBalancer,
         message: /^Load balancer 'ingest-gpu-lb' declares no security group: AWS would give it the VPC's default group/,
+        also: POSTERS_UNVERIFIED,
         mutate: (rs) => {
           setInput(rs, F.loadBalancer, "securityGroups", undefined);
           delete find(rs, F.loadBalancer).propertyDependencies.securityGroups;
@@ -122,6 +129,7 @@ describe(POLICY, () => {
         title: "a load balancer naming a security group by a literal id (not a SecurityGroup in the stack: cannot verify)",
         urn: F.loadBalancer,
         message: /names 1 security group\(s\) that are not SecurityGroups in this stack: what they admit cannot be verified/,
+        also: POSTERS_UNVERIFIED,
         mutate: (rs) => {
           find(rs, F.loadBalancer).propertyDependencies.securityGroups = [];
         },
@@ -136,6 +144,7 @@ describe(POLICY, () => {
         title: "a load balancer whose security groups come from another resource (the VPC component's default group)",
         urn: F.loadBalancer,
         message: /takes security groups from 'platform-vpc' \(awsx:ec2:Vpc\), not SecurityGroups in this stack/,
+        also: POSTERS_UNVERIFIED,
         mutate: (rs) => {
           find(rs, F.loadBalancer).propertyDependencies.securityGroups = [X.vpc];
         },
