@@ -1,7 +1,7 @@
 /**
  * The whole platform, running locally: moto as AWS, the Pulumi program deployed into it, and
  * the runtime that plays what moto can't (Lambda's SQS pollers, Scheduler, the ECS agent and
- * task lifecycle, the GPU service, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
+ * task lifecycle, the GPU instances' hosts, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
  * it; one sampler of queue depths feeds the alarms and the HTML report's recorder.
  */
 import * as fs from "node:fs";
@@ -21,7 +21,10 @@ import { DepthSampler, type DepthSource, type QueueDepth, readDepth, roundEveryR
 import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
 import { GpuFleetSimulator } from "./hosts/gpu-fleet";
-import { GpuServiceSimulator } from "./hosts/gpu-service";
+import { GpuHost, GpuInstanceHost, gatewayEnvFromUserData, writeGatewayBundle } from "./hosts/gpu-host";
+import { ModelLedger } from "./hosts/fake-model";
+import { LifecycleActionProxy } from "./aws/lifecycle-actions";
+import { GATEWAY_ENV_FILE } from "../functions/gpu/env";
 import { LambdaHost } from "./hosts/lambda-host";
 import { MotoServer, motoClientEnv } from "./aws/moto";
 import { RunRecorder } from "./observe/report-recorder";
@@ -122,7 +125,7 @@ export class LocalPlatform {
     readonly sources: Map<string, SqsEventSource>,
     readonly scheduler: LocalScheduler,
     readonly ecsTasks: EcsTaskSimulator,
-    readonly gpu: GpuServiceSimulator | undefined,
+    readonly gpu: GpuInstanceHost | undefined,
     /** The GPU fleet's stand-ins (fleet mode), or undefined with one GPU instance. */
     readonly fleet: GpuFleetSimulator | undefined,
     readonly worker: WorkerServiceRunner | undefined,
@@ -192,10 +195,17 @@ export class LocalPlatform {
       const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 
-      const gpu = await startGpu(topology, aws, clock, options, lambdas);
+      // The gateways complete their lifecycle actions through a proxy (moto has no CompleteLifecycleAction), answered by the fleet.
+      const completions: { fleet?: GpuFleetSimulator } = {};
+      const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
+      const lifecycleEndpoint = await lifecycle.start();
+      stoppers.push(() => lifecycle.stop());
+      const hosts = await gpuHosts(topology, endpoint, options, logDir, lifecycleEndpoint);
+      const gpu = hosts && (await startGpu(topology, aws, clock, options, lambdas, hosts));
       if (gpu) stoppers.push(() => gpu.stop());
-      const fleet = await startFleet(topology, aws, clock, options, lambdas);
+      const fleet = hosts && (await startFleet(aws, clock, options, lambdas, hosts));
       if (fleet) stoppers.push(() => fleet.stop());
+      completions.fleet = fleet;
 
       const sources = startEventSources(topology, aws, lambdas);
       stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
@@ -402,61 +412,77 @@ async function startEcsTasks(
   return ecsTasks;
 }
 
-/** The GPU service plays on a loopback port; the Lambdas' calls to the instance's private IP are routed there. */
+/**
+ * What every local GPU instance runs (./hosts/gpu-host.ts): the gateway bundle, once, and how to start
+ * one instance's processes with the program's environment. Undefined when the program has no GPU.
+ */
+async function gpuHosts(topology: Topology, endpoint: string, options: PlatformOptions, logDir: string, autoscalingEndpoint?: string) {
+  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
+  const nameTag = window?.environment.GPU_NAME_TAG;
+  const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
+  const fleet = topology.fleets[0];
+  if (!window || (!instance && !fleet)) return undefined;
+  const userData = fleet?.userData ?? instance?.userData;
+  const programEnv = gatewayEnvFromUserData(userData);
+  if (!programEnv) throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
+  const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
+  const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...awsEnv } = motoClientEnv(endpoint, topology.region);
+  const ledger = new ModelLedger();
+  const host = (instanceId: string) =>
+    GpuHost.create({
+      instanceId,
+      bundlePath,
+      logDir,
+      programEnv,
+      awsEnv: { ...awsEnv, ...(autoscalingEndpoint ? { AWS_ENDPOINT_URL_AUTO_SCALING: autoscalingEndpoint } : {}) },
+      speed: options.speed,
+      model: { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger },
+    });
+  return { window, instance, fleet, ledger, host };
+}
+
+/** The dev instance's processes; the Lambdas' calls to its private IP are routed to its gateway. */
 async function startGpu(
   topology: Topology,
   aws: AwsClients,
   clock: SimClock,
   options: PlatformOptions,
   lambdas: LambdaHost,
-): Promise<GpuServiceSimulator | undefined> {
-  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
-  const nameTag = window?.environment.GPU_NAME_TAG;
-  const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
-  if (!window || !instance) return undefined;
-  const gpu = new GpuServiceSimulator({
-    ec2: aws.ec2,
-    instanceId: instance.id,
-    path: window.environment.GPU_SERVICE_PATH ?? "/",
-    bootDelayMs: clock.real(options.gpuBootSimMs),
-    statusPath: topology.functions.find((f) => f.environment.GPU_STATUS_PATH !== undefined)?.environment.GPU_STATUS_PATH ?? "/status",
-    speed: clock.speed,
-  });
-  const address = await gpu.start();
+  hosts: NonNullable<Awaited<ReturnType<typeof gpuHosts>>>,
+): Promise<GpuInstanceHost | undefined> {
+  const { window, instance } = hosts;
+  if (!instance) return undefined;
+  const gpu = new GpuInstanceHost({ ec2: aws.ec2, host: await hosts.host(instance.id), bootDelayMs: clock.real(options.gpuBootSimMs), ledger: hosts.ledger });
+  await gpu.start();
   const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
   const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
   if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
-  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `${address.host}:${address.port}` });
+  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.port}` });
   return gpu;
 }
 
 /**
- * The GPU fleet (fleet mode): the group's instances' services and the load balancer in front of them,
- * on loopback ports; the Lambdas' calls to the load balancer's DNS name and to each instance's
- * private IP are routed there.
+ * The GPU fleet (fleet mode): the group's instances' processes and the load balancer in front of them;
+ * the Lambdas' calls to the load balancer's DNS name and to each instance's private IP are routed there.
  */
 async function startFleet(
-  topology: Topology,
   aws: AwsClients,
   clock: SimClock,
   options: PlatformOptions,
   lambdas: LambdaHost,
+  hosts: NonNullable<Awaited<ReturnType<typeof gpuHosts>>>,
 ): Promise<GpuFleetSimulator | undefined> {
-  const fleet = topology.fleets[0];
+  const { fleet } = hosts;
   if (!fleet) return undefined;
-  const window = topology.functions.find((f) => f.environment.GPU_FLEET_SERVICE_HOST !== undefined);
-  if (!window) throw new Error(`the program declares GPU group ${fleet.groupName} but no function posts to it (GPU_FLEET_SERVICE_HOST)`);
   const simulator = new GpuFleetSimulator({
     autoscaling: aws.autoscaling,
     ec2: aws.ec2,
     fleet,
     clock,
-    servicePath: window.environment.GPU_SERVICE_PATH ?? "/",
-    statusPath: fleet.loadBalancer.healthCheck.path,
     bootSimMs: options.gpuBootSimMs,
     warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
-    windowSimMs: options.gpuWindowSimMs ?? 0,
-    slots: options.gpuSlots ?? 4,
+    host: hosts.host,
+    ledger: hosts.ledger,
     setRoutes: (routes) => lambdas.setRoutes(routes),
     note: options.note,
   });

@@ -14,6 +14,7 @@ import { readStackFiles } from "../../plan/stack-files";
 import type { RecordedResource } from "../../policy/testing/types";
 import { codePathFor, createMotoMocks, type ProvisionOutcome } from ".";
 import { QUEUE_ROLE_TAG } from "../../policy/contract";
+import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
 
 /** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
 export interface LocalFunction {
@@ -84,6 +85,8 @@ export interface LocalInstance {
   logicalName: string;
   id: string;
   tags: Record<string, string>;
+  /** The recorded user data (plain text), where the gateway's environment is written. */
+  userData?: string;
 }
 
 /**
@@ -102,6 +105,10 @@ export interface LocalFleet {
   warmPoolMinSize: number;
   /** The terminate hook's timeout: how long a leaving instance may drain (0: no hook). */
   drainHookSeconds: number;
+  /** The terminate hook's name (what the gateway completes). */
+  drainHookName?: string;
+  /** The launch template's user data, decoded from base64. */
+  userData?: string;
   loadBalancer: {
     /** The DNS name the consumers POST to (GPU_FLEET_SERVICE_HOST). */
     dnsName: string;
@@ -423,6 +430,7 @@ export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
     // The recording holds state, not the id; the ARN ends in it.
     id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
     tags: strMap(o(r.inputs, "tags")),
+    ...(s(r.inputs, "userData") !== undefined ? { userData: s(r.inputs, "userData") } : {}),
   }));
 }
 
@@ -443,12 +451,20 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const mixed = o(r.inputs, "mixedInstancesPolicy");
     const distribution = o(mixed, "instancesDistribution");
     const overrides = arr(o(mixed, "launchTemplate"), "overrides");
-    const hook = arr(r.inputs, "initialLifecycleHooks").find((h) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING");
+    const groupName = need(r, s(r.outputs, "name"), "name");
+    const terminating = (h: Bag) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING";
+    // The hook is its own resource (aws.autoscaling.LifecycleHook) or, in older programs, one of the group's initial hooks.
+    const hook =
+      ofType(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")
+        .map((h) => h.inputs)
+        .find((h) => terminating(h) && s(h, "autoscalingGroupName") === groupName) ?? arr(r.inputs, "initialLifecycleHooks").find(terminating);
+    const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
+    const userData = launchTemplateUserData(resources, ltId);
     const health = o(tg.inputs, "healthCheck");
     return {
       urn: r.urn,
       logicalName: r.name,
-      groupName: need(r, s(r.outputs, "name"), "name"),
+      groupName,
       maxSize: needNumber(r, n(r.inputs, "maxSize"), "maxSize"),
       ...(mixed
         ? {
@@ -461,6 +477,8 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
         : {}),
       warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
       drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
+      ...(s(hook, "name") !== undefined ? { drainHookName: s(hook, "name") } : {}),
+      ...(userData !== undefined ? { userData } : {}),
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
         port: needNumber(listener, n(listener.inputs, "port"), "port"),
@@ -476,6 +494,17 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
       },
     };
   });
+}
+
+/** The launch template's user data (base64 in the recording), decoded; by id, else the one that writes the gateway's environment. */
+function launchTemplateUserData(resources: RecordedResource[], id: string | undefined): string | undefined {
+  const templates = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate");
+  const decoded = (r: RecordedResource | undefined) => {
+    const b64 = s(r?.inputs, "userData");
+    return b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8");
+  };
+  const byId = templates.find((t) => id !== undefined && (s(t.outputs, "id") === id || t.id === id));
+  return decoded(byId) ?? templates.map(decoded).find((u) => u?.includes(GATEWAY_ENV_FILE));
 }
 
 export function taskDefinitionsFrom(resources: RecordedResource[]): LocalTaskDefinition[] {

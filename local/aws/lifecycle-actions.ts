@@ -1,0 +1,82 @@
+/**
+ * Auto Scaling's `CompleteLifecycleAction`, which moto 5.2 does not implement (it stores hooks and
+ * never holds an instance in `Terminating:Wait`). The local GPU gateways reach Auto Scaling through
+ * this proxy (AWS_ENDPOINT_URL_AUTO_SCALING): a CompleteLifecycleAction is answered here, by
+ * `complete` (the fleet stand-in, which knows which instances are leaving); every other call goes
+ * on to moto untouched. As Auto Scaling answers (the API reference, CompleteLifecycleAction):
+ * success is an empty result; an instance with no lifecycle action in progress is a
+ * `ValidationError` ("No active Lifecycle Action found with instance ID …"), which the gateway
+ * retries. moto checks no signatures; never put this in front of AWS.
+ */
+import type * as http from "node:http";
+import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+
+export interface LifecycleCompletion {
+  instanceId: string;
+  groupName: string;
+  hookName: string;
+  result: string;
+}
+
+/** Pure: a query-protocol CompleteLifecycleAction request's parameters, else undefined. */
+export function completionOf(body: string): LifecycleCompletion | undefined {
+  const p = new URLSearchParams(body);
+  if (p.get("Action") !== "CompleteLifecycleAction") return undefined;
+  return {
+    instanceId: p.get("InstanceId") ?? "",
+    groupName: p.get("AutoScalingGroupName") ?? "",
+    hookName: p.get("LifecycleHookName") ?? "",
+    result: p.get("LifecycleActionResult") ?? "",
+  };
+}
+
+const XMLNS = "http://autoscaling.amazonaws.com/doc/2011-01-01/";
+
+export class LifecycleActionProxy extends InterceptingProxy {
+  private readonly target: URL;
+
+  /** `complete` answers whether the instance had a lifecycle action in progress (and ends it). */
+  constructor(
+    target: string,
+    private readonly complete: (c: LifecycleCompletion) => boolean,
+  ) {
+    super("LifecycleActionProxy");
+    this.target = new URL(target);
+  }
+
+  start(): Promise<string> {
+    return this.listen((req, res) => {
+      readBody(req).then(
+        (body) => this.answer(req, body, res),
+        () => res.destroy(),
+      );
+    });
+  }
+
+  private answer(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+    const completion = completionOf(body.toString("utf8"));
+    if (!completion) {
+      this.exchange(this.target, req, body).then(
+        (up) => sendReply(res, up.status, up.headers, up.body, up.statusMessage),
+        (err: Error) => this.fail(res, this.target, err),
+      );
+      return;
+    }
+    const xml = { "content-type": "text/xml" };
+    if (this.complete(completion)) {
+      sendReply(
+        res,
+        200,
+        xml,
+        `<CompleteLifecycleActionResponse xmlns="${XMLNS}"><CompleteLifecycleActionResult/><ResponseMetadata><RequestId>local-lifecycle</RequestId></ResponseMetadata></CompleteLifecycleActionResponse>`,
+      );
+      return;
+    }
+    sendReply(
+      res,
+      400,
+      xml,
+      `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>No active Lifecycle Action found with instance ID ${completion.instanceId.replace(/[^\w-]/g, "")}</Message></Error><RequestId>local-lifecycle</RequestId></ErrorResponse>`,
+    );
+  }
+}
