@@ -10,7 +10,11 @@ export type GpuResource =
   | "stack-gpu-group"; // fleet mode: this stack's Auto Scaling group (GPU_FLEET_GROUP_NAME), by ARN and environment tag
 
 /** Every key write (claim, done, release) is one conditional UpdateItem or DeleteItem whose ALL_OLD answer is its only read. */
-const keyTable = { sid: "GpuKeyClaims", actions: ["dynamodb:UpdateItem", "dynamodb:DeleteItem"], resource: "gpu-keys-table" } as const satisfies Grant<GpuResource>;
+const keyTable = {
+  sid: "GpuKeyClaims",
+  actions: ["dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+  resource: "gpu-keys-table",
+} as const satisfies Grant<GpuResource>;
 
 /** Instance mode: the gateway claims keys only. */
 export const GATEWAY_GRANTS = [keyTable] as const satisfies readonly Grant<GpuResource>[];
