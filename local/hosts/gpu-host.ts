@@ -264,3 +264,16 @@ export class GpuInstanceHost {
     }
   }
 }
+
+/** Pure over the files: how many times each `step` appears in the gateways' logs (`gpu-gateway-*.log` in `logDir`). */
+export function gatewaySteps(logDir: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  const files = fs.existsSync(logDir) ? fs.readdirSync(logDir).filter((f) => /^gpu-gateway-.*\.log$/.test(f)) : [];
+  for (const file of files) {
+    for (const line of fs.readFileSync(path.join(logDir, file), "utf8").split("\n")) {
+      const step = /"step":"([a-z_]+)"/.exec(line)?.[1];
+      if (step) counts[step] = (counts[step] ?? 0) + 1;
+    }
+  }
+  return counts;
+}

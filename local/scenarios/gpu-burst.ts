@@ -101,7 +101,7 @@ export const gpuBurst: Scenario = {
         instances: run.fleet.instances().length,
         cost: cost.rows,
         savedPerDayAgainstAlwaysOnUsd: cost.savedPerDayUsd,
-        deduplicated: run.fleet.deduplicated(),
+        gateway: run.gatewaySteps(),
         loadBalancerRefused: run.fleet.lb.refusedRequests(),
       },
       failures: run.failures,

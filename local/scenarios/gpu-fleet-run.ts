@@ -1,7 +1,8 @@
 /**
  * What the GPU fleet's scenarios (gpu-burst, gpu-spot-interruption) share: the fleet's settings from
- * the stack file, a burst of windows and its accounting by the fleet's own record of what each
- * instance processed, the group's size between phases, and the cost table.
+ * the stack file, a burst of windows and its accounting by what each instance's fake model processed
+ * (every window passes through that instance's real gateway), the group's size between phases, and
+ * the cost table.
  */
 import {
   DescribeAutoScalingGroupsCommand,
@@ -9,6 +10,8 @@ import {
   SetInstanceProtectionCommand,
   UpdateAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
+import * as path from "node:path";
+import { gatewaySteps } from "../hosts/gpu-host";
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
@@ -114,6 +117,11 @@ export class FleetRun {
     this.quarantine = platform.queue("ingest-quarantine");
     // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
     this.settings = fleetSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
+  }
+
+  /** Steps the gateways logged (window_claimed, window_repeat, window_conflict, lifecycle_completed…), across the fleet. */
+  gatewaySteps(): Record<string, number> {
+    return gatewaySteps(path.join(this.platform.options.workDir, "logs"));
   }
 
   get platform(): LocalPlatform {

@@ -9,7 +9,7 @@
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
-import type { GpuServiceSimulator } from "../hosts/gpu-service";
+import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
@@ -65,7 +65,7 @@ class IdleRun {
   readonly failures: string[] = [];
   readonly bursts: number;
   private readonly platform: LocalPlatform;
-  private readonly gpu: GpuServiceSimulator;
+  private readonly gpu: GpuInstanceHost;
   private readonly ingest: LocalQueue;
   private readonly dlq: LocalQueue;
   private readonly perBurst: number;

@@ -67,7 +67,11 @@ export const gpuSpotInterruption: Scenario = {
     const drained = await run.drain(sessionId, n, "draining the burst", 600_000);
     const servedTwice = run.servedTwice(sessionId);
     if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
+    // The drain is the gateway's: it saw the notice in its metadata, finished what it held and completed the lifecycle action.
+    const victimGone = await waitFor(() => run.fleet.instances().find((r) => r.instanceId === victim)?.goneAtMs != null, { timeoutMs: 30_000 });
     const victimRecord = run.fleet.instances().find((r) => r.instanceId === victim);
+    if (victim !== undefined && (!victimGone || !victimRecord?.drainedByGateway))
+      run.failures.push(`the interrupted instance ${victim} did not drain through its gateway (${victimGone ? `cut off holding ${victimRecord?.cutOff}` : "still there"})`);
     const finishedDuringDrain = victimRecord ? run.fleet.received().filter((w) => w.instanceId === victim).length - processedBefore : 0;
     // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
     const settled = await waitFor(
@@ -119,8 +123,9 @@ export const gpuSpotInterruption: Scenario = {
         victimHeldAtNotice: heldAtNotice,
         victimFinishedAfterNotice: finishedDuringDrain,
         victimCutOff: victimRecord?.cutOff ?? null,
+        victimDrainedByGateway: victimRecord?.drainedByGateway ?? null,
         servedTwice,
-        deduplicated: run.fleet.deduplicated(),
+        gateway: run.gatewaySteps(),
         loadBalancerRefused: run.fleet.lb.refusedRequests(),
         cost: cost.rows,
       },

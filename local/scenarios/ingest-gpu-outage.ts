@@ -1,10 +1,11 @@
 /**
  * ingest-gpu-outage (docs/parts/ingest.md): with the GPU stopped, segments fail ingest, are redriven to the
  * DLQ and parked there; the DLQ consumer starts the GPU; once it has booted every segment
- * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
+ * reaches the GPU (through the real gateway, to the fake model). One malformed segment shows quarantine: it is not retried and not lost.
  */
 import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import type { GpuServiceSimulator } from "../hosts/gpu-service";
+import * as path from "node:path";
+import { type GpuInstanceHost, gatewaySteps } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
@@ -35,7 +36,7 @@ export const ingestGpuOutage: Scenario = {
 class OutageRun {
   readonly failures: string[] = [];
   private readonly platform: LocalPlatform;
-  private readonly gpu: GpuServiceSimulator;
+  private readonly gpu: GpuInstanceHost;
   private readonly ingest: LocalQueue;
   private readonly dlq: LocalQueue;
   private readonly quarantine: LocalQueue;
@@ -125,7 +126,7 @@ class OutageRun {
       }),
       details: {
         duplicatesDelivered: duplicates,
-        repeatedDeliveries: this.gpu.repeatedDeliveries(),
+        gateway: gatewaySteps(path.join(platform.options.workDir, "logs")),
         gpuStarts: this.startsNow(),
         quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
       },
