@@ -424,7 +424,8 @@ async function gpuHosts(topology: Topology, endpoint: string, options: PlatformO
   if (!window || (!instance && !fleet)) return undefined;
   const userData = fleet?.userData ?? instance?.userData;
   const programEnv = gatewayEnvFromUserData(userData) ?? (await contractGatewayEnv(topology, endpoint, window.environment, fleet));
-  if (!programEnv) throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
+  if (!programEnv)
+    throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
   const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...awsEnv } = motoClientEnv(endpoint, topology.region);
   const ledger = new ModelLedger();
@@ -458,7 +459,8 @@ async function contractGatewayEnv(
       KeySchema: [{ AttributeName: "window_key", KeyType: "HASH" }],
     }),
   );
-  const statusPath = topology.functions.find((f) => f.environment.GPU_STATUS_PATH)?.environment.GPU_STATUS_PATH ?? fleet?.loadBalancer.healthCheck.path ?? "/status";
+  const statusPath =
+    topology.functions.find((f) => f.environment.GPU_STATUS_PATH)?.environment.GPU_STATUS_PATH ?? fleet?.loadBalancer.healthCheck.path ?? "/status";
   return {
     GPU_SERVICE_PORT: window.GPU_SERVICE_PORT ?? "8080",
     GPU_SERVICE_PATH: window.GPU_SERVICE_PATH ?? "/",

@@ -193,9 +193,7 @@ export class GpuInstanceHost {
   private polling: Promise<void> = Promise.resolve();
   private stopped = false;
 
-  constructor(
-    private readonly o: { ec2: EC2Client; host: GpuHost; bootDelayMs: number; ledger: ModelLedger; pollMs?: number },
-  ) {}
+  constructor(private readonly o: { ec2: EC2Client; host: GpuHost; bootDelayMs: number; ledger: ModelLedger; pollMs?: number }) {}
 
   get port(): number {
     return this.o.host.port;

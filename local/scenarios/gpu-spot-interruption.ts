@@ -71,7 +71,9 @@ export const gpuSpotInterruption: Scenario = {
     const victimGone = await waitFor(() => run.fleet.instances().find((r) => r.instanceId === victim)?.goneAtMs != null, { timeoutMs: 30_000 });
     const victimRecord = run.fleet.instances().find((r) => r.instanceId === victim);
     if (victim !== undefined && (!victimGone || !victimRecord?.drainedByGateway))
-      run.failures.push(`the interrupted instance ${victim} did not drain through its gateway (${victimGone ? `cut off holding ${victimRecord?.cutOff}` : "still there"})`);
+      run.failures.push(
+        `the interrupted instance ${victim} did not drain through its gateway (${victimGone ? `cut off holding ${victimRecord?.cutOff}` : "still there"})`,
+      );
     const finishedDuringDrain = victimRecord ? run.fleet.received().filter((w) => w.instanceId === victim).length - processedBefore : 0;
     // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
     const settled = await waitFor(
