@@ -493,7 +493,7 @@ async function startGpu(
   const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
   const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
   if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
-  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.port}` });
+  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.lambdaPort}` });
   return gpu;
 }
 

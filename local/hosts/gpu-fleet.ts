@@ -357,7 +357,7 @@ export class GpuFleetSimulator {
     const port = this.opts.fleet.loadBalancer.port;
     const routes: Record<string, string> = {};
     if (this.lbAddress) routes[`${this.opts.fleet.loadBalancer.dnsName}:${port}`] = `${this.lbAddress.host}:${this.lbAddress.port}`;
-    for (const m of [...this.members.values(), ...this.leaving.values()]) routes[`${m.privateIp}:${port}`] = `127.0.0.1:${m.host.port}`;
+    for (const m of [...this.members.values(), ...this.leaving.values()]) routes[`${m.privateIp}:${port}`] = `127.0.0.1:${m.host.lambdaPort}`;
     this.opts.setRoutes(routes);
   }
 }

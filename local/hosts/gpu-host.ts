@@ -10,6 +10,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
@@ -17,6 +18,8 @@ import { parse as parseYaml } from "yaml";
 import { bundleFunction } from "../../infra/bundle";
 import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
 import { InstanceMetadata } from "../aws/instance-metadata";
+import { readBody } from "../aws/intercepting-proxy";
+import { LoopbackServer, replyJson } from "./loopback";
 import { FakeModel, type ModelLedger, type ProcessedWindow } from "./fake-model";
 
 export const GATEWAY_ENTRY = "functions/gpu/gateway.ts";
@@ -80,6 +83,14 @@ export class GpuHost {
   private child?: ChildProcess;
   private exited: Promise<void> = Promise.resolve();
 
+  /**
+   * Where the Lambdas reach the instance: the gateway, with its status's `idleSeconds` put on the
+   * platform's clock (the gateway keeps real time, its leases must; the scaler and the idle check
+   * compare idleness with their simulated clock), as ../aws/ec2-clock.ts does for launch times.
+   */
+  private readonly front = new LoopbackServer((req, res) => this.forward(req, res));
+  lambdaPort = 0;
+
   private constructor(
     private readonly o: GpuHostOptions,
     /** The gateway's port, kept across restarts: the Lambdas' route to the instance stays put. */
@@ -89,7 +100,28 @@ export class GpuHost {
   }
 
   static async create(o: GpuHostOptions): Promise<GpuHost> {
-    return new GpuHost(o, await freePort());
+    const host = new GpuHost(o, await freePort());
+    host.lambdaPort = (await host.front.start()).port;
+    return host;
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const status = req.method === "GET" && req.url === this.o.programEnv.GPU_STATUS_PATH;
+    const upstream = http.request({ host: "127.0.0.1", port: this.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      if (!status) {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        return;
+      }
+      readBody(answer).then((body) => {
+        const doc = JSON.parse(body.toString("utf8")) as { idleSeconds?: number };
+        if (typeof doc.idleSeconds === "number") doc.idleSeconds *= this.o.speed;
+        replyJson(res, answer.statusCode ?? 502, doc);
+      }, () => res.destroy());
+    });
+    // Not up (booting, stopped, gone): the connection drops, as to a host whose port is closed.
+    upstream.on("error", () => req.socket.destroy());
+    req.pipe(upstream);
   }
 
   get running(): boolean {
@@ -161,6 +193,7 @@ export class GpuHost {
 
   /** The instance is gone at once (reclaimed, or its hook timed out): SIGKILL, whatever it holds. */
   async kill(): Promise<void> {
+    await this.front.close();
     this.child?.kill("SIGKILL");
     await this.exited;
     await this.teardown();
@@ -197,6 +230,10 @@ export class GpuInstanceHost {
 
   get port(): number {
     return this.o.host.port;
+  }
+
+  get lambdaPort(): number {
+    return this.o.host.lambdaPort;
   }
 
   async start(): Promise<void> {
