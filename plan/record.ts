@@ -19,6 +19,7 @@ interface RegisterRequest {
   getObject(): unknown;
   getDependenciesList(): string[];
   getIgnorechangesList(): string[];
+  getDeletebeforereplace(): boolean;
   getPropertydependenciesMap(): { forEach(cb: (value: { getUrnsList(): string[] }, key: string) => void): void };
   getProtect(): boolean | undefined;
   /** Where the program declared the resource (the SDK takes it from the constructor's stack frame). */
@@ -68,6 +69,7 @@ export function installRecorder(): Recorder {
       protect: req.getProtect() ?? false,
       ...sourcePositionOf(req),
       ...(req.getIgnorechangesList().length > 0 ? { ignoreChanges: [...req.getIgnorechangesList()] } : {}),
+      ...(req.getDeletebeforereplace() ? { deleteBeforeReplace: true } : {}),
     };
     original(req, (err, resp) => {
       pending--;

@@ -236,8 +236,23 @@ export function configKeys(schema: JsonSchema, prefix: string[] = []): ConfigKey
 }
 
 const isEmptyObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
-const objectOf = (s: JsonSchema): JsonSchema | undefined =>
-  s.type === "object" ? s : [...(s.anyOf ?? []), ...(s.oneOf ?? [])].find((x) => x.type === "object");
+/**
+ * The object a key holds; for a union of objects (a discriminated union such as `gpu.model`), one
+ * object with every variant's fields, a field that differs between variants as their union. Pure.
+ */
+const objectOf = (s: JsonSchema): JsonSchema | undefined => {
+  if (s.type === "object") return s;
+  const variants = [...(s.anyOf ?? []), ...(s.oneOf ?? [])].filter((x) => x.type === "object");
+  if (variants.length <= 1) return variants[0];
+  const properties: Record<string, JsonSchema> = {};
+  for (const v of variants) {
+    for (const [name, field] of Object.entries(v.properties ?? {})) {
+      const seen = properties[name];
+      properties[name] = !seen || JSON.stringify(seen) === JSON.stringify(field) ? field : { anyOf: [...(seen.anyOf ?? [seen]), field] };
+    }
+  }
+  return { type: "object", properties };
+};
 
 /** A short type: `integer 2–1000`, `"Single" \| "OnePerAz"`, `string[]`, `{protocol, endpoint}[]`. Pure. */
 export function typeOf(s: JsonSchema): string {

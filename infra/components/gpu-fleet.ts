@@ -2,9 +2,9 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
-import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
+import { assumedBy, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
-import { amiResolvedAtLaunch } from "./pool-launch-template";
+import { resolveAmi } from "./gpu-instance";
 
 export interface GpuFleetArgs {
   /** The group's name: the consumers and the scaler find it by it, and their grants name it. */
@@ -46,10 +46,23 @@ export interface GpuFleetArgs {
   /** Deregistration delay and the terminate hook's timeout, seconds: a leaving instance finishes its windows. */
   drainSeconds: number;
   /**
-   * Public SSM parameter that resolves the AMI at each launch.
+   * The AMI: an id (`ami-…`), or an SSM parameter (public or the account's own) read at deploy time,
+   * so a new AMI is a new template version and an instance refresh that can roll back.
    * @default "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
    */
-  amiParameter?: string;
+  ami?: string;
+  /**
+   * Cloud-init user data (plain text; the template carries it base64-encoded) that boots each
+   * instance ready to serve. A change is a new template version, rolled out by an instance refresh.
+   * @default undefined (none)
+   */
+  userData?: pulumi.Input<string>;
+  /**
+   * The role's own statements beside Session Manager's (what the instances' services call), as the
+   * `<name>-host` RolePolicy.
+   * @default [] (no such policy)
+   */
+  statements?: Statement[];
   /**
    * Size of the encrypted gp3 root volume, GiB.
    * @default 100
@@ -73,7 +86,7 @@ export const gpuFleetDefaults = {
   onDemandBaseCapacity: 0,
   spotPercent: 0,
   spotAllocationStrategy: "capacity-optimized",
-  amiParameter: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+  ami: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
   rootVolumeGiB: 100,
   deletionProtection: false,
 } as const;
@@ -93,13 +106,24 @@ export const GROUP_METRICS = [
   "GroupMaxSize",
 ] as const;
 
-/** The terminate hook's name: a leaving instance waits in Terminating:Wait for drainSeconds. */
+/**
+ * The terminate hook's name: a leaving instance waits in Terminating:Wait for up to drainSeconds,
+ * until its gateway has drained and completes the action itself (GPU_DRAIN_HOOK_NAME).
+ */
 export const DRAIN_HOOK = "drain";
 
+/** AWS's bounds on a lifecycle hook's heartbeat timeout (PutLifecycleHook), seconds. */
+export const HOOK_HEARTBEAT_BOUNDS = { min: 30, max: 7200 } as const;
+
 /** Fills defaults and checks what Auto Scaling would refuse. Pure. */
-export function resolveGpuFleetArgs(args: Omit<GpuFleetArgs, "vpcId" | "subnetIds" | "instanceSecurityGroupId" | "loadBalancerSecurityGroupId" | "tags">) {
+type PlainFleetArgs = Omit<
+  GpuFleetArgs,
+  "vpcId" | "subnetIds" | "instanceSecurityGroupId" | "loadBalancerSecurityGroupId" | "tags" | "userData" | "statements"
+>;
+
+export function resolveGpuFleetArgs(args: PlainFleetArgs) {
   const r = { ...gpuFleetDefaults, ...Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined)) } as typeof gpuFleetDefaults &
-    Omit<GpuFleetArgs, "vpcId" | "subnetIds" | "instanceSecurityGroupId" | "loadBalancerSecurityGroupId" | "tags"> & {
+    PlainFleetArgs & {
       spotAllocationStrategy: "capacity-optimized" | "price-capacity-optimized";
     };
   const errors: string[] = [];
@@ -110,7 +134,9 @@ export function resolveGpuFleetArgs(args: Omit<GpuFleetArgs, "vpcId" | "subnetId
   if (r.onDemandBaseCapacity > r.maxSize) errors.push("onDemandBaseCapacity must be at most maxSize");
   if (r.warmPool && r.spotPercent > 0)
     errors.push("warmPool cannot be combined with Spot: AWS refuses a warm pool on a group with a mixed instances policy (PutWarmPool)");
-  if (r.drainSeconds < 1 || r.drainSeconds > 3600) errors.push("drainSeconds must be within 1–3600 (the deregistration delay's bounds)");
+  if (r.drainSeconds < HOOK_HEARTBEAT_BOUNDS.min || r.drainSeconds > 3600)
+    errors.push(`drainSeconds must be within ${HOOK_HEARTBEAT_BOUNDS.min}–3600 (the hook's heartbeat timeout and the deregistration delay's bounds)`);
+  if (!/^(ami-[0-9a-f]{8,17}|\/.+)$/.test(r.ami)) errors.push(`ami "${r.ami}" is neither an AMI id nor an absolute SSM parameter name`);
   if (!/^[\w+=,.@/-]{1,255}$/.test(r.groupName)) errors.push(`groupName "${r.groupName}" is not a valid Auto Scaling group name`);
   if (errors.length > 0) throw new Error(`GpuFleet: ${errors.join("; ")}`);
   return r;
@@ -126,13 +152,17 @@ export function groupArnPattern(region: string, accountId: pulumi.Input<string>,
 
 /**
  * The GPU tier as an EC2 Auto Scaling group behind an internal Application Load Balancer:
- * - a hardened launch template (IMDSv2, encrypted gp3, no public IP, the AMI resolved at launch);
+ * - a hardened launch template (IMDSv2, encrypted gp3, no public IP, the AMI resolved at deploy, the
+ *   user data that boots the gateway and the model); the group launches its explicit latest version,
+ *   so a new AMI or user data starts an instance refresh, which rolls back on failure;
  * - Spot and on-demand mixed by config (a mixed instances policy, capacity rebalancing on), or an
  *   on-demand group with an optional warm pool of stopped instances;
  * - min 0; desired capacity belongs to the scaler (functions/ingest/scaler-handler.ts), so Pulumi
  *   never sets it after creation (`ignoreChanges`) and never waits for capacity;
- * - a terminate lifecycle hook and the target group's deregistration delay give a leaving instance
- *   (scale-in, Spot interruption, rebalance) `drainSeconds` to finish its windows.
+ * - a terminate lifecycle hook (its own resource, so a new drainSeconds changes the hook in place,
+ *   not the group: the group's `initialLifecycleHooks` is ForceNew) and the target group's
+ *   deregistration delay give a leaving instance (scale-in, Spot interruption, rebalance)
+ *   `drainSeconds` to finish its windows.
  *
  * An ALB, not an NLB: it balances per request (least outstanding requests), where an NLB pins each
  * of a Lambda's kept-alive connections to one target, and it drains in-flight requests on
@@ -145,6 +175,8 @@ export class GpuFleet extends pulumi.ComponentResource {
   readonly targetGroup: aws.lb.TargetGroup;
   readonly listener: aws.lb.Listener;
   readonly group: aws.autoscaling.Group;
+  /** The terminate hook (DRAIN_HOOK) the gateway completes once drained. */
+  readonly drainHook: aws.autoscaling.LifecycleHook;
   /** The one address the consumers POST to: the load balancer's DNS name. */
   readonly serviceHost: pulumi.Output<string>;
 
@@ -167,14 +199,25 @@ export class GpuFleet extends pulumi.ComponentResource {
       },
       { parent: this },
     );
+    if (args.statements && args.statements.length > 0) {
+      new aws.iam.RolePolicy(
+        `${name}-host`,
+        {
+          role: this.role.id,
+          policy: declaredPolicy(args.statements, { resource: `${name}-host`, resourceType: ROLE_POLICY_TYPE, parent: this }),
+        },
+        { parent: this },
+      );
+    }
     const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
 
     this.launchTemplate = new aws.ec2.LaunchTemplate(
       `${name}-lt`,
       {
         description: `GPU fleet instances (${r.instanceTypes.join(", ")})`,
-        imageId: amiResolvedAtLaunch(r.amiParameter),
+        imageId: resolveAmi(r.ami, this),
         instanceType: r.instanceTypes[0],
+        ...(args.userData !== undefined ? { userData: pulumi.output(args.userData).apply((u) => Buffer.from(u, "utf8").toString("base64")) } : {}),
         iamInstanceProfile: { arn: profile.arn },
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         networkInterfaces: [{ deviceIndex: 0, securityGroups: [args.instanceSecurityGroupId], associatePublicIpAddress: "false", deleteOnTermination: "true" }],
@@ -237,7 +280,10 @@ export class GpuFleet extends pulumi.ComponentResource {
       { parent: this },
     );
 
-    const template = { id: this.launchTemplate.id, version: "$Latest" };
+    // The explicit latest version, not `$Latest`: a new version is then a change of the group's
+    // template, which starts an instance refresh (the provider starts none for `$Latest`).
+    const version = pulumi.interpolate`${this.launchTemplate.latestVersion}`;
+    const template = { id: this.launchTemplate.id, version };
     const spot = r.spotPercent > 0;
     this.group = new aws.autoscaling.Group(
       name,
@@ -261,7 +307,7 @@ export class GpuFleet extends pulumi.ComponentResource {
                   spotAllocationStrategy: r.spotAllocationStrategy,
                 },
                 launchTemplate: {
-                  launchTemplateSpecification: { launchTemplateId: this.launchTemplate.id, version: "$Latest" },
+                  launchTemplateSpecification: { launchTemplateId: this.launchTemplate.id, version },
                   overrides: r.instanceTypes.map((instanceType) => ({ instanceType })),
                 },
               },
@@ -270,16 +316,47 @@ export class GpuFleet extends pulumi.ComponentResource {
         ...(r.warmPool ? { warmPool: { poolState: "Stopped", minSize: r.warmPool.minSize } } : {}),
         enabledMetrics: [...GROUP_METRICS],
         metricsGranularity: "1Minute",
-        initialLifecycleHooks: [
-          { name: DRAIN_HOOK, lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: r.drainSeconds, defaultResult: "CONTINUE" },
-        ],
+        // A new template version (AMI, user data) replaces the instances in a rolling refresh: new ones
+        // first (max 200 %), none taken while busy (the scaler's scale-in protection: Wait), rolled
+        // back if the new ones do not become healthy. Auto Scaling can roll back because the AMI is an
+        // id in the template, not an SSM parameter read at launch.
+        instanceRefresh: {
+          strategy: "Rolling",
+          preferences: {
+            autoRollback: true,
+            minHealthyPercentage: 100,
+            maxHealthyPercentage: 200,
+            scaleInProtectedInstances: "Wait",
+            skipMatching: true,
+          },
+        },
         tags: Object.entries({ ...stackTags, Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
       },
       // desiredCapacity is the scaler's; the provider reads it back, so a later `up` must not reset it.
       { parent: this, ignoreChanges: ["desiredCapacity"], protect: r.deletionProtection },
     );
+    // Its own resource, not the group's initialLifecycleHooks (ForceNew in the provider): a new
+    // drainSeconds updates the hook in place. A hook added after the group still holds its instances:
+    // it acts when one terminates.
+    this.drainHook = new aws.autoscaling.LifecycleHook(
+      `${name}-drain`,
+      {
+        name: DRAIN_HOOK,
+        autoscalingGroupName: this.group.name,
+        lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
+        heartbeatTimeout: r.drainSeconds,
+        defaultResult: "CONTINUE",
+      },
+      { parent: this },
+    );
     this.serviceHost = this.loadBalancer.dnsName;
 
-    this.registerOutputs({ groupName: this.group.name, groupArn: this.group.arn, serviceHost: this.serviceHost, targetGroupArn: this.targetGroup.arn });
+    this.registerOutputs({
+      groupName: this.group.name,
+      groupArn: this.group.arn,
+      serviceHost: this.serviceHost,
+      targetGroupArn: this.targetGroup.arn,
+      drainHookName: this.drainHook.name,
+    });
   }
 }

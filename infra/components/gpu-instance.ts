@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, sessionManagerStatements, trustScope } from "../iam/document";
+import { assumedBy, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
 import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
@@ -13,10 +13,23 @@ export interface GpuInstanceArgs {
   /** Security groups of the instance. */
   securityGroupIds: pulumi.Input<string>[];
   /**
-   * Public SSM parameter that resolves the AMI id (read with an invoke at deploy time).
+   * The AMI: an id (`ami-…`), or an SSM parameter (public or the account's own) read with an invoke
+   * at deploy time (resolveAmi).
    * @default "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
    */
-  amiParameter?: string;
+  ami?: string;
+  /**
+   * Cloud-init user data (plain text) that boots the instance ready to serve. A change replaces the
+   * instance (see declareInstance).
+   * @default undefined (none)
+   */
+  userData?: pulumi.Input<string>;
+  /**
+   * The role's own statements beside Session Manager's (what the instance's services call), as the
+   * `<name>-host` RolePolicy.
+   * @default [] (no such policy)
+   */
+  statements?: Statement[];
   /**
    * Value of the `Name` tag; the auto-starter's tag scan and its StartInstances grant find the
    * instance by it. No default: two GPUs in one account must not share it (infra/stack-scope.ts).
@@ -51,17 +64,27 @@ export interface GpuInstanceArgs {
 }
 
 export const gpuInstanceDefaults = {
-  amiParameter: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+  ami: "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
   rootVolumeGiB: 100,
   deletionProtection: false,
 } as const;
+
+/**
+ * The AMI id, resolved at deploy time: an id as given, a parameter read with an invoke (public or
+ * the account's own). Not `resolve:ssm:` at launch: the plan then shows a new AMI as a diff, and
+ * Auto Scaling can roll an instance refresh back (it cannot when the template reads the AMI from
+ * SSM at launch).
+ */
+export function resolveAmi(ami: string, parent: pulumi.Resource): pulumi.Input<string> {
+  return ami.startsWith("ami-") ? ami : aws.ssm.getParameterOutput({ name: ami }, { parent }).value;
+}
 
 /** Families with NVIDIA GPUs or AWS ML accelerators; anything else can't run the GPU service. */
 const ACCELERATED_FAMILY = /^(g[3-9][a-z]*|p[2-6][a-z]*|inf[12]|trn[12][a-z]*|dl[12][a-z]*)\./;
 
 /** Fills defaults and checks the instance type is a well-formed accelerated type. Pure. */
 export function resolveGpuInstanceArgs(
-  args: Pick<GpuInstanceArgs, "instanceType" | "amiParameter" | "nameTag" | "instanceIdParameter" | "rootVolumeGiB" | "deletionProtection">,
+  args: Pick<GpuInstanceArgs, "instanceType" | "ami" | "nameTag" | "instanceIdParameter" | "rootVolumeGiB" | "deletionProtection">,
 ) {
   const r = {
     ...gpuInstanceDefaults,
@@ -73,6 +96,7 @@ export function resolveGpuInstanceArgs(
   if (!r.instanceIdParameter.startsWith("/")) errors.push("instanceIdParameter must be an absolute SSM path");
   if (!Number.isInteger(r.rootVolumeGiB) || r.rootVolumeGiB < 30) errors.push("rootVolumeGiB must be an integer ≥ 30");
   if (r.nameTag.length === 0) errors.push("nameTag must not be empty");
+  if (!/^(ami-[0-9a-f]{8,17}|\/.+)$/.test(r.ami)) errors.push(`ami "${r.ami}" is neither an AMI id nor an absolute SSM parameter name`);
   if (errors.length > 0) throw new Error(`GpuInstance: ${errors.join("; ")}`);
   return r;
 }
@@ -82,11 +106,10 @@ export function resolveGpuInstanceArgs(
  * SSM Session Manager (no key pair), and an SSM parameter that publishes its id.
  *
  * Its run state belongs to the platform, not to Pulumi: the DLQ consumer starts it and it is
- * stopped when idle. So this component declares no `aws.ec2.InstanceState`, sets no user data
- * (a user-data change makes the provider stop and start the instance), and ignores changes to
- * the AMI (the `latest` SSM parameter moves with every release, and an AMI change replaces the
- * instance). A later `pulumi up` therefore neither starts, stops nor replaces it. Roll the AMI
- * deliberately with `pulumi up --replace <urn>`.
+ * stopped when idle. So this component declares no `aws.ec2.InstanceState`. What it boots is the
+ * program's: the user data (the gateway, the model) and the AMI, resolved at deploy time, so a new
+ * AMI or a new user data is a visible diff that replaces the instance (a new one boots ready; the
+ * id parameter follows it).
  */
 export class GpuInstance extends pulumi.ComponentResource {
   readonly instance: aws.ec2.Instance;
@@ -107,6 +130,7 @@ export class GpuInstance extends pulumi.ComponentResource {
 
     this.role = this.declareRole();
     this.declareSessionManagerPolicy();
+    if (args.statements && args.statements.length > 0) this.declareHostPolicy(args.statements);
     const profile = this.declareInstanceProfile();
     this.instance = this.declareInstance(profile);
     this.instanceIdParameter = this.declareInstanceIdParameter();
@@ -132,20 +156,39 @@ export class GpuInstance extends pulumi.ComponentResource {
     );
   }
 
+  /** `<name>-host`: what the instance's own services call (the gateway, the image pulls, the log driver). */
+  private declareHostPolicy(statements: Statement[]): aws.iam.RolePolicy {
+    const name = `${this.name}-host`;
+    return new aws.iam.RolePolicy(
+      name,
+      { role: this.role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
+      { parent: this },
+    );
+  }
+
   /** `<name>-profile`: the role, as the instance wears it. */
   private declareInstanceProfile(): aws.iam.InstanceProfile {
     return new aws.iam.InstanceProfile(`${this.name}-profile`, { role: this.role.name, tags: this.tags }, { parent: this });
   }
 
-  /** `<name>`: the instance, private, IMDSv2 only, on an encrypted gp3 root, its AMI read from SSM once. */
+  /**
+   * `<name>`: the instance, private, IMDSv2 only, on an encrypted gp3 root, its AMI resolved at deploy.
+   *
+   * A user-data change replaces the instance (`userDataReplaceOnChange`), delete before create. The
+   * provider's default, stop, modify and start, would boot the same instance id, and cloud-init runs
+   * its per-instance modules (write_files, runcmd) once per instance id: the new gateway environment
+   * and units would never be written. Deleted first, since two instances with the same Name tag
+   * would confuse the auto-starter's tag scan; dev's GPU is down for the replacement, which is the
+   * deploy's own time.
+   */
   private declareInstance(profile: aws.iam.InstanceProfile): aws.ec2.Instance {
     const { args, settings: r, tags } = this;
-    const ami = aws.ssm.getParameterOutput({ name: r.amiParameter }, { parent: this });
     return new aws.ec2.Instance(
       this.name,
       {
         instanceType: r.instanceType,
-        ami: ami.value,
+        ami: resolveAmi(r.ami, this),
+        ...(args.userData !== undefined ? { userData: args.userData, userDataReplaceOnChange: true } : {}),
         subnetId: args.subnetId,
         vpcSecurityGroupIds: args.securityGroupIds,
         associatePublicIpAddress: false,
@@ -159,7 +202,7 @@ export class GpuInstance extends pulumi.ComponentResource {
       },
       // protect: the provider turns termination protection off before it deletes, so `disableApiTermination`
       // alone does not stop a `--replace`, a subnet change or `destroy` from terminating the GPU and its volume.
-      { parent: this, ignoreChanges: ["ami"], protect: r.deletionProtection },
+      { parent: this, protect: r.deletionProtection, deleteBeforeReplace: true },
     );
   }
 

@@ -3,6 +3,7 @@ import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { requiredVisibilityTimeoutSeconds, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { consumerIssues, consumerSchema } from "./consumer.config";
 import { managedQueueDefaults } from "../components/managed-queue";
+import { BASE_IMAGE_PATTERN } from "./worker.config";
 import type { QueueBudget } from "./part-args";
 
 /**
@@ -14,6 +15,9 @@ const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
 /** The ingest consumers' sizing: memory and batching window default, the rest is per stack. */
 const ingestConsumerSchema = consumerSchema({ memoryMb: 256, batchingWindowSeconds: 0 });
+
+/** The longest drain Spot's two-minute interruption notice leaves room for. */
+export const SPOT_DRAIN_MAX_SECONDS = 110;
 
 /**
  * `encache:gpu.capacity.fleet`: the GPU tier as an EC2 Auto Scaling group behind an internal load
@@ -58,11 +62,26 @@ export const gpuFleetSchema = z
     scaleCheckMinutes: z.number().int().min(1).max(60).default(1),
     /**
      * How long a leaving instance drains: the load balancer's deregistration delay and the terminate
-     * lifecycle hook's timeout. At most 110, so a Spot interruption's two minutes cover it.
+     * lifecycle hook's heartbeat timeout. AWS's bounds: a hook's heartbeat timeout is 30–7200 s
+     * (PutLifecycleHook) and a deregistration delay 0–3600 s, so 30–3600; with Spot (spotPercent > 0)
+     * at most 110, so a Spot interruption's two minutes cover it.
+     * @default 90
      */
-    drainSeconds: z.number().int().min(10).max(110, "must be at most 110: a Spot interruption gives two minutes").default(90),
+    drainSeconds: z
+      .number()
+      .int()
+      .min(30, "must be at least 30: AWS refuses a lifecycle hook heartbeat timeout below 30 s (PutLifecycleHook)")
+      .max(3600, "must be at most 3600: the load balancer's deregistration delay (the same value) allows no more")
+      .default(90),
   })
   .superRefine((f, ctx) => {
+    if (f.spotPercent > 0 && f.drainSeconds > SPOT_DRAIN_MAX_SECONDS) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["drainSeconds"],
+        message: `must be at most ${SPOT_DRAIN_MAX_SECONDS} with Spot (spotPercent ${f.spotPercent}): a Spot interruption gives two minutes`,
+      });
+    }
     if (f.warmPool && f.spotPercent > 0) {
       ctx.addIssue({
         code: "custom",
@@ -79,6 +98,56 @@ export const gpuFleetSchema = z
   });
 export type GpuFleetConfig = z.output<typeof gpuFleetSchema>;
 
+/** The AMI: an AMI id, or an SSM parameter (a public `/aws/service/…` one or the account's own) that holds one. */
+export const AMI_ID_PATTERN = /^ami-[0-9a-f]{8,17}$/;
+const AMI_PARAMETER_PATTERN = /^\/[A-Za-z0-9_.\-/]{1,2047}$/;
+export const DEFAULT_GPU_AMI = "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id";
+
+/**
+ * A private ECR image pinned by digest: `<account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag]@sha256:<64 hex>`.
+ * ECR only: the instance role pulls it with ECR's login, granted on this one repository (its ARN is
+ * derived from the URI, `modelRepositoryArn`).
+ */
+export const ECR_IMAGE_PATTERN =
+  /^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com\/([a-z0-9]+(?:[._/-][a-z0-9]+)*)(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$/;
+
+const urlPath = z.string().regex(/^\/[A-Za-z0-9_.\-/]*$/, "must be an absolute URL path");
+
+/**
+ * What the gateway needs of any model server on the instance, whoever starts it (`gpu.model`'s
+ * fields common to both sources). Written under a `model` key so the config reference
+ * (scripts/docs-generate.ts, which matches a JSDoc by the property names above it) files these
+ * docs under gpu.model.*, not under every other `port` or `concurrency`.
+ */
+const MODEL_SERVER = {
+  model: {
+    /** TCP port the model server listens on, on localhost (not the service port: the gateway holds that one). */
+    port: z.number().int().min(1).max(65_535),
+    /** Path the gateway POSTs each window to (same body, same Idempotency-Key header). */
+    path: urlPath,
+    /** The model server's own health path: the gateway answers 200 on the status path only while this answers 200. */
+    healthPath: urlPath,
+    /**
+     * Windows the gateway forwards to the model at once; more wait their turn.
+     * @default 1
+     */
+    concurrency: z.number().int().min(1).max(256).default(1),
+    /**
+     * How long the gateway waits for the model's answer to one window, ms. Below gpu.requestTimeoutMs:
+     * the consumer gives up on its POST then.
+     * @default 9000
+     */
+    timeoutMs: z.number().int().min(100).max(120_000).default(9_000),
+  },
+};
+
+/** `<account>.dkr.ecr.<region>.amazonaws.com/<repo>…@sha256:…` → the repository's ARN. Pure. */
+export function modelRepositoryArn(image: string): string {
+  const m = ECR_IMAGE_PATTERN.exec(image);
+  if (!m) throw new Error(`not an ECR image pinned by digest: ${image}`);
+  return `arn:aws:ecr:${m[2]}:${m[1]}:repository/${m[3]}`;
+}
+
 /** `encache:gpu.capacity`: one instance (the default, as before) or the fleet. */
 export const gpuCapacitySchema = z
   .object({
@@ -94,7 +163,22 @@ export const gpuCapacitySchema = z
   });
 export type GpuCapacityConfig = z.output<typeof gpuCapacitySchema>;
 
-export const gpuConfigSchema = z
+/**
+ * `gpu.amiParameter`, gpu.ami's former name (a public parameter then), read as gpu.ami: a stack
+ * file that still says it keeps its AMI rather than losing the key silently (nested unknown keys
+ * are dropped). Both at once is an error.
+ */
+function amiParameterAlias(raw: unknown, ctx: z.core.$RefinementCtx): unknown {
+  if (typeof raw !== "object" || raw === null || !("amiParameter" in raw)) return raw;
+  const { amiParameter, ...rest } = raw as Record<string, unknown>;
+  if ("ami" in rest) {
+    ctx.addIssue({ code: "custom", path: ["amiParameter"], message: "is the former name of gpu.ami: set one of the two" });
+    return rest;
+  }
+  return { ...rest, ami: amiParameter };
+}
+
+const gpuConfigObject = z
   .object({
     /**
      * One instance or an Auto Scaling fleet.
@@ -114,11 +198,44 @@ export const gpuConfigSchema = z
      * @default `/encache/<environment>/gpu/instance_id`
      */
     instanceIdParameter: z.string().regex(/^\/[A-Za-z0-9_.\-/]+$/, "must be an absolute SSM parameter path"),
-    /** Public SSM parameter that resolves the AMI id. */
-    amiParameter: z
+    /**
+     * The GPU's AMI: an AMI id (`ami-…`), or an SSM parameter that holds one, public (`/aws/service/…`)
+     * or the account's own. Resolved at deploy time, so a new AMI is a visible diff (a new instance in
+     * instance mode, an instance refresh that can roll back in a fleet). With `model.source: ami`, this
+     * AMI starts the model server itself. Formerly `gpu.amiParameter`, which is still read.
+     */
+    ami: z
       .string()
-      .regex(/^\/aws\/service\//, "must be a public AWS SSM parameter under /aws/service/")
-      .default("/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"),
+      .refine((v) => AMI_ID_PATTERN.test(v) || AMI_PARAMETER_PATTERN.test(v), "must be an AMI id (ami-…) or an absolute SSM parameter name")
+      .default(DEFAULT_GPU_AMI),
+    /**
+     * The user's model server, which the gateway forwards windows to on localhost. `source: image`:
+     * a container image the user data pulls and runs (`--gpus all`, host network). `source: ami`: the
+     * AMI (gpu.ami, the user's own) starts the model server at boot, and the user data starts the
+     * gateway only. The gateway runs in both.
+     */
+    model: z.discriminatedUnion("source", [
+      z.object({
+        /** `image`: the user data pulls and runs `image`; `ami`: the AMI starts the model server itself. */
+        source: z.literal("image"),
+        /**
+         * The model server's container image, pinned by digest: `<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:<64 hex>`.
+         * A new digest is a new user data: a new instance (instance mode) or an instance refresh (fleet).
+         */
+        image: z
+          .string()
+          .regex(ECR_IMAGE_PATTERN, "must be an ECR image pinned by digest: <account>.dkr.ecr.<region>.amazonaws.com/<repo>[:tag]@sha256:<64 lowercase hex>"),
+        ...MODEL_SERVER.model,
+      }),
+      z.object({ source: z.literal("ami"), ...MODEL_SERVER.model }),
+    ]),
+    /**
+     * Base image of the GPU gateway's container, pinned by digest (as encache:worker.baseImage):
+     * part of the image tag, so a new base is a new tag.
+     */
+    gatewayBaseImage: z
+      .string()
+      .regex(BASE_IMAGE_PATTERN, "must pin the image by digest: <name>[:<tag>]@sha256:<64 lowercase hex>, such as node:22-alpine@sha256:…"),
     /** Root gp3 volume size in GiB. */
     rootVolumeGiB: z.number().int().min(30).max(16_384).default(100),
     /** TCP port of the GPU ingest service. */
@@ -154,6 +271,27 @@ export const gpuConfigSchema = z
       .default({}),
   })
   .superRefine((g, ctx) => {
+    if (g.servicePort < 1024) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["servicePort"],
+        message: "must be 1024 or above: the gateway listens on it as a non-root user (functions/gpu/Dockerfile)",
+      });
+    }
+    if (g.model.port === g.servicePort) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["model", "port"],
+        message: `must differ from gpu.servicePort (${g.servicePort}): the gateway listens there, on the same host`,
+      });
+    }
+    if (g.model.timeoutMs >= g.requestTimeoutMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["model", "timeoutMs"],
+        message: `must be below gpu.requestTimeoutMs (${g.requestTimeoutMs}): the consumer gives up on its POST then`,
+      });
+    }
     if (g.idleStopMinutes > 0 && g.idleCheckMinutes >= g.idleStopMinutes) {
       ctx.addIssue({
         code: "custom",
@@ -162,7 +300,9 @@ export const gpuConfigSchema = z
       });
     }
   });
-export type GpuConfig = z.output<typeof gpuConfigSchema>;
+export const gpuConfigSchema = z.preprocess(amiParameterAlias, gpuConfigObject);
+export type GpuConfig = z.output<typeof gpuConfigObject>;
+export type GpuModelConfig = GpuConfig["model"];
 
 export const ingestConfigSchema = z
   .object({

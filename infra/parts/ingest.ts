@@ -12,7 +12,8 @@ import {
   SCALER_GRANTS,
   WINDOW_GRANTS,
 } from "../../functions/ingest/iam";
-import { GpuFleet, groupArnPattern } from "../components/gpu-fleet";
+import { DRAIN_HOOK, GpuFleet, groupArnPattern } from "../components/gpu-fleet";
+import { createGpuHost, type GpuHost } from "./gpu-host";
 import { QueueSchedule } from "../components/queue-schedule";
 import { GpuInstance } from "../components/gpu-instance";
 import { DLQ_RETENTION_SECONDS, ManagedQueue } from "../components/managed-queue";
@@ -158,6 +159,8 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
   readonly gpu?: GpuInstance;
   /** The GPU Auto Scaling group behind its load balancer (`gpu.capacity.mode: fleet`). */
   readonly fleet?: GpuFleet;
+  /** What every GPU instance boots with: the key table, the gateway's image, the log groups, the user data. */
+  readonly gpuHost: GpuHost;
   readonly windowConsumer: QueueConsumer;
   readonly dlqConsumer: QueueConsumer;
   /** What "can start the GPU" means, attached to the DLQ consumer: start the instance, or raise the group's capacity. */
@@ -176,7 +179,17 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
 
     ({ queue: this.queue, quarantine: this.quarantine } = createQueues(part));
     const groups = createSecurityGroups(part);
-    const target = createGpuTarget(part, groups);
+    this.gpuHost = createGpuHost({
+      name,
+      gpu: args.config.gpu,
+      region: args.region,
+      environment: args.platform.environment,
+      logRetentionDays: args.platform.logRetentionDays,
+      deletionProtection: args.platform.deletionProtection,
+      tags: part.tags,
+      parent: this,
+    });
+    const target = createGpuTarget(part, groups, this.gpuHost);
     if (target.kind === "instance") this.gpu = target.gpu;
     else this.fleet = target.fleet;
     this.gpuStartPolicy = createGpuStartPolicy(part);
@@ -222,7 +235,9 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
       ingestDlqUrl: this.queue.dlqUrl,
       ingestQuarantineUrl: this.quarantine.url,
       ...(this.gpu ? { gpuInstanceId: this.gpu.instance.id, gpuInstanceIdParameter: this.gpu.instanceIdParameter.name } : {}),
-      ...(this.fleet ? { gpuFleetGroupName: this.fleet.group.name, gpuServiceHost: this.fleet.serviceHost } : {}),
+      ...(this.fleet ? { gpuFleetGroupName: this.fleet.group.name, gpuServiceHost: this.fleet.serviceHost, gpuDrainHookName: this.fleet.drainHook.name } : {}),
+      gpuKeysTable: this.gpuHost.keysTable.table.name,
+      gpuGatewayImageUri: this.gpuHost.image.imageUri,
       ingestWindowFunction: this.windowConsumer.function.name,
       ingestDlqConsumerFunction: this.dlqConsumer.function.name,
     };
@@ -264,6 +279,12 @@ export interface IngestOutputs extends Record<string, pulumi.Input<unknown>> {
   /** Fleet mode: the group, and the load balancer's DNS name the consumers POST to. */
   gpuFleetGroupName?: pulumi.Output<string>;
   gpuServiceHost?: pulumi.Output<string>;
+  /** Fleet mode: the terminate hook the gateway completes once drained (its GPU_DRAIN_HOOK_NAME). */
+  gpuDrainHookName?: pulumi.Output<string>;
+  /** The key table every GPU's gateway claims window keys in. */
+  gpuKeysTable: pulumi.Output<string>;
+  /** The gateway image every GPU runs, pinned by digest. */
+  gpuGatewayImageUri: pulumi.Output<string>;
   ingestWindowFunction: pulumi.Output<string>;
   ingestDlqConsumerFunction: pulumi.Output<string>;
 }
@@ -309,7 +330,8 @@ function createQueues({ name, args, tags, parent }: IngestPart): { queue: Manage
 /**
  * The consumers' group, and the GPU's, which admits the service port from the consumers only; in
  * fleet mode, the load balancer's group sits between them: it admits the consumers, and the GPUs
- * admit it alone (its health checks come from it too).
+ * admit it (its health checks come from it too) and the consumers' group, in which the scaler
+ * GETs each instance's status directly.
  */
 function createSecurityGroups({ name, args, tags, parent }: IngestPart): {
   consumers: aws.ec2.SecurityGroup;
@@ -352,10 +374,20 @@ function createSecurityGroups({ name, args, tags, parent }: IngestPart): {
     `${name}-gpu-sg`,
     {
       vpcId: args.network.vpcId,
+      // The description is ForceNew (a new group for instances still in the old one): kept as it
+      // was, though the fleet's group now admits the scaler too.
       description: loadBalancer
         ? "GPU workers: the ingest service port, from the fleet's load balancer only"
         : "GPU worker: the ingest service port, from the ingest consumers only",
-      ingress: [{ ...port, securityGroups: [(loadBalancer ?? consumers).id], description: "GPU ingest service" }],
+      ingress: loadBalancer
+        ? [
+            { ...port, securityGroups: [loadBalancer.id], description: "GPU ingest service, through the load balancer (and its health checks)" },
+            // The scaler runs in the consumers' group and GETs each instance's status on its private IP
+            // (functions/ingest/work-signals.ts): without this, every GET times out, no busy instance is
+            // protected from scale-in, and idleness is judged by uptime.
+            { ...port, securityGroups: [consumers.id], description: "the scaler's status checks, from the ingest consumers' group" },
+          ]
+        : [{ ...port, securityGroups: [consumers.id], description: "GPU ingest service (and the idle check's status)" }],
       egress: [httpsEgress("the SSM agent (Session Manager)"), ...args.network.extraEgress.ingestGpu],
       tags,
     },
@@ -365,12 +397,12 @@ function createSecurityGroups({ name, args, tags, parent }: IngestPart): {
 }
 
 /** The consumers' target: the single GPU, or the fleet (config `gpu.capacity.mode`). */
-function createGpuTarget(part: IngestPart, groups: ReturnType<typeof createSecurityGroups>): GpuTarget {
+function createGpuTarget(part: IngestPart, groups: ReturnType<typeof createSecurityGroups>, host: GpuHost): GpuTarget {
   const { capacity } = part.args.config.gpu;
   if (capacity.mode === "fleet" && capacity.fleet && groups.loadBalancer) {
-    return { kind: "fleet", fleet: createFleet(part, capacity.fleet, groups.gpu, groups.loadBalancer), config: capacity.fleet };
+    return { kind: "fleet", fleet: createFleet(part, capacity.fleet, groups.gpu, groups.loadBalancer, host), config: capacity.fleet };
   }
-  return { kind: "instance", gpu: createGpu(part, groups.gpu) };
+  return { kind: "instance", gpu: createGpu(part, groups.gpu, host) };
 }
 
 /** The GPU group, its hardened template and its internal load balancer. */
@@ -379,8 +411,12 @@ function createFleet(
   fleet: GpuFleetConfig,
   instances: aws.ec2.SecurityGroup,
   loadBalancer: aws.ec2.SecurityGroup,
+  host: GpuHost,
 ): GpuFleet {
   const { gpu } = args.config;
+  const environment = args.platform.environment;
+  const groupName = gpuGroupName(environment);
+  const accountId = aws.getCallerIdentityOutput({}, { parent }).accountId;
   return new GpuFleet(
     `${name}-gpu-fleet`,
     {
@@ -398,7 +434,10 @@ function createFleet(
       servicePort: gpu.servicePort,
       statusPath: gpu.statusPath,
       drainSeconds: fleet.drainSeconds,
-      amiParameter: gpu.amiParameter,
+      ami: gpu.ami,
+      userData: host.userData({ groupName, drainHookName: DRAIN_HOOK, drainSeconds: fleet.drainSeconds }),
+      // The gateway completes its own drain on this stack's group only, bound as the scaler's grants are.
+      statements: host.statements(stackGroupBinding({ region: args.region, accountId, groupName, environment })),
       rootVolumeGiB: gpu.rootVolumeGiB,
       environment: args.platform.environment,
       deletionProtection: args.platform.deletionProtection,
@@ -409,7 +448,7 @@ function createFleet(
 }
 
 /** The GPU instance, and the SSM parameter that publishes its id. */
-function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.ec2.SecurityGroup): GpuInstance {
+function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.ec2.SecurityGroup, host: GpuHost): GpuInstance {
   const { gpu } = args.config;
   return new GpuInstance(
     `${name}-gpu`,
@@ -417,7 +456,9 @@ function createGpu({ name, args, tags, parent }: IngestPart, securityGroup: aws.
       instanceType: gpu.instanceType,
       subnetId: firstSubnet(args.network.privateSubnetIds),
       securityGroupIds: [securityGroup.id],
-      amiParameter: gpu.amiParameter,
+      ami: gpu.ami,
+      userData: host.userData(),
+      statements: host.statements(),
       nameTag: gpu.nameTag,
       environment: args.platform.environment,
       instanceIdParameter: gpu.instanceIdParameter,

@@ -28,6 +28,8 @@ export interface RecordedResource {
   protect?: boolean;
   /** Resource option `ignoreChanges`, when set (not part of the `--json` contract). */
   ignoreChanges?: string[];
+  /** Resource option `deleteBeforeReplace`, when set (not part of the `--json` contract). */
+  deleteBeforeReplace?: boolean;
 }
 
 export type EnforcementLevel = "advisory" | "mandatory" | "remediate" | "disabled";

@@ -7,7 +7,7 @@ describe("stack config (infra/config.ts)", () => {
   it("accepts the dev stack and fills defaults", () => {
     const cfg = parseStackConfig(devConfig());
     expect(cfg.queues.maxReceiveCount).to.equal(3);
-    expect(cfg.gpu.amiParameter).to.match(/^\/aws\/service\//);
+    expect(cfg.gpu.ami).to.match(/^\/aws\/service\//);
     expect(cfg.alarmActions).to.deep.equal([]);
     expect(cfg.network.gatewayEndpoints).to.deep.equal(["s3", "dynamodb"]);
     expect(cfg.network.interfaceEndpoints).to.deep.equal([]);

@@ -177,6 +177,20 @@ describe("plan CLI (child processes)", function () {
     expect(run.stdout).to.equal("");
   });
 
+  it("exits 2 naming encache:gpu.capacity.fleet.drainSeconds when prod's drain is below the lifecycle hook's 30 s", async () => {
+    // Prepare: prod (the fleet) with a 20 s drain, which the schema took before and AWS refuses (PutLifecycleHook: 30–7200).
+    const prod = fs.readFileSync(path.join(REPO_ROOT, "Pulumi.prod.yaml"), "utf8");
+    const edited = prod.replace(/^( {8}drainSeconds:) \d+$/m, "$1 20");
+    expect(edited).to.not.equal(prod);
+    fs.writeFileSync(tmpFile, edited);
+    // Act
+    const run = await runPlan(["--stack", tmpStack]);
+    // Assess
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/encache:gpu\.capacity\.fleet\.drainSeconds: must be at least 30/);
+    expect(run.stdout).to.equal("");
+  });
+
   it("exits 2 naming aws:allowedAccountIds when a stack does not name its account, and a GPU parameter shared across stacks", async () => {
     writeTmpStack((dev) =>
       dev

@@ -9,7 +9,7 @@ describe("component validators and defaults (pure, no mocks)", () => {
       const r = resolveGpuInstanceArgs({ instanceType: "g5.xlarge", ...NAMES });
       expect(r.nameTag).to.equal("encache-gpu-worker-dev");
       expect(r.instanceIdParameter).to.equal("/encache/dev/gpu/instance_id");
-      expect(r.amiParameter).to.equal(gpuInstanceDefaults.amiParameter);
+      expect(r.ami).to.equal(gpuInstanceDefaults.ami);
     });
     it("rejects a relative id parameter and an empty Name tag", () => {
       expect(() => resolveGpuInstanceArgs({ instanceType: "g5.xlarge", nameTag: "", instanceIdParameter: "encache/gpu" })).to.throw(

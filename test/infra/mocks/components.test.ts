@@ -98,7 +98,7 @@ describe("components under Pulumi mocks (in process)", function () {
     expect(role).to.equal(await promiseOf(consumer.role.arn));
   });
 
-  it("GpuInstance reads its AMI from SSM and ignores AMI drift so `pulumi up` never replaces or restarts it", async () => {
+  it("GpuInstance resolves its AMI from SSM at deploy time, and replaces itself (delete first) when its user data changes", async () => {
     const g = new c.gpu.GpuInstance("gpu-a", {
       instanceType: "g5.xlarge",
       nameTag: "encache-gpu-worker-unit",
@@ -106,13 +106,17 @@ describe("components under Pulumi mocks (in process)", function () {
       instanceIdParameter: "/encache/unit/gpu/instance_id",
       subnetId: "subnet-1",
       securityGroupIds: ["sg-1"],
+      userData: "#cloud-config\n{}\n",
     });
     const [ami, tokens] = await Promise.all([promiseOf(g.instance.ami), promiseOf(g.instance.metadataOptions)]);
     expect(ami).to.equal("ami-0123456789abcdef0");
     expect(tokens.httpTokens).to.equal("required");
     const resources = await recorder.settle();
     const instance = resources.find((r) => r.type === "aws:ec2/instance:Instance" && r.name === "gpu-a");
-    expect(instance?.ignoreChanges).to.deep.equal(["ami"]);
+    // A new AMI or user data is a visible diff: no ignoreChanges; cloud-init runs once per instance id, so a user-data change replaces it.
+    expect(instance?.ignoreChanges ?? []).to.deep.equal([]);
+    expect(instance?.inputs).to.deep.include({ userData: "#cloud-config\n{}\n", userDataReplaceOnChange: true });
+    expect(instance?.deleteBeforeReplace).to.equal(true);
     // The tags its Start/Stop grants key on, set by the component itself (no `tags` passed here).
     expect(instance?.inputs.tags).to.deep.equal({ "encache:environment": "unit", Name: "encache-gpu-worker-unit" });
     // Session Manager's five actions, not AmazonSSMManagedInstanceCore (which reads every parameter):

@@ -85,8 +85,9 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     expect(named(doc, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-gpu-scaler-mapping").dependencies).to.include(scaler.urn);
     expect(of(doc, "aws:ec2/instance:Instance")).to.deep.equal([]);
     expect(doc.resources.filter((r) => r.type === "aws:ssm/parameter:Parameter" && r.name.startsWith("ingest-"))).to.deep.equal([]);
+    // The AMI resolved at deploy time (the mocks' SSM answer), not `resolve:ssm:` at launch: a new AMI is a diff, and a refresh can roll back.
     expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs).to.deep.include({
-      imageId: "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+      imageId: "ami-0123456789abcdef0",
       metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
     });
   });
@@ -120,16 +121,22 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     expect(group.inputs.enabledMetrics).to.include.members(["GroupInServiceInstances", "GroupDesiredCapacity"]);
     expect(group.inputs.metricsGranularity).to.equal("1Minute");
     const drain = fleet().drainSeconds;
-    expect(group.inputs.initialLifecycleHooks).to.deep.equal([
-      { name: "drain", lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: drain, defaultResult: "CONTINUE" },
-    ]);
+    const hook = named(doc, "aws:autoscaling/lifecycleHook:LifecycleHook", "ingest-gpu-fleet-drain");
+    expect(hook.inputs).to.deep.equal({
+      name: "drain",
+      autoscalingGroupName: "encache-gpu-fleet-prod",
+      lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
+      heartbeatTimeout: drain,
+      defaultResult: "CONTINUE",
+    });
+    expect(hook.dependencies).to.include(group.urn);
     const tg = named(doc, "aws:lb/targetGroup:TargetGroup", "ingest-gpu-fleet-tg");
     expect(tg.inputs).to.deep.include({ protocol: "HTTP", deregistrationDelay: drain, loadBalancingAlgorithmType: "least_outstanding_requests" });
     expect((tg.inputs.healthCheck as { path: string }).path).to.equal("/status");
     expect(group.dependencies).to.include(tg.urn);
   });
 
-  it("puts an internal ALB in front, which admits the consumers only; the GPUs admit the ALB only", () => {
+  it("puts an internal ALB in front, which admits the consumers only; the GPUs admit the ALB, and the consumers' group for the scaler", () => {
     const lb = named(doc, "aws:lb/loadBalancer:LoadBalancer", "ingest-gpu-fleet-lb");
     const lbSg = named(doc, "aws:ec2/securityGroup:SecurityGroup", "ingest-gpu-lb-sg");
     const gpuSg = named(doc, "aws:ec2/securityGroup:SecurityGroup", "ingest-gpu-sg");
@@ -139,9 +146,11 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     const ingress = (sg: Res) => sg.inputs.ingress as Array<{ cidrBlocks?: unknown; securityGroups?: unknown[] }>;
     expect(ingress(lbSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([[undefined, 1]]);
     expect(lbSg.dependencies).to.include(consumers.urn);
-    expect(ingress(gpuSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([[undefined, 1]]);
+    expect(ingress(gpuSg).map((i) => [i.cidrBlocks, i.securityGroups?.length])).to.deep.equal([
+      [undefined, 1],
+      [undefined, 1],
+    ]);
     expect(gpuSg.dependencies).to.include(lbSg.urn);
-    expect(gpuSg.dependencies).to.not.include(consumers.urn);
     expect(named(doc, "aws:lb/listener:Listener", "ingest-gpu-fleet-listener").inputs).to.deep.include({ port: gpu().servicePort, protocol: "HTTP" });
   });
 

@@ -148,7 +148,9 @@ describe("the ingest part under Pulumi mocks (offline plan, both stacks)", funct
         expect(gpu.inputs.metadataOptions).to.deep.include({ httpTokens: "required" });
         expect(gpu.inputs.rootBlockDevice).to.deep.include({ encrypted: true, volumeType: "gp3" });
         expect(gpu.inputs).to.not.have.property("keyName");
-        expect(gpu.inputs).to.not.have.property("userData");
+        // Boots ready to serve (test/infra/mocks/gpu-host.test.ts reads the user data); a change replaces it.
+        expect(String(gpu.inputs.userData)).to.match(/^#cloud-config\n/);
+        expect(gpu.inputs.userDataReplaceOnChange).to.equal(true);
         expect(gpu.inputs.ami).to.equal("ami-0123456789abcdef0");
         expect((gpu.inputs.tags as Record<string, string>).Name).to.equal(`encache-gpu-worker-${stack}`);
         const param = named(doc(), "aws:ssm/parameter:Parameter", "ingest-gpu-instance-id");

@@ -17,6 +17,8 @@ const gpuBase = {
   servicePath: "/ingest/window",
   idleStopMinutes: 60,
   pricesUsdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 },
+  model: { source: "ami", port: 9000, path: "/v1/window", healthPath: "/health" },
+  gatewayBaseImage: `node:22-alpine@sha256:${"0".repeat(64)}`,
 };
 
 describe("GPU fleet scenarios: shared parts", () => {
