@@ -423,7 +423,7 @@ async function gpuHosts(topology: Topology, endpoint: string, options: PlatformO
   const fleet = topology.fleets[0];
   if (!window || (!instance && !fleet)) return undefined;
   const userData = fleet?.userData ?? instance?.userData;
-  const programEnv = gatewayEnvFromUserData(userData) ?? (await contractGatewayEnv(topology, endpoint, window.environment, fleet));
+  const programEnv = gatewayEnvFromUserData(userData);
   if (!programEnv)
     throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
   const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
@@ -440,42 +440,6 @@ async function gpuHosts(topology: Topology, endpoint: string, options: PlatformO
       model: { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger },
     });
   return { window, instance, fleet, ledger, host };
-}
-
-/** TEMPORARY until the program renders the user data (branch gpu-infra): GATEWAY_ENV filled from the topology, its key table made here. */
-async function contractGatewayEnv(
-  topology: Topology,
-  endpoint: string,
-  window: Record<string, string>,
-  fleet: Topology["fleets"][number] | undefined,
-): Promise<Record<string, string>> {
-  const { DynamoDBClient, CreateTableCommand } = await import("@aws-sdk/client-dynamodb");
-  const keysTable = `encache-gpu-keys-${topology.stack}`;
-  await new DynamoDBClient({ region: topology.region, endpoint }).send(
-    new CreateTableCommand({
-      TableName: keysTable,
-      BillingMode: "PAY_PER_REQUEST",
-      AttributeDefinitions: [{ AttributeName: "window_key", AttributeType: "S" }],
-      KeySchema: [{ AttributeName: "window_key", KeyType: "HASH" }],
-    }),
-  );
-  const statusPath =
-    topology.functions.find((f) => f.environment.GPU_STATUS_PATH)?.environment.GPU_STATUS_PATH ?? fleet?.loadBalancer.healthCheck.path ?? "/status";
-  return {
-    GPU_SERVICE_PORT: window.GPU_SERVICE_PORT ?? "8080",
-    GPU_SERVICE_PATH: window.GPU_SERVICE_PATH ?? "/",
-    GPU_STATUS_PATH: statusPath,
-    GPU_MODEL_URL: "http://127.0.0.1:9000",
-    GPU_MODEL_PATH: "/invocations",
-    GPU_MODEL_HEALTH_PATH: "/ping",
-    GPU_MODEL_CONCURRENCY: "4",
-    GPU_MODEL_TIMEOUT_MS: "15000",
-    GPU_KEYS_TABLE: keysTable,
-    GPU_KEY_LEASE_SECONDS: "60",
-    GPU_DRAIN_POLL_SECONDS: "5",
-    AWS_REGION: topology.region,
-    ...(fleet ? { GPU_FLEET_GROUP_NAME: fleet.groupName, GPU_DRAIN_HOOK_NAME: fleet.drainHookName ?? "drain" } : {}),
-  };
 }
 
 /** The dev instance's processes; the Lambdas' calls to its private IP are routed to its gateway. */
