@@ -195,17 +195,8 @@ export class LocalPlatform {
       const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 
-      // The gateways complete their lifecycle actions through a proxy (moto has no CompleteLifecycleAction), answered by the fleet.
-      const completions: { fleet?: GpuFleetSimulator } = {};
-      const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
-      const lifecycleEndpoint = await lifecycle.start();
-      stoppers.push(() => lifecycle.stop());
-      const hosts = await gpuHosts(topology, endpoint, options, logDir, lifecycleEndpoint);
-      const gpu = hosts && (await startGpu(aws, clock, options, lambdas, hosts));
-      if (gpu) stoppers.push(() => gpu.stop());
-      const fleet = hosts && (await startFleet(aws, clock, options, lambdas, hosts));
-      if (fleet) stoppers.push(() => fleet.stop());
-      completions.fleet = fleet;
+      const { gpu, fleet, stop: stopGpu } = await startGpuTier(topology, endpoint, aws, clock, options, lambdas, logDir);
+      if (stopGpu) stoppers.push(stopGpu);
 
       const sources = startEventSources(topology, aws, lambdas);
       stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
@@ -413,81 +404,61 @@ async function startEcsTasks(
 }
 
 /**
- * What every local GPU instance runs (./hosts/gpu-host.ts): the gateway bundle, once, and how to start
- * one instance's processes with the program's environment. Undefined when the program has no GPU.
+ * The GPU tier (./hosts/gpu-host.ts): each instance runs the gateway bundle, with the environment the
+ * program's user data writes, in front of a fake model. Dev's one instance runs while moto shows it
+ * running; a fleet's instances come and go with the group (./hosts/gpu-fleet.ts). The Lambdas' calls
+ * to the instances' private IPs (and the load balancer's DNS name) are routed there.
  */
-async function gpuHosts(topology: Topology, endpoint: string, options: PlatformOptions, logDir: string, autoscalingEndpoint?: string) {
-  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
-  const nameTag = window?.environment.GPU_NAME_TAG;
-  const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
-  const fleet = topology.fleets[0];
-  if (!window || (!instance && !fleet)) return undefined;
-  const userData = fleet?.userData ?? instance?.userData;
-  const programEnv = gatewayEnvFromUserData(userData);
-  if (!programEnv)
-    throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
-  const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
-  const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...awsEnv } = motoClientEnv(endpoint, topology.region);
-  const ledger = new ModelLedger();
-  const host = (instanceId: string) =>
-    GpuHost.create({
-      instanceId,
-      bundlePath,
-      logDir,
-      programEnv,
-      awsEnv: { ...awsEnv, ...(autoscalingEndpoint ? { AWS_ENDPOINT_URL_AUTO_SCALING: autoscalingEndpoint } : {}) },
-      speed: options.speed,
-      model: { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger },
-    });
-  return { window, instance, fleet, ledger, host };
-}
-
-/** The dev instance's processes; the Lambdas' calls to its private IP are routed to its gateway. */
-async function startGpu(
+async function startGpuTier(
+  topology: Topology,
+  endpoint: string,
   aws: AwsClients,
   clock: SimClock,
   options: PlatformOptions,
   lambdas: LambdaHost,
-  hosts: NonNullable<Awaited<ReturnType<typeof gpuHosts>>>,
-): Promise<GpuInstanceHost | undefined> {
-  const { window, instance } = hosts;
-  if (!instance) return undefined;
-  const gpu = new GpuInstanceHost({ ec2: aws.ec2, host: await hosts.host(instance.id), bootDelayMs: clock.real(options.gpuBootSimMs), ledger: hosts.ledger });
+  logDir: string,
+) {
+  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
+  const instance = topology.instances.find((i) => window?.environment.GPU_NAME_TAG !== undefined && i.tags.Name === window.environment.GPU_NAME_TAG);
+  const fleet = topology.fleets[0];
+  if (!window || (!instance && !fleet)) return {};
+  const programEnv = gatewayEnvFromUserData(fleet?.userData ?? instance?.userData);
+  if (!programEnv)
+    throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
+  const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
+  // The gateways complete their lifecycle actions through a proxy (moto has no CompleteLifecycleAction), answered by the fleet.
+  const completions: { fleet?: GpuFleetSimulator } = {};
+  const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
+  const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
+  const awsEnv = { ...moto, AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start() };
+  const ledger = new ModelLedger();
+  const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
+  const host = (instanceId: string) => GpuHost.create({ instanceId, bundlePath, logDir, programEnv, awsEnv, speed: options.speed, model });
+  if (fleet) {
+    const simulator = new GpuFleetSimulator({
+      autoscaling: aws.autoscaling,
+      ec2: aws.ec2,
+      fleet,
+      clock,
+      bootSimMs: options.gpuBootSimMs,
+      warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
+      host,
+      ledger,
+      setRoutes: (routes) => lambdas.setRoutes(routes),
+      note: options.note,
+    });
+    completions.fleet = simulator;
+    await simulator.start();
+    return { fleet: simulator, stop: () => simulator.stop().then(() => lifecycle.stop()) };
+  }
+  if (!instance) return {};
+  const gpu = new GpuInstanceHost({ ec2: aws.ec2, host: await host(instance.id), bootDelayMs: clock.real(options.gpuBootSimMs), ledger });
   await gpu.start();
   const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
   const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
   if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
   lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.lambdaPort}` });
-  return gpu;
-}
-
-/**
- * The GPU fleet (fleet mode): the group's instances' processes and the load balancer in front of them;
- * the Lambdas' calls to the load balancer's DNS name and to each instance's private IP are routed there.
- */
-async function startFleet(
-  aws: AwsClients,
-  clock: SimClock,
-  options: PlatformOptions,
-  lambdas: LambdaHost,
-  hosts: NonNullable<Awaited<ReturnType<typeof gpuHosts>>>,
-): Promise<GpuFleetSimulator | undefined> {
-  const { fleet } = hosts;
-  if (!fleet) return undefined;
-  const simulator = new GpuFleetSimulator({
-    autoscaling: aws.autoscaling,
-    ec2: aws.ec2,
-    fleet,
-    clock,
-    bootSimMs: options.gpuBootSimMs,
-    warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
-    host: hosts.host,
-    ledger: hosts.ledger,
-    setRoutes: (routes) => lambdas.setRoutes(routes),
-    note: options.note,
-  });
-  await simulator.start();
-  return simulator;
+  return { gpu, stop: () => gpu.stop().then(() => lifecycle.stop()) };
 }
 
 /**

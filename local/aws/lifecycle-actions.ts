@@ -8,7 +8,6 @@
  * `ValidationError` ("No active Lifecycle Action found with instance ID …"), which the gateway
  * retries. moto checks no signatures; never put this in front of AWS.
  */
-import type * as http from "node:http";
 import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 
 export interface LifecycleCompletion {
@@ -47,36 +46,22 @@ export class LifecycleActionProxy extends InterceptingProxy {
   start(): Promise<string> {
     return this.listen((req, res) => {
       readBody(req).then(
-        (body) => this.answer(req, body, res),
+        (body) => {
+          const c = completionOf(body.toString("utf8"));
+          if (!c)
+            return void this.exchange(this.target, req, body).then(
+              (up) => sendReply(res, up.status, up.headers, up.body, up.statusMessage),
+              (err: Error) => this.fail(res, this.target, err),
+            );
+          const id = c.instanceId.replace(/[^\w-]/g, "");
+          const ok = this.complete(c);
+          const xml = ok
+            ? `<CompleteLifecycleActionResponse xmlns="${XMLNS}"><CompleteLifecycleActionResult/><ResponseMetadata><RequestId>local</RequestId></ResponseMetadata></CompleteLifecycleActionResponse>`
+            : `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>No active Lifecycle Action found with instance ID ${id}</Message></Error><RequestId>local</RequestId></ErrorResponse>`;
+          sendReply(res, ok ? 200 : 400, { "content-type": "text/xml" }, xml);
+        },
         () => res.destroy(),
       );
     });
-  }
-
-  private answer(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
-    const completion = completionOf(body.toString("utf8"));
-    if (!completion) {
-      this.exchange(this.target, req, body).then(
-        (up) => sendReply(res, up.status, up.headers, up.body, up.statusMessage),
-        (err: Error) => this.fail(res, this.target, err),
-      );
-      return;
-    }
-    const xml = { "content-type": "text/xml" };
-    if (this.complete(completion)) {
-      sendReply(
-        res,
-        200,
-        xml,
-        `<CompleteLifecycleActionResponse xmlns="${XMLNS}"><CompleteLifecycleActionResult/><ResponseMetadata><RequestId>local-lifecycle</RequestId></ResponseMetadata></CompleteLifecycleActionResponse>`,
-      );
-      return;
-    }
-    sendReply(
-      res,
-      400,
-      xml,
-      `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>No active Lifecycle Action found with instance ID ${completion.instanceId.replace(/[^\w-]/g, "")}</Message></Error><RequestId>local-lifecycle</RequestId></ErrorResponse>`,
-    );
   }
 }

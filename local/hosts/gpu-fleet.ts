@@ -1,24 +1,14 @@
 /**
- * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"). moto 5.2
- * launches and terminates the group's instances on every change of desired capacity and keeps scale-in
- * protection; the rest of what AWS does for the group, moto stores and never runs, so this plays it,
- * and only it: each instance runs the real gateway (./gpu-host.ts), which owns keys, status and drain.
- * - **Instances boot**: an instance's gateway and model start the boot time after it is first seen
- *   (a warm-pool start's time when the pool can serve it; the pool refills after a boot's time).
- * - **The load balancer** (`LocalLoadBalancer`): the group's in-service instances are its targets,
- *   health-checked on the gateway's status path, least outstanding requests.
- * - **The terminate lifecycle hook**: moto terminates at once and has no CompleteLifecycleAction. Here
- *   a leaving instance is deregistered, its metadata's target lifecycle state turns `Terminated`, and it
- *   is gone when its gateway completes the lifecycle action (`complete`, answered by
- *   ../aws/lifecycle-actions.ts) or at the hook's timeout, when its processes are killed.
- * - **Spot markets**: which instances are Spot, from the recorded mixed instances policy, rounding the
- *   on-demand share up as Auto Scaling does (moto does not model markets).
- * - **Spot interruptions and rebalance recommendations** (`interrupt`): set in the instance's metadata;
- *   the group takes the instance out (replacement launched at once: capacity rebalancing), and after a
- *   notice EC2 reclaims it at two minutes whatever it still holds.
- * - **Reconciling to desired capacity**: while the group holds more in-service instances than desired
- *   and some are unprotected, desired capacity is set again, on which moto terminates the excess
- *   (moto acts only inside SetDesiredCapacity; Auto Scaling keeps working towards it).
+ * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"): only what
+ * AWS does for the group and moto does not (each instance runs the real gateway, ./gpu-host.ts, which
+ * owns keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch);
+ * the load balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a
+ * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
+ * completes the lifecycle action, ../aws/lifecycle-actions.ts, or at the hook's timeout); Spot markets
+ * from the mixed instances policy, the on-demand share rounded up; Spot interruptions and rebalance
+ * recommendations (`interrupt`: in the metadata, the instance out of the group, moto launching the
+ * replacement; a notice's instance reclaimed at two minutes); and working towards desired capacity
+ * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
  */
 import {
   type AutoScalingClient,
@@ -31,7 +21,7 @@ import type { SimClock } from "./clock";
 import type { ModelLedger, ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
 import type { LifecycleCompletion } from "../aws/lifecycle-actions";
-import { LocalLoadBalancer, type TargetHealth } from "./load-balancer";
+import { LocalLoadBalancer } from "./load-balancer";
 import type { LocalFleet } from "../provision/topology";
 
 export type Market = "on-demand" | "spot";
@@ -189,20 +179,6 @@ export class GpuFleetSimulator {
   /** Every window an instance's model finished, in order. */
   received(): ProcessedWindow[] {
     return [...this.opts.ledger.processed];
-  }
-
-  /** Windows (by Idempotency-Key) processed more than once across the fleet's models. */
-  servedTwice(): number {
-    return this.opts.ledger.servedTwice();
-  }
-
-  /** Windows at an instance's model now; 0 once it is gone. */
-  holding(instanceId: string): number {
-    return (this.members.get(instanceId) ?? this.leaving.get(instanceId))?.host.outstanding() ?? 0;
-  }
-
-  targetHealth(instanceId: string): TargetHealth | undefined {
-    return this.lb.health(instanceId);
   }
 
   /** A Spot instance of the group now in service (the one an interruption would take), if any. */

@@ -9,9 +9,9 @@
  * - Routing is least outstanding requests (the target group's algorithm) among healthy targets.
  * - A deregistered target is `draining`: no new request, its in-flight ones finish (the caller of
  *   `deregister` decides how long it may take: the deregistration delay).
- * - No healthy target: 503, as ALB answers. (ALB's fail-open, all targets unhealthy routed anyway,
- *   is not played: the fleet's targets are unhealthy only while booting, when no service answers.)
- * All times are simulated, converted at the platform's speed.
+ * - No healthy target: 503, as ALB answers (its fail-open, all targets unhealthy routed anyway, is not played).
+ * All times are simulated, converted at the platform's speed, but a check's timeout is at least a real
+ * second: the targets are real processes (the gateways), whose answers take real time.
  */
 import * as http from "node:http";
 import { LoopbackServer, replyJson } from "./loopback";
@@ -128,7 +128,7 @@ export class LocalLoadBalancer {
     const hc = this.opts.healthCheck;
     const ok = await new Promise<boolean>((done) => {
       const req = http.get(
-        { host: "127.0.0.1", port: t.port, path: hc.path, agent: false, timeout: (hc.timeoutSeconds * 1000) / this.opts.speed + 200 },
+        { host: "127.0.0.1", port: t.port, path: hc.path, agent: false, timeout: Math.max(1000, (hc.timeoutSeconds * 1000) / this.opts.speed) },
         (res) => {
           res.resume();
           done(res.statusCode === 200);

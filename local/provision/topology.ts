@@ -14,7 +14,6 @@ import { readStackFiles } from "../../plan/stack-files";
 import type { RecordedResource } from "../../policy/testing/types";
 import { codePathFor, createMotoMocks, type ProvisionOutcome } from ".";
 import { QUEUE_ROLE_TAG } from "../../policy/contract";
-import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
 
 /** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
 export interface LocalFunction {
@@ -452,14 +451,12 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const distribution = o(mixed, "instancesDistribution");
     const overrides = arr(o(mixed, "launchTemplate"), "overrides");
     const groupName = need(r, s(r.outputs, "name"), "name");
-    const terminating = (h: Bag) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING";
-    // The hook is its own resource (aws.autoscaling.LifecycleHook) or, in older programs, one of the group's initial hooks.
-    const hook =
-      ofType(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")
-        .map((h) => h.inputs)
-        .find((h) => terminating(h) && s(h, "autoscalingGroupName") === groupName) ?? arr(r.inputs, "initialLifecycleHooks").find(terminating);
+    const hook = ofType(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")
+      .map((h) => h.inputs)
+      .find((h) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING" && s(h, "autoscalingGroupName") === groupName);
     const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
-    const userData = launchTemplateUserData(resources, ltId);
+    const lt = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate").find((t) => ltId !== undefined && (t.id === ltId || s(t.outputs, "id") === ltId));
+    const userData = s(lt?.inputs, "userData");
     const health = o(tg.inputs, "healthCheck");
     return {
       urn: r.urn,
@@ -478,7 +475,8 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
       warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
       drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
       ...(s(hook, "name") !== undefined ? { drainHookName: s(hook, "name") } : {}),
-      ...(userData !== undefined ? { userData } : {}),
+      // Base64 in the launch template.
+      ...(userData !== undefined ? { userData: Buffer.from(userData, "base64").toString("utf8") } : {}),
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
         port: needNumber(listener, n(listener.inputs, "port"), "port"),
@@ -494,17 +492,6 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
       },
     };
   });
-}
-
-/** The launch template's user data (base64 in the recording), decoded; by id, else the one that writes the gateway's environment. */
-function launchTemplateUserData(resources: RecordedResource[], id: string | undefined): string | undefined {
-  const templates = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate");
-  const decoded = (r: RecordedResource | undefined) => {
-    const b64 = s(r?.inputs, "userData");
-    return b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8");
-  };
-  const byId = templates.find((t) => id !== undefined && (s(t.outputs, "id") === id || t.id === id));
-  return decoded(byId) ?? templates.map(decoded).find((u) => u?.includes(GATEWAY_ENV_FILE));
 }
 
 export function taskDefinitionsFrom(resources: RecordedResource[]): LocalTaskDefinition[] {

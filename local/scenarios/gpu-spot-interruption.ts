@@ -41,12 +41,10 @@ export const gpuSpotInterruption: Scenario = {
     let interruptedAt: number | null = null;
     let desiredAtNotice = 0;
     let processedBefore = 0;
-    let heldAtNotice = 0;
     if (!found || victim === undefined) run.failures.push("no Spot instance served windows: nothing to interrupt (is spotPercent > 0?)");
     else {
       desiredAtNotice = run.fleet.snapshot().desired;
       processedBefore = run.fleet.received().filter((w) => w.instanceId === victim).length;
-      heldAtNotice = run.fleet.holding(victim);
       interruptedAt = Date.now();
       await run.fleet.interrupt(victim, "notice");
     }
@@ -122,7 +120,6 @@ export const gpuSpotInterruption: Scenario = {
         desiredAtNotice,
         desiredAfter,
         inServiceAfter,
-        victimHeldAtNotice: heldAtNotice,
         victimFinishedAfterNotice: finishedDuringDrain,
         victimCutOff: victimRecord?.cutOff ?? null,
         victimDrainedByGateway: victimRecord?.drainedByGateway ?? null,

@@ -329,7 +329,7 @@ describe("GPU fleet", () => {
       ]);
       expect(received.map((w) => w.key).sort()).to.deep.equal(["s/0", "s/1"]);
       expect(received.map((w) => w.instanceId).sort()).to.deep.equal([...ids].sort());
-      expect(s.servedTwice()).to.equal(0);
+      expect(ledger.servedTwice()).to.equal(0);
     });
 
     it("reconciles to desired capacity: an instance protected at the scale-in goes once its protection is lifted (moto acts only inside SetDesiredCapacity)", async () => {
@@ -373,7 +373,7 @@ describe("GPU fleet", () => {
         expect(r.goneAtMs).to.be.a("number").and.at.least(r.launchedAtMs);
         expect(r.cutOff).to.equal(0);
         expect(r.drainedByGateway).to.equal(true);
-        expect(s.targetHealth(r.instanceId)).to.equal(undefined);
+        expect(s.lb.health(r.instanceId)).to.equal(undefined);
       }
       expect(Object.keys(routes)).to.deep.equal([`${DNS}:${PORT}`]);
       expect(s.snapshot()).to.deep.equal({ desired: 0, inService: 0, healthy: 0, draining: 0 });
@@ -407,8 +407,8 @@ describe("GPU fleet", () => {
       expect(await inServiceInMoto()).to.equal(2);
       expect(s.snapshot()).to.deep.include({ desired: 2, inService: 2, draining: 0 });
       expect(refused).to.match(/is on-demand; EC2 interrupts only Spot instances/);
-      expect(s.targetHealth(onDemand.instanceId)).to.equal("healthy");
-      expect(s.targetHealth(spotted.instanceId)).to.equal(undefined);
+      expect(s.lb.health(onDemand.instanceId)).to.equal("healthy");
+      expect(s.lb.health(spotted.instanceId)).to.equal(undefined);
       expect(notes.some((n) => n.includes(`spot interruption notice for ${spotted.instanceId}`))).to.equal(true);
     });
 
@@ -448,7 +448,7 @@ describe("GPU fleet", () => {
       await until("the window in flight", () => s.lb.outstanding(only.instanceId) === 1);
       // Act
       await desire(0);
-      await until("the instance to leave the load balancer", () => s.targetHealth(only.instanceId) === "draining");
+      await until("the instance to leave the load balancer", () => s.lb.health(only.instanceId) === "draining");
       const duringDrain = await post({ w: 1 }, "s/1");
       const answer = await pending;
       await until("the instance gone", () => s.instances()[0].goneAtMs !== null, 20_000);
