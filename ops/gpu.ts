@@ -1,6 +1,6 @@
 /**
  * `ops gpu status|hold|release|stop`, as the program defines the GPU in each capacity mode
- * (functions/ingest/idle-decision.ts, scale-decision.ts): the hold tag (`true`, or an ISO time it
+ * (functions/gpu/idle-decision.ts, scale-decision.ts): the hold tag (`true`, or an ISO time it
  * ends at) on the instance or on the Auto Scaling group keeps the GPU on; the idle stop stops the
  * instance, or takes the group's desired capacity to 0.
  */
@@ -11,7 +11,7 @@ import {
   SetDesiredCapacityCommand,
 } from "@aws-sdk/client-auto-scaling";
 import { CreateTagsCommand, DeleteTagsCommand, DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import { holdActive } from "../functions/ingest/idle-decision";
+import { holdActive } from "../functions/gpu/idle-decision";
 import type { OpsClients } from "./aws";
 import type { StackOutputs } from "./outputs";
 

@@ -23,6 +23,9 @@ export const HEALTH_TIMEOUT_MS = 2000;
  */
 export const SIGTERM_COMPLETE_MS = 30_000;
 
+/** How long `stop()` lets open connections finish before it closes them. */
+export const STOP_GRACE_MS = 5000;
+
 export interface GatewayDeps {
   config: GatewayConfig;
   db: DynamoDBDocumentClient;
@@ -131,6 +134,18 @@ export function createGateway(deps: GatewayDeps): Gateway {
   let stopped = false;
   let server: Server | undefined;
 
+  // Published only when something was counted: Powertools warns on every empty publish (a status check).
+  let counted = false;
+  const count = (name: string) => {
+    counted = true;
+    countOne(metrics, name);
+  };
+  const publish = () => {
+    if (!counted) return;
+    counted = false;
+    metrics.publishStoredMetrics();
+  };
+
   const watcher = new DrainWatcher({
     metadata: deps.metadata,
     pollMs: config.drainPollMs,
@@ -166,7 +181,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       });
     } catch (error) {
       logStep(logger, "error", "key_release_failed", { key: claim.key, why, error: errorMessage(error) });
-      countOne(metrics, "KeyStoreFailed");
+      count("KeyStoreFailed");
     }
   }
 
@@ -181,13 +196,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
           extended = await keys.extend(claim);
         } catch (error) {
           logStep(logger, "error", "key_store_failed", { key: claim.key, op: "extend", error: errorMessage(error) });
-          countOne(metrics, "KeyStoreFailed");
+          count("KeyStoreFailed");
           await releaseKey(claim, "key_store_failed");
           return json(503, { error: "key store unavailable" });
         }
         if (!extended) {
           logStep(logger, "warn", "window_conflict", { key: claim.key, why: "lease taken over while waiting for the model" });
-          countOne(metrics, "WindowConflict");
+          count("WindowConflict");
           return json(409, { error: "window in progress elsewhere" });
         }
       }
@@ -204,15 +219,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
           // The model has answered: the window is served whatever the table says, so the answer stands;
           // the claim stays until its lease runs out, and a later copy of the window may run it again.
           logStep(logger, "error", "window_done_unrecorded", { key: claim.key, error: errorMessage(error) });
-          countOne(metrics, "KeyStoreFailed");
+          count("KeyStoreFailed");
         }
-        countOne(metrics, "WindowDone");
+        count("WindowDone");
         return { status: 200, body: answer.body, headers: { "content-type": answer.contentType ?? "application/json" } };
       }
       const failure =
         answer.kind === "answered" ? { modelStatus: answer.status, body: answer.body.slice(0, 200) } : { reason: answer.reason, error: answer.error };
       logStep(logger, "warn", "model_failed", { key: claim.key, ms, ...failure });
-      countOne(metrics, "ModelFailed");
+      count("ModelFailed");
       await releaseKey(claim, "model_failed");
       if (answer.kind === "answered" && answer.status >= 400 && answer.status < 500)
         return { status: answer.status, body: answer.body, headers: { "content-type": answer.contentType ?? "application/json" } };
@@ -222,7 +237,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }
   }
 
-  async function window(req: IncomingMessage): Promise<Reply> {
+  async function window(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     if (draining) return json(503, { error: "draining" });
     const header = req.headers["idempotency-key"];
     const key = (Array.isArray(header) ? header[0] : header)?.trim();
@@ -238,12 +253,29 @@ export function createGateway(deps: GatewayDeps): Gateway {
     if (draining) return json(503, { error: "draining" });
     if (inFlight.has(key)) {
       logStep(logger, "info", "window_conflict", { key, holder: deps.instanceId, here: true });
-      countOne(metrics, "WindowConflict");
+      count("WindowConflict");
       return json(409, { error: "window in progress on this instance" });
     }
     inFlight.add(key);
     active++;
     lastActivity = now();
+    // The window is held until its work is done AND its answer is sent (or its client gone): a drain
+    // that ended at the work's end could close the listener before the last answer left.
+    let holds = 2;
+    const release = () => {
+      if (--holds > 0) return;
+      inFlight.delete(key);
+      active--;
+      finished();
+    };
+    let sent = false;
+    const onSent = () => {
+      if (sent) return;
+      sent = true;
+      release();
+    };
+    res.once("finish", onSent);
+    res.once("close", onSent);
     try {
       const claimedAt = now();
       let claimed: Awaited<ReturnType<KeyClaims["claim"]>>;
@@ -251,27 +283,25 @@ export function createGateway(deps: GatewayDeps): Gateway {
         claimed = await keys.claim(key);
       } catch (error) {
         logStep(logger, "error", "key_store_failed", { key, op: "claim", error: errorMessage(error) });
-        countOne(metrics, "KeyStoreFailed");
+        count("KeyStoreFailed");
         return json(503, { error: "key store unavailable" });
       }
       if (claimed.kind === "done") {
         logStep(logger, "info", "window_repeat", { key, holder: claimed.holder });
-        countOne(metrics, "WindowRepeat");
+        count("WindowRepeat");
         return { status: 200, body: claimed.response ?? "", headers: { "content-type": "application/json", "idempotency-replayed": "true" } };
       }
       if (claimed.kind === "held") {
         logStep(logger, "info", "window_conflict", { key, holder: claimed.holder, leaseExpiresAt: claimed.leaseExpiresAt });
-        countOne(metrics, "WindowConflict");
+        count("WindowConflict");
         return json(409, { error: "window in progress elsewhere", holder: claimed.holder });
       }
       logStep(logger, "info", "window_claimed", { key, recovered: claimed.recovered, waiting: limiter.waiting, atModel: limiter.active });
-      countOne(metrics, "WindowClaimed");
+      count("WindowClaimed");
       const ct = req.headers["content-type"] ?? "application/json";
       return await runClaimed(claimed.claim, claimedAt, body, ct);
     } finally {
-      inFlight.delete(key);
-      active--;
-      finished();
+      release();
     }
   }
 
@@ -281,21 +311,21 @@ export function createGateway(deps: GatewayDeps): Gateway {
     return json(healthy && draining === undefined ? 200 : 503, status());
   }
 
-  async function route(req: IncomingMessage): Promise<Reply> {
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     const path = (req.url ?? "/").split("?")[0];
-    if (path === config.servicePath) return req.method === "POST" ? window(req) : json(405, { error: "POST only" }, { allow: "POST" });
+    if (path === config.servicePath) return req.method === "POST" ? window(req, res) : json(405, { error: "POST only" }, { allow: "POST" });
     if (path === config.statusPath) return req.method === "GET" || req.method === "HEAD" ? statusReply() : json(405, { error: "GET only" }, { allow: "GET" });
     return json(404, { error: "not found" });
   }
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    route(req)
+    route(req, res)
       .catch((error: unknown): Reply => {
         logStep(logger, "error", "request_failed", { url: req.url, error: errorMessage(error) });
         return json(500, { error: "internal error" });
       })
       .then((reply) => {
-        metrics.publishStoredMetrics();
+        publish();
         res.writeHead(reply.status, reply.headers ?? {});
         res.end(reply.body);
       })
@@ -308,8 +338,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     drainReason = reason;
     watcher.stop();
     logStep(logger, "info", "drain_started", { reason, active });
-    countOne(metrics, "DrainStarted");
-    metrics.publishStoredMetrics();
+    count("DrainStarted");
+    publish();
     draining = (async () => {
       await whenIdle();
       logStep(logger, "info", "drain_done", { reason: drainReason });
@@ -350,8 +380,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const s = server;
       server = undefined;
       if (!s) return;
-      s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
+      // Answers being written finish; idle keep-alive connections close now, any other after a grace.
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      s.closeIdleConnections();
+      const force = setTimeout(() => s.closeAllConnections(), STOP_GRACE_MS);
+      force.unref();
+      await closed;
+      clearTimeout(force);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
-import type { AutostartOutcome, GpuAddress } from "./gpu";
+import type { AutostartOutcome, GpuAddress } from "./gpu-address";
 
 /**
  * The GPU tier in fleet mode (`gpu.capacity.mode: fleet`, docs/parts/ingest.md): an EC2 Auto Scaling

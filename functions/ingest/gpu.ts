@@ -3,6 +3,9 @@ import { GetParameterCommand, PutParameterCommand, type SSMClient } from "@aws-s
 import { instancesOf } from "../shared/ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import { describeFleet, ensureFleetCapacity, type FleetGroup, fleetAddress, type FleetTarget } from "./fleet";
+import type { AutostartOutcome, GpuAddress } from "./gpu-address";
+
+export type { AutostartOutcome, GpuAddress } from "./gpu-address";
 
 /** The SSM parameter holds this when no GPU instance is registered. */
 export const NO_INSTANCE_SENTINEL = "none";
@@ -14,13 +17,6 @@ export interface GpuLookupDeps {
   config: { instanceIdParam: string; nameTag: string };
   /** Fleet mode: the Auto Scaling group and its load balancer stand in for the single instance (fleet.ts). */
   fleet?: FleetTarget;
-}
-
-export interface GpuAddress {
-  instanceId: string;
-  privateIp: string;
-  /** When the instance last entered `pending`: a service that refuses soon after is still booting. */
-  launchTime?: Date;
 }
 
 export class GpuUnavailableError extends Error {
@@ -84,15 +80,6 @@ function runningAddress(instance: Instance | null): GpuAddress | null {
   if (instance?.State?.Name !== "running" || !instance.InstanceId || !instance.PrivateIpAddress) return null;
   return { instanceId: instance.InstanceId, privateIp: instance.PrivateIpAddress, ...(instance.LaunchTime ? { launchTime: instance.LaunchTime } : {}) };
 }
-
-/**
- * - `attempted`: StartInstances accepted; `skipped`: already pending or running.
- * - `stopping`: StartInstances refused with IncorrectInstanceState (the instance is still stopping,
- *   for example after an idle stop); a start a few seconds later succeeds.
- * - `insufficient_capacity`: EC2 has no capacity for the type in the zone now; retried later.
- * - `no_instance_found`, `failed`: nothing to start, or any other error.
- */
-export type AutostartOutcome = "attempted" | "skipped" | "stopping" | "insufficient_capacity" | "no_instance_found" | "failed";
 
 interface StartCandidate {
   instanceId: string;

@@ -32,8 +32,8 @@ import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartSc
 export const INGEST_ENTRIES = {
   window: "functions/ingest/window.ts",
   dlq: "functions/ingest/dlq.ts",
-  idle: "functions/ingest/idle.ts",
-  scaler: "functions/ingest/scaler.ts",
+  idle: "functions/gpu/idle.ts",
+  scaler: "functions/gpu/scaler.ts",
 } as const;
 
 /** The GPU group's name in fleet mode: one per stack, so its grants and the consumers find this stack's. Pure. */

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import type { IdleConfig } from "../../functions/ingest/config";
 import { createDlqHandler } from "../../functions/ingest/dlq-handler";
 import type { FetchFn } from "../../functions/ingest/gpu-http";
-import { createIdleHandler } from "../../functions/ingest/idle-handler";
+import { createIdleHandler } from "../../functions/gpu/idle-handler";
 import { createWindowHandler } from "../../functions/ingest/window-handler";
 import { fakeDescribeInstances, type FakeInstance, INGEST_URL, DLQ_URL, mockedIngestDeps, PARAM, QUARANTINE_URL } from "../functions/helpers/ingest-deps";
 import {

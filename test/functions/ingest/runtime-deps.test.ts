@@ -57,7 +57,7 @@ describe("ingest runtime wiring", () => {
     const entries: Array<[string, () => Promise<{ defaultDeps(env: NodeJS.ProcessEnv): { config: unknown } }>, (env: NodeJS.ProcessEnv) => unknown]> = [
       ["window.ts", () => import("../../../functions/ingest/window.js"), parseWindowConfig],
       ["dlq.ts", () => import("../../../functions/ingest/dlq.js"), parseDlqConfig],
-      ["idle.ts", () => import("../../../functions/ingest/idle.js"), parseIdleConfig],
+      ["idle.ts", () => import("../../../functions/gpu/idle.js"), parseIdleConfig],
     ];
     for (const [name, load, parse] of entries) {
       it(`${name}: its deps carry the config parsed from that environment`, async () => {

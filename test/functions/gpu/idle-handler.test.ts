@@ -11,7 +11,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import type { IdleConfig } from "../../../functions/ingest/config";
 import { IDLE_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { createIdleHandler } from "../../../functions/ingest/idle-handler";
+import { createIdleHandler } from "../../../functions/gpu/idle-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
 
@@ -118,7 +118,7 @@ function harness(w: World, config: IdleConfig = CONFIG) {
 
 const tick = () => sqsEvent(sqsRecord(JSON.stringify({ check: "gpu-idle" })));
 
-describe("ingest/idle handler", () => {
+describe("gpu/idle handler", () => {
   it("stops an idle GPU once, asking its service on the status path, and counts it", async () => {
     // Prepare
     const t = harness({});

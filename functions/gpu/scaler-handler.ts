@@ -6,9 +6,9 @@ import { instancesOf } from "../shared/ec2";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import type { ScalerConfig } from "./config";
-import { describeFleet, type FleetGroup } from "./fleet";
-import type { FetchFn } from "./gpu-http";
+import type { ScalerConfig } from "../ingest/config";
+import { describeFleet, type FleetGroup } from "../ingest/fleet";
+import type { FetchFn } from "../ingest/gpu-http";
 import { type FleetMember, type ScaleDecision, scaleDecision } from "./scale-decision";
 import { queuedWindows, serviceStatus } from "./work-signals";
 

@@ -5,9 +5,9 @@ import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
-import type { IdleConfig } from "./config";
-import type { FetchFn } from "./gpu-http";
-import { describeInstanceById, readGpuInstanceId } from "./gpu";
+import type { IdleConfig } from "../ingest/config";
+import type { FetchFn } from "../ingest/gpu-http";
+import { describeInstanceById, readGpuInstanceId } from "../ingest/gpu";
 import { idleDecision } from "./idle-decision";
 import { queuedWindows, serviceStatus } from "./work-signals";
 

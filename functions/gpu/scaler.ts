@@ -1,6 +1,6 @@
 /** Lambda entry point (bundled by the infra): fleet mode's scheduled scaler, which sizes the GPU group to the backlog. */
-import { parseScalerConfig } from "./config";
-import { runtimeClients } from "./runtime-deps";
+import { parseScalerConfig } from "../ingest/config";
+import { runtimeClients } from "../ingest/runtime-deps";
 import { createScalerHandler, type ScalerHandlerDeps } from "./scaler-handler";
 
 export { createScalerHandler as createHandler } from "./scaler-handler";

@@ -1,6 +1,6 @@
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
-import type { FetchFn } from "./gpu-http";
+import type { FetchFn } from "../ingest/gpu-http";
 import type { GpuStatus } from "./idle-decision";
 
 /**

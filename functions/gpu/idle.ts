@@ -1,7 +1,7 @@
 /** Lambda entry point (bundled by the infra): the scheduled GPU idle check, which stops an idle GPU. */
-import { parseIdleConfig } from "./config";
+import { parseIdleConfig } from "../ingest/config";
 import { createIdleHandler, type IdleHandlerDeps } from "./idle-handler";
-import { runtimeClients } from "./runtime-deps";
+import { runtimeClients } from "../ingest/runtime-deps";
 
 export { createIdleHandler as createHandler } from "./idle-handler";
 

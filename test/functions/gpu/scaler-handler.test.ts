@@ -11,7 +11,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import type { ScalerConfig } from "../../../functions/ingest/config";
 import { SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { createScalerHandler, SCALED_OUT_AT_TAG } from "../../../functions/ingest/scaler-handler";
+import { createScalerHandler, SCALED_OUT_AT_TAG } from "../../../functions/gpu/scaler-handler";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { RecordingLogger, RecordingMetrics } from "../helpers/telemetry";
 
@@ -118,7 +118,7 @@ function harness(w: World) {
 const desiredSet = (h: ReturnType<typeof harness>) => h.asMock.commandCalls(SetDesiredCapacityCommand).map((c) => c.args[0].input);
 const protectionSet = (h: ReturnType<typeof harness>) => h.asMock.commandCalls(SetInstanceProtectionCommand).map((c) => c.args[0].input);
 
-describe("ingest/scaler-handler (fleet mode)", () => {
+describe("gpu/scaler-handler (fleet mode)", () => {
   it("scales out from zero to ceil(backlog / windowsPerInstance), bounded by max, and stamps the scale-out time first", async () => {
     // Prepare: 3,000 windows queued, nothing running.
     const h = harness({ desired: 0, backlog: 3000 });

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { holdActive, idleDecision, type IdleInput } from "../../../functions/ingest/idle-decision";
+import { holdActive, idleDecision, type IdleInput } from "../../../functions/gpu/idle-decision";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const base: IdleInput = {
@@ -11,7 +11,7 @@ const base: IdleInput = {
   idleStopMinutes: 30,
 };
 
-describe("ingest/idle-decision (pure)", () => {
+describe("gpu/idle-decision (pure)", () => {
   const cases: Array<[string, Partial<IdleInput>, string]> = [
     ["idle for exactly the window", {}, "stop:service"],
     ["idle a second short of it", { status: { active: 0, idleSeconds: 1799 } }, "wait"],

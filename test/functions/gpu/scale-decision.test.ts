@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { type FleetMember, scaleDecision, type ScaleInput } from "../../../functions/ingest/scale-decision";
+import { type FleetMember, scaleDecision, type ScaleInput } from "../../../functions/gpu/scale-decision";
 
 const NOW = Date.parse("2026-11-25T12:00:00Z");
 const idle = (id: string, idleSeconds: number, protectedFromScaleIn = false): FleetMember => ({
@@ -27,7 +27,7 @@ const base: ScaleInput = {
   idleStopMinutes: 30,
 };
 
-describe("ingest/scale-decision (pure)", () => {
+describe("gpu/scale-decision (pure)", () => {
   describe("desired capacity", () => {
     const cases: Array<[string, Partial<ScaleInput>, { desired: number; reason: string }]> = [
       ["from zero, one window queued: one instance", { backlog: 1, group: { desired: 0, min: 0, max: 4 }, members: [] }, { desired: 1, reason: "scale_out" }],
