@@ -22,7 +22,7 @@ import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
 import { GpuFleetSimulator } from "./hosts/gpu-fleet";
 import { GpuHost, GpuInstanceHost, gatewayEnvFromUserData, writeGatewayBundle } from "./hosts/gpu-host";
-import { ModelLedger } from "./hosts/fake-model";
+import type { ProcessedWindow } from "./hosts/fake-model";
 import { LifecycleActionProxy } from "./aws/lifecycle-actions";
 import { GATEWAY_ENV_FILE } from "../functions/gpu/env";
 import { LambdaHost } from "./hosts/lambda-host";
@@ -431,7 +431,7 @@ async function startGpuTier(
   const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
   const awsEnv = { ...moto, AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start() };
-  const ledger = new ModelLedger();
+  const ledger: ProcessedWindow[] = [];
   const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
   const host = (instanceId: string) => GpuHost.create({ instanceId, bundlePath, logDir, programEnv, awsEnv, speed: options.speed, model });
   if (fleet) {

@@ -1,7 +1,7 @@
 /**
  * Where each consumer's effects are observable locally, read once the run has settled, and the
  * facts the ledger judges (ledger.ts) built from them:
- * - windows (ingest-window, ingest-dlq): the GPU service simulator's accepted POSTs;
+ * - windows (ingest-window, ingest-dlq): what the GPU's model processed (behind the real gateway);
  * - retraining: the RunTask calls that reached moto (the fault proxy saw them forwarded), by the
  *   model_name tag, and by clientToken (within ECS's 24-hour window one token starts one task), and
  *   the tasks the ECS simulator saw;

@@ -3,7 +3,7 @@
  * (docs/local-run.md, "The GPU tier"). The real gateway in front of it owns the contract (keys,
  * status, drain); this only does the work, at the platform's pace:
  * - `POST <path>`: takes `windowRealMs` on one of `slots` (the rest wait in arrival order), answers 200
- *   JSON and records the window in the run's `ModelLedger`. A window cut off (by `kill()`, or its
+ *   JSON and records the window in the run's ledger. A window cut off (by `kill()`, or its
  *   caller gone) was not served and is not recorded.
  * - `GET <healthPath>`: 200 (it answers only once started, i.e. booted).
  */
@@ -20,15 +20,20 @@ export interface ProcessedWindow {
   atMs: number;
 }
 
-/** What every fake model of the run processed, in order: a key recorded twice was served twice. */
-export class ModelLedger {
-  readonly processed: ProcessedWindow[] = [];
-
-  servedTwice(): number {
-    const seen = new Map<string, number>();
-    for (const w of this.processed) if (w.key !== "") seen.set(w.key, (seen.get(w.key) ?? 0) + 1);
-    return [...seen.values()].filter((n) => n > 1).length;
+/**
+ * Pure: a session's windows in a ledger (by windowIndex): the distinct ones, when the n-th distinct one
+ * finished, and how many were processed more than once (served twice).
+ */
+export function sessionWindows(ledger: readonly ProcessedWindow[], sessionId: string, n = Number.POSITIVE_INFINITY) {
+  const count = new Map<number, number>();
+  let completedAtMs: number | null = null;
+  for (const w of ledger) {
+    const { sessionId: id, windowIndex } = w.body as { sessionId?: unknown; windowIndex?: unknown };
+    if (id !== sessionId || typeof windowIndex !== "number") continue;
+    count.set(windowIndex, (count.get(windowIndex) ?? 0) + 1);
+    if (completedAtMs === null && count.size >= n) completedAtMs = w.atMs;
   }
+  return { got: count.size, completedAtMs, twice: [...count.values()].filter((c) => c > 1).length };
 }
 
 export interface FakeModelOptions {
@@ -38,7 +43,8 @@ export interface FakeModelOptions {
   /** Real ms one window takes on one slot (0: at once). */
   windowRealMs: number;
   slots: number;
-  ledger: ModelLedger;
+  /** What every fake model of the run processed, in order: a key recorded twice was served twice. */
+  ledger: ProcessedWindow[];
 }
 
 export class FakeModel {
@@ -92,7 +98,7 @@ export class FakeModel {
     this.busy -= 1;
     this.waiting.shift()?.();
     if (this.killed || callerGone) return;
-    this.opts.ledger.processed.push({ instanceId: this.opts.instanceId, key, body: window, atMs: Date.now() });
+    this.opts.ledger.push({ instanceId: this.opts.instanceId, key, body: window, atMs: Date.now() });
     replyJson(res, 200, { processed: true, key });
   }
 }

@@ -18,7 +18,7 @@ import {
 } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import type { SimClock } from "./clock";
-import type { ModelLedger, ProcessedWindow } from "./fake-model";
+import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
 import type { LifecycleCompletion } from "../aws/lifecycle-actions";
 import { LocalLoadBalancer } from "./load-balancer";
@@ -108,7 +108,7 @@ export interface GpuFleetOptions {
   /** One instance's processes (not started). */
   host: (instanceId: string) => Promise<GpuHost>;
   /** What every instance's model processed. */
-  ledger: ModelLedger;
+  ledger: ProcessedWindow[];
   /** Routes the Lambdas' calls: `host:port` → loopback `host:port` (replaces the fleet's previous routes). */
   setRoutes: (routes: Record<string, string>) => void;
   note: (line: string) => void;
@@ -178,7 +178,7 @@ export class GpuFleetSimulator {
 
   /** Every window an instance's model finished, in order. */
   received(): ProcessedWindow[] {
-    return [...this.opts.ledger.processed];
+    return [...this.opts.ledger];
   }
 
   /** A Spot instance of the group now in service (the one an interruption would take), if any. */

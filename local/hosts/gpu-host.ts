@@ -19,7 +19,7 @@ import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
 import { InstanceMetadata } from "../aws/instance-metadata";
 import { readBody } from "../aws/intercepting-proxy";
 import { freeLoopbackPort } from "../aws/moto";
-import { FakeModel, type ModelLedger } from "./fake-model";
+import { FakeModel, type ProcessedWindow } from "./fake-model";
 import { LoopbackServer, replyJson } from "./loopback";
 
 /** Pure: the gateway's environment from `#cloud-config` user data (its GATEWAY_ENV_FILE entry), else undefined. */
@@ -50,7 +50,7 @@ export interface GpuHostOptions {
   /** Where the gateway reaches AWS: moto, and the lifecycle-action proxy for Auto Scaling. */
   awsEnv: Record<string, string>;
   speed: number;
-  model: { windowRealMs: number; slots: number; ledger: ModelLedger };
+  model: { windowRealMs: number; slots: number; ledger: ProcessedWindow[] };
 }
 
 const alive = new Set<ChildProcess>();
@@ -91,9 +91,7 @@ export class GpuHost {
   }
 
   /** Windows at the model now (worked on or waiting for a slot). */
-  outstanding(): number {
-    return this.model?.outstanding() ?? 0;
-  }
+  readonly outstanding = (): number => this.model?.outstanding() ?? 0;
 
   /** Boots the instance's services: the metadata service, the model, then the gateway. */
   async start(): Promise<void> {
@@ -174,15 +172,12 @@ export class GpuHost {
   }
 }
 
-/** The dev instance's state as last seen in moto. */
+/** The dev instance as last seen in moto: since when it runs and serves (real ms, null while not), and its starts. */
 export interface GpuServiceState {
   instanceState: string;
   serving: boolean;
-  /** When the instance was first seen running, since its last start (null while not running). */
   runningSinceMs: number | null;
-  /** When its gateway started: runningSince + boot delay (null while not serving). */
   servingSinceMs: number | null;
-  /** Transitions into `running` seen so far, the first observation included. */
   starts: number;
 }
 
@@ -193,19 +188,13 @@ export class GpuInstanceHost {
   private polling: Promise<void> = Promise.resolve();
   private stopped = false;
 
-  constructor(private readonly o: { ec2: EC2Client; host: GpuHost; bootDelayMs: number; ledger: ModelLedger; pollMs?: number }) {}
-
-  get port(): number {
-    return this.o.host.port;
-  }
+  constructor(private readonly o: { ec2: EC2Client; host: GpuHost; bootDelayMs: number; ledger: ProcessedWindow[]; pollMs?: number }) {}
 
   get lambdaPort(): number {
     return this.o.host.lambdaPort;
   }
 
-  async start(): Promise<void> {
-    await this.poll();
-  }
+  readonly start = () => this.poll();
 
   async stop(): Promise<void> {
     this.stopped = true;
@@ -218,14 +207,11 @@ export class GpuInstanceHost {
     return { ...this.s };
   }
 
-  /** JSON bodies of the windows the model processed, in order. */
-  received(): unknown[] {
-    return this.o.ledger.processed.map((w) => w.body);
+  /** The windows the model processed, in order (`received`: their JSON bodies). */
+  get ledger(): readonly ProcessedWindow[] {
+    return this.o.ledger;
   }
-
-  receivedAt(): Array<{ body: unknown; atMs: number }> {
-    return this.o.ledger.processed.map((w) => ({ body: w.body, atMs: w.atMs }));
-  }
+  received = (): unknown[] => this.o.ledger.map((w) => w.body);
 
   private async poll(): Promise<void> {
     let name = "unknown";

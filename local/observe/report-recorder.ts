@@ -102,7 +102,7 @@ export class RunRecorder {
     this.samples.push(sample);
   }
 
-  /** The simulator stamps when it saw the instance running and when serving began; a stop is seen at the round. */
+  /** The GPU's host stamps when it saw the instance running and when serving began; a stop is seen at the round. */
   private noteGpuEvents(s: GpuServiceState, roundMs: number): void {
     const last = this.lastGpu;
     if (last !== undefined) {

@@ -11,6 +11,7 @@ import {
   UpdateAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
 import * as path from "node:path";
+import { sessionWindows } from "../hosts/fake-model";
 import { gatewaySteps } from "../hosts/gpu-host";
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
@@ -166,27 +167,14 @@ export class FleetRun {
     await Promise.all(Array.from({ length: SENDERS }, (_, i) => sendAll(this.platform, this.ingest, bodies.slice(i * chunk, (i + 1) * chunk))));
   }
 
-  /** Distinct windows of the session processed, when the n-th distinct one finished, and repeats processed twice. */
+  /** Distinct windows of the session processed, and when the n-th distinct one finished. */
   processed(sessionId: string, n: number): { got: number; completedAtMs: number | null } {
-    const got = new Set<number>();
-    let completedAtMs: number | null = null;
-    for (const w of this.fleet.received()) {
-      const body = w.body as { sessionId?: string; windowIndex?: number };
-      if (body.sessionId !== sessionId || typeof body.windowIndex !== "number") continue;
-      got.add(body.windowIndex);
-      if (completedAtMs === null && got.size >= n) completedAtMs = w.atMs;
-    }
-    return { got: got.size, completedAtMs };
+    return sessionWindows(this.fleet.received(), sessionId, n);
   }
 
-  /** Windows of the session the fleet processed more than once (on one instance or on two). */
+  /** Windows of the session the fleet's models processed more than once (on one instance or on two). */
   servedTwice(sessionId: string): number {
-    const count = new Map<number, number>();
-    for (const w of this.fleet.received()) {
-      const body = w.body as { sessionId?: string; windowIndex?: number };
-      if (body.sessionId === sessionId && typeof body.windowIndex === "number") count.set(body.windowIndex, (count.get(body.windowIndex) ?? 0) + 1);
-    }
-    return [...count.values()].filter((c) => c > 1).length;
+    return sessionWindows(this.fleet.received(), sessionId).twice;
   }
 
   /**

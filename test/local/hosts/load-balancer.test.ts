@@ -5,7 +5,7 @@
  * services where it needs the real stand-in). Health checks run in simulated seconds at `speed`.
  */
 import { expect } from "chai";
-import { FakeModel, ModelLedger } from "../../../local/hosts/fake-model";
+import { FakeModel, type ProcessedWindow } from "../../../local/hosts/fake-model";
 import { afterCheck, type HealthCheck, LocalLoadBalancer, pickTarget, type TargetHealth } from "../../../local/hosts/load-balancer";
 import { outcome, type StubTarget, startStubTarget, until } from "../helpers/stub-target";
 
@@ -76,7 +76,7 @@ describe("local load balancer", () => {
       stubs.push(s);
       return s;
     }
-    async function service(id: string, windowRealMs: number, ledger: ModelLedger): Promise<number> {
+    async function service(id: string, windowRealMs: number, ledger: ProcessedWindow[]): Promise<number> {
       // A fake model stands for the target: it answers the health check path and does the windows.
       const svc = new FakeModel({ instanceId: id, windowRealMs, slots: 4, path: "/ingest/window", healthPath: "/status", ledger });
       services.push(svc);
@@ -203,8 +203,8 @@ describe("local load balancer", () => {
     it("answers 502 when the target dies mid-request, and frees the target's outstanding count", async () => {
       // Prepare: a target whose window takes 5 real seconds.
       await startLb();
-      const ledger = new ModelLedger();
-      const { processed } = ledger;
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
       lb.register("i-1", await service("i-1", 5_000, ledger));
       await healthy("i-1");
       const pending = post('{"window":1}');
@@ -224,8 +224,8 @@ describe("local load balancer", () => {
     it("takes a target that fails unhealthyThreshold checks in a row out of routing", async () => {
       // Prepare
       await startLb();
-      const ledger = new ModelLedger();
-      const { processed } = ledger;
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
       lb.register("i-1", await service("i-1", 0, ledger));
       await healthy("i-1");
       const served = await post('{"window":1}');
@@ -243,8 +243,8 @@ describe("local load balancer", () => {
     it("forwards the path, method, headers and body to the target, and its answer back", async () => {
       // Prepare
       await startLb();
-      const ledger = new ModelLedger();
-      const { processed } = ledger;
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
       lb.register("i-1", await service("i-1", 0, ledger));
       await healthy("i-1");
       // Act
