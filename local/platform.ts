@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SNSClient } from "@aws-sdk/client-sns";
@@ -49,11 +49,7 @@ export interface PlatformOptions {
    * @default 60_000
    */
   gpuStopSimMs?: number;
-  /**
-   * The GPU fleet's instances (fleet mode): simulated time one window takes on one of an instance's
-   * `gpuSlots`, and from a warm-pool start to the service answering.
-   * @default 0 (at once), 4 slots, 20 s
-   */
+  /** Each GPU instance's fake model: simulated time a window takes on one of its `gpuSlots`; a warm-pool start's time. @default 0, 4, 20 s */
   gpuWindowSimMs?: number;
   gpuSlots?: number;
   gpuWarmStartSimMs?: number;
@@ -452,12 +448,10 @@ async function startGpuTier(
     return { fleet: simulator, stop: () => simulator.stop().then(() => lifecycle.stop()) };
   }
   if (!instance) return {};
-  const gpu = new GpuInstanceHost({ ec2: aws.ec2, host: await host(instance.id), bootDelayMs: clock.real(options.gpuBootSimMs), ledger });
+  const gpu = new GpuInstanceHost({ ec2: aws.ec2, bootDelayMs: clock.real(options.gpuBootSimMs) }, await host(instance.id), ledger);
   await gpu.start();
-  const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
-  const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
-  if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
-  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.lambdaPort}` });
+  if (!gpu.privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
+  lambdas.setRoutes({ [`${gpu.privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.host.lambdaPort}` });
   return { gpu, stop: () => gpu.stop().then(() => lifecycle.stop()) };
 }
 

@@ -32,9 +32,7 @@ export class InstanceMetadata {
     return `http://${host}:${port}`;
   }
 
-  stop(): Promise<void> {
-    return this.server.close();
-  }
+  readonly stop = (): Promise<void> => this.server.close();
 
   /** EC2's two-minute notice: the action and when it happens. */
   noticeSpotInterruption(atMs: number): void {
@@ -59,7 +57,6 @@ export class InstanceMetadata {
       this.tokens.set(token, Date.now() + ttl * 1000);
       return answer(200, token, { "x-aws-ec2-metadata-token-ttl-seconds": String(ttl) });
     }
-    if (req.method !== "GET") return answer(405);
     const token = req.headers["x-aws-ec2-metadata-token"];
     if (typeof token !== "string" || (this.tokens.get(token) ?? 0) < Date.now()) return answer(401);
     const items: Record<string, string | undefined> = {

@@ -1,12 +1,9 @@
 /**
- * Auto Scaling's `CompleteLifecycleAction`, which moto 5.2 does not implement (it stores hooks and
- * never holds an instance in `Terminating:Wait`). The local GPU gateways reach Auto Scaling through
- * this proxy (AWS_ENDPOINT_URL_AUTO_SCALING): a CompleteLifecycleAction is answered here, by
- * `complete` (the fleet stand-in, which knows which instances are leaving); every other call goes
- * on to moto untouched. As Auto Scaling answers (the API reference, CompleteLifecycleAction):
- * success is an empty result; an instance with no lifecycle action in progress is a
- * `ValidationError` ("No active Lifecycle Action found with instance ID …"), which the gateway
- * retries. moto checks no signatures; never put this in front of AWS.
+ * Auto Scaling's `CompleteLifecycleAction`, which moto 5.2 does not implement. The local GPU gateways
+ * reach Auto Scaling here (AWS_ENDPOINT_URL_AUTO_SCALING): that call is answered by `complete` (the
+ * fleet stand-in knows which instances are leaving), as Auto Scaling does (an empty result, or
+ * `ValidationError` "No active Lifecycle Action found with instance ID …"); every other call goes on
+ * to moto untouched. moto checks no signatures; never put this in front of AWS.
  */
 import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
 

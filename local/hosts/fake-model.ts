@@ -70,9 +70,7 @@ export class FakeModel {
   }
 
   /** Windows at the model: worked on or waiting for a slot. */
-  outstanding(): number {
-    return this.busy + this.queued;
-  }
+  readonly outstanding = (): number => this.busy + this.queued;
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const { pathname } = new URL(req.url ?? "/", "http://model.local");

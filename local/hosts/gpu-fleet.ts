@@ -39,8 +39,7 @@ export const SPOT_NOTICE_SIM_MS = 120_000;
  * guide, "Instances distribution").
  */
 export function onDemandCount(size: number, spot: NonNullable<LocalFleet["spot"]> | undefined): number {
-  if (!spot) return size;
-  if (size <= spot.onDemandBaseCapacity) return size;
+  if (!spot || size <= spot.onDemandBaseCapacity) return size;
   return spot.onDemandBaseCapacity + Math.ceil(((size - spot.onDemandBaseCapacity) * spot.onDemandPercentageAboveBaseCapacity) / 100);
 }
 
@@ -73,17 +72,9 @@ export function fleetCostUsd(
   usdPerHour: Readonly<Record<string, number>>,
   spotDiscount: number,
 ): { usd: number; unpriced: string[] } {
-  let usd = 0;
-  const unpriced = new Set<string>();
-  for (const life of lives) {
-    const price = usdPerHour[life.instanceType];
-    if (price === undefined) {
-      unpriced.add(life.instanceType);
-      continue;
-    }
-    usd += (life.simSeconds / 3600) * price * (life.market === "spot" ? 1 - spotDiscount : 1);
-  }
-  return { usd: Math.round(usd * 100) / 100, unpriced: [...unpriced] };
+  const unpriced = [...new Set(lives.map((l) => l.instanceType).filter((t) => usdPerHour[t] === undefined))];
+  const usd = lives.reduce((sum, l) => sum + (l.simSeconds / 3600) * (usdPerHour[l.instanceType] ?? 0) * (l.market === "spot" ? 1 - spotDiscount : 1), 0);
+  return { usd: Math.round(usd * 100) / 100, unpriced };
 }
 
 export interface FleetSnapshot {
@@ -167,19 +158,11 @@ export class GpuFleetSimulator {
     await this.lb.stop();
   }
 
-  snapshot(): FleetSnapshot {
-    return { desired: this.desired, inService: this.inService, healthy: this.lb.healthyCount(), draining: this.leaving.size };
-  }
-
+  readonly snapshot = (): FleetSnapshot => ({ desired: this.desired, inService: this.inService, healthy: this.lb.healthyCount(), draining: this.leaving.size });
   /** Every instance the fleet had, in launch order. */
-  instances(): FleetInstanceRecord[] {
-    return this.records.map((r) => ({ ...r }));
-  }
-
+  readonly instances = (): FleetInstanceRecord[] => this.records.map((r) => ({ ...r }));
   /** Every window an instance's model finished, in order. */
-  received(): ProcessedWindow[] {
-    return [...this.opts.ledger];
-  }
+  readonly received = (): ProcessedWindow[] => [...this.opts.ledger];
 
   /** A Spot instance of the group now in service (the one an interruption would take), if any. */
   spotInService(): string | undefined {
@@ -267,13 +250,14 @@ export class GpuFleetSimulator {
         setTimeout(() => (this.warmAvailable += 1), this.opts.clock.real(this.opts.bootSimMs)).unref();
       }
       const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
+      const market = nextMarket(
+        [...this.members.values()].map((m) => m.record.market),
+        this.opts.fleet.spot,
+      );
       const record: FleetInstanceRecord = {
         instanceId: id,
         instanceType: instance.InstanceType ?? "unknown",
-        market: nextMarket(
-          [...this.members.values()].map((m) => m.record.market),
-          this.opts.fleet.spot,
-        ),
+        market,
         launchedAtMs: now,
         servingFromMs: now + bootRealMs,
         goneAtMs: null,

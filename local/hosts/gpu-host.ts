@@ -1,12 +1,9 @@
 /**
- * What runs on a local GPU instance: the real gateway bundle (functions/gpu/gateway.ts, the esbuild
- * output the image ships) as a child process, in front of a fake model server (./fake-model.ts),
- * with the instance's own metadata service (../aws/instance-metadata.ts). The gateway's environment
- * is the program's: the `write_files` entry at GATEWAY_ENV_FILE in the instance's recorded user
- * data, with only addresses replaced (its port, the model's URL, AWS's endpoints, the metadata
- * service's) and its drain poll put on the platform's clock, as the worker's timers are.
- * - `GpuHost`: one instance's processes (the fleet stand-in keeps one per instance, ./gpu-fleet.ts).
- * - `GpuInstanceHost`: the dev instance: its processes run while moto shows it `running`, after the boot delay.
+ * What runs on a local GPU instance (`GpuHost`; the fleet stand-in keeps one per instance): the real
+ * gateway bundle as a child process, in front of a fake model (./fake-model.ts), with its own metadata
+ * service (../aws/instance-metadata.ts). Its environment is the program's (the GATEWAY_ENV_FILE entry of
+ * the recorded user data) with only addresses replaced and its drain poll on the platform's clock, as
+ * the worker's timers are. `GpuInstanceHost`: the dev instance, run while moto shows it `running`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -86,9 +83,7 @@ export class GpuHost {
     return host;
   }
 
-  get running(): boolean {
-    return this.child !== undefined;
-  }
+  readonly running = (): boolean => this.child !== undefined;
 
   /** Windows at the model now (worked on or waiting for a slot). */
   readonly outstanding = (): number => this.model?.outstanding() ?? 0;
@@ -187,12 +182,15 @@ export class GpuInstanceHost {
   private timer?: NodeJS.Timeout;
   private polling: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Where the Lambdas reach it (its private IP in moto), once seen. */
+  privateIp?: string;
 
-  constructor(private readonly o: { ec2: EC2Client; host: GpuHost; bootDelayMs: number; ledger: ProcessedWindow[]; pollMs?: number }) {}
-
-  get lambdaPort(): number {
-    return this.o.host.lambdaPort;
-  }
+  /** `ledger`: the windows its model processed, in order. */
+  constructor(
+    private readonly o: { ec2: EC2Client; bootDelayMs: number; pollMs?: number },
+    readonly host: GpuHost,
+    readonly ledger: readonly ProcessedWindow[],
+  ) {}
 
   readonly start = () => this.poll();
 
@@ -200,24 +198,20 @@ export class GpuInstanceHost {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.polling;
-    await this.o.host.kill();
+    await this.host.kill();
   }
 
-  state(): GpuServiceState {
-    return { ...this.s };
-  }
-
-  /** The windows the model processed, in order (`received`: their JSON bodies). */
-  get ledger(): readonly ProcessedWindow[] {
-    return this.o.ledger;
-  }
-  received = (): unknown[] => this.o.ledger.map((w) => w.body);
+  readonly state = (): GpuServiceState => ({ ...this.s });
+  /** The JSON bodies of the windows its model processed. */
+  readonly received = (): unknown[] => this.ledger.map((w) => w.body);
 
   private async poll(): Promise<void> {
     let name = "unknown";
     try {
-      const out = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.o.host.imds.instanceId] }));
-      name = out.Reservations?.[0]?.Instances?.[0]?.State?.Name ?? name;
+      const out = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.host.imds.instanceId] }));
+      const instance = out.Reservations?.[0]?.Instances?.[0];
+      name = instance?.State?.Name ?? name;
+      this.privateIp = instance?.PrivateIpAddress ?? this.privateIp;
     } catch (err) {
       // A missing instance is a host that will never answer; moto briefly unreachable keeps the last state.
       name = (err as { name?: string }).name === "InvalidInstanceID.NotFound" ? "terminated" : this.s.instanceState;
@@ -229,9 +223,9 @@ export class GpuInstanceHost {
     s.instanceState = name;
     if (name !== "running") {
       Object.assign(s, { runningSinceMs: null, servingSinceMs: null, serving: false });
-      if (this.o.host.running) await this.o.host.stop();
+      if (this.host.running()) await this.host.stop();
     } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped) {
-      await this.o.host.start();
+      await this.host.start();
       Object.assign(s, { serving: true, servingSinceMs: s.runningSinceMs + this.o.bootDelayMs });
     }
     if (!this.stopped) {

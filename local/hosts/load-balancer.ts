@@ -66,9 +66,7 @@ export class LocalLoadBalancer {
 
   constructor(private readonly opts: { healthCheck: HealthCheck; speed: number }) {}
 
-  start(): Promise<{ host: string; port: number }> {
-    return this.server.start();
-  }
+  readonly start = (): Promise<{ host: string; port: number }> => this.server.start();
 
   async stop(): Promise<void> {
     for (const t of this.targets.values()) clearTimeout(t.timer);
@@ -100,23 +98,12 @@ export class LocalLoadBalancer {
     this.targets.delete(id);
   }
 
-  health(id: string): TargetHealth | undefined {
-    return this.targets.get(id)?.health;
-  }
-
+  readonly health = (id: string): TargetHealth | undefined => this.targets.get(id)?.health;
   /** Requests in flight through the load balancer to this target. */
-  outstanding(id: string): number {
-    return this.targets.get(id)?.outstanding ?? 0;
-  }
-
-  healthyCount(): number {
-    return [...this.targets.values()].filter((t) => t.health === "healthy").length;
-  }
-
+  readonly outstanding = (id: string): number => this.targets.get(id)?.outstanding ?? 0;
+  readonly healthyCount = (): number => [...this.targets.values()].filter((t) => t.health === "healthy").length;
   /** Requests answered 503 because no target was healthy. */
-  refusedRequests(): number {
-    return this.refused;
-  }
+  readonly refusedRequests = (): number => this.refused;
 
   private scheduleCheck(t: Target, delaySimSeconds: number): void {
     t.timer = setTimeout(() => void this.check(t), (delaySimSeconds * 1000) / this.opts.speed);

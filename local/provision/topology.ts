@@ -113,8 +113,6 @@ export interface LocalFleet {
     dnsName: string;
     /** The listener's port. */
     port: number;
-    /** The target group's deregistration delay. */
-    deregistrationDelaySeconds: number;
     healthCheck: { path: string; intervalSeconds: number; healthyThreshold: number; unhealthyThreshold: number; timeoutSeconds: number };
   };
 }
@@ -480,7 +478,6 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
         port: needNumber(listener, n(listener.inputs, "port"), "port"),
-        deregistrationDelaySeconds: n(tg.inputs, "deregistrationDelay") ?? 300,
         // AWS's defaults for an HTTP target group where the program leaves one unset.
         healthCheck: {
           path: s(health, "path") ?? "/",

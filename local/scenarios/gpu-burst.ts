@@ -42,7 +42,7 @@ export const gpuBurst: Scenario = {
         drains.push({
           max,
           simSeconds: done === null ? null : (timing(done - lastPhaseStart, speed)?.simulatedSeconds ?? null),
-          servedTwice: run.servedTwice(sessionId),
+          servedTwice: run.processed(sessionId).twice,
           processed: run.processed(sessionId, n).got,
           sessionId,
         });

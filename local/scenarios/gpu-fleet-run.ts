@@ -167,15 +167,8 @@ export class FleetRun {
     await Promise.all(Array.from({ length: SENDERS }, (_, i) => sendAll(this.platform, this.ingest, bodies.slice(i * chunk, (i + 1) * chunk))));
   }
 
-  /** Distinct windows of the session processed, and when the n-th distinct one finished. */
-  processed(sessionId: string, n: number): { got: number; completedAtMs: number | null } {
-    return sessionWindows(this.fleet.received(), sessionId, n);
-  }
-
-  /** Windows of the session the fleet's models processed more than once (on one instance or on two). */
-  servedTwice(sessionId: string): number {
-    return sessionWindows(this.fleet.received(), sessionId).twice;
-  }
+  /** The session's windows the fleet's models processed: distinct ones, when the n-th finished, and those processed twice. */
+  readonly processed = (sessionId: string, n?: number) => sessionWindows(this.fleet.received(), sessionId, n);
 
   /**
    * After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the

@@ -40,11 +40,9 @@ export const gpuSpotInterruption: Scenario = {
     );
     let interruptedAt: number | null = null;
     let desiredAtNotice = 0;
-    let processedBefore = 0;
     if (!found || victim === undefined) run.failures.push("no Spot instance served windows: nothing to interrupt (is spotPercent > 0?)");
     else {
       desiredAtNotice = run.fleet.snapshot().desired;
-      processedBefore = run.fleet.received().filter((w) => w.instanceId === victim).length;
       interruptedAt = Date.now();
       await run.fleet.interrupt(victim, "notice");
     }
@@ -63,7 +61,7 @@ export const gpuSpotInterruption: Scenario = {
       if (!ok) run.failures.push(`capacity did not come back to ${desiredAtNotice} serving instances after the interruption`);
     }
     const drained = await run.drain(sessionId, n, "draining the burst", 600_000);
-    const servedTwice = run.servedTwice(sessionId);
+    const servedTwice = run.processed(sessionId).twice;
     if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
     // The drain is the gateway's: it saw the notice in its metadata, finished what it held and completed the lifecycle action.
     const victimGone = await waitFor(() => run.fleet.instances().find((r) => r.instanceId === victim)?.goneAtMs != null, { timeoutMs: 30_000 });
@@ -72,7 +70,7 @@ export const gpuSpotInterruption: Scenario = {
       run.failures.push(
         `the interrupted instance ${victim} did not drain through its gateway (${victimGone ? `cut off holding ${victimRecord?.cutOff}` : "still there"})`,
       );
-    const finishedDuringDrain = victimRecord ? run.fleet.received().filter((w) => w.instanceId === victim).length - processedBefore : 0;
+    const finishedDuringDrain = run.fleet.received().filter((w) => w.instanceId === victim && w.atMs >= (interruptedAt ?? Number.POSITIVE_INFINITY)).length;
     // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
     const settled = await waitFor(
       () => {

@@ -154,7 +154,6 @@ describe("GPU fleet", () => {
       loadBalancer: {
         dnsName: DNS,
         port: PORT,
-        deregistrationDelaySeconds: 90,
         healthCheck: { path: "/status", intervalSeconds: 5, healthyThreshold: 2, unhealthyThreshold: 2, timeoutSeconds: 2 },
       },
     };

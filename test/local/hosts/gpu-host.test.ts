@@ -244,7 +244,7 @@ describe("local GPU host", () => {
         speed: 60,
         model: { windowRealMs: 10, slots: 2, ledger },
       });
-      const gpu = new GpuInstanceHost({ ec2, host, bootDelayMs: 300, ledger, pollMs: 20 });
+      const gpu = new GpuInstanceHost({ ec2, bootDelayMs: 300, pollMs: 20 }, host, ledger);
       await gpu.start();
       const base = `http://127.0.0.1:${host.port}`;
       const post = (key: string) =>
@@ -259,7 +259,7 @@ describe("local GPU host", () => {
         const first = await post("s/1");
         const repeat = await post("s/1");
         await ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
-        await until("the gateway gone", () => !host.running, 20_000);
+        await until("the gateway gone", () => !host.running(), 20_000);
         const afterStop = await post("s/2");
         // Assess
         expect(whileStopped).to.match(/fetch failed/);

@@ -177,7 +177,6 @@ describe("local provisioning: Auto Scaling", () => {
           loadBalancer: {
             dnsName: "internal-gpu-alb-1.us-east-1.elb.amazonaws.com",
             port: 8080,
-            deregistrationDelaySeconds: 90,
             healthCheck: { path: "/status", intervalSeconds: 10, healthyThreshold: 2, unhealthyThreshold: 3, timeoutSeconds: 4 },
           },
         },
@@ -200,7 +199,6 @@ describe("local provisioning: Auto Scaling", () => {
       expect(fleet.loadBalancer).to.deep.equal({
         dnsName: "internal-gpu-alb-1.us-east-1.elb.amazonaws.com",
         port: 8080,
-        deregistrationDelaySeconds: 300,
         healthCheck: { path: "/", intervalSeconds: 30, healthyThreshold: 5, unhealthyThreshold: 2, timeoutSeconds: 5 },
       });
     });
