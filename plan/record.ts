@@ -20,6 +20,8 @@ interface RegisterRequest {
   getDependenciesList(): string[];
   getIgnorechangesList(): string[];
   getDeletebeforereplace(): boolean;
+  getAliasurnsList(): string[];
+  getAliasesList(): Array<{ getUrn(): string; getSpec(): { toObject(): unknown } | undefined }>;
   getPropertydependenciesMap(): { forEach(cb: (value: { getUrnsList(): string[] }, key: string) => void): void };
   getProtect(): boolean | undefined;
   /** Where the program declared the resource (the SDK takes it from the constructor's stack frame). */
@@ -70,6 +72,7 @@ export function installRecorder(): Recorder {
       ...sourcePositionOf(req),
       ...(req.getIgnorechangesList().length > 0 ? { ignoreChanges: [...req.getIgnorechangesList()] } : {}),
       ...(req.getDeletebeforereplace() ? { deleteBeforeReplace: true } : {}),
+      ...aliasesOf(req),
     };
     original(req, (err, resp) => {
       pending--;
@@ -107,6 +110,14 @@ export function installRecorder(): Recorder {
       return Promise.all(records.map(async (r) => ({ ...r, inputs: await plainValue(r.inputs), outputs: await plainValue(r.outputs) }) as RecordedResource));
     },
   };
+}
+
+/** The resource's aliases as the SDK sent them: URNs, or specs (name, type, parent…) as objects. */
+function aliasesOf(req: RegisterRequest): { aliases?: unknown[] } {
+  const aliases = [...req.getAliasurnsList(), ...req.getAliasesList().map((a) => a.getUrn() || a.getSpec()?.toObject())].filter(
+    (a) => a !== undefined && a !== "",
+  );
+  return aliases.length > 0 ? { aliases } : {};
 }
 
 function sourcePositionOf(req: RegisterRequest): { sourcePosition?: { uri: string; line: number; column: number } } {

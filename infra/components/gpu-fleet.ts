@@ -2,9 +2,10 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
-import { assumedBy, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
-import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import type { Statement } from "../iam/document";
+import { declareInstanceRole, encryptedRootVolume, HARDENED_METADATA } from "./hardened-instance";
 import { resolveAmi } from "./gpu-instance";
+import { InternalLoadBalancer } from "./internal-load-balancer";
 
 export interface GpuFleetArgs {
   /** The group's name: the consumers and the scaler find it by it, and their grants name it. */
@@ -171,122 +172,114 @@ export function groupArnPattern(region: string, accountId: pulumi.Input<string>,
 export class GpuFleet extends pulumi.ComponentResource {
   readonly role: aws.iam.Role;
   readonly launchTemplate: aws.ec2.LaunchTemplate;
-  readonly loadBalancer: aws.lb.LoadBalancer;
-  readonly targetGroup: aws.lb.TargetGroup;
-  readonly listener: aws.lb.Listener;
+  /** The internal ALB in front of the group (its load balancer, target group and listener). */
+  readonly balancer: InternalLoadBalancer;
   readonly group: aws.autoscaling.Group;
   /** The terminate hook (DRAIN_HOOK) the gateway completes once drained. */
   readonly drainHook: aws.autoscaling.LifecycleHook;
   /** The one address the consumers POST to: the load balancer's DNS name. */
   readonly serviceHost: pulumi.Output<string>;
 
-  constructor(name: string, args: GpuFleetArgs, opts?: pulumi.ComponentResourceOptions) {
+  private readonly r: ReturnType<typeof resolveGpuFleetArgs>;
+  private readonly tags: Record<string, string>;
+
+  constructor(
+    private readonly name: string,
+    private readonly args: GpuFleetArgs,
+    opts?: pulumi.ComponentResourceOptions,
+  ) {
     super("encache:compute:GpuFleet", name, {}, opts);
-    const r = resolveGpuFleetArgs(args);
-    const tags = args.tags ?? {};
-    const stackTags = { ...tags, [ENVIRONMENT_TAG]: args.environment };
+    this.r = resolveGpuFleetArgs(args);
+    this.tags = args.tags ?? {};
+    // `<name>-role`, `-session-manager`, `-host` (the gateway, the image pulls, the log driver) and `-profile`.
+    const { role, profile } = declareInstanceRole(name, { parent: this, tags: this.tags, ...(args.statements ? { statements: args.statements } : {}) });
+    this.role = role;
+    this.launchTemplate = this.declareLaunchTemplate(profile);
+    this.balancer = this.declareLoadBalancer();
+    this.group = this.declareGroup();
+    this.drainHook = this.declareDrainHook();
+    this.serviceHost = this.balancer.loadBalancer.dnsName;
+    this.registerOutputs({
+      groupName: this.group.name,
+      groupArn: this.group.arn,
+      serviceHost: this.serviceHost,
+      targetGroupArn: this.balancer.targetGroup.arn,
+      drainHookName: this.drainHook.name,
+    });
+  }
 
-    this.role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent: this });
-    new aws.iam.RolePolicy(
-      `${name}-session-manager`,
-      {
-        role: this.role.id,
-        policy: declaredPolicy(sessionManagerStatements(trustScope(this)), {
-          resource: `${name}-session-manager`,
-          resourceType: ROLE_POLICY_TYPE,
-          parent: this,
-        }),
-      },
-      { parent: this },
-    );
-    if (args.statements && args.statements.length > 0) {
-      new aws.iam.RolePolicy(
-        `${name}-host`,
-        {
-          role: this.role.id,
-          policy: declaredPolicy(args.statements, { resource: `${name}-host`, resourceType: ROLE_POLICY_TYPE, parent: this }),
-        },
-        { parent: this },
-      );
-    }
-    const profile = new aws.iam.InstanceProfile(`${name}-profile`, { role: this.role.name, tags }, { parent: this });
+  /** The load balancer, as the consumers' address and the group's target. */
+  get loadBalancer(): aws.lb.LoadBalancer {
+    return this.balancer.loadBalancer;
+  }
+  get targetGroup(): aws.lb.TargetGroup {
+    return this.balancer.targetGroup;
+  }
+  get listener(): aws.lb.Listener {
+    return this.balancer.listener;
+  }
 
-    this.launchTemplate = new aws.ec2.LaunchTemplate(
-      `${name}-lt`,
+  /** The stack's environment tag beside the caller's tags: the grants' condition. */
+  private stackTags(): Record<string, string> {
+    return { ...this.tags, [ENVIRONMENT_TAG]: this.args.environment };
+  }
+
+  /** `<name>-lt`: the hardened template, its AMI resolved at deploy, its user data base64. */
+  private declareLaunchTemplate(profile: aws.iam.InstanceProfile): aws.ec2.LaunchTemplate {
+    const { r, args } = this;
+    return new aws.ec2.LaunchTemplate(
+      `${this.name}-lt`,
       {
         description: `GPU fleet instances (${r.instanceTypes.join(", ")})`,
         imageId: resolveAmi(r.ami, this),
         instanceType: r.instanceTypes[0],
         ...(args.userData !== undefined ? { userData: pulumi.output(args.userData).apply((u) => Buffer.from(u, "utf8").toString("base64")) } : {}),
         iamInstanceProfile: { arn: profile.arn },
-        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        metadataOptions: { ...HARDENED_METADATA },
         networkInterfaces: [{ deviceIndex: 0, securityGroups: [args.instanceSecurityGroupId], associatePublicIpAddress: "false", deleteOnTermination: "true" }],
-        blockDeviceMappings: [
-          { deviceName: ROOT_DEVICE, ebs: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: "true", deleteOnTermination: "true" } },
-        ],
+        blockDeviceMappings: [encryptedRootVolume(ROOT_DEVICE, r.rootVolumeGiB)],
         monitoring: { enabled: true },
         updateDefaultVersion: true,
-        tagSpecifications: ["instance", "volume", "network-interface"].map((resourceType) => ({ resourceType, tags: { ...stackTags, Name: r.groupName } })),
-        tags,
+        tagSpecifications: ["instance", "volume", "network-interface"].map((resourceType) => ({
+          resourceType,
+          tags: { ...this.stackTags(), Name: r.groupName },
+        })),
+        tags: this.tags,
       },
       { parent: this },
     );
+  }
 
-    this.loadBalancer = new aws.lb.LoadBalancer(
-      `${name}-lb`,
-      {
-        internal: true,
-        loadBalancerType: "application",
-        subnets: args.subnetIds,
-        securityGroups: [args.loadBalancerSecurityGroupId],
-        dropInvalidHeaderFields: true,
-        enableDeletionProtection: r.deletionProtection,
-        tags,
-      },
-      { parent: this, protect: r.deletionProtection },
-    );
-    this.targetGroup = new aws.lb.TargetGroup(
-      `${name}-tg`,
+  /** `<name>-lb`, `-tg`, `-listener`, in their own component; aliased to this one, where they were declared before. */
+  private declareLoadBalancer(): InternalLoadBalancer {
+    const { r, args } = this;
+    return new InternalLoadBalancer(
+      this.name,
       {
         vpcId: args.vpcId,
+        subnetIds: args.subnetIds,
+        securityGroupId: args.loadBalancerSecurityGroupId,
         port: r.servicePort,
-        protocol: "HTTP",
-        targetType: "instance",
-        loadBalancingAlgorithmType: "least_outstanding_requests",
-        deregistrationDelay: r.drainSeconds,
-        healthCheck: {
-          protocol: "HTTP",
-          path: r.statusPath,
-          port: "traffic-port",
-          matcher: "200",
-          interval: 15,
-          timeout: 5,
-          healthyThreshold: 2,
-          unhealthyThreshold: 2,
-        },
-        tags,
+        healthCheckPath: r.statusPath,
+        deregistrationDelaySeconds: r.drainSeconds,
+        deletionProtection: r.deletionProtection,
+        formerParent: this,
+        tags: this.tags,
       },
       { parent: this },
     );
-    this.listener = new aws.lb.Listener(
-      `${name}-listener`,
-      {
-        loadBalancerArn: this.loadBalancer.arn,
-        port: r.servicePort,
-        protocol: "HTTP",
-        defaultActions: [{ type: "forward", targetGroupArn: this.targetGroup.arn }],
-        tags,
-      },
-      { parent: this },
-    );
+  }
 
+  /** `<name>`: the group, min 0, its desired capacity the scaler's. */
+  private declareGroup(): aws.autoscaling.Group {
+    const { r, args } = this;
     // The explicit latest version, not `$Latest`: a new version is then a change of the group's
     // template, which starts an instance refresh (the provider starts none for `$Latest`).
     const version = pulumi.interpolate`${this.launchTemplate.latestVersion}`;
     const template = { id: this.launchTemplate.id, version };
     const spot = r.spotPercent > 0;
-    this.group = new aws.autoscaling.Group(
-      name,
+    return new aws.autoscaling.Group(
+      this.name,
       {
         name: r.groupName,
         minSize: 0,
@@ -296,7 +289,7 @@ export class GpuFleet extends pulumi.ComponentResource {
         waitForCapacityTimeout: "0",
         healthCheckType: "ELB",
         healthCheckGracePeriod: 600,
-        targetGroupArns: [this.targetGroup.arn],
+        targetGroupArns: [this.balancer.targetGroup.arn],
         capacityRebalance: spot,
         ...(spot
           ? {
@@ -330,33 +323,28 @@ export class GpuFleet extends pulumi.ComponentResource {
             skipMatching: true,
           },
         },
-        tags: Object.entries({ ...stackTags, Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
+        tags: Object.entries({ ...this.stackTags(), Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
       },
       // desiredCapacity is the scaler's; the provider reads it back, so a later `up` must not reset it.
       { parent: this, ignoreChanges: ["desiredCapacity"], protect: r.deletionProtection },
     );
+  }
+
+  /** `<name>-drain`: the terminate hook. */
+  private declareDrainHook(): aws.autoscaling.LifecycleHook {
     // Its own resource, not the group's initialLifecycleHooks (ForceNew in the provider): a new
     // drainSeconds updates the hook in place. A hook added after the group still holds its instances:
     // it acts when one terminates.
-    this.drainHook = new aws.autoscaling.LifecycleHook(
-      `${name}-drain`,
+    return new aws.autoscaling.LifecycleHook(
+      `${this.name}-drain`,
       {
         name: DRAIN_HOOK,
         autoscalingGroupName: this.group.name,
         lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
-        heartbeatTimeout: r.drainSeconds,
+        heartbeatTimeout: this.r.drainSeconds,
         defaultResult: "CONTINUE",
       },
       { parent: this },
     );
-    this.serviceHost = this.loadBalancer.dnsName;
-
-    this.registerOutputs({
-      groupName: this.group.name,
-      groupArn: this.group.arn,
-      serviceHost: this.serviceHost,
-      targetGroupArn: this.targetGroup.arn,
-      drainHookName: this.drainHook.name,
-    });
   }
 }

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { assumedBy, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
-import { declaredPolicy, ROLE_POLICY_TYPE } from "../iam/declared";
+import type { Statement } from "../iam/document";
+import { declareInstanceRole, HARDENED_METADATA } from "./hardened-instance";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 
@@ -128,47 +128,13 @@ export class GpuInstance extends pulumi.ComponentResource {
     this.settings = resolveGpuInstanceArgs(args);
     this.tags = args.tags ?? {};
 
-    this.role = this.declareRole();
-    this.declareSessionManagerPolicy();
-    if (args.statements && args.statements.length > 0) this.declareHostPolicy(args.statements);
-    const profile = this.declareInstanceProfile();
+    // `<name>-role`, `-session-manager`, `-host` (the gateway, the image pulls, the log driver) and `-profile`.
+    const { role, profile } = declareInstanceRole(name, { parent: this, tags: this.tags, ...(args.statements ? { statements: args.statements } : {}) });
+    this.role = role;
     this.instance = this.declareInstance(profile);
     this.instanceIdParameter = this.declareInstanceIdParameter();
 
     this.registerOutputs({ instanceId: this.instance.id, instanceIdParameterName: this.instanceIdParameter.name });
-  }
-
-  /** `<name>-role`: assumed by EC2 only. */
-  private declareRole(): aws.iam.Role {
-    return new aws.iam.Role(`${this.name}-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags: this.tags }, { parent: this });
-  }
-
-  /** `<name>-session-manager`: Session Manager only; the GPU service itself calls no AWS API. */
-  private declareSessionManagerPolicy(): aws.iam.RolePolicy {
-    const name = `${this.name}-session-manager`;
-    return new aws.iam.RolePolicy(
-      name,
-      {
-        role: this.role.id,
-        policy: declaredPolicy(sessionManagerStatements(trustScope(this)), { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }),
-      },
-      { parent: this },
-    );
-  }
-
-  /** `<name>-host`: what the instance's own services call (the gateway, the image pulls, the log driver). */
-  private declareHostPolicy(statements: Statement[]): aws.iam.RolePolicy {
-    const name = `${this.name}-host`;
-    return new aws.iam.RolePolicy(
-      name,
-      { role: this.role.id, policy: declaredPolicy(statements, { resource: name, resourceType: ROLE_POLICY_TYPE, parent: this }) },
-      { parent: this },
-    );
-  }
-
-  /** `<name>-profile`: the role, as the instance wears it. */
-  private declareInstanceProfile(): aws.iam.InstanceProfile {
-    return new aws.iam.InstanceProfile(`${this.name}-profile`, { role: this.role.name, tags: this.tags }, { parent: this });
   }
 
   /**
@@ -193,7 +159,7 @@ export class GpuInstance extends pulumi.ComponentResource {
         vpcSecurityGroupIds: args.securityGroupIds,
         associatePublicIpAddress: false,
         iamInstanceProfile: profile.name,
-        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        metadataOptions: { ...HARDENED_METADATA },
         rootBlockDevice: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: true, deleteOnTermination: true },
         disableApiTermination: r.deletionProtection,
         monitoring: true,

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { encryptedRootVolume, HARDENED_METADATA } from "./hardened-instance";
 
 export interface PoolLaunchTemplateArgs {
   /** Instance type the template launches. */
@@ -101,13 +102,11 @@ export class PoolLaunchTemplate extends pulumi.ComponentResource {
         imageId: amiResolvedAtLaunch(r.amiParameter),
         instanceType: r.instanceType,
         iamInstanceProfile: { arn: args.instanceProfileArn },
-        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1, instanceMetadataTags: "enabled" },
+        metadataOptions: { ...HARDENED_METADATA, instanceMetadataTags: "enabled" },
         networkInterfaces: [
           { deviceIndex: 0, subnetId: args.subnetId, securityGroups: args.securityGroupIds, associatePublicIpAddress: "false", deleteOnTermination: "true" },
         ],
-        blockDeviceMappings: [
-          { deviceName: r.rootDeviceName, ebs: { volumeType: "gp3", volumeSize: r.rootVolumeGiB, encrypted: "true", deleteOnTermination: "true" } },
-        ],
+        blockDeviceMappings: [encryptedRootVolume(r.rootDeviceName, r.rootVolumeGiB)],
         instanceMarketOptions:
           r.usageClass === "spot"
             ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }

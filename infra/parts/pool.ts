@@ -6,13 +6,14 @@ import { REFILL_ENV } from "../../functions/pool/env";
 import { POOL_CLASS_TAG_KEY, POOL_TAG_KEY } from "../../functions/pool/tags";
 import { CLAIM_GRANTS, REFILL_GRANTS } from "../../functions/pool/iam";
 import { ManagedQueue } from "../components/managed-queue";
+import { declareInstanceRole } from "../components/hardened-instance";
 import { PoolLaunchTemplate } from "../components/pool-launch-template";
 import { QueueConsumer } from "../components/queue-consumer";
 import { QueueSchedule } from "../components/queue-schedule";
 import { Table } from "../components/table";
 import { TerminalQueue } from "../components/terminal-queue";
-import { assumedBy, httpsEgress, sessionManagerStatements, type Statement, trustScope } from "../iam/document";
-import { declaredPolicy, MANAGED_POLICY_TYPE, ROLE_POLICY_TYPE } from "../iam/declared";
+import { httpsEgress, type Statement } from "../iam/document";
+import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import { consumerSizing } from "./consumer.config";
 import { firstSubnet, functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
@@ -203,24 +204,9 @@ export interface PoolOutputs extends Record<string, pulumi.Input<unknown>> {
 
 type PoolPart = PartScope<PoolArgs>;
 
-/** The role and profile every pool instance runs with. */
+/** The role and profile every pool instance runs with: Session Manager only, a pool instance's workload brings its own credentials. */
 function createInstanceRole({ name, tags, parent }: PoolPart): { role: aws.iam.Role; profile: aws.iam.InstanceProfile } {
-  const role = new aws.iam.Role(`${name}-instance-role`, { assumeRolePolicy: assumedBy("ec2.amazonaws.com"), tags }, { parent });
-  // Session Manager only: a pool instance's workload brings its own credentials.
-  new aws.iam.RolePolicy(
-    `${name}-instance-session-manager`,
-    {
-      role: role.id,
-      policy: declaredPolicy(sessionManagerStatements(trustScope(parent)), {
-        resource: `${name}-instance-session-manager`,
-        resourceType: ROLE_POLICY_TYPE,
-        parent,
-      }),
-    },
-    { parent },
-  );
-  const profile = new aws.iam.InstanceProfile(`${name}-instance-profile`, { role: role.name, tags }, { parent });
-  return { role, profile };
+  return declareInstanceRole(`${name}-instance`, { parent, tags });
 }
 
 /** The instances' security group, and the one private subnet they launch in. */

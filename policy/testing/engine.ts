@@ -133,13 +133,23 @@ function withArnTails(values: Array<string | number>): Array<string | number> {
   return [...values, ...tails];
 }
 
+/** The text a base64 string decodes to, when it is base64 of UTF-8 text (user data); else nothing. */
+function base64Text(value: string): string[] {
+  if (value.length < 8 || value.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return [];
+  const text = Buffer.from(value, "base64").toString("utf8");
+  return Buffer.from(text, "utf8").toString("base64") === value ? [text] : [];
+}
+
 /** `value` with every leaf that embeds one of `computed` replaced by the unknown placeholder. */
 function withUnknownLeaves(value: unknown, computed: ReadonlyArray<string | number>, wholes: ReadonlySet<string> = new Set()): unknown {
   if (computed.length === 0) return value;
   if (typeof value === "object" && value !== null && wholes.has(JSON.stringify(value))) return UNKNOWN_STRING;
   if (typeof value === "string") {
-    // A short value (a region, "1") could occur by chance: only distinctive outputs count.
-    return computed.some((c) => (typeof c === "string" ? c.length >= 6 && value.includes(c) : false)) ? UNKNOWN_STRING : value;
+    // A short value (a region, "1") could occur by chance: only distinctive outputs count. A number
+    // interpolated into a string (a launch template's latestVersion as the group's version) is as
+    // unknown as the number; and a base64 leaf (a launch template's userData) is searched decoded too.
+    const texts = [value, ...base64Text(value)];
+    return computed.some((c) => (typeof c === "string" ? c.length >= 6 && texts.some((t) => t.includes(c)) : value === String(c))) ? UNKNOWN_STRING : value;
   }
   if (typeof value === "number") return computed.includes(value) ? UNKNOWN_STRING : value;
   if (Array.isArray(value)) return value.map((v) => withUnknownLeaves(v, computed, wholes));

@@ -30,6 +30,8 @@ export interface RecordedResource {
   ignoreChanges?: string[];
   /** Resource option `deleteBeforeReplace`, when set (not part of the `--json` contract). */
   deleteBeforeReplace?: boolean;
+  /** Resource option `aliases`, as the SDK sent them: URNs or alias specs (not part of the `--json` contract). */
+  aliases?: unknown[];
 }
 
 export type EnforcementLevel = "advisory" | "mandatory" | "remediate" | "disabled";

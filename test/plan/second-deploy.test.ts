@@ -70,7 +70,7 @@ describe("a second deploy after a worker code change", function () {
       // The declaration of the task definition's containers (for the policy pack); it creates nothing in AWS.
       "encache:policy:DeclaredDocument worker-declared",
     ]);
-    const tag = (doc: PlanDocument) => doc.resources.find((r) => r.type === "awsx:ecr:Image")!.inputs.imageTag;
+    const tag = (doc: PlanDocument) => doc.resources.find((r) => r.type === "awsx:ecr:Image" && r.name === "worker-image")!.inputs.imageTag;
     expect(tag(after)).to.match(/^sha-[0-9a-f]{32}$/);
     expect(tag(after)).to.not.equal(tag(before));
   });

@@ -10,7 +10,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import { parse, stringify } from "yaml";
+import { GATEWAY_ENV, GATEWAY_ENV_FILE } from "../../../functions/gpu/env";
 import { REPO_ROOT } from "../../../infra/bundle";
+import { MODEL_UNIT, renderGpuUserData } from "../../../infra/lib/gpu-user-data";
 import { gpuBoot } from "../helpers/gpu-user-data";
 import { STACKS, useStackPlans } from "../helpers/run-plan";
 
@@ -56,6 +58,31 @@ describe("the GPU user data passes the real cloud-init schema (both stacks' plan
       expect(result.code, result.output).to.equal(0);
     });
   }
+
+  it("an AMI-served model's user data (the gateway only) is valid too", () => {
+    // Prepare: dev's own, rendered again in AMI mode with the same gateway environment.
+    const dev = parse(gpuBoot(stacks.dev!).userData) as { write_files: Array<{ path: string; content: string }> };
+    const env = Object.fromEntries(
+      dev.write_files
+        .find((f) => f.path === GATEWAY_ENV_FILE)!
+        .content.trimEnd()
+        .split("\n")
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
+    const userData = renderGpuUserData({
+      region: env.AWS_REGION!,
+      gateway: GATEWAY_ENV.parse(env),
+      gatewayImage: `123456789012.dkr.ecr.us-east-1.amazonaws.com/gw@sha256:${"b".repeat(64)}`,
+      model: { source: "ami" },
+      logGroups: { gateway: "/encache/dev/gpu-gateway" },
+      gatewayStopSeconds: 20,
+    });
+    // Act
+    const result = cloudInitSchema(userData);
+    // Assess
+    expect(userData).to.not.contain(MODEL_UNIT);
+    expect(result.code, result.output).to.equal(0);
+  });
 
   const broken: Array<{ title: string; edit: (doc: { write_files: Array<Record<string, unknown>> }) => void; says: RegExp }> = [
     {

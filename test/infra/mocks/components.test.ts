@@ -175,9 +175,24 @@ describe("components under Pulumi mocks (in process)", function () {
     expect(group?.inputs.mixedInstancesPolicy).to.equal(undefined);
     expect(groupName).to.equal("encache-gpu-fleet-unit");
     expect(host).to.match(/^internal-fleet-a-lb-/);
-    const children = resources.filter((r) => r.parent?.includes("GpuFleet::fleet-a")).map((r) => r.name);
+    const children = resources.filter((r) => /GpuFleet(\$encache:compute:InternalLoadBalancer)?::fleet-a$/.test(r.parent ?? "")).map((r) => r.name);
     expect(children.every((n) => n.startsWith("fleet-a"))).to.equal(true);
-    expect(children).to.include.members(["fleet-a-lt", "fleet-a-lb", "fleet-a-tg", "fleet-a-listener", "fleet-a-role", "fleet-a-profile"]);
+    expect(children).to.include.members(["fleet-a-lt", "fleet-a-lb", "fleet-a-tg", "fleet-a-listener", "fleet-a-role", "fleet-a-profile", "fleet-a-drain"]);
+    // The load balancer's three moved into their own component, each aliased to where it was: no URN of an existing stack changes.
+    for (const [type, child] of [
+      ["aws:lb/loadBalancer:LoadBalancer", "fleet-a-lb"],
+      ["aws:lb/targetGroup:TargetGroup", "fleet-a-tg"],
+      ["aws:lb/listener:Listener", "fleet-a-listener"],
+    ] as const) {
+      const moved = resources.find((r) => r.name === child && r.type === type);
+      expect(moved?.parent).to.match(/encache:compute:GpuFleet\$encache:compute:InternalLoadBalancer::fleet-a$/);
+      // An alias spec: the same name and type (empty: unchanged) under the fleet itself, its former parent.
+      const specs = (moved?.aliases ?? []) as Array<{ name: string; type: string; parenturn?: string }>;
+      expect(
+        specs.some((a) => a.name === "" && a.type === "" && /encache:compute:GpuFleet::fleet-a$/.test(a.parenturn ?? "")),
+        JSON.stringify(specs),
+      ).to.equal(true);
+    }
   });
 
   describe("AlertTopic: every subscription it accepts can deliver", () => {
