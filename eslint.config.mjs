@@ -107,7 +107,20 @@ const importBoundaries = {
 };
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "policy/node_modules/**", ".venv/**", ".venv-cloud-init/**", ".tools/**", "dist/**", ".bench/**", ".local/**", ".stryker-tmp/**", "reports/**"] },
+  {
+    ignores: [
+      "node_modules/**",
+      "policy/node_modules/**",
+      ".venv/**",
+      ".venv-cloud-init/**",
+      ".tools/**",
+      "dist/**",
+      ".bench/**",
+      ".local/**",
+      ".stryker-tmp/**",
+      "reports/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
