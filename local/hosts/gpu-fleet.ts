@@ -303,8 +303,8 @@ export class GpuFleetSimulator {
       member.record.goneAtMs = now;
       this.leaving.delete(id);
       this.lb.remove(id);
-      await member.host.kill();
       this.publishRoutes();
+      await member.host.kill();
       const how = member.completed ? "drained, lifecycle action completed by its gateway" : "hook timed out";
       this.opts.note(
         `gpu fleet: ${id} gone (${member.record.leftBecause}, ${how}${member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : ""})`,
