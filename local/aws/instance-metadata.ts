@@ -13,9 +13,6 @@ import { randomUUID } from "node:crypto";
 import type * as http from "node:http";
 import { LoopbackServer } from "../hosts/loopback";
 
-/** EC2's notice times: ISO 8601 to the second. */
-const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-
 export class InstanceMetadata {
   private readonly server = new LoopbackServer((req, res) => this.handle(req, res));
   /** Token → real epoch ms it expires at. */
@@ -34,13 +31,13 @@ export class InstanceMetadata {
 
   readonly stop = (): Promise<void> => this.server.close();
 
-  /** EC2's two-minute notice: the action and when it happens. */
+  /** EC2's two-minute notice: the action and when it happens (EC2's times are ISO 8601 to the second). */
   noticeSpotInterruption(atMs: number): void {
-    this.spotAction = JSON.stringify({ action: "terminate", time: isoSeconds(atMs) });
+    this.spotAction = JSON.stringify({ action: "terminate", time: new Date(atMs).toISOString().replace(/\.\d{3}Z$/, "Z") });
   }
 
   recommendRebalance(nowMs = Date.now()): void {
-    this.rebalance = JSON.stringify({ noticeTime: isoSeconds(nowMs) });
+    this.rebalance = JSON.stringify({ noticeTime: new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z") });
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {

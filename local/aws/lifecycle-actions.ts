@@ -11,7 +11,6 @@ export interface LifecycleCompletion {
   instanceId: string;
   groupName: string;
   hookName: string;
-  result: string;
 }
 
 /** Pure: a query-protocol CompleteLifecycleAction request's parameters, else undefined. */
@@ -22,7 +21,6 @@ export function completionOf(body: string): LifecycleCompletion | undefined {
     instanceId: p.get("InstanceId") ?? "",
     groupName: p.get("AutoScalingGroupName") ?? "",
     hookName: p.get("LifecycleHookName") ?? "",
-    result: p.get("LifecycleActionResult") ?? "",
   };
 }
 

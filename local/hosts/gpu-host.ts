@@ -235,10 +235,10 @@ export class GpuInstanceHost {
   }
 }
 
-/** How many times each `step` appears in the gateways' logs (`gpu-gateway-*.log` in `logDir`). */
-export function gatewaySteps(logDir: string): Record<string, number> {
+/** How many times each `step` appears in the gateways' logs (`gpu-gateway-<instance>.log` in `logDir`; one instance's, or all). */
+export function gatewaySteps(logDir: string, instanceId = ".*"): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const file of fs.existsSync(logDir) ? fs.readdirSync(logDir).filter((f) => /^gpu-gateway-.*\.log$/.test(f)) : []) {
+  for (const file of fs.existsSync(logDir) ? fs.readdirSync(logDir).filter((f) => new RegExp(`^gpu-gateway-${instanceId}\\.log$`).test(f)) : []) {
     for (const m of fs.readFileSync(path.join(logDir, file), "utf8").matchAll(/"step":"([a-z_]+)"/g)) counts[m[1] ?? ""] = (counts[m[1] ?? ""] ?? 0) + 1;
   }
   return counts;

@@ -121,8 +121,8 @@ export class FleetRun {
   }
 
   /** Steps the gateways logged (window_claimed, window_repeat, window_conflict, lifecycle_completed…), across the fleet. */
-  gatewaySteps(): Record<string, number> {
-    return gatewaySteps(path.join(this.platform.options.workDir, "logs"));
+  gatewaySteps(instanceId?: string): Record<string, number> {
+    return gatewaySteps(path.join(this.platform.options.workDir, "logs"), instanceId);
   }
 
   get platform(): LocalPlatform {

@@ -153,7 +153,7 @@ describe("local GPU host", () => {
       const body =
         "Action=CompleteLifecycleAction&Version=2011-01-01&InstanceId=i-1&AutoScalingGroupName=g&LifecycleHookName=drain&LifecycleActionResult=CONTINUE";
       // Assess
-      expect(completionOf(body)).to.deep.equal({ instanceId: "i-1", groupName: "g", hookName: "drain", result: "CONTINUE" });
+      expect(completionOf(body)).to.deep.equal({ instanceId: "i-1", groupName: "g", hookName: "drain" });
       expect(completionOf("Action=DescribeAutoScalingGroups")).to.equal(undefined);
     });
 
