@@ -1,14 +1,14 @@
 /**
  * The whole platform, running locally: moto as AWS, the Pulumi program deployed into it, and
  * the runtime that plays what moto can't (Lambda's SQS pollers, Scheduler, the ECS agent and
- * task lifecycle, the GPU service, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
+ * task lifecycle, the GPU instances' hosts, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
  * it; one sampler of queue depths feeds the alarms and the HTML report's recorder.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SNSClient } from "@aws-sdk/client-sns";
@@ -21,7 +21,10 @@ import { DepthSampler, type DepthSource, type QueueDepth, readDepth, roundEveryR
 import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
 import { GpuFleetSimulator } from "./hosts/gpu-fleet";
-import { GpuServiceSimulator } from "./hosts/gpu-service";
+import { GpuHost, GpuInstanceHost, gatewayEnvFromUserData, writeGatewayBundle } from "./hosts/gpu-host";
+import type { ProcessedWindow } from "./hosts/fake-model";
+import { LifecycleActionProxy } from "./aws/lifecycle-actions";
+import { GATEWAY_ENV_FILE } from "../functions/gpu/env";
 import { LambdaHost } from "./hosts/lambda-host";
 import { MotoServer, motoClientEnv } from "./aws/moto";
 import { RunRecorder } from "./observe/report-recorder";
@@ -46,11 +49,7 @@ export interface PlatformOptions {
    * @default 60_000
    */
   gpuStopSimMs?: number;
-  /**
-   * The GPU fleet's instances (fleet mode): simulated time one window takes on one of an instance's
-   * `gpuSlots`, and from a warm-pool start to the service answering.
-   * @default 0 (at once), 4 slots, 20 s
-   */
+  /** Each GPU instance's fake model: simulated time a window takes on one of its `gpuSlots`; a warm-pool start's time. @default 0, 4, 20 s */
   gpuWindowSimMs?: number;
   gpuSlots?: number;
   gpuWarmStartSimMs?: number;
@@ -122,7 +121,7 @@ export class LocalPlatform {
     readonly sources: Map<string, SqsEventSource>,
     readonly scheduler: LocalScheduler,
     readonly ecsTasks: EcsTaskSimulator,
-    readonly gpu: GpuServiceSimulator | undefined,
+    readonly gpu: GpuInstanceHost | undefined,
     /** The GPU fleet's stand-ins (fleet mode), or undefined with one GPU instance. */
     readonly fleet: GpuFleetSimulator | undefined,
     readonly worker: WorkerServiceRunner | undefined,
@@ -192,10 +191,8 @@ export class LocalPlatform {
       const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
       stoppers.push(() => lambdas.close());
 
-      const gpu = await startGpu(topology, aws, clock, options, lambdas);
-      if (gpu) stoppers.push(() => gpu.stop());
-      const fleet = await startFleet(topology, aws, clock, options, lambdas);
-      if (fleet) stoppers.push(() => fleet.stop());
+      const { gpu, fleet, stop: stopGpu } = await startGpuTier(topology, endpoint, aws, clock, options, lambdas, logDir);
+      if (stopGpu) stoppers.push(stopGpu);
 
       const sources = startEventSources(topology, aws, lambdas);
       stoppers.push(() => Promise.all([...sources.values()].map((s) => s.stop())).then(() => undefined));
@@ -402,66 +399,60 @@ async function startEcsTasks(
   return ecsTasks;
 }
 
-/** The GPU service plays on a loopback port; the Lambdas' calls to the instance's private IP are routed there. */
-async function startGpu(
-  topology: Topology,
-  aws: AwsClients,
-  clock: SimClock,
-  options: PlatformOptions,
-  lambdas: LambdaHost,
-): Promise<GpuServiceSimulator | undefined> {
-  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
-  const nameTag = window?.environment.GPU_NAME_TAG;
-  const instance = topology.instances.find((i) => nameTag !== undefined && i.tags.Name === nameTag);
-  if (!window || !instance) return undefined;
-  const gpu = new GpuServiceSimulator({
-    ec2: aws.ec2,
-    instanceId: instance.id,
-    path: window.environment.GPU_SERVICE_PATH ?? "/",
-    bootDelayMs: clock.real(options.gpuBootSimMs),
-    statusPath: topology.functions.find((f) => f.environment.GPU_STATUS_PATH !== undefined)?.environment.GPU_STATUS_PATH ?? "/status",
-    speed: clock.speed,
-  });
-  const address = await gpu.start();
-  const described = await aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [instance.id] }));
-  const privateIp = described.Reservations?.[0]?.Instances?.[0]?.PrivateIpAddress;
-  if (!privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
-  lambdas.setRoutes({ [`${privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `${address.host}:${address.port}` });
-  return gpu;
-}
-
 /**
- * The GPU fleet (fleet mode): the group's instances' services and the load balancer in front of them,
- * on loopback ports; the Lambdas' calls to the load balancer's DNS name and to each instance's
- * private IP are routed there.
+ * The GPU tier (./hosts/gpu-host.ts): each instance runs the gateway bundle, with the environment the
+ * program's user data writes, in front of a fake model. Dev's one instance runs while moto shows it
+ * running; a fleet's instances come and go with the group (./hosts/gpu-fleet.ts). The Lambdas' calls
+ * to the instances' private IPs (and the load balancer's DNS name) are routed there.
  */
-async function startFleet(
+async function startGpuTier(
   topology: Topology,
+  endpoint: string,
   aws: AwsClients,
   clock: SimClock,
   options: PlatformOptions,
   lambdas: LambdaHost,
-): Promise<GpuFleetSimulator | undefined> {
+  logDir: string,
+) {
+  const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
+  const instance = topology.instances.find((i) => window?.environment.GPU_NAME_TAG !== undefined && i.tags.Name === window.environment.GPU_NAME_TAG);
   const fleet = topology.fleets[0];
-  if (!fleet) return undefined;
-  const window = topology.functions.find((f) => f.environment.GPU_FLEET_SERVICE_HOST !== undefined);
-  if (!window) throw new Error(`the program declares GPU group ${fleet.groupName} but no function posts to it (GPU_FLEET_SERVICE_HOST)`);
-  const simulator = new GpuFleetSimulator({
-    autoscaling: aws.autoscaling,
-    ec2: aws.ec2,
-    fleet,
-    clock,
-    servicePath: window.environment.GPU_SERVICE_PATH ?? "/",
-    statusPath: fleet.loadBalancer.healthCheck.path,
-    bootSimMs: options.gpuBootSimMs,
-    warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
-    windowSimMs: options.gpuWindowSimMs ?? 0,
-    slots: options.gpuSlots ?? 4,
-    setRoutes: (routes) => lambdas.setRoutes(routes),
-    note: options.note,
-  });
-  await simulator.start();
-  return simulator;
+  if (!window || (!instance && !fleet)) return {};
+  const programEnv = gatewayEnvFromUserData(fleet?.userData ?? instance?.userData);
+  if (!programEnv)
+    throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
+  const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
+  // The gateways complete their lifecycle actions through a proxy (moto has no CompleteLifecycleAction), answered by the fleet.
+  const completions: { fleet?: GpuFleetSimulator } = {};
+  const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
+  const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
+  const awsEnv = { ...moto, AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start() };
+  const ledger: ProcessedWindow[] = [];
+  const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
+  const host = (instanceId: string) => GpuHost.create({ instanceId, bundlePath, logDir, programEnv, awsEnv, speed: options.speed, model });
+  if (fleet) {
+    const simulator = new GpuFleetSimulator({
+      autoscaling: aws.autoscaling,
+      ec2: aws.ec2,
+      fleet,
+      clock,
+      bootSimMs: options.gpuBootSimMs,
+      warmStartSimMs: options.gpuWarmStartSimMs ?? 20_000,
+      host,
+      ledger,
+      setRoutes: (routes) => lambdas.setRoutes(routes),
+      note: options.note,
+    });
+    completions.fleet = simulator;
+    await simulator.start();
+    return { fleet: simulator, stop: () => simulator.stop().then(() => lifecycle.stop()) };
+  }
+  if (!instance) return {};
+  const gpu = new GpuInstanceHost({ ec2: aws.ec2, bootDelayMs: clock.real(options.gpuBootSimMs) }, await host(instance.id), ledger);
+  await gpu.start();
+  if (!gpu.privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
+  lambdas.setRoutes({ [`${gpu.privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.host.lambdaPort}` });
+  return { gpu, stop: () => gpu.stop().then(() => lifecycle.stop()) };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Where each consumer's effects are observable locally, read once the run has settled, and the
  * facts the ledger judges (ledger.ts) built from them:
- * - windows (ingest-window, ingest-dlq): the GPU service simulator's accepted POSTs;
+ * - windows (ingest-window, ingest-dlq): what the GPU's model processed (behind the real gateway);
  * - retraining: the RunTask calls that reached moto (the fault proxy saw them forwarded), by the
  *   model_name tag, and by clientToken (within ECS's 24-hour window one token starts one task), and
  *   the tasks the ECS simulator saw;
@@ -112,12 +112,10 @@ const emptyEffects = (): Effects => ({ effects: new Map(), duplicates: new Map()
 const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
 
 /**
- * Windows processed by the GPU service, per window: any processed more than once is a duplicate.
- * The service processes each Idempotency-Key once (its contract), so a repeat delivery is counted
- * in `repeatedDeliveries`, not as an effect; a window processed twice means a delivery without the
- * key, or two keys for one window.
+ * Windows processed by the GPU's model (behind the real gateway, which answers a repeated key
+ * without reaching the model), per window: any processed more than once is a duplicate.
  */
-export function windowEffects(received: unknown[], repeatedDeliveries = 0): Effects {
+export function windowEffects(received: unknown[]): Effects {
   const e = emptyEffects();
   for (const body of received) {
     const w = body as { sessionId?: unknown; windowIndex?: unknown };
@@ -125,7 +123,7 @@ export function windowEffects(received: unknown[], repeatedDeliveries = 0): Effe
     bump(e.effects, `${w.sessionId}/${w.windowIndex}`);
   }
   for (const [k, n] of e.effects) if (n > 1) e.duplicates.set(k, n - 1);
-  e.details = { deliveries: received.length + repeatedDeliveries, repeatedDeliveries };
+  e.details = { deliveries: received.length };
   return e;
 }
 

@@ -290,7 +290,7 @@ async function account(
   const wellFormedKeyOfBody = new Map(sent.filter((m) => m.wellFormed).map((m) => [m.body, m.key]));
   const ofConsumer = (c: Consumer) => sent.filter((m) => m.consumer === c);
 
-  const gpu = windowEffects(p.gpu?.received() ?? [], p.gpu?.repeatedDeliveries() ?? 0);
+  const gpu = windowEffects(p.gpu?.received() ?? []);
   const fleetJobs = new Set(ofConsumer("fleet-termination").map((m) => m.key));
   const durationToJob = new Map<number, string>();
   for (const m of ofConsumer("fleet-termination")) {

@@ -1,27 +1,14 @@
 /**
- * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"). moto 5.2
- * launches and terminates the group's instances on every change of desired capacity and keeps scale-in
- * protection; the rest of what AWS does for the group, moto stores and never runs, so this plays it:
- * - **The instances' services**: one `FleetInstanceService` per instance in the group, booting for
- *   the boot time after it is first seen, then serving windows at the configured pace.
- * - **The load balancer** (`LocalLoadBalancer`): the group's in-service instances are its targets,
- *   health-checked, least outstanding requests. An instance that leaves the group leaves it at once.
- * - **The terminate lifecycle hook** (Terminating:Wait, the drain): moto terminates at once; here a
- *   leaving instance stops getting windows (deregistered) but finishes those it holds, for at most the
- *   hook's timeout and the deregistration delay, then goes, cutting off whatever it still held.
- * - **Spot markets**: which instances are Spot, from the recorded mixed instances policy, rounding the
- *   on-demand share up as Auto Scaling does (moto does not model markets).
- * - **Spot interruptions and rebalance recommendations** (`interrupt`): moto has none. A two-minute
- *   notice: the group takes the instance out (replacement launched at once: capacity rebalancing), it
- *   drains, and EC2 reclaims it at two minutes whatever it still holds. A rebalance recommendation:
- *   the same, without the reclaim (the hook's timeout bounds the drain).
- * - **Reconciling to desired capacity**: Auto Scaling keeps working towards desired capacity, so an
- *   instance whose scale-in protection is lifted after a scale-in goes then; moto acts only inside the
- *   SetDesiredCapacity call, leaving a protected instance in the group for good. Here, while the
- *   group holds more in-service instances than desired and some are unprotected, desired capacity is
- *   set again (to the same value), on which moto terminates the unprotected excess.
- * - **The warm pool**: moto keeps no warm instances; here a launch that the pool can serve starts in
- *   `warmStartSimMs` instead of booting, and the pool refills after a boot's time.
+ * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"): only what
+ * AWS does for the group and moto does not (each instance runs the real gateway, ./gpu-host.ts, which
+ * owns keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch);
+ * the load balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a
+ * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
+ * completes the lifecycle action, ../aws/lifecycle-actions.ts, or at the hook's timeout); Spot markets
+ * from the mixed instances policy, the on-demand share rounded up; Spot interruptions and rebalance
+ * recommendations (`interrupt`: in the metadata, the instance out of the group, moto launching the
+ * replacement; a notice's instance reclaimed at two minutes); and working towards desired capacity
+ * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
  */
 import {
   type AutoScalingClient,
@@ -31,8 +18,10 @@ import {
 } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import type { SimClock } from "./clock";
-import { FleetInstanceService, type ProcessedWindow, SharedKeys } from "./fleet-service";
-import { LocalLoadBalancer, type TargetHealth } from "./load-balancer";
+import type { ProcessedWindow } from "./fake-model";
+import type { GpuHost } from "./gpu-host";
+import type { LifecycleCompletion } from "../aws/lifecycle-actions";
+import { LocalLoadBalancer } from "./load-balancer";
 import type { LocalFleet } from "../provision/topology";
 
 export type Market = "on-demand" | "spot";
@@ -50,8 +39,7 @@ export const SPOT_NOTICE_SIM_MS = 120_000;
  * guide, "Instances distribution").
  */
 export function onDemandCount(size: number, spot: NonNullable<LocalFleet["spot"]> | undefined): number {
-  if (!spot) return size;
-  if (size <= spot.onDemandBaseCapacity) return size;
+  if (!spot || size <= spot.onDemandBaseCapacity) return size;
   return spot.onDemandBaseCapacity + Math.ceil(((size - spot.onDemandBaseCapacity) * spot.onDemandPercentageAboveBaseCapacity) / 100);
 }
 
@@ -74,6 +62,8 @@ export interface FleetInstanceRecord {
   leftBecause: "scale_in" | "interrupted" | null;
   /** Windows it held when it was cut off (0: drained cleanly). */
   cutOff: number;
+  /** Its gateway completed its terminate lifecycle action (false: the hook timed out, or it still runs). */
+  drainedByGateway: boolean;
 }
 
 /** Pure: dollars for instance lives, on-demand at the type's price, Spot at the discounted one. */
@@ -82,17 +72,9 @@ export function fleetCostUsd(
   usdPerHour: Readonly<Record<string, number>>,
   spotDiscount: number,
 ): { usd: number; unpriced: string[] } {
-  let usd = 0;
-  const unpriced = new Set<string>();
-  for (const life of lives) {
-    const price = usdPerHour[life.instanceType];
-    if (price === undefined) {
-      unpriced.add(life.instanceType);
-      continue;
-    }
-    usd += (life.simSeconds / 3600) * price * (life.market === "spot" ? 1 - spotDiscount : 1);
-  }
-  return { usd: Math.round(usd * 100) / 100, unpriced: [...unpriced] };
+  const unpriced = [...new Set(lives.map((l) => l.instanceType).filter((t) => usdPerHour[t] === undefined))];
+  const usd = lives.reduce((sum, l) => sum + (l.simSeconds / 3600) * (usdPerHour[l.instanceType] ?? 0) * (l.market === "spot" ? 1 - spotDiscount : 1), 0);
+  return { usd: Math.round(usd * 100) / 100, unpriced };
 }
 
 export interface FleetSnapshot {
@@ -110,15 +92,14 @@ export interface GpuFleetOptions {
   ec2: EC2Client;
   fleet: LocalFleet;
   clock: SimClock;
-  servicePath: string;
-  statusPath: string;
-  /** Simulated time from launch to the service answering. */
+  /** Simulated time from launch to the gateway starting. */
   bootSimMs: number;
-  /** Simulated time from a warm-pool start to the service answering. */
+  /** Simulated time from a warm-pool start to the gateway starting. */
   warmStartSimMs: number;
-  /** Simulated time one window takes on one slot. */
-  windowSimMs: number;
-  slots: number;
+  /** One instance's processes (not started). */
+  host: (instanceId: string) => Promise<GpuHost>;
+  /** What every instance's model processed. */
+  ledger: ProcessedWindow[];
   /** Routes the Lambdas' calls: `host:port` → loopback `host:port` (replaces the fleet's previous routes). */
   setRoutes: (routes: Record<string, string>) => void;
   note: (line: string) => void;
@@ -129,10 +110,12 @@ export interface GpuFleetOptions {
 interface Member {
   record: FleetInstanceRecord;
   privateIp: string;
-  service: FleetInstanceService;
-  port: number;
+  host: GpuHost;
+  boot?: NodeJS.Timeout;
   /** Real epoch ms by which a leaving instance is gone, whatever it still holds. */
   leaveByMs?: number;
+  /** Its gateway completed the terminate lifecycle action. */
+  completed?: boolean;
 }
 
 export class GpuFleetSimulator {
@@ -141,12 +124,7 @@ export class GpuFleetSimulator {
   private readonly members = new Map<string, Member>();
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
-  /** Services of instances that are gone, kept for their counts. */
-  private readonly gone: FleetInstanceService[] = [];
-  private readonly processed: ProcessedWindow[] = [];
   private readonly interrupted = new Map<string, InterruptionKind>();
-  /** The Idempotency-Keys the fleet's instances share (fleet-service.ts). */
-  private readonly keys = new SharedKeys();
   private desired = 0;
   private inService = 0;
   private warmAvailable: number;
@@ -155,8 +133,7 @@ export class GpuFleetSimulator {
   private stopped = false;
 
   constructor(private readonly opts: GpuFleetOptions) {
-    const hc = opts.fleet.loadBalancer.healthCheck;
-    this.lb = new LocalLoadBalancer({ healthCheck: { ...hc, path: hc.path }, speed: opts.clock.speed });
+    this.lb = new LocalLoadBalancer({ healthCheck: opts.fleet.loadBalancer.healthCheck, speed: opts.clock.speed });
     this.warmAvailable = opts.fleet.warmPoolMinSize;
   }
 
@@ -175,48 +152,17 @@ export class GpuFleetSimulator {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.polling;
-    await Promise.all([...this.members.values(), ...this.leaving.values()].map((m) => m.service.kill()));
+    const all = [...this.members.values(), ...this.leaving.values()];
+    for (const m of all) clearTimeout(m.boot);
+    await Promise.all(all.map((m) => m.host.kill()));
     await this.lb.stop();
   }
 
-  snapshot(): FleetSnapshot {
-    return { desired: this.desired, inService: this.inService, healthy: this.lb.healthyCount(), draining: this.leaving.size };
-  }
-
+  readonly snapshot = (): FleetSnapshot => ({ desired: this.desired, inService: this.inService, healthy: this.lb.healthyCount(), draining: this.leaving.size });
   /** Every instance the fleet had, in launch order. */
-  instances(): FleetInstanceRecord[] {
-    return this.records.map((r) => ({ ...r }));
-  }
-
-  /** Every window an instance finished, in order. */
-  received(): ProcessedWindow[] {
-    return [...this.processed];
-  }
-
-  /** Deliveries answered as repeats, and refused while their key was in progress, across the fleet. */
-  deduplicated(): { repeats: number; conflicts: number } {
-    const services = [...this.members.values(), ...this.leaving.values()].map((m) => m.service).concat(this.gone);
-    return {
-      repeats: services.reduce((n, s) => n + s.repeatedDeliveries(), 0),
-      conflicts: services.reduce((n, s) => n + s.conflictingDeliveries(), 0),
-    };
-  }
-
-  /** Windows (by Idempotency-Key) processed more than once across the fleet. */
-  servedTwice(): number {
-    const seen = new Map<string, number>();
-    for (const w of this.processed) if (w.key !== "") seen.set(w.key, (seen.get(w.key) ?? 0) + 1);
-    return [...seen.values()].filter((n) => n > 1).length;
-  }
-
-  /** Windows an instance of the group holds now (worked on or queued); 0 once it is gone. */
-  holding(instanceId: string): number {
-    return (this.members.get(instanceId) ?? this.leaving.get(instanceId))?.service.outstanding() ?? 0;
-  }
-
-  targetHealth(instanceId: string): TargetHealth | undefined {
-    return this.lb.health(instanceId);
-  }
+  readonly instances = (): FleetInstanceRecord[] => this.records.map((r) => ({ ...r }));
+  /** Every window an instance's model finished, in order. */
+  readonly received = (): ProcessedWindow[] => [...this.opts.ledger];
 
   /** A Spot instance of the group now in service (the one an interruption would take), if any. */
   spotInService(): string | undefined {
@@ -224,14 +170,27 @@ export class GpuFleetSimulator {
   }
 
   /**
-   * A Spot interruption of `instanceId` (the stand-in for EC2's notice or recommendation): the group
-   * takes it out without lowering desired capacity, so moto launches the replacement at once.
+   * A gateway's CompleteLifecycleAction (../aws/lifecycle-actions.ts): true, and the instance may go,
+   * when it is leaving this group through its terminate hook; false (Auto Scaling's ValidationError) otherwise.
+   */
+  complete(c: LifecycleCompletion): boolean {
+    const member = this.leaving.get(c.instanceId);
+    if (!member || c.groupName !== this.groupName || c.hookName !== this.opts.fleet.drainHookName) return false;
+    member.completed = true;
+    return true;
+  }
+
+  /**
+   * A Spot interruption of `instanceId` (the stand-in for EC2's notice or recommendation), in its
+   * metadata; the group takes it out without lowering desired capacity, so moto launches the replacement.
    */
   async interrupt(instanceId: string, kind: InterruptionKind): Promise<void> {
     const member = this.members.get(instanceId);
     if (!member) throw new Error(`interrupt: ${instanceId} is not in service in ${this.groupName}`);
     if (member.record.market !== "spot") throw new Error(`interrupt: ${instanceId} is on-demand; EC2 interrupts only Spot instances`);
     this.interrupted.set(instanceId, kind);
+    if (kind === "notice") member.host.imds.noticeSpotInterruption(Date.now() + this.opts.clock.real(SPOT_NOTICE_SIM_MS));
+    else member.host.imds.recommendRebalance();
     this.opts.note(`spot ${kind === "notice" ? "interruption notice" : "rebalance recommendation"} for ${instanceId}`);
     await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
     await this.poll();
@@ -258,6 +217,7 @@ export class GpuFleetSimulator {
   }
 
   private async pollOnce(): Promise<void> {
+    if (this.stopped) return;
     const out = await this.opts.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [this.groupName] }));
     const group = out.AutoScalingGroups?.[0];
     if (!group) throw new Error(`group ${this.groupName} is gone from moto`);
@@ -289,51 +249,46 @@ export class GpuFleetSimulator {
         // The pool launches and stops a replacement: ready again after a boot's time.
         setTimeout(() => (this.warmAvailable += 1), this.opts.clock.real(this.opts.bootSimMs)).unref();
       }
-      const servingFromMs = now + this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
+      const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
+      const market = nextMarket(
+        [...this.members.values()].map((m) => m.record.market),
+        this.opts.fleet.spot,
+      );
       const record: FleetInstanceRecord = {
         instanceId: id,
         instanceType: instance.InstanceType ?? "unknown",
-        market: nextMarket(
-          [...this.members.values()].map((m) => m.record.market),
-          this.opts.fleet.spot,
-        ),
+        market,
         launchedAtMs: now,
-        servingFromMs,
+        servingFromMs: now + bootRealMs,
         goneAtMs: null,
         leftBecause: null,
         cutOff: 0,
+        drainedByGateway: false,
       };
-      const service = new FleetInstanceService({
-        instanceId: id,
-        servingFromMs,
-        windowRealMs: this.opts.clock.real(this.opts.windowSimMs),
-        slots: this.opts.slots,
-        servicePath: this.opts.servicePath,
-        statusPath: this.opts.statusPath,
-        speed: this.opts.clock.speed,
-        onProcessed: (w) => this.processed.push(w),
-        keys: this.keys,
-      });
-      const { port } = await service.start();
-      const member: Member = { record, privateIp: instance.PrivateIpAddress, service, port };
+      const host = await this.opts.host(id);
+      const member: Member = { record, privateIp: instance.PrivateIpAddress, host };
+      member.boot = setTimeout(() => {
+        member.boot = undefined;
+        host.start().catch((err: unknown) => this.opts.note(`gpu fleet: ${id} did not boot: ${(err as Error).message}`));
+      }, bootRealMs);
       this.members.set(id, member);
       this.records.push(record);
-      this.lb.register(id, port);
+      this.lb.register(id, host.port);
       this.opts.note(`gpu fleet: ${id} (${record.instanceType}, ${record.market}) joined ${this.groupName}${warm ? " from the warm pool" : ""}`);
     }
     this.publishRoutes();
   }
 
-  /** The group let the instance go: out of the load balancer at once; gone once drained, or at the drain's limit. */
+  /** The group let the instance go: out of the load balancer at once, its hook in its metadata; gone once its gateway completes it. */
   private leave(member: Member): void {
     const id = member.record.instanceId;
     this.members.delete(id);
     this.lb.deregister(id);
+    member.host.imds.targetLifecycleState = "Terminated";
     const kind = this.interrupted.get(id);
     member.record.leftBecause = kind ? "interrupted" : "scale_in";
-    const fleet = this.opts.fleet;
-    const drainSimMs = Math.min(fleet.drainHookSeconds, fleet.loadBalancer.deregistrationDelaySeconds) * 1000;
-    const limitSimMs = kind === "notice" ? Math.min(drainSimMs, SPOT_NOTICE_SIM_MS) : drainSimMs;
+    const hookSimMs = this.opts.fleet.drainHookSeconds * 1000;
+    const limitSimMs = kind === "notice" ? Math.min(hookSimMs, SPOT_NOTICE_SIM_MS) : hookSimMs;
     member.leaveByMs = Date.now() + this.opts.clock.real(limitSimMs);
     this.leaving.set(id, member);
   }
@@ -341,17 +296,18 @@ export class GpuFleetSimulator {
   private async finishLeaving(): Promise<void> {
     const now = Date.now();
     for (const [id, member] of this.leaving) {
-      const drained = member.service.outstanding() === 0 && this.lb.outstanding(id) === 0;
-      if (!drained && now < (member.leaveByMs ?? 0)) continue;
-      member.record.cutOff = member.service.outstanding();
+      if (!member.completed && now < (member.leaveByMs ?? 0)) continue;
+      clearTimeout(member.boot);
+      member.record.cutOff = member.host.outstanding();
+      member.record.drainedByGateway = member.completed === true;
       member.record.goneAtMs = now;
       this.leaving.delete(id);
       this.lb.remove(id);
-      await member.service.kill();
-      this.gone.push(member.service);
       this.publishRoutes();
+      await member.host.kill();
+      const how = member.completed ? "drained, lifecycle action completed by its gateway" : "hook timed out";
       this.opts.note(
-        `gpu fleet: ${id} gone (${member.record.leftBecause}${member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : ", drained"})`,
+        `gpu fleet: ${id} gone (${member.record.leftBecause}, ${how}${member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : ""})`,
       );
     }
   }
@@ -361,7 +317,7 @@ export class GpuFleetSimulator {
     const port = this.opts.fleet.loadBalancer.port;
     const routes: Record<string, string> = {};
     if (this.lbAddress) routes[`${this.opts.fleet.loadBalancer.dnsName}:${port}`] = `${this.lbAddress.host}:${this.lbAddress.port}`;
-    for (const m of [...this.members.values(), ...this.leaving.values()]) routes[`${m.privateIp}:${port}`] = `127.0.0.1:${m.port}`;
+    for (const m of [...this.members.values(), ...this.leaving.values()]) routes[`${m.privateIp}:${port}`] = `127.0.0.1:${m.host.lambdaPort}`;
     this.opts.setRoutes(routes);
   }
 }

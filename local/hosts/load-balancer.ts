@@ -9,9 +9,9 @@
  * - Routing is least outstanding requests (the target group's algorithm) among healthy targets.
  * - A deregistered target is `draining`: no new request, its in-flight ones finish (the caller of
  *   `deregister` decides how long it may take: the deregistration delay).
- * - No healthy target: 503, as ALB answers. (ALB's fail-open, all targets unhealthy routed anyway,
- *   is not played: the fleet's targets are unhealthy only while booting, when no service answers.)
- * All times are simulated, converted at the platform's speed.
+ * - No healthy target: 503, as ALB answers (its fail-open, all targets unhealthy routed anyway, is not played).
+ * All times are simulated, converted at the platform's speed, but a check's timeout is at least a real
+ * second: the targets are real processes (the gateways), whose answers take real time.
  */
 import * as http from "node:http";
 import { LoopbackServer, replyJson } from "./loopback";
@@ -66,9 +66,7 @@ export class LocalLoadBalancer {
 
   constructor(private readonly opts: { healthCheck: HealthCheck; speed: number }) {}
 
-  start(): Promise<{ host: string; port: number }> {
-    return this.server.start();
-  }
+  readonly start = (): Promise<{ host: string; port: number }> => this.server.start();
 
   async stop(): Promise<void> {
     for (const t of this.targets.values()) clearTimeout(t.timer);
@@ -100,23 +98,12 @@ export class LocalLoadBalancer {
     this.targets.delete(id);
   }
 
-  health(id: string): TargetHealth | undefined {
-    return this.targets.get(id)?.health;
-  }
-
+  readonly health = (id: string): TargetHealth | undefined => this.targets.get(id)?.health;
   /** Requests in flight through the load balancer to this target. */
-  outstanding(id: string): number {
-    return this.targets.get(id)?.outstanding ?? 0;
-  }
-
-  healthyCount(): number {
-    return [...this.targets.values()].filter((t) => t.health === "healthy").length;
-  }
-
+  readonly outstanding = (id: string): number => this.targets.get(id)?.outstanding ?? 0;
+  readonly healthyCount = (): number => [...this.targets.values()].filter((t) => t.health === "healthy").length;
   /** Requests answered 503 because no target was healthy. */
-  refusedRequests(): number {
-    return this.refused;
-  }
+  readonly refusedRequests = (): number => this.refused;
 
   private scheduleCheck(t: Target, delaySimSeconds: number): void {
     t.timer = setTimeout(() => void this.check(t), (delaySimSeconds * 1000) / this.opts.speed);
@@ -128,7 +115,7 @@ export class LocalLoadBalancer {
     const hc = this.opts.healthCheck;
     const ok = await new Promise<boolean>((done) => {
       const req = http.get(
-        { host: "127.0.0.1", port: t.port, path: hc.path, agent: false, timeout: (hc.timeoutSeconds * 1000) / this.opts.speed + 200 },
+        { host: "127.0.0.1", port: t.port, path: hc.path, agent: false, timeout: Math.max(1000, (hc.timeoutSeconds * 1000) / this.opts.speed) },
         (res) => {
           res.resume();
           done(res.statusCode === 200);

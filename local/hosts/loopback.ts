@@ -1,8 +1,8 @@
 /**
- * An HTTP server on a free loopback port that can be closed at once: what the local GPU service,
- * the fleet's instance services and the fleet's load balancer each stand on. Closing destroys the
- * open sockets too (kept-alive ones would otherwise hold `close()` open), which is also how a gone
- * host cuts off the requests it held.
+ * An HTTP server on a free loopback port that can be closed at once: what the GPU's fake models,
+ * metadata endpoints and the fleet's load balancer each stand on. Closing destroys the open sockets
+ * too (kept-alive ones would otherwise hold `close()` open), which is also how a gone host cuts off
+ * the requests it held.
  */
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";

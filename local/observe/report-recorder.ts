@@ -8,7 +8,7 @@
 import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { FleetSnapshot } from "../hosts/gpu-fleet";
-import type { GpuServiceState } from "../hosts/gpu-service";
+import type { GpuServiceState } from "../hosts/gpu-host";
 import type { LocalQueue } from "../provision/topology";
 
 /** The GPU as a chart shows it: its instance not running, running but the service not up yet, or serving. */
@@ -46,7 +46,7 @@ export interface ScenarioWindow {
 export interface RunRecorderOptions {
   queues: LocalQueue[];
   depths: DepthSource;
-  /** The GPU service simulator (platform.gpu), read only. */
+  /** The dev GPU instance's host (platform.gpu), read only. */
   gpu?: { state(): GpuServiceState; received(): unknown[] };
   /** The GPU fleet's stand-ins (platform.fleet), read only. */
   fleet?: { snapshot(): FleetSnapshot; received(): unknown[] };
@@ -102,7 +102,7 @@ export class RunRecorder {
     this.samples.push(sample);
   }
 
-  /** The simulator stamps when it saw the instance running and when serving began; a stop is seen at the round. */
+  /** The GPU's host stamps when it saw the instance running and when serving began; a stop is seen at the round. */
   private noteGpuEvents(s: GpuServiceState, roundMs: number): void {
     const last = this.lastGpu;
     if (last !== undefined) {

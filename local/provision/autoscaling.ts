@@ -77,20 +77,6 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
   if (obj(inputs, "mixedInstancesPolicy"))
     notes.push("mixed instances policy recorded only: the runtime's Spot stand-in assigns markets (moto truncates a mixed group's size)");
   if (strs(inputs, "targetGroupArns").length) notes.push("target groups not attached: the runtime's load balancer follows the group's in-service instances");
-  for (const hook of objs(inputs, "initialLifecycleHooks")) {
-    await ctx.autoscaling.send(
-      new PutLifecycleHookCommand(
-        definedOnly({
-          AutoScalingGroupName: name,
-          LifecycleHookName: str(hook, "name") ?? "hook",
-          LifecycleTransition: str(hook, "lifecycleTransition"),
-          HeartbeatTimeout: num(hook, "heartbeatTimeout"),
-          DefaultResult: str(hook, "defaultResult"),
-        }),
-      ),
-    );
-    notes.push(`lifecycle hook ${str(hook, "name")} stored; moto never runs it: the runtime's drain stand-in holds a leaving instance for its timeout`);
-  }
   const warm = obj(inputs, "warmPool");
   if (warm) {
     await ctx.autoscaling.send(
@@ -106,6 +92,19 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
   return { id: name, state: { ...inputs, name, arn, desiredCapacity: described.AutoScalingGroups?.[0]?.DesiredCapacity ?? 0 } };
 }
 
+/** The terminate hook (its own resource): stored; moto never runs it, the runtime's fleet stand-in does. */
+async function lifecycleHook(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: string[]): Promise<Result> {
+  const LifecycleHookName = str(inputs, "name") ?? args.name;
+  const [AutoScalingGroupName, LifecycleTransition, DefaultResult] = ["autoscalingGroupName", "lifecycleTransition", "defaultResult"].map((k) =>
+    str(inputs, k),
+  );
+  const hook = { AutoScalingGroupName, LifecycleHookName, LifecycleTransition, HeartbeatTimeout: num(inputs, "heartbeatTimeout"), DefaultResult };
+  await ctx.autoscaling.send(new PutLifecycleHookCommand(definedOnly(hook)));
+  notes.push(`lifecycle hook ${LifecycleHookName} stored; moto never runs it: the fleet stand-in holds a leaving instance until its gateway completes it`);
+  return { id: LifecycleHookName, state: { ...inputs, name: LifecycleHookName } };
+}
+
 export const autoscalingProvisioners: Provisioners = {
   "aws:autoscaling/group:Group": creates(group),
+  "aws:autoscaling/lifecycleHook:LifecycleHook": creates(lifecycleHook),
 };

@@ -84,6 +84,8 @@ export interface LocalInstance {
   logicalName: string;
   id: string;
   tags: Record<string, string>;
+  /** The recorded user data (plain text), where the gateway's environment is written. */
+  userData?: string;
 }
 
 /**
@@ -102,13 +104,15 @@ export interface LocalFleet {
   warmPoolMinSize: number;
   /** The terminate hook's timeout: how long a leaving instance may drain (0: no hook). */
   drainHookSeconds: number;
+  /** The terminate hook's name (what the gateway completes). */
+  drainHookName?: string;
+  /** The launch template's user data, decoded from base64. */
+  userData?: string;
   loadBalancer: {
     /** The DNS name the consumers POST to (GPU_FLEET_SERVICE_HOST). */
     dnsName: string;
     /** The listener's port. */
     port: number;
-    /** The target group's deregistration delay. */
-    deregistrationDelaySeconds: number;
     healthCheck: { path: string; intervalSeconds: number; healthyThreshold: number; unhealthyThreshold: number; timeoutSeconds: number };
   };
 }
@@ -423,6 +427,7 @@ export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
     // The recording holds state, not the id; the ARN ends in it.
     id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
     tags: strMap(o(r.inputs, "tags")),
+    ...(s(r.inputs, "userData") !== undefined ? { userData: s(r.inputs, "userData") } : {}),
   }));
 }
 
@@ -443,12 +448,18 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const mixed = o(r.inputs, "mixedInstancesPolicy");
     const distribution = o(mixed, "instancesDistribution");
     const overrides = arr(o(mixed, "launchTemplate"), "overrides");
-    const hook = arr(r.inputs, "initialLifecycleHooks").find((h) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING");
+    const groupName = need(r, s(r.outputs, "name"), "name");
+    const hook = ofType(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")
+      .map((h) => h.inputs)
+      .find((h) => s(h, "lifecycleTransition") === "autoscaling:EC2_INSTANCE_TERMINATING" && s(h, "autoscalingGroupName") === groupName);
+    const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
+    const lt = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate").find((t) => ltId !== undefined && (t.id === ltId || s(t.outputs, "id") === ltId));
+    const userData = s(lt?.inputs, "userData");
     const health = o(tg.inputs, "healthCheck");
     return {
       urn: r.urn,
       logicalName: r.name,
-      groupName: need(r, s(r.outputs, "name"), "name"),
+      groupName,
       maxSize: needNumber(r, n(r.inputs, "maxSize"), "maxSize"),
       ...(mixed
         ? {
@@ -461,10 +472,12 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
         : {}),
       warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
       drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
+      ...(s(hook, "name") !== undefined ? { drainHookName: s(hook, "name") } : {}),
+      // Base64 in the launch template.
+      ...(userData !== undefined ? { userData: Buffer.from(userData, "base64").toString("utf8") } : {}),
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
         port: needNumber(listener, n(listener.inputs, "port"), "port"),
-        deregistrationDelaySeconds: n(tg.inputs, "deregistrationDelay") ?? 300,
         // AWS's defaults for an HTTP target group where the program leaves one unset.
         healthCheck: {
           path: s(health, "path") ?? "/",

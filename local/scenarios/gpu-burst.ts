@@ -42,7 +42,7 @@ export const gpuBurst: Scenario = {
         drains.push({
           max,
           simSeconds: done === null ? null : (timing(done - lastPhaseStart, speed)?.simulatedSeconds ?? null),
-          servedTwice: run.servedTwice(sessionId),
+          servedTwice: run.processed(sessionId).twice,
           processed: run.processed(sessionId, n).got,
           sessionId,
         });
@@ -101,7 +101,7 @@ export const gpuBurst: Scenario = {
         instances: run.fleet.instances().length,
         cost: cost.rows,
         savedPerDayAgainstAlwaysOnUsd: cost.savedPerDayUsd,
-        deduplicated: run.fleet.deduplicated(),
+        gateway: run.gatewaySteps(),
         loadBalancerRefused: run.fleet.lb.refusedRequests(),
       },
       failures: run.failures,

@@ -1,7 +1,8 @@
 /**
  * What the GPU fleet's scenarios (gpu-burst, gpu-spot-interruption) share: the fleet's settings from
- * the stack file, a burst of windows and its accounting by the fleet's own record of what each
- * instance processed, the group's size between phases, and the cost table.
+ * the stack file, a burst of windows and its accounting by what each instance's fake model processed
+ * (every window passes through that instance's real gateway), the group's size between phases, and
+ * the cost table.
  */
 import {
   DescribeAutoScalingGroupsCommand,
@@ -9,6 +10,9 @@ import {
   SetInstanceProtectionCommand,
   UpdateAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
+import * as path from "node:path";
+import { sessionWindows } from "../hosts/fake-model";
+import { gatewaySteps } from "../hosts/gpu-host";
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
@@ -116,6 +120,11 @@ export class FleetRun {
     this.settings = fleetSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
   }
 
+  /** Steps the gateways logged (window_claimed, window_repeat, window_conflict, lifecycle_completed…), across the fleet. */
+  gatewaySteps(instanceId?: string): Record<string, number> {
+    return gatewaySteps(path.join(this.platform.options.workDir, "logs"), instanceId);
+  }
+
   get platform(): LocalPlatform {
     return this.ctx.platform;
   }
@@ -158,28 +167,8 @@ export class FleetRun {
     await Promise.all(Array.from({ length: SENDERS }, (_, i) => sendAll(this.platform, this.ingest, bodies.slice(i * chunk, (i + 1) * chunk))));
   }
 
-  /** Distinct windows of the session processed, when the n-th distinct one finished, and repeats processed twice. */
-  processed(sessionId: string, n: number): { got: number; completedAtMs: number | null } {
-    const got = new Set<number>();
-    let completedAtMs: number | null = null;
-    for (const w of this.fleet.received()) {
-      const body = w.body as { sessionId?: string; windowIndex?: number };
-      if (body.sessionId !== sessionId || typeof body.windowIndex !== "number") continue;
-      got.add(body.windowIndex);
-      if (completedAtMs === null && got.size >= n) completedAtMs = w.atMs;
-    }
-    return { got: got.size, completedAtMs };
-  }
-
-  /** Windows of the session the fleet processed more than once (on one instance or on two). */
-  servedTwice(sessionId: string): number {
-    const count = new Map<number, number>();
-    for (const w of this.fleet.received()) {
-      const body = w.body as { sessionId?: string; windowIndex?: number };
-      if (body.sessionId === sessionId && typeof body.windowIndex === "number") count.set(body.windowIndex, (count.get(body.windowIndex) ?? 0) + 1);
-    }
-    return [...count.values()].filter((c) => c > 1).length;
-  }
+  /** The session's windows the fleet's models processed: distinct ones, when the n-th finished, and those processed twice. */
+  readonly processed = (sessionId: string, n?: number) => sessionWindows(this.fleet.received(), sessionId, n);
 
   /**
    * After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the

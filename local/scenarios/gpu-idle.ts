@@ -9,7 +9,8 @@
 import { REPO_ROOT } from "../../infra/bundle";
 import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
-import type { GpuServiceSimulator } from "../hosts/gpu-service";
+import { sessionWindows } from "../hosts/fake-model";
+import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
@@ -56,16 +57,11 @@ export const gpuIdle: Scenario = {
   },
 };
 
-interface Window {
-  sessionId: string;
-  windowIndex: number;
-}
-
 class IdleRun {
   readonly failures: string[] = [];
   readonly bursts: number;
   private readonly platform: LocalPlatform;
-  private readonly gpu: GpuServiceSimulator;
+  private readonly gpu: GpuInstanceHost;
   private readonly ingest: LocalQueue;
   private readonly dlq: LocalQueue;
   private readonly perBurst: number;
@@ -163,12 +159,7 @@ class IdleRun {
   }
 
   private delivered(): number {
-    const got = new Set<number>();
-    for (const body of this.gpu.received()) {
-      const w = body as Partial<Window>;
-      if (w.sessionId === this.sessionId && typeof w.windowIndex === "number") got.add(w.windowIndex);
-    }
-    return got.size;
+    return sessionWindows(this.gpu.ledger, this.sessionId).got;
   }
 
   private readonly tick = async (): Promise<void> => {

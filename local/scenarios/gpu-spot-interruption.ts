@@ -40,13 +40,9 @@ export const gpuSpotInterruption: Scenario = {
     );
     let interruptedAt: number | null = null;
     let desiredAtNotice = 0;
-    let processedBefore = 0;
-    let heldAtNotice = 0;
     if (!found || victim === undefined) run.failures.push("no Spot instance served windows: nothing to interrupt (is spotPercent > 0?)");
     else {
       desiredAtNotice = run.fleet.snapshot().desired;
-      processedBefore = run.fleet.received().filter((w) => w.instanceId === victim).length;
-      heldAtNotice = run.fleet.holding(victim);
       interruptedAt = Date.now();
       await run.fleet.interrupt(victim, "notice");
     }
@@ -65,10 +61,17 @@ export const gpuSpotInterruption: Scenario = {
       if (!ok) run.failures.push(`capacity did not come back to ${desiredAtNotice} serving instances after the interruption`);
     }
     const drained = await run.drain(sessionId, n, "draining the burst", 600_000);
-    const servedTwice = run.servedTwice(sessionId);
+    const servedTwice = run.processed(sessionId).twice;
     if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
+    // The drain is the gateway's: it sees the notice in its metadata, stops taking windows, finishes what it holds and
+    // completes the lifecycle action, unless the hook times out first (then what is still at its model is cut off).
+    const victimGone = await waitFor(() => run.fleet.instances().find((r) => r.instanceId === victim)?.goneAtMs != null, { timeoutMs: 30_000 });
     const victimRecord = run.fleet.instances().find((r) => r.instanceId === victim);
-    const finishedDuringDrain = victimRecord ? run.fleet.received().filter((w) => w.instanceId === victim).length - processedBefore : 0;
+    if (victim !== undefined && !(victimGone && run.gatewaySteps(victim).drain_started))
+      run.failures.push(`the interrupted instance ${victim}'s gateway did not drain (${victimGone ? "no drain_started in its log" : "still there"})`);
+    else if (victim !== undefined && !victimRecord?.drainedByGateway)
+      ctx.note(`gpu-spot-interruption: ${victim}'s gateway drained but the hook timed out first: ${victimRecord?.cutOff} windows at its model cut off`);
+    const finishedDuringDrain = run.fleet.received().filter((w) => w.instanceId === victim && w.atMs >= (interruptedAt ?? Number.POSITIVE_INFINITY)).length;
     // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
     const settled = await waitFor(
       () => {
@@ -116,11 +119,11 @@ export const gpuSpotInterruption: Scenario = {
         desiredAtNotice,
         desiredAfter,
         inServiceAfter,
-        victimHeldAtNotice: heldAtNotice,
         victimFinishedAfterNotice: finishedDuringDrain,
         victimCutOff: victimRecord?.cutOff ?? null,
+        victimDrainedByGateway: victimRecord?.drainedByGateway ?? null,
         servedTwice,
-        deduplicated: run.fleet.deduplicated(),
+        gateway: run.gatewaySteps(),
         loadBalancerRefused: run.fleet.lb.refusedRequests(),
         cost: cost.rows,
       },

@@ -1,21 +1,18 @@
 /**
  * ingest-gpu-outage (docs/parts/ingest.md): with the GPU stopped, segments fail ingest, are redriven to the
  * DLQ and parked there; the DLQ consumer starts the GPU; once it has booted every segment
- * reaches the GPU service. One malformed segment shows quarantine: it is not retried and not lost.
+ * reaches the GPU (through the real gateway, to the fake model). One malformed segment shows quarantine: it is not retried and not lost.
  */
 import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
-import type { GpuServiceSimulator } from "../hosts/gpu-service";
+import * as path from "node:path";
+import { sessionWindows } from "../hosts/fake-model";
+import { type GpuInstanceHost, gatewaySteps } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
-
-interface Segment {
-  sessionId: string;
-  windowIndex: number;
-}
 
 export const ingestGpuOutage: Scenario = {
   name: "ingest-gpu-outage",
@@ -35,14 +32,14 @@ export const ingestGpuOutage: Scenario = {
 class OutageRun {
   readonly failures: string[] = [];
   private readonly platform: LocalPlatform;
-  private readonly gpu: GpuServiceSimulator;
+  private readonly gpu: GpuInstanceHost;
   private readonly ingest: LocalQueue;
   private readonly dlq: LocalQueue;
   private readonly quarantine: LocalQueue;
   private readonly instanceId: string;
   private readonly n: number;
   private readonly sessionId: string;
-  /** The simulator also counts the instance's first boot at deploy time: only starts from here on are the DLQ consumer's. */
+  /** The host also counts the instance's first boot at deploy time: only starts from here on are the DLQ consumer's. */
   private startsBefore = 0;
   private started = 0;
   private bodies: string[] = [];
@@ -85,9 +82,9 @@ class OutageRun {
   }
 
   async waitForBacklogDrained(): Promise<void> {
-    const ok = await waitFor(() => this.delivered().got.size >= this.n, { timeoutMs: 240_000, tick: this.tick });
+    const ok = await waitFor(() => this.delivered().got >= this.n, { timeoutMs: 240_000, tick: this.tick });
     if (ok) this.drained = this.delivered().completedAtMs;
-    else this.failures.push(`only ${this.delivered().got.size} of ${this.n} segments reached the GPU`);
+    else this.failures.push(`only ${this.delivered().got} of ${this.n} segments reached the GPU`);
     // Let the runtime acknowledge the last batches before counting what is left.
     await waitFor(
       async () => {
@@ -108,12 +105,12 @@ class OutageRun {
     if (finalState !== "running") failures.push(`GPU ended ${finalState}, expected running`);
     if (quarantined.length !== 1) failures.push(`expected the malformed segment in quarantine, found ${quarantined.length}`);
 
-    const { got, duplicates } = this.delivered();
+    const { got, twice } = this.delivered();
     return summary({
       scenario: this.name,
       wallMs: Date.now() - started,
       sent: this.bodies.length,
-      processed: got.size,
+      processed: got,
       quarantined: quarantined.length,
       inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
       remaining: left.visible + left.inFlight + left.delayed,
@@ -124,8 +121,8 @@ class OutageRun {
         "GPU up → backlog drained": [this.gpuServing, this.drained],
       }),
       details: {
-        duplicatesDelivered: duplicates,
-        repeatedDeliveries: this.gpu.repeatedDeliveries(),
+        servedTwice: twice,
+        gateway: gatewaySteps(path.join(platform.options.workDir, "logs")),
         gpuStarts: this.startsNow(),
         quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
       },
@@ -137,19 +134,9 @@ class OutageRun {
     return this.gpu.state().starts - this.startsBefore;
   }
 
-  /** The segments the GPU took, and when the last of the first n distinct ones arrived (as the GPU service saw it). */
-  private delivered(): { got: Set<number>; duplicates: number; completedAtMs: number | null } {
-    const got = new Set<number>();
-    let duplicates = 0;
-    let completedAtMs: number | null = null;
-    for (const { body, atMs } of this.gpu.receivedAt()) {
-      const s = body as Partial<Segment>;
-      if (s.sessionId !== this.sessionId || typeof s.windowIndex !== "number") continue;
-      if (got.has(s.windowIndex)) duplicates += 1;
-      got.add(s.windowIndex);
-      if (completedAtMs === null && got.size >= this.n) completedAtMs = atMs;
-    }
-    return { got, duplicates, completedAtMs };
+  /** The segments the GPU's model took, and when the last of the first n distinct ones finished. */
+  private delivered() {
+    return sessionWindows(this.gpu.ledger, this.sessionId, this.n);
   }
 
   private readonly tick = async (): Promise<void> => {
@@ -161,10 +148,10 @@ class OutageRun {
     const now = Date.now();
     if (this.firstInDlq === null && d && d.visible + d.inFlight > 1) this.firstInDlq = now;
     const g = this.gpu.state();
-    // The simulator's own moments, not this tick's: a tick sees a change up to a tick late.
+    // The host's own moments, not this tick's: a tick sees a change up to a tick late.
     if (this.gpuRunning === null && g.runningSinceMs !== null && this.startsNow() > 0) this.gpuRunning = g.runningSinceMs;
     if (this.gpuServing === null && g.servingSinceMs !== null && this.startsNow() > 0) this.gpuServing = g.servingSinceMs;
-    const done = this.delivered().got.size;
+    const done = this.delivered().got;
     this.ctx.view({
       scenario: this.name,
       elapsedMs: now - this.started,

@@ -1,8 +1,10 @@
 /**
  * The GPU fleet stand-in (local/hosts/gpu-fleet.ts): the pure market and cost rules as tables, then
  * `GpuFleetSimulator` around a real Auto Scaling group in moto (moto launches and terminates the
- * group's instances on SetDesiredCapacity; the simulator plays the services, the load balancer, the
- * drain and Spot interruptions). Simulated time runs at speed 100: a 10 s boot is 100 ms.
+ * group's instances on SetDesiredCapacity; the simulator plays boots, the load balancer, the hook and
+ * Spot interruptions), each instance running the real gateway bundle in front of a fake model, its
+ * keys in moto's DynamoDB, its lifecycle action completed through the local proxy. Simulated time
+ * runs at speed 100: a 10 s boot is 100 ms; the gateways poll their metadata every real second.
  */
 import {
   AutoScalingClient,
@@ -12,11 +14,18 @@ import {
   SetInstanceProtectionCommand,
 } from "@aws-sdk/client-auto-scaling";
 import { CreateLaunchTemplateCommand, DescribeImagesCommand, DescribeInstancesCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { expect } from "chai";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { LifecycleActionProxy } from "../../../local/aws/lifecycle-actions";
 import { SimClock } from "../../../local/hosts/clock";
+import type { ProcessedWindow } from "../../../local/hosts/fake-model";
+import { GpuHost, writeGatewayBundle } from "../../../local/hosts/gpu-host";
 import { fleetCostUsd, GpuFleetSimulator, type Market, nextMarket, onDemandCount } from "../../../local/hosts/gpu-fleet";
 import type { LocalFleet } from "../../../local/provision/topology";
-import { resetMoto } from "../../integration/helpers/moto";
+import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 import { outcome, until } from "../helpers/stub-target";
 
 type Spot = NonNullable<LocalFleet["spot"]>;
@@ -126,6 +135,7 @@ describe("GPU fleet", () => {
 
   describe("GpuFleetSimulator around moto's Auto Scaling group", function () {
     this.timeout(60_000);
+    const TABLE = "encache-gpu-keys-test";
     const GROUP = "encache-gpu-fleet-test";
     const PORT = 8080;
     const DNS = "internal-encache-gpu-test-123.us-east-1.elb.amazonaws.com";
@@ -138,11 +148,12 @@ describe("GPU fleet", () => {
       maxSize: 4,
       spot: spot(1, 0),
       warmPoolMinSize: 0,
-      drainHookSeconds: 90,
+      // 3 real seconds: the gateways read their metadata once a real second.
+      drainHookSeconds: 300,
+      drainHookName: "drain",
       loadBalancer: {
         dnsName: DNS,
         port: PORT,
-        deregistrationDelaySeconds: 90,
         healthCheck: { path: "/status", intervalSeconds: 5, healthyThreshold: 2, unhealthyThreshold: 2, timeoutSeconds: 2 },
       },
     };
@@ -151,6 +162,34 @@ describe("GPU fleet", () => {
     let sim: GpuFleetSimulator | undefined;
     let routes: Record<string, string>;
     let notes: string[];
+    let dir: string;
+    let bundlePath: string;
+    let lifecycle: LifecycleActionProxy;
+    let ledger: ProcessedWindow[];
+    /** The program's gateway environment, as the user data writes it (addresses are the host's). */
+    const programEnv = {
+      GPU_SERVICE_PORT: String(PORT),
+      GPU_SERVICE_PATH: "/ingest/window",
+      GPU_STATUS_PATH: "/status",
+      GPU_MODEL_URL: "http://127.0.0.1:9000",
+      GPU_MODEL_PATH: "/invocations",
+      GPU_MODEL_HEALTH_PATH: "/ping",
+      GPU_MODEL_CONCURRENCY: "1",
+      GPU_MODEL_TIMEOUT_MS: "10000",
+      GPU_KEYS_TABLE: TABLE,
+      GPU_KEY_LEASE_SECONDS: "60",
+      GPU_DRAIN_POLL_SECONDS: "1",
+      GPU_FLEET_GROUP_NAME: GROUP,
+      GPU_DRAIN_HOOK_NAME: "drain",
+      AWS_REGION: "us-east-1",
+    };
+
+    before(function () {
+      this.timeout(120_000);
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-fleet-test-"));
+      bundlePath = writeGatewayBundle(dir);
+    });
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
     async function createGroup(): Promise<void> {
       const { Images } = await ec2.send(new DescribeImagesCommand({ Owners: ["amazon"] }));
@@ -170,17 +209,23 @@ describe("GPU fleet", () => {
       );
     }
     async function startSim(windowSimMs: number, shape: LocalFleet = fleet): Promise<GpuFleetSimulator> {
+      const awsEnv = {
+        AWS_ENDPOINT_URL: motoEndpoint(),
+        AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start(),
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: "testing",
+        AWS_SECRET_ACCESS_KEY: "testing",
+      };
       sim = new GpuFleetSimulator({
         autoscaling,
         ec2,
         fleet: shape,
         clock: new SimClock(100),
-        servicePath: SERVICE_PATH,
-        statusPath: "/status",
         bootSimMs: 10_000,
         warmStartSimMs: 1_000,
-        windowSimMs,
-        slots: 1,
+        host: (instanceId) =>
+          GpuHost.create({ instanceId, bundlePath, logDir: dir, programEnv, awsEnv, speed: 100, model: { windowRealMs: windowSimMs / 100, slots: 1, ledger } }),
+        ledger,
         setRoutes: (r) => {
           routes = r;
         },
@@ -213,11 +258,22 @@ describe("GPU fleet", () => {
       ec2 = new EC2Client({});
       routes = {};
       notes = [];
+      ledger = [] as ProcessedWindow[];
+      lifecycle = new LifecycleActionProxy(motoEndpoint(), (c) => sim?.complete(c) ?? false);
       await createGroup();
+      await new DynamoDBClient({}).send(
+        new CreateTableCommand({
+          TableName: TABLE,
+          BillingMode: "PAY_PER_REQUEST",
+          AttributeDefinitions: [{ AttributeName: "window_key", AttributeType: "S" }],
+          KeySchema: [{ AttributeName: "window_key", KeyType: "HASH" }],
+        }),
+      );
     });
     afterEach(async () => {
       await sim?.stop();
       sim = undefined;
+      await lifecycle.stop();
       autoscaling.destroy();
       ec2.destroy();
     });
@@ -267,12 +323,12 @@ describe("GPU fleet", () => {
       const ids = s.instances().map((r) => r.instanceId);
       const received = s.received();
       expect(answers).to.deep.equal([
-        { status: 200, body: { accepted: true } },
-        { status: 200, body: { accepted: true } },
+        { status: 200, body: { processed: true, key: "s/0" } },
+        { status: 200, body: { processed: true, key: "s/1" } },
       ]);
       expect(received.map((w) => w.key).sort()).to.deep.equal(["s/0", "s/1"]);
       expect(received.map((w) => w.instanceId).sort()).to.deep.equal([...ids].sort());
-      expect(s.servedTwice()).to.equal(0);
+      expect(new Set(ledger.map((w) => w.key)).size).to.equal(ledger.length);
     });
 
     it("reconciles to desired capacity: an instance protected at the scale-in goes once its protection is lifted (moto acts only inside SetDesiredCapacity)", async () => {
@@ -315,7 +371,8 @@ describe("GPU fleet", () => {
         expect(r.leftBecause).to.equal("scale_in");
         expect(r.goneAtMs).to.be.a("number").and.at.least(r.launchedAtMs);
         expect(r.cutOff).to.equal(0);
-        expect(s.targetHealth(r.instanceId)).to.equal(undefined);
+        expect(r.drainedByGateway).to.equal(true);
+        expect(s.lb.health(r.instanceId)).to.equal(undefined);
       }
       expect(Object.keys(routes)).to.deep.equal([`${DNS}:${PORT}`]);
       expect(s.snapshot()).to.deep.equal({ desired: 0, inService: 0, healthy: 0, draining: 0 });
@@ -343,14 +400,14 @@ describe("GPU fleet", () => {
       // Assess
       const gone = s.instances().find((r) => r.instanceId === spotted.instanceId);
       expect(spotId).to.equal(spotted.instanceId);
-      expect(gone).to.deep.include({ leftBecause: "interrupted", cutOff: 0 });
+      expect(gone).to.deep.include({ leftBecause: "interrupted", cutOff: 0, drainedByGateway: true });
       expect(gone?.goneAtMs).to.be.a("number");
       expect(replacement()).to.deep.include({ market: "spot", leftBecause: null, goneAtMs: null });
       expect(await inServiceInMoto()).to.equal(2);
       expect(s.snapshot()).to.deep.include({ desired: 2, inService: 2, draining: 0 });
       expect(refused).to.match(/is on-demand; EC2 interrupts only Spot instances/);
-      expect(s.targetHealth(onDemand.instanceId)).to.equal("healthy");
-      expect(s.targetHealth(spotted.instanceId)).to.equal(undefined);
+      expect(s.lb.health(onDemand.instanceId)).to.equal("healthy");
+      expect(s.lb.health(spotted.instanceId)).to.equal(undefined);
       expect(notes.some((n) => n.includes(`spot interruption notice for ${spotted.instanceId}`))).to.equal(true);
     });
 
@@ -381,7 +438,7 @@ describe("GPU fleet", () => {
     });
 
     it("a leaving instance finishes the windows it holds when they complete within the drain (cutOff 0)", async () => {
-      // Prepare: a 30 s window (300 ms), well inside the 90 s drain.
+      // Prepare: a 30 s window (300 ms), well inside the 300 s hook.
       const s = await startSim(30_000);
       await desire(1);
       await serving(s, 1);
@@ -390,7 +447,7 @@ describe("GPU fleet", () => {
       await until("the window in flight", () => s.lb.outstanding(only.instanceId) === 1);
       // Act
       await desire(0);
-      await until("the instance to leave the load balancer", () => s.targetHealth(only.instanceId) === "draining");
+      await until("the instance to leave the load balancer", () => s.lb.health(only.instanceId) === "draining");
       const duringDrain = await post({ w: 1 }, "s/1");
       const answer = await pending;
       await until("the instance gone", () => s.instances()[0].goneAtMs !== null, 20_000);
@@ -398,14 +455,14 @@ describe("GPU fleet", () => {
       const record = s.instances()[0];
       const [window] = s.received();
       expect(duringDrain).to.have.property("status", 503);
-      expect(answer).to.deep.equal({ status: 200, body: { accepted: true } });
-      expect(record).to.deep.include({ leftBecause: "scale_in", cutOff: 0 });
+      expect(answer).to.deep.equal({ status: 200, body: { processed: true, key: "s/0" } });
+      expect(record).to.deep.include({ leftBecause: "scale_in", cutOff: 0, drainedByGateway: true });
       expect(s.received().map((w) => w.key)).to.deep.equal(["s/0"]);
       expect(record.goneAtMs).to.be.at.least(window.atMs);
     });
 
     it("a Spot notice cuts off a window that outlasts the drain: 502 to the caller, cutOff 1, not processed", async () => {
-      // Prepare: a 300 s window (3 s) against a 90 s drain (0.9 s).
+      // Prepare: a 300 s window (3 s) against the notice's two minutes (1.2 s).
       const s = await startSim(300_000);
       await desire(2);
       await serving(s, 2);
@@ -424,7 +481,8 @@ describe("GPU fleet", () => {
       expect(cut).to.have.property("status", 502);
       expect(record).to.deep.include({ leftBecause: "interrupted", cutOff: 1 });
       expect(s.received().map((w) => w.key)).to.not.include("s/1");
-      expect(await onOnDemand).to.deep.equal({ status: 200, body: { accepted: true } });
+      expect(record?.drainedByGateway).to.equal(false);
+      expect(await onOnDemand).to.deep.equal({ status: 200, body: { processed: true, key: "s/0" } });
     });
   });
 });

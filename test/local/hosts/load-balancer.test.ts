@@ -5,7 +5,7 @@
  * services where it needs the real stand-in). Health checks run in simulated seconds at `speed`.
  */
 import { expect } from "chai";
-import { FleetInstanceService, type ProcessedWindow } from "../../../local/hosts/fleet-service";
+import { FakeModel, type ProcessedWindow } from "../../../local/hosts/fake-model";
 import { afterCheck, type HealthCheck, LocalLoadBalancer, pickTarget, type TargetHealth } from "../../../local/hosts/load-balancer";
 import { outcome, type StubTarget, startStubTarget, until } from "../helpers/stub-target";
 
@@ -64,7 +64,7 @@ describe("local load balancer", () => {
     let lb: LocalLoadBalancer;
     let base: string;
     const stubs: StubTarget[] = [];
-    const services: FleetInstanceService[] = [];
+    const services: FakeModel[] = [];
 
     async function startLb(healthCheck: HealthCheck = fast): Promise<void> {
       lb = new LocalLoadBalancer({ healthCheck, speed: SPEED });
@@ -76,19 +76,11 @@ describe("local load balancer", () => {
       stubs.push(s);
       return s;
     }
-    async function service(id: string, windowRealMs: number, processed: ProcessedWindow[]): Promise<number> {
-      const svc = new FleetInstanceService({
-        instanceId: id,
-        servingFromMs: 0,
-        windowRealMs,
-        slots: 4,
-        servicePath: "/ingest/window",
-        statusPath: "/status",
-        speed: SPEED,
-        onProcessed: (w) => processed.push(w),
-      });
+    async function service(id: string, windowRealMs: number, ledger: ProcessedWindow[]): Promise<number> {
+      // A fake model stands for the target: it answers the health check path and does the windows.
+      const svc = new FakeModel({ instanceId: id, windowRealMs, slots: 4, path: "/ingest/window", healthPath: "/status", ledger });
       services.push(svc);
-      return (await svc.start()).port;
+      return Number(new URL(await svc.start()).port);
     }
     const post = (body = "{}", path = "/ingest/window") => outcome(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
     const healthy = (id: string) => until(`${id} healthy`, () => lb.health(id) === "healthy");
@@ -209,13 +201,14 @@ describe("local load balancer", () => {
     });
 
     it("answers 502 when the target dies mid-request, and frees the target's outstanding count", async () => {
-      // Prepare: a real fleet instance service whose window takes 5 real seconds.
+      // Prepare: a target whose window takes 5 real seconds.
       await startLb();
-      const processed: ProcessedWindow[] = [];
-      lb.register("i-1", await service("i-1", 5_000, processed));
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
+      lb.register("i-1", await service("i-1", 5_000, ledger));
       await healthy("i-1");
       const pending = post('{"window":1}');
-      await until("the window to be worked on", () => services[0].active() === 1);
+      await until("the window to be worked on", () => services[0].outstanding() === 1);
       const outstandingBefore = lb.outstanding("i-1");
       // Act
       await services[0].kill();
@@ -231,8 +224,9 @@ describe("local load balancer", () => {
     it("takes a target that fails unhealthyThreshold checks in a row out of routing", async () => {
       // Prepare
       await startLb();
-      const processed: ProcessedWindow[] = [];
-      lb.register("i-1", await service("i-1", 0, processed));
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
+      lb.register("i-1", await service("i-1", 0, ledger));
       await healthy("i-1");
       const served = await post('{"window":1}');
       // Act: the service goes away; its health checks fail.
@@ -240,7 +234,7 @@ describe("local load balancer", () => {
       await until("i-1 unhealthy", () => lb.health("i-1") === "unhealthy");
       const refused = await post('{"window":2}');
       // Assess
-      expect(served).to.deep.equal({ status: 200, body: { accepted: true } });
+      expect(served).to.deep.equal({ status: 200, body: { processed: true, key: "" } });
       expect(refused).to.have.property("status", 503);
       expect(lb.healthyCount()).to.equal(0);
       expect(processed.map((w) => w.body)).to.deep.equal([{ window: 1 }]);
@@ -249,8 +243,9 @@ describe("local load balancer", () => {
     it("forwards the path, method, headers and body to the target, and its answer back", async () => {
       // Prepare
       await startLb();
-      const processed: ProcessedWindow[] = [];
-      lb.register("i-1", await service("i-1", 0, processed));
+      const ledger = [] as ProcessedWindow[];
+      const processed = ledger;
+      lb.register("i-1", await service("i-1", 0, ledger));
       await healthy("i-1");
       // Act
       const ok = await outcome(`${base}/ingest/window`, {
@@ -260,7 +255,7 @@ describe("local load balancer", () => {
       });
       const wrongRoute = await post("{}", "/elsewhere");
       // Assess
-      expect(ok).to.deep.equal({ status: 200, body: { accepted: true } });
+      expect(ok).to.deep.equal({ status: 200, body: { processed: true, key: "s/7" } });
       expect(wrongRoute).to.have.property("status", 404);
       expect(processed.map((w) => ({ key: w.key, body: w.body, instanceId: w.instanceId }))).to.deep.equal([
         { key: "s/7", body: { window: 7 }, instanceId: "i-1" },

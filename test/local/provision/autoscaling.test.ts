@@ -112,10 +112,6 @@ describe("local provisioning: Auto Scaling", () => {
               overrides: [{ instanceType: "g5.2xlarge" }, { instanceType: "g6.2xlarge" }, {}],
             },
           },
-          initialLifecycleHooks: [
-            { name: "launch", lifecycleTransition: "autoscaling:EC2_INSTANCE_LAUNCHING", heartbeatTimeout: 300 },
-            { name: "drain", lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING", heartbeatTimeout: 90 },
-          ],
           ...inputs,
         },
         { name: "encache-gpu-fleet-prod" },
@@ -139,12 +135,31 @@ describe("local provisioning: Auto Scaling", () => {
         defaultActions: [{ type: "forward", targetGroupArn: TG_ARN }],
         ...inputs,
       });
+    const hooks = () => [
+      res("aws:autoscaling/lifecycleHook:LifecycleHook", "gpu-launch", {
+        name: "launch",
+        autoscalingGroupName: "encache-gpu-fleet-prod",
+        lifecycleTransition: "autoscaling:EC2_INSTANCE_LAUNCHING",
+        heartbeatTimeout: 300,
+      }),
+      res("aws:autoscaling/lifecycleHook:LifecycleHook", "gpu-drain", {
+        name: "drain",
+        autoscalingGroupName: "encache-gpu-fleet-prod",
+        lifecycleTransition: "autoscaling:EC2_INSTANCE_TERMINATING",
+        heartbeatTimeout: 90,
+      }),
+    ];
+    const launchTemplate = () =>
+      ({
+        ...res("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", { userData: Buffer.from("#cloud-config\n").toString("base64") }),
+        id: "lt-1",
+      }) as RecordedResource;
     const loadBalancer = () =>
       res("aws:lb/loadBalancer:LoadBalancer", "gpu-alb", { internal: true }, { arn: LB_ARN, dnsName: "internal-gpu-alb-1.us-east-1.elb.amazonaws.com" });
 
-    it("follows the group to its target group, listener and load balancer, with the policy, hook and health check", () => {
+    it("follows the group to its target group, listener and load balancer, with the policy, hook, user data and health check", () => {
       // Prepare
-      const resources = [loadBalancer(), listener(), targetGroup(), group()];
+      const resources = [loadBalancer(), listener(), targetGroup(), group(), ...hooks(), launchTemplate()];
       // Act
       const fleets = fleetsFrom(resources);
       // Assess
@@ -157,10 +172,11 @@ describe("local provisioning: Auto Scaling", () => {
           spot: { onDemandBaseCapacity: 1, onDemandPercentageAboveBaseCapacity: 25, instanceTypes: ["g5.2xlarge", "g6.2xlarge"] },
           warmPoolMinSize: 0,
           drainHookSeconds: 90,
+          drainHookName: "drain",
+          userData: "#cloud-config\n",
           loadBalancer: {
             dnsName: "internal-gpu-alb-1.us-east-1.elb.amazonaws.com",
             port: 8080,
-            deregistrationDelaySeconds: 90,
             healthCheck: { path: "/status", intervalSeconds: 10, healthyThreshold: 2, unhealthyThreshold: 3, timeoutSeconds: 4 },
           },
         },
@@ -173,7 +189,7 @@ describe("local provisioning: Auto Scaling", () => {
         loadBalancer(),
         listener(),
         targetGroup({ deregistrationDelay: undefined, healthCheck: undefined }),
-        group({ mixedInstancesPolicy: undefined, initialLifecycleHooks: undefined, warmPool: { minSize: 2 } }),
+        group({ mixedInstancesPolicy: undefined, warmPool: { minSize: 2 } }),
       ];
       // Act
       const [fleet] = fleetsFrom(resources);
@@ -183,7 +199,6 @@ describe("local provisioning: Auto Scaling", () => {
       expect(fleet.loadBalancer).to.deep.equal({
         dnsName: "internal-gpu-alb-1.us-east-1.elb.amazonaws.com",
         port: 8080,
-        deregistrationDelaySeconds: 300,
         healthCheck: { path: "/", intervalSeconds: 30, healthyThreshold: 5, unhealthyThreshold: 2, timeoutSeconds: 5 },
       });
     });

@@ -312,7 +312,7 @@ describe("deployLocally: the prod stack's GPU fleet in moto (child process)", fu
       onDemandPercentageAboveBaseCapacity: 25,
       instanceTypes: ["g5.2xlarge", "g6.2xlarge", "g5.4xlarge"],
     });
-    expect(fleet?.loadBalancer).to.deep.include({ port: 8080, deregistrationDelaySeconds: 90 });
+    expect(fleet?.loadBalancer).to.deep.include({ port: 8080 });
     expect(fleet?.loadBalancer.dnsName).to.match(/^internal-.*\.us-east-1\.elb\.amazonaws\.com$/);
     expect(fleet?.loadBalancer.healthCheck).to.deep.include({ path: "/status", healthyThreshold: 2 });
     expect(group).to.deep.include({ MinSize: 0, MaxSize: 4, DesiredCapacity: 0 });

@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { expect } from "chai";
 import { PNG } from "pngjs";
 import type { DepthListener, DepthRound } from "../../../local/observe/depth-sampler";
-import type { GpuServiceState } from "../../../local/hosts/gpu-service";
+import type { GpuServiceState } from "../../../local/hosts/gpu-host";
 import { buildReportData, loadChartAssets, queueKind, renderReport, type ReportData } from "../../../local/show/report";
 import { RunRecorder } from "../../../local/observe/report-recorder";
 import { findChromium, headless } from "../helpers/chromium";

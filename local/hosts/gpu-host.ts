@@ -1,0 +1,245 @@
+/**
+ * What runs on a local GPU instance (`GpuHost`; the fleet stand-in keeps one per instance): the real
+ * gateway bundle as a child process, in front of a fake model (./fake-model.ts), with its own metadata
+ * service (../aws/instance-metadata.ts). Its environment is the program's (the GATEWAY_ENV_FILE entry of
+ * the recorded user data) with only addresses replaced and its drain poll on the platform's clock, as
+ * the worker's timers are. `GpuInstanceHost`: the dev instance, run while moto shows it `running`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as path from "node:path";
+import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { parse as parseYaml } from "yaml";
+import { bundleFunction } from "../../infra/bundle";
+import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
+import { InstanceMetadata } from "../aws/instance-metadata";
+import { readBody } from "../aws/intercepting-proxy";
+import { freeLoopbackPort } from "../aws/moto";
+import { FakeModel, type ProcessedWindow } from "./fake-model";
+import { LoopbackServer, replyJson } from "./loopback";
+
+/** Pure: the gateway's environment from `#cloud-config` user data (its GATEWAY_ENV_FILE entry), else undefined. */
+export function gatewayEnvFromUserData(userData: string | undefined): Record<string, string> | undefined {
+  if (!userData?.startsWith("#cloud-config")) return undefined;
+  const doc = parseYaml(userData) as { write_files?: Array<{ path?: string; content?: string; encoding?: string }> } | null;
+  const entry = doc?.write_files?.find((f) => f.path === GATEWAY_ENV_FILE);
+  if (typeof entry?.content !== "string") return undefined;
+  const text = /^(b64|base64)$/.test(entry.encoding ?? "") ? Buffer.from(entry.content, "base64").toString("utf8") : entry.content;
+  const pairs = text.split("\n").map((line) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim()));
+  return Object.fromEntries(pairs.filter((m) => m !== null).map((m) => [m[1], m[2]]));
+}
+
+/** Writes the gateway bundle (the same esbuild output the image carries) to `dir`; returns its path. */
+export function writeGatewayBundle(dir: string): string {
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, "gpu-gateway.js");
+  fs.writeFileSync(file, bundleFunction("functions/gpu/gateway.ts").code);
+  return file;
+}
+
+export interface GpuHostOptions {
+  instanceId: string;
+  bundlePath: string;
+  logDir: string;
+  /** The program's gateway environment (gatewayEnvFromUserData). */
+  programEnv: Record<string, string>;
+  /** Where the gateway reaches AWS: moto, and the lifecycle-action proxy for Auto Scaling. */
+  awsEnv: Record<string, string>;
+  speed: number;
+  model: { windowRealMs: number; slots: number; ledger: ProcessedWindow[] };
+}
+
+const alive = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of alive) child.kill("SIGKILL");
+});
+
+/** One GPU instance's gateway process, fake model and metadata service. */
+export class GpuHost {
+  readonly imds: InstanceMetadata;
+  private model?: FakeModel;
+  private child?: ChildProcess;
+  private exited: Promise<void> = Promise.resolve();
+  /**
+   * Where the Lambdas reach the instance (`lambdaPort`): the gateway, with its status's `idleSeconds`
+   * put on the platform's clock (the gateway keeps real time, as its leases must; the scaler and the
+   * idle check compare idleness with their simulated clock), as ../aws/ec2-clock.ts does for launch times.
+   */
+  private readonly front = new LoopbackServer((req, res) => this.forward(req, res));
+  lambdaPort = 0;
+
+  private constructor(
+    private readonly o: GpuHostOptions,
+    /** The gateway's port, kept across restarts. */
+    readonly port: number,
+  ) {
+    this.imds = new InstanceMetadata(o.instanceId);
+  }
+
+  static async create(o: GpuHostOptions): Promise<GpuHost> {
+    const host = new GpuHost(o, await freeLoopbackPort());
+    host.lambdaPort = (await host.front.start()).port;
+    return host;
+  }
+
+  readonly running = (): boolean => this.child !== undefined;
+
+  /** Windows at the model now (worked on or waiting for a slot). */
+  readonly outstanding = (): number => this.model?.outstanding() ?? 0;
+
+  /** Boots the instance's services: the metadata service, the model, then the gateway. */
+  async start(): Promise<void> {
+    if (this.child) return;
+    const { o } = this;
+    const imds = await this.imds.start();
+    const env = o.programEnv;
+    this.model = new FakeModel({ instanceId: o.instanceId, path: env.GPU_MODEL_PATH ?? "/", healthPath: env.GPU_MODEL_HEALTH_PATH ?? "/", ...o.model });
+    const model = await this.model.start();
+    const poll = Math.max(1, Math.ceil(Number(env.GPU_DRAIN_POLL_SECONDS ?? 5) / o.speed));
+    const overrides = {
+      GPU_SERVICE_PORT: String(this.port),
+      GPU_MODEL_URL: model,
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: imds,
+      GPU_DRAIN_POLL_SECONDS: String(poll),
+    };
+    const fd = fs.openSync(path.join(o.logDir, `gpu-gateway-${o.instanceId}.log`), "a");
+    const child = spawn(process.execPath, [o.bundlePath], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, ...o.awsEnv, ...overrides },
+      stdio: ["ignore", fd, fd],
+    });
+    fs.closeSync(fd);
+    this.child = child;
+    alive.add(child);
+    this.exited = new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.once("error", () => resolve());
+    }).then(() => void alive.delete(child));
+  }
+
+  /** The instance stops: SIGTERM (the gateway drains and exits), SIGKILL after 5 s; then the rest. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child?.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    await this.teardown();
+  }
+
+  /** The instance is gone at once (reclaimed, its hook timed out, the run ends): SIGKILL, whatever it holds. */
+  async kill(): Promise<void> {
+    await this.front.close();
+    this.child?.kill("SIGKILL");
+    await this.exited;
+    await this.teardown();
+  }
+
+  private async teardown(): Promise<void> {
+    this.child = undefined;
+    await this.model?.kill();
+    this.model = undefined;
+    await this.imds.stop();
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const status = req.method === "GET" && req.url === this.o.programEnv.GPU_STATUS_PATH;
+    const upstream = http.request({ host: "127.0.0.1", port: this.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      if (!status) {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        return;
+      }
+      readBody(answer).then(
+        (body) => {
+          const doc = JSON.parse(body.toString("utf8")) as { idleSeconds?: number };
+          if (typeof doc.idleSeconds === "number") doc.idleSeconds *= this.o.speed;
+          replyJson(res, answer.statusCode ?? 502, doc);
+        },
+        () => res.destroy(),
+      );
+    });
+    // Not up (booting, stopped, gone): the connection drops, as to a host whose port is closed.
+    upstream.on("error", () => req.socket.destroy());
+    req.pipe(upstream);
+  }
+}
+
+/** The dev instance as last seen in moto: since when it runs and serves (real ms, null while not), and its starts. */
+export interface GpuServiceState {
+  instanceState: string;
+  serving: boolean;
+  runningSinceMs: number | null;
+  servingSinceMs: number | null;
+  starts: number;
+}
+
+/** The dev instance: its processes run while moto shows it `running`, from the boot delay on. */
+export class GpuInstanceHost {
+  private readonly s: GpuServiceState = { instanceState: "unknown", serving: false, runningSinceMs: null, servingSinceMs: null, starts: 0 };
+  private timer?: NodeJS.Timeout;
+  private polling: Promise<void> = Promise.resolve();
+  private stopped = false;
+  /** Where the Lambdas reach it (its private IP in moto), once seen. */
+  privateIp?: string;
+
+  /** `ledger`: the windows its model processed, in order. */
+  constructor(
+    private readonly o: { ec2: EC2Client; bootDelayMs: number; pollMs?: number },
+    readonly host: GpuHost,
+    readonly ledger: readonly ProcessedWindow[],
+  ) {}
+
+  readonly start = () => this.poll();
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.polling;
+    await this.host.kill();
+  }
+
+  readonly state = (): GpuServiceState => ({ ...this.s });
+  /** The JSON bodies of the windows its model processed. */
+  readonly received = (): unknown[] => this.ledger.map((w) => w.body);
+
+  private async poll(): Promise<void> {
+    let name = "unknown";
+    try {
+      const out = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.host.imds.instanceId] }));
+      const instance = out.Reservations?.[0]?.Instances?.[0];
+      name = instance?.State?.Name ?? name;
+      this.privateIp = instance?.PrivateIpAddress ?? this.privateIp;
+    } catch (err) {
+      // A missing instance is a host that will never answer; moto briefly unreachable keeps the last state.
+      name = (err as { name?: string }).name === "InvalidInstanceID.NotFound" ? "terminated" : this.s.instanceState;
+    }
+    const { s } = this;
+    const now = Date.now();
+    // moto starts instances at once (`pending` is never seen): the boot starts when `running` is first seen.
+    if (name === "running" && s.instanceState !== "running") Object.assign(s, { runningSinceMs: now, starts: s.starts + 1 });
+    s.instanceState = name;
+    if (name !== "running") {
+      Object.assign(s, { runningSinceMs: null, servingSinceMs: null, serving: false });
+      if (this.host.running()) await this.host.stop();
+    } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped) {
+      await this.host.start();
+      Object.assign(s, { serving: true, servingSinceMs: s.runningSinceMs + this.o.bootDelayMs });
+    }
+    if (!this.stopped) {
+      this.timer = setTimeout(() => (this.polling = this.poll()), this.o.pollMs ?? 200);
+      this.timer.unref();
+    }
+  }
+}
+
+/** How many times each `step` appears in the gateways' logs (`gpu-gateway-<instance>.log` in `logDir`; one instance's, or all). */
+export function gatewaySteps(logDir: string, instanceId = ".*"): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const file of fs.existsSync(logDir) ? fs.readdirSync(logDir).filter((f) => new RegExp(`^gpu-gateway-${instanceId}\\.log$`).test(f)) : []) {
+    for (const m of fs.readFileSync(path.join(logDir, file), "utf8").matchAll(/"step":"([a-z_]+)"/g)) counts[m[1] ?? ""] = (counts[m[1] ?? ""] ?? 0) + 1;
+  }
+  return counts;
+}
