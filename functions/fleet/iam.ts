@@ -6,7 +6,7 @@ import { calledActions, type Grant } from "../shared/grants";
  * importing those parses the environment.
  */
 export type FleetResource =
-  | "jobs-table" // RUNS_FLEET_JOBS_TABLE
+  | "job-items" // RUNS_FLEET_JOBS_TABLE's job items only, never a sweep cursor (a dynamodb:LeadingKeys condition)
   | "jobs-table-indexes" // its GSIs (Query)
   | "sweep-cursors" // the jobs table's `housekeeping-cursor#<task>` items only (a dynamodb:LeadingKeys condition)
   | "runner-parameters" // <runner parameter path>/* : each runner's config parameters
@@ -18,7 +18,7 @@ export type FleetResource =
 
 /** The termination consumer: complete the job, delete the runner's config, quarantine. */
 export const TERMINATION_GRANTS = [
-  { sid: "CompleteJob", actions: ["dynamodb:UpdateItem"], resource: "jobs-table" },
+  { sid: "CompleteJob", actions: ["dynamodb:UpdateItem"], resource: "job-items" },
   { sid: "DeleteRunnerConfig", actions: ["ssm:DeleteParameter"], resource: "runner-parameters" },
   { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "termination-dlq" },
 ] as const satisfies readonly Grant<FleetResource>[];
@@ -31,7 +31,8 @@ export const HOUSEKEEPING_GRANTS = [
   { sid: "ListRunnerParameters", actions: ["ssm:GetParametersByPath"], resource: "runner-path" },
   { sid: "DeleteStaleRunnerParameters", actions: ["ssm:DeleteParameters"], resource: "runner-parameters" },
   { sid: "QueryJobIndexes", actions: ["dynamodb:Query"], resource: "jobs-table-indexes" },
-  { sid: "DeleteOldJobs", actions: ["dynamodb:BatchWriteItem"], resource: "jobs-table" },
+  // Job items only: a sweep's cursor is not one of the old jobs, and not for this write to reach.
+  { sid: "DeleteOldJobs", actions: ["dynamodb:BatchWriteItem"], resource: "job-items" },
   // Where each budgeted sweep resumes (functions/fleet/tasks/cursor.ts): those items, no job's.
   { sid: "SweepCursors", actions: ["dynamodb:GetItem", "dynamodb:PutItem"], resource: "sweep-cursors" },
   { sid: "QuarantineMalformed", actions: ["sqs:SendMessage"], resource: "housekeeping-dlq" },

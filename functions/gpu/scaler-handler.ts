@@ -9,6 +9,7 @@ import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import type { ScalerConfig } from "../ingest/config";
 import { describeFleet, type FleetGroup } from "../ingest/fleet";
 import type { FetchFn } from "../ingest/gpu-http";
+import { SCALED_OUT_AT_TAG } from "./group-tags";
 import { type FleetMember, type ScaleDecision, scaleDecision } from "./scale-decision";
 import { queuedWindows, serviceStatus } from "./work-signals";
 
@@ -23,8 +24,7 @@ export interface ScalerHandlerDeps {
   now?: () => number;
 }
 
-/** The group tag holding the last scale-out's time (ISO 8601): the scale-in cool-down counts from it. */
-export const SCALED_OUT_AT_TAG = "encache:scaled-out-at";
+export { SCALED_OUT_AT_TAG };
 
 /** SetInstanceProtection takes at most 50 instance ids per call. */
 const PROTECTION_BATCH = 50;

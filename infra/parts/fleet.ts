@@ -71,15 +71,22 @@ export interface FleetAccess {
 /** The two consumers' statements, derived from the grants beside their code. Pure. */
 export function fleetStatements(a: FleetAccess): { termination: Statement[]; housekeeping: Statement[] } {
   const ssm = (suffix: string) => pulumi.interpolate`arn:aws:ssm:${a.region}:${a.accountId}:parameter${a.names.runnerParameterPath}${suffix}`;
+  const cursorKeys = `${JOBS_TABLE.sweepCursorKeyPrefix}*`;
+  // dynamodb:LeadingKeys is the set of partition keys a request names (one for GetItem, PutItem and
+  // UpdateItem, every item's for BatchWriteItem), so a ForAllValues test on it judges each key the
+  // request touches. ForAllValues also holds over an empty set: Null requires the keys to be there.
+  const keysPresent = { Null: { "dynamodb:LeadingKeys": "false" } };
   const bindings = {
-    "jobs-table": { resource: a.tableArn },
+    // The jobs, never a sweep's cursor: the termination consumer's UpdateItem and the old-jobs
+    // sweep's BatchWriteItem are whole-table writes by key, and the cursors share the table. An
+    // Allow cannot subtract a prefix from LeadingKeys, but StringNotLike under ForAllValues says
+    // "no key the request names is a cursor's", which is that subtraction. Chosen over a cursor
+    // table of its own (one more table, its grants and its local and moto twins, for a few items)
+    // and over an explicit Deny (the grants are Allows, one per call, derived from the code's list).
+    "job-items": { resource: a.tableArn, condition: { "ForAllValues:StringNotLike": { "dynamodb:LeadingKeys": cursorKeys }, ...keysPresent } },
     "jobs-table-indexes": { resource: pulumi.interpolate`${a.tableArn}/index/*` },
-    // The sweeps' cursor items and nothing else of the table: GetItem and PutItem name one key each,
-    // so ForAllValues over the request's leading keys holds exactly when that key is a cursor's.
-    "sweep-cursors": {
-      resource: a.tableArn,
-      condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": `${JOBS_TABLE.sweepCursorKeyPrefix}*` } },
-    },
+    // The sweeps' cursor items and nothing else of the table: every key the request names is a cursor's.
+    "sweep-cursors": { resource: a.tableArn, condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": cursorKeys }, ...keysPresent } },
     // The runners' config parameters, nothing else in SSM.
     "runner-parameters": { resource: ssm("/*") },
     // GetParametersByPath is authorised on the path itself, and a recursive call on it lists every

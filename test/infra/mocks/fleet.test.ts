@@ -2,6 +2,8 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement } from "../../../infra/iam/document";
 import type { PlanDocument } from "../../../plan/render";
 import { HOUSEKEEPING_IAM_ACTIONS, TERMINATION_IAM_ACTIONS } from "../../../functions/fleet/iam";
+import { cursorKey, SWEEP_CURSORS } from "../../../functions/fleet/tasks/cursor";
+import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 
@@ -117,6 +119,61 @@ describe("the fleet part under Pulumi mocks (offline plan, both stacks)", functi
         const tableArn = "arn:aws:dynamodb:us-east-1:123456789012:table/fleet-jobs-";
         for (const s of statements.filter((x) => [x.Action].flat().some((a) => a.startsWith("dynamodb:")))) {
           for (const r of [s.Resource].flat()) expect(r.startsWith(tableArn)).to.equal(true);
+        }
+      });
+
+      // The roles as deployed, judged as IAM judges a request: its partition keys are dynamodb:LeadingKeys.
+      describe("the sweep cursors share the jobs table: only the cursor writer reaches them", () => {
+        const role = (name: string) => statementsOf(doc(), named(doc(), "aws:iam/role:Role", `fleet-${name}-consumer-role`));
+        const tableArn = () => {
+          const tables = role("termination").flatMap((s) => (s.Sid === "CompleteJob" ? [s.Resource].flat() : []));
+          expect(tables).to.have.length(1);
+          return tables[0]!;
+        };
+        const cursors = SWEEP_CURSORS.map(cursorKey);
+        const cases: Array<[string, "termination" | "housekeeping", string, string[], boolean]> = [
+          ["the termination consumer completes a job", "termination", "dynamodb:UpdateItem", ["0f6c1a2e-job"], true],
+          ...cursors.map((k): [string, "termination", string, string[], boolean] => [
+            `the termination consumer writes cursor ${k}`,
+            "termination",
+            "dynamodb:UpdateItem",
+            [k],
+            false,
+          ]),
+          ["the old-jobs sweep deletes a batch of jobs", "housekeeping", "dynamodb:BatchWriteItem", ["job-1", "job-2"], true],
+          ...cursors.map((k): [string, "housekeeping", string, string[], boolean] => [
+            `the old-jobs sweep's batch also names cursor ${k}`,
+            "housekeeping",
+            "dynamodb:BatchWriteItem",
+            ["job-1", k],
+            false,
+          ]),
+          ...cursors.map((k): [string, "housekeeping", string, string[], boolean] => [
+            `the sweep saves cursor ${k}`,
+            "housekeeping",
+            "dynamodb:PutItem",
+            [k],
+            true,
+          ]),
+          ...cursors.map((k): [string, "housekeeping", string, string[], boolean] => [
+            `the sweep reads cursor ${k}`,
+            "housekeeping",
+            "dynamodb:GetItem",
+            [k],
+            true,
+          ]),
+          ["the cursor writer puts a job item", "housekeeping", "dynamodb:PutItem", ["job-1"], false],
+          ["the housekeeping consumer updates a cursor", "housekeeping", "dynamodb:UpdateItem", [cursorKey("stale_ssm")], false],
+        ];
+        for (const [label, who, action, keys, expected] of cases) {
+          it(`${expected ? "allows" : "denies"}: ${label}`, () => {
+            // Prepare
+            const request = { action, resource: tableArn(), context: { "dynamodb:LeadingKeys": keys } };
+            // Act
+            const verdict = allowed(role(who) as RequestStatement[], request);
+            // Assess
+            expect(verdict).to.equal(expected);
+          });
         }
       });
 

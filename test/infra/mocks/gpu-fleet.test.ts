@@ -8,8 +8,10 @@
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
+import { SCALED_OUT_AT_TAG } from "../../../functions/gpu/group-tags";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
+import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { stackConfig } from "../helpers/stack-config";
 
@@ -166,10 +168,37 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
       ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-dlq-consumer-role")),
       ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-role")),
     ].filter((s) => [s.Action].flat().some((a) => a.startsWith("autoscaling:") && !a.startsWith("autoscaling:Describe")));
-    expect(changes).to.have.length(2);
+    expect(changes).to.have.length(3);
     for (const s of changes) {
       expect(s.Resource).to.equal(GROUP_ARN);
-      expect(s.Condition).to.deep.equal({ StringEquals: { "aws:ResourceTag/encache:environment": "prod" } });
+      expect((s.Condition as Record<string, unknown>).StringEquals).to.deep.equal({ "aws:ResourceTag/encache:environment": "prod" });
+    }
+  });
+
+  // The scaler's role as deployed, judged as IAM judges a request: the keys a CreateOrUpdateTags writes are aws:TagKeys.
+  describe("the scaler writes its scale-out stamp and no other tag", () => {
+    const scaler = () => roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-role"));
+    const group =
+      "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:0b5c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3:autoScalingGroupName/encache-gpu-fleet-prod";
+    const own = { "aws:ResourceTag/encache:environment": "prod" };
+    const tagging = (keys: string[]) => ({ ...own, "aws:TagKeys": keys, ...Object.fromEntries(keys.map((k) => [`aws:RequestTag/${k}`, "x"])) });
+    const cases: Array<[string, string, Record<string, string | string[]>, boolean]> = [
+      ["the stamp", "autoscaling:CreateOrUpdateTags", tagging([SCALED_OUT_AT_TAG]), true],
+      ["the operator's hold", "autoscaling:CreateOrUpdateTags", tagging(["encache:gpu-hold"]), false],
+      ["the stack's environment tag", "autoscaling:CreateOrUpdateTags", tagging(["encache:environment"]), false],
+      ["the stamp and another tag in one call", "autoscaling:CreateOrUpdateTags", tagging([SCALED_OUT_AT_TAG, "Name"]), false],
+      ["the desired capacity (no tags)", "autoscaling:SetDesiredCapacity", own, true],
+      ["instance protection (no tags)", "autoscaling:SetInstanceProtection", own, true],
+    ];
+    for (const [label, action, context, expected] of cases) {
+      it(`${expected ? "allows" : "denies"} ${action.split(":")[1]}: ${label}`, () => {
+        // Prepare
+        const request = { action, resource: group, context };
+        // Act
+        const verdict = allowed(scaler() as RequestStatement[], request);
+        // Assess
+        expect(verdict).to.equal(expected);
+      });
     }
   });
 
