@@ -328,6 +328,27 @@ describe("gpu gateway: the HTTP contract (functions/gpu/server.ts)", function ()
         expect(h.model.requests).to.have.length(1);
       });
 
+    it("windows still waiting for a model slot when a drain begins are handed back (503, key released); the one at the model finishes", async () => {
+      // Prepare: one model slot, one window at the model and two waiting for it
+      h = await new GatewayHarness().start({ modelConcurrency: 1 });
+      h.model.gate();
+      const atModel = h.post("w-1");
+      await waitFor(() => h.model.requests.length === 1, 1000, "w-1 at the model");
+      const waiting = [h.post("w-2"), h.post("w-3")];
+      await waitFor(() => h.logger.withStep("window_claimed").length === 3, 1000, "w-2 and w-3 claimed");
+      // Act: the drain begins, then the model answers w-1, which frees the slot the others wait for
+      const drained = h.gateway.drain("sigterm");
+      h.model.open();
+      // Assess
+      expect((await until(atModel)).status).to.equal(200);
+      expect((await Promise.all(waiting.map((w) => until(w)))).map((r) => r.status)).to.deep.equal([503, 503]);
+      await until(drained);
+      expect(h.model.requests.map((r) => r.key)).to.deep.equal(["w-1"]);
+      expect(h.logger.withStep("window_handed_back")).to.have.length(2);
+      expect([...h.table.items.keys()]).to.deep.equal(["w-1"]);
+      expect(h.table.items.get("w-1")?.state).to.equal("done");
+    });
+
     it("no drain while the target state is InService and no notice is out; an unreadable metadata is logged once", async () => {
       h = await new GatewayHarness().start({ fleet: FLEET });
       h.metadata.answers.set("autoscaling/target-lifecycle-state", { status: 200, body: "InService" });
