@@ -131,9 +131,10 @@ export class GpuHost {
 
   /** The instance is gone at once (reclaimed, its hook timed out, the run ends): SIGKILL, whatever it holds. */
   async kill(): Promise<void> {
-    await this.front.close();
+    // The whole instance goes at once: its model serves (and counts) nothing more from here, its gateway dies.
+    const model = this.model?.kill();
     this.child?.kill("SIGKILL");
-    await this.exited;
+    await Promise.all([this.front.close(), this.exited, model]);
     await this.teardown();
   }
 
