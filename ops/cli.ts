@@ -249,7 +249,7 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
         io.out(`${q.name}: cancelling; ${t.moved} of ${t.toMove ?? "?"} moved stay moved\n`);
         return 0;
       }
-      const plan = await planRedrive(c, q);
+      const plan = await planRedrive(c, outputs, q);
       if (plan.depth === 0) {
         io.out(`${q.name} is empty: nothing to redrive\n`);
         return 0;
@@ -259,7 +259,7 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
       const show = (t: MoveTask) => {
         if (!args.json) io.err(`  ${t.status}: ${t.moved} of ${t.toMove ?? "?"} moved\n`);
       };
-      const t = await redrive(c, q, { ...(cmd.rate !== undefined ? { rate: cmd.rate } : {}), progress: show });
+      const t = await redrive(c, q, plan.destination, { ...(cmd.rate !== undefined ? { rate: cmd.rate } : {}), progress: show });
       if (args.json) json({ queue: q.name, source: plan.source, task: t });
       else io.out(`${q.name} → ${plan.source}: ${t.status}, ${t.moved} of ${t.toMove ?? "?"} moved${t.failureReason ? ` (${t.failureReason})` : ""}\n`);
       return t.status === "COMPLETED" ? 0 : 1;

@@ -115,8 +115,8 @@ describe("ops sends exactly the actions ops/iam.ts grants, in each GPU mode", ()
         // Act: every command's calls
         await readStatus(c, "dev", o);
         await peek(c, o, dlq, 1);
-        await planRedrive(c, dlq);
-        await redrive(c, dlq, { pollMs: 1 });
+        await planRedrive(c, o, dlq);
+        await redrive(c, dlq, queueNamed(o, "ingest"), { pollMs: 1 });
         await cancelRedrive(c, dlq);
         await release(c, o, await readQuarantine(c, o), await callerIdentity(c));
         const gpu = await readGpu(c, o);
