@@ -13,7 +13,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import { opsClients } from "../../ops/aws";
 import { cancelRedrive, peek, planRedrive, redrive } from "../../ops/dlq";
-import { holdGpu, readGpu, releaseGpu, stopGpu } from "../../ops/gpu";
+import { holdGpu, readGpu, releaseGpu, sizeGpu, stopGpu } from "../../ops/gpu";
 import { type GpuCapacityMode, operatorCalledActions } from "../../ops/iam";
 import { parseOutputs, queueNamed, type StackOutputs } from "../../ops/outputs";
 import { callerIdentity, readQuarantine, release } from "../../ops/quarantine";
@@ -123,6 +123,7 @@ describe("ops sends exactly the actions ops/iam.ts grants, in each GPU mode", ()
         await holdGpu(c, o, "true");
         await releaseGpu(c, o);
         await stopGpu(c, o, gpu);
+        if (mode === "fleet") await sizeGpu(c, o, gpu, 2);
 
         // Assess
         const sent = new Set<string>();
