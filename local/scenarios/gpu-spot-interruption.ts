@@ -64,13 +64,16 @@ export const gpuSpotInterruption: Scenario = {
     const servedTwice = run.processed(sessionId).twice;
     if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
     // The drain is the gateway's: it sees the notice in its metadata, stops taking windows, finishes what it holds and
-    // completes the lifecycle action, unless the hook times out first (then what is still at its model is cut off).
+    // completes the lifecycle action within the hook's timeout; a hook that times out first fails the scenario.
     const victimGone = await waitFor(() => run.fleet.instances().find((r) => r.instanceId === victim)?.goneAtMs != null, { timeoutMs: 30_000 });
     const victimRecord = run.fleet.instances().find((r) => r.instanceId === victim);
     if (victim !== undefined && !(victimGone && run.gatewaySteps(victim).drain_started))
       run.failures.push(`the interrupted instance ${victim}'s gateway did not drain (${victimGone ? "no drain_started in its log" : "still there"})`);
+    // The drain must fit the notice: the gateway hands back what waits for a model slot and finishes only what is at the model.
     else if (victim !== undefined && !victimRecord?.drainedByGateway)
-      ctx.note(`gpu-spot-interruption: ${victim}'s gateway drained but the hook timed out first: ${victimRecord?.cutOff} windows at its model cut off`);
+      run.failures.push(
+        `the interrupted instance ${victim}'s gateway did not finish its drain before the hook timed out: ${victimRecord?.cutOff} windows cut off`,
+      );
     const finishedDuringDrain = run.fleet.received().filter((w) => w.instanceId === victim && w.atMs >= (interruptedAt ?? Number.POSITIVE_INFINITY)).length;
     // Afterwards the group settles where the scaler wants it: as many in service as desired (a few checks at most).
     const settled = await waitFor(

@@ -337,7 +337,7 @@ describe("gpu gateway: the HTTP contract (functions/gpu/server.ts)", function ()
       const waiting = [h.post("w-2"), h.post("w-3")];
       await waitFor(() => h.logger.withStep("window_claimed").length === 3, 1000, "w-2 and w-3 claimed");
       // Act: the drain begins, then the model answers w-1, which frees the slot the others wait for
-      const drained = h.gateway.drain("sigterm");
+      const drained = h.gateway.drain("SIGTERM");
       h.model.open();
       // Assess
       expect((await until(atModel)).status).to.equal(200);
