@@ -99,6 +99,10 @@ export = async () => {
       sourceQueueArns: sources.map((q) => q.queue.arn),
       dlqArns: sources.map((q) => q.queue.dlqArn),
       terminalQueueArns: inventory.flatMap((p) => p.terminalQueues).map((t) => t.arn),
+      quarantineQueueArns: inventory
+        .flatMap((p) => p.terminalQueues)
+        .filter((t) => t.role === "quarantine")
+        .map((t) => t.arn),
       // Only ingest's consumers quarantine into a queue of their own (the others use their DLQ).
       quarantineSourceArns: [ingest.queue.arn, ingest.queue.dlqArn],
       worker: { clusterName: cluster.cluster.name, clusterArn: cluster.cluster.arn, serviceName: worker.service.service.name },

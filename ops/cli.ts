@@ -7,7 +7,7 @@
  *     dlq redrive <queue> [--rate N] [--cancel]
  *     quarantine list
  *     quarantine release <message-id> | --reason <R>
- *     gpu status | hold [--until <ISO time>] | release | stop
+ *     gpu status | hold [--until <ISO time>] | release | stop | size <N>
  *
  * `--local` reads the outputs and the endpoint `npm start -- --keep` wrote for the stack
  * (.local/<stack>/ops.json). Exit codes: 0 done; 1 refused (not confirmed, a rule of the command,
@@ -21,7 +21,7 @@ import { z } from "zod";
 import { awsErrorLine, type OpsClients, opsClients } from "./aws";
 import { confirm } from "./confirm";
 import { cancelRedrive, DlqRefusal, type MoveTask, parseRate, peek, planRedrive, redrive } from "./dlq";
-import { GpuRefusal, holdGpu, holdValue, readGpu, releaseGpu, stopGpu } from "./gpu";
+import { GpuRefusal, holdGpu, holdValue, readGpu, releaseGpu, sizeGpu, sizeRefusal, stopGpu } from "./gpu";
 import { loadOutputs, OutputsError, queueNamed, regionOf, type StackOutputs } from "./outputs";
 import { callerIdentity, groupByReason, QuarantineRefusal, readQuarantine, release, selectForRelease } from "./quarantine";
 import { readStatus, renderStatus } from "./status";
@@ -48,7 +48,7 @@ export const USAGE = [
   "  dlq redrive <queue> [--rate N] [--cancel]",
   "  quarantine list",
   "  quarantine release <message-id> | --reason <R>",
-  "  gpu status | hold [--until <ISO time>] | release | stop",
+  "  gpu status | hold [--until <ISO time>] | release | stop | size <N>",
 ].join("\n");
 
 export class UsageError extends Error {
@@ -64,7 +64,8 @@ export type OpsCommand =
   | { kind: "dlq-redrive"; queue: string; rate?: number; cancel: boolean }
   | { kind: "quarantine-list" }
   | { kind: "quarantine-release"; id?: string; reason?: string }
-  | { kind: "gpu"; action: "status" | "hold" | "release" | "stop"; until?: string };
+  | { kind: "gpu"; action: "status" | "hold" | "release" | "stop"; until?: string }
+  | { kind: "gpu-size"; size: number };
 
 export interface OpsArgs {
   stack: string;
@@ -133,6 +134,13 @@ export function parseOpsArgs(argv: string[]): OpsArgs | "help" {
     only(["reason"]);
     if ((target === undefined) === (v.reason === undefined)) throw new UsageError("quarantine release: give a message id or --reason <R>, one of the two");
     command = { kind: "quarantine-release", ...(target !== undefined ? { id: target } : { reason: v.reason as string }) };
+  } else if (group === "gpu" && action === "size") {
+    if (target === undefined) throw new UsageError("gpu size <N>: give the number of instances (0 or more)");
+    noMore(3);
+    only([]);
+    const size = Number(target);
+    if (!/^\d+$/.test(target) || !Number.isSafeInteger(size)) throw new UsageError(`gpu size ${target}: a whole number of instances, 0 or more`);
+    command = { kind: "gpu-size", size };
   } else if (group === "gpu" && (action === "status" || action === "hold" || action === "release" || action === "stop")) {
     noMore(2);
     only(action === "hold" ? ["until"] : []);
@@ -249,7 +257,7 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
         io.out(`${q.name}: cancelling; ${t.moved} of ${t.toMove ?? "?"} moved stay moved\n`);
         return 0;
       }
-      const plan = await planRedrive(c, q);
+      const plan = await planRedrive(c, outputs, q);
       if (plan.depth === 0) {
         io.out(`${q.name} is empty: nothing to redrive\n`);
         return 0;
@@ -259,7 +267,7 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
       const show = (t: MoveTask) => {
         if (!args.json) io.err(`  ${t.status}: ${t.moved} of ${t.toMove ?? "?"} moved\n`);
       };
-      const t = await redrive(c, q, { ...(cmd.rate !== undefined ? { rate: cmd.rate } : {}), progress: show });
+      const t = await redrive(c, q, plan.destination, { ...(cmd.rate !== undefined ? { rate: cmd.rate } : {}), progress: show });
       if (args.json) json({ queue: q.name, source: plan.source, task: t });
       else io.out(`${q.name} → ${plan.source}: ${t.status}, ${t.moved} of ${t.toMove ?? "?"} moved${t.failureReason ? ` (${t.failureReason})` : ""}\n`);
       return t.status === "COMPLETED" ? 0 : 1;
@@ -283,6 +291,24 @@ async function dispatch(args: OpsArgs, outputs: StackOutputs, c: OpsClients, io:
       for (const r of released) io.err(`ops: released ${r.messageId} from ${r.from} to ${r.to} as ${r.newMessageId}, by ${r.releasedBy}\n`);
       if (args.json) json({ released });
       else io.out(`released ${released.length} message(s)\n`);
+      return 0;
+    }
+    case "gpu-size": {
+      const view = await readGpu(c, outputs);
+      const why = sizeRefusal(view, outputs.opsGpu.holdTag, cmd.size);
+      if (why) throw new GpuRefusal(why);
+      if (!(await mayAct(`set the GPU group ${view.target}'s desired capacity to ${cmd.size} (now ${view.capacity?.desired ?? "?"})`))) return 1;
+      await sizeGpu(c, outputs, view, cmd.size);
+      const after = await readGpu(c, outputs);
+      if (args.json) json(after);
+      else {
+        io.out(`gpu (${after.mode}) ${after.summary}\n`);
+        // Auto Scaling keeps the size; the scaler does not: a working scaler sizes the group to the
+        // backlog again at its next tick (docs/operations.md#ingest-gpu-scaler-dlq-depth).
+        io.err(
+          "ops: the scaler sizes the group to the backlog at its next tick and may undo this; docs/operations.md#ingest-gpu-scaler-dlq-depth says how to keep it\n",
+        );
+      }
       return 0;
     }
     case "gpu": {

@@ -1,6 +1,11 @@
 /**
  * `ops dlq peek|redrive`: what waits in a dead-letter queue and why, and SQS's own redrive
  * (StartMessageMoveTask) back to the source, followed through ListMessageMoveTasks.
+ *
+ * A redrive names its destination: the source queue the stack's inventory gives the DLQ. Without a
+ * DestinationArn SQS returns each message to its DeadLetterQueueSourceArn, which only messages SQS
+ * moved there carry: one the code sent to the DLQ itself (a quarantine into a part's DLQ) would fail
+ * the task. Each DLQ of the program has exactly one source, so naming it changes nothing for the others.
  */
 import {
   CancelMessageMoveTaskCommand,
@@ -43,7 +48,9 @@ export function describeMessage(m: Message, queues: readonly OpsQueue[]): Peeked
   const stamped = REASON_ATTRIBUTES.map((k) => (attrs[k]?.StringValue ? `${k}: ${attrs[k]?.StringValue}` : undefined)).find((x) => x !== undefined);
   const sourceArn = sys.DeadLetterQueueSourceArn;
   const source = sourceArn ? (queues.find((q) => q.arn === sourceArn)?.name ?? sourceArn) : undefined;
-  const why = stamped ?? (source ? `failed its receives on ${source}` : "sent here directly (no DeadLetterQueueSourceArn: a redrive cannot return it)");
+  const why =
+    stamped ??
+    (source ? `failed its receives on ${source}` : "sent here directly (no DeadLetterQueueSourceArn; a redrive sends it to the DLQ's source all the same)");
   const time = (v: string | undefined) => (v && Number.isFinite(Number(v)) ? new Date(Number(v)).toISOString() : null);
   return {
     messageId: m.MessageId ?? "",
@@ -95,26 +102,47 @@ export function parseRate(raw: string | undefined): number | undefined {
   return n;
 }
 
-/** What a redrive would move: the DLQ's depth now, and its source (refuses a queue that is no DLQ, or one with a task running). */
-export async function planRedrive(c: OpsClients, q: OpsQueue): Promise<{ depth: number; source: string }> {
+export interface RedrivePlan {
+  depth: number;
+  /** The source queue's logical name. */
+  source: string;
+  /** The source queue: the move task's destination. */
+  destination: OpsQueue;
+}
+
+/**
+ * What a redrive would move: the DLQ's depth now, and its source queue (refuses a queue that is no
+ * DLQ, a source the outputs do not name, or a DLQ with a task running).
+ */
+export async function planRedrive(c: OpsClients, outputs: StackOutputs, q: OpsQueue): Promise<RedrivePlan> {
   if (q.kind !== "dlq" || !q.source) throw new DlqRefusal(`${q.name} is a ${q.kind} queue, not the DLQ of a source queue: nothing to redrive it to`);
+  const destination = queuesOf(outputs).find((x) => x.name === q.source);
+  if (!destination) throw new DlqRefusal(`${q.name}'s source ${q.source} is no queue of this stack's outputs: nothing to redrive it to`);
   const running = await latestMoveTask(c, q);
   if (running?.status === "RUNNING")
     throw new DlqRefusal(`a move task is already running on ${q.name} (${running.moved} of ${running.toMove ?? "?"} moved); cancel it with --cancel or wait`);
   const d = await readDepth(c, q);
-  return { depth: d.visible, source: q.source };
+  return { depth: d.visible, source: q.source, destination };
 }
 
 /**
- * Starts the move task and follows it until it ends, calling `progress` on each poll. Resolves to
- * the task's last state (COMPLETED, FAILED or CANCELLED).
+ * Starts the move task from the DLQ to `destination` (every message goes there, whether SQS moved
+ * it to the DLQ or the code sent it) and follows it until it ends, calling `progress` on each poll.
+ * Resolves to the task's last state (COMPLETED, FAILED or CANCELLED).
  */
 export async function redrive(
   c: OpsClients,
   q: OpsQueue,
+  destination: OpsQueue,
   opts: { rate?: number; pollMs?: number; progress?: (t: MoveTask) => void; timeoutMs?: number },
 ): Promise<MoveTask> {
-  await c.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn, ...(opts.rate !== undefined ? { MaxNumberOfMessagesPerSecond: opts.rate } : {}) }));
+  await c.sqs.send(
+    new StartMessageMoveTaskCommand({
+      SourceArn: q.arn,
+      DestinationArn: destination.arn,
+      ...(opts.rate !== undefined ? { MaxNumberOfMessagesPerSecond: opts.rate } : {}),
+    }),
+  );
   const deadline = Date.now() + (opts.timeoutMs ?? 3_600_000);
   for (;;) {
     const t = await latestMoveTask(c, q);

@@ -1,8 +1,12 @@
 /**
- * `ops gpu status|hold|release|stop`, as the program defines the GPU in each capacity mode
+ * `ops gpu status|hold|release|stop|size`, as the program defines the GPU in each capacity mode
  * (functions/gpu/idle-decision.ts, scale-decision.ts): the hold tag (`true`, or an ISO time it
  * ends at) on the instance or on the Auto Scaling group keeps the GPU on; the idle stop stops the
  * instance, or takes the group's desired capacity to 0.
+ *
+ * The hold tag means something only to the idle check or the scaler: Auto Scaling ignores it. A
+ * size sets the group's desired capacity, which Auto Scaling keeps whatever the scaler does, until
+ * the scaler's next tick sizes it to the backlog again (docs/operations.md, ingest-gpu-scaler-dlq-depth).
  */
 import {
   CreateOrUpdateTagsCommand,
@@ -25,6 +29,8 @@ export interface GpuView {
   hold: string | null;
   holdActive: boolean;
   idleStopMinutes: number;
+  /** Fleet mode: the group's sizes. */
+  capacity?: { desired: number; min: number; max: number; inService: number };
   summary: string;
 }
 
@@ -40,13 +46,15 @@ export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: numbe
   let target: string;
   let state: string;
   let hold: string | null;
+  let capacity: GpuView["capacity"];
   if (mode === "fleet") {
     target = outputs.gpuFleetGroupName ?? "";
     const out = await c.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [target] }));
     const g = out.AutoScalingGroups?.[0];
     if (!g) throw new GpuRefusal(`the GPU group ${target} does not exist`);
     const inService = (g.Instances ?? []).filter((i) => i.LifecycleState === "InService").length;
-    state = `desired ${g.DesiredCapacity ?? 0}, in service ${inService}, max ${g.MaxSize ?? 0}`;
+    capacity = { desired: g.DesiredCapacity ?? 0, min: g.MinSize ?? 0, max: g.MaxSize ?? 0, inService };
+    state = `desired ${capacity.desired}, in service ${inService}, max ${capacity.max}`;
     hold = g.Tags?.find((t) => t.Key === holdTag)?.Value ?? null;
   } else {
     target = outputs.gpuInstanceId ?? "";
@@ -59,7 +67,16 @@ export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: numbe
   const held = holdActive(hold ?? undefined, nowMs);
   const idle = idleStopMinutes > 0 ? `idle stop after ${idleStopMinutes} min` : "no idle stop";
   const holdText = hold === null ? "no hold" : held ? `held (${holdTag}=${hold})` : `hold tag ${holdTag}=${hold} (not active)`;
-  return { mode, target, state, hold, holdActive: held, idleStopMinutes, summary: `${target}: ${state}; ${holdText}; ${idle}` };
+  return {
+    mode,
+    target,
+    state,
+    hold,
+    holdActive: held,
+    idleStopMinutes,
+    ...(capacity ? { capacity } : {}),
+    summary: `${target}: ${state}; ${holdText}; ${idle}`,
+  };
 }
 
 /** Pure: `--until` as the hold tag's value (an ISO time in the future), or `true` without it. */
@@ -106,4 +123,26 @@ export async function stopGpu(c: OpsClients, outputs: StackOutputs, view: GpuVie
   } else {
     await c.ec2.send(new StopInstancesCommand({ InstanceIds: [outputs.gpuInstanceId ?? ""] }));
   }
+}
+
+/**
+ * Why `gpu size N` may not go ahead on this GPU, or undefined when it may. Pure. Instance mode has
+ * one instance and no group: there is no size to set. A size outside the group's min and max is
+ * refused here, as Auto Scaling would refuse it; 0 while held is a stop, refused as `gpu stop` is.
+ */
+export function sizeRefusal(view: GpuView, holdTag: string, n: number): string | undefined {
+  if (view.mode !== "fleet" || !view.capacity) {
+    return `instance mode has one GPU instance and no group to size: \`ops gpu stop\` stops it, \`ops gpu hold\` keeps it on, and the ingest DLQ consumer starts it when windows wait`;
+  }
+  const { min, max } = view.capacity;
+  if (n < min || n > max) return `size ${n}: the group ${view.target} takes ${min} to ${max} instances (its min and max size)`;
+  if (n === 0 && view.holdActive) return `the GPU is held (${holdTag}=${view.hold}): \`ops gpu release\` first`;
+  return undefined;
+}
+
+/** Sets the group's desired capacity to `n` now (no cooldown), after {@link sizeRefusal}. */
+export async function sizeGpu(c: OpsClients, outputs: StackOutputs, view: GpuView, n: number): Promise<void> {
+  const why = sizeRefusal(view, outputs.opsGpu.holdTag, n);
+  if (why) throw new GpuRefusal(why);
+  await c.autoscaling.send(new SetDesiredCapacityCommand({ AutoScalingGroupName: outputs.gpuFleetGroupName ?? "", DesiredCapacity: n, HonorCooldown: false }));
 }

@@ -12,11 +12,12 @@ export type OperatorResource =
   | "*" // actions with no resource-level permissions (Describe calls, CloudWatch's statistics)
   | "stack-queues" // every queue of the stack: sources, their DLQs, terminal queues
   | "dead-letter-queues" // every DLQ and terminal queue (quarantine, Scheduler's DLQs): what peek reads
+  | "quarantine-queues" // the quarantine queues: the only ones a release deletes from
   | "redrivable-dlqs" // the DLQs of the stack's source queues: what a move task may start from
   | "redrive-sources" // the source queues those DLQs return messages to
   | "quarantine-sources" // the queues whose consumers quarantine: where a release resends
   | "worker-service" // the queue worker's ECS service
-  | "worker-cluster" // the cluster's container instances, with ecs:cluster: what ListTasks is authorised on
+  | "worker-cluster" // `*` with ecs:cluster: a ListTasks naming no container instance is authorised on `*`
   | "worker-tasks" // the tasks on the platform's cluster
   | "stack-gpu" // instance mode: this stack's GPU (its Name tag and environment tag)
   | "stack-gpu-hold-tag" // instance mode: the hold tag on this stack's GPU, and no other key
@@ -31,8 +32,11 @@ export const OPERATOR_GRANTS = [
   { sid: "ReadWorkerService", actions: ["ecs:DescribeServices"], resource: "worker-service" },
   { sid: "ListWorkerTasks", actions: ["ecs:ListTasks"], resource: "worker-cluster" },
   { sid: "ReadWorkerTasks", actions: ["ecs:DescribeTasks", "ecs:GetTaskProtection"], resource: "worker-tasks" },
-  // A peek and a quarantine list receive with visibility 0, so nothing is hidden from consumers; a release deletes the copy it resent.
-  { sid: "PeekDeadLetters", actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"], resource: "dead-letter-queues" },
+  // A peek and a quarantine list receive with visibility 0, so nothing is hidden from consumers.
+  { sid: "PeekDeadLetters", actions: ["sqs:ReceiveMessage"], resource: "dead-letter-queues" },
+  // A release deletes the copy it resent, from the quarantine queue it read; ops deletes from no other
+  // queue (a redrive's deletes are SQS's, on the DLQ, below; Scheduler's DLQs are only ever read).
+  { sid: "ReleaseDeletesFromQuarantine", actions: ["sqs:DeleteMessage"], resource: "quarantine-queues" },
   { sid: "ReleaseFromQuarantine", actions: ["sqs:SendMessage"], resource: "quarantine-sources" },
   {
     sid: "RedriveDeadLetters",
@@ -58,11 +62,12 @@ export const OPERATOR_INSTANCE_GRANTS = [
   { sid: "StopStackGpu", actions: ["ec2:StopInstances"], resource: "stack-gpu" },
 ] as const satisfies readonly Grant<OperatorResource>[];
 
-/** `ops gpu` in fleet mode: the group's capacity, the hold tag on the group, desired capacity 0 for a stop. */
+/** `ops gpu` in fleet mode: the group's capacity, the hold tag on the group, its desired capacity (0 for a stop, N for a size). */
 export const OPERATOR_FLEET_GRANTS = [
   { sid: "ReadGpuGroup", actions: ["autoscaling:DescribeAutoScalingGroups"], resource: "*" },
   { sid: "HoldStackGpuGroup", actions: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"], resource: "stack-gpu-group-hold-tag" },
-  { sid: "StopStackGpuGroup", actions: ["autoscaling:SetDesiredCapacity"], resource: "stack-gpu-group" },
+  // `gpu stop` (desired 0) and `gpu size N`: the one call that changes the group's size.
+  { sid: "SizeStackGpuGroup", actions: ["autoscaling:SetDesiredCapacity"], resource: "stack-gpu-group" },
 ] as const satisfies readonly Grant<OperatorResource>[];
 
 export type GpuCapacityMode = "instance" | "fleet";

@@ -17,6 +17,8 @@ export interface OperatorAccess {
   dlqArns: pulumi.Input<string>[];
   /** Quarantine queues and Scheduler's DLQs. */
   terminalQueueArns: pulumi.Input<string>[];
+  /** The quarantine queues among them (a release deletes there; Scheduler's DLQs are only read). */
+  quarantineQueueArns: pulumi.Input<string>[];
   /** The queues whose consumers quarantine, where a release resends a message. */
   quarantineSourceArns: pulumi.Input<string>[];
   /** The worker's ECS service. */
@@ -35,12 +37,15 @@ export function operatorStatements(a: OperatorAccess): Statement[] {
     "*": { resource: "*" },
     "stack-queues": { resource: [...a.sourceQueueArns, ...a.dlqArns, ...a.terminalQueueArns] },
     "dead-letter-queues": { resource: [...a.dlqArns, ...a.terminalQueueArns] },
+    "quarantine-queues": { resource: a.quarantineQueueArns },
     "redrivable-dlqs": { resource: a.dlqArns },
     "redrive-sources": { resource: a.sourceQueueArns },
     "quarantine-sources": { resource: a.quarantineSourceArns },
     "worker-service": { resource: ecs("service", pulumi.concat("/", a.worker.serviceName)) },
-    // ListTasks is authorised on container instances; ecs:cluster keeps it to the platform's cluster.
-    "worker-cluster": { resource: ecs("container-instance", "/*"), condition: { ArnEquals: { "ecs:cluster": a.worker.clusterArn } } },
+    // ListTasks' one resource type is the container instance, and `ops status` names none (it lists
+    // by service): IAM then authorises the call on `*`, which a container-instance ARN never matches.
+    // ecs:cluster keeps it to the platform's cluster (as the launcher's grant, infra/parts/retraining.ts).
+    "worker-cluster": { resource: "*", condition: { ArnEquals: { "ecs:cluster": a.worker.clusterArn } } },
     "worker-tasks": { resource: ecs("task", "/*") },
   });
   const holdOnly = (tag: string) => ({ "ForAllValues:StringEquals": { "aws:TagKeys": [tag] } });

@@ -203,7 +203,17 @@ export class OperatorEndpoint extends InterceptingProxy {
         const clusterArn = `arn:aws:ecs:${region}:${account}:cluster/${cluster}`;
         const taskArn = (t: unknown) => (String(t).startsWith("arn:") ? String(t) : `arn:aws:ecs:${region}:${account}:task/${cluster}/${String(t)}`);
         const ctx = { "ecs:cluster": clusterArn };
-        if (op === "ListTasks") return [check("ecs:ListTasks", `arn:aws:ecs:${region}:${account}:container-instance/${cluster}/*`, ctx)];
+        if (op === "ListTasks") {
+          // As IAM authorises it: on the container instance it names, else (ops lists by service) on `*`.
+          const instance = p.containerInstance === undefined ? undefined : String(p.containerInstance);
+          const resource =
+            instance === undefined
+              ? "*"
+              : instance.startsWith("arn:")
+                ? instance
+                : `arn:aws:ecs:${region}:${account}:container-instance/${cluster}/${instance}`;
+          return [check("ecs:ListTasks", resource, ctx)];
+        }
         if (op === "DescribeServices") {
           return ((p.services as unknown[]) ?? []).map((s) =>
             check("ecs:DescribeServices", String(s).startsWith("arn:") ? String(s) : `arn:aws:ecs:${region}:${account}:service/${cluster}/${String(s)}`, ctx),

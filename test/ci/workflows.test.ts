@@ -141,6 +141,20 @@ describe("CI workflows", function () {
     expect(job.steps.some((s) => s.uses?.startsWith("docker/setup-buildx-action@"))).to.equal(false);
   });
 
+  it("preview: the stack file loses the real stack's secrets manager (a committed encryptionsalt) before the throwaway preview", () => {
+    // Prepare
+    const job = workflow("preview.yml").jobs.preview!;
+    const order = job.steps.map((s) => s.uses?.split("@")[0] ?? s.run);
+    // Act
+    const ready = job.steps.find((s) => s.run?.includes("scripts/preview-stack-file.ts"));
+    // Assess: it runs on this matrix stack's file, after the throwaway passphrase and before the preview
+    expect(ready?.run).to.equal('npx tsx scripts/preview-stack-file.ts "$STACK"');
+    expect(ready?.env).to.deep.equal({ STACK: "${{ matrix.stack }}" });
+    const at = order.indexOf(ready?.run);
+    expect(at).to.be.greaterThan(job.steps.findIndex((s) => s.run?.includes("PULUMI_CONFIG_PASSPHRASE")));
+    expect(at).to.be.lessThan(order.indexOf("pulumi/actions"));
+  });
+
   it("preview: a fork's pull request (or a repository without the preview roles) skips the cloud preview with a notice and a summary", () => {
     const w = workflow("preview.yml");
     const sameRepo = "github.event.pull_request.head.repo.full_name == github.repository";

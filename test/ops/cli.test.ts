@@ -34,11 +34,13 @@ describe("ops: arguments", () => {
     const redrive = parseOpsArgs(["dlq", "redrive", "worker-dlq", "--rate", "50", "--stack", "prod", "--yes"]);
     const release = parseOpsArgs(["quarantine", "release", "--reason", "bad json", "--stack", "dev"]);
     const hold = parseOpsArgs(["gpu", "hold", "--until", "2030-01-01T00:00:00Z", "--stack", "dev"]);
+    const size = parseOpsArgs(["gpu", "size", "2", "--stack", "prod", "--yes"]);
     // Assess
     expect(peek).to.deep.include({ stack: "dev", command: { kind: "dlq-peek", queue: "worker-dlq", n: 3 } });
     expect(redrive).to.deep.include({ stack: "prod", yes: true, command: { kind: "dlq-redrive", queue: "worker-dlq", rate: 50, cancel: false } });
     expect(release).to.deep.include({ command: { kind: "quarantine-release", reason: "bad json" } });
     expect(hold).to.deep.include({ command: { kind: "gpu", action: "hold", until: "2030-01-01T00:00:00Z" } });
+    expect(size).to.deep.include({ stack: "prod", yes: true, command: { kind: "gpu-size", size: 2 } });
   });
 
   it("refuses what does not apply, with the reason", () => {
@@ -51,6 +53,11 @@ describe("ops: arguments", () => {
       [["dlq", "peek", "--stack", "dev"], /name the queue/],
       [["quarantine", "release", "id", "--reason", "r", "--stack", "dev"], /one of the two/],
       [["gpu", "reboot", "--stack", "dev"], /unknown command gpu reboot/],
+      [["gpu", "size", "--stack", "dev"], /gpu size <N>: give the number of instances/],
+      [["gpu", "size", "two", "--stack", "dev"], /gpu size two: a whole number of instances/],
+      [["gpu", "size", "1.5", "--stack", "dev"], /gpu size 1.5: a whole number/],
+      [["gpu", "size", "2", "3", "--stack", "dev"], /unexpected 3/],
+      [["gpu", "size", "2", "--until", "2030-01-01T00:00:00Z", "--stack", "dev"], /--until does not apply/],
       [["status", "--stack", "dev", "--local", "--outputs", "f"], /--local reads the outputs/],
     ];
     for (const [argv, message] of cases) {

@@ -13,7 +13,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { expect } from "chai";
 import { opsClients } from "../../ops/aws";
 import { cancelRedrive, peek, planRedrive, redrive } from "../../ops/dlq";
-import { holdGpu, readGpu, releaseGpu, stopGpu } from "../../ops/gpu";
+import { holdGpu, readGpu, releaseGpu, sizeGpu, stopGpu } from "../../ops/gpu";
 import { type GpuCapacityMode, operatorCalledActions } from "../../ops/iam";
 import { parseOutputs, queueNamed, type StackOutputs } from "../../ops/outputs";
 import { callerIdentity, readQuarantine, release } from "../../ops/quarantine";
@@ -115,14 +115,15 @@ describe("ops sends exactly the actions ops/iam.ts grants, in each GPU mode", ()
         // Act: every command's calls
         await readStatus(c, "dev", o);
         await peek(c, o, dlq, 1);
-        await planRedrive(c, dlq);
-        await redrive(c, dlq, { pollMs: 1 });
+        await planRedrive(c, o, dlq);
+        await redrive(c, dlq, queueNamed(o, "ingest"), { pollMs: 1 });
         await cancelRedrive(c, dlq);
         await release(c, o, await readQuarantine(c, o), await callerIdentity(c));
         const gpu = await readGpu(c, o);
         await holdGpu(c, o, "true");
         await releaseGpu(c, o);
         await stopGpu(c, o, gpu);
+        if (mode === "fleet") await sizeGpu(c, o, gpu, 2);
 
         // Assess
         const sent = new Set<string>();

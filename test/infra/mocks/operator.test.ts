@@ -75,7 +75,7 @@ describe("the operator policy: what ops calls, on this stack's resources", funct
         // Prepare
         const holdTag = parseStackConfig(stackConfig(stack)).gpu.holdTag;
         // Act
-        const [stop, hold] = mode() === "fleet" ? [sid("StopStackGpuGroup"), sid("HoldStackGpuGroup")] : [sid("StopStackGpu"), sid("HoldStackGpu")];
+        const [stop, hold] = mode() === "fleet" ? [sid("SizeStackGpuGroup"), sid("HoldStackGpuGroup")] : [sid("StopStackGpu"), sid("HoldStackGpu")];
         // Assess
         for (const s of [stop, hold]) expect(s.Condition?.StringEquals?.[`aws:ResourceTag/${ENVIRONMENT_TAG}`], s.Sid).to.equal(stack);
         expect(hold.Condition?.["ForAllValues:StringEquals"]).to.deep.equal({ "aws:TagKeys": [holdTag] });

@@ -126,10 +126,26 @@ describe("ops gpu in fleet mode, on moto's Auto Scaling, judged by the fleet gra
     expect(group.AutoScalingGroups?.[0]?.Tags?.some((t) => t.Key === HOLD_TAG)).to.equal(false);
   });
 
+  it("sizes the group by hand (gpu size N), refusing a size beyond its max", async () => {
+    // Act
+    const sized = await ops(["gpu", "size", "2", "--yes"]);
+    const beyond = await ops(["gpu", "size", "5", "--yes"]);
+    // Assess
+    expect(sized.code, sized.err).to.equal(0);
+    expect(sized.out).to.match(/gpu \(fleet\) encache-gpu-fleet-prod: desired 2, in service \d+, max 4/);
+    expect(beyond.code).to.equal(1);
+    expect(beyond.err).to.include("size 5: the group encache-gpu-fleet-prod takes 0 to 4 instances");
+    const group = await asg().send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: ["encache-gpu-fleet-prod"] }));
+    expect(group.AutoScalingGroups?.[0]?.DesiredCapacity).to.equal(2);
+  });
+
   it("denies the other stack's group, naming the action", async () => {
     // Act
     const hold = await ops(["gpu", "hold", "--yes"], "encache-gpu-fleet-dev");
+    const size = await ops(["gpu", "size", "2", "--yes"], "encache-gpu-fleet-dev");
     // Assess
+    expect(size.code).to.equal(1);
+    expect(size.err).to.match(/not authorized to perform: autoscaling:SetDesiredCapacity on resource: .*autoScalingGroupName\/encache-gpu-fleet-dev/);
     expect(hold.code).to.equal(1);
     expect(hold.err).to.match(
       /not authorized to perform: autoscaling:CreateOrUpdateTags on resource: arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:.*autoScalingGroupName\/encache-gpu-fleet-dev/,
