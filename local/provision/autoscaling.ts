@@ -81,7 +81,12 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
   if (warm) {
     await ctx.autoscaling.send(
       new PutWarmPoolCommand(
-        definedOnly({ AutoScalingGroupName: name, MinSize: num(warm, "minSize"), PoolState: str(warm, "poolState") as "Stopped" | undefined }),
+        definedOnly({
+          AutoScalingGroupName: name,
+          MinSize: num(warm, "minSize"),
+          MaxGroupPreparedCapacity: num(warm, "maxGroupPreparedCapacity"),
+          PoolState: str(warm, "poolState") as "Stopped" | undefined,
+        }),
       ),
     );
     notes.push("warm pool stored; moto keeps no warm instances: the runtime's warm-pool stand-in starts them instead of booting");

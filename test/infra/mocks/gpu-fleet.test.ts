@@ -109,7 +109,9 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     expect(mixed.instancesDistribution).to.deep.equal({
       onDemandBaseCapacity: fleet().onDemandBaseCapacity,
       onDemandPercentageAboveBaseCapacity: 100 - fleet().spotPercent,
-      spotAllocationStrategy: fleet().spotAllocationStrategy,
+      onDemandAllocationStrategy: "prioritized",
+      // capacity-optimized honours the listed order only as capacity-optimized-prioritized.
+      spotAllocationStrategy: fleet().spotAllocationStrategy === "capacity-optimized" ? "capacity-optimized-prioritized" : fleet().spotAllocationStrategy,
     });
     expect(mixed.launchTemplate.overrides).to.deep.equal(fleet().instanceTypes.map((instanceType) => ({ instanceType })));
     expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs.instanceType).to.equal(fleet().instanceTypes[0]);
