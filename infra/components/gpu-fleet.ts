@@ -114,6 +114,22 @@ export const GROUP_METRICS = [
  */
 export const DRAIN_HOOK = "drain";
 
+/**
+ * The group's `ignoreChanges`. `desiredCapacity` is the scaler's. `tags`: the group also carries
+ * runtime state as tags the program does not declare (the operator's hold, `encache:gpu-hold`; the
+ * scaler's `encache:scaled-out-at`). The provider's Read stores every tag of the group, so after a
+ * `pulumi refresh` the state lists them, and its Update sets the group's tags to the declared ones,
+ * deleting the rest: a refresh + `up` would erase the hold and the stamp. An ignoreChanges path
+ * cannot pick entries of the `tags` list by key (its paths index a list by position, and the
+ * provider keeps the tags as a set, in no order the program controls), so the whole of `tags` is ignored
+ * after creation, and each declared tag is its own `aws.autoscaling.Tag` (declareGroupTags), which
+ * writes and deletes its one key only. The provider warns that a Tag beside the group's own `tags`
+ * makes a perpetual diff: the group would remove the Tag's key; with `tags` ignored it never
+ * touches them. Moving the state off the group was the other way; the tags are where the scaler's
+ * and the operator's narrow grants already point, and stay visible in the console.
+ */
+export const GROUP_IGNORE_CHANGES = ["desiredCapacity", "tags"] as const;
+
 /** AWS's bounds on a lifecycle hook's heartbeat timeout (PutLifecycleHook), seconds. */
 export const HOOK_HEARTBEAT_BOUNDS = { min: 30, max: 7200 } as const;
 
@@ -228,6 +244,8 @@ export class GpuFleet extends pulumi.ComponentResource {
   /** The internal ALB in front of the group (its load balancer, target group and listener). */
   readonly balancer: InternalLoadBalancer;
   readonly group: aws.autoscaling.Group;
+  /** The group's declared tags, one `aws.autoscaling.Tag` each (GROUP_IGNORE_CHANGES). */
+  readonly groupTagResources: aws.autoscaling.Tag[];
   /** The terminate hook (DRAIN_HOOK) the gateway completes once drained. */
   readonly drainHook: aws.autoscaling.LifecycleHook;
   /** The one address the consumers POST to: the load balancer's DNS name. */
@@ -250,6 +268,7 @@ export class GpuFleet extends pulumi.ComponentResource {
     this.launchTemplate = this.declareLaunchTemplate(profile);
     this.balancer = this.declareLoadBalancer();
     this.group = this.declareGroup();
+    this.groupTagResources = this.declareGroupTags();
     this.drainHook = this.declareDrainHook();
     this.serviceHost = this.balancer.loadBalancer.dnsName;
     this.registerOutputs({
@@ -358,10 +377,33 @@ export class GpuFleet extends pulumi.ComponentResource {
             skipMatching: true,
           },
         },
-        tags: Object.entries({ ...this.stackTags(), Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
+        // The tags the group is created with; after creation they are the `-tag-…` resources' (declareGroupTags).
+        tags: this.groupTags().map(({ key, value }) => ({ key, value, propagateAtLaunch: true })),
       },
       // desiredCapacity is the scaler's; the provider reads it back, so a later `up` must not reset it.
-      { parent: this, ignoreChanges: ["desiredCapacity"], protect: r.deletionProtection },
+      // tags: see GROUP_IGNORE_CHANGES.
+      { parent: this, ignoreChanges: [...GROUP_IGNORE_CHANGES], protect: r.deletionProtection },
+    );
+  }
+
+  /** The tags the program declares on the group: the stack's, the environment, Name. */
+  private groupTags(): Array<{ key: string; value: string }> {
+    return Object.entries({ ...this.stackTags(), Name: this.r.groupName }).map(([key, value]) => ({ key, value }));
+  }
+
+  /**
+   * `<name>-tag-<key>`: each declared tag of the group as its own `aws.autoscaling.Tag`, so a changed
+   * or new declared tag still reaches the group while the group ignores its `tags` (GROUP_IGNORE_CHANGES).
+   * A Tag writes (CreateOrUpdateTags) and deletes its one key only: runtime tags are never its business.
+   */
+  private declareGroupTags(): aws.autoscaling.Tag[] {
+    return this.groupTags().map(
+      ({ key, value }) =>
+        new aws.autoscaling.Tag(
+          `${this.name}-tag-${key.replace(/[^A-Za-z0-9-]/g, "-")}`,
+          { autoscalingGroupName: this.group.name, tag: { key, value, propagateAtLaunch: true } },
+          { parent: this },
+        ),
     );
   }
 

@@ -9,11 +9,13 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { SCALED_OUT_AT_TAG } from "../../../functions/gpu/group-tags";
+import { GROUP_IGNORE_CHANGES } from "../../../infra/components/gpu-fleet";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { stackConfig } from "../helpers/stack-config";
+import { ENVIRONMENT_TAG as ENVIRONMENT } from "../../../policy/contract";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 type Doc = { Statement: Statement[] };
@@ -57,6 +59,25 @@ interface GpuBlock {
   };
 }
 const gpu = () => stackConfig("prod").gpu as GpuBlock;
+
+type GroupTag = { key: string; value: string; propagateAtLaunch?: boolean };
+/**
+ * A `pulumi refresh` and then an `up`, for the group's tags, as the provider and the engine do them:
+ * the provider's Read stores every tag the group has (its state and, for a bridged provider, the old
+ * inputs); the engine keeps the old value of an ignored property; the provider's Update deletes the
+ * keys the old tags have and the new ones lack and writes the new ones; each `aws.autoscaling.Tag`
+ * writes its one key. Returns the group's tags afterwards.
+ */
+function refreshThenUp(live: Record<string, string>, declared: GroupTag[], ignoreChanges: readonly string[], tagResources: GroupTag[]) {
+  const read: GroupTag[] = Object.entries(live).map(([key, value]) => ({ key, value, propagateAtLaunch: true }));
+  const news = ignoreChanges.includes("tags") ? read : declared;
+  const after = { ...live };
+  const kept = new Set(news.map((t) => t.key));
+  for (const t of read) if (!kept.has(t.key)) delete after[t.key];
+  for (const t of news) after[t.key] = t.value;
+  for (const t of tagResources) after[t.key] = t.value;
+  return after;
+}
 const fleet = () => gpu().capacity.fleet;
 
 describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function () {
@@ -117,6 +138,41 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs.instanceType).to.equal(fleet().instanceTypes[0]);
     expect(group.inputs.warmPool).to.equal(undefined);
     expect(group.protect).to.equal(true);
+  });
+
+  describe("runtime state on the group survives a refresh and an up", () => {
+    const HOLD = "encache:gpu-hold";
+    const declared = () => named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet").inputs.tags as GroupTag[];
+    const tagResources = () => {
+      const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+      return of(doc, "aws:autoscaling/tag:Tag")
+        .filter((t) => t.dependencies.includes(group.urn))
+        .map((t) => t.inputs.tag as GroupTag);
+    };
+    const liveWith = (extra: Record<string, string>) => ({ ...Object.fromEntries(declared().map((t) => [t.key, t.value])), ...extra });
+
+    it("keeps the operator's hold and the scaler's stamp, which the program does not declare", () => {
+      // Arrange
+      const runtime = { [HOLD]: "true", [SCALED_OUT_AT_TAG]: "2026-01-01T00:00:00.000Z" };
+      // Act
+      const after = refreshThenUp(liveWith(runtime), declared(), GROUP_IGNORE_CHANGES, tagResources());
+      // Assess
+      expect(after).to.deep.equal(liveWith(runtime));
+    });
+
+    it("still writes every declared tag: a drifted or changed one gets the program's value back", () => {
+      // Arrange: the live group's environment tag differs from the program's (as after a change of it)
+      const live = liveWith({ [ENVIRONMENT]: "drifted", [HOLD]: "true" });
+      // Act
+      const after = refreshThenUp(live, declared(), GROUP_IGNORE_CHANGES, tagResources());
+      // Assess
+      expect(after).to.deep.equal(liveWith({ [HOLD]: "true" }));
+    });
+
+    it("declares each of the group's tags as its own Tag, propagated at launch like the group's", () => {
+      expect(tagResources()).to.have.deep.members(declared());
+      expect(declared().every((t) => t.propagateAtLaunch === true)).to.equal(true);
+    });
   });
 
   it("publishes the group's metrics every minute, and gives a leaving instance its drain (terminate hook and deregistration delay)", () => {
