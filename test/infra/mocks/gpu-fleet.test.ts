@@ -175,6 +175,25 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     });
   });
 
+  it("raises the launch alarm when the group wants more instances than it has in service for 20 minutes, to the stack's alert topic", () => {
+    // Arrange
+    const alarm = named(doc, "aws:cloudwatch/metricAlarm:MetricAlarm", "ingest-gpu-fleet-launch");
+    const capacity = named(doc, "aws:cloudwatch/metricAlarm:MetricAlarm", "ingest-gpu-capacity");
+    const queries = alarm.inputs.metricQueries as Array<{ id: string; expression?: string; returnData: boolean; metric?: Record<string, unknown> }>;
+    const metric = (id: string) => queries.find((q) => q.id === id)?.metric;
+    // Assess
+    expect(queries.find((q) => q.returnData)?.expression).to.equal("desired - inservice");
+    expect(metric("desired")).to.deep.include({
+      namespace: "AWS/AutoScaling",
+      metricName: "GroupDesiredCapacity",
+      dimensions: { AutoScalingGroupName: "encache-gpu-fleet-prod" },
+      period: 60,
+    });
+    expect(metric("inservice")).to.deep.include({ namespace: "AWS/AutoScaling", metricName: "GroupInServiceInstances", period: 60 });
+    expect(alarm.inputs).to.deep.include({ evaluationPeriods: 20, datapointsToAlarm: 20, threshold: 1, comparisonOperator: "GreaterThanOrEqualToThreshold" });
+    expect(alarm.inputs.alarmActions).to.deep.equal(capacity.inputs.alarmActions).and.to.have.length(1);
+  });
+
   it("publishes the group's metrics every minute, and gives a leaving instance its drain (terminate hook and deregistration delay)", () => {
     const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
     // What the dashboard's fleet row reads (test/infra/mocks/platform-dashboard.test.ts).
