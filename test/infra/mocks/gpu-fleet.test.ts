@@ -15,6 +15,7 @@ import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-q
 import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { stackConfig } from "../helpers/stack-config";
+import { type GroupTag, refreshThenUp } from "../helpers/group-tags-model";
 import { ENVIRONMENT_TAG as ENVIRONMENT } from "../../../policy/contract";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
@@ -60,24 +61,6 @@ interface GpuBlock {
 }
 const gpu = () => stackConfig("prod").gpu as GpuBlock;
 
-type GroupTag = { key: string; value: string; propagateAtLaunch?: boolean };
-/**
- * A `pulumi refresh` and then an `up`, for the group's tags, as the provider and the engine do them:
- * the provider's Read stores every tag the group has (its state and, for a bridged provider, the old
- * inputs); the engine keeps the old value of an ignored property; the provider's Update deletes the
- * keys the old tags have and the new ones lack and writes the new ones; each `aws.autoscaling.Tag`
- * writes its one key. Returns the group's tags afterwards.
- */
-function refreshThenUp(live: Record<string, string>, declared: GroupTag[], ignoreChanges: readonly string[], tagResources: GroupTag[]) {
-  const read: GroupTag[] = Object.entries(live).map(([key, value]) => ({ key, value, propagateAtLaunch: true }));
-  const news = ignoreChanges.includes("tags") ? read : declared;
-  const after = { ...live };
-  const kept = new Set(news.map((t) => t.key));
-  for (const t of read) if (!kept.has(t.key)) delete after[t.key];
-  for (const t of news) after[t.key] = t.value;
-  for (const t of tagResources) after[t.key] = t.value;
-  return after;
-}
 const fleet = () => gpu().capacity.fleet;
 
 describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function () {
