@@ -11,7 +11,7 @@ import { deliverWindow, type GpuServiceUrlBuilder } from "./deliver-window";
 import { type AutostartOutcome, type GpuAddress, type GpuObservation, GpuUnavailableError, lookupGpu, tryStartGpu } from "./gpu";
 import { parkReasonFor, parkSeconds, stillBooting, type ParkReason } from "./park";
 import type { FetchFn } from "./gpu-http";
-import type { FleetTarget } from "./fleet";
+import { type FleetTarget, oldestInServiceLaunch } from "./fleet";
 import { parseWindowPayload } from "./payload";
 import { changeVisibilityInBatches } from "./visibility";
 
@@ -64,6 +64,13 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
       return outcome;
     });
 
+    // Fleet mode: the address is the load balancer's, with no launch time; a refused delivery asks
+    // when the longest-serving in-service instance launched (once per invocation).
+    const fleetLaunch = once(async (): Promise<Date | undefined> => {
+      const group = (await gpuLookup()).seen?.fleet;
+      return group ? oldestInServiceLaunch(deps.ec2, group, deps.logger) : undefined;
+    });
+
     // Parks are collected and sent after the batch, one ChangeMessageVisibilityBatch per 10 records:
     // the records still throw, so each is reported failed whether or not its park succeeds.
     const parks: Array<{ record: SQSRecord; reason: ParkReason }> = [];
@@ -91,9 +98,11 @@ export function createDlqHandler(deps: DlqHandlerDeps): SqsBatchHandler {
           serving = { address: gpu, until: now() + SERVING_GPU_CACHE_MS };
         } catch (error) {
           serving = undefined;
-          // A service that refuses right after its instance started is booting: park briefly so
-          // this message is back soon after it answers. Otherwise the failure retries as before.
-          if (stillBooting(gpu.launchTime, now(), deps.config)) park(record, "booting");
+          // A service that refuses right after its instance started is booting (in fleet mode: right
+          // after the longest-serving in-service instance started): park briefly so this message is
+          // back soon after it answers. Otherwise the failure retries as before.
+          const launchTime = gpu.launchTime ?? (deps.fleet ? await fleetLaunch() : undefined);
+          if (stillBooting(launchTime, now(), deps.config)) park(record, "booting");
           throw error;
         }
         return;

@@ -1,4 +1,5 @@
 import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
+import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { AutostartOutcome, GpuAddress } from "./gpu-address";
 
@@ -100,5 +101,28 @@ export async function ensureFleetCapacity(target: FleetTarget, logger: StepLogge
   } catch (error) {
     logStep(logger, "error", "gpu_fleet_capacity_failed", { group: target.groupName, error: errorMessage(error) });
     return "failed";
+  }
+}
+
+/**
+ * When the group's longest-serving in-service instance launched (DescribeInstances: Auto Scaling's
+ * description carries no launch time). A window the load balancer refuses while even this instance
+ * is within the boot grace failed because the fleet is still booting (the first instance's service
+ * does not answer yet), so the DLQ consumer parks it for the boot park, as instance mode does with
+ * its one instance's launch time (park.ts stillBooting). Undefined when nothing is in service or the
+ * read fails: then there is no boot park, and the failure retries as before. Never throws.
+ */
+export async function oldestInServiceLaunch(ec2: EC2Client, group: FleetGroup, logger: StepLogger): Promise<Date | undefined> {
+  const ids = group.inService.map((i) => i.instanceId);
+  if (ids.length === 0) return undefined;
+  try {
+    const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: ids }));
+    const launches = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []).flatMap((i) => (i.LaunchTime ? [i.LaunchTime.getTime()] : []));
+    // An instance with no launch time in the answer is not known to be young: no boot park.
+    if (launches.length < ids.length) return undefined;
+    return new Date(Math.min(...launches));
+  } catch (error) {
+    logStep(logger, "warn", "gpu_fleet_launch_times_failed", { group: group.name, error: errorMessage(error) });
+    return undefined;
   }
 }

@@ -95,9 +95,11 @@ export const FLEET_WINDOW_GRANTS = [
   { sid: "RetryWindowSoon", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-queue" },
 ] as const satisfies readonly Grant<IngestResource>[];
 
-/** Fleet mode's DLQ consumer: park and quarantine as in instance mode, plus the capacity grants (no SSM id: the group is the address). */
+/** Fleet mode's DLQ consumer: park (the boot park from the in-service instances' launch times) and quarantine as in instance mode, plus the capacity grants (no SSM id: the group is the address). */
 export const FLEET_DLQ_INLINE_GRANTS = [
   { sid: "ParkDlqMessage", actions: ["sqs:ChangeMessageVisibility"], resource: "ingest-dlq" },
+  // The in-service instances' launch times: a refused window parks for the boot park while the fleet boots (fleet.ts oldestInServiceLaunch).
+  describeInstances,
   quarantineMalformed,
 ] as const satisfies readonly Grant<IngestResource>[];
 

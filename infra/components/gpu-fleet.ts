@@ -10,7 +10,7 @@ import { InternalLoadBalancer } from "./internal-load-balancer";
 export interface GpuFleetArgs {
   /** The group's name: the consumers and the scaler find it by it, and their grants name it. */
   groupName: string;
-  /** Instance types, in order of preference (the first is the launch template's). */
+  /** Instance types, in order of preference (the first is the launch template's); the group launches them in that order (groupCapacityInputs). */
   instanceTypes: string[];
   /** Instances at most; the group's min is 0. */
   maxSize: number;
@@ -25,11 +25,12 @@ export interface GpuFleetArgs {
    */
   spotPercent?: number;
   /**
-   * How Spot picks its pools.
+   * How Spot picks its pools: `capacity-optimized` is declared as `capacity-optimized-prioritized`, so
+   * the listed order is honoured (groupCapacityInputs).
    * @default "capacity-optimized"
    */
   spotAllocationStrategy?: "capacity-optimized" | "price-capacity-optimized";
-  /** Stopped instances kept ready (on-demand groups only: AWS refuses a warm pool with Spot). */
+  /** Stopped instances kept ready, exactly minSize (on-demand groups of one type only: AWS refuses a warm pool with a mixed instances policy). */
   warmPool?: { minSize: number };
   /** The VPC, and the private subnets the group and the load balancer span (at least two zones). */
   vpcId: pulumi.Input<string>;
@@ -113,6 +114,22 @@ export const GROUP_METRICS = [
  */
 export const DRAIN_HOOK = "drain";
 
+/**
+ * The group's `ignoreChanges`. `desiredCapacity` is the scaler's. `tags`: the group also carries
+ * runtime state as tags the program does not declare (the operator's hold, `encache:gpu-hold`; the
+ * scaler's `encache:scaled-out-at`). The provider's Read stores every tag of the group, so after a
+ * `pulumi refresh` the state lists them, and its Update sets the group's tags to the declared ones,
+ * deleting the rest: a refresh + `up` would erase the hold and the stamp. An ignoreChanges path
+ * cannot pick entries of the `tags` list by key (its paths index a list by position, and the
+ * provider keeps the tags as a set, in no order the program controls), so the whole of `tags` is ignored
+ * after creation, and each declared tag is its own `aws.autoscaling.Tag` (declareGroupTags), which
+ * writes and deletes its one key only. The provider warns that a Tag beside the group's own `tags`
+ * makes a perpetual diff: the group would remove the Tag's key; with `tags` ignored it never
+ * touches them. Moving the state off the group was the other way; the tags are where the scaler's
+ * and the operator's narrow grants already point, and stay visible in the console.
+ */
+export const GROUP_IGNORE_CHANGES = ["desiredCapacity", "tags"] as const;
+
 /** AWS's bounds on a lifecycle hook's heartbeat timeout (PutLifecycleHook), seconds. */
 export const HOOK_HEARTBEAT_BOUNDS = { min: 30, max: 7200 } as const;
 
@@ -135,6 +152,10 @@ export function resolveGpuFleetArgs(args: PlainFleetArgs) {
   if (r.onDemandBaseCapacity > r.maxSize) errors.push("onDemandBaseCapacity must be at most maxSize");
   if (r.warmPool && r.spotPercent > 0)
     errors.push("warmPool cannot be combined with Spot: AWS refuses a warm pool on a group with a mixed instances policy (PutWarmPool)");
+  if (r.warmPool && r.instanceTypes.length > 1)
+    errors.push(
+      "warmPool allows one instance type: several need a mixed instances policy, which AWS refuses beside a warm pool (PutWarmPool), so the others would never launch",
+    );
   if (r.drainSeconds < HOOK_HEARTBEAT_BOUNDS.min || r.drainSeconds > 3600)
     errors.push(`drainSeconds must be within ${HOOK_HEARTBEAT_BOUNDS.min}–3600 (the hook's heartbeat timeout and the deregistration delay's bounds)`);
   if (!/^(ami-[0-9a-f]{8,17}|\/.+)$/.test(r.ami)) errors.push(`ami "${r.ami}" is neither an AMI id nor an absolute SSM parameter name`);
@@ -150,6 +171,54 @@ export function resolveGpuFleetArgs(args: PlainFleetArgs) {
 export function groupArnPattern(region: string, accountId: pulumi.Input<string>, groupName: string): pulumi.Output<string> {
   return pulumi.interpolate`arn:aws:autoscaling:${region}:${accountId}:autoScalingGroup:*:autoScalingGroupName/${groupName}`;
 }
+
+/**
+ * The group's capacity inputs: what it launches, in which order, and its warm pool. Pure.
+ * - With Spot: a mixed instances policy over the listed types. `capacity-optimized` is declared as
+ *   `capacity-optimized-prioritized` (plain `capacity-optimized` ignores the order; the prioritized
+ *   one honours it on a best-effort basis, capacity first), and on-demand is `prioritized` too.
+ *   `price-capacity-optimized` weighs price and capacity and so does not follow the order.
+ * - Without Spot, several types: a mixed instances policy that is 100 % on-demand with
+ *   `onDemandAllocationStrategy: prioritized`, so the second type is used when the first has no
+ *   capacity (a bare launch template only ever launches its one type).
+ * - With a warm pool: the template alone (AWS refuses a warm pool on a group with a mixed instances
+ *   policy, so resolveGpuFleetArgs allows one type only), and `maxGroupPreparedCapacity` equal to
+ *   `minSize`: unset, AWS keeps max − desired instances in the pool (PutWarmPool); equal to minSize,
+ *   the pool holds exactly minSize.
+ */
+export function groupCapacityInputs<I>(
+  r: Pick<ReturnType<typeof resolveGpuFleetArgs>, "instanceTypes" | "onDemandBaseCapacity" | "spotPercent" | "spotAllocationStrategy" | "warmPool">,
+  template: { id: I; version: I },
+) {
+  const spot = r.spotPercent > 0;
+  const mixed = spot || (r.instanceTypes.length > 1 && !r.warmPool);
+  return {
+    capacityRebalance: spot,
+    ...(mixed
+      ? {
+          mixedInstancesPolicy: {
+            instancesDistribution: {
+              onDemandAllocationStrategy: "prioritized",
+              onDemandBaseCapacity: spot ? r.onDemandBaseCapacity : 0,
+              onDemandPercentageAboveBaseCapacity: 100 - r.spotPercent,
+              ...(spot ? { spotAllocationStrategy: SPOT_STRATEGY[r.spotAllocationStrategy] } : {}),
+            },
+            launchTemplate: {
+              launchTemplateSpecification: { launchTemplateId: template.id, version: template.version },
+              overrides: r.instanceTypes.map((instanceType) => ({ instanceType })),
+            },
+          },
+        }
+      : { launchTemplate: template }),
+    ...(r.warmPool ? { warmPool: { poolState: "Stopped", minSize: r.warmPool.minSize, maxGroupPreparedCapacity: r.warmPool.minSize } } : {}),
+  };
+}
+
+/** The Spot strategy the group declares for the configured one: capacity first, in the listed order. */
+const SPOT_STRATEGY = {
+  "capacity-optimized": "capacity-optimized-prioritized",
+  "price-capacity-optimized": "price-capacity-optimized",
+} as const;
 
 /**
  * The GPU tier as an EC2 Auto Scaling group behind an internal Application Load Balancer:
@@ -175,6 +244,8 @@ export class GpuFleet extends pulumi.ComponentResource {
   /** The internal ALB in front of the group (its load balancer, target group and listener). */
   readonly balancer: InternalLoadBalancer;
   readonly group: aws.autoscaling.Group;
+  /** The group's declared tags, one `aws.autoscaling.Tag` each (GROUP_IGNORE_CHANGES). */
+  readonly groupTagResources: aws.autoscaling.Tag[];
   /** The terminate hook (DRAIN_HOOK) the gateway completes once drained. */
   readonly drainHook: aws.autoscaling.LifecycleHook;
   /** The one address the consumers POST to: the load balancer's DNS name. */
@@ -197,6 +268,7 @@ export class GpuFleet extends pulumi.ComponentResource {
     this.launchTemplate = this.declareLaunchTemplate(profile);
     this.balancer = this.declareLoadBalancer();
     this.group = this.declareGroup();
+    this.groupTagResources = this.declareGroupTags();
     this.drainHook = this.declareDrainHook();
     this.serviceHost = this.balancer.loadBalancer.dnsName;
     this.registerOutputs({
@@ -276,8 +348,6 @@ export class GpuFleet extends pulumi.ComponentResource {
     // The explicit latest version, not `$Latest`: a new version is then a change of the group's
     // template, which starts an instance refresh (the provider starts none for `$Latest`).
     const version = pulumi.interpolate`${this.launchTemplate.latestVersion}`;
-    const template = { id: this.launchTemplate.id, version };
-    const spot = r.spotPercent > 0;
     return new aws.autoscaling.Group(
       this.name,
       {
@@ -290,23 +360,7 @@ export class GpuFleet extends pulumi.ComponentResource {
         healthCheckType: "ELB",
         healthCheckGracePeriod: 600,
         targetGroupArns: [this.balancer.targetGroup.arn],
-        capacityRebalance: spot,
-        ...(spot
-          ? {
-              mixedInstancesPolicy: {
-                instancesDistribution: {
-                  onDemandBaseCapacity: r.onDemandBaseCapacity,
-                  onDemandPercentageAboveBaseCapacity: 100 - r.spotPercent,
-                  spotAllocationStrategy: r.spotAllocationStrategy,
-                },
-                launchTemplate: {
-                  launchTemplateSpecification: { launchTemplateId: this.launchTemplate.id, version },
-                  overrides: r.instanceTypes.map((instanceType) => ({ instanceType })),
-                },
-              },
-            }
-          : { launchTemplate: template }),
-        ...(r.warmPool ? { warmPool: { poolState: "Stopped", minSize: r.warmPool.minSize } } : {}),
+        ...groupCapacityInputs(r, { id: this.launchTemplate.id, version }),
         enabledMetrics: [...GROUP_METRICS],
         metricsGranularity: "1Minute",
         // A new template version (AMI, user data) replaces the instances in a rolling refresh: new ones
@@ -323,10 +377,33 @@ export class GpuFleet extends pulumi.ComponentResource {
             skipMatching: true,
           },
         },
-        tags: Object.entries({ ...this.stackTags(), Name: r.groupName }).map(([key, value]) => ({ key, value, propagateAtLaunch: true })),
+        // The tags the group is created with; after creation they are the `-tag-…` resources' (declareGroupTags).
+        tags: this.groupTags().map(({ key, value }) => ({ key, value, propagateAtLaunch: true })),
       },
       // desiredCapacity is the scaler's; the provider reads it back, so a later `up` must not reset it.
-      { parent: this, ignoreChanges: ["desiredCapacity"], protect: r.deletionProtection },
+      // tags: see GROUP_IGNORE_CHANGES.
+      { parent: this, ignoreChanges: [...GROUP_IGNORE_CHANGES], protect: r.deletionProtection },
+    );
+  }
+
+  /** The tags the program declares on the group: the stack's, the environment, Name. */
+  private groupTags(): Array<{ key: string; value: string }> {
+    return Object.entries({ ...this.stackTags(), Name: this.r.groupName }).map(([key, value]) => ({ key, value }));
+  }
+
+  /**
+   * `<name>-tag-<key>`: each declared tag of the group as its own `aws.autoscaling.Tag`, so a changed
+   * or new declared tag still reaches the group while the group ignores its `tags` (GROUP_IGNORE_CHANGES).
+   * A Tag writes (CreateOrUpdateTags) and deletes its one key only: runtime tags are never its business.
+   */
+  private declareGroupTags(): aws.autoscaling.Tag[] {
+    return this.groupTags().map(
+      ({ key, value }) =>
+        new aws.autoscaling.Tag(
+          `${this.name}-tag-${key.replace(/[^A-Za-z0-9-]/g, "-")}`,
+          { autoscalingGroupName: this.group.name, tag: { key, value, propagateAtLaunch: true } },
+          { parent: this },
+        ),
     );
   }
 

@@ -29,7 +29,9 @@ export const gpuFleetSchema = z
     /** Instances at most; the group's min is 0 (it scales to zero when idle). */
     maxSize: z.number().int().min(1).max(100),
     /**
-     * Instance types the group may launch, in order of preference; several give Spot more pools to draw from.
+     * Instance types the group may launch, in order of preference (with Spot, capacity-optimized
+     * honours it as capacity-optimized-prioritized; on-demand launches them in that order); several
+     * give Spot more pools to draw from. One type only with a warm pool.
      * @default [gpu.instanceType]
      */
     instanceTypes: z.array(z.string().regex(INSTANCE_TYPE_PATTERN, "must be EC2 instance types such as g5.xlarge")).min(1).max(20).optional(),
@@ -37,7 +39,10 @@ export const gpuFleetSchema = z
     onDemandBaseCapacity: z.number().int().min(0).default(0),
     /** Percent of the capacity above the base that runs on Spot (0: on-demand only). */
     spotPercent: z.number().int().min(0).max(100).default(0),
-    /** How Spot picks its pools: capacity first (fewer interruptions), or price and capacity. */
+    /**
+     * How Spot picks its pools: capacity first in the listed order (declared as
+     * capacity-optimized-prioritized), or price and capacity (which does not follow the order).
+     */
     spotAllocationStrategy: z.enum(["capacity-optimized", "price-capacity-optimized"]).default("capacity-optimized"),
     /**
      * Spot's discount on the on-demand price, 0–0.95, for the local run's cost figures only (AWS bills
@@ -50,7 +55,7 @@ export const gpuFleetSchema = z
      */
     warmPool: z
       .object({
-        /** Stopped instances the warm pool keeps ready at least. */
+        /** Stopped instances the warm pool keeps ready: exactly this many (its maxGroupPreparedCapacity is the same). */
         minSize: z.number().int().min(0).max(100).default(1),
       })
       .optional(),
@@ -87,6 +92,13 @@ export const gpuFleetSchema = z
         code: "custom",
         path: ["warmPool"],
         message: `cannot be set with spotPercent ${f.spotPercent}: AWS refuses a warm pool on a group with a mixed instances policy or Spot instances (PutWarmPool); drop one of the two`,
+      });
+    }
+    if (f.warmPool && (f.instanceTypes?.length ?? 1) > 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["warmPool"],
+        message: `cannot be set with ${f.instanceTypes?.length} instanceTypes: several types need a mixed instances policy, which AWS refuses beside a warm pool (PutWarmPool); list one type or drop the warm pool`,
       });
     }
     if (f.onDemandBaseCapacity > f.maxSize) {

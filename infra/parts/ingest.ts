@@ -63,6 +63,11 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
   /** Raised when EC2 has no capacity for the GPU's type on a start (the DLQ consumer counts it). */
   readonly capacityAlarm: aws.cloudwatch.MetricAlarm;
   /**
+   * Fleet mode: raised when the group has wanted more instances than it has in service for
+   * FLEET_LAUNCH_ALARM_MINUTES straight (no quota, no Spot capacity, a template that cannot launch).
+   */
+  readonly launchAlarm?: aws.cloudwatch.MetricAlarm;
+  /**
    * The scheduled GPU check: the idle stop of the single GPU (absent when gpu.idleStopMinutes is 0),
    * or the fleet's scaler (always, in fleet mode). Its queue, schedule and consumer.
    */
@@ -115,6 +120,7 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
       },
       { parent: this },
     );
+    if (tier.fleet) this.launchAlarm = fleetLaunchAlarm(name, tier.fleet, args, part.tags, this);
     this.gpuCheck = tier.createCheck(this.queue);
 
     this.outputs = this.stackOutputs();
@@ -310,4 +316,46 @@ function createConsumers(
     { parent },
   );
   return { window, dlq };
+}
+
+/**
+ * Minutes the fleet may want more instances than it has in service before its launch alarm fires:
+ * longer than a boot and the health check's 600 s grace, so a scale-out that boots never raises it.
+ */
+export const FLEET_LAUNCH_ALARM_MINUTES = 20;
+
+/**
+ * `<name>-gpu-fleet-launch`: the group's desired capacity above its in-service instances, minute
+ * after minute, for FLEET_LAUNCH_ALARM_MINUTES. The capacity alarm counts only instance mode's
+ * failed starts; in fleet mode Auto Scaling launches, and a launch it cannot make (no GPU quota, no
+ * Spot capacity in any pool, a template it cannot launch) fails in its own activity history, retried
+ * in silence. The group publishes both metrics every minute (GROUP_METRICS).
+ */
+function fleetLaunchAlarm(name: string, fleet: GpuFleet, args: IngestArgs, tags: Record<string, string>, parent: pulumi.Resource): aws.cloudwatch.MetricAlarm {
+  const alarm = `${name}-gpu-fleet-launch`;
+  const groupMetric = (id: string, metricName: string) => ({
+    id,
+    returnData: false,
+    metric: { namespace: "AWS/AutoScaling", metricName, dimensions: { AutoScalingGroupName: fleet.group.name }, period: 60, stat: "Minimum" },
+  });
+  return new aws.cloudwatch.MetricAlarm(
+    alarm,
+    {
+      alarmDescription: `The GPU fleet has wanted more instances than it has in service for ${FLEET_LAUNCH_ALARM_MINUTES} minutes: Auto Scaling cannot launch (GPU quota, Spot capacity, the template). Windows wait in the ingest queues. ${runbookPointer(alarm)}`,
+      metricQueries: [
+        groupMetric("desired", "GroupDesiredCapacity"),
+        groupMetric("inservice", "GroupInServiceInstances"),
+        { id: "shortfall", expression: "desired - inservice", label: "Instances wanted and not in service", returnData: true },
+      ],
+      evaluationPeriods: FLEET_LAUNCH_ALARM_MINUTES,
+      datapointsToAlarm: FLEET_LAUNCH_ALARM_MINUTES,
+      threshold: 1,
+      comparisonOperator: "GreaterThanOrEqualToThreshold",
+      treatMissingData: "notBreaching",
+      alarmActions: args.platform.alarmActions,
+      okActions: args.platform.alarmActions,
+      tags,
+    },
+    { parent },
+  );
 }

@@ -16,6 +16,7 @@
  */
 import {
   CreateAutoScalingGroupCommand,
+  CreateOrUpdateTagsCommand,
   DescribeAutoScalingGroupsCommand,
   PutLifecycleHookCommand,
   PutWarmPoolCommand,
@@ -81,7 +82,12 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
   if (warm) {
     await ctx.autoscaling.send(
       new PutWarmPoolCommand(
-        definedOnly({ AutoScalingGroupName: name, MinSize: num(warm, "minSize"), PoolState: str(warm, "poolState") as "Stopped" | undefined }),
+        definedOnly({
+          AutoScalingGroupName: name,
+          MinSize: num(warm, "minSize"),
+          MaxGroupPreparedCapacity: num(warm, "maxGroupPreparedCapacity"),
+          PoolState: str(warm, "poolState") as "Stopped" | undefined,
+        }),
       ),
     );
     notes.push("warm pool stored; moto keeps no warm instances: the runtime's warm-pool stand-in starts them instead of booting");
@@ -104,7 +110,30 @@ async function lifecycleHook(ctx: ProvisionContext, args: Args, inputs: Inputs, 
   return { id: LifecycleHookName, state: { ...inputs, name: LifecycleHookName } };
 }
 
+/** One declared tag of a group (its own resource, as the group ignores its `tags` after creation): written as AWS would. */
+async function groupTag(ctx: ProvisionContext, _args: Args, inputs: Inputs): Promise<Result> {
+  const AutoScalingGroupName = str(inputs, "autoscalingGroupName");
+  const tag = obj(inputs, "tag");
+  const Key = str(tag ?? {}, "key");
+  if (!AutoScalingGroupName || !tag || !Key) throw new Error("the group tag names no group or key");
+  await ctx.autoscaling.send(
+    new CreateOrUpdateTagsCommand({
+      Tags: [
+        {
+          ResourceId: AutoScalingGroupName,
+          ResourceType: "auto-scaling-group",
+          Key,
+          Value: str(tag, "value") ?? "",
+          PropagateAtLaunch: bool(tag, "propagateAtLaunch"),
+        },
+      ],
+    }),
+  );
+  return { id: `${AutoScalingGroupName},${Key}`, state: { ...inputs } };
+}
+
 export const autoscalingProvisioners: Provisioners = {
   "aws:autoscaling/group:Group": creates(group),
   "aws:autoscaling/lifecycleHook:LifecycleHook": creates(lifecycleHook),
+  "aws:autoscaling/tag:Tag": creates(groupTag),
 };

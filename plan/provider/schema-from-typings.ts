@@ -44,6 +44,7 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:appautoscaling/target:Target": "internal/service/appautoscaling/target.go",
   "aws:autoscaling/group:Group": "internal/service/autoscaling/group.go",
   "aws:autoscaling/lifecycleHook:LifecycleHook": "internal/service/autoscaling/lifecycle_hook.go",
+  "aws:autoscaling/tag:Tag": "internal/service/autoscaling/group_tag.go",
   "aws:cloudwatch/dashboard:Dashboard": "internal/service/cloudwatch/dashboard.go",
   "aws:cloudwatch/eventTarget:EventTarget": "internal/service/events/target.go",
   "aws:cloudwatch/logGroup:LogGroup": "internal/service/logs/group.go",

@@ -123,6 +123,13 @@ describe("stack config (infra/config.ts)", () => {
       reason: /AWS refuses a warm pool on a group with a mixed instances policy or Spot/,
     },
     {
+      case: "a warm pool beside several instance types, whose mixed instances policy AWS refuses with it (PutWarmPool)",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, instanceTypes: ["g5.xlarge", "g6.xlarge"], warmPool: { minSize: 1 } } },
+      key: "encache:gpu.capacity.fleet.warmPool",
+      reason: /cannot be set with 2 instanceTypes/,
+    },
+    {
       case: "Spot without the discount the cost figures need",
       path: "gpu.capacity",
       value: { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, spotPercent: 50 } },

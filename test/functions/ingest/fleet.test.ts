@@ -9,7 +9,7 @@ import { describeFleet, ensureFleetCapacity, FleetGroupNotFoundError, type Fleet
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { fleetTargetOf } from "../../../functions/ingest/runtime-deps";
 import { createWindowHandler } from "../../../functions/ingest/window-handler";
-import { mockedIngestDeps } from "../helpers/ingest-deps";
+import { type FakeInstance, fakeDescribeInstances, mockedIngestDeps } from "../helpers/ingest-deps";
 import { sqsEvent, sqsRecord, validPayload } from "../helpers/sqs-events";
 import { RecordingLogger } from "../helpers/telemetry";
 
@@ -148,6 +148,52 @@ describe("ingest/fleet (fleet mode)", () => {
       expect(w.asMock.commandCalls(SetDesiredCapacityCommand)).to.have.length(0);
     });
 
+    describe("the DLQ consumer's boot park: the load balancer refuses a window while the fleet boots", () => {
+      // The records factory sends at 1_700_000_000_000; a minute later the message is young.
+      const NOW = 1_700_000_060_000;
+      const running = (id: string, agoMs: number): FakeInstance => ({ id, state: "running", ip: "10.0.0.1", launchTime: new Date(NOW - agoMs) });
+      const cases: Array<{ title: string; inService: string[]; instances: FakeInstance[] | "fails"; parked: boolean }> = [
+        { title: "the only instance launched 2 minutes ago: parked for the boot park", inService: ["i-1"], instances: [running("i-1", 120_000)], parked: true },
+        { title: "the only instance launched an hour ago: not parked", inService: ["i-1"], instances: [running("i-1", 3_600_000)], parked: false },
+        {
+          title: "one instance young, one serving for an hour: not parked (the fleet is not booting)",
+          inService: ["i-1", "i-2"],
+          instances: [running("i-1", 120_000), running("i-2", 3_600_000)],
+          parked: false,
+        },
+        { title: "the launch times cannot be read: not parked, logged", inService: ["i-1"], instances: "fails", parked: false },
+      ];
+      for (const c of cases) {
+        it(c.title, async () => {
+          // Arrange
+          const t = mockedIngestDeps({ fetch: async () => Promise.reject(new TypeError("fetch failed")) });
+          const w = fleetWorld({ desired: 1, inService: c.inService });
+          if (c.instances === "fails") t.ec2Mock.on(DescribeInstancesCommand).rejects(new Error("throttled"));
+          else fakeDescribeInstances(t.ec2Mock, c.instances);
+          t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [{ Id: "0" }], Failed: [] });
+          const record = sqsRecord(validPayload());
+          // Act
+          const out = await createDlqHandler({ ...t.deps, fleet: w.target, now: () => NOW })(sqsEvent(record));
+          // Assess
+          expect(out.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+          const parked = t.sqsMock.commandCalls(ChangeMessageVisibilityBatchCommand).flatMap((x) => x.args[0].input.Entries ?? []);
+          expect(parked.map((e) => e.VisibilityTimeout)).to.deep.equal(c.parked ? [t.deps.config.bootParkSeconds] : []);
+          if (c.parked) expect(t.logger.withStep("dlq_visibility_extended")[0]?.fields.reason).to.equal("gpu_booting");
+          if (c.instances === "fails") expect(t.logger.steps()).to.include("gpu_fleet_launch_times_failed");
+          expect(w.asMock.commandCalls(SetDesiredCapacityCommand)).to.have.length(0);
+        });
+      }
+
+      it("reads the launch times once for a batch", async () => {
+        const t = mockedIngestDeps({ fetch: async () => Promise.reject(new TypeError("fetch failed")) });
+        const w = fleetWorld({ desired: 1, inService: ["i-1"] });
+        fakeDescribeInstances(t.ec2Mock, [running("i-1", 120_000)]);
+        t.sqsMock.on(ChangeMessageVisibilityBatchCommand).resolves({ Successful: [], Failed: [] });
+        await createDlqHandler({ ...t.deps, fleet: w.target, now: () => NOW })(sqsEvent(sqsRecord(validPayload()), sqsRecord(validPayload())));
+        expect(t.ec2Mock.commandCalls(DescribeInstancesCommand)).to.have.length(1);
+      });
+    });
+
     it("the window consumer posts to the load balancer while anything is in service", async () => {
       const t = mockedIngestDeps();
       const w = fleetWorld({ desired: 2, inService: ["i-1", "i-2"] });
@@ -189,5 +235,7 @@ describe("ingest/fleet (fleet mode)", () => {
     expect(FLEET_WINDOW_IAM_ACTIONS.filter((a) => a.startsWith("autoscaling:"))).to.deep.equal(["autoscaling:DescribeAutoScalingGroups"]);
     expect(FLEET_DLQ_IAM_ACTIONS).to.not.include("ssm:GetParameter");
     expect(FLEET_DLQ_IAM_ACTIONS).to.not.include("ec2:StartInstances");
+    // The in-service instances' launch times, for the boot park.
+    expect(FLEET_DLQ_IAM_ACTIONS).to.include("ec2:DescribeInstances");
   });
 });

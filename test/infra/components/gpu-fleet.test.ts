@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { GROUP_METRICS, gpuFleetDefaults, resolveGpuFleetArgs } from "../../../infra/components/gpu-fleet";
+import { GROUP_METRICS, gpuFleetDefaults, groupCapacityInputs, resolveGpuFleetArgs } from "../../../infra/components/gpu-fleet";
 
 const valid = {
   groupName: "encache-gpu-fleet-prod",
@@ -37,5 +37,73 @@ describe("GpuFleet args (pure)", () => {
 
   it("publishes the metrics the dashboard draws", () => {
     expect(GROUP_METRICS).to.include.members(["GroupInServiceInstances", "GroupDesiredCapacity", "GroupPendingInstances"]);
+  });
+});
+
+describe("GpuFleet group capacity inputs (pure)", () => {
+  const template = { id: "lt-1", version: "3" };
+  const spec = { launchTemplateId: "lt-1", version: "3" };
+  const overrides = [{ instanceType: "g5.xlarge" }, { instanceType: "g6.xlarge" }];
+
+  it("sizes the warm pool to minSize exactly: maxGroupPreparedCapacity = minSize (unset, AWS keeps max − desired)", () => {
+    // Arrange
+    const r = resolveGpuFleetArgs({ ...valid, instanceTypes: ["g5.xlarge"], warmPool: { minSize: 2 } });
+    // Act
+    const inputs = groupCapacityInputs(r, template);
+    // Assess
+    expect(inputs.warmPool).to.deep.equal({ poolState: "Stopped", minSize: 2, maxGroupPreparedCapacity: 2 });
+    expect(inputs).to.deep.include({ launchTemplate: template, capacityRebalance: false });
+    expect(inputs).not.to.have.property("mixedInstancesPolicy");
+  });
+
+  it("refuses a warm pool beside several types: the mixed policy they need is refused with a warm pool", () => {
+    expect(() => resolveGpuFleetArgs({ ...valid, warmPool: { minSize: 1 } })).to.throw(/warmPool allows one instance type/);
+  });
+
+  it("with Spot, declares capacity-optimized as capacity-optimized-prioritized over the types in their order", () => {
+    // Arrange
+    const r = resolveGpuFleetArgs({ ...valid, spotPercent: 75, onDemandBaseCapacity: 1 });
+    // Act
+    const inputs = groupCapacityInputs(r, template);
+    // Assess
+    expect(inputs).to.deep.include({
+      capacityRebalance: true,
+      mixedInstancesPolicy: {
+        instancesDistribution: {
+          onDemandAllocationStrategy: "prioritized",
+          onDemandBaseCapacity: 1,
+          onDemandPercentageAboveBaseCapacity: 25,
+          spotAllocationStrategy: "capacity-optimized-prioritized",
+        },
+        launchTemplate: { launchTemplateSpecification: spec, overrides },
+      },
+    });
+    expect(inputs).not.to.have.property("launchTemplate");
+  });
+
+  it("keeps price-capacity-optimized as configured", () => {
+    const r = resolveGpuFleetArgs({ ...valid, spotPercent: 50, spotAllocationStrategy: "price-capacity-optimized" });
+    const inputs = groupCapacityInputs(r, template) as { mixedInstancesPolicy: { instancesDistribution: { spotAllocationStrategy: string } } };
+    expect(inputs.mixedInstancesPolicy.instancesDistribution.spotAllocationStrategy).to.equal("price-capacity-optimized");
+  });
+
+  it("without Spot, declares several types as on-demand overrides in their order (100 % on-demand, prioritized)", () => {
+    // Act
+    const inputs = groupCapacityInputs(resolveGpuFleetArgs(valid), template);
+    // Assess
+    expect(inputs).to.deep.include({
+      capacityRebalance: false,
+      mixedInstancesPolicy: {
+        instancesDistribution: { onDemandAllocationStrategy: "prioritized", onDemandBaseCapacity: 0, onDemandPercentageAboveBaseCapacity: 100 },
+        launchTemplate: { launchTemplateSpecification: spec, overrides },
+      },
+    });
+    expect(inputs).not.to.have.property("launchTemplate");
+    expect(inputs).not.to.have.property("warmPool");
+  });
+
+  it("without Spot and one type, launches from the template alone", () => {
+    const inputs = groupCapacityInputs(resolveGpuFleetArgs({ ...valid, instanceTypes: ["g5.xlarge"] }), template);
+    expect(inputs).to.deep.equal({ capacityRebalance: false, launchTemplate: template });
   });
 });

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { type GroupTag, refreshThenUp } from "../helpers/group-tags-model";
 import * as pulumi from "@pulumi/pulumi";
 import { createMocks } from "../../../plan/mocks";
 import { installRecorder, type Recorder } from "../../../plan/record";
@@ -170,14 +171,40 @@ describe("components under Pulumi mocks (in process)", function () {
     const resources = await recorder.settle();
     // Assess
     const group = resources.find((r) => r.type === "aws:autoscaling/group:Group" && r.name === "fleet-a");
-    expect(group?.ignoreChanges).to.deep.equal(["desiredCapacity"]);
-    expect(group?.inputs).to.deep.include({ waitForCapacityTimeout: "0", capacityRebalance: false, warmPool: { poolState: "Stopped", minSize: 1 } });
+    // tags: the group's runtime tags survive a refresh; its declared ones are `-tag-<key>` resources (GROUP_IGNORE_CHANGES).
+    expect(group?.ignoreChanges).to.deep.equal(["desiredCapacity", "tags"]);
+    expect(group?.inputs).to.deep.include({
+      waitForCapacityTimeout: "0",
+      capacityRebalance: false,
+      warmPool: { poolState: "Stopped", minSize: 1, maxGroupPreparedCapacity: 1 },
+    });
     expect(group?.inputs.mixedInstancesPolicy).to.equal(undefined);
+    // A refresh then an up, with the options the group was registered with: the operator's hold and
+    // the scaler's stamp (undeclared) survive, and every declared tag keeps the program's value.
+    const declared = group?.inputs.tags as GroupTag[];
+    const tagResources = resources
+      .filter((r) => r.type === "aws:autoscaling/tag:Tag" && r.name.startsWith("fleet-a-tag-"))
+      .map((r) => r.inputs.tag as GroupTag);
+    const declaredLive = Object.fromEntries(declared.map((t) => [t.key, t.value]));
+    const runtime = { "encache:gpu-hold": "true", "encache:scaled-out-at": "2026-01-01T00:00:00.000Z" };
+    expect(refreshThenUp({ ...declaredLive, ...runtime, Name: "renamed" }, declared, group?.ignoreChanges ?? [], tagResources)).to.deep.equal({
+      ...declaredLive,
+      ...runtime,
+    });
     expect(groupName).to.equal("encache-gpu-fleet-unit");
     expect(host).to.match(/^internal-fleet-a-lb-/);
     const children = resources.filter((r) => /GpuFleet(\$encache:compute:InternalLoadBalancer)?::fleet-a$/.test(r.parent ?? "")).map((r) => r.name);
     expect(children.every((n) => n.startsWith("fleet-a"))).to.equal(true);
-    expect(children).to.include.members(["fleet-a-lt", "fleet-a-lb", "fleet-a-tg", "fleet-a-listener", "fleet-a-role", "fleet-a-profile", "fleet-a-drain"]);
+    expect(children).to.include.members([
+      "fleet-a-lt",
+      "fleet-a-lb",
+      "fleet-a-tg",
+      "fleet-a-listener",
+      "fleet-a-role",
+      "fleet-a-profile",
+      "fleet-a-drain",
+      "fleet-a-tag-Name",
+    ]);
     // The load balancer's three moved into their own component, each aliased to where it was: no URN of an existing stack changes.
     for (const [type, child] of [
       ["aws:lb/loadBalancer:LoadBalancer", "fleet-a-lb"],

@@ -9,11 +9,14 @@ import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
 import { SCALED_OUT_AT_TAG } from "../../../functions/gpu/group-tags";
+import { GROUP_IGNORE_CHANGES } from "../../../infra/components/gpu-fleet";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { stackConfig } from "../helpers/stack-config";
+import { type GroupTag, refreshThenUp } from "../helpers/group-tags-model";
+import { ENVIRONMENT_TAG as ENVIRONMENT } from "../../../policy/contract";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
 type Doc = { Statement: Statement[] };
@@ -57,6 +60,7 @@ interface GpuBlock {
   };
 }
 const gpu = () => stackConfig("prod").gpu as GpuBlock;
+
 const fleet = () => gpu().capacity.fleet;
 
 describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function () {
@@ -109,12 +113,68 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
     expect(mixed.instancesDistribution).to.deep.equal({
       onDemandBaseCapacity: fleet().onDemandBaseCapacity,
       onDemandPercentageAboveBaseCapacity: 100 - fleet().spotPercent,
-      spotAllocationStrategy: fleet().spotAllocationStrategy,
+      onDemandAllocationStrategy: "prioritized",
+      // capacity-optimized honours the listed order only as capacity-optimized-prioritized.
+      spotAllocationStrategy: fleet().spotAllocationStrategy === "capacity-optimized" ? "capacity-optimized-prioritized" : fleet().spotAllocationStrategy,
     });
     expect(mixed.launchTemplate.overrides).to.deep.equal(fleet().instanceTypes.map((instanceType) => ({ instanceType })));
     expect(named(doc, "aws:ec2/launchTemplate:LaunchTemplate", "ingest-gpu-fleet-lt").inputs.instanceType).to.equal(fleet().instanceTypes[0]);
     expect(group.inputs.warmPool).to.equal(undefined);
     expect(group.protect).to.equal(true);
+  });
+
+  describe("runtime state on the group survives a refresh and an up", () => {
+    const HOLD = "encache:gpu-hold";
+    const declared = () => named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet").inputs.tags as GroupTag[];
+    const tagResources = () => {
+      const group = named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet");
+      return of(doc, "aws:autoscaling/tag:Tag")
+        .filter((t) => t.dependencies.includes(group.urn))
+        .map((t) => t.inputs.tag as GroupTag);
+    };
+    const liveWith = (extra: Record<string, string>) => ({ ...Object.fromEntries(declared().map((t) => [t.key, t.value])), ...extra });
+
+    it("keeps the operator's hold and the scaler's stamp, which the program does not declare", () => {
+      // Arrange
+      const runtime = { [HOLD]: "true", [SCALED_OUT_AT_TAG]: "2026-01-01T00:00:00.000Z" };
+      // Act
+      const after = refreshThenUp(liveWith(runtime), declared(), GROUP_IGNORE_CHANGES, tagResources());
+      // Assess
+      expect(after).to.deep.equal(liveWith(runtime));
+    });
+
+    it("still writes every declared tag: a drifted or changed one gets the program's value back", () => {
+      // Arrange: the live group's environment tag differs from the program's (as after a change of it)
+      const live = liveWith({ [ENVIRONMENT]: "drifted", [HOLD]: "true" });
+      // Act
+      const after = refreshThenUp(live, declared(), GROUP_IGNORE_CHANGES, tagResources());
+      // Assess
+      expect(after).to.deep.equal(liveWith({ [HOLD]: "true" }));
+    });
+
+    it("declares each of the group's tags as its own Tag, propagated at launch like the group's", () => {
+      expect(tagResources()).to.have.deep.members(declared());
+      expect(declared().every((t) => t.propagateAtLaunch === true)).to.equal(true);
+    });
+  });
+
+  it("raises the launch alarm when the group wants more instances than it has in service for 20 minutes, to the stack's alert topic", () => {
+    // Arrange
+    const alarm = named(doc, "aws:cloudwatch/metricAlarm:MetricAlarm", "ingest-gpu-fleet-launch");
+    const capacity = named(doc, "aws:cloudwatch/metricAlarm:MetricAlarm", "ingest-gpu-capacity");
+    const queries = alarm.inputs.metricQueries as Array<{ id: string; expression?: string; returnData: boolean; metric?: Record<string, unknown> }>;
+    const metric = (id: string) => queries.find((q) => q.id === id)?.metric;
+    // Assess
+    expect(queries.find((q) => q.returnData)?.expression).to.equal("desired - inservice");
+    expect(metric("desired")).to.deep.include({
+      namespace: "AWS/AutoScaling",
+      metricName: "GroupDesiredCapacity",
+      dimensions: { AutoScalingGroupName: "encache-gpu-fleet-prod" },
+      period: 60,
+    });
+    expect(metric("inservice")).to.deep.include({ namespace: "AWS/AutoScaling", metricName: "GroupInServiceInstances", period: 60 });
+    expect(alarm.inputs).to.deep.include({ evaluationPeriods: 20, datapointsToAlarm: 20, threshold: 1, comparisonOperator: "GreaterThanOrEqualToThreshold" });
+    expect(alarm.inputs.alarmActions).to.deep.equal(capacity.inputs.alarmActions).and.to.have.length(1);
   });
 
   it("publishes the group's metrics every minute, and gives a leaving instance its drain (terminate hook and deregistration delay)", () => {
