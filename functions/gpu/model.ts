@@ -11,7 +11,7 @@ export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
  */
 export class Limiter {
   private running = 0;
-  private readonly queue: Array<() => void> = [];
+  private readonly queue: Array<(granted: boolean) => void> = [];
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new Error(`Limiter: limit must be a whole number ≥ 1, got ${limit}`);
@@ -25,22 +25,36 @@ export class Limiter {
     return this.queue.length;
   }
 
-  /** Resolves with the slot's release once it is this caller's turn. Call the release exactly once. */
-  acquire(): Promise<() => void> {
+  /**
+   * Resolves with the slot's release once it is this caller's turn (call it exactly once), or with
+   * `undefined` if {@link turnAway} sent the caller away before its turn came.
+   */
+  acquire(): Promise<(() => void) | undefined> {
     return new Promise((resolve) => {
-      const grant = () => {
+      const turn = (granted: boolean) => {
+        if (!granted) return resolve(undefined);
         this.running++;
         let released = false;
         resolve(() => {
           if (released) return;
           released = true;
           this.running--;
-          this.queue.shift()?.();
+          this.queue.shift()?.(true);
         });
       };
-      if (this.running < this.limit) grant();
-      else this.queue.push(grant);
+      if (this.running < this.limit) turn(true);
+      else this.queue.push(turn);
     });
+  }
+
+  /**
+   * Sends every waiter away at once, all in the same tick: a drain hands its backlog back together,
+   * not one window per finished slot (which would take as long as running them). Returns how many.
+   */
+  turnAway(): number {
+    const waiters = this.queue.splice(0);
+    for (const w of waiters) w(false);
+    return waiters.length;
   }
 }
 

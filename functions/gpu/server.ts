@@ -188,17 +188,19 @@ export function createGateway(deps: GatewayDeps): Gateway {
   /** One claimed window: a model slot, the model, then the key marked done or released. */
   async function runClaimed(claim: Claim, claimedAt: number, body: string, contentType: string): Promise<Reply> {
     const releaseSlot = await limiter.acquire();
+    // A drain that began while this window waited for a slot hands it back rather than running it:
+    // a Spot notice leaves two minutes, and a backlog queued here would outlast them and be cut off
+    // mid-run. Only the windows already at the model finish; the rest return through SQS to another
+    // instance, their keys released so that instance may take them at once. The drain turns every
+    // waiter away in one tick (`limiter.turnAway`), so the hand-backs run side by side.
+    if (releaseSlot === undefined || draining !== undefined) {
+      releaseSlot?.();
+      await releaseKey(claim, "draining");
+      logStep(logger, "info", "window_handed_back", { key: claim.key });
+      count("WindowHandedBack");
+      return json(503, { error: "draining" });
+    }
     try {
-      // A drain that began while this window waited for a slot hands it back rather than running it:
-      // a Spot notice leaves two minutes, and a backlog queued here would outlast them and be cut off
-      // mid-run. Only the windows already at the model finish; the rest return through SQS to another
-      // instance, their keys released so that instance may take them at once.
-      if (draining !== undefined) {
-        await releaseKey(claim, "draining");
-        logStep(logger, "info", "window_handed_back", { key: claim.key });
-        count("WindowHandedBack");
-        return json(503, { error: "draining" });
-      }
       // A window that waited for its slot may have too little lease left to cover the model's timeout.
       if (claimedAt + config.keyLeaseMs - now() < config.modelTimeoutMs) {
         let extended: boolean;
@@ -347,10 +349,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     if (draining) return draining;
     drainReason = reason;
     watcher.stop();
-    logStep(logger, "info", "drain_started", { reason, active });
+    logStep(logger, "info", "drain_started", { reason, active, waiting: limiter.waiting });
     count("DrainStarted");
     publish();
     draining = (async () => {
+      limiter.turnAway();
       await whenIdle();
       logStep(logger, "info", "drain_done", { reason: drainReason });
       if (config.fleet === undefined) return;

@@ -15,7 +15,7 @@ describe("gpu gateway: the model's concurrency limit (functions/gpu/model.ts)", 
       const turns = Array.from({ length: c.callers }, (_, i) =>
         limiter.acquire().then((release) => {
           order.push(i);
-          releases.push(release);
+          releases.push(release!);
         }),
       );
       await Promise.resolve();
@@ -32,6 +32,25 @@ describe("gpu gateway: the model's concurrency limit (functions/gpu/model.ts)", 
       await Promise.all(turns);
       expect(order).to.deep.equal(Array.from({ length: c.callers }, (_, i) => i));
     });
+
+  it("turnAway sends every waiter away at once (undefined), keeps the holders, and later callers still queue", async () => {
+    // Prepare: two slots held, three waiters
+    const limiter = new Limiter(2);
+    const held = await Promise.all([limiter.acquire(), limiter.acquire()]);
+    const waiters = [limiter.acquire(), limiter.acquire(), limiter.acquire()];
+    // Act
+    const turnedAway = limiter.turnAway();
+    // Assess
+    expect(turnedAway).to.equal(3);
+    expect(await Promise.all(waiters)).to.deep.equal([undefined, undefined, undefined]);
+    expect(limiter.waiting).to.equal(0);
+    expect(limiter.active).to.equal(2);
+    const later = limiter.acquire();
+    expect(limiter.waiting).to.equal(1);
+    held[0]!();
+    expect(await later).to.be.a("function");
+    expect(limiter.active).to.equal(2);
+  });
 
   it("refuses a limit below 1", () => {
     expect(() => new Limiter(0)).to.throw(/≥ 1/);

@@ -349,6 +349,27 @@ describe("gpu gateway: the HTTP contract (functions/gpu/server.ts)", function ()
       expect(h.table.items.get("w-1")?.state).to.equal("done");
     });
 
+    it("the waiting windows are handed back as soon as the drain begins, all together, while the window at the model still runs", async () => {
+      // Prepare: one model slot held by w-1 (the model does not answer), three windows waiting for it
+      h = await new GatewayHarness().start({ modelConcurrency: 1 });
+      h.model.gate();
+      const atModel = h.post("w-1");
+      await waitFor(() => h.model.requests.length === 1, 1000, "w-1 at the model");
+      const waiting = ["w-2", "w-3", "w-4"].map((k) => h.post(k));
+      await waitFor(() => h.logger.withStep("window_claimed").length === 4, 1000, "the waiters claimed");
+      // Act: the drain begins; the model still holds w-1
+      const drained = h.gateway.drain("SIGTERM");
+      // Assess: every waiter is answered 503 and its key gone before w-1 finishes
+      expect((await Promise.all(waiting.map((w) => until(w)))).map((r) => r.status)).to.deep.equal([503, 503, 503]);
+      expect(h.logger.withStep("window_handed_back")).to.have.length(3);
+      expect([...h.table.items.keys()]).to.deep.equal(["w-1"]);
+      expect(h.gateway.status().active).to.equal(1);
+      h.model.open();
+      expect((await until(atModel)).status).to.equal(200);
+      await until(drained);
+      expect(h.model.requests.map((r) => r.key)).to.deep.equal(["w-1"]);
+    });
+
     it("no drain while the target state is InService and no notice is out; an unreadable metadata is logged once", async () => {
       h = await new GatewayHarness().start({ fleet: FLEET });
       h.metadata.answers.set("autoscaling/target-lifecycle-state", { status: 200, body: "InService" });
