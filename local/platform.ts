@@ -228,7 +228,7 @@ export class LocalPlatform {
       });
       stoppers.push(() => depths.stop());
       // Stopped before the sampler (stoppers run in reverse): the round under way still publishes its state changes.
-      const alarms = startAlarmWatcher(topology, aws, clock, options, depths);
+      const alarms = startAlarmWatcher(topology, aws, clock, options, depths, fleet);
       stoppers.push(() => alarms.stop());
       const recorder = new RunRecorder({ queues: topology.queues, depths, gpu, fleet, tasks: () => ecsTasks.tasks() });
       recorder.start();
@@ -487,8 +487,16 @@ async function startWorker(
 }
 
 /** CloudWatch's stand-in for the program's alarms: queue-depth samples in, state changes published to the alert topic. */
-function startAlarmWatcher(topology: Topology, aws: AwsClients, clock: SimClock, options: PlatformOptions, depths: DepthSampler): AlarmWatcher {
+function startAlarmWatcher(
+  topology: Topology,
+  aws: AwsClients,
+  clock: SimClock,
+  options: PlatformOptions,
+  depths: DepthSampler,
+  fleet: GpuFleetSimulator | undefined,
+): AlarmWatcher {
   const watcher = new AlarmWatcher({
+    ...(fleet ? { group: () => ({ groupName: fleet.groupName, ...fleet.snapshot() }) } : {}),
     alarms: topology.alarms,
     queues: topology.queues,
     topics: topology.topics,

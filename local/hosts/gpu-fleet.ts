@@ -9,6 +9,9 @@
  * recommendations (`interrupt`: in the metadata, the instance out of the group, moto launching the
  * replacement; a notice's instance reclaimed at two minutes); and working towards desired capacity
  * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
+ * Launch failures (`failLaunches`: no GPU quota, no capacity in any pool): moto launches every
+ * instance it is asked for, so an instance it launches while launches fail is held back as the
+ * attempt Auto Scaling keeps retrying: never booted, never a target, not counted in service.
  */
 import {
   type AutoScalingClient,
@@ -125,6 +128,10 @@ export class GpuFleetSimulator {
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
   private readonly interrupted = new Map<string, InterruptionKind>();
+  /** Why launches fail now (EC2's error), or undefined while they succeed. */
+  private launchFailure?: string;
+  /** Instances moto launched while launches failed: Auto Scaling's attempts, not in service. */
+  private readonly failedLaunches = new Set<string>();
   private desired = 0;
   private inService = 0;
   private warmAvailable: number;
@@ -158,11 +165,22 @@ export class GpuFleetSimulator {
     await this.lb.stop();
   }
 
+  /** `desired` and `inService` are what Auto Scaling publishes as GroupDesiredCapacity and GroupInServiceInstances (failed launches are not in service). */
   readonly snapshot = (): FleetSnapshot => ({ desired: this.desired, inService: this.inService, healthy: this.lb.healthyCount(), draining: this.leaving.size });
   /** Every instance the fleet had, in launch order. */
   readonly instances = (): FleetInstanceRecord[] => this.records.map((r) => ({ ...r }));
   /** Every window an instance's model finished, in order. */
   readonly received = (): ProcessedWindow[] => [...this.opts.ledger];
+
+  /**
+   * From now on every launch fails with `reason` (EC2's error, e.g. InsufficientInstanceCapacity), as
+   * with no GPU quota or no Spot capacity in any pool; `undefined` lets launches succeed again, and the
+   * attempts held back join the group at the next poll.
+   */
+  failLaunches(reason: string | undefined): void {
+    this.launchFailure = reason;
+    this.opts.note(reason === undefined ? `gpu fleet: launches succeed again` : `gpu fleet: every launch fails from now on (${reason})`);
+  }
 
   /** A Spot instance of the group now in service (the one an interruption would take), if any. */
   spotInService(): string | undefined {
@@ -223,9 +241,18 @@ export class GpuFleetSimulator {
     if (!group) throw new Error(`group ${this.groupName} is gone from moto`);
     this.desired = group.DesiredCapacity ?? 0;
     const inGroup = new Set((group.Instances ?? []).filter((i) => i.LifecycleState === "InService").flatMap((i) => (i.InstanceId ? [i.InstanceId] : [])));
-    this.inService = inGroup.size;
+    for (const id of this.failedLaunches) if (!inGroup.has(id)) this.failedLaunches.delete(id);
     const fresh = [...inGroup].filter((id) => !this.members.has(id) && !this.leaving.has(id) && !this.records.some((r) => r.instanceId === id));
-    if (fresh.length > 0) await this.admit(fresh);
+    if (this.launchFailure !== undefined) {
+      for (const id of fresh.filter((x) => !this.failedLaunches.has(x))) {
+        this.failedLaunches.add(id);
+        this.opts.note(`gpu fleet: launching an instance for ${this.groupName} failed: ${this.launchFailure} (Auto Scaling retries)`);
+      }
+    } else if (fresh.length > 0) {
+      for (const id of fresh) this.failedLaunches.delete(id);
+      await this.admit(fresh);
+    }
+    this.inService = inGroup.size - [...this.failedLaunches].filter((id) => inGroup.has(id)).length;
     for (const [id, member] of this.members) if (!inGroup.has(id)) this.leave(member);
     await this.finishLeaving();
     const unprotected = (group.Instances ?? []).filter((i) => i.LifecycleState === "InService" && !i.ProtectedFromScaleIn).length;

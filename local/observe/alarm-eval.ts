@@ -1,10 +1,14 @@
 /**
- * What CloudWatch would have done with the program's queue-depth alarms, computed from the run's
- * own samples: moto stores alarms but evaluates none. Pure (samples in, state changes out), so it
+ * What CloudWatch would have done with the program's alarms, computed from the run's own samples:
+ * moto stores alarms but evaluates none. The run samples two kinds of metric: every queue's
+ * ApproximateNumberOfMessagesVisible, and a GPU fleet's GroupDesiredCapacity and
+ * GroupInServiceInstances (which Auto Scaling publishes per minute once group metrics are on). An
+ * alarm on one of them, or a metric-math alarm whose expression is `a`, `a + b` or `a - b` of them,
+ * is evaluated; any other says why not. Pure (samples in, state changes out), so it
  * is tested without moto; ./alarm-watch.ts takes the samples and publishes the state changes.
  *
- * The model. SQS publishes ApproximateNumberOfMessagesVisible once a minute and the run samples
- * every watched queue once per simulated minute, so a sample stands for a datapoint. Samples fall
+ * The model. SQS and Auto Scaling publish these metrics once a minute and the run samples each
+ * once per simulated minute, so a sample stands for a datapoint. Samples fall
  * into the alarm's periods, aligned on the epoch as CloudWatch aligns them, and each period's
  * statistic is taken over its samples. The alarm is evaluated at every sample, as CloudWatch
  * re-evaluates on each new datapoint: over the latest `evaluationPeriods` periods, the current
@@ -23,11 +27,34 @@ export interface AlarmFiring {
   okAtMs?: number;
 }
 
-/** One reading of a queue's ApproximateNumberOfMessagesVisible, at simulated epoch ms. */
-export interface QueueSample {
+/** One reading of a metric (see {@link metricKey}), at simulated epoch ms. */
+export interface MetricSample {
   simTimeMs: number;
-  queueName: string;
-  visible: number;
+  metric: string;
+  value: number;
+}
+
+/** A metric's identity: namespace, name and dimensions (sorted), as CloudWatch tells metrics apart. Pure. */
+export function metricKey(namespace: string, metricName: string, dimensions: Readonly<Record<string, string>>): string {
+  const dims = Object.entries(dimensions)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  return `${namespace}/${metricName}{${dims}}`;
+}
+
+/** A queue's ApproximateNumberOfMessagesVisible reading. */
+export function queueSample(simTimeMs: number, queueName: string, visible: number): MetricSample {
+  return { simTimeMs, metric: metricKey(SQS_VISIBLE.namespace, SQS_VISIBLE.metricName, { QueueName: queueName }), value: visible };
+}
+
+/** An Auto Scaling group's two sampled metrics at one instant. */
+export function groupSamples(simTimeMs: number, groupName: string, desired: number, inService: number): MetricSample[] {
+  const dims = { AutoScalingGroupName: groupName };
+  return [
+    { simTimeMs, metric: metricKey("AWS/AutoScaling", "GroupDesiredCapacity", dims), value: desired },
+    { simTimeMs, metric: metricKey("AWS/AutoScaling", "GroupInServiceInstances", dims), value: inService },
+  ];
 }
 
 export type AlarmState = "OK" | "ALARM";
@@ -56,8 +83,14 @@ export interface AlarmEvaluation {
   unsupported?: string;
 }
 
-/** The metric the run samples; an alarm on anything else cannot be evaluated. */
-export const SAMPLED_METRIC = { namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible" } as const;
+const SQS_VISIBLE = { namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", dimension: "QueueName" } as const;
+
+/** The metrics the run samples, and the dimension that names what each is of; an alarm on anything else cannot be evaluated. */
+export const SAMPLED_METRICS = [
+  SQS_VISIBLE,
+  { namespace: "AWS/AutoScaling", metricName: "GroupDesiredCapacity", dimension: "AutoScalingGroupName" },
+  { namespace: "AWS/AutoScaling", metricName: "GroupInServiceInstances", dimension: "AutoScalingGroupName" },
+] as const;
 
 interface Aggregate {
   max: number;
@@ -91,17 +124,76 @@ export const OPERATORS: Record<string, Operator> = {
 /** `missing` and `ignore` both look further back for data; evaluated at samples only, they do not differ. */
 const MISSING_DATA = ["notBreaching", "breaching", "missing", "ignore"];
 
+/** One metric an alarm reads, with the statistic it takes of it per period. */
+interface SeriesInput {
+  id: string;
+  key: string;
+  statistic: (a: Aggregate) => number;
+}
+
+/** What an alarm evaluates: its metrics, and how a period's value is made of their statistics. */
+interface Series {
+  inputs: SeriesInput[];
+  value: (byId: ReadonlyMap<string, number>) => number;
+}
+
+function sampledMetricReason(namespace: string, metricName: string, dimensions: Record<string, string>): string | undefined {
+  const sampled = SAMPLED_METRICS.find((m) => m.namespace === namespace && m.metricName === metricName);
+  const list = SAMPLED_METRICS.map((m) => `${m.namespace} ${m.metricName}`).join(", ");
+  if (!sampled) return `watches ${namespace} ${metricName}; the run samples only ${list}`;
+  if (dimensions[sampled.dimension] === undefined) return `has no ${sampled.dimension} dimension`;
+  return undefined;
+}
+
+/** The alarm's series, or why the samples cannot evaluate it. */
+function seriesOf(alarm: LocalAlarm): Series | string {
+  if (alarm.queries === undefined) {
+    if (!alarm.namespace) return "is a metric-math alarm whose queries were not recorded";
+    const reason = sampledMetricReason(alarm.namespace, alarm.metricName, alarm.dimensions);
+    if (reason !== undefined) return reason;
+    const statistic = STATISTICS[alarm.statistic];
+    if (!statistic) return `statistic ${alarm.statistic || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
+    return { inputs: [{ id: "m", key: metricKey(alarm.namespace, alarm.metricName, alarm.dimensions), statistic }], value: (v) => v.get("m") ?? Number.NaN };
+  }
+  const returned = alarm.queries.filter((q) => q.returnData);
+  if (returned.length !== 1) return `returns ${returned.length} series; an alarm needs exactly one`;
+  const inputs: SeriesInput[] = [];
+  for (const q of alarm.queries.filter((x) => x.metric !== undefined)) {
+    const m = q.metric!;
+    const reason = sampledMetricReason(m.namespace, m.metricName, m.dimensions);
+    if (reason !== undefined) return `query ${q.id} ${reason}`;
+    const statistic = STATISTICS[m.stat];
+    if (!statistic) return `query ${q.id}'s stat ${m.stat || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
+    if (m.periodSeconds !== alarm.periodSeconds) return `query ${q.id}'s period ${m.periodSeconds} s differs from the alarm's ${alarm.periodSeconds} s`;
+    inputs.push({ id: q.id, key: metricKey(m.namespace, m.metricName, m.dimensions), statistic });
+  }
+  const out = returned[0]!;
+  if (out.metric !== undefined) return { inputs, value: (v) => v.get(out.id) ?? Number.NaN };
+  const expression = parseExpression(out.expression ?? "");
+  if (typeof expression === "string") return `query ${out.id} ${expression}`;
+  const unknown = expression.ids.filter((id) => !inputs.some((i) => i.id === id));
+  if (unknown.length > 0) return `query ${out.id}'s expression names ${unknown.join(", ")}, not a metric query of the alarm`;
+  return { inputs, value: expression.value };
+}
+
+/** The metric math the evaluator knows: `a`, `a + b`, `a - b` (ids of metric queries). Pure. */
+export function parseExpression(expression: string): { ids: string[]; value: (byId: ReadonlyMap<string, number>) => number } | string {
+  const m = /^\s*([a-z]\w*)\s*(?:([+-])\s*([a-z]\w*)\s*)?$/.exec(expression);
+  if (!m) return `expression "${expression}" is not supported (only a, a + b, a - b)`;
+  const [, a, op, b] = m as unknown as [string, string, string | undefined, string | undefined];
+  const get = (v: ReadonlyMap<string, number>, id: string) => v.get(id) ?? Number.NaN;
+  if (op === undefined || b === undefined) return { ids: [a], value: (v) => get(v, a) };
+  return { ids: [a, b], value: op === "+" ? (v) => get(v, a) + get(v, b) : (v) => get(v, a) - get(v, b) };
+}
+
 /** Why the samples cannot evaluate this alarm, or undefined when they can. */
 export function unsupportedReason(alarm: LocalAlarm): string | undefined {
-  if (alarm.namespace !== SAMPLED_METRIC.namespace || alarm.metricName !== SAMPLED_METRIC.metricName) {
-    return `watches ${alarm.namespace || "a metric-math expression"} ${alarm.metricName}; the run samples only ${SAMPLED_METRIC.namespace} ${SAMPLED_METRIC.metricName}`;
-  }
-  if (alarm.queueName === undefined) return "has no QueueName dimension";
-  if (!(alarm.statistic in STATISTICS)) return `statistic ${alarm.statistic || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
+  const series = seriesOf(alarm);
+  if (typeof series === "string") return series;
   if (!(alarm.comparisonOperator in OPERATORS)) return `comparison ${alarm.comparisonOperator} is not supported (${Object.keys(OPERATORS).join(", ")})`;
   if (alarm.threshold === undefined) return "has no static threshold";
   if (!Number.isInteger(alarm.periodSeconds) || alarm.periodSeconds < 60 || alarm.periodSeconds % 60 !== 0) {
-    return `period ${alarm.periodSeconds} s is not a whole number of minutes (SQS publishes once a minute)`;
+    return `period ${alarm.periodSeconds} s is not a whole number of minutes (the sampled metrics are published once a minute)`;
   }
   if (!(alarm.evaluationPeriods >= 1) || !(alarm.datapointsToAlarm >= 1) || alarm.datapointsToAlarm > alarm.evaluationPeriods) {
     return `${alarm.datapointsToAlarm} out of ${alarm.evaluationPeriods} datapoints is not a valid rule`;
@@ -110,64 +202,84 @@ export function unsupportedReason(alarm: LocalAlarm): string | undefined {
   return undefined;
 }
 
-/** Every alarm's state changes over the samples (any order; each alarm reads its queue's). */
-export function evaluateAlarms(alarms: LocalAlarm[], samples: QueueSample[]): AlarmEvaluation[] {
-  const byQueue = new Map<string, QueueSample[]>();
-  for (const sample of [...samples].sort((a, b) => a.simTimeMs - b.simTimeMs)) {
-    const list = byQueue.get(sample.queueName) ?? [];
-    list.push(sample);
-    byQueue.set(sample.queueName, list);
-  }
+/** The metric keys an alarm reads (none when it cannot be evaluated). */
+export function metricsOf(alarm: LocalAlarm): string[] {
+  const series = seriesOf(alarm);
+  return typeof series === "string" ? [] : series.inputs.map((i) => i.key);
+}
+
+/** Every alarm's state changes over the samples (any order; each alarm reads its own metrics). */
+export function evaluateAlarms(alarms: LocalAlarm[], samples: MetricSample[]): AlarmEvaluation[] {
+  const sorted = [...samples].sort((a, b) => a.simTimeMs - b.simTimeMs);
   return alarms.map((alarm) => {
     const unsupported = unsupportedReason(alarm);
-    if (unsupported !== undefined) return { alarm, transitions: [], unsupported };
-    return { alarm, transitions: transitionsOf(alarm, byQueue.get(alarm.queueName ?? "") ?? []) };
+    const series = seriesOf(alarm);
+    if (unsupported !== undefined || typeof series === "string") return { alarm, transitions: [], unsupported: unsupported ?? String(series) };
+    const keys = new Set(series.inputs.map((i) => i.key));
+    return { alarm, transitions: transitionsOf(alarm, series, sorted.filter((x) => keys.has(x.metric))) };
   });
 }
 
-function transitionsOf(alarm: LocalAlarm, samples: QueueSample[]): AlarmTransition[] {
+/** A period's value: the series over its inputs' statistics, or undefined while an input has no sample in it. */
+function periodValue(series: Series, period: ReadonlyMap<string, Aggregate> | undefined): number | undefined {
+  if (period === undefined) return undefined;
+  const byId = new Map<string, number>();
+  for (const input of series.inputs) {
+    const agg = period.get(input.key);
+    if (agg === undefined) return undefined;
+    byId.set(input.id, input.statistic(agg));
+  }
+  return series.value(byId);
+}
+
+function transitionsOf(alarm: LocalAlarm, series: Series, samples: MetricSample[]): AlarmTransition[] {
   const periodMs = alarm.periodSeconds * 1000;
-  const statistic = STATISTICS[alarm.statistic];
   const operator = OPERATORS[alarm.comparisonOperator];
   const threshold = alarm.threshold;
   // unsupportedReason has ruled these out; the checks narrow the types.
-  if (!statistic || !operator || threshold === undefined) return [];
-  const periods = new Map<number, Aggregate>();
+  if (!operator || threshold === undefined) return [];
+  /** By period index, by metric key. */
+  const periods = new Map<number, Map<string, Aggregate>>();
   const transitions: AlarmTransition[] = [];
   let firstPeriod: number | undefined;
   let state: AlarmState = "OK";
-  for (const sample of samples) {
+  for (let i = 0; i < samples.length; i++) {
+    const sample = samples[i]!;
     const period = Math.floor(sample.simTimeMs / periodMs);
     firstPeriod ??= period;
-    const agg = periods.get(period) ?? { max: -Infinity, min: Infinity, sum: 0, count: 0 };
-    agg.max = Math.max(agg.max, sample.visible);
-    agg.min = Math.min(agg.min, sample.visible);
-    agg.sum += sample.visible;
+    const byKey = periods.get(period) ?? new Map<string, Aggregate>();
+    const agg = byKey.get(sample.metric) ?? { max: -Infinity, min: Infinity, sum: 0, count: 0 };
+    agg.max = Math.max(agg.max, sample.value);
+    agg.min = Math.min(agg.min, sample.value);
+    agg.sum += sample.value;
     agg.count += 1;
-    periods.set(period, agg);
+    byKey.set(sample.metric, agg);
+    periods.set(period, byKey);
+    // Evaluated once per instant, after all of that instant's samples (a round reads every metric at once).
+    if (samples[i + 1]?.simTimeMs === sample.simTimeMs) continue;
 
     // The window: the latest evaluationPeriods periods, back to the first sampled one.
     const breaching: Datapoint[] = [];
     let breachingCount = 0;
     let considered = 0;
     for (let p = period; p >= firstPeriod && considered < alarm.evaluationPeriods; p--) {
-      const inPeriod = periods.get(p);
-      if (inPeriod === undefined) {
+      const value = periodValue(series, periods.get(p));
+      if (value === undefined) {
         if (alarm.treatMissingData === "missing" || alarm.treatMissingData === "ignore") continue;
         considered += 1;
         if (alarm.treatMissingData === "breaching") breachingCount += 1;
         continue;
       }
       considered += 1;
-      const value = statistic(inPeriod);
       if (operator.breaches(value, threshold)) {
         breachingCount += 1;
         breaching.push({ periodStartMs: p * periodMs, value });
       }
     }
     const next: AlarmState = breachingCount >= alarm.datapointsToAlarm ? "ALARM" : "OK";
-    if (next !== state) {
-      transitions.push({ state: next, simTimeMs: sample.simTimeMs, value: statistic(agg), breaching: breaching.reverse() });
+    const now = periodValue(series, byKey);
+    if (next !== state && now !== undefined) {
+      transitions.push({ state: next, simTimeMs: sample.simTimeMs, value: now, breaching: breaching.reverse() });
       state = next;
     }
   }
@@ -236,7 +348,7 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
     AlarmActions: alarm.alarmActions,
     OKActions: alarm.okActions,
     InsufficientDataActions: [],
-    Trigger: {
+    Trigger: alarm.queries !== undefined ? mathTrigger(alarm) : {
       MetricName: alarm.metricName,
       Namespace: alarm.namespace,
       StatisticType: "Statistic",
@@ -252,6 +364,46 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
       EvaluateLowSampleCountPercentile: "",
     },
   };
+}
+
+/** A metric-math alarm's Trigger: its `Metrics` in place of one metric, as CloudWatch sends it. */
+function mathTrigger(alarm: LocalAlarm): Record<string, unknown> {
+  return {
+    Period: alarm.periodSeconds,
+    EvaluationPeriods: alarm.evaluationPeriods,
+    DatapointsToAlarm: alarm.datapointsToAlarm,
+    ComparisonOperator: alarm.comparisonOperator,
+    Threshold: alarm.threshold ?? null,
+    TreatMissingData: alarm.treatMissingData,
+    EvaluateLowSampleCountPercentile: "",
+    Metrics: (alarm.queries ?? []).map((q) => ({
+      Id: q.id,
+      ...(q.expression !== undefined ? { Expression: q.expression } : {}),
+      ...(q.label !== undefined ? { Label: q.label } : {}),
+      ReturnData: q.returnData,
+      ...(q.metric !== undefined
+        ? {
+            MetricStat: {
+              Metric: {
+                Dimensions: Object.entries(q.metric.dimensions).map(([name, value]) => ({ value, name })),
+                MetricName: q.metric.metricName,
+                Namespace: q.metric.namespace,
+              },
+              Period: q.metric.periodSeconds,
+              Stat: q.metric.stat,
+            },
+          }
+        : {}),
+    })),
+  };
+}
+
+/** What an alarm watches, in a few words for the run's notes: its statistic (or its math's label) and what it is of. */
+export function watchedWords(alarm: LocalAlarm): { what: string; on: string } {
+  if (alarm.queries === undefined) return { what: alarm.statistic, on: alarm.queueName ?? Object.values(alarm.dimensions).join(", ") };
+  const out = alarm.queries.find((q) => q.returnData);
+  const dims = [...new Set(alarm.queries.flatMap((q) => Object.values(q.metric?.dimensions ?? {})))];
+  return { what: out?.label ?? out?.expression ?? out?.id ?? "", on: dims.join(", ") };
 }
 
 /** The SNS subject CloudWatch uses, `ALARM: "name" in <region>`, cut to SNS's 100 ASCII characters. */

@@ -21,7 +21,11 @@ import {
   type AlarmEvaluation,
   type AlarmFiring,
   type AlarmTransition,
-  type QueueSample,
+  groupSamples,
+  type MetricSample,
+  metricsOf,
+  queueSample,
+  watchedWords,
 } from "./alarm-eval";
 import type { SimClock } from "../hosts/clock";
 import type { DepthRound, DepthSource } from "./depth-sampler";
@@ -70,6 +74,11 @@ export interface AlarmWatcherOptions {
   topics: LocalTopic[];
   /** URNs of the resources created in moto: an alarm's state is set there only if it exists. */
   created: string[];
+  /**
+   * The GPU fleet's group as Auto Scaling's metrics would report it (GroupDesiredCapacity,
+   * GroupInServiceInstances), read at each alarm sample; absent without a fleet.
+   */
+  group?: () => { groupName: string; desired: number; inService: number };
   clock: SimClock;
   /** The run's depth sampler; its rounds must come every sampleEveryRealMs(speed), or a whole fraction of it. */
   depths: DepthSource;
@@ -81,13 +90,15 @@ export interface AlarmWatcherOptions {
 }
 
 export class AlarmWatcher {
-  private readonly samples: QueueSample[] = [];
+  private readonly samples: MetricSample[] = [];
   /** Transitions already acted on, by alarm URN, time and state. */
   private readonly acted = new Set<string>();
   /** Topic names published to, by alarm URN. */
   private readonly notified = new Map<string, Set<string>>();
   private published = 0;
   private readonly watched: LocalQueue[];
+  /** An alarm reads the fleet group's metrics: each alarm sample reads them too. */
+  private readonly groupWatched: boolean;
   private readonly everyRealMs: number;
   /** The sampler's rounds per alarm sample. */
   private readonly roundsPerSample: number;
@@ -98,6 +109,8 @@ export class AlarmWatcher {
   constructor(private readonly opts: AlarmWatcherOptions) {
     const names = new Set(opts.alarms.filter((a) => unsupportedReason(a) === undefined).map((a) => a.queueName));
     this.watched = opts.queues.filter((q) => names.has(q.name));
+    const groupName = opts.group?.().groupName;
+    this.groupWatched = groupName !== undefined && opts.alarms.some((a) => metricsOf(a).some((k) => k.includes(`{AutoScalingGroupName=${groupName}}`)));
     this.everyRealMs = sampleEveryRealMs(opts.clock.speed);
     this.roundsPerSample = Math.max(1, Math.round(this.everyRealMs / opts.depths.everyRealMs));
   }
@@ -108,8 +121,9 @@ export class AlarmWatcher {
     const everySimMs = this.everyRealMs * this.opts.clock.speed;
     const every = everySimMs === 60_000 ? "once per simulated minute" : `every ${alarmValue(everySimMs / 60_000)} simulated minutes`;
     const queues = this.watched.length === 1 ? (this.watched[0]?.logicalName ?? "") : `${this.watched.length} queues`;
-    this.opts.note(`alarms: sampling the depth of ${queues} ${every} for ${evaluable} of ${this.opts.alarms.length} alarms (moto evaluates none)`);
-    if (this.watched.length === 0) return;
+    const group = this.groupWatched ? ` and the GPU fleet's group metrics` : "";
+    this.opts.note(`alarms: sampling the depth of ${queues}${group} ${every} for ${evaluable} of ${this.opts.alarms.length} alarms (moto evaluates none)`);
+    if (this.watched.length === 0 && !this.groupWatched) return;
     this.unsubscribe = this.opts.depths.subscribe((round) => {
       // Rounds are evenly spaced slots (see roundEveryRealMs): every n-th one is a simulated minute.
       if (this.stopped || round.index % this.roundsPerSample !== 0) return;
@@ -143,11 +157,14 @@ export class AlarmWatcher {
   /** The alarms over the samples so far; one on a queue outside the program has none, and says so. */
   private evaluate(): AlarmEvaluation[] {
     const sampled = new Set(this.watched.map((q) => q.name));
-    return evaluateAlarms(this.opts.alarms, this.samples).map((e) =>
-      e.unsupported === undefined && !sampled.has(e.alarm.queueName ?? "")
-        ? { ...e, unsupported: `watches ${e.alarm.queueName}, a queue the program does not declare` }
-        : e,
-    );
+    return evaluateAlarms(this.opts.alarms, this.samples).map((e) => {
+      if (e.unsupported !== undefined) return e;
+      if (e.alarm.queueName !== undefined && !sampled.has(e.alarm.queueName))
+        return { ...e, unsupported: `watches ${e.alarm.queueName}, a queue the program does not declare` };
+      if (e.alarm.queueName === undefined && !this.groupWatched && metricsOf(e.alarm).some((k) => k.startsWith("AWS/AutoScaling/")))
+        return { ...e, unsupported: "watches an Auto Scaling group the run does not play (no GPU fleet)" };
+      return e;
+    });
   }
 
   /** The round's reading of every watched queue, then the alarms' new state changes. */
@@ -155,7 +172,11 @@ export class AlarmWatcher {
     for (const queue of this.watched) {
       const depth = round.depths.get(queue.name);
       // A missed reading (the sampler notes it) is a missing datapoint, which the alarm's treatMissingData covers.
-      if (depth !== undefined) this.samples.push({ simTimeMs: round.simTimeMs, queueName: queue.name, visible: depth.visible });
+      if (depth !== undefined) this.samples.push(queueSample(round.simTimeMs, queue.name, depth.visible));
+    }
+    if (this.groupWatched && this.opts.group) {
+      const g = this.opts.group();
+      this.samples.push(...groupSamples(round.simTimeMs, g.groupName, g.desired, g.inService));
     }
     for (const evaluation of this.evaluate()) {
       for (const t of evaluation.transitions) {
@@ -174,8 +195,9 @@ export class AlarmWatcher {
     const topics = opts.topics.filter((topic) => actions.includes(topic.arn));
     const symbol = OPERATORS[alarm.comparisonOperator]?.symbol ?? alarm.comparisonOperator;
     const at = runTime(t.simTimeMs - opts.clock.t0);
+    const { what, on } = watchedWords(alarm);
     opts.note(
-      `alarm ${alarm.logicalName}: ${t.state} at ${at} (${alarm.statistic} ${alarmValue(t.value)} ${t.state === "ALARM" ? symbol : `not ${symbol}`} ${alarm.threshold} on ${alarm.queueName})` +
+      `alarm ${alarm.logicalName}: ${t.state} at ${at} (${what} ${alarmValue(t.value)} ${t.state === "ALARM" ? symbol : `not ${symbol}`} ${alarm.threshold} on ${on})` +
         (topics.length > 0 ? `, notifying ${topics.map((x) => x.name).join(", ")}` : ""),
     );
     try {

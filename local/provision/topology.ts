@@ -179,6 +179,17 @@ export interface LocalAlarm {
   treatMissingData: string;
   alarmActions: string[];
   okActions: string[];
+  /** A metric-math alarm's queries (its `metricQueries`); absent on a single-metric alarm. */
+  queries?: LocalAlarmQuery[];
+}
+
+/** One of a metric-math alarm's queries: a metric and its statistic, or an expression over the others' ids. */
+export interface LocalAlarmQuery {
+  id: string;
+  expression?: string;
+  label?: string;
+  returnData: boolean;
+  metric?: { namespace: string; metricName: string; dimensions: Record<string, string>; stat: string; periodSeconds: number };
 }
 
 /** Everything the program declared, as it now exists in moto. */
@@ -562,6 +573,7 @@ export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
     const description = s(r.inputs, "alarmDescription");
     // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
     const threshold = n(r.inputs, "threshold");
+    const queries = alarmQueriesFrom(r.inputs.metricQueries);
     return {
       urn: r.urn,
       logicalName: r.name,
@@ -573,7 +585,8 @@ export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
       dimensions,
       ...(namespace === "AWS/SQS" && dimensions.QueueName !== undefined ? { queueName: dimensions.QueueName } : {}),
       statistic: s(r.inputs, "statistic") ?? s(r.inputs, "extendedStatistic") ?? "",
-      periodSeconds: n(r.inputs, "period") ?? 0,
+      // A metric-math alarm's period is its metrics' (CloudWatch takes it from the queries).
+      periodSeconds: n(r.inputs, "period") ?? queries?.find((q) => q.metric)?.metric?.periodSeconds ?? 0,
       evaluationPeriods,
       datapointsToAlarm: n(r.inputs, "datapointsToAlarm") ?? evaluationPeriods,
       ...(threshold !== undefined ? { threshold } : {}),
@@ -581,8 +594,39 @@ export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
       treatMissingData: s(r.inputs, "treatMissingData") ?? "missing",
       alarmActions: strList(r.inputs.alarmActions),
       okActions: strList(r.inputs.okActions),
+      ...(queries !== undefined ? { queries } : {}),
     };
   });
+}
+
+/** pulumi-aws's `metricQueries` inputs, or undefined when there are none. */
+function alarmQueriesFrom(value: unknown): LocalAlarmQuery[] | undefined {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  return value
+    .filter((q): q is Record<string, unknown> => typeof q === "object" && q !== null)
+    .map((q) => {
+      const metric = o(q, "metric");
+      const expression = s(q, "expression");
+      const label = s(q, "label");
+      return {
+        id: s(q, "id") ?? "",
+        ...(expression !== undefined ? { expression } : {}),
+        ...(label !== undefined ? { label } : {}),
+        // CloudWatch's default: a query returns its data unless told not to.
+        returnData: q.returnData !== false,
+        ...(metric !== undefined
+          ? {
+              metric: {
+                namespace: s(metric, "namespace") ?? "",
+                metricName: s(metric, "metricName") ?? "",
+                dimensions: strMap(o(metric, "dimensions")),
+                stat: s(metric, "stat") ?? "",
+                periodSeconds: n(metric, "period") ?? 0,
+              },
+            }
+          : {}),
+      };
+    });
 }
 
 /**

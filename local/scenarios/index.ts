@@ -2,6 +2,7 @@ import { dlqRedrive } from "./dlq-redrive";
 import { fleet } from "./fleet";
 import { gpuBurst } from "./gpu-burst";
 import { gpuIdle } from "./gpu-idle";
+import { gpuLaunchFailure } from "./gpu-launch-failure";
 import { gpuSpotInterruption } from "./gpu-spot-interruption";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
 import { pool } from "./pool";
@@ -10,4 +11,4 @@ import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption, dlqRedrive];
+export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption, gpuLaunchFailure, dlqRedrive];

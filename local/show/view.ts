@@ -564,7 +564,7 @@ function notifiedCell(a: AlarmOutcome): string {
  * it went back to OK), then how many stayed OK, and any that the samples could not evaluate.
  */
 export function renderAlarmReport(report: AlarmReport, opts: { color: boolean }): string {
-  const out = ["alarms (computed from queue-depth samples; moto evaluates none)"];
+  const out = ["alarms (computed from the run's metric samples; moto evaluates none)"];
   const headers = ["alarm", "queue", "at", "value", "notified", "back to OK"];
   const rows = report.alarms.flatMap((a) =>
     a.firings.map((f) => [

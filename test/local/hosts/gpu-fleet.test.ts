@@ -292,6 +292,23 @@ describe("GPU fleet", () => {
       expect(notes.filter((n) => n.includes("from the warm pool"))).to.have.length(1);
     });
 
+    it("failLaunches: what moto launches is held back (not in service, no target, no host), then joins once launches succeed", async () => {
+      // Prepare
+      const s = await startSim(1_000);
+      s.failLaunches("InsufficientInstanceCapacity");
+      // Act: the group wants two; moto launches them at once
+      await desire(2);
+      await until("moto holds both InService", async () => (await inServiceInMoto()) === 2, 20_000);
+      await until("a poll has seen them", () => notes.filter((n) => n.includes("failed: InsufficientInstanceCapacity")).length === 2, 5_000);
+      const whileFailing = { ...s.snapshot(), admitted: s.instances().length };
+      s.failLaunches(undefined);
+      await serving(s, 2);
+      // Assess: Auto Scaling's metrics counted none in service while launches failed
+      expect(whileFailing).to.deep.equal({ desired: 2, inService: 0, healthy: 0, draining: 0, admitted: 0 });
+      expect(s.snapshot()).to.deep.include({ desired: 2, inService: 2, healthy: 2 });
+      expect(notes.filter((n) => n.includes("failed: InsufficientInstanceCapacity"))).to.have.length(2);
+    });
+
     it("SetDesiredCapacity 2: two instances join, behind the load balancer's route and each one's own", async () => {
       // Prepare
       const s = await startSim(1_000);

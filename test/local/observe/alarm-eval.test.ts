@@ -7,7 +7,10 @@ import {
   type AlarmTransition,
   evaluateAlarms,
   firingsOf,
-  type QueueSample,
+  groupSamples,
+  type MetricSample,
+  parseExpression,
+  queueSample,
   stateReason,
 } from "../../../local/observe/alarm-eval";
 import { alarmReport } from "../../../local/observe/alarm-watch";
@@ -44,11 +47,11 @@ function alarm(over: Partial<LocalAlarm> = {}): LocalAlarm {
 }
 
 /** One sample per minute from T0 (`null` skips that minute: a missing reading). */
-function perMinute(values: Array<number | null>, queueName = "ingest-dlq-1"): QueueSample[] {
-  return values.flatMap((visible, i) => (visible === null ? [] : [{ simTimeMs: T0 + i * MINUTE, queueName, visible }]));
+function perMinute(values: Array<number | null>, queueName = "ingest-dlq-1"): MetricSample[] {
+  return values.flatMap((visible, i) => (visible === null ? [] : [queueSample(T0 + i * MINUTE, queueName, visible)]));
 }
 
-function firings(a: LocalAlarm, samples: QueueSample[]): AlarmFiring[] {
+function firings(a: LocalAlarm, samples: MetricSample[]): AlarmFiring[] {
   const [evaluation] = evaluateAlarms([a], samples);
   return firingsOf(evaluation?.transitions ?? [], T0);
 }
@@ -201,8 +204,8 @@ describe("evaluateAlarms", () => {
         over: { namespace: "AWS/Lambda", metricName: "Errors" },
         reason: /watches AWS\/Lambda Errors; the run samples only AWS\/SQS ApproximateNumberOfMessagesVisible/,
       },
-      { title: "metric math", over: { namespace: "", metricName: "", statistic: "" }, reason: /watches a metric-math expression/ },
-      { title: "no queue", over: { queueName: undefined }, reason: /no QueueName dimension/ },
+      { title: "metric math with no recorded queries", over: { namespace: "", metricName: "", statistic: "" }, reason: /metric-math alarm whose queries were not recorded/ },
+      { title: "no queue", over: { queueName: undefined, dimensions: {} }, reason: /no QueueName dimension/ },
       { title: "no static threshold", over: { threshold: undefined }, reason: /no static threshold/ },
       { title: "a sub-minute period", over: { periodSeconds: 30 }, reason: /period 30 s is not a whole number of minutes/ },
       { title: "M greater than N", over: { evaluationPeriods: 1, datapointsToAlarm: 2 }, reason: /2 out of 1 datapoints is not a valid rule/ },
@@ -219,6 +222,106 @@ describe("evaluateAlarms", () => {
         expect(evaluation?.transitions).to.deep.equal([]);
       });
     }
+  });
+});
+
+const GROUP = "encache-gpu-fleet-prod";
+
+/** The fleet's launch alarm as infra/parts/ingest.ts declares it (desired − in service ≥ 1, 20 of 20 minutes), with `over` applied. */
+function launchAlarm(over: Partial<LocalAlarm> = {}, expression = "desired - inservice"): LocalAlarm {
+  const metric = (metricName: string) => ({ namespace: "AWS/AutoScaling", metricName, dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 });
+  return alarm({
+    urn: "urn:pulumi:prod::encache::aws:cloudwatch/metricAlarm:MetricAlarm::ingest-gpu-fleet-launch",
+    logicalName: "ingest-gpu-fleet-launch",
+    name: "ingest-gpu-fleet-launch-abc1234",
+    namespace: "",
+    metricName: "",
+    dimensions: {},
+    queueName: undefined,
+    statistic: "",
+    periodSeconds: 60,
+    evaluationPeriods: 20,
+    datapointsToAlarm: 20,
+    threshold: 1,
+    queries: [
+      { id: "desired", returnData: false, metric: metric("GroupDesiredCapacity") },
+      { id: "inservice", returnData: false, metric: metric("GroupInServiceInstances") },
+      { id: "shortfall", expression, label: "Instances wanted and not in service", returnData: true },
+    ],
+    ...over,
+  });
+}
+
+/** The group's two metrics once per minute from T0: `[desired, inService]` per minute. */
+function groupPerMinute(values: Array<[number, number]>): MetricSample[] {
+  return values.flatMap(([desired, inService], i) => groupSamples(T0 + i * MINUTE, GROUP, desired, inService));
+}
+
+describe("evaluateAlarms: the GPU fleet's launch alarm (metric math over the group's metrics)", () => {
+  const cases: Array<{ title: string; minutes: Array<[number, number]>; expected: AlarmFiring[] }> = [
+    { title: "a launch that never succeeds fires at the 20th minute", minutes: Array(25).fill([1, 0]), expected: [{ atMs: at(19), value: 1 }] },
+    {
+      title: "and goes back to OK at the first minute the instance is in service",
+      minutes: [...Array(22).fill([2, 0]), [2, 2]],
+      expected: [{ atMs: at(19), value: 2, okAtMs: at(22) }],
+    },
+    { title: "a scale-out that boots within minutes never fires", minutes: [...Array(6).fill([3, 0]), ...Array(30).fill([3, 3])], expected: [] },
+    { title: "19 minutes short, then in service: never fires", minutes: [...Array(19).fill([1, 0]), [1, 1], ...Array(19).fill([1, 0])], expected: [] },
+  ];
+  for (const c of cases)
+    it(c.title, () => {
+      // Act
+      const got = firings(launchAlarm(), groupPerMinute(c.minutes));
+      // Assess
+      expect(got).to.deep.equal(c.expected);
+    });
+
+  it("a sum (a + b) is evaluated too", () => {
+    const got = firings(launchAlarm({ threshold: 3, evaluationPeriods: 1, datapointsToAlarm: 1 }, "desired + inservice"), groupPerMinute([[1, 1], [2, 1]]));
+    expect(got).to.deep.equal([{ atMs: at(1), value: 3 }]);
+  });
+
+  const unsupported: Array<{ title: string; alarm: LocalAlarm; reason: RegExp }> = [
+    { title: "an expression other than a, a + b, a - b", alarm: launchAlarm({}, "desired * inservice"), reason: /expression "desired \* inservice" is not supported/ },
+    { title: "an expression naming no query", alarm: launchAlarm({}, "desired - pending"), reason: /names pending, not a metric query/ },
+    {
+      title: "a query on a metric the run does not sample",
+      alarm: launchAlarm({
+        queries: [
+          { id: "m", returnData: true, metric: { namespace: "AWS/AutoScaling", metricName: "GroupPendingInstances", dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 } },
+        ],
+      }),
+      reason: /query m watches AWS\/AutoScaling GroupPendingInstances/,
+    },
+    {
+      title: "two series returned",
+      alarm: launchAlarm({ queries: [...(launchAlarm().queries ?? []).map((q) => ({ ...q, returnData: true }))] }),
+      reason: /returns 3 series/,
+    },
+  ];
+  for (const c of unsupported)
+    it(`cannot evaluate ${c.title}`, () => {
+      const [evaluation] = evaluateAlarms([c.alarm], groupPerMinute(Array(25).fill([1, 0])));
+      expect(evaluation?.unsupported).to.match(c.reason);
+      expect(evaluation?.transitions).to.deep.equal([]);
+    });
+
+  it("parseExpression reads a, a + b and a - b", () => {
+    const values = new Map([["a", 5], ["b", 2]]);
+    const results = ["a", "a + b", "a-b"].map((e) => {
+      const p = parseExpression(e);
+      return typeof p === "string" ? p : p.value(values);
+    });
+    expect(results).to.deep.equal([5, 7, 3]);
+  });
+
+  it("its message's Trigger lists the queries as Metrics, as CloudWatch sends a metric-math alarm", () => {
+    const message = alarmMessage(launchAlarm(), { state: "ALARM", simTimeMs: T0 + at(19), value: 1, breaching: [] }, "123456789012");
+    const trigger = message.Trigger as { Metrics: Array<Record<string, unknown>>; MetricName?: string };
+    expect(trigger.MetricName).to.equal(undefined);
+    expect(trigger.Metrics.map((m) => m.Id)).to.deep.equal(["desired", "inservice", "shortfall"]);
+    expect(trigger.Metrics[2]).to.deep.include({ Expression: "desired - inservice", ReturnData: true });
+    expect(trigger.Metrics[0]).to.deep.nested.include({ "MetricStat.Metric.MetricName": "GroupDesiredCapacity", "MetricStat.Stat": "Minimum" });
   });
 });
 

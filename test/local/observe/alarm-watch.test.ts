@@ -289,6 +289,92 @@ describe("AlarmWatcher on a finer depth sampler", () => {
   });
 });
 
+describe("AlarmWatcher on the GPU fleet's group metrics", () => {
+  const GROUP = "encache-gpu-fleet-prod";
+  const metric = (metricName: string) => ({ namespace: "AWS/AutoScaling", metricName, dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 });
+  const launch: LocalAlarm = {
+    urn: "urn:launch",
+    logicalName: "ingest-gpu-fleet-launch",
+    name: "ingest-gpu-fleet-launch",
+    arn: "arn:alarm:launch",
+    namespace: "",
+    metricName: "",
+    dimensions: {},
+    statistic: "",
+    periodSeconds: 60,
+    evaluationPeriods: 3,
+    datapointsToAlarm: 3,
+    threshold: 1,
+    comparisonOperator: "GreaterThanOrEqualToThreshold",
+    treatMissingData: "notBreaching",
+    alarmActions: [],
+    okActions: [],
+    queries: [
+      { id: "desired", returnData: false, metric: metric("GroupDesiredCapacity") },
+      { id: "inservice", returnData: false, metric: metric("GroupInServiceInstances") },
+      { id: "shortfall", expression: "desired - inservice", label: "Instances wanted and not in service", returnData: true },
+    ],
+  };
+
+  function watcher(group: (() => { groupName: string; desired: number; inService: number }) | undefined, notes: string[]) {
+    const listeners: DepthListener[] = [];
+    const source = {
+      everyRealMs: sampleEveryRealMs(60),
+      subscribe(l: DepthListener) {
+        listeners.push(l);
+        return () => listeners.splice(listeners.indexOf(l), 1);
+      },
+    };
+    const w = new AlarmWatcher({
+      alarms: [launch],
+      queues: [],
+      topics: [],
+      created: [],
+      clock: new SimClock(60),
+      depths: source,
+      ...(group ? { group } : {}),
+      sns,
+      cloudwatch,
+      account: "123456789012",
+      region: "us-east-1",
+      note: (line) => notes.push(line),
+    });
+    w.start();
+    const rounds = async (from: number, count: number) => {
+      for (let i = from; i < from + count; i++)
+        for (const l of [...listeners]) await l({ index: i, realTimeMs: i * 1000, simTimeMs: i * 60_000, depths: new Map() });
+    };
+    return { w, rounds };
+  }
+
+  it("samples the group each simulated minute and fires when desired stays above in service for the alarm's window, then clears", async () => {
+    // Prepare: the group wants 2 and has none in service
+    const notes: string[] = [];
+    let inService = 0;
+    const { w, rounds } = watcher(() => ({ groupName: GROUP, desired: 2, inService }), notes);
+    // Act: five minutes with none in service, then two with both
+    await rounds(0, 5);
+    const firing = w.report().alarms[0]?.firings[0];
+    inService = 2;
+    await rounds(5, 2);
+    await w.stop();
+    // Assess
+    expect(notes[0]).to.equal("alarms: sampling the depth of 0 queues and the GPU fleet's group metrics once per simulated minute for 1 of 1 alarms (moto evaluates none)");
+    expect(firing).to.deep.include({ value: 2 });
+    expect(w.report().alarms[0]?.firings[0]?.okAtMs).to.be.a("number");
+    expect(notes.some((n) => /^alarm ingest-gpu-fleet-launch: ALARM at \+\d\d:\d\d:\d\d \(Instances wanted and not in service 2 ≥ 1 on encache-gpu-fleet-prod\)$/.test(n)), notes.join("\n")).to.equal(true);
+  });
+
+  it("without a fleet, says the group is not played rather than staying silently OK", async () => {
+    const notes: string[] = [];
+    const { w, rounds } = watcher(undefined, notes);
+    await rounds(0, 5);
+    await w.stop();
+    expect(w.report().alarms[0]?.unsupported).to.equal("watches an Auto Scaling group the run does not play (no GPU fleet)");
+    expect(w.report().samples).to.equal(0);
+  });
+});
+
 describe("roundEveryRealMs", () => {
   for (const [slot, target, every] of [
     [1_000, 500, 500],

@@ -127,7 +127,10 @@ describe("local run: every scenario, small size, through npm start --json", func
     expect(quarantine?.notified).to.have.length(1);
     // Queue-depth alarms are all evaluated; the one on an EMF metric (EC2 capacity on a GPU start) is listed as not evaluated, with why.
     expect(doc?.alarms.alarms.filter((a) => a.unsupported !== undefined).map((a) => [a.logicalName, a.unsupported])).to.deep.equal([
-      ["ingest-gpu-capacity", "watches Encache/Ingest GpuStartInsufficientCapacity; the run samples only AWS/SQS ApproximateNumberOfMessagesVisible"],
+      [
+        "ingest-gpu-capacity",
+        "watches Encache/Ingest GpuStartInsufficientCapacity; the run samples only AWS/SQS ApproximateNumberOfMessagesVisible, AWS/AutoScaling GroupDesiredCapacity, AWS/AutoScaling GroupInServiceInstances",
+      ],
     ]);
     expect(doc?.alarms.published).to.be.at.least(1);
     expect(doc?.ok).to.equal(true);

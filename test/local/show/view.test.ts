@@ -577,7 +577,7 @@ describe("local run view (pure, no moto)", () => {
         // Act
         const out = lines(c.report).map((l) => l.trim().replace(/ {2,}/g, "  "));
         // Assess
-        expect(out[0]).to.equal("alarms (computed from queue-depth samples; moto evaluates none)");
+        expect(out[0]).to.equal("alarms (computed from the run's metric samples; moto evaluates none)");
         for (const e of c.expected) expect(out).to.include(e);
       });
     }
