@@ -82,7 +82,8 @@ export function escProblems(doc: Doc, config: Doc): string[] {
       const arn = typeof oidc.roleArn === "string" ? ROLE_ARN.exec(oidc.roleArn) : null;
       if (!arn) problems.push(`oidc.roleArn ${JSON.stringify(oidc.roleArn)} is not arn:aws:iam::<12-digit account>:role/<name>`);
       const allowed = Array.isArray(config["aws:allowedAccountIds"]) ? config["aws:allowedAccountIds"].map(String) : [];
-      if (arn && !allowed.includes(arn[1]!)) problems.push(`oidc.roleArn's account ${arn[1]} is not one of the stack's aws:allowedAccountIds (${allowed.join(", ")})`);
+      if (arn && !allowed.includes(arn[1]!))
+        problems.push(`oidc.roleArn's account ${arn[1]} is not one of the stack's aws:allowedAccountIds (${allowed.join(", ")})`);
       const session = typeof oidc.sessionName === "string" ? oidc.sessionName.replace(/\$\{[^}]*\}/g, "x") : "";
       if (!SESSION_NAME.test(session)) problems.push(`oidc.sessionName ${JSON.stringify(oidc.sessionName)} is not a role session name`);
       if (oidc.duration !== undefined) {

@@ -333,7 +333,9 @@ describe("CI roles (ci/aws)", () => {
         expect(drift).to.deep.equal(deploy);
         const granted = read(`drift-${stack}.permissions.json`).Statement.flatMap((s) => list(s.Action));
         for (const service of deploy.filter((s) => s !== "sts"))
-          expect(granted, `${stack}: ${service}`).to.include.members([`${service}:Describe*`, `${service}:Get*`, `${service}:List*`].slice(service === "iam" ? 1 : 0));
+          expect(granted, `${stack}: ${service}`).to.include.members(
+            [`${service}:Describe*`, `${service}:Get*`, `${service}:List*`].slice(service === "iam" ? 1 : 0),
+          );
       });
     }
 
@@ -344,8 +346,16 @@ describe("CI roles (ci/aws)", () => {
       { name: "Action *", statement: { Effect: "Allow", Action: ["*"], Resource: "*" }, problem: /wildcard/ },
       { name: "a write verb's prefix", statement: { Effect: "Allow", Action: ["ec2:Create*"], Resource: "*" }, problem: /wildcard/ },
       { name: "a named write", statement: { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: "*" }, problem: /not a read/ },
-      { name: "a receive (it hides the message from the consumers)", statement: { Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: "*" }, problem: /not a read/ },
-      { name: "iam:PassRole", statement: { Effect: "Allow", Action: ["iam:PassRole"], Resource: "arn:aws:iam::${AWS_ACCOUNT_ID}:role/*" }, problem: /not a read/ },
+      {
+        name: "a receive (it hides the message from the consumers)",
+        statement: { Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: "*" },
+        problem: /not a read/,
+      },
+      {
+        name: "iam:PassRole",
+        statement: { Effect: "Allow", Action: ["iam:PassRole"], Resource: "arn:aws:iam::${AWS_ACCOUNT_ID}:role/*" },
+        problem: /not a read/,
+      },
       { name: "kms:Decrypt", statement: { Effect: "Allow", Action: ["kms:Decrypt"], Resource: "*" }, problem: /not a read/ },
       { name: "a read outside the stack's region", statement: { Effect: "Allow", Action: ["ec2:Describe*"], Resource: "*" }, problem: /region/ },
       { name: "IAM reads on every account", statement: { Effect: "Allow", Action: ["iam:Get*"], Resource: "*" }, problem: /IAM on \*/ },

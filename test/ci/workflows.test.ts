@@ -297,9 +297,9 @@ describe("CI workflows", function () {
     // Prepare
     const want = ["deploy.yml", "drift.yml", "policy-publish.yml", "preview.yml"];
     // Act
-    const uses = fs.readdirSync(DIR).flatMap((file) =>
-      Object.values(workflow(file).jobs).flatMap((job) => pulumiSteps(job).map((s) => ({ file, uses: s.uses }))),
-    );
+    const uses = fs
+      .readdirSync(DIR)
+      .flatMap((file) => Object.values(workflow(file).jobs).flatMap((job) => pulumiSteps(job).map((s) => ({ file, uses: s.uses }))));
     // Assess
     expect([...new Set(uses.map((u) => u.file))].sort()).to.deep.equal(want);
     for (const { file, uses: u } of uses) expect(u, file).to.equal("pulumi/actions@v7");
@@ -349,7 +349,13 @@ describe("CI workflows", function () {
     const script = workflow("drift.yml").jobs.drift!.steps.find((s) => s.run?.includes("pulumi preview"))!.run!;
     const DIFF = "~ aws:sqs/queue:Queue: (update)\n    ~ visibilityTimeoutSeconds: 30 => 60\nerror: no changes were expected but changes were proposed";
     const cases: { name: string; code: string; out: string; status: number; summary: RegExp[]; annotation?: RegExp }[] = [
-      { name: "no drift: a green run and a line in the summary", code: "0", out: "Resources:\n    54 unchanged", status: 0, summary: [/^### No drift in dev$/m] },
+      {
+        name: "no drift: a green run and a line in the summary",
+        code: "0",
+        out: "Resources:\n    54 unchanged",
+        status: 0,
+        summary: [/^### No drift in dev$/m],
+      },
       {
         name: "drift: a failed run, the diff in the summary",
         code: "255",
@@ -377,7 +383,10 @@ describe("CI workflows", function () {
         expect(run.status, run.stdout).to.equal(c.status);
         for (const m of c.summary) expect(run.summary).to.match(m);
         if (c.annotation) expect(run.stdout).to.match(c.annotation);
-        expect(run.calls).to.deep.equal(["login", "preview --stack dev --refresh --expect-no-changes --diff --non-interactive --color never --suppress-outputs"]);
+        expect(run.calls).to.deep.equal([
+          "login",
+          "preview --stack dev --refresh --expect-no-changes --diff --non-interactive --color never --suppress-outputs",
+        ]);
       });
     }
 
