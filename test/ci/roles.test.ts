@@ -2,7 +2,9 @@
  * The CI roles (ci/aws): documents that live outside the program and that an administrator applies
  * once per account. Each trust policy admits exactly one GitHub OIDC subject of this repository
  * (StringEquals on `aud` and `sub`, no wildcard); the preview roles, which run a pull request's own
- * code, may only read, and read what the program looks up on a preview.
+ * code, may only read, and read what the program looks up on a preview; the drift roles, which
+ * refresh every deployed resource, may only read (Describe/Get/List) the services the stack's
+ * deploy role manages.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -120,10 +122,45 @@ const ROLES = [
   { role: "preview-prod", subject: "pull_request" },
   { role: "deploy-dev", subject: "environment:dev" },
   { role: "deploy-prod", subject: "environment:prod" },
+  { role: "drift-dev", subject: "environment:drift-dev" },
+  { role: "drift-prod", subject: "environment:drift-prod" },
 ];
 
+/**
+ * Why `doc` grants more than a refresh's reads; empty when every action is a read: a named read
+ * action, or a read verb's prefix (`Describe*`, `Get*`, `List*`, `BatchGet*`), which AWS names
+ * only reads with. Regional services only in the stack's region, IAM only on the account's roles,
+ * policies and instance profiles.
+ */
+export function driftProblems(doc: PolicyDocument): string[] {
+  const problems: string[] = [];
+  for (const s of doc.Statement) {
+    const where = s.Sid ?? JSON.stringify(s.Action);
+    if (s.Effect !== "Allow") continue;
+    if (s.NotAction !== undefined) problems.push(`${where}: NotAction grants everything not listed`);
+    if (s.NotResource !== undefined) problems.push(`${where}: NotResource`);
+    const actions = list(s.Action);
+    for (const action of actions) {
+      const [service = "", verb = ""] = action.split(":");
+      const prefix = /^(Describe|Get|List|BatchGet)\*$/.test(verb);
+      if (!/^[a-z0-9-]+$/.test(service) || verb.includes("?") || (verb.includes("*") && !prefix)) problems.push(`${where}: wildcard action ${action}`);
+      else if (!prefix && (WRITE_VERB.test(verb) || !READ_VERB.test(verb))) problems.push(`${where}: ${action} is not a read`);
+      if (service === "kms") problems.push(`${where}: ${action}: no key use`);
+    }
+    const global = actions.every((a) => a.startsWith("iam:") || a === "sts:GetCallerIdentity");
+    if (!global && s.Condition?.StringEquals?.["aws:RequestedRegion"] !== "${AWS_REGION}") problems.push(`${where}: not limited to the stack's region`);
+    if (actions.some((a) => a.startsWith("iam:")))
+      for (const r of list(s.Resource))
+        if (!/^arn:aws:iam::\$\{AWS_ACCOUNT_ID\}:(role|policy|instance-profile)\/\*$/.test(r)) problems.push(`${where}: IAM on ${r}`);
+  }
+  return problems;
+}
+
+/** The services a permissions document grants any action of (`ec2` for `ec2:Describe*`). */
+const services = (doc: PolicyDocument) => [...new Set(doc.Statement.flatMap((s) => list(s.Action).map((a) => a.split(":")[0]!)))].sort();
+
 describe("CI roles (ci/aws)", () => {
-  it("are exactly a trust and a permissions document for each stack's preview and deploy role", () => {
+  it("are exactly a trust and a permissions document for each stack's preview, deploy and drift role", () => {
     const want = ROLES.flatMap(({ role }) => [`${role}.permissions.json`, `${role}.trust.json`]).sort();
     expect(
       fs
@@ -276,6 +313,63 @@ describe("CI roles (ci/aws)", () => {
             for (const r of list(s.Resource)) expect(r, s.Sid).to.match(/^arn:aws:iam::\$\{AWS_ACCOUNT_ID\}:(role|policy|instance-profile)\/\*$/);
           }
         }
+      });
+    }
+  });
+
+  describe("the drift roles' permissions", () => {
+    for (const stack of ["dev", "prod"]) {
+      it(`drift-${stack} reads only (Describe/Get/List), regional services in the stack's region, IAM in the account`, () => {
+        expect(driftProblems(read(`drift-${stack}.permissions.json`))).to.deep.equal([]);
+      });
+
+      it(`drift-${stack} reads every service deploy-${stack} manages, so a refresh can read each deployed resource`, () => {
+        // Prepare
+        const deploy = services(read(`deploy-${stack}.permissions.json`));
+        // Act
+        const drift = services(read(`drift-${stack}.permissions.json`));
+        // Assess
+        expect(deploy, "sanity: the deploy role's services").to.include.members(["ec2", "iam", "lambda", "sqs"]);
+        expect(drift).to.deep.equal(deploy);
+        const granted = read(`drift-${stack}.permissions.json`).Statement.flatMap((s) => list(s.Action));
+        for (const service of deploy.filter((s) => s !== "sts"))
+          expect(granted, `${stack}: ${service}`).to.include.members(
+            [`${service}:Describe*`, `${service}:Get*`, `${service}:List*`].slice(service === "iam" ? 1 : 0),
+          );
+      });
+    }
+
+    // The check itself can fail: each addition is one way a drift role could change the account.
+    const good = read("drift-prod.permissions.json");
+    const refused: { name: string; statement: Statement; problem: RegExp }[] = [
+      { name: "a service wildcard", statement: { Effect: "Allow", Action: ["ec2:*"], Resource: "*" }, problem: /wildcard/ },
+      { name: "Action *", statement: { Effect: "Allow", Action: ["*"], Resource: "*" }, problem: /wildcard/ },
+      { name: "a write verb's prefix", statement: { Effect: "Allow", Action: ["ec2:Create*"], Resource: "*" }, problem: /wildcard/ },
+      { name: "a named write", statement: { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: "*" }, problem: /not a read/ },
+      {
+        name: "a receive (it hides the message from the consumers)",
+        statement: { Effect: "Allow", Action: ["sqs:ReceiveMessage"], Resource: "*" },
+        problem: /not a read/,
+      },
+      {
+        name: "iam:PassRole",
+        statement: { Effect: "Allow", Action: ["iam:PassRole"], Resource: "arn:aws:iam::${AWS_ACCOUNT_ID}:role/*" },
+        problem: /not a read/,
+      },
+      { name: "kms:Decrypt", statement: { Effect: "Allow", Action: ["kms:Decrypt"], Resource: "*" }, problem: /not a read/ },
+      { name: "a read outside the stack's region", statement: { Effect: "Allow", Action: ["ec2:Describe*"], Resource: "*" }, problem: /region/ },
+      { name: "IAM reads on every account", statement: { Effect: "Allow", Action: ["iam:Get*"], Resource: "*" }, problem: /IAM on \*/ },
+      { name: "NotAction", statement: { Effect: "Allow", NotAction: ["iam:*"], Resource: "*" }, problem: /NotAction/ },
+    ];
+    for (const { name, statement, problem } of refused) {
+      it(`the check refuses ${name}`, () => {
+        // Prepare
+        const doc = clone(good);
+        doc.Statement.push(statement);
+        // Act
+        const problems = driftProblems(doc);
+        // Assess
+        expect(problems.join("\n")).to.match(problem);
       });
     }
   });

@@ -12,6 +12,7 @@ import { REPO_ROOT } from "../../infra/bundle";
 
 interface Step {
   id?: string;
+  "working-directory"?: string;
   if?: string;
   uses?: string;
   run?: string;
@@ -21,6 +22,7 @@ interface Step {
 }
 interface Job {
   if?: string;
+  "timeout-minutes"?: number;
   permissions?: Record<string, string>;
   concurrency?: { group: string; "cancel-in-progress": boolean };
   environment?: string;
@@ -38,6 +40,60 @@ const DIR = path.join(REPO_ROOT, ".github/workflows");
 const workflow = (file: string) => parse(fs.readFileSync(path.join(DIR, file), "utf8")) as Workflow;
 const lint = (...files: string[]) => spawnSync("bash", [path.join(REPO_ROOT, "scripts/lint-workflows.sh"), ...files], { cwd: REPO_ROOT, encoding: "utf8" });
 const pulumiSteps = (job: Job) => job.steps.filter((s) => s.uses?.startsWith("pulumi/actions@"));
+
+interface StepRun {
+  status: number | null;
+  stdout: string;
+  summary: string;
+  output: string;
+  /** Each call of the fake `pulumi`, its arguments joined by spaces. */
+  calls: string[];
+}
+
+/**
+ * Runs a step's `run` script as GitHub does (`bash --noprofile --norc -eo pipefail`), in `cwd`, with
+ * a fake `pulumi` first on PATH: it records its arguments, prints `PULUMI_OUT` and exits
+ * `PULUMI_CODE` for `preview` and `policy`, prints `PULUMI_STACK_NAME` for `stack`, and succeeds otherwise.
+ */
+function runStep(script: string, env: Record<string, string>, cwd?: string): StepRun {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "step-"));
+  const bin = path.join(dir, "bin");
+  fs.mkdirSync(bin);
+  const calls = path.join(dir, "calls");
+  fs.writeFileSync(
+    path.join(bin, "pulumi"),
+    [
+      "#!/usr/bin/env bash",
+      `echo "$*" >> ${JSON.stringify(calls)}`,
+      'case "$1" in',
+      '  preview|policy) printf "%s\\n" "$PULUMI_OUT"; exit "${PULUMI_CODE:-0}" ;;',
+      '  stack) echo "$PULUMI_STACK_NAME" ;;',
+      "esac",
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  const summary = path.join(dir, "summary");
+  const output = path.join(dir, "output");
+  fs.writeFileSync(summary, "");
+  fs.writeFileSync(output, "");
+  const file = path.join(dir, "step.sh");
+  fs.writeFileSync(file, script);
+  const run = spawnSync("bash", ["--noprofile", "--norc", "-eo", "pipefail", file], {
+    cwd: cwd ?? dir,
+    encoding: "utf8",
+    env: { PATH: `${bin}:${process.env.PATH ?? ""}`, HOME: dir, GITHUB_STEP_SUMMARY: summary, GITHUB_OUTPUT: output, ...env },
+  });
+  const result = {
+    status: run.status,
+    stdout: run.stdout + run.stderr,
+    summary: fs.readFileSync(summary, "utf8"),
+    output: fs.readFileSync(output, "utf8"),
+    calls: fs.existsSync(calls) ? fs.readFileSync(calls, "utf8").trim().split("\n") : [],
+  };
+  fs.rmSync(dir, { recursive: true, force: true });
+  return result;
+}
 
 describe("CI workflows", function () {
   this.timeout(300_000);
@@ -197,9 +253,10 @@ describe("CI workflows", function () {
         expect(id, `${file} ${name}: aws-region ${String(region)}`).to.be.a("string");
         const source = job.steps.findIndex((s) => s.id === id);
         expect(source, `${file} ${name}`).to.be.within(0, creds - 1);
-        const stack = name === "preview" ? '"$STACK"' : name;
+        const matrix = job.strategy?.matrix !== undefined;
+        const stack = matrix ? '"$STACK"' : name;
         expect(job.steps[source]!.run, `${file} ${name}`).to.equal(`npx tsx scripts/stack-region.ts ${stack} >> "$GITHUB_OUTPUT"`);
-        if (name === "preview") expect(job.steps[source]!.env).to.deep.equal({ STACK: "${{ matrix.stack }}" });
+        if (matrix) expect(job.steps[source]!.env, `${file} ${name}`).to.deep.equal({ STACK: "${{ matrix.stack }}" });
         // npm ci first: tsx is a project dependency.
         expect(
           job.steps.findIndex((s) => s.run === "npm ci"),
@@ -234,5 +291,192 @@ describe("CI workflows", function () {
         expect(s.with, stack).to.deep.include({ "stack-name": stack, policyPacks: "policy", policyPackConfigs: `policy/config.${stack}.json` });
     }
     expect(JSON.stringify(w)).to.not.match(/AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY/);
+  });
+
+  it("every workflow that runs Pulumi uses pulumi/actions@v7 (v7.0.0: node24), and none an older major", () => {
+    // Prepare
+    const want = ["deploy.yml", "drift.yml", "policy-publish.yml", "preview.yml"];
+    // Act
+    const uses = fs
+      .readdirSync(DIR)
+      .flatMap((file) => Object.values(workflow(file).jobs).flatMap((job) => pulumiSteps(job).map((s) => ({ file, uses: s.uses }))));
+    // Assess
+    expect([...new Set(uses.map((u) => u.file))].sort()).to.deep.equal(want);
+    for (const { file, uses: u } of uses) expect(u, file).to.equal("pulumi/actions@v7");
+  });
+
+  it("drift: daily and on demand, each stack in its own drift environment with its read-only drift role", () => {
+    // Prepare
+    const w = workflow("drift.yml");
+    // Act
+    const job = w.jobs.drift!;
+    const creds = job.steps.find((s) => s.uses?.startsWith("aws-actions/configure-aws-credentials@"));
+    // Assess
+    expect(w.on.schedule).to.deep.equal([{ cron: "0 5 * * *" }]);
+    expect(Object.keys(w.on).sort()).to.deep.equal(["schedule", "workflow_dispatch"]);
+    expect(job.strategy).to.deep.equal({
+      "fail-fast": false,
+      matrix: {
+        include: [
+          { stack: "dev", role: "AWS_ROLE_ARN_DRIFT_DEV" },
+          { stack: "prod", role: "AWS_ROLE_ARN_DRIFT_PROD" },
+        ],
+      },
+    });
+    // The environment makes the subject environment:drift-<stack>, which only the drift role trusts
+    // (test/ci/roles.test.ts), and holds the backend secrets without prod's reviewers.
+    expect(job.environment).to.equal("drift-${{ matrix.stack }}");
+    expect(job.permissions).to.deep.equal({ contents: "read", "id-token": "write" });
+    expect(creds?.with?.["role-to-assume"]).to.equal("${{ vars[matrix.role] }}");
+    expect(JSON.stringify(w)).to.not.match(/AWS_ROLE_ARN_(PREVIEW_)?(DEV|PROD)\b|AWS_ACCESS_KEY_ID/);
+    // Never deploy.yml's group: a queued check would cancel a pending deploy.
+    expect(job.concurrency).to.deep.equal({ group: "drift-${{ matrix.stack }}", "cancel-in-progress": false });
+    // The CLI only: no command, so the script below runs the preview and writes the summary.
+    const [install] = pulumiSteps(job);
+    expect(install?.with).to.equal(undefined);
+    const order = job.steps.map((s) => s.uses?.split("@")[0] ?? s.run);
+    const check = job.steps.findIndex((s) => s.run?.includes("pulumi preview"));
+    expect(check).to.be.greaterThan(order.indexOf("pulumi/actions"));
+    expect(order.indexOf("pulumi/actions")).to.be.greaterThan(order.indexOf("aws-actions/configure-aws-credentials"));
+    expect(job.steps[check]!.env).to.deep.include({
+      STACK: "${{ matrix.stack }}",
+      PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_ACCESS_TOKEN }}",
+      PULUMI_CONFIG_PASSPHRASE: "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
+    });
+  });
+
+  describe("drift: the check's script", () => {
+    const script = workflow("drift.yml").jobs.drift!.steps.find((s) => s.run?.includes("pulumi preview"))!.run!;
+    const DIFF = "~ aws:sqs/queue:Queue: (update)\n    ~ visibilityTimeoutSeconds: 30 => 60\nerror: no changes were expected but changes were proposed";
+    const cases: { name: string; code: string; out: string; status: number; summary: RegExp[]; annotation?: RegExp }[] = [
+      {
+        name: "no drift: a green run and a line in the summary",
+        code: "0",
+        out: "Resources:\n    54 unchanged",
+        status: 0,
+        summary: [/^### No drift in dev$/m],
+      },
+      {
+        name: "drift: a failed run, the diff in the summary",
+        code: "255",
+        out: DIFF,
+        status: 255,
+        summary: [/^### Drift in dev$/m, /^```diff$/m, /visibilityTimeoutSeconds: 30 => 60/],
+        annotation: /::error title=Drift in dev::/,
+      },
+      {
+        name: "a preview that could not compare (credentials, a broken program): a failed run, said as such",
+        code: "255",
+        out: "error: failed to decrypt: incorrect passphrase",
+        status: 255,
+        summary: [/^### Drift check of dev failed$/m, /incorrect passphrase/],
+        annotation: /::error title=Drift check of dev failed::/,
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        // Prepare
+        const env = { STACK: "dev", PULUMI_BACKEND_URL: "", PULUMI_OUT: c.out, PULUMI_CODE: c.code };
+        // Act
+        const run = runStep(script, env);
+        // Assess
+        expect(run.status, run.stdout).to.equal(c.status);
+        for (const m of c.summary) expect(run.summary).to.match(m);
+        if (c.annotation) expect(run.stdout).to.match(c.annotation);
+        expect(run.calls).to.deep.equal([
+          "login",
+          "preview --stack dev --refresh --expect-no-changes --diff --non-interactive --color never --suppress-outputs",
+        ]);
+      });
+    }
+
+    it("logs in to PULUMI_BACKEND_URL when it is set (a DIY backend), to Pulumi Cloud when it is empty", () => {
+      // Prepare
+      const env = { STACK: "prod", PULUMI_BACKEND_URL: "s3://state-bucket", PULUMI_OUT: "", PULUMI_CODE: "0" };
+      // Act
+      const run = runStep(script, env);
+      // Assess
+      expect(run.calls[0]).to.equal("login s3://state-bucket");
+      expect(run.calls[1]).to.match(/^preview --stack prod /);
+    });
+  });
+
+  describe("policy-publish: on a policy-v* tag, only when the tag names policy/package.json's version", () => {
+    const w = workflow("policy-publish.yml");
+    const job = w.jobs.publish!;
+    const check = job.steps.find((s) => s.id === "version")!;
+    const version = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "policy/package.json"), "utf8")) as { version: string }).version;
+
+    it("runs on policy-v* tags only, in the policy environment, the check before the publish", () => {
+      // Prepare
+      const order = job.steps.map((s) => s.id ?? s.uses?.split("@")[0] ?? s.run);
+      // Act
+      const publish = job.steps.find((s) => s.run?.includes("pulumi policy publish"));
+      // Assess
+      expect(w.on).to.deep.equal({ push: { tags: ["policy-v*"] } });
+      expect(job.environment).to.equal("policy");
+      expect(check.env).to.deep.equal({ TAG: "${{ github.ref_name }}" });
+      expect(publish?.["working-directory"]).to.equal("policy");
+      expect(publish?.run).to.contain('pulumi policy publish "$PULUMI_ORG"');
+      expect(publish?.env).to.deep.include({ PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_ACCESS_TOKEN }}", PULUMI_ORG: "${{ vars.PULUMI_ORG }}" });
+      expect(order.indexOf("version")).to.be.lessThan(order.indexOf("pulumi/actions"));
+      expect(order.indexOf("npm ci --omit=dev --prefix policy")).to.be.within(0, order.indexOf(publish?.run) - 1);
+    });
+
+    const cases: { tag: string; status: number }[] = [
+      { tag: `policy-v${version}`, status: 0 },
+      { tag: "policy-v999.0.0", status: 1 },
+      { tag: `v${version}`, status: 1 },
+      { tag: `policy-v${version}-rc.1`, status: 1 },
+    ];
+    for (const { tag, status } of cases) {
+      it(`tag ${tag} against version ${version}: ${status === 0 ? "published" : "refused before anything is published"}`, () => {
+        // Prepare
+        const env = { TAG: tag };
+        // Act
+        const run = runStep(check.run!, env, REPO_ROOT);
+        // Assess
+        expect(run.status, run.stdout).to.equal(status);
+        if (status === 0) expect(run.output).to.equal(`version=${version}\n`);
+        else expect(run.stdout).to.contain(`::error title=Tag and pack version differ::tag ${tag}`);
+      });
+    }
+  });
+
+  describe("deploy: `pulumi policy analyze --stack <org/project/stack>` on the deployed state after each up", () => {
+    const w = workflow("deploy.yml");
+    for (const stack of ["dev", "prod"]) {
+      it(`${stack}: after up and before the settled preview, with the stack's pack config, on its fully qualified name`, () => {
+        // Prepare
+        const job = w.jobs[stack]!;
+        const at = job.steps.findIndex((s) => s.run?.includes("pulumi policy analyze"));
+        const step = job.steps[at]!;
+        // Act
+        const run = runStep(step.run!, { PULUMI_STACK_NAME: `acme/encache/${stack}` });
+        // Assess
+        const up = job.steps.findIndex((s) => s.with?.command === "up");
+        const settled = job.steps.findIndex((s) => s.with?.command === "preview");
+        expect(at).to.be.greaterThan(up).and.lessThan(settled);
+        expect(run.status, run.stdout).to.equal(0);
+        expect(run.calls).to.deep.equal([
+          `stack --stack ${stack} --show-name --fully-qualify-stack-names`,
+          `policy analyze --stack acme/encache/${stack} --policy-pack policy --policy-pack-config policy/config.${stack}.json --non-interactive`,
+        ]);
+        expect(step.env).to.deep.equal({
+          PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_ACCESS_TOKEN }}",
+          PULUMI_CONFIG_PASSPHRASE: "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
+        });
+      });
+
+      it(`${stack}: a mandatory violation on the deployed state fails the job`, () => {
+        // Prepare
+        const step = w.jobs[stack]!.steps.find((s) => s.run?.includes("pulumi policy analyze"))!;
+        const env = { PULUMI_STACK_NAME: `acme/encache/${stack}`, PULUMI_OUT: "queue-has-dlq (mandatory)", PULUMI_CODE: "1" };
+        // Act
+        const run = runStep(step.run!, env);
+        // Assess
+        expect(run.status).to.equal(1);
+      });
+    }
   });
 });
