@@ -216,7 +216,14 @@ export function evaluateAlarms(alarms: LocalAlarm[], samples: MetricSample[]): A
     const series = seriesOf(alarm);
     if (unsupported !== undefined || typeof series === "string") return { alarm, transitions: [], unsupported: unsupported ?? String(series) };
     const keys = new Set(series.inputs.map((i) => i.key));
-    return { alarm, transitions: transitionsOf(alarm, series, sorted.filter((x) => keys.has(x.metric))) };
+    return {
+      alarm,
+      transitions: transitionsOf(
+        alarm,
+        series,
+        sorted.filter((x) => keys.has(x.metric)),
+      ),
+    };
   });
 }
 
@@ -348,21 +355,24 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
     AlarmActions: alarm.alarmActions,
     OKActions: alarm.okActions,
     InsufficientDataActions: [],
-    Trigger: alarm.queries !== undefined ? mathTrigger(alarm) : {
-      MetricName: alarm.metricName,
-      Namespace: alarm.namespace,
-      StatisticType: "Statistic",
-      Statistic: alarm.statistic.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase(),
-      Unit: null,
-      Dimensions: Object.entries(alarm.dimensions).map(([name, value]) => ({ value, name })),
-      Period: alarm.periodSeconds,
-      EvaluationPeriods: alarm.evaluationPeriods,
-      DatapointsToAlarm: alarm.datapointsToAlarm,
-      ComparisonOperator: alarm.comparisonOperator,
-      Threshold: alarm.threshold ?? null,
-      TreatMissingData: alarm.treatMissingData,
-      EvaluateLowSampleCountPercentile: "",
-    },
+    Trigger:
+      alarm.queries !== undefined
+        ? mathTrigger(alarm)
+        : {
+            MetricName: alarm.metricName,
+            Namespace: alarm.namespace,
+            StatisticType: "Statistic",
+            Statistic: alarm.statistic.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase(),
+            Unit: null,
+            Dimensions: Object.entries(alarm.dimensions).map(([name, value]) => ({ value, name })),
+            Period: alarm.periodSeconds,
+            EvaluationPeriods: alarm.evaluationPeriods,
+            DatapointsToAlarm: alarm.datapointsToAlarm,
+            ComparisonOperator: alarm.comparisonOperator,
+            Threshold: alarm.threshold ?? null,
+            TreatMissingData: alarm.treatMissingData,
+            EvaluateLowSampleCountPercentile: "",
+          },
   };
 }
 

@@ -240,7 +240,8 @@ export function alarmReport(args: {
       alarm: alarm.name,
       logicalName: alarm.logicalName,
       ...(alarm.queueName !== undefined ? { queue: alarm.queueName } : {}),
-      statistic: alarm.statistic,
+      // A metric-math alarm has no statistic of its own: its returned query's label stands in the tables.
+      statistic: alarm.queries !== undefined ? watchedWords(alarm).what : alarm.statistic,
       comparisonOperator: alarm.comparisonOperator,
       ...(alarm.threshold !== undefined ? { threshold: alarm.threshold } : {}),
       periodSeconds: alarm.periodSeconds,

@@ -23,9 +23,7 @@ export const LAUNCH_FAILURE = "InsufficientInstanceCapacity: We currently do not
 /** The program's launch alarm: the metric-math alarm on the fleet group's desired and in-service counts. Pure. */
 export function launchAlarmOf(alarms: readonly LocalAlarm[], groupName: string): LocalAlarm | undefined {
   return alarms.find((a) =>
-    (a.queries ?? []).some(
-      (q) => q.metric?.metricName === "GroupInServiceInstances" && q.metric.dimensions.AutoScalingGroupName === groupName,
-    ),
+    (a.queries ?? []).some((q) => q.metric?.metricName === "GroupInServiceInstances" && q.metric.dimensions.AutoScalingGroupName === groupName),
   );
 }
 
@@ -75,7 +73,9 @@ export const gpuLaunchFailure: Scenario = {
       // It may not fire before its window has passed: a scale-out that boots must never raise it.
       const simMinutes = ((firedAt - failingFrom) * speed) / 60_000;
       if (simMinutes < windowMinutes)
-        run.failures.push(`${alarm.logicalName} fired ${simMinutes.toFixed(1)} simulated minutes after launches began failing, before its ${windowMinutes}-minute window`);
+        run.failures.push(
+          `${alarm.logicalName} fired ${simMinutes.toFixed(1)} simulated minutes after launches began failing, before its ${windowMinutes}-minute window`,
+        );
       const alertTopics = platform.topology.topics.filter((t) => alarm.alarmActions.includes(t.arn)).map((t) => t.name);
       const notified = outcome()?.notified ?? [];
       if (alertTopics.length === 0) run.failures.push(`${alarm.logicalName} has no alarm action on a topic of the program`);
@@ -86,12 +86,14 @@ export const gpuLaunchFailure: Scenario = {
     // Capacity comes back: the held attempts join the group, the backlog drains, the alarm clears.
     run.fleet.failLaunches(undefined);
     const restoredAt = Date.now();
+    const restoredSimMs = platform.clock.now() - platform.clock.t0;
     const drained = await run.drain(sessionId, n, "launches succeed again, draining", 600_000);
     const cleared = await waitFor(() => outcome()?.firings[firedBefore]?.okAtMs !== undefined, {
       timeoutMs: alarm && fired ? platform.clock.real(3 * 60_000) + 5_000 : 0,
       tick: () => run.tick("waiting for the launch alarm to clear", n, n),
     });
-    const clearedAt = cleared ? Date.now() : null;
+    // When the alarm went back to OK, in simulated time: the evaluation's own instant, not when this wait saw it.
+    const okAtSimMs = outcome()?.firings[firedBefore]?.okAtMs;
     if (alarm && fired && !cleared) run.failures.push(`${alarm.logicalName} stayed in ALARM after launches succeeded again`);
     await run.toZero();
 
@@ -109,7 +111,7 @@ export const gpuLaunchFailure: Scenario = {
       remaining: left.visible + left.inFlight + left.delayed,
       timings: {
         "launches failing → launch alarm": timing(firedAt === null ? null : firedAt - failingFrom, speed),
-        "launches succeed → alarm back to OK": timing(clearedAt === null ? null : clearedAt - restoredAt, speed),
+        "launches succeed → alarm back to OK": timing(cleared && okAtSimMs !== undefined ? platform.clock.real(okAtSimMs - restoredSimMs) : null, speed),
         "launches succeed → backlog drained": timing(drained === null ? null : drained - restoredAt, speed),
       },
       details: {

@@ -204,7 +204,11 @@ describe("evaluateAlarms", () => {
         over: { namespace: "AWS/Lambda", metricName: "Errors" },
         reason: /watches AWS\/Lambda Errors; the run samples only AWS\/SQS ApproximateNumberOfMessagesVisible/,
       },
-      { title: "metric math with no recorded queries", over: { namespace: "", metricName: "", statistic: "" }, reason: /metric-math alarm whose queries were not recorded/ },
+      {
+        title: "metric math with no recorded queries",
+        over: { namespace: "", metricName: "", statistic: "" },
+        reason: /metric-math alarm whose queries were not recorded/,
+      },
       { title: "no queue", over: { queueName: undefined, dimensions: {} }, reason: /no QueueName dimension/ },
       { title: "no static threshold", over: { threshold: undefined }, reason: /no static threshold/ },
       { title: "a sub-minute period", over: { periodSeconds: 30 }, reason: /period 30 s is not a whole number of minutes/ },
@@ -229,7 +233,13 @@ const GROUP = "encache-gpu-fleet-prod";
 
 /** The fleet's launch alarm as infra/parts/ingest.ts declares it (desired − in service ≥ 1, 20 of 20 minutes), with `over` applied. */
 function launchAlarm(over: Partial<LocalAlarm> = {}, expression = "desired - inservice"): LocalAlarm {
-  const metric = (metricName: string) => ({ namespace: "AWS/AutoScaling", metricName, dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 });
+  const metric = (metricName: string) => ({
+    namespace: "AWS/AutoScaling",
+    metricName,
+    dimensions: { AutoScalingGroupName: GROUP },
+    stat: "Minimum",
+    periodSeconds: 60,
+  });
   return alarm({
     urn: "urn:pulumi:prod::encache::aws:cloudwatch/metricAlarm:MetricAlarm::ingest-gpu-fleet-launch",
     logicalName: "ingest-gpu-fleet-launch",
@@ -277,18 +287,38 @@ describe("evaluateAlarms: the GPU fleet's launch alarm (metric math over the gro
     });
 
   it("a sum (a + b) is evaluated too", () => {
-    const got = firings(launchAlarm({ threshold: 3, evaluationPeriods: 1, datapointsToAlarm: 1 }, "desired + inservice"), groupPerMinute([[1, 1], [2, 1]]));
+    const got = firings(
+      launchAlarm({ threshold: 3, evaluationPeriods: 1, datapointsToAlarm: 1 }, "desired + inservice"),
+      groupPerMinute([
+        [1, 1],
+        [2, 1],
+      ]),
+    );
     expect(got).to.deep.equal([{ atMs: at(1), value: 3 }]);
   });
 
   const unsupported: Array<{ title: string; alarm: LocalAlarm; reason: RegExp }> = [
-    { title: "an expression other than a, a + b, a - b", alarm: launchAlarm({}, "desired * inservice"), reason: /expression "desired \* inservice" is not supported/ },
+    {
+      title: "an expression other than a, a + b, a - b",
+      alarm: launchAlarm({}, "desired * inservice"),
+      reason: /expression "desired \* inservice" is not supported/,
+    },
     { title: "an expression naming no query", alarm: launchAlarm({}, "desired - pending"), reason: /names pending, not a metric query/ },
     {
       title: "a query on a metric the run does not sample",
       alarm: launchAlarm({
         queries: [
-          { id: "m", returnData: true, metric: { namespace: "AWS/AutoScaling", metricName: "GroupPendingInstances", dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 } },
+          {
+            id: "m",
+            returnData: true,
+            metric: {
+              namespace: "AWS/AutoScaling",
+              metricName: "GroupPendingInstances",
+              dimensions: { AutoScalingGroupName: GROUP },
+              stat: "Minimum",
+              periodSeconds: 60,
+            },
+          },
         ],
       }),
       reason: /query m watches AWS\/AutoScaling GroupPendingInstances/,
@@ -307,7 +337,10 @@ describe("evaluateAlarms: the GPU fleet's launch alarm (metric math over the gro
     });
 
   it("parseExpression reads a, a + b and a - b", () => {
-    const values = new Map([["a", 5], ["b", 2]]);
+    const values = new Map([
+      ["a", 5],
+      ["b", 2],
+    ]);
     const results = ["a", "a + b", "a-b"].map((e) => {
       const p = parseExpression(e);
       return typeof p === "string" ? p : p.value(values);

@@ -291,7 +291,13 @@ describe("AlarmWatcher on a finer depth sampler", () => {
 
 describe("AlarmWatcher on the GPU fleet's group metrics", () => {
   const GROUP = "encache-gpu-fleet-prod";
-  const metric = (metricName: string) => ({ namespace: "AWS/AutoScaling", metricName, dimensions: { AutoScalingGroupName: GROUP }, stat: "Minimum", periodSeconds: 60 });
+  const metric = (metricName: string) => ({
+    namespace: "AWS/AutoScaling",
+    metricName,
+    dimensions: { AutoScalingGroupName: GROUP },
+    stat: "Minimum",
+    periodSeconds: 60,
+  });
   const launch: LocalAlarm = {
     urn: "urn:launch",
     logicalName: "ingest-gpu-fleet-launch",
@@ -359,10 +365,17 @@ describe("AlarmWatcher on the GPU fleet's group metrics", () => {
     await rounds(5, 2);
     await w.stop();
     // Assess
-    expect(notes[0]).to.equal("alarms: sampling the depth of 0 queues and the GPU fleet's group metrics once per simulated minute for 1 of 1 alarms (moto evaluates none)");
+    expect(notes[0]).to.equal(
+      "alarms: sampling the depth of 0 queues and the GPU fleet's group metrics once per simulated minute for 1 of 1 alarms (moto evaluates none)",
+    );
     expect(firing).to.deep.include({ value: 2 });
     expect(w.report().alarms[0]?.firings[0]?.okAtMs).to.be.a("number");
-    expect(notes.some((n) => /^alarm ingest-gpu-fleet-launch: ALARM at \+\d\d:\d\d:\d\d \(Instances wanted and not in service 2 ≥ 1 on encache-gpu-fleet-prod\)$/.test(n)), notes.join("\n")).to.equal(true);
+    expect(
+      notes.some((n) =>
+        /^alarm ingest-gpu-fleet-launch: ALARM at \+\d\d:\d\d:\d\d \(Instances wanted and not in service 2 ≥ 1 on encache-gpu-fleet-prod\)$/.test(n),
+      ),
+      notes.join("\n"),
+    ).to.equal(true);
   });
 
   it("without a fleet, says the group is not played rather than staying silently OK", async () => {

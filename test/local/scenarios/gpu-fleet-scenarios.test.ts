@@ -1,7 +1,8 @@
 /**
  * The GPU fleet's scenarios through the real CLI (`npm start -- --stack prod --scenario …`), each in
- * a child process that starts its own moto and deploys the program into it: the interruption run on
- * prod (fleet mode), and a fleet scenario named on dev (one instance), which must fail, not skip.
+ * a child process that starts its own moto and deploys the program into it: the interruption and the
+ * launch-failure runs on prod (fleet mode), and a fleet scenario named on dev (one instance), which
+ * must fail, not skip.
  * gpu-burst itself takes several minutes and is run by hand (docs/local-run.md); its pure parts are
  * tested in gpu-fleet-run.test.ts.
  */
@@ -68,6 +69,22 @@ describe("local run: the GPU fleet's scenarios (npm start --stack prod)", functi
     const html = fs.readFileSync(report, "utf8");
     expect(html).to.include("GPU desired capacity");
     expect(html).to.include("GPU instances in service");
+  });
+
+  it("gpu-launch-failure: no launch succeeds, the launch alarm fires to the alert topic after its window and clears once launches succeed", async () => {
+    // Act
+    const { code, doc, stderr } = await start(["--stack", "prod", "--scenario", "gpu-launch-failure", "--size", "small"]);
+
+    // Assess
+    const row = doc?.scenarios.find((s) => s.scenario === "gpu-launch-failure");
+    expect(row?.failures, stderr).to.deep.equal([]);
+    expect(row).to.include({ sent: 20, processed: 20, lost: 0 });
+    expect(row?.details).to.include({ alarmWindowMinutes: 20, servedWhileFailing: 0, servedTwice: 0 });
+    expect(row?.details.alarm).to.match(/^ingest-gpu-fleet-launch-/);
+    expect(row?.details.notified).to.have.length(1);
+    expect(row?.timings["launches failing → launch alarm"]?.simulatedSeconds).to.be.at.least(20 * 60);
+    expect(row?.timings["launches succeed → alarm back to OK"]?.simulatedSeconds).to.be.a("number");
+    expect(code).to.equal(0);
   });
 
   it("a fleet scenario named on a stack with one GPU instance fails with the reason, rather than being skipped", async () => {
