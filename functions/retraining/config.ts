@@ -1,4 +1,4 @@
-import { LAUNCHER_ENV } from "./env";
+import { LAUNCHER_ENV, type SpotFallback } from "./env";
 
 export interface LauncherConfig {
   cluster: string;
@@ -8,6 +8,8 @@ export interface LauncherConfig {
   subnets: string[];
   securityGroups: string[];
   useSpot: boolean;
+  /** With useSpot: what a launch refused for Spot capacity does (SPOT_FALLBACK). */
+  spotFallback: SpotFallback;
   /** The state records and the capacity lease. */
   stateTable: string;
   maxConcurrentTasks: number;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type ECSClient, paginateListTasks, RunTaskCommand, type RunTaskCommandInput, type Task } from "@aws-sdk/client-ecs";
 import type { LauncherConfig } from "./config";
 import { strategyOf, type RetrainingMessage } from "./message";
@@ -26,20 +27,48 @@ export interface LaunchRequest {
   jobId: string;
 }
 
+/** Where one RunTask asks for capacity, and the clientToken that makes that one call idempotent. */
+export interface Placement {
+  capacityProvider: CapacityProvider;
+  clientToken: string;
+}
+
+/** The first RunTask of an origin: the configured provider, the origin's id as its token. Pure. */
+export function firstPlacement(config: Pick<LauncherConfig, "useSpot">, originMessageId: string): Placement {
+  return { capacityProvider: capacityProviderFor(config.useSpot), clientToken: originMessageId };
+}
+
+/**
+ * The on-demand retry of a Spot launch refused for capacity: FARGATE, with a token of its own
+ * derived from the origin's id (ECS answers a reused token with the first call's outcome), so a
+ * redelivery of the retry names the same task. At most 64 ASCII characters, as RunTask requires. Pure.
+ */
+export function fallbackPlacement(originMessageId: string): Placement {
+  return { capacityProvider: "FARGATE", clientToken: `od-${createHash("sha256").update(originMessageId).digest("hex").slice(0, 48)}` };
+}
+
+/**
+ * RunTask's failure when Fargate Spot has no capacity: reason "Capacity is unavailable at this time.
+ * Please try again later or in a different availability zone" (AWS re:Post, "ecs-fargate-runtask-capacity").
+ */
+export function isCapacityFailure(error: unknown): boolean {
+  return error instanceof LaunchFailedError && error.failures.some((f) => /^Capacity is unavailable/i.test(f.reason ?? ""));
+}
+
 /**
  * The RunTask request of docs/parts/retraining.md: a capacity provider strategy (never `launchType`, which
  * cannot pick Spot), the container env overrides and tags of the original system, `startedBy`, no public
  * IP, and the SQS message id as `clientToken` so a redelivered message starts no second task.
  */
-export function runTaskInput(config: LauncherConfig, r: LaunchRequest): RunTaskCommandInput {
+export function runTaskInput(config: LauncherConfig, r: LaunchRequest, placement: Placement = firstPlacement(config, r.messageId)): RunTaskCommandInput {
   const strategy = strategyOf(r.message.modelName);
   return {
     cluster: config.cluster,
     taskDefinition: config.taskDefinition,
     count: 1,
     startedBy: STARTED_BY,
-    clientToken: r.messageId,
-    capacityProviderStrategy: [{ capacityProvider: capacityProviderFor(config.useSpot), weight: 1 }],
+    clientToken: placement.clientToken,
+    capacityProviderStrategy: [{ capacityProvider: placement.capacityProvider, weight: 1 }],
     networkConfiguration: {
       awsvpcConfiguration: { subnets: config.subnets, securityGroups: config.securityGroups, assignPublicIp: "DISABLED" },
     },

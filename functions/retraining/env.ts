@@ -1,4 +1,8 @@
-import { envCodec, envFlag, envInt, envList, envText, envUrl, optional } from "../shared/env";
+import { envChoice, envCodec, envFlag, envInt, envList, envText, envUrl, optional } from "../shared/env";
+
+/** What a Fargate Spot launch that finds no capacity does: retry at once on FARGATE, or fail (and be retried by SQS). */
+export const SPOT_FALLBACKS = ["on-demand", "fail"] as const;
+export type SpotFallback = (typeof SPOT_FALLBACKS)[number];
 
 /**
  * The retraining launcher's environment: field, env var name and parser, once. The program builds
@@ -17,6 +21,8 @@ export const LAUNCHER_ENV = envCodec({
   securityGroups: envList("ECS_SECURITY_GROUPS"),
   containerName: envText("ECS_CONTAINER_NAME"),
   useSpot: envFlag("USE_SPOT"),
+  /** With USE_SPOT: a RunTask that Fargate Spot refuses for capacity is retried at once on FARGATE (`on-demand`), or fails (`fail`). */
+  spotFallback: envChoice("SPOT_FALLBACK", SPOT_FALLBACKS),
   /** The state records and the capacity lease that makes MAX_CONCURRENT_TASKS hold. */
   stateTable: envText("RETRAINING_STATE_TABLE"),
   maxConcurrentTasks: envInt("MAX_CONCURRENT_TASKS"),

@@ -10,9 +10,9 @@ import { quarantine } from "../shared/quarantine";
 import { approximateReceiveCount, once, processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { LaunchSlots } from "./capacity";
 import type { LauncherConfig } from "./config";
-import { capacityProviderFor, countRunningTasks, LaunchFailedError, launchTask, runTaskInput } from "./ecs";
+import { countRunningTasks, fallbackPlacement, firstPlacement, isCapacityFailure, LaunchFailedError, launchTask, type Placement, runTaskInput } from "./ecs";
 import { deadLetterStamped, type Lineage, lineageOf, resendDeferred } from "./defer";
-import { claimIntent, completeIntent, type LaunchedIntent, launchedIntents, releaseIntent } from "./intent";
+import { ClaimLostError, claimIntent, completeIntent, type LaunchedIntent, launchedIntents, markFallback, releaseIntent } from "./intent";
 import { jobIdFor } from "./job-id";
 import { acquireLease, LeaseBusyError, type LeaseHolder, leaseWindow, releaseLease } from "./lease";
 import { type MessageParseResult, parseRetrainingMessage, type RetrainingMessage } from "./message";
@@ -45,6 +45,8 @@ export const METRICS = {
   failed: "SQSMessagesFailed",
   launched: "ECSTasksLaunched",
   deferred: "SQSMessagesDeferred",
+  /** Spot launches refused for capacity and retried on FARGATE (SPOT_FALLBACK on-demand). */
+  spotFallbacks: "SpotFallbacks",
 } as const;
 
 /** A valid message that must wait, and why; it is re-sent once the batch's records have run. */
@@ -101,6 +103,7 @@ export function createLauncherHandler(deps: LauncherDeps): SqsBatchHandler {
 class LauncherBatch {
   launched = 0;
   processed = 0;
+  spotFallbacks = 0;
   readonly deferrals: PendingDeferral[] = [];
   private leaseHeld = false;
   private readonly table: string;
@@ -186,8 +189,9 @@ class LauncherBatch {
     const slots = await this.takeSlot(job);
     if (!slots) return;
     const attempt = randomUUID();
-    if (!(await this.claim(job, slots, attempt))) return;
-    const taskArn = await this.launch(job, slots, attempt);
+    const claimed = await this.claim(job, slots, attempt);
+    if (!claimed) return;
+    const taskArn = await this.launch(job, slots, attempt, claimed.fallback);
     const launchedAtMs = await this.complete(job, attempt, taskArn);
     await this.record(job, taskArn, launchedAtMs, true);
     this.processed += 1;
@@ -215,11 +219,12 @@ class LauncherBatch {
 
   /**
    * Claims the origin's intent once a slot is taken, so a claim is followed by RunTask at once and
-   * "claimed long ago" means "RunTask may have run". False when this delivery must not launch: the
+   * "claimed long ago" means "RunTask may have run"; with whether an earlier attempt turned to FARGATE.
+   * Undefined when this delivery must not launch: the
    * slot is given back and the message acknowledged (launched), deferred (another live attempt
    * holds it) or quarantined (a dead attempt's claim beyond the clientToken window).
    */
-  private async claim(job: LaunchJob, slots: LaunchSlots, attempt: string): Promise<boolean> {
+  private async claim(job: LaunchJob, slots: LaunchSlots, attempt: string): Promise<{ fallback: boolean } | undefined> {
     const { deps } = this;
     const nowMs = deps.now().getTime();
     let claim;
@@ -240,8 +245,8 @@ class LauncherBatch {
     }
     const fields = { message_id: job.record.messageId, origin_message_id: job.messageId, model_name: job.message.modelName, job_id: job.jobId };
     if (claim.kind === "claimed") {
-      if (claim.takeover) logStep(deps.logger, "warn", "launch_intent_taken_over", fields);
-      return true;
+      if (claim.takeover) logStep(deps.logger, "warn", "launch_intent_taken_over", { ...fields, fallback: claim.fallback });
+      return { fallback: claim.fallback };
     }
     slots.release();
     if (claim.kind === "launched") {
@@ -261,7 +266,7 @@ class LauncherBatch {
         deps,
       );
     }
-    return false;
+    return undefined;
   }
 
   /** Acknowledges a delivery of an origin already launched, repairing the state record if an earlier write of it failed. */
@@ -279,19 +284,40 @@ class LauncherBatch {
     await this.record(job, intent.taskArn, intent.launchedAt, false).catch(() => undefined);
   }
 
-  private async launch(job: LaunchJob, slots: LaunchSlots, attempt: string): Promise<string> {
+  /**
+   * RunTask for a claimed origin. On Fargate Spot, a refusal for capacity is retried at once on
+   * FARGATE when SPOT_FALLBACK is on-demand (ECS has no such fallback for standalone tasks): the
+   * claim records the turn first, so an attempt that takes the claim over repeats the retry, under
+   * its own clientToken, and never a second Spot RunTask. `fallback`: an earlier attempt turned already.
+   */
+  private async launch(job: LaunchJob, slots: LaunchSlots, attempt: string, fallback: boolean): Promise<string> {
     const { deps } = this;
     const { messageId, jobId, message } = job;
     const { modelName, trigger } = message;
+    let placement: Placement = fallback ? fallbackPlacement(messageId) : firstPlacement(deps.config, messageId);
     let taskArn: string;
     try {
-      const task = await launchTask(deps.ecs, runTaskInput(deps.config, { message, messageId, jobId }));
-      taskArn = task.taskArn;
+      try {
+        taskArn = (await launchTask(deps.ecs, runTaskInput(deps.config, job, placement))).taskArn;
+      } catch (error) {
+        if (!(placement.capacityProvider === "FARGATE_SPOT" && deps.config.spotFallback === "on-demand" && isCapacityFailure(error))) throw error;
+        logStep(deps.logger, "warn", "spot_capacity_fallback", { message_id: messageId, model_name: modelName, job_id: jobId, error: errorMessage(error) });
+        this.spotFallbacks += 1;
+        // Nothing started on Spot: if the claim is lost meanwhile, giving it up definitely is right.
+        await markFallback(deps.db, deps.config.intentTable, { originMessageId: messageId, attempt });
+        placement = fallbackPlacement(messageId);
+        taskArn = (await launchTask(deps.ecs, runTaskInput(deps.config, job, placement))).taskArn;
+      }
     } catch (error) {
       slots.release();
-      logStep(deps.logger, "error", "ecs_task_launch_failed", { message_id: messageId, model_name: modelName, error: errorMessage(error) });
-      // ECS answered "no task" (failures): nothing started. Any other error: RunTask may have applied.
-      await this.giveUpIntent(job, attempt, error instanceof LaunchFailedError);
+      logStep(deps.logger, "error", "ecs_task_launch_failed", {
+        message_id: messageId,
+        model_name: modelName,
+        capacity_provider: placement.capacityProvider,
+        error: errorMessage(error),
+      });
+      // ECS answered "no task" (failures), or the claim was lost before a retry: nothing started. Any other error: RunTask may have applied.
+      await this.giveUpIntent(job, attempt, error instanceof LaunchFailedError || error instanceof ClaimLostError);
       throw error;
     }
     this.launched += 1;
@@ -301,7 +327,7 @@ class LauncherBatch {
       job_id: jobId,
       task_arn: taskArn,
       trigger,
-      capacity_provider: capacityProviderFor(deps.config.useSpot),
+      capacity_provider: placement.capacityProvider,
     });
     return taskArn;
   }
@@ -394,6 +420,7 @@ function reportBatch(deps: LauncherDeps, batch: LauncherBatch, counts: { receive
   deps.metrics.addMetric(METRICS.failed, MetricUnit.Count, failed);
   deps.metrics.addMetric(METRICS.launched, MetricUnit.Count, launched);
   deps.metrics.addMetric(METRICS.deferred, MetricUnit.Count, deferred);
+  deps.metrics.addMetric(METRICS.spotFallbacks, MetricUnit.Count, batch.spotFallbacks);
   deps.metrics.publishStoredMetrics();
 }
 

@@ -10,6 +10,10 @@ import type { Trigger } from "./message";
  *                before its RunTask; `in_progress_until` = that invocation's deadline.
  *   launched     completed with the task's ARN: every later delivery of the origin is a duplicate.
  *
+ * `fallback` (FARGATE) is set on an in_progress claim before the on-demand retry of a Spot launch
+ * refused for capacity: an attempt that takes the claim over then repeats the retry's RunTask (its
+ * own clientToken), never the Spot one, which ECS may now answer with a second task.
+ *
  * The claim is a conditional write, so of two deliveries of one origin (concurrent invocations, a
  * redelivery after another message of the same model, a DLQ redrive days later) one calls RunTask.
  * `expires_at` (epoch s, the table's TTL) keeps every record for RETRAINING_INTENT_RETENTION_SECONDS,
@@ -63,7 +67,7 @@ export interface IntentClaim {
  *   started a task that ECS no longer maps to the token, so a RunTask now could start a second.
  */
 export type ClaimResult =
-  | { kind: "claimed"; takeover: boolean }
+  | { kind: "claimed"; takeover: boolean; fallback: boolean }
   | { kind: "launched"; intent: LaunchedIntent }
   | { kind: "in_progress"; attempt: string; until: number }
   | { kind: "outcome_unknown"; firstClaimedAt: number };
@@ -114,11 +118,12 @@ export async function claimIntent(db: DynamoDBDocumentClient, table: string, c: 
         ":trigger": c.trigger,
         ":ttl": ttl(c.nowMs, c.retentionSeconds),
       },
-      // An attempt named in the old item means this claim took a dead attempt's over.
-      ReturnValues: "UPDATED_OLD",
+      // The old item: an attempt named in it means this claim took a dead attempt's over, and its
+      // `fallback` says which RunTask that attempt may have made.
+      ReturnValues: "ALL_OLD",
     }),
   );
-  if (outcome.applied) return { kind: "claimed", takeover: outcome.attributes?.attempt !== undefined };
+  if (outcome.applied) return { kind: "claimed", takeover: outcome.attributes?.attempt !== undefined, fallback: outcome.attributes?.fallback === FALLBACK };
   return resolveClaim(outcome.old, c.attempt, c.nowMs);
 }
 
@@ -134,10 +139,42 @@ export function resolveClaim(old: Record<string, unknown> | undefined, attempt: 
   const launched = launchedIntentOf(old);
   if (launched) return { kind: "launched", intent: launched };
   // This attempt's own claim: an earlier try of this write applied and its response was lost.
-  if (old.attempt === attempt) return { kind: "claimed", takeover: false };
+  if (old.attempt === attempt) return { kind: "claimed", takeover: false, fallback: old.fallback === FALLBACK };
   const until = num(old.in_progress_until);
   if (!(until < nowMs)) return { kind: "in_progress", attempt: str(old.attempt), until };
   return { kind: "outcome_unknown", firstClaimedAt: num(old.first_claimed_at) };
+}
+
+/** The value of `fallback` once an attempt turned to FARGATE. */
+export const FALLBACK = "FARGATE";
+
+/** Another attempt holds the claim now: this one must not launch. */
+export class ClaimLostError extends Error {
+  constructor(originMessageId: string, by: string) {
+    super(`intent of ${originMessageId} is held by attempt ${by || "(none)"}, not this one`);
+    this.name = "ClaimLostError";
+  }
+}
+
+/**
+ * Records on this attempt's claim that its launch turns to FARGATE, before that RunTask. Throws
+ * ClaimLostError when another attempt holds the claim (it took it over: this one ran past its
+ * deadline); a lost response of this write is resolved by the item's own `attempt`.
+ */
+export async function markFallback(db: DynamoDBDocumentClient, table: string, r: { originMessageId: string; attempt: string }): Promise<void> {
+  const outcome = await conditionalWrite(
+    db,
+    new UpdateCommand({
+      TableName: table,
+      Key: { [INTENT_KEY]: r.originMessageId },
+      UpdateExpression: "SET fallback = :fallback",
+      ConditionExpression: "#attempt = :me AND #status = :in_progress",
+      ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
+      ExpressionAttributeValues: { ":fallback": FALLBACK, ":me": r.attempt, ":in_progress": "in_progress" },
+    }),
+  );
+  if (outcome.applied || (outcome.old?.attempt === r.attempt && outcome.old.fallback === FALLBACK)) return;
+  throw new ClaimLostError(r.originMessageId, str(outcome.old?.attempt));
 }
 
 export interface IntentCompletion {

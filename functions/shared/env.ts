@@ -119,6 +119,11 @@ export function envFlag(name: string): EnvField<boolean> {
   };
 }
 
+/** One of a fixed set of words. */
+export function envChoice<const T extends readonly [string, ...string[]]>(name: string, choices: T): EnvField<T[number]> {
+  return { name, parse: z.enum(choices, { error: `must be one of ${choices.join(", ")}` }), format: (v) => v };
+}
+
 /** A comma-separated list; blanks are dropped. */
 export function envList(name: string): EnvField<string[]> {
   return {

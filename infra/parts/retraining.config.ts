@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../functions/shared/patterns";
+import { SPOT_FALLBACKS } from "../../functions/retraining/env";
 import { FARGATE_CPU_UNITS, fargateSizeProblem, scheduleExpressionProblem, scheduleTimezoneProblem } from "../aws-rules";
 import { consumerIssues, consumerSchema } from "./consumer.config";
 import type { QueueBudget } from "./part-args";
@@ -80,6 +81,12 @@ export const retrainingConfigSchema = z
     deferDelaySeconds: z.number().int().min(0).max(900).default(60),
     /** Launch on FARGATE_SPOT instead of FARGATE (USE_SPOT). */
     useSpot: z.boolean().default(false),
+    /**
+     * With useSpot, a launch Fargate Spot refuses for capacity: retried at once on FARGATE
+     * (`on-demand`), or failed and retried by SQS (`fail`) (SPOT_FALLBACK).
+     * @default "on-demand"
+     */
+    spotFallback: z.enum(SPOT_FALLBACKS).default("on-demand"),
     /** Task definition family prefix; the family is `<prefix>-<environment>` (ECS_TASK_DEFINITION_FAMILY). */
     taskDefinitionFamily: z
       .string()

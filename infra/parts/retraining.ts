@@ -287,6 +287,7 @@ function createLauncher(
           securityGroups: pulumi.output(deps.tasksSecurityGroup.id).apply((id) => [id]),
           containerName: r.containerName,
           useSpot: r.useSpot,
+          spotFallback: r.spotFallback,
           stateTable: stateTable.table.name,
           maxConcurrentTasks: r.maxConcurrentTasks,
           environment: args.platform.environment,

@@ -75,6 +75,7 @@ describe("retraining launcher against moto", () => {
       subnets: network.subnets,
       securityGroups: network.securityGroups,
       useSpot: true,
+      spotFallback: "on-demand",
       stateTable: TABLE,
       maxConcurrentTasks: 5,
       environment: "dev",

@@ -102,6 +102,7 @@ export const ENV_SAMPLES: Case[] = [
       securityGroups: ["sg-1"],
       containerName: "strategy",
       useSpot: true,
+      spotFallback: "on-demand",
       stateTable: "state",
       maxConcurrentTasks: 5,
       environment: "dev",

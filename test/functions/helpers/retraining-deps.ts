@@ -36,6 +36,7 @@ export function launcherConfig(overrides: Partial<LauncherConfig> = {}): Launche
     subnets: ["subnet-a", "subnet-b"],
     securityGroups: ["sg-1"],
     useSpot: false,
+    spotFallback: "on-demand",
     stateTable: "retraining-state",
     maxConcurrentTasks: 5,
     environment: "dev",
@@ -101,6 +102,11 @@ const INTENT_WRITES = {
   },
   expire: {
     UpdateExpression: "SET in_progress_until = :zero",
+    ConditionExpression: "#attempt = :me AND #status = :in_progress",
+    ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
+  },
+  fallback: {
+    UpdateExpression: "SET fallback = :fallback",
     ConditionExpression: "#attempt = :me AND #status = :in_progress",
     ExpressionAttributeNames: { "#attempt": "attempt", "#status": "status" },
   },
@@ -193,7 +199,8 @@ export class FakeIntentTable {
       };
       this.items.set(key, next);
       if (fault) throw conditionFailed(next as Record<string, string | number>);
-      return { Attributes: old ? { attempt: old.attempt } : undefined };
+      // ALL_OLD: the whole item the claim replaced.
+      return { Attributes: old };
     }
     if (v[":launched"] !== undefined) {
       // completeIntent: attempt = :me
@@ -203,6 +210,13 @@ export class FakeIntentTable {
       if (old?.attempt !== v[":me"]) fail();
       const { in_progress_until: _gone, ...rest } = old as Item;
       this.items.set(key, { ...rest, status: "launched", task_arn: v[":task_arn"], launched_at: v[":now"], expires_at: v[":ttl"] });
+      return {};
+    }
+    if (v[":fallback"] !== undefined) {
+      // markFallback: attempt = :me AND status = in_progress
+      expectWrite("fallback", input);
+      if (old?.attempt !== v[":me"] || old?.status !== "in_progress") fail();
+      this.items.set(key, { ...(old as Item), fallback: v[":fallback"] });
       return {};
     }
     if (v[":zero"] !== undefined) {

@@ -2,7 +2,8 @@ import { ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws
 import { SendMessageBatchCommand, type SendMessageBatchCommandInput, type SendMessageBatchRequestEntry, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { expect } from "chai";
-import { createLauncherHandler } from "../../../functions/retraining/handler";
+import { fallbackPlacement } from "../../../functions/retraining/ecs";
+import { createLauncherHandler, METRICS } from "../../../functions/retraining/handler";
 import { jobIdFor } from "../../../functions/retraining/job-id";
 import { sqsEvent, sqsRecord } from "../helpers/sqs-events";
 import { conditionFailed, FakeIntentTable, mockedLauncherDeps, QUARANTINE_URL, RETRAINING_URL, retrainingBody } from "../helpers/retraining-deps";
@@ -138,6 +139,101 @@ describe("retraining/launcher handler", () => {
       const [input] = runTaskInputs(t);
       expect(input?.capacityProviderStrategy).to.deep.equal([{ capacityProvider: "FARGATE_SPOT", weight: 1 }]);
       expect(input).to.not.have.property("launchType");
+    });
+
+    describe("Fargate Spot refused for capacity (SPOT_FALLBACK)", () => {
+      const CAPACITY = { reason: "Capacity is unavailable at this time. Please try again later or in a different availability zone" };
+      /** RunTask refuses Spot for capacity; FARGATE starts a task. */
+      const spotRefused = (t: Harness) =>
+        t.ecsMock
+          .on(RunTaskCommand)
+          .callsFake((input: RunTaskCommandInput) =>
+            input.capacityProviderStrategy?.[0]?.capacityProvider === "FARGATE_SPOT"
+              ? { tasks: [], failures: [CAPACITY] }
+              : { tasks: [{ taskArn: taskArn(7) }], failures: [] },
+          );
+
+      it("on-demand: retried at once on FARGATE with its own clientToken; logged spot_capacity_fallback, counted SpotFallbacks, launched", async () => {
+        // Prepare
+        const t = mockedLauncherDeps({ useSpot: true, spotFallback: "on-demand" });
+        const intents = arrange(t);
+        spotRefused(t);
+        const record = sqsRecord(retrainingBody());
+        // Act
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+        // Assess
+        expect(res.batchItemFailures).to.deep.equal([]);
+        const [spot, onDemand] = runTaskInputs(t);
+        expect(spot?.capacityProviderStrategy).to.deep.equal([{ capacityProvider: "FARGATE_SPOT", weight: 1 }]);
+        expect(spot?.clientToken).to.equal(record.messageId);
+        expect(onDemand?.capacityProviderStrategy).to.deep.equal([{ capacityProvider: "FARGATE", weight: 1 }]);
+        expect(onDemand?.clientToken).to.equal(fallbackPlacement(record.messageId).clientToken);
+        expect(onDemand?.clientToken).to.not.equal(record.messageId);
+        expect(intents.items.get(record.messageId)).to.deep.include({ status: "launched", fallback: "FARGATE", task_arn: taskArn(7) });
+        expect(t.logger.withStep("spot_capacity_fallback")).to.have.length(1);
+        expect(t.logger.withStep("ecs_task_launched")[0]?.fields.capacity_provider).to.equal("FARGATE");
+        expect(t.metrics.count(METRICS.spotFallbacks)).to.equal(1);
+      });
+
+      it("fail: no retry on FARGATE; the record fails (SQS retries it), the claim deleted (nothing started)", async () => {
+        const t = mockedLauncherDeps({ useSpot: true, spotFallback: "fail" });
+        const intents = arrange(t);
+        spotRefused(t);
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(runTaskInputs(t).map((i) => i.capacityProviderStrategy?.[0]?.capacityProvider)).to.deep.equal(["FARGATE_SPOT"]);
+        expect(intents.items.has(record.messageId)).to.equal(false);
+        expect(t.metrics.added.filter((m) => m.name === METRICS.spotFallbacks).map((m) => m.value)).to.deep.equal([0]);
+      });
+
+      it("a Spot failure that is not capacity (a bad subnet) is no reason to fall back", async () => {
+        const t = mockedLauncherDeps({ useSpot: true, spotFallback: "on-demand" });
+        arrange(t);
+        t.ecsMock.on(RunTaskCommand).resolves({ tasks: [], failures: [{ reason: "RESOURCE:ENI", detail: "no ENI" }] });
+        const record = sqsRecord(retrainingBody());
+
+        const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+
+        expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(runTaskInputs(t)).to.have.length(1);
+      });
+
+      it("the FARGATE retry's answer is lost: the redelivery repeats the retry (same token), never Spot again: one task", async () => {
+        // Prepare: Spot refuses once for capacity (later it would start a task, which must never happen); the FARGATE
+        // RunTask applies in ECS (one task per token) but its first answer never arrives
+        const t = mockedLauncherDeps({ useSpot: true, spotFallback: "on-demand" });
+        const intents = arrange(t);
+        const started = new Map<string, string>();
+        let spotCalls = 0;
+        let lose = true;
+        t.ecsMock.on(RunTaskCommand).callsFake((input: RunTaskCommandInput) => {
+          if (input.capacityProviderStrategy?.[0]?.capacityProvider === "FARGATE_SPOT") {
+            spotCalls += 1;
+            return spotCalls === 1 ? { tasks: [], failures: [CAPACITY] } : { tasks: [{ taskArn: taskArn(99) }], failures: [] };
+          }
+          const token = input.clientToken ?? "";
+          if (!started.has(token)) started.set(token, taskArn(started.size + 1));
+          if (lose) {
+            lose = false;
+            throw new Error("socket hang up");
+          }
+          return { tasks: [{ taskArn: started.get(token) }], failures: [] };
+        });
+        const record = sqsRecord(retrainingBody());
+        // Act: the first delivery fails after the lost answer; the redelivery takes the expired claim over
+        const first = await createLauncherHandler(t.deps)(sqsEvent(record));
+        const second = await createLauncherHandler(t.deps)(sqsEvent(record));
+        // Assess
+        expect(first.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
+        expect(second.batchItemFailures).to.deep.equal([]);
+        expect(spotCalls).to.equal(1);
+        expect(started.size).to.equal(1);
+        expect(intents.items.get(record.messageId)).to.deep.include({ status: "launched", task_arn: taskArn(1), fallback: "FARGATE" });
+        expect(t.logger.withStep("launch_intent_taken_over")[0]?.fields.fallback).to.equal(true);
+      });
     });
 
     it("counts running tasks once per batch, over every page, filtered by startedBy and RUNNING", async () => {
@@ -1123,7 +1219,7 @@ describe("retraining/launcher handler", () => {
 
         await createLauncherHandler(t.deps)(sqsEvent(record));
 
-        expect(only(t, "launch_intent_taken_over")).to.deep.equal({ level: "warn", fields: fieldsOf(record) });
+        expect(only(t, "launch_intent_taken_over")).to.deep.equal({ level: "warn", fields: { ...fieldsOf(record), fallback: false } });
       });
 
       it("another live attempt's claim is logged launch_in_progress_elsewhere {until}", async () => {
@@ -1211,7 +1307,7 @@ describe("retraining/launcher handler", () => {
         expect(res.batchItemFailures).to.deep.equal([{ itemIdentifier: record.messageId }]);
         expect(only(t, "ecs_task_launch_failed")).to.deep.equal({
           level: "error",
-          fields: { message_id: record.messageId, model_name: "PascalStrategy", error: "Error: ECS down" },
+          fields: { message_id: record.messageId, model_name: "PascalStrategy", capacity_provider: "FARGATE", error: "Error: ECS down" },
         });
         expect(only(t, "launch_intent_release_failed")).to.deep.equal({
           level: "error",

@@ -7,7 +7,9 @@ import {
   type ClaimResult,
   completeIntent,
   type CompletionResult,
+  ClaimLostError,
   launchedIntents,
+  markFallback,
   releaseIntent,
   resolveClaim,
   TAKEOVER_MARGIN_MS,
@@ -51,7 +53,7 @@ describe("retraining/intent", () => {
       retentionSeconds: 100,
     });
 
-    expect(result).to.deep.equal({ kind: "claimed", takeover: false });
+    expect(result).to.deep.equal({ kind: "claimed", takeover: false, fallback: false });
     const input = t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
     expect(input?.ReturnValuesOnConditionCheckFailure).to.equal("ALL_OLD");
     expect(input?.UpdateExpression).to.include("first_claimed_at = if_not_exists(first_claimed_at, :now)");
@@ -101,7 +103,12 @@ describe("retraining/intent", () => {
       [
         "this attempt's own claim: claimed, and no takeover",
         { status: "in_progress", attempt: "me", in_progress_until: NOW + 1 },
-        { kind: "claimed", takeover: false },
+        { kind: "claimed", takeover: false, fallback: false },
+      ],
+      [
+        "this attempt's own claim, turned to FARGATE: claimed with the fallback",
+        { status: "in_progress", attempt: "me", in_progress_until: NOW + 1, fallback: "FARGATE" },
+        { kind: "claimed", takeover: false, fallback: true },
       ],
       ["no item: someone was there; asked again now", undefined, { kind: "in_progress", attempt: "", until: NOW }],
       [
@@ -147,7 +154,7 @@ describe("retraining/intent", () => {
       retentionSeconds: 100,
     });
 
-    expect(result).to.deep.equal({ kind: "claimed", takeover: true });
+    expect(result).to.deep.equal({ kind: "claimed", takeover: true, fallback: false });
     expect(t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input).to.deep.equal({
       TableName: "retraining-intent",
       Key: { origin_message_id: "m1" },
@@ -166,7 +173,7 @@ describe("retraining/intent", () => {
         ":trigger": "manual",
         ":ttl": NOW / 1000 + 100,
       },
-      ReturnValues: "UPDATED_OLD",
+      ReturnValues: "ALL_OLD",
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     });
   });
@@ -207,6 +214,44 @@ describe("retraining/intent", () => {
         expect(await completeIntent(t.deps.db, "retraining-intent", completion)).to.deep.equal(result);
       });
     }
+  });
+
+  describe("markFallback: records the turn to FARGATE on this attempt's claim, before the retry's RunTask", () => {
+    const cases: Array<{ label: string; arrange: (t: ReturnType<typeof mockedLauncherDeps>) => void; expected: "ok" | "lost" }> = [
+      { label: "the claim is this attempt's: written", arrange: (t) => t.dbMock.on(UpdateCommand).resolves({}), expected: "ok" },
+      {
+        label: "its answer was lost and the retry finds its own mark: done",
+        arrange: (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ status: "in_progress", attempt: "me", fallback: "FARGATE" })),
+        expected: "ok",
+      },
+      {
+        label: "another attempt took the claim over: ClaimLostError (this one must not launch)",
+        arrange: (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ status: "in_progress", attempt: "other" })),
+        expected: "lost",
+      },
+      {
+        label: "the origin was launched meanwhile: ClaimLostError",
+        arrange: (t) => t.dbMock.on(UpdateCommand).rejects(conditionFailed({ status: "launched", attempt: "other", task_arn: "arn:t" })),
+        expected: "lost",
+      },
+    ];
+    for (const c of cases)
+      it(c.label, async () => {
+        // Prepare
+        const t = mockedLauncherDeps();
+        c.arrange(t);
+        // Act
+        const outcome = await markFallback(t.deps.db, "retraining-intent", { originMessageId: "m1", attempt: "me" }).then(
+          () => "ok",
+          (e: unknown) => (e instanceof ClaimLostError ? "lost" : `other: ${String(e)}`),
+        );
+        // Assess
+        expect(outcome).to.equal(c.expected);
+        expect(t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input).to.deep.include({
+          ConditionExpression: "#attempt = :me AND #status = :in_progress",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        });
+      });
   });
 
   describe("releaseIntent: gives up this attempt's claim after a failed launch", () => {

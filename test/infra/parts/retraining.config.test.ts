@@ -14,6 +14,7 @@ describe("retraining config (encache:retraining)", () => {
       maxConcurrentTasks: 5,
       deferDelaySeconds: 60,
       useSpot: false,
+      spotFallback: "on-demand",
       taskDefinitionFamily: "tradai-strategy-generic",
       containerName: "strategy",
       schedules: [],
@@ -75,6 +76,7 @@ describe("retraining config (encache:retraining)", () => {
     ["a defer delay above SQS's 900 s", "retraining.deferDelaySeconds", 901, /encache:retraining\.deferDelaySeconds/],
     ["a negative defer delay", "retraining.deferDelaySeconds", -1, /encache:retraining\.deferDelaySeconds/],
     ["a fractional defer delay", "retraining.deferDelaySeconds", 1.5, /encache:retraining\.deferDelaySeconds/],
+    ["a Spot fallback that is neither on-demand nor fail", "retraining.spotFallback", "retry", /encache:retraining\.spotFallback: .*on-demand.*fail/],
   ];
   for (const [label, key, value, message] of bad) {
     it(`names the key for ${label}`, () => {

@@ -59,6 +59,7 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
       subnets: network.subnets,
       securityGroups: network.securityGroups,
       useSpot: true,
+      spotFallback: "on-demand",
       stateTable: "unused",
       maxConcurrentTasks: 5,
       environment: "dev",
