@@ -5,6 +5,8 @@ import { strategyOf, type RetrainingMessage } from "./message";
 
 /** Every task the launcher starts carries this `startedBy`; the capacity count filters on it. */
 export const STARTED_BY = "retraining-scheduler";
+/** The container env var naming the interrupted task a relaunch replaces. */
+export const RELAUNCH_OF_ENV = "RELAUNCH_OF";
 
 export type CapacityProvider = "FARGATE" | "FARGATE_SPOT";
 
@@ -33,9 +35,12 @@ export interface Placement {
   clientToken: string;
 }
 
-/** The first RunTask of an origin: the configured provider, the origin's id as its token. Pure. */
-export function firstPlacement(config: Pick<LauncherConfig, "useSpot">, originMessageId: string): Placement {
-  return { capacityProvider: capacityProviderFor(config.useSpot), clientToken: originMessageId };
+/**
+ * The first RunTask of an origin: the configured provider, the origin's id as its token. A relaunch
+ * of a task Spot interrupted runs on FARGATE, which Spot cannot take back. Pure.
+ */
+export function firstPlacement(config: Pick<LauncherConfig, "useSpot">, originMessageId: string, relaunch = false): Placement {
+  return { capacityProvider: relaunch ? "FARGATE" : capacityProviderFor(config.useSpot), clientToken: originMessageId };
 }
 
 /**
@@ -83,6 +88,8 @@ export function runTaskInput(config: LauncherConfig, r: LaunchRequest, placement
             { name: "MODEL_NAME", value: r.message.modelName },
             { name: "RETRAINING_TRIGGER", value: r.message.trigger },
             { name: "ENVIRONMENT", value: config.environment },
+            // The relaunch consumer reads it back from the task's overrides: a relaunch is never relaunched again.
+            ...(r.message.relaunchOf ? [{ name: RELAUNCH_OF_ENV, value: r.message.relaunchOf.taskArn }] : []),
           ],
         },
       ],

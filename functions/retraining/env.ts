@@ -37,3 +37,13 @@ export const LAUNCHER_ENV = envCodec({
   /** The queue's maxReceiveCount: on the last receive a failing message is dead-lettered by the launcher, stamped with its origin. */
   maxReceiveCount: optional(envInt("MAX_RECEIVE_COUNT")),
 });
+
+/** The relaunch consumer's environment (relaunch-handler.ts), built by infra/parts/retraining.ts with this codec. */
+export const RELAUNCH_ENV = envCodec({
+  /** The platform cluster's ARN: the only cluster whose tasks are relaunched. */
+  clusterArn: envText("ECS_CLUSTER_ARN"),
+  /** The launcher's queue, where a relaunch request goes. */
+  retrainingQueueUrl: envUrl("RETRAINING_QUEUE_URL"),
+  /** The interruptions queue's DLQ: events that can never be relaunched, with their reason. */
+  quarantineQueueUrl: envUrl("QUARANTINE_QUEUE_URL"),
+});

@@ -174,7 +174,9 @@ class LauncherBatch {
     const lineage = lineageOf(record);
     // The origin's id, not this copy's: a deferred message launches as the message first received.
     const messageId = lineage.originMessageId;
-    const job: LaunchJob = { record, lineage, message: parsed.message, messageId, jobId: jobIdFor(messageId) };
+    // A relaunch keeps the interrupted task's job id: the same job, run again.
+    const jobId = parsed.message.relaunchOf?.jobId ?? jobIdFor(messageId);
+    const job: LaunchJob = { record, lineage, message: parsed.message, messageId, jobId };
     try {
       await this.handleJob(job);
     } catch (error) {
@@ -294,7 +296,7 @@ class LauncherBatch {
     const { deps } = this;
     const { messageId, jobId, message } = job;
     const { modelName, trigger } = message;
-    let placement: Placement = fallback ? fallbackPlacement(messageId) : firstPlacement(deps.config, messageId);
+    let placement: Placement = fallback ? fallbackPlacement(messageId) : firstPlacement(deps.config, messageId, message.relaunchOf !== undefined);
     let taskArn: string;
     try {
       try {
@@ -374,7 +376,17 @@ class LauncherBatch {
     const { modelName, trigger } = job.message;
     let result;
     try {
-      result = await recordLaunch(deps.db, this.table, { modelName, taskArn, jobId, trigger, messageId, launchedAtMs, nowMs: deps.now().getTime() });
+      const relaunchedFrom = job.message.relaunchOf?.taskArn;
+      result = await recordLaunch(deps.db, this.table, {
+        modelName,
+        taskArn,
+        jobId,
+        trigger,
+        messageId,
+        launchedAtMs,
+        nowMs: deps.now().getTime(),
+        ...(relaunchedFrom ? { relaunchedFrom } : {}),
+      });
     } catch (error) {
       // Retried: the redelivery finds the launched intent and writes the record again, launching nothing.
       const step = first ? "state_record_failed" : "state_repair_failed";

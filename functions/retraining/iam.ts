@@ -57,3 +57,15 @@ export const LAUNCHER_GRANTS = [
 export const LAUNCHER_CALLED_ACTIONS: readonly string[] = calledActions(LAUNCHER_GRANTS);
 /** Those plus what IAM authorizes as part of RunTask (iam:PassRole, ecs:TagResource). */
 export const LAUNCHER_IAM_ACTIONS: readonly string[] = grantedActions(LAUNCHER_GRANTS);
+
+/** The relaunch consumer's resources: the launcher's queue and its own DLQ. */
+export type RelaunchResource = "retraining-queue" | "interruptions-dlq";
+
+export const RELAUNCH_GRANTS = [
+  // A relaunch is a launch request on the launcher's queue (relaunch-handler.ts).
+  { sid: "RequestRelaunch", actions: ["sqs:SendMessage"], resource: "retraining-queue" },
+  // An event that can never be relaunched is quarantined to the interruptions DLQ with its reason.
+  { sid: "QuarantineMalformedEvent", actions: ["sqs:SendMessage"], resource: "interruptions-dlq" },
+] as const satisfies readonly Grant<RelaunchResource>[];
+
+export const RELAUNCH_CALLED_ACTIONS: readonly string[] = calledActions(RELAUNCH_GRANTS);

@@ -11,19 +11,35 @@ export type Trigger = (typeof TRIGGERS)[number];
  * this set would fail RunTask on every retry; rejecting it here quarantines it at once instead.
  */
 
+/** An ECS task ARN (the long format: `arn:aws:ecs:<region>:<account>:task/<cluster>/<id>`). */
+export const TASK_ARN_PATTERN = /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:task\/[A-Za-z0-9_-]{1,255}\/[a-f0-9]{32}$/;
+const JOB_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** Extra keys are ignored: producers may add context the launcher does not use. */
 export const RetrainingMessageSchema = z.looseObject({
   model_name: z.string().regex(MODEL_NAME_PATTERN, `must be ${MODEL_NAME_RULE}`),
   trigger: z.enum(TRIGGERS),
+  /**
+   * Set only by the relaunch consumer (relaunch-handler.ts): this request relaunches a task that
+   * Fargate Spot interrupted, on FARGATE, under the same job id.
+   */
+  relaunch_of: z
+    .strictObject({
+      task_arn: z.string().regex(TASK_ARN_PATTERN, "must be an ECS task ARN"),
+      job_id: z.string().regex(JOB_ID_PATTERN, "must be a job id (UUID)"),
+    })
+    .optional(),
 });
 
 export interface RetrainingMessage {
   modelName: string;
   trigger: Trigger;
+  /** A relaunch of an interrupted task: its ARN and job id. */
+  relaunchOf?: { taskArn: string; jobId: string };
 }
 
 /** Why a body can never launch a task; the reason travels with the quarantined message. */
-export type QuarantineReason = "invalid_json" | "not_an_object" | "missing_model_name" | "invalid_model_name" | "invalid_trigger";
+export type QuarantineReason = "invalid_json" | "not_an_object" | "missing_model_name" | "invalid_model_name" | "invalid_trigger" | "invalid_relaunch";
 
 export type MessageParseResult = { ok: true; message: RetrainingMessage } | { ok: false; reason: QuarantineReason; detail: string };
 
@@ -38,7 +54,10 @@ export function parseRetrainingMessage(body: string): MessageParseResult {
     return { ok: false, reason: "not_an_object", detail: `body is ${Array.isArray(json) ? "an array" : typeof json}` };
   }
   const result = RetrainingMessageSchema.safeParse(json);
-  if (result.success) return { ok: true, message: { modelName: result.data.model_name, trigger: result.data.trigger } };
+  if (result.success) {
+    const { model_name: modelName, trigger, relaunch_of: relaunch } = result.data;
+    return { ok: true, message: { modelName, trigger, ...(relaunch ? { relaunchOf: { taskArn: relaunch.task_arn, jobId: relaunch.job_id } } : {}) } };
+  }
   const first = result.error.issues[0];
   const field = first?.path[0];
   const detail = result.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
@@ -46,6 +65,7 @@ export function parseRetrainingMessage(body: string): MessageParseResult {
     const missing = !("model_name" in json) || (json as Record<string, unknown>).model_name === "";
     return { ok: false, reason: missing ? "missing_model_name" : "invalid_model_name", detail };
   }
+  if (field === "relaunch_of") return { ok: false, reason: "invalid_relaunch", detail };
   return { ok: false, reason: "invalid_trigger", detail };
 }
 

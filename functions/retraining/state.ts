@@ -13,6 +13,8 @@ export interface LaunchRecord {
   launchedAtMs: number;
   /** Epoch ms of this write. */
   nowMs: number;
+  /** A relaunch: the task Spot interrupted, kept beside the new one (`relaunched_from`). */
+  relaunchedFrom?: string;
 }
 
 /** `recorded`: this write, or its own earlier try whose response was lost; `superseded`: a later launch of the model is recorded. */
@@ -31,8 +33,8 @@ export async function recordLaunch(db: DynamoDBDocumentClient, table: string, r:
     new UpdateCommand({
       TableName: table,
       Key: { model_name: r.modelName },
-      UpdateExpression:
-        "SET task_arn = :task_arn, job_id = :job_id, trigger_type = :trigger_type, started_at = :started_at, #status = :status, updated_at = :updated_at, message_id = :message_id, launched_at = :launched_at",
+      // Both attempts of a relaunched job: the new task, and the interrupted one it replaces. A plain launch clears the latter.
+      UpdateExpression: `SET task_arn = :task_arn, job_id = :job_id, trigger_type = :trigger_type, started_at = :started_at, #status = :status, updated_at = :updated_at, message_id = :message_id, launched_at = :launched_at${r.relaunchedFrom ? ", relaunched_from = :relaunched_from" : " REMOVE relaunched_from"}`,
       ConditionExpression: "attribute_not_exists(launched_at) OR launched_at <= :launched_at",
       // `status` is a DynamoDB reserved word.
       ExpressionAttributeNames: { "#status": "status" },
@@ -45,6 +47,7 @@ export async function recordLaunch(db: DynamoDBDocumentClient, table: string, r:
         ":status": "running",
         ":message_id": r.messageId,
         ":launched_at": r.launchedAtMs,
+        ...(r.relaunchedFrom ? { ":relaunched_from": r.relaunchedFrom } : {}),
       },
     }),
   );

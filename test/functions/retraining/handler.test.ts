@@ -141,6 +141,30 @@ describe("retraining/launcher handler", () => {
       expect(input).to.not.have.property("launchType");
     });
 
+    it("a relaunch request (relaunch_of) runs on FARGATE even with USE_SPOT, keeps the job id, names the task it replaces, and records both", async () => {
+      // Prepare
+      const t = mockedLauncherDeps({ useSpot: true });
+      arrange(t);
+      const interrupted = "arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/0123456789abcdef0123456789abcdef";
+      const jobId = "6f1c7a4e-2b8d-5c0e-9a3f-5d7b1e2c4a68";
+      const origin = "relaunch-0123456789abcdef0123456789abcdef";
+      const record = sqsRecord(retrainingBody({ relaunch_of: { task_arn: interrupted, job_id: jobId } }), {
+        messageAttributes: { "retraining-origin-message-id": { dataType: "String", stringValue: origin, stringListValues: [], binaryListValues: [] } },
+      });
+      // Act
+      const res = await createLauncherHandler(t.deps)(sqsEvent(record));
+      // Assess
+      expect(res.batchItemFailures).to.deep.equal([]);
+      const [input] = runTaskInputs(t);
+      expect(input?.capacityProviderStrategy).to.deep.equal([{ capacityProvider: "FARGATE", weight: 1 }]);
+      expect(input?.clientToken).to.equal(origin);
+      expect(input?.overrides?.containerOverrides?.[0]?.environment).to.deep.include.members([
+        { name: "JOB_ID", value: jobId },
+        { name: "RELAUNCH_OF", value: interrupted },
+      ]);
+      expect(stateUpdates(t)[0]?.ExpressionAttributeValues).to.deep.include({ ":relaunched_from": interrupted, ":job_id": jobId });
+    });
+
     describe("Fargate Spot refused for capacity (SPOT_FALLBACK)", () => {
       const CAPACITY = { reason: "Capacity is unavailable at this time. Please try again later or in a different availability zone" };
       /** RunTask refuses Spot for capacity; FARGATE starts a task. */
@@ -668,6 +692,11 @@ describe("retraining/launcher handler", () => {
       ["model_name with characters ECS tags refuse", JSON.stringify({ model_name: "a,b", trigger: "manual" }), "invalid_model_name"],
       ["a trigger outside scheduled|drift_detected|manual", JSON.stringify({ model_name: "M", trigger: "cron" }), "invalid_trigger"],
       ["a missing trigger", JSON.stringify({ model_name: "M" }), "invalid_trigger"],
+      [
+        "a relaunch_of that names no task",
+        JSON.stringify({ model_name: "M", trigger: "manual", relaunch_of: { task_arn: "x", job_id: "y" } }),
+        "invalid_relaunch",
+      ],
     ];
     for (const [label, body, reason] of quarantined) {
       it(`${label}: quarantined to the DLQ with reason ${reason}, not retried`, async () => {

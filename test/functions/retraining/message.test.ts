@@ -11,6 +11,27 @@ describe("retraining/launcher units", () => {
       });
     });
 
+    const TASK = "arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/0123456789abcdef0123456789abcdef";
+    const JOB = "6f1c7a4e-2b8d-5c0e-9a3f-5d7b1e2c4a68";
+    it("reads a relaunch request's relaunch_of (the interrupted task and its job id)", () => {
+      expect(parseRetrainingMessage(JSON.stringify({ model_name: "M", trigger: "manual", relaunch_of: { task_arn: TASK, job_id: JOB } }))).to.deep.equal({
+        ok: true,
+        message: { modelName: "M", trigger: "manual", relaunchOf: { taskArn: TASK, jobId: JOB } },
+      });
+    });
+
+    const badRelaunch: Array<[string, unknown]> = [
+      ["a task ARN that is not one", { task_arn: "task-1", job_id: JOB }],
+      ["a job id that is no UUID", { task_arn: TASK, job_id: "job-1" }],
+      ["an extra key", { task_arn: TASK, job_id: JOB, capacity: "FARGATE_SPOT" }],
+      ["a string", TASK],
+    ];
+    for (const [label, relaunch] of badRelaunch)
+      it(`relaunch_of with ${label} is invalid_relaunch`, () => {
+        const result = parseRetrainingMessage(JSON.stringify({ model_name: "M", trigger: "manual", relaunch_of: relaunch }));
+        expect(result.ok ? "ok" : result.reason).to.equal("invalid_relaunch");
+      });
+
     it("strategy is the model name's segment before the first '-', as written (the seed's text, not its tag example)", () => {
       expect(strategyOf("PascalStrategy")).to.equal("PascalStrategy");
       expect(strategyOf("PascalStrategy-btc-v2")).to.equal("PascalStrategy");

@@ -26,7 +26,7 @@ describe("retraining/state: the seed's state record", () => {
       TableName: "retraining-state",
       Key: { model_name: "PascalStrategy" },
       UpdateExpression:
-        "SET task_arn = :task_arn, job_id = :job_id, trigger_type = :trigger_type, started_at = :started_at, #status = :status, updated_at = :updated_at, message_id = :message_id, launched_at = :launched_at",
+        "SET task_arn = :task_arn, job_id = :job_id, trigger_type = :trigger_type, started_at = :started_at, #status = :status, updated_at = :updated_at, message_id = :message_id, launched_at = :launched_at REMOVE relaunched_from",
       ConditionExpression: "attribute_not_exists(launched_at) OR launched_at <= :launched_at",
       ExpressionAttributeNames: { "#status": "status" },
       ExpressionAttributeValues: {
@@ -41,6 +41,17 @@ describe("retraining/state: the seed's state record", () => {
       },
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     });
+  });
+
+  it("a relaunch records both attempts: the new task, and the interrupted one as relaunched_from", async () => {
+    const t = mockedLauncherDeps();
+    t.dbMock.on(UpdateCommand).resolves({});
+
+    await recordLaunch(t.deps.db, "retraining-state", { ...launch, relaunchedFrom: "arn:task/0" });
+
+    const input = t.dbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+    expect(input?.UpdateExpression).to.match(/, relaunched_from = :relaunched_from$/);
+    expect(input?.ExpressionAttributeValues).to.deep.include({ ":task_arn": "arn:task/1", ":relaunched_from": "arn:task/0" });
   });
 
   const outcomes: Array<[string, (t: ReturnType<typeof mockedLauncherDeps>) => void, RecordResult]> = [
