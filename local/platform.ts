@@ -10,6 +10,7 @@ import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient } from "@aws-sdk/client-ecs";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SNSClient } from "@aws-sdk/client-sns";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -100,6 +101,8 @@ export interface AwsClients {
   sns: SNSClient;
   cloudwatch: CloudWatchClient;
   autoscaling: AutoScalingClient;
+  /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
+  events: EventBridgeClient;
 }
 
 export class LocalPlatform {
@@ -110,6 +113,8 @@ export class LocalPlatform {
   directSends: DirectSends = new DirectSends();
   /** The one sampler of queue depths (alarms, report, the operator's oldest-message ages): set at start. */
   depths: DepthSource | undefined;
+  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot): set at start. */
+  ecsCapacity: EcsClientTokenProxy | undefined;
 
   private constructor(
     readonly options: PlatformOptions,
@@ -254,6 +259,7 @@ export class LocalPlatform {
       built.platform = platform;
       platform.directSends = directSends;
       platform.depths = depths;
+      platform.ecsCapacity = ecsProxy;
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {
@@ -263,6 +269,21 @@ export class LocalPlatform {
   }
 
   /** The queue a ManagedQueue/TerminalQueue declared under this logical name (e.g. `ingest-dlq`). */
+  /**
+   * Fargate Spot takes a running task back: the ECS stand-in stops it and puts ECS's Task State
+   * Change event on moto's default bus, whose rules (the program's) deliver it as EventBridge would.
+   * Refused for a task that did not start on Spot: only Spot capacity is taken back.
+   */
+  async interruptSpotTask(taskArn: string): Promise<void> {
+    if (!this.ecsCapacity?.spotTasks.has(taskArn)) throw new Error(`interruptSpotTask: ${taskArn} did not start on FARGATE_SPOT`);
+    await this.ecsTasks.interrupt(taskArn, async (detail) => {
+      const out = await this.aws.events.send(
+        new PutEventsCommand({ Entries: [{ Source: "aws.ecs", DetailType: "ECS Task State Change", Resources: [taskArn], Detail: JSON.stringify(detail) }] }),
+      );
+      if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the task state change of ${taskArn}: ${JSON.stringify(out.Entries)}`);
+    });
+  }
+
   queue(logicalName: string): LocalQueue {
     const q = this.topology.queues.find((x) => x.logicalName === logicalName);
     if (!q) throw new Error(`no queue named ${logicalName} in the program (have: ${this.topology.queues.map((x) => x.logicalName).join(", ")})`);
@@ -314,6 +335,7 @@ function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsC
     sns: new SNSClient(clientConfig),
     cloudwatch: new CloudWatchClient(clientConfig),
     autoscaling: new AutoScalingClient(clientConfig),
+    events: new EventBridgeClient(clientConfig),
   };
 }
 

@@ -11,8 +11,12 @@ export type Trigger = (typeof TRIGGERS)[number];
  * this set would fail RunTask on every retry; rejecting it here quarantines it at once instead.
  */
 
-/** An ECS task ARN (the long format: `arn:aws:ecs:<region>:<account>:task/<cluster>/<id>`). */
-export const TASK_ARN_PATTERN = /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:task\/[A-Za-z0-9_-]{1,255}\/[a-f0-9]{32}$/;
+/**
+ * An ECS task ARN in the long format, `arn:aws:ecs:<region>:<account>:task/<cluster>/<id>`: ECS's
+ * ids are 32 hex digits; a UUID with dashes (moto's, and ECS's before the format change) is taken too.
+ */
+export const TASK_ARN_PATTERN =
+  /^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:task\/[A-Za-z0-9_-]{1,255}\/(?:[a-f0-9]{32}|[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12})$/;
 const JOB_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Extra keys are ignored: producers may add context the launcher does not use. */

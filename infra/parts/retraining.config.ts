@@ -161,8 +161,30 @@ export function scheduleSlug(modelName: string): string {
 }
 
 /** The retraining queue, with the keys behind its numbers. Pure. */
-export function retrainingQueueBudgets(c: Pick<RetrainingConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds">): QueueBudget[] {
+/**
+ * The interruptions queue's fixed settings (infra/parts/retraining.relaunch.ts): visibility covers
+ * the relaunch consumer's 30 s timeout (6 × 30 s + a 5 s margin for the window), and four days'
+ * retention outlasts every receive.
+ */
+export const RELAUNCH_QUEUE = { consumerTimeoutSeconds: 30, visibilitySeconds: 6 * 30 + 5, retentionSeconds: 345_600 } as const;
+
+export function retrainingQueueBudgets(
+  c: Pick<RetrainingConfig, "messageRetentionSeconds" | "queueVisibilityTimeoutSeconds"> & Partial<Pick<RetrainingConfig, "useSpot">>,
+): QueueBudget[] {
   return [
+    // With useSpot, the interruptions queue (infra/parts/retraining.relaunch.ts): its settings are the code's.
+    ...(c.useSpot
+      ? [
+          {
+            queue: "retraining-interruptions",
+            retentionSeconds: RELAUNCH_QUEUE.retentionSeconds,
+            retentionFrom: "the interruptions queue's retention (fixed)",
+            visibilitySeconds: RELAUNCH_QUEUE.visibilitySeconds,
+            visibilityFrom: "the relaunch consumer's 6 × 30 s + 5 s (fixed)",
+            path: ["retraining", "useSpot"],
+          },
+        ]
+      : []),
     {
       queue: "retraining",
       retentionSeconds: c.messageRetentionSeconds,

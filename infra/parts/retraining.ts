@@ -16,6 +16,7 @@ import { consumerSizing } from "./consumer.config";
 import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
 import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
 import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
+import { createRelaunch, type Relaunch } from "./retraining.relaunch";
 
 /** Handler entry point, relative to the repository root. */
 export const RETRAINING_ENTRY = "functions/retraining/launcher.ts";
@@ -99,6 +100,8 @@ export class Retraining extends pulumi.ComponentResource implements PartFace<Ret
   readonly strategyTask: FargateTaskDefinition;
   readonly tasksSecurityGroup: aws.ec2.SecurityGroup;
   readonly launcher: QueueConsumer;
+  /** With useSpot: the rule, queue and consumer that relaunch tasks Spot interrupted. */
+  readonly relaunch: Relaunch | undefined;
 
   constructor(name: string, args: RetrainingArgs, opts?: pulumi.ComponentResourceOptions) {
     super("encache:parts:Retraining", name, {}, opts);
@@ -116,6 +119,7 @@ export class Retraining extends pulumi.ComponentResource implements PartFace<Ret
       task: this.strategyTask,
       tasksSecurityGroup: this.tasksSecurityGroup,
     });
+    this.relaunch = args.config.useSpot ? createRelaunch(part, this.queue) : undefined;
 
     this.outputs = this.stackOutputs();
     this.inventory = this.describeInventory(name);
@@ -138,7 +142,10 @@ export class Retraining extends pulumi.ComponentResource implements PartFace<Ret
   private describeInventory(name: string): PartInventory {
     return {
       part: name,
-      queues: [{ queue: this.queue, consumers: [functionConsumer(this.launcher)] }],
+      queues: [
+        { queue: this.queue, consumers: [functionConsumer(this.launcher)] },
+        ...(this.relaunch ? [{ queue: this.relaunch.queue, consumers: [functionConsumer(this.relaunch.consumer)] }] : []),
+      ],
       terminalQueues: [this.scheduleDlq],
       ecsServices: [],
       views: {},

@@ -7,12 +7,32 @@
  * retried or duplicated RunTask in the local run is an extra task, so the local evidence would
  * show duplicates that AWS absorbs, and hide the ones it does not (a retry past 24 hours).
  *
+ * Fargate Spot capacity is played here too (`refuseSpot`): while it is off, a RunTask whose
+ * capacity provider strategy asks for FARGATE_SPOT is answered as ECS answers it, 200 with no task
+ * and the failure reason "Capacity is unavailable at this time…", and starts nothing. The proxy
+ * remembers which tasks started on Spot (`spotTasks`), the only ones a Spot interruption may take.
+ *
  * The window runs on the clock given (the local run's simulated clock). Concurrent calls with one
  * token wait for the first's answer. Only RunTask is looked at; everything else passes through.
  * moto checks no signatures; never put this in front of AWS.
  */
 import type * as http from "node:http";
 import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+
+/** ECS's RunTask failure reason when Fargate (Spot) has no capacity (AWS re:Post, "ecs-fargate-runtask-capacity"). */
+export const CAPACITY_UNAVAILABLE = "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+
+/** Pure: ECS's answer to a RunTask it has no capacity for: 200, no task, one failure. */
+export function capacityRefusal(): { status: number; headers: Record<string, string>; body: string } {
+  const body = JSON.stringify({ tasks: [], failures: [{ reason: CAPACITY_UNAVAILABLE }] });
+  return { status: 200, headers: { "content-type": "application/x-amz-json-1.1" }, body };
+}
+
+/** Pure: whether a RunTask body asks for FARGATE_SPOT. */
+export function asksForSpot(body: Json): boolean {
+  const strategy = Array.isArray(body.capacityProviderStrategy) ? body.capacityProviderStrategy : [];
+  return strategy.some((s) => isObject(s) && s.capacityProvider === "FARGATE_SPOT");
+}
 
 /** ECS's documented idempotency window for RunTask's clientToken. */
 export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
@@ -81,7 +101,15 @@ export class EcsClientTokenProxy extends InterceptingProxy {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly now: () => number;
   private readonly windowMs: number;
-  readonly counts = { runTasks: 0, replayed: 0, conflicts: 0 };
+  readonly counts = { runTasks: 0, replayed: 0, conflicts: 0, spotRefused: 0 };
+  /** Tasks that started on FARGATE_SPOT. */
+  readonly spotTasks = new Set<string>();
+  private spotAvailable = true;
+
+  /** From now on Fargate Spot has no capacity (`true`), or has it again (`false`). */
+  refuseSpot(refuse: boolean): void {
+    this.spotAvailable = !refuse;
+  }
 
   constructor(opts: EcsClientTokenProxyOptions) {
     super("EcsClientTokenProxy");
@@ -107,7 +135,8 @@ export class EcsClientTokenProxy extends InterceptingProxy {
     if (token === undefined) return this.toMoto(req, body);
     this.counts.runTasks += 1;
     for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
-    const parameters = runTaskParameters(JSON.parse(body.toString("utf8")) as Json);
+    const request = JSON.parse(body.toString("utf8")) as Json;
+    const parameters = runTaskParameters(request);
     const known = this.tokens.get(token);
     if (known && this.now() - known.atMs < this.windowMs) {
       if (known.parameters !== parameters) {
@@ -118,11 +147,17 @@ export class EcsClientTokenProxy extends InterceptingProxy {
       this.counts.replayed += 1;
       return { status: known.status, headers: known.headers, body: known.body };
     }
+    if (!this.spotAvailable && asksForSpot(request)) {
+      this.counts.spotRefused += 1;
+      const r = capacityRefusal();
+      return { status: r.status, headers: { ...r.headers, "content-length": String(Buffer.byteLength(r.body)) }, body: Buffer.from(r.body) };
+    }
     let done!: () => void;
     this.inFlight.set(token, new Promise<void>((resolve) => (done = resolve)));
     try {
       const answer = await this.toMoto(req, body);
       const taskArns = taskArnsOf(answer.body);
+      if (answer.status < 300 && asksForSpot(request)) for (const arn of taskArns) this.spotTasks.add(arn);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
       if (answer.status < 300 && taskArns.length > 0) {
         this.tokens.set(token, {

@@ -12,7 +12,7 @@
  * spelled out in the StopTask reason (`… (exit code 1)`), which DescribeTasks returns as
  * `stoppedReason`.
  */
-import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task } from "@aws-sdk/client-ecs";
+import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task, type TaskOverride } from "@aws-sdk/client-ecs";
 
 export type TaskOutcome = "succeeded" | "failed";
 
@@ -25,9 +25,11 @@ export interface SimTask {
   tags: Record<string, string>;
   /** The containers' environment overrides from RunTask, merged (later containers win). */
   environment: Record<string, string>;
+  /** RunTask's overrides as ECS reports them (in a task state change event's `detail.overrides`). */
+  overrides?: TaskOverride;
   seenAtMs: number;
   stoppedAtMs: number | null;
-  outcome: "running" | "succeeded" | "failed";
+  outcome: "running" | "succeeded" | "failed" | "interrupted";
   /** The reason given to StopTask, or `stopped outside the simulator` when someone else stopped it. */
   stoppedReason?: string;
 }
@@ -57,6 +59,26 @@ export interface EcsTaskSimulatorOptions {
 /** DescribeTasks takes at most 100 tasks per call. */
 const DESCRIBE_BATCH = 100;
 export const EXTERNAL_STOP_REASON = "stopped outside the simulator";
+
+/** What ECS says of a task Fargate Spot took back. */
+export const SPOT_INTERRUPTION_REASON = "Your Spot Task was interrupted.";
+
+/** Pure: the `detail` of the ECS Task State Change event for a task Spot interrupted. */
+export function spotInterruptionDetail(t: SimTask): Record<string, unknown> {
+  return {
+    clusterArn: t.clusterArn,
+    taskArn: t.taskArn,
+    taskDefinitionArn: t.taskDefinitionArn,
+    lastStatus: "STOPPED",
+    desiredStatus: "STOPPED",
+    stopCode: "SpotInterruption",
+    stoppedReason: SPOT_INTERRUPTION_REASON,
+    capacityProviderName: "FARGATE_SPOT",
+    ...(t.startedBy ? { startedBy: t.startedBy } : {}),
+    ...(t.group ? { group: t.group } : {}),
+    overrides: t.overrides ?? { containerOverrides: [] },
+  };
+}
 
 /** Tasks started by a service carry `group: service:<name>` and `startedBy: ecs-svc/<id>`. */
 export function isServiceTask(t: Pick<Task, "group" | "startedBy">): boolean {
@@ -93,6 +115,7 @@ export function toSimTask(t: Task, seenAtMs: number): SimTask {
     ...(t.group ? { group: t.group } : {}),
     tags,
     environment,
+    ...(t.overrides ? { overrides: t.overrides } : {}),
     seenAtMs,
     stoppedAtMs: null,
     outcome: "running",
@@ -143,15 +166,36 @@ export class EcsTaskSimulator {
     return [...this.tracked.values()].map((t) => ({ ...t.task, tags: { ...t.task.tags }, environment: { ...t.task.environment } }));
   }
 
-  stats(): { launched: number; running: number; succeeded: number; failed: number; peakRunning: number } {
+  stats(): { launched: number; running: number; succeeded: number; failed: number; interrupted: number; peakRunning: number } {
     const all = [...this.tracked.values()].map((t) => t.task.outcome);
     return {
       launched: all.length,
       running: all.filter((o) => o === "running").length,
       succeeded: all.filter((o) => o === "succeeded").length,
       failed: all.filter((o) => o === "failed").length,
+      interrupted: all.filter((o) => o === "interrupted").length,
       peakRunning: this.peak,
     };
+  }
+
+  /**
+   * Fargate Spot takes the task back: stopped at once (moto's StopTask), and the ECS Task State
+   * Change event ECS emits for it (STOPPED, stopCode SpotInterruption, the task's startedBy and
+   * overrides) handed to `emit`, the stand-in's EventBridge. Only a running task the simulator
+   * tracks; whether it ran on Spot is the caller's to know (the ECS proxy's `spotTasks`).
+   */
+  async interrupt(taskArn: string, emit: (detail: Record<string, unknown>) => Promise<void>): Promise<void> {
+    const t = this.tracked.get(taskArn);
+    if (!t || t.task.outcome !== "running") throw new Error(`interrupt: ${taskArn} is not a running task of the simulator`);
+    t.stopping = true;
+    const reason = SPOT_INTERRUPTION_REASON;
+    try {
+      await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: taskArn, reason }));
+    } finally {
+      t.stopping = false;
+    }
+    this.finish(t, "interrupted", reason);
+    await emit(spotInterruptionDetail(t.task));
   }
 
   private async run(): Promise<void> {
@@ -234,7 +278,7 @@ export class EcsTaskSimulator {
     }
   }
 
-  private finish(t: Tracked, outcome: TaskOutcome, reason: string): void {
+  private finish(t: Tracked, outcome: TaskOutcome | "interrupted", reason: string): void {
     clearTimeout(t.timer);
     t.task.outcome = outcome;
     t.task.stoppedAtMs = Date.now();

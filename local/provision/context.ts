@@ -7,6 +7,7 @@ import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DescribeImagesCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { ECSClient } from "@aws-sdk/client-ecs";
 import { IAMClient } from "@aws-sdk/client-iam";
 import { SNSClient } from "@aws-sdk/client-sns";
@@ -76,6 +77,7 @@ export interface ProvisionContext {
   sns: SNSClient;
   cloudwatch: CloudWatchClient;
   autoscaling: AutoScalingClient;
+  events: EventBridgeClient;
   /** Everything moto cannot act on is answered exactly as the offline plan answers it. */
   planMocks: pulumi.runtime.Mocks;
   /** moto's default VPC and its subnets (looked up once). */
@@ -102,6 +104,7 @@ export function createContext(opts: MotoMocksOptions): ProvisionContext {
     sns: new SNSClient(base),
     cloudwatch: new CloudWatchClient(base),
     autoscaling: new AutoScalingClient(base),
+    events: new EventBridgeClient(base),
     planMocks: createMocks(region),
     defaultNetwork: once(() => defaultNetwork(ec2)),
     motoAmi: once(() => newestAmazonAmi(ec2)),

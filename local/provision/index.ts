@@ -8,7 +8,7 @@
  *
  * This module only dispatches: each AWS service's provisioner module maps Pulumi type tokens to
  * the function that answers them (./sqs.ts, ./sns.ts, ./cloudwatch.ts, ./dynamodb.ts, ./ssm.ts,
- * ./ec2.ts, ./autoscaling.ts, ./ecs.ts, ./iam.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
+ * ./ec2.ts, ./autoscaling.ts, ./ecs.ts, ./iam.ts, ./events.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
  * what they share.
  */
 import type * as pulumi from "@pulumi/pulumi";
@@ -27,6 +27,7 @@ import {
 import { dynamodbProvisioners } from "./dynamodb";
 import { ec2Provisioners } from "./ec2";
 import { ecsProvisioners } from "./ecs";
+import { eventsProvisioners } from "./events";
 import { iamProvisioners } from "./iam";
 import type { Inputs } from "./inputs";
 import { recordedProvisioners, recordOnly } from "./recorded";
@@ -60,6 +61,7 @@ export const PROVISIONERS: Provisioners = merge([
   autoscalingProvisioners,
   ecsProvisioners,
   iamProvisioners,
+  eventsProvisioners,
   recordedProvisioners,
 ]);
 

@@ -7,8 +7,21 @@ import { gpuSpotInterruption } from "./gpu-spot-interruption";
 import { ingestGpuOutage } from "./ingest-gpu-outage";
 import { pool } from "./pool";
 import { retraining } from "./retraining";
+import { retrainingSpot } from "./retraining-spot";
 import type { Scenario } from "./scenario";
 import { worker } from "./worker";
 
 /** In the order `npm start` runs them. Fleet's instances are launched at start-up, so it runs late. */
-export const SCENARIOS: Scenario[] = [ingestGpuOutage, retraining, worker, pool, fleet, gpuIdle, gpuBurst, gpuSpotInterruption, gpuLaunchFailure, dlqRedrive];
+export const SCENARIOS: Scenario[] = [
+  ingestGpuOutage,
+  retraining,
+  retrainingSpot,
+  worker,
+  pool,
+  fleet,
+  gpuIdle,
+  gpuBurst,
+  gpuSpotInterruption,
+  gpuLaunchFailure,
+  dlqRedrive,
+];

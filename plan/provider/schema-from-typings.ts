@@ -46,6 +46,7 @@ export const UPSTREAM: Readonly<Record<string, string>> = {
   "aws:autoscaling/lifecycleHook:LifecycleHook": "internal/service/autoscaling/lifecycle_hook.go",
   "aws:autoscaling/tag:Tag": "internal/service/autoscaling/group_tag.go",
   "aws:cloudwatch/dashboard:Dashboard": "internal/service/cloudwatch/dashboard.go",
+  "aws:cloudwatch/eventRule:EventRule": "internal/service/events/rule.go",
   "aws:cloudwatch/eventTarget:EventTarget": "internal/service/events/target.go",
   "aws:cloudwatch/logGroup:LogGroup": "internal/service/logs/group.go",
   "aws:cloudwatch/metricAlarm:MetricAlarm": "internal/service/cloudwatch/metric_alarm.go",

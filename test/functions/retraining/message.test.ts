@@ -13,6 +13,12 @@ describe("retraining/launcher units", () => {
 
     const TASK = "arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/0123456789abcdef0123456789abcdef";
     const JOB = "6f1c7a4e-2b8d-5c0e-9a3f-5d7b1e2c4a68";
+    it("takes a task id in either form ECS has used: 32 hex digits, or a UUID with dashes", () => {
+      const uuidTask = "arn:aws:ecs:us-east-1:123456789012:task/platform-cluster/4414808d-e15c-4aa9-a9ed-4a69ea3ccf18";
+      for (const task_arn of [TASK, uuidTask])
+        expect(parseRetrainingMessage(JSON.stringify({ model_name: "M", trigger: "manual", relaunch_of: { task_arn, job_id: JOB } })).ok).to.equal(true);
+    });
+
     it("reads a relaunch request's relaunch_of (the interrupted task and its job id)", () => {
       expect(parseRetrainingMessage(JSON.stringify({ model_name: "M", trigger: "manual", relaunch_of: { task_arn: TASK, job_id: JOB } }))).to.deep.equal({
         ok: true,
@@ -22,6 +28,7 @@ describe("retraining/launcher units", () => {
 
     const badRelaunch: Array<[string, unknown]> = [
       ["a task ARN that is not one", { task_arn: "task-1", job_id: JOB }],
+      ["a short-format task ARN (no cluster)", { task_arn: "arn:aws:ecs:us-east-1:123456789012:task/0123456789abcdef0123456789abcdef", job_id: JOB }],
       ["a job id that is no UUID", { task_arn: TASK, job_id: "job-1" }],
       ["an extra key", { task_arn: TASK, job_id: JOB, capacity: "FARGATE_SPOT" }],
       ["a string", TASK],

@@ -213,6 +213,62 @@ describe("the retraining part in the program under Pulumi mocks (both stacks)", 
           "the retraining queue",
         ).to.be.a("string");
       });
+
+      it(
+        stack === "dev"
+          ? "useSpot: a rule on this cluster's Spot-interrupted launcher tasks feeds the interruptions queue, consumed by the relaunch Lambda"
+          : "no Spot: no relaunch rule, queue or consumer",
+        () => {
+          const rules = of(doc, "aws:cloudwatch/eventRule:EventRule").filter((r) => r.name.startsWith("retraining"));
+          if (stack === "prod") {
+            expect(rules).to.deep.equal([]);
+            expect(doc.resources.filter((r) => r.name.startsWith("retraining-interruptions") || r.name.startsWith("retraining-relaunch"))).to.deep.equal([]);
+            return;
+          }
+          const rule = named(doc, "aws:cloudwatch/eventRule:EventRule", "retraining-spot-interruptions");
+          const cluster = named(doc, "aws:ecs/cluster:Cluster", "platform-cluster");
+          expect(JSON.parse(String(rule.inputs.eventPattern))).to.deep.equal({
+            source: ["aws.ecs"],
+            "detail-type": ["ECS Task State Change"],
+            detail: { clusterArn: [cluster.arn], lastStatus: ["STOPPED"], stopCode: ["SpotInterruption"], startedBy: ["retraining-scheduler"] },
+          });
+          const target = named(doc, "aws:cloudwatch/eventTarget:EventTarget", "retraining-spot-interruptions-target");
+          const queue = named(doc, "aws:sqs/queue:Queue", "retraining-interruptions");
+          const dlq = named(doc, "aws:sqs/queue:Queue", "retraining-interruptions-dlq");
+          expect(target.inputs).to.deep.include({ arn: queue.arn, deadLetterConfig: { arn: dlq.arn } });
+          expect(target.inputs.retryPolicy).to.deep.equal({ maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86_400 });
+          // EventBridge sends to SQS on the queue's own policy (its SQS targets take no role): this rule only.
+          for (const [policyName, q] of [
+            ["retraining-interruptions-policy", queue],
+            ["retraining-interruptions-dlq-policy", dlq],
+          ] as const) {
+            const policy = JSON.parse(String(named(doc, "aws:sqs/queuePolicy:QueuePolicy", policyName).inputs.policy)) as {
+              Statement: Array<{ Principal: unknown; Action: string; Resource: string; Condition: unknown }>;
+            };
+            expect(policy.Statement).to.deep.equal([
+              {
+                Sid: "SpotInterruptionRule",
+                Effect: "Allow",
+                Principal: { Service: "events.amazonaws.com" },
+                Action: "sqs:SendMessage",
+                Resource: q.arn,
+                Condition: { ArnEquals: { "aws:SourceArn": rule.arn } },
+              },
+            ]);
+          }
+          const consumer = named(doc, "encache:compute:QueueConsumer", "retraining-relaunch");
+          const [rolePolicy] = children(doc, consumer, "aws:iam/rolePolicy:RolePolicy");
+          const sends = (rolePolicy?.inputs.policy as Doc).Statement.filter((st) => st.Action.includes("sqs:SendMessage")).flatMap((st) =>
+            [st.Resource].flat(),
+          );
+          expect(sends.sort()).to.deep.equal([String(dlq.arn), String(named(doc, "aws:sqs/queue:Queue", "retraining").arn)].sort());
+          const fn = children(doc, consumer, "aws:lambda/function:Function")[0];
+          const vars = (fn?.inputs.environment as { variables: Record<string, string> }).variables;
+          expect(vars.ECS_CLUSTER_ARN).to.equal(cluster.arn);
+          expect(vars.QUARANTINE_QUEUE_URL).to.match(/\/retraining-interruptions-dlq-[0-9a-f]{7}$/);
+          expect(vars.RETRAINING_QUEUE_URL).to.match(/\/retraining-[0-9a-f]{7}$/);
+        },
+      );
     });
   }
 });

@@ -56,6 +56,25 @@ describe("local ECS clientToken (as ECS documents it; moto ignores it)", () => {
     const tasksInMoto = async () => (await direct.send(new ListTasksCommand({ cluster: CLUSTER }))).taskArns ?? [];
     const run = async (i: RunTaskCommandInput) => (await viaProxy.send(new RunTaskCommand(i))).tasks?.map((t) => t.taskArn) ?? [];
 
+    it("Fargate Spot without capacity: a FARGATE_SPOT RunTask gets ECS's capacity failure and starts nothing; FARGATE still runs; Spot tasks are remembered", async () => {
+      // Prepare
+      const spot = { ...input, clientToken: "spot-1", capacityProviderStrategy: [{ capacityProvider: "FARGATE_SPOT", weight: 1 }] };
+      proxy.refuseSpot(true);
+      // Act
+      const refused = await viaProxy.send(new RunTaskCommand(spot));
+      const onDemand = await run({ ...input, clientToken: "od-1" });
+      proxy.refuseSpot(false);
+      const onSpot = await run(spot);
+      // Assess
+      expect(refused.tasks).to.deep.equal([]);
+      expect(refused.failures?.[0]?.reason).to.match(/^Capacity is unavailable at this time/);
+      expect(onDemand).to.have.length(1);
+      expect(onSpot).to.have.length(1);
+      expect(await tasksInMoto()).to.have.length(2);
+      expect([...proxy.spotTasks]).to.deep.equal(onSpot);
+      expect(proxy.counts.spotRefused).to.equal(1);
+    });
+
     it("the same token with the same parameters within 24 h returns the same task and starts nothing new", async () => {
       const first = await run(input);
       nowMs += CLIENT_TOKEN_WINDOW_MS - 1;
