@@ -3,10 +3,13 @@
  * its verdict. Several cases go into one stack export, each under a stack name of its own (its URNs
  * renamed, so no two cases share a resource), because each `pulumi policy analyze` run costs seconds.
  *
- * Stack policies see every resource in the file, and some match resources by name or ARN, which the
- * cases share: a merged file is used only when the offline evaluator's verdict on it is exactly the
- * union of the cases' own verdicts (`batches` splits a batch in two until it is). The comparison with
- * the real analyzer is then made on the merged file, where both sides see the same state.
+ * Stack policies see every resource in the file, and some match resources by name (an SSM parameter's,
+ * a Name tag) or ARN, which cases built from the same fixture share. So each case's names and account
+ * are made its own too (`distinct`), where that leaves its offline verdict as it was, and a merged
+ * file is used only when the offline evaluator's verdict on it is exactly the union of the cases' own
+ * verdicts (`batches` splits a batch in two until it is). The comparison with the real analyzer is
+ * then made on the merged file, where both sides see the same state: the mapping back to each rule
+ * test's case stays exact.
  */
 import { expect } from "chai";
 import { evaluatePolicies } from "../../../policy/testing/evaluate";
@@ -15,6 +18,7 @@ import { policies } from "../../../policy/policies";
 import { type ResourceV3, type UntypedDeployment, packageOf, stackExport, stackUrn } from "../../../plan/export";
 import { installedProviderVersion } from "../../../plan/export-file";
 import type { AnalyzerViolation } from "./cli";
+import type { LoggedCase } from "../../policy/helpers/case-log";
 
 export interface Case {
   /** What the case is: the test titles that judged this view, or the fixture program. */
@@ -24,6 +28,28 @@ export interface Case {
   config?: PolicyPackConfig;
   /** The offline evaluator's verdict on `view` alone. */
   violations: Violation[];
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The case with its resources' logical names (wherever they occur: URNs, physical names, ARNs, tags,
+ * parameter names) suffixed with `x<n>`, and its account id made `9<n, 11 digits>`.
+ */
+export function distinct<T extends Case>(c: T, n: number, account = "123456789012"): T {
+  const names = [...new Set(c.view.map((r) => r.name))].filter((x) => x.length >= 3).sort((a, b) => b.length - a.length);
+  const re = names.length > 0 ? new RegExp(names.map(escape).join("|"), "g") : undefined;
+  const own = `9${String(n).padStart(11, "0")}`;
+  const rename = (x: unknown): unknown => {
+    if (typeof x === "string") {
+      const s = x.split(account).join(own);
+      return re ? s.replace(re, (m) => `${m}x${n}`) : s;
+    }
+    if (Array.isArray(x)) return x.map(rename);
+    if (typeof x === "object" && x !== null) return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, rename(v)]));
+    return x;
+  };
+  return { ...c, view: rename(c.view) as RecordedResource[], violations: rename(c.violations) as Violation[] };
 }
 
 /** One (policy, resource, level) of a verdict; a stack violation without a resource is the root stack's, as the engine attributes it. */
@@ -63,6 +89,27 @@ export function analyzerVerdict(violations: readonly AnalyzerViolation[]): Verdi
   return violations.map((v) => `${v.policyName} ${v.enforcementLevel} ${v.resourceUrn}`).sort();
 }
 
+const DESCRIPTIONS = new Map(policies.map((p) => [p.name, p.description]));
+
+/**
+ * The messages too, as (policy, resource, message) lines. The policy SDK's server sends the policy's
+ * description, then a newline and the message reported, if any (@pulumi/policy server.js
+ * `makeReportViolationFun`); the evaluator keeps the message alone, or the description without one.
+ */
+export function analyzerMessages(violations: readonly AnalyzerViolation[]): Verdict[] {
+  return violations
+    .map((v) => {
+      const description = DESCRIPTIONS.get(v.policyName) ?? "";
+      const message = v.message.startsWith(`${description}\n`) ? v.message.slice(description.length + 1) : v.message;
+      return `${v.policyName} ${v.resourceUrn} ${message}`;
+    })
+    .sort();
+}
+
+export async function offlineMessages(b: Batch): Promise<Verdict[]> {
+  return (await offline(b.view, b.config)).map((v) => `${v.policy} ${v.urn ?? b.rootUrn} ${v.message}`).sort();
+}
+
 /** One analyze run: cases under stacks of their own, the same pack config. */
 export interface Batch {
   cases: Array<Case & { stack: string; project: string }>;
@@ -83,19 +130,25 @@ async function offline(view: RecordedResource[], config: PolicyPackConfig | unde
   return evaluatePolicies(view, policies, { config: config ?? {} });
 }
 
-/** True when the offline verdict on the merged view is the cases' own verdicts together: merging changed nothing. */
-async function mergesCleanly(b: Batch): Promise<boolean> {
+/**
+ * The stacks of the cases whose verdict merging changed: every verdict line the merged view and the
+ * cases' own verdicts do not share names its case by its URN's stack. Empty when merging changed nothing;
+ * `["<stack>"]` for a stack violation without a resource, which names no case.
+ */
+async function disturbed(b: Batch): Promise<Set<string>> {
   const merged = verdict(await offline(b.view, b.config), "<stack>");
   const union = verdict(
     b.cases.flatMap((c) => c.violations),
     "<stack>",
   );
-  return JSON.stringify(merged) === JSON.stringify(union);
+  const differ = [...merged.filter((v) => !union.includes(v)), ...union.filter((v) => !merged.includes(v))];
+  return new Set(differ.map((v) => /urn:pulumi:([^:]+)::/.exec(v)?.[1] ?? "<stack>"));
 }
 
 /**
  * Groups `cases` by pack config, renames each under a stack of its own (`<prefix><n>`), and cuts the
- * groups into batches of at most `size` cases that merge cleanly (split in halves until they do).
+ * groups into batches of at most `size` cases that merge cleanly: a case whose verdict the others
+ * change moves to a later batch (a batch that cannot say whose verdict changed is split in halves).
  */
 export async function batches(cases: readonly Case[], prefix: string, size: number): Promise<Batch[]> {
   const byConfig = new Map<string, Case[]>();
@@ -106,14 +159,27 @@ export async function batches(cases: readonly Case[], prefix: string, size: numb
   const out: Batch[] = [];
   let n = 0;
   for (const group of byConfig.values()) {
-    const named = group.map((c) => underStack(c, `${prefix}${n++}`));
-    const pending: Array<Batch["cases"]> = [];
-    for (let i = 0; i < named.length; i += size) pending.push(named.slice(i, i + size));
-    while (pending.length > 0) {
-      const cs = pending.shift() as Batch["cases"];
-      const b = batchOf(cs, cs[0]?.config);
-      if (cs.length === 1 || (await mergesCleanly(b))) out.push(b);
-      else pending.unshift(cs.slice(0, Math.ceil(cs.length / 2)), cs.slice(Math.ceil(cs.length / 2)));
+    let rest: Batch["cases"] = [];
+    for (const c of group) {
+      const i = n++;
+      const own = underStack(c, `${prefix}${i}`);
+      const renamed = distinct(own, i);
+      // A case whose verdict its renaming changes (a rule reads a name's shape) keeps its names.
+      const same = JSON.stringify(verdict(await offline(renamed.view, c.config), "")) === JSON.stringify(verdict(renamed.violations, ""));
+      rest.push(same ? renamed : own);
+    }
+    while (rest.length > 0) {
+      let batch = rest.slice(0, size);
+      let later = rest.slice(size);
+      for (;;) {
+        const stacks = await disturbed(batchOf(batch, batch[0]?.config));
+        if (stacks.size === 0 || batch.length === 1) break;
+        const moved = stacks.has("<stack>") ? batch.slice(Math.ceil(batch.length / 2)) : batch.filter((c) => stacks.has(c.stack));
+        batch = batch.filter((c) => !moved.includes(c));
+        later = [...moved, ...later];
+      }
+      out.push(batchOf(batch, batch[0]?.config));
+      rest = later;
     }
   }
   return out;
@@ -155,3 +221,18 @@ export function expectSameVerdict(b: Batch, real: Verdict[], expected: Verdict[]
   ].join("\n");
   expect(real, explain).to.deep.equal(expected);
 }
+
+/** Update-mode cases without stack tags, one per distinct (view, config), with every title that judged it. */
+export function replayable(logged: readonly LoggedCase[]): Case[] {
+  const byKey = new Map<string, Case>();
+  for (const l of logged) {
+    if (l.mode !== "update" || Object.keys(l.options.stackTags ?? {}).length > 0 || l.options.defaultEnforcementLevel !== undefined) continue;
+    if (l.view.length === 0) continue;
+    const key = JSON.stringify([l.view, l.options.config ?? null]);
+    const known = byKey.get(key);
+    if (known) known.titles.push(l.title);
+    else byKey.set(key, { titles: [l.title], view: l.view, config: l.options.config, violations: l.violations });
+  }
+  return [...byKey.values()];
+}
+
