@@ -13,6 +13,10 @@
  * - A default provider per package (`pulumi:providers:aws::default_7_48_0`), custom with an id, its
  *   inputs the package's stack config plus `version`; every custom resource of that package, and every
  *   remote component (awsx), refers to it as `<provider urn>::<provider id>`.
+ * - URNs as the engine writes them: the type part is the parent's whole type chain, then the type
+ *   (`encache:parts:Ingest$encache:messaging:ManagedQueue$aws:sqs/queue:Queue`; sdk/go/common/resource
+ *   `NewURN`), where Pulumi's mock monitor keeps only the immediate parent's type (`engineUrns`).
+ *   Every reference (parent, dependencies, property dependencies, a value that is a URN) follows.
  * - Resources the program left without a parent are the Stack's children, as the engine parents them.
  * - Components are `custom: false` without an id; custom resources carry their id.
  * - Secrets as `{ <sig key>: <secret sig>, ciphertext: "v1:<nonce>:<sealed>" }` with the passphrase
@@ -99,6 +103,44 @@ export function defaultProviderUrn(project: string, stack: string, pkg: string, 
   return `urn:pulumi:${stack}::${project}::pulumi:providers:${pkg}::default_${version.replace(/[.+-]/g, "_")}`;
 }
 
+type UrnFields = Pick<RecordedResource, "urn" | "type" | "name" | "parent">;
+
+/**
+ * Recorded URN → the URN the engine gives the resource: `urn:pulumi:<stack>::<project>::` then the
+ * parent's qualified type (its URN's type part; none for a child of the root Stack) joined to the
+ * resource's type with `$`, then `::<name>`. A resource whose parent is not in `resources` keeps its URN.
+ */
+export function engineUrns(resources: readonly UrnFields[]): Map<string, string> {
+  const byUrn = new Map(resources.map((r) => [r.urn, r]));
+  const out = new Map<string, string>();
+  const resolve = (r: UrnFields, seen: Set<string>): string => {
+    const known = out.get(r.urn);
+    if (known) return known;
+    const prefix = /^(urn:pulumi:[^:]+::[^:]+::)/.exec(r.urn)?.[1];
+    const parent = r.parent ? byUrn.get(r.parent) : undefined;
+    let urn = r.urn;
+    if (prefix && (!r.parent || parent) && !seen.has(r.urn)) {
+      const parentType = parent ? (resolve(parent, new Set([...seen, r.urn])).split("::")[2] ?? "") : "";
+      urn = `${prefix}${parentType ? `${parentType}$` : ""}${r.type}::${r.name}`;
+    }
+    out.set(r.urn, urn);
+    return urn;
+  };
+  for (const r of resources) resolve(r, new Set());
+  return out;
+}
+
+/** `value` with every string that is one of `urns`' keys replaced by its value. */
+function withUrns<T>(value: T, urns: ReadonlyMap<string, string>): T {
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return urns.get(v) ?? v;
+    if (Array.isArray(v)) return v.map(walk);
+    if (typeof v === "object" && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}
+
 /** A UUID-shaped id fixed by its inputs, as the engine gives a provider a random UUID. */
 function providerId(urn: string): string {
   const h = createHash("sha256").update(urn).digest("hex");
@@ -173,7 +215,8 @@ export function stackExport(opts: ExportOptions): UntypedDeployment {
     return `${p.urn}::${p.id}`;
   };
 
-  const body: ResourceV3[] = opts.resources.map((r) => {
+  const urns = engineUrns(opts.resources);
+  const body: ResourceV3[] = withUrns(opts.resources, urns).map((r) => {
     const pkg = packageOf(r.type);
     // Custom resources and remote components (a package's components, constructed by its provider) name their provider.
     const provider = r.custom || !isLocal(pkg, project) ? providerRef(pkg) : undefined;

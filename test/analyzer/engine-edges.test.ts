@@ -12,7 +12,7 @@ import { policies } from "../../policy/policies";
 import { U, ingestRecording } from "../policy/helpers/ingest";
 import { find, withDeclarations } from "../policy/helpers/recording";
 import { type AnalyzerViolation, type Cli, analyze, cliOrSkip, writeJson } from "./helpers/cli";
-import { type Batch, type Case, analyzerMessages, analyzerVerdict, batchExport, batches, offlineMessages, offlineVerdict } from "./helpers/cases";
+import { type Batch, type Case, analyzerMessages, analyzerVerdict, batchExport, batches, offlineMessages, offlineVerdict, recordedUrns } from "./helpers/cases";
 
 interface Edge {
   title: string;
@@ -67,7 +67,11 @@ describe("analyzer tier: edges of the engine model under the real Pulumi CLI", f
     const runs = await batches(cases, "edge", EDGES.length);
     expect(runs).to.have.length(1);
     batch = runs[0] as Batch;
-    real = (await analyze(cli, writeJson(cli, "edges.json", batchExport(batch)))).violations;
+    const run = await analyze(cli, writeJson(cli, "edges.json", batchExport(batch)));
+    real = recordedUrns(
+      run.violations,
+      batch.cases.map((c) => c.view),
+    );
   });
 
   EDGES.forEach((e, i) => {

@@ -16,6 +16,8 @@ const PART = urn("encache:parts:Ingest", "ingest");
 const DLQ = urn("aws:sqs/queue:Queue", "dlq", "encache:parts:Ingest");
 const QUEUE = urn("aws:sqs/queue:Queue", "jobs", "encache:parts:Ingest");
 const VPC = urn("awsx:ec2:Vpc", "vpc");
+/** The mock monitor's URN for a grandchild: only its parent's type, not the chain. */
+const POLICY = urn("aws:sqs/queuePolicy:QueuePolicy", "jobs-policy", "aws:sqs/queue:Queue");
 
 function rec(partial: Partial<RecordedResource> & Pick<RecordedResource, "urn" | "type" | "name">): RecordedResource {
   return { parent: null, custom: true, inputs: {}, outputs: {}, dependencies: [], propertyDependencies: {}, ...partial };
@@ -35,6 +37,7 @@ const RECORDING: RecordedResource[] = [
     propertyDependencies: { redrivePolicy: [DLQ] },
     protect: true,
   }),
+  rec({ urn: POLICY, type: "aws:sqs/queuePolicy:QueuePolicy", name: "jobs-policy", parent: QUEUE, id: "jobs-policy", inputs: { queueUrl: QUEUE }, dependencies: [QUEUE] }),
   rec({ urn: DLQ, type: "aws:sqs/queue:Queue", name: "dlq", parent: PART, id: "https://sqs/dlq", outputs: { arn: "arn:dlq" } }),
   rec({ urn: PART, type: "encache:parts:Ingest", name: "ingest", custom: false, outputs: { queueUrl: "https://sqs/jobs" } }),
   rec({ urn: VPC, type: "awsx:ec2:Vpc", name: "vpc", custom: false, inputs: { cidrBlock: "10.0.0.0/16" } }),
@@ -88,6 +91,12 @@ describe("plan/export: the recording as `pulumi stack export` prints it", () => 
       else expect(ref).to.equal(`${provider}::${get(provider).id}`);
     });
   }
+
+  it("writes the engine's URNs, each with its parent's whole type chain, and every reference to them", () => {
+    const engine = urn("aws:sqs/queuePolicy:QueuePolicy", "jobs-policy", "encache:parts:Ingest$aws:sqs/queue:Queue");
+    expect(byUrn.has(POLICY)).to.equal(false);
+    expect(get(engine)).to.deep.include({ parent: QUEUE, dependencies: [QUEUE], inputs: { queueUrl: QUEUE } });
+  });
 
   it("gives the default provider its package's config and version as inputs, and an id", () => {
     const p = get(AWS);

@@ -15,7 +15,7 @@ import { expect } from "chai";
 import { evaluatePolicies } from "../../../policy/testing/evaluate";
 import type { PolicyPackConfig, RecordedResource, Violation } from "../../../policy/testing/types";
 import { policies } from "../../../policy/policies";
-import { type ResourceV3, type UntypedDeployment, packageOf, stackExport, stackUrn } from "../../../plan/export";
+import { type ResourceV3, type UntypedDeployment, engineUrns, packageOf, stackExport, stackUrn } from "../../../plan/export";
 import { installedProviderVersion } from "../../../plan/export-file";
 import type { AnalyzerViolation } from "./cli";
 import type { LoggedCase } from "../../policy/helpers/case-log";
@@ -200,6 +200,20 @@ export function batchExport(b: Batch): UntypedDeployment {
   }
   if (!head) throw new Error("an empty batch");
   return { ...head, deployment: { ...head.deployment, resources } };
+}
+
+/**
+ * The real analyzer's violations with the recorded URNs the offline side uses: the export writes the
+ * engine's URNs (the parent's whole type chain, plan/export.ts `engineUrns`), the recording the mock
+ * monitor's.
+ */
+export function recordedUrns<T extends { resourceUrn: string }>(
+  violations: readonly T[],
+  views: ReadonlyArray<ReadonlyArray<Pick<RecordedResource, "urn" | "type" | "name" | "parent">>>,
+): T[] {
+  const back = new Map<string, string>();
+  for (const view of views) for (const [recorded, engine] of engineUrns(view)) back.set(engine, recorded);
+  return violations.map((v) => ({ ...v, resourceUrn: back.get(v.resourceUrn) ?? v.resourceUrn }));
 }
 
 /** The offline verdict on the batch's merged view, and the real analyzer's on its export, as the same kind of list. */
