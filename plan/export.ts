@@ -179,12 +179,7 @@ function dependencyOrder(resources: readonly ResourceV3[]): ResourceV3[] {
   const visit = (r: ResourceV3) => {
     if (placed.has(r.urn) || visiting.has(r.urn)) return;
     visiting.add(r.urn);
-    const refs = [
-      r.parent,
-      r.provider?.split("::").slice(0, -1).join("::"),
-      ...(r.dependencies ?? []),
-      ...Object.values(r.propertyDependencies ?? {}).flat(),
-    ];
+    const refs = [r.parent, r.provider?.split("::").slice(0, -1).join("::"), ...(r.dependencies ?? []), ...Object.values(r.propertyDependencies ?? {}).flat()];
     for (const ref of refs) {
       const dep = ref ? byUrn.get(ref) : undefined;
       if (dep) visit(dep);

@@ -46,7 +46,9 @@ const EDGES: Edge[] = [
       find(rs, U.gpu).inputs.associatePublicIpAddress = UNKNOWN.unknownBooleanValue;
       return rs;
     },
-    real: [["ec2-instance-hardened", "advisory", "gpu", /^can't run policy 'ec2-instance-hardened' from policy pack 'encache-guardrails@v0\.1\.0' during preview: /]],
+    real: [
+      ["ec2-instance-hardened", "advisory", "gpu", /^can't run policy 'ec2-instance-hardened' from policy pack 'encache-guardrails@v0\.1\.0' during preview: /],
+    ],
   },
 ];
 
@@ -79,7 +81,8 @@ describe("analyzer tier: edges of the engine model under the real Pulumi CLI", f
       // Prepare
       const c = batch.cases[i] as Batch["cases"][number];
       const mine = real.filter((v) => v.resourceUrn.includes(`urn:pulumi:${c.stack}::`));
-      const nameOf = (v: AnalyzerViolation) => (v.resourceUrn.includes("pulumi:pulumi:Stack") ? "<stack>" : (v.resourceUrn.split("::").pop() ?? "").replace(/x\d+$/, ""));
+      const nameOf = (v: AnalyzerViolation) =>
+        v.resourceUrn.includes("pulumi:pulumi:Stack") ? "<stack>" : (v.resourceUrn.split("::").pop() ?? "").replace(/x\d+$/, "");
       // Assess: what the engine reports…
       expect(mine.map((v) => [v.policyName, v.enforcementLevel, nameOf(v)])).to.deep.equal(e.real.map(([p, l, n]) => [p, l, n]));
       mine.forEach((v, j) => expect(v.message).to.match((e.real[j] as Edge["real"][number])[3]));
@@ -87,7 +90,9 @@ describe("analyzer tier: edges of the engine model under the real Pulumi CLI", f
       const single: Batch = { ...batch, cases: [c], view: c.view };
       const stackViolation = (v: string) => !v.includes("::pulumi:pulumi:Stack::") || v.includes(`urn:pulumi:${c.stack}::`);
       expect(analyzerVerdict(mine)).to.deep.equal((await offlineVerdict({ ...single, rootUrn: mine[0]?.resourceUrn ?? batch.rootUrn })).filter(stackViolation));
-      expect(analyzerMessages(mine)).to.deep.equal((await offlineMessages({ ...single, rootUrn: mine[0]?.resourceUrn ?? batch.rootUrn })).filter(stackViolation));
+      expect(analyzerMessages(mine)).to.deep.equal(
+        (await offlineMessages({ ...single, rootUrn: mine[0]?.resourceUrn ?? batch.rootUrn })).filter(stackViolation),
+      );
     });
   });
 });

@@ -8,11 +8,10 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { type Cli, analyze, cliOrSkip, plan, pulumi, writeJson } from "./helpers/cli";
-import type { UntypedDeployment } from "../../plan/export";
 import { ingestRecording } from "../policy/helpers/ingest";
 import { T, add, queue, urnOf, withDeclarations } from "../policy/helpers/recording";
 import { updateView } from "../../policy/testing/engine";
-import { stackExport } from "../../plan/export";
+import { type UntypedDeployment, stackExport } from "../../plan/export";
 import { installedProviderVersion } from "../../plan/export-file";
 
 const STACKS = ["dev", "prod"] as const;
@@ -30,7 +29,10 @@ describe("analyzer tier: the stacks under the real Pulumi CLI", function () {
     cli = cliOrSkip(this);
     // Prepare: both stacks exported, side by side.
     const runs = await Promise.all(STACKS.map((s) => plan(cli, ["--stack", s, "--export", path.join(cli.scratch, `${s}.json`)])));
-    runs.forEach((run, i) => expect(run.code, run.stderr).to.equal(0) && (exports[STACKS[i] as (typeof STACKS)[number]] = path.join(cli.scratch, `${STACKS[i]}.json`)));
+    STACKS.forEach((stack, i) => {
+      expect(runs[i]?.code, runs[i]?.stderr).to.equal(0);
+      exports[stack] = path.join(cli.scratch, `${stack}.json`);
+    });
   });
 
   for (const stack of STACKS) {

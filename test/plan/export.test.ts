@@ -37,7 +37,15 @@ const RECORDING: RecordedResource[] = [
     propertyDependencies: { redrivePolicy: [DLQ] },
     protect: true,
   }),
-  rec({ urn: POLICY, type: "aws:sqs/queuePolicy:QueuePolicy", name: "jobs-policy", parent: QUEUE, id: "jobs-policy", inputs: { queueUrl: QUEUE }, dependencies: [QUEUE] }),
+  rec({
+    urn: POLICY,
+    type: "aws:sqs/queuePolicy:QueuePolicy",
+    name: "jobs-policy",
+    parent: QUEUE,
+    id: "jobs-policy",
+    inputs: { queueUrl: QUEUE },
+    dependencies: [QUEUE],
+  }),
   rec({ urn: DLQ, type: "aws:sqs/queue:Queue", name: "dlq", parent: PART, id: "https://sqs/dlq", outputs: { arn: "arn:dlq" } }),
   rec({ urn: PART, type: "encache:parts:Ingest", name: "ingest", custom: false, outputs: { queueUrl: "https://sqs/jobs" } }),
   rec({ urn: VPC, type: "awsx:ec2:Vpc", name: "vpc", custom: false, inputs: { cidrBlock: "10.0.0.0/16" } }),
@@ -128,7 +136,7 @@ describe("plan/export: the recording as `pulumi stack export` prints it", () => 
     expect(doc.deployment.secrets_providers).to.equal(undefined);
   });
 
-  it("seals secrets with a passphrase manager's key, and carries its state (`v1:<salt>:<sealed \"pulumi\">`)", () => {
+  it('seals secrets with a passphrase manager\'s key, and carries its state (`v1:<salt>:<sealed "pulumi">`)', () => {
     // Prepare
     const secrets = passphraseSecrets("correct horse");
     // Act

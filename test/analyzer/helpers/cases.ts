@@ -229,10 +229,9 @@ export function expectSameVerdict(b: Batch, real: Verdict[], expected: Verdict[]
     const stack = /urn:pulumi:([^:]+)::/.exec(v)?.[1];
     return b.cases.find((c) => c.stack === stack)?.titles[0] ?? "?";
   };
-  const explain = [
-    ...missing.map((v) => `only offline: ${v}\n    in: ${caseOf(v)}`),
-    ...extra.map((v) => `only real:    ${v}\n    in: ${caseOf(v)}`),
-  ].join("\n");
+  const explain = [...missing.map((v) => `only offline: ${v}\n    in: ${caseOf(v)}`), ...extra.map((v) => `only real:    ${v}\n    in: ${caseOf(v)}`)].join(
+    "\n",
+  );
   expect(real, explain).to.deep.equal(expected);
 }
 
@@ -249,4 +248,3 @@ export function replayable(logged: readonly LoggedCase[]): Case[] {
   }
   return [...byKey.values()];
 }
-
