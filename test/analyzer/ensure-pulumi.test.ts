@@ -135,3 +135,35 @@ describe("scripts/ensure-pulumi.sh", function () {
     });
   }
 });
+
+describe("the analyzer tier where no CLI is found", function () {
+  this.timeout(60_000);
+  const mocha = path.resolve(__dirname, "../../node_modules/.bin/mocha");
+  const suite = path.resolve(__dirname, "stacks.test.ts");
+  const nowhere = path.join(os.tmpdir(), "no-pulumi-here");
+
+  const cases: Array<{ title: string; env: Record<string, string>; code: (c: number | null) => boolean; out: RegExp }> = [
+    {
+      title: "is skipped, with the script's one line, and passes",
+      // .ci/run requires the tier for everything it runs: this case is the machine without that requirement.
+      env: { ENCACHE_PULUMI_BIN: nowhere, ENCACHE_ANALYZER_REQUIRED: "" },
+      code: (c) => c === 0,
+      out: /analyzer tier skipped: ensure-pulumi: ENCACHE_PULUMI_BIN=.*no-pulumi-here does not hold[\s\S]*\d+ pending/,
+    },
+    {
+      title: "fails where it is required (ENCACHE_ANALYZER_REQUIRED=1, as .ci/run sets it)",
+      env: { ENCACHE_PULUMI_BIN: nowhere, ENCACHE_ANALYZER_REQUIRED: "1" },
+      code: (c) => c !== 0,
+      out: /the analyzer tier is required here: ensure-pulumi: ENCACHE_PULUMI_BIN=/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.title, () => {
+      // Act
+      const run = spawnSync(mocha, ["--import=tsx", "--reporter", "spec", suite], { encoding: "utf8", env: { ...process.env, ...c.env } });
+      // Assess
+      expect(c.code(run.status), `exit ${run.status}\n${run.stdout}${run.stderr}`).to.equal(true);
+      expect(run.stdout + run.stderr).to.match(c.out);
+    });
+  }
+});
