@@ -107,7 +107,8 @@ function policyProps(raw: Record<string, unknown>, urn: string): Record<string, 
 function resourceOptions(r: RecordedResource): PolicyResourceOptions {
   const opts: PolicyResourceOptions = {
     protect: r.protect ?? false,
-    ignoreChanges: [],
+    // The engine hands over the resource's own ignoreChanges (the state's, or the goal's at preview).
+    ignoreChanges: [...(r.ignoreChanges ?? [])],
     aliases: [],
     customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },
     additionalSecretOutputs: [],
@@ -173,7 +174,10 @@ function stackResources(recording: readonly RecordedResource[]): PolicyResource[
     const parent = r.parent ? byUrn.get(r.parent) : undefined;
     if (parent) resource.parent = parent;
     resource.dependencies = resolve(r.dependencies);
-    for (const [k, urns] of Object.entries(r.propertyDependencies)) resource.propertyDependencies[k] = resolve(urns);
+    // The engine sends no entry for an input without dependencies (pkg/resource/plugin/analyzer_plugin.go
+    // AnalyzeStack: "Skip properties that have no dependencies"); one whose dependencies are all
+    // outside the stack arrives, and the SDK leaves it empty.
+    for (const [k, urns] of Object.entries(r.propertyDependencies)) if (urns.length > 0) resource.propertyDependencies[k] = resolve(urns);
   }
   return built.map((b) => b.resource);
 }
