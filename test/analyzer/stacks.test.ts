@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { type Cli, analyze, cliOrSkip, plan, pulumi, writeJson } from "./helpers/cli";
+import { type Cli, analyze, analyzeStack, cliOrSkip, plan, pulumi, writeJson } from "./helpers/cli";
 import { ingestRecording } from "../policy/helpers/ingest";
 import { T, add, queue, urnOf, withDeclarations } from "../policy/helpers/recording";
 import { updateView } from "../../policy/testing/engine";
@@ -36,7 +36,7 @@ describe("analyzer tier: the stacks under the real Pulumi CLI", function () {
   });
 
   for (const stack of STACKS) {
-    it(`${stack}: the export loads with \`pulumi stack import\` on a file backend, every resource and secret intact`, async () => {
+    it(`${stack}: the export loads with \`pulumi stack import\` on a file backend, every resource and secret intact, and the live state is clean too`, async () => {
       // Prepare
       const file = exports[stack] as string;
       const doc = JSON.parse(fs.readFileSync(file, "utf8")) as UntypedDeployment;
@@ -56,6 +56,10 @@ describe("analyzer tier: the stacks under the real Pulumi CLI", function () {
       expect(count(JSON.stringify(doc.deployment.resources), '"ciphertext"')).to.equal(SECRETS[stack]);
       expect(count(JSON.stringify(state.deployment.resources), '"plaintext"')).to.equal(SECRETS[stack]);
       if (SECRETS[stack] > 0) expect(doc.deployment.secrets_providers?.type).to.equal("passphrase");
+      // The imported stack judged from the backend (`policy analyze --stack`, as after a deploy): nothing.
+      const config = JSON.parse(fs.readFileSync(path.join(__dirname, `../../policy/config.${stack}.json`), "utf8")) as object;
+      const live = await analyzeStack(cli, stack, project, config);
+      expect([live.exitCode, live.result, live.violations]).to.deep.equal([0, "succeeded", []]);
     });
 
     it(`${stack}: the real analyzer with policy/config.${stack}.json finds 0 mandatory and 0 advisory violations`, async () => {

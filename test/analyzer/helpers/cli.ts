@@ -110,14 +110,22 @@ export function pulumi(cli: Cli, args: string[], opts: { cwd?: string } = {}): P
 
 /** `pulumi policy analyze --file <file> --policy-pack policy [--policy-pack-config <config>] --json`, parsed. */
 export async function analyze(cli: Cli, file: string, config?: object): Promise<AnalyzeResult> {
-  const args = ["policy", "analyze", "--file", file, "--policy-pack", POLICY_DIR, "--json"];
+  return analyzeWith(cli, ["--file", file], `${file}.config.json`, config);
+}
+
+/** The same on a stack of the tier's file backend (`--stack`, the live state), from the project directory `cwd`. */
+export async function analyzeStack(cli: Cli, stack: string, cwd: string, config?: object): Promise<AnalyzeResult> {
+  return analyzeWith(cli, ["--stack", stack], path.join(cwd, `analyze-${stack}.config.json`), config, cwd);
+}
+
+async function analyzeWith(cli: Cli, source: string[], configFile: string, config?: object, cwd?: string): Promise<AnalyzeResult> {
+  const args = ["policy", "analyze", ...source, "--policy-pack", POLICY_DIR, "--json"];
   if (config) {
-    const configFile = `${file}.config.json`;
     fs.writeFileSync(configFile, JSON.stringify(config));
     args.push("--policy-pack-config", configFile);
   }
   const started = Date.now();
-  const run = await pulumi(cli, args);
+  const run = await pulumi(cli, args, { cwd });
   const ms = Date.now() - started;
   const violations: AnalyzerViolation[] = [];
   let result: string | undefined;
