@@ -1,10 +1,12 @@
 /**
  * The offline plan: Pulumi's preview and policy check without credentials or the CLI.
  *
- *   npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--program <file>]
+ *   npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--export <file>] [--program <file>]
  *
  * Without --first-preview it plans an update of an existing stack: every output known. With it, a
  * stack that does not exist yet, as the engine would preview it (policy/testing/engine.ts).
+ * `--export <file>` writes the stack as `pulumi stack export` would print it after `pulumi up`
+ * (plan/export.ts), for `pulumi policy analyze --file` and `pulumi stack import --file`.
  *
  * Exit codes: 0 no mandatory violation, 1 at least one, 2 the program or its config failed.
  */
@@ -15,7 +17,7 @@ import { flushAndExit } from "../functions/shared/exit";
 import { PlanInputError, readStackFiles, resolveProgram } from "./stack-files";
 import type { PolicyPackConfig } from "../policy/testing/types";
 
-const USAGE = "usage: npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--program <file>]";
+const USAGE = "usage: npm run plan -- --stack <name> [--first-preview] [--json] [--sarif <file>] [--export <file>] [--program <file>]";
 
 async function main(argv: string[]): Promise<number> {
   // Pulumi takes `new Error().stack` for every promise it creates; mapping each through tsx's
@@ -23,7 +25,7 @@ async function main(argv: string[]): Promise<number> {
   // SARIF needs them: a violation points at the TypeScript line that declared the resource.
   if (!process.env.PLAN_DEBUG && !argv.includes("--sarif")) process.setSourceMapsEnabled(false);
   const started = Date.now();
-  let values: { stack?: string; json?: boolean; program?: string; help?: boolean; "first-preview"?: boolean; sarif?: string };
+  let values: { stack?: string; json?: boolean; program?: string; help?: boolean; "first-preview"?: boolean; sarif?: string; export?: string };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -33,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
         program: { type: "string" },
         "first-preview": { type: "boolean" },
         sarif: { type: "string" },
+        export: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -45,6 +48,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (!values.stack) return fail(`--stack is required\n${USAGE}`);
+  // A stack export is the state after a deploy: a first preview has none.
+  if (values.export && values["first-preview"]) return fail(`--export writes the state after a deploy, so it does not go with --first-preview\n${USAGE}`);
 
   const programFailures: unknown[] = [];
   process.on("unhandledRejection", (reason) => programFailures.push(reason));
@@ -86,8 +91,8 @@ async function main(argv: string[]): Promise<number> {
 
     // The program is loaded only now, after setMocks: a static import would run it before.
     const mod = (await import(program)) as { default?: unknown };
-    // Pulumi calls a program that exports a function (`export = async () => …`).
-    if (typeof mod.default === "function") await (mod.default as () => unknown)();
+    // Pulumi calls a program that exports a function (`export = async () => …`); what it returns are the stack's outputs.
+    const returned = typeof mod.default === "function" ? await (mod.default as () => unknown)() : undefined;
     const resources = await recorder.settle();
     if (programFailures.length > 0) throw programFailures[0];
 
@@ -103,6 +108,16 @@ async function main(argv: string[]): Promise<number> {
     const doc = planDocument(files.project, values.stack, firstPreview ? view : resources, violations, { firstPreview });
     // The whole view the pack judged (outputs included), for tests of the engine model; not part of --json.
     if (process.env.PLAN_VIEW_FILE) fs.writeFileSync(process.env.PLAN_VIEW_FILE, JSON.stringify(view));
+    if (values.export) {
+      const { writeStackExport } = await import("./export-file.js");
+      await writeStackExport(path.resolve(process.cwd(), values.export), {
+        project: files.project,
+        stack: values.stack,
+        resources: engine.updateView(resources),
+        config: files.config,
+        returned,
+      });
+    }
     if (values.sarif) {
       const { sarifLog } = await import("./sarif.js");
       const version = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;

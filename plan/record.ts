@@ -59,12 +59,15 @@ export function installRecorder(): Recorder {
     req.getPropertydependenciesMap().forEach((v, k) => {
       propertyDependencies[k] = [...v.getUrnsList()];
     });
+    const rawInputs = deserialize(req.getObject());
+    const secretInputs = secretKeysOf(rawInputs);
     const base = {
       type: req.getType(),
       name: req.getName(),
       parent: req.getParent() || null,
       custom: req.getCustom(),
-      inputs: deserialize(req.getObject()),
+      inputs: rawInputs,
+      ...(secretInputs.length > 0 ? { secretInputs } : {}),
       dependencies: [...new Set(req.getDependenciesList())],
       propertyDependencies,
       // Children inherit protect from their parent in the SDK, so what arrives here is final.
@@ -78,7 +81,15 @@ export function installRecorder(): Recorder {
       pending--;
       if (!err && resp) {
         const id = (resp as RegisterResponse & { getId?(): string }).getId?.() ?? "";
-        const rec: RecordedResource = { urn: resp.getUrn(), ...base, outputs: deserialize(resp.getObject()), ...(id ? { id } : {}) };
+        const outputs = deserialize(resp.getObject());
+        const secretOutputs = secretKeysOf(outputs);
+        const rec: RecordedResource = {
+          urn: resp.getUrn(),
+          ...base,
+          outputs,
+          ...(id ? { id } : {}),
+          ...(secretOutputs.length > 0 ? { secretOutputs } : {}),
+        };
         records.push(rec);
         byUrn.set(rec.urn, rec);
       }
@@ -89,7 +100,12 @@ export function installRecorder(): Recorder {
   const originalOutputs = monitor.registerResourceOutputs.bind(monitor);
   monitor.registerResourceOutputs = (req, cb) => {
     const rec = byUrn.get(req.getUrn());
-    if (rec) rec.outputs = { ...rec.outputs, ...deserialize(req.getOutputs()) };
+    if (rec) {
+      const outputs = deserialize(req.getOutputs());
+      rec.outputs = { ...rec.outputs, ...outputs };
+      const secret = [...new Set([...(rec.secretOutputs ?? []), ...secretKeysOf(outputs)])];
+      if (secret.length > 0) rec.secretOutputs = secret;
+    }
     originalOutputs(req, cb);
   };
 
@@ -133,6 +149,23 @@ function deserialize(struct: unknown): Record<string, unknown> {
 
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 const SIG_KEY = "4dabf18193072939515e22adb298388d";
+
+/** True when a deserialized value holds a secret anywhere (the SDK's secret wrapper, or a secret Output). */
+function holdsSecret(v: unknown): boolean {
+  if (v === null || typeof v !== "object") return false;
+  const o = v as Record<string, unknown>;
+  if (o[SIG_KEY] === SECRET_SIG) return true;
+  if (Array.isArray(v)) return v.some(holdsSecret);
+  if (pulumi.asset.Asset.isInstance(v) || pulumi.asset.Archive.isInstance(v)) return false;
+  return Object.values(o).some(holdsSecret);
+}
+
+/** The top-level keys of deserialized properties whose value holds a secret. */
+export function secretKeysOf(props: Record<string, unknown>): string[] {
+  return Object.entries(props)
+    .filter(([, v]) => holdsSecret(v))
+    .map(([k]) => k);
+}
 
 /**
  * Turns deserialized property values into plain JSON data: secrets unwrapped, assets and

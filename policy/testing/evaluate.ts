@@ -20,6 +20,7 @@ import type {
   StackValidationPolicy,
 } from "@pulumi/policy";
 import type { EnforcementLevel, PolicyPackConfig, RecordedResource, Violation } from "./types";
+import pack from "../package.json";
 
 // @pulumi/policy marks these @internal, so its .d.ts files declare nothing; these are their real shapes.
 const unknownCheckingProxy = (policySdk as unknown as { unknownCheckingProxy<T extends object>(o: T): T }).unknownCheckingProxy;
@@ -47,6 +48,8 @@ export interface EvaluateOptions {
   stackTags?: Record<string, string>;
   /** The pack-wide level for policies that set none; `new PolicyPack` defaults to advisory. */
   defaultEnforcementLevel?: EnforcementLevel;
+  /** The pack's name and version, which the SDK puts in a "can't run during preview" message; policy/package.json's by default. */
+  policyPack?: { name: string; version: string };
 }
 
 class NotApplicable extends Error {}
@@ -104,7 +107,8 @@ function policyProps(raw: Record<string, unknown>, urn: string): Record<string, 
 function resourceOptions(r: RecordedResource): PolicyResourceOptions {
   const opts: PolicyResourceOptions = {
     protect: r.protect ?? false,
-    ignoreChanges: [],
+    // The engine hands over the resource's own ignoreChanges (the state's, or the goal's at preview).
+    ignoreChanges: [...(r.ignoreChanges ?? [])],
     aliases: [],
     customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },
     additionalSecretOutputs: [],
@@ -170,18 +174,23 @@ function stackResources(recording: readonly RecordedResource[]): PolicyResource[
     const parent = r.parent ? byUrn.get(r.parent) : undefined;
     if (parent) resource.parent = parent;
     resource.dependencies = resolve(r.dependencies);
-    for (const [k, urns] of Object.entries(r.propertyDependencies)) resource.propertyDependencies[k] = resolve(urns);
+    // The engine sends no entry for an input without dependencies (pkg/resource/plugin/analyzer_plugin.go
+    // AnalyzeStack: "Skip properties that have no dependencies"); one whose dependencies are all
+    // outside the stack arrives, and the SDK leaves it empty.
+    for (const [k, urns] of Object.entries(r.propertyDependencies)) if (urns.length > 0) resource.propertyDependencies[k] = resolve(urns);
   }
   return built.map((b) => b.resource);
 }
 
-function errorViolation(policy: string, urn: string | null, e: unknown): Violation {
+function errorViolation(policy: string, urn: string | null, e: unknown, pack: { name: string; version: string }): Violation {
   if (isUnknownValueError(e)) {
+    // The SDK's own words (@pulumi/policy server.js), pack and version included: the real analyzer
+    // showed the evaluator leaving them out (test/analyzer/engine-edges.test.ts).
     return {
       policy,
       enforcementLevel: "advisory",
       urn,
-      message: `can't run policy '${policy}' during preview: ${e.message}`,
+      message: `can't run policy '${policy}' from policy pack '${pack.name}@v${pack.version}' during preview: ${e.message}`,
     };
   }
   const message = e instanceof Error ? e.message : String(e);
@@ -199,6 +208,7 @@ export async function evaluatePolicies(resources: RecordedResource[], policies: 
   const config = options.config ?? {};
   const stackTags = freezeTags(options.stackTags ?? {});
   const fallbackLevel = options.defaultEnforcementLevel ?? "advisory";
+  const packInfo = options.policyPack ?? { name: pack.name, version: pack.version };
   const violations: Violation[] = [];
 
   for (const p of policies) {
@@ -215,7 +225,7 @@ export async function evaluatePolicies(resources: RecordedResource[], policies: 
       try {
         await p.validateStack(args, report);
       } catch (e) {
-        if (!(e instanceof NotApplicable)) violations.push(errorViolation(p.name, null, e));
+        if (!(e instanceof NotApplicable)) violations.push(errorViolation(p.name, null, e, packInfo));
       }
       continue;
     }
@@ -244,7 +254,7 @@ export async function evaluatePolicies(resources: RecordedResource[], policies: 
           };
           await validate(args, report);
         } catch (e) {
-          if (!(e instanceof NotApplicable)) violations.push(errorViolation(p.name, r.urn, e));
+          if (!(e instanceof NotApplicable)) violations.push(errorViolation(p.name, r.urn, e, packInfo));
         }
       }
     }

@@ -26,6 +26,10 @@ export interface RecordedResource {
   propertyDependencies: Record<string, string[]>;
   /** Resource option `protect`: the engine refuses to delete or replace the resource. Absent means false. */
   protect?: boolean;
+  /** Top-level inputs that hold a secret (the stack export writes them in its secret form; not part of the `--json` contract). */
+  secretInputs?: string[];
+  /** Top-level outputs that hold a secret (as `secretInputs`). */
+  secretOutputs?: string[];
   /** Resource option `ignoreChanges`, when set (not part of the `--json` contract). */
   ignoreChanges?: string[];
   /** Resource option `deleteBeforeReplace`, when set (not part of the `--json` contract). */

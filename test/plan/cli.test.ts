@@ -238,6 +238,13 @@ describe("plan CLI (child processes)", function () {
     expect(run.stdout).to.equal("");
   });
 
+  it("exits 2 for --export with --first-preview: a first preview has no state to export", async () => {
+    const run = await runPlan(["--stack", "dev", "--first-preview", "--export", "x.json"]);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.match(/--export writes the state after a deploy/);
+    expect(run.stdout).to.equal("");
+  });
+
   it("exits 2 and names a bad flag, with the usage", async () => {
     const run = await runPlan(["--stak", "dev"]);
     expect(run.code).to.equal(2);

@@ -302,7 +302,7 @@ describe("each mandatory rule catches its mutation in both modes, under each sta
         expect(new Set(closed.map((v) => v.enforcementLevel))).to.deep.equal(new Set([stack === "prod" ? "mandatory" : "advisory"]));
         const hidden = violations.find((v) => v.policy === "dlq-consumer-can-start-gpu");
         expect(hidden?.enforcementLevel).to.equal("advisory");
-        expect(hidden?.message).to.match(/can't run policy 'dlq-consumer-can-start-gpu' during preview/);
+        expect(hidden?.message).to.match(/can't run policy 'dlq-consumer-can-start-gpu' from policy pack 'encache-guardrails@v[0-9.]+' during preview/);
       });
     }
 

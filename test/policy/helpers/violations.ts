@@ -8,6 +8,7 @@ import { firstPreview, updateView } from "../../../policy/testing/engine";
 import type { RecordedResource, Violation } from "../../../policy/testing/types";
 import { policies } from "../../../policy/policies";
 import { withDeclarations } from "./recording";
+import { logCase } from "./case-log";
 
 export type Mode = "update" | "first-preview";
 
@@ -17,11 +18,15 @@ export type Mode = "update" | "first-preview";
  * existing stack or `up` by default, or a first preview. The recording gets the program's
  * declarations first.
  */
-export function evaluate(resources: RecordedResource[], options: EvaluateOptions & { mode?: Mode; declare?: boolean } = {}): Promise<Violation[]> {
+export async function evaluate(resources: RecordedResource[], options: EvaluateOptions & { mode?: Mode; declare?: boolean } = {}): Promise<Violation[]> {
   const { mode = "update", declare = true, ...rest } = options;
   // `declare: false` plays a program that puts no DeclaredDocument beside its documents.
   const declared = declare ? withDeclarations(resources) : resources;
-  return evaluatePolicies(mode === "first-preview" ? firstPreview(declared) : updateView(declared), policies, rest);
+  const view = mode === "first-preview" ? firstPreview(declared) : updateView(declared);
+  const violations = await evaluatePolicies(view, policies, rest);
+  // The analyzer tier replays these views through the real CLI (a no-op unless POLICY_CASE_LOG is set).
+  logCase({ mode, options: rest, view, violations });
+  return violations;
 }
 
 export interface Expected {

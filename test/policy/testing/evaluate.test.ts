@@ -73,7 +73,9 @@ describe("evaluatePolicies", () => {
     const violations = await evaluatePolicies(rs, policies);
     expect(violations).to.have.length(1);
     expect(violations[0]).to.include({ policy: "visibility-timeout-covers-consumer", enforcementLevel: "advisory", urn: null });
-    expect(violations[0].message).to.match(/^can't run policy 'visibility-timeout-covers-consumer' during preview: .*visibilityTimeoutSeconds/);
+    expect(violations[0].message).to.match(
+      /^can't run policy 'visibility-timeout-covers-consumer' from policy pack 'encache-guardrails@v0\.1\.0' during preview: .*visibilityTimeoutSeconds/,
+    );
   });
 
   it("an unknown input seen by a resource policy is reported against that resource", async () => {
