@@ -42,6 +42,12 @@ export const retrainingSpot: Scenario = {
         status: [phase],
       });
     };
+    const total = async (q: (typeof queues)[number]) => {
+      const d = await platform.depth(q);
+      return d.visible + d.inFlight + d.delayed;
+    };
+    // What the queues held before: the retraining scenario leaves its malformed request in retraining-dlq.
+    const before = await Promise.all(queues.map(total));
     const tasksOf = (model: string): SimTask[] => platform.ecsTasks.tasks().filter((t) => t.environment.MODEL_NAME === model);
 
     // 1. No Spot capacity: each request falls back to FARGATE at once, one task each.
@@ -96,8 +102,8 @@ export const retrainingSpot: Scenario = {
     const relaunchedAt = back ? Date.now() : null;
     if (interruptedAt && !back) failures.push(`${model} was not relaunched after its interruption`);
 
-    // Settle: the queues drain; a second relaunch would show by now.
-    await waitFor(async () => (await Promise.all(queues.map((q) => platform.depth(q)))).every((d) => d.visible + d.inFlight + d.delayed === 0), {
+    // Settle: the queues drain back to what they held before; a second relaunch would show by now.
+    await waitFor(async () => (await Promise.all(queues.map(total))).every((n, i) => n <= (before[i] ?? 0)), {
       timeoutMs: 60_000,
       tick: tick("draining", 1, 1),
     });
@@ -111,8 +117,9 @@ export const retrainingSpot: Scenario = {
     if (relaunch && victim && (record?.task_arn !== relaunch.taskArn || record?.relaunched_from !== victim.taskArn))
       failures.push(`the state record of ${model} does not name both tasks: ${JSON.stringify(record)}`);
     const requested = readSteps(platform, "retraining-relaunch", "relaunch_requested").filter((l) => l.model_name === model).length;
-    const depths = await Promise.all(queues.map((q) => platform.depth(q)));
-    const left = (i: number) => (depths[i] ? depths[i].visible + depths[i].inFlight + depths[i].delayed : 0);
+    const depths = await Promise.all(queues.map(total));
+    /** What this scenario added to a queue (never below 0: a queue drained of older messages added nothing). */
+    const left = (i: number) => Math.max(0, (depths[i] ?? 0) - (before[i] ?? 0));
 
     // The interruption events are no requests: any left in their queue or DLQ is a relaunch that did not happen.
     if (left(2) + left(3) > 0) failures.push(`${left(2)} interruption events still queued, ${left(3)} in retraining-interruptions-dlq`);

@@ -93,6 +93,37 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
     return sim;
   }
 
+  it("interrupt: Spot takes a running task back: stopped at once, and ECS's SpotInterruption event carries its startedBy and overrides", async () => {
+    // Prepare
+    const s = simulator({ durationMs: () => 60_000 });
+    await s.start();
+    const task = await launch("PascalStrategy-btc", 7);
+    await until(() => s.stats().running === 1, "the simulator to see the task");
+    const emitted: Array<Record<string, unknown>> = [];
+    // Act
+    await s.interrupt(task.taskArn, async (detail) => {
+      emitted.push(detail);
+    });
+    // Assess
+    expect(s.stats()).to.deep.include({ running: 0, interrupted: 1 });
+    expect(await countRunningTasks(ecs, CLUSTER)).to.equal(0);
+    expect(emitted).to.have.length(1);
+    expect(emitted[0]).to.deep.include({ taskArn: task.taskArn, lastStatus: "STOPPED", stopCode: "SpotInterruption", startedBy: STARTED_BY });
+    const env =
+      (emitted[0]?.overrides as { containerOverrides: Array<{ environment: Array<{ name: string; value: string }> }> }).containerOverrides[0]?.environment ??
+      [];
+    expect(env).to.deep.include.members([
+      { name: "JOB_ID", value: "job-7" },
+      { name: "MODEL_NAME", value: "PascalStrategy-btc" },
+    ]);
+    await s
+      .interrupt(task.taskArn, async () => undefined)
+      .then(
+        () => expect.fail("a stopped task cannot be interrupted"),
+        (e: Error) => expect(e.message).to.match(/not a running task/),
+      );
+  });
+
   it("sees a launcher task with its overrides and tags, stops it after its duration, and the launcher's count drops", async () => {
     const s = simulator();
     await s.start();
@@ -108,7 +139,7 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
     expect(await countRunningTasks(ecs, CLUSTER)).to.equal(1);
 
     await until(() => s.stats().succeeded === 1, "the task to be stopped");
-    expect(s.stats()).to.deep.equal({ launched: 1, running: 0, succeeded: 1, failed: 0, peakRunning: 1 });
+    expect(s.stats()).to.deep.equal({ launched: 1, running: 0, succeeded: 1, failed: 0, interrupted: 0, peakRunning: 1 });
     expect(await countRunningTasks(ecs, CLUSTER)).to.equal(0);
     const [after] = s.tasks();
     expect(after?.stoppedAtMs).to.be.a("number");
@@ -148,7 +179,7 @@ describe("local ECS tasks: EcsTaskSimulator against moto", function () {
 
     await until(() => s.stats().running === 0 && s.stats().launched === 3, "all three tasks to end");
 
-    expect(s.stats()).to.deep.equal({ launched: 3, running: 0, succeeded: 2, failed: 1, peakRunning: 3 });
+    expect(s.stats()).to.deep.equal({ launched: 3, running: 0, succeeded: 2, failed: 1, interrupted: 0, peakRunning: 3 });
     const described = (await ecs.send(new DescribeTasksCommand({ cluster: CLUSTER, tasks: arns }))).tasks ?? [];
     const broken = described.find((t) => t.overrides?.containerOverrides?.[0]?.environment?.some((e) => e.value === "Broken"));
     expect(broken?.stoppedReason).to.equal(stopReason("failed"));
