@@ -77,6 +77,8 @@ export const gpuLaunchFailure: Scenario = {
           `${alarm.logicalName} fired ${simMinutes.toFixed(1)} simulated minutes after launches began failing, before its ${windowMinutes}-minute window`,
         );
       const alertTopics = platform.topology.topics.filter((t) => alarm.alarmActions.includes(t.arn)).map((t) => t.name);
+      // The evaluation shows the firing as soon as its sample is in; the publish to the topic follows it.
+      await waitFor(() => alertTopics.every((topic) => (outcome()?.notified ?? []).includes(topic)), { timeoutMs: 10_000 });
       const notified = outcome()?.notified ?? [];
       if (alertTopics.length === 0) run.failures.push(`${alarm.logicalName} has no alarm action on a topic of the program`);
       for (const topic of alertTopics) if (!notified.includes(topic)) run.failures.push(`${alarm.logicalName} fired without notifying ${topic}`);
