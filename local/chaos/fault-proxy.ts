@@ -12,6 +12,12 @@
  * - `throttled` / `server-error`: an error in the service's own protocol (protocols.ts), not forwarded.
  * - `latency`: forwarded after a delay.
  *
+ * Crashes (`crash.rate`): after a call that reached AWS (forwarded, its answer read in full), with
+ * that probability, seeded per caller and operation as the faults are, the process that made the
+ * call is killed (SIGKILL: `crash.kill`) before the answer reaches it, so it dies between two side
+ * effects. Polls (SQS ReceiveMessage) are never chosen: a process killed there was between work, not
+ * in it. Each kill is journalled (`onCrash`) with the process, the call after which it died and when.
+ *
  * Like the clock proxies, it forwards the Host header unchanged, so moto builds queue URLs on this
  * proxy's origin, and it checks no signature: never put it in front of AWS.
  */
@@ -64,6 +70,35 @@ export interface ForwardedCall {
   request: string;
 }
 
+/** One process the chaos run killed: which, after which call, when, and the work it held. */
+export interface CrashRecord {
+  kind: "crash";
+  seq: number;
+  atMs: number;
+  caller: string;
+  /** The process: a Lambda sandbox's log stream, a worker task's or gateway's pid. */
+  process: string;
+  /** The call it died after (it reached AWS; its answer never came back): `<service> <operation>`. */
+  point: string;
+  /** The proxy's count of calls so far: where in the run it died. */
+  callSeq: number;
+  /** What it was working on: message ids (a Lambda's batch), job ids (a worker task), window keys (a gateway). */
+  work: string[];
+}
+
+/** What `crash.kill` reports of the process it killed. */
+export type Killed = Pick<CrashRecord, "process" | "work">;
+
+export interface CrashOptions {
+  /** Probability, per call a process makes in the middle of its work, that it is killed right after it. */
+  rate: number;
+  /**
+   * Kills the process of `caller` that made this call (the request's socket or headers tell which),
+   * and resolves once it is dead; undefined when there is none to kill (the call is then answered).
+   */
+  kill: (caller: string, req: http.IncomingMessage) => Promise<Killed | undefined>;
+}
+
 export interface FaultProxyOptions {
   seed: number;
   /** Probability that a call is faulted, 0–1. */
@@ -76,7 +111,15 @@ export interface FaultProxyOptions {
   onForwarded?: (call: ForwardedCall) => void;
   /** Every fault, as it is injected (e.g. to a JSON-lines file). */
   onFault?: (fault: FaultRecord) => void;
+  /** Callers whose calls are never faulted (crashes still apply). */
+  faultFreeCallers?: readonly string[];
+  crash?: CrashOptions;
+  /** Every kill, once the process is dead. */
+  onCrash?: (crash: CrashRecord) => void;
 }
+
+/** Calls that are a process waiting for work, not doing it: never a crash point. */
+const POLLS = new Set(["ReceiveMessage"]);
 
 const REQUEST_CHARS = 4000;
 
@@ -85,12 +128,16 @@ export class FaultProxy extends InterceptingProxy {
   private readonly log: FaultRecord[] = [];
   private readonly kinds: readonly FaultKind[];
   private rate: number;
+  private crashRate: number;
   private calls = 0;
+  private readonly crashes: CrashRecord[] = [];
 
   constructor(private readonly o: FaultProxyOptions) {
     super("FaultProxy");
     if (!(o.rate >= 0 && o.rate <= 1)) throw new Error(`FaultProxy: rate must be from 0 to 1, got ${o.rate}`);
     this.rate = o.rate;
+    this.crashRate = o.crash?.rate ?? 0;
+    if (!(this.crashRate >= 0 && this.crashRate <= 1)) throw new Error(`FaultProxy: crash rate must be from 0 to 1, got ${this.crashRate}`);
     this.kinds = o.kinds ?? FAULT_KINDS;
     if (this.kinds.length === 0) throw new Error("FaultProxy: no fault kinds to draw from");
     this.streams = new KeyedStreams(o.seed);
@@ -112,9 +159,19 @@ export class FaultProxy extends InterceptingProxy {
     return { calls: this.calls, injected: this.log.length, byKind };
   }
 
+  /** Kills so far, oldest first. */
+  kills(): readonly CrashRecord[] {
+    return this.crashes;
+  }
+
   /** 0 turns faults off (the run's final accounting), without restarting anything. */
   setRate(rate: number): void {
     this.rate = rate;
+  }
+
+  /** 0 turns crashes off (before the runtime stops), without restarting anything. */
+  setCrashRate(rate: number): void {
+    this.crashRate = rate;
   }
 
   private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -129,9 +186,10 @@ export class FaultProxy extends InterceptingProxy {
     const service = serviceOf(req.headers);
     const operation = operationOf(req.headers, req.method ?? "POST", req.url ?? "/", text);
     this.calls += 1;
-    const kind = this.draw(caller, service, operation);
+    const drawn = this.draw(caller, service, operation);
+    const kind = this.o.faultFreeCallers?.includes(caller) ? undefined : drawn;
     const target = upstream.byService[service] ?? upstream.aws;
-    const call = { caller, service, operation, text };
+    const call = { caller, service, operation, text, crash: this.drawCrash(caller, service, operation) };
     if (kind === undefined) return this.relay(call, target, req, body, res, false);
     if (kind === "not-applied") {
       this.record(call, kind);
@@ -154,6 +212,39 @@ export class FaultProxy extends InterceptingProxy {
     this.relay(call, target, req, body, res, true);
   }
 
+  /** Whether the caller dies after this call (drawn for every call once crashes are on, so the streams stay in step). */
+  private drawCrash(caller: string, service: string, operation: string): boolean {
+    if (this.o.crash === undefined) return false;
+    const roll = this.streams.for(caller, service, operation, "crash").float();
+    return roll < this.crashRate && !POLLS.has(operation);
+  }
+
+  /** Kills the caller after a forwarded call; true when it died (its answer is then never sent). */
+  private async crashCaller(call: { caller: string; service: string; operation: string }, req: http.IncomingMessage): Promise<boolean> {
+    const crash = this.o.crash;
+    if (crash === undefined || this.crashRate === 0) return false;
+    let killed: Killed | undefined;
+    try {
+      killed = await crash.kill(call.caller, req);
+    } catch {
+      killed = undefined;
+    }
+    if (killed === undefined) return false;
+    const record: CrashRecord = {
+      kind: "crash",
+      seq: this.crashes.length + 1,
+      atMs: Date.now(),
+      caller: call.caller,
+      process: killed.process,
+      point: `${call.service} ${call.operation}`,
+      callSeq: this.calls,
+      work: killed.work,
+    };
+    this.crashes.push(record);
+    this.o.onCrash?.(record);
+    return true;
+  }
+
   /** Undefined: no fault for this call. */
   private draw(caller: string, service: string, operation: string): FaultKind | undefined {
     const rng = this.streams.for(caller, service, operation);
@@ -164,7 +255,7 @@ export class FaultProxy extends InterceptingProxy {
   }
 
   private relay(
-    call: { caller: string; service: string; operation: string; text: string },
+    call: { caller: string; service: string; operation: string; text: string; crash?: boolean },
     target: string,
     req: http.IncomingMessage,
     body: Buffer,
@@ -186,9 +277,12 @@ export class FaultProxy extends InterceptingProxy {
         if (loseResponse) {
           this.record(call, "response-lost", { upstreamStatus: reply.status, response: reply.body.toString("utf8") });
           res.destroy();
+          if (call.crash) void this.crashCaller(call, req);
           return;
         }
-        sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage);
+        if (!call.crash) return sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage);
+        // The call took effect; its caller dies before it hears so.
+        void this.crashCaller(call, req).then((died) => (died ? res.destroy() : sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage)));
       },
       (err: Error) => this.fail(res, url, err),
     );

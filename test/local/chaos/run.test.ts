@@ -48,12 +48,18 @@ describe("chaos run (small, seeded)", function () {
       "remaining",
       "lost",
       "duplicateSideEffects",
+      "duplicatesFromFaults",
+      "crashExtras",
+      "crashBound",
+      "crashOverBound",
+      "kills",
+      "leakedKeyClaims",
       "leakedLocks",
       "jobsRunMoreThanOnce",
       "jobsCompletedMoreThanOnce",
       "leakedLeases",
     ]);
-    expect(Object.keys(doc.faults)).to.deep.equal(["injected", "byKind"]);
+    expect(Object.keys(doc.faults)).to.deep.equal(["injected", "byKind", "kills"]);
     const runs = runsDocument([seedRun(11, result)]);
     expect(Object.keys(runs)).to.deep.equal(["totals", "faults", "seeds"]);
     expect(runs.totals).to.deep.equal(result.totals);
@@ -168,6 +174,12 @@ describe("chaos runs over several seeds (pure)", () => {
     remaining: 0,
     lost: 0,
     duplicateSideEffects: 0,
+    duplicatesFromFaults: 0,
+    crashExtras: 0,
+    crashBound: 0,
+    crashOverBound: 0,
+    kills: 0,
+    leakedKeyClaims: 0,
     leakedLocks: 0,
     jobsRunMoreThanOnce: 0,
     jobsCompletedMoreThanOnce: 0,
@@ -194,7 +206,7 @@ describe("chaos runs over several seeds (pure)", () => {
 
     // Assess
     expect(doc.totals).to.deep.equal({ ...zero, sent: 20, processed: 20, jobsRunMoreThanOnce: 1 });
-    expect(doc.faults).to.deep.equal({ injected: 6, byKind: { "not-applied": 2, "response-lost": 0, throttled: 4, "server-error": 0, latency: 0 } });
+    expect(doc.faults).to.deep.equal({ injected: 6, byKind: { "not-applied": 2, "response-lost": 0, throttled: 4, "server-error": 0, latency: 0 }, kills: {} });
     expect(doc.seeds.map((s) => s.seed)).to.deep.equal([1, 2]);
     expect({ both: anyFailed([clean, ranTwice]), clean: anyFailed([clean]) }).to.deep.equal({ both: true, clean: false });
     expect(table.split("\n").map((l) => l.split(/\s+/)[0])).to.deep.equal(["chaos", "seed", "1", "2", "total", "FAILED:"]);
