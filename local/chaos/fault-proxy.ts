@@ -84,10 +84,15 @@ export interface CrashRecord {
   callSeq: number;
   /** What it was working on: message ids (a Lambda's batch), job ids (a worker task), window keys (a gateway). */
   work: string[];
+  /**
+   * A killed invocation's deadline (epoch ms, real): what it wrote naming its deadline (the fleet's
+   * report claim) looks alive until then, so receives of its messages until then are the kill's doing.
+   */
+  untilMs?: number;
 }
 
 /** What `crash.kill` reports of the process it killed. */
-export type Killed = Pick<CrashRecord, "process" | "work">;
+export type Killed = Pick<CrashRecord, "process" | "work" | "untilMs">;
 
 export interface CrashOptions {
   /** Probability, per call a process makes in the middle of its work, that it is killed right after it. */
@@ -239,6 +244,7 @@ export class FaultProxy extends InterceptingProxy {
       point: `${call.service} ${call.operation}`,
       callSeq: this.calls,
       work: killed.work,
+      ...(killed.untilMs !== undefined ? { untilMs: killed.untilMs } : {}),
     };
     this.crashes.push(record);
     this.o.onCrash?.(record);

@@ -114,7 +114,12 @@ export interface Verdict {
 export function judge(f: MessageFacts): Verdict {
   const duplicates = Math.max(0, f.duplicates);
   const lost = (reason: string): Verdict => ({ outcome: "lost", duplicates, reason });
-  if (f.wellFormed && f.incomplete !== undefined) return lost(f.incomplete);
+  // A kill left the effect incomplete and every receive since failed (by a fault or the kill): the
+  // message sits in its DLQ, and its redrive completes it (the fleet's report: a redrive takes an
+  // unfinished claim over). Without a kill, an incomplete effect is lost as before.
+  const killed = (f.crashHits?.invocations ?? 0) + (f.crashHits?.processes ?? 0) > 0;
+  if (f.wellFormed && f.incomplete !== undefined && !(killed && f.inDlq && f.everyReceiveFaulted)) return lost(f.incomplete);
+  if (f.wellFormed && f.incomplete !== undefined) return { outcome: "inDlq", duplicates };
   if (f.wellFormed && f.effects > 0) return { outcome: "processed", duplicates };
   if (!f.wellFormed && f.quarantined) return { outcome: "quarantined", duplicates };
   if (!f.wellFormed && f.effects > 0) return lost("a malformed message had an effect");
@@ -152,9 +157,25 @@ export function receiveFaulted(r: Receive, faults: readonly FaultRecord[], keys:
   );
 }
 
-/** Pure: was this receive's invocation killed (`--crash-rate`) with the message in its batch? */
+/** Slack on a killed invocation's deadline: the fleet's takeover grace (10 s simulated) and clocks. */
+const DEADLINE_SLACK_MS = 1000;
+
+/**
+ * Pure: did a kill (`--crash-rate`) fail this receive? Its own invocation was killed with the message
+ * in its batch; or it came while an earlier delivery of the message, killed, would still have been
+ * running (before that invocation's deadline, `untilMs`): what the killed delivery left naming its
+ * deadline (the fleet's report claim) looks alive until then, and the receive defers to it. On AWS
+ * (visibility ≥ 6 × timeout) the redelivery comes after that deadline; the local run keeps Lambda's
+ * timeout in real time while its SQS timers run sped up, so it comes sooner.
+ */
 export function receiveKilled(r: Receive, kills: readonly CrashRecord[]): boolean {
-  return kills.some((k) => k.caller === r.fn && k.atMs >= r.startMs - RECEIVE_SLACK_MS && k.atMs <= r.endMs + RECEIVE_SLACK_MS && k.work.includes(r.messageId));
+  return kills.some(
+    (k) =>
+      k.caller === r.fn &&
+      k.work.includes(r.messageId) &&
+      k.atMs <= r.endMs + RECEIVE_SLACK_MS &&
+      (k.atMs >= r.startMs - RECEIVE_SLACK_MS || (k.untilMs !== undefined && r.startMs <= k.untilMs + DEADLINE_SLACK_MS)),
+  );
 }
 
 /**

@@ -148,6 +148,7 @@ async function killCaller(p: LocalPlatform, caller: string, req: http.IncomingMe
   const records = (crashed.event as { Records?: Array<{ messageId?: unknown }> }).Records ?? [];
   return {
     process: `sandbox ${crashed.logStreamName}`,
+    untilMs: crashed.deadlineMs,
     work: records.map((r) => r.messageId).filter((id): id is string => typeof id === "string"),
   };
 }

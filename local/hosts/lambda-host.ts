@@ -52,6 +52,8 @@ export interface CrashedInvocation {
   event: unknown;
   /** The sandbox's log stream: one per execution environment. */
   logStreamName: string;
+  /** When the invocation would have timed out (epoch ms, real). */
+  deadlineMs: number;
 }
 
 /** Simulated time = t0Ms + (real − t0Ms) × speed. */
@@ -95,7 +97,7 @@ class Environment {
   readonly ready: Promise<ErrorInfo | null>;
   private pending?: { id: number; settle: (o: Outcome) => void };
   /** The invocation under way, if any. */
-  current?: { requestId: string; event: unknown };
+  current?: { requestId: string; event: unknown; deadlineMs: number };
   private settleReady!: (e: ErrorInfo | null) => void;
 
   constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock, crashable = false) {
@@ -314,7 +316,7 @@ export class LambdaHost {
       logGroupName: `/aws/lambda/${fn.name}`,
       logStreamName: env.logStreamName,
     };
-    env.current = { requestId, event };
+    env.current = { requestId, event, deadlineMs: Date.now() + timeoutMs };
     const outcome = await withDeadline(env.run(this.nextId++, event, context, Date.now() + timeoutMs, this.routes), timeoutMs);
     env.current = undefined;
     if (outcome === "timeout") {
@@ -343,10 +345,10 @@ export class LambdaHost {
     for (const [functionName, slot] of this.slots) {
       for (const env of slot.all) {
         if (env.dead || env.current?.requestId !== requestId) continue;
-        const { event } = env.current;
+        const { event, deadlineMs } = env.current;
         if (!slot.log.writableEnded) slot.log.write(`${new Date().toISOString()} ${requestId} Error: Runtime exited with error: signal: killed\n`);
         await env.crash();
-        return { functionName, requestId, event, logStreamName: env.logStreamName };
+        return { functionName, requestId, event, logStreamName: env.logStreamName, deadlineMs };
       }
     }
     return undefined;
