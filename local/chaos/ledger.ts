@@ -169,6 +169,7 @@ const DEADLINE_SLACK_MS = 1000;
  * timeout in real time while its SQS timers run sped up, so it comes sooner.
  */
 export function receiveKilled(r: Receive, kills: readonly CrashRecord[]): boolean {
+  if (r.acknowledged) return false;
   return kills.some(
     (k) =>
       k.caller === r.fn &&
