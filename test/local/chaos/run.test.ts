@@ -1,6 +1,7 @@
 /**
  * `npm run chaos`, small and seeded: the whole platform on moto with 10 % of the code's AWS calls
- * faulted, every consumer fed, every message accounted for by the ledger. Also the CLI's arguments.
+ * faulted and 3 % of them followed by a kill of the calling process (a Lambda sandbox, a worker task,
+ * the GPU gateway), every consumer fed, every message accounted for by the ledger. Also the CLI's arguments.
  */
 import { expect } from "chai";
 import * as path from "node:path";
@@ -22,6 +23,7 @@ describe("chaos run (small, seeded)", function () {
       stack: "dev",
       messages: 160,
       faultRate: 0.1,
+      crashRate: 0.03,
       seed: 11,
       speed: 20,
       settleSeconds: 90,
@@ -88,13 +90,28 @@ describe("chaos run (small, seeded)", function () {
     expect(result.faultLog.every((f) => f.caller !== "" && f.operation !== "" && f.service !== "unknown")).to.equal(true);
   });
 
-  it("loses, duplicates and leaks nothing", () => {
+  it("kills processes mid-work after calls that took effect, and journals each kill with its process, point and time", () => {
+    const kills = result.crashLog;
+    expect(kills.length).to.be.greaterThan(0);
+    expect(kills.every((k) => k.kind === "crash" && k.caller !== "" && /^(sandbox|pid) /.test(k.process) && / \w+$/.test(k.point) && k.atMs > 0)).to.equal(true);
+    expect(kills.some((k) => k.point.endsWith(" ReceiveMessage"))).to.equal(false);
+    expect(Object.values(result.faults.kills ?? {}).reduce((a, b) => a + b, 0)).to.equal(kills.length);
+    expect(result.totals.kills).to.be.greaterThan(0);
+  });
+
+  it("loses, duplicates and leaks nothing; what the kills caused stays within each part's bound", () => {
     const problems = result.byConsumer
-      .filter((c) => c.lost + c.duplicateSideEffects + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases > 0)
+      .filter(
+        (c) =>
+          c.lost + c.duplicateSideEffects + c.crashOverBound + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases + c.leakedKeyClaims >
+          0,
+      )
       .map((c) => ({
         consumer: c.consumer,
         lost: c.lostExamples,
         duplicates: c.duplicateSideEffects,
+        overBound: c.crashOverBound,
+        leakedKeyClaims: c.leakedKeyClaims,
         leaked: c.details.leaked,
         runTwice: c.details.runTwiceExamples,
         leakedLeases: c.details.leakedExamples,
@@ -105,8 +122,8 @@ describe("chaos run (small, seeded)", function () {
 });
 
 describe("chaos CLI arguments", () => {
-  it("defaults to 10,000 messages at 10 % faults, seed 1 alone, 3 worker tasks", () => {
-    expect(parseChaosArgs([])).to.deep.include({ messages: 10_000, faultRate: 0.1, seed: 1, seeds: [1], speed: 20, stack: "dev", workerTasks: 3, json: false });
+  it("defaults to 10,000 messages at 10 % faults, no crashes, seed 1 alone, 3 worker tasks", () => {
+    expect(parseChaosArgs([])).to.deep.include({ messages: 10_000, faultRate: 0.1, crashRate: 0, seed: 1, seeds: [1], speed: 20, stack: "dev", workerTasks: 3, json: false });
   });
   const seeds: Array<[string[], number[]]> = [
     [
@@ -138,9 +155,12 @@ describe("chaos CLI arguments", () => {
   ];
   for (const [raw, message] of badSeeds) it(`refuses --seeds ${raw}`, () => expect(() => parseSeeds(raw, 1)).to.throw(message));
   it("reads every flag", () => {
-    expect(parseChaosArgs(["--messages", "2000", "--fault-rate", "0.25", "--seed", "9", "--json", "--settle-seconds", "30", "--claimers", "2"])).to.include({
+    expect(
+      parseChaosArgs(["--messages", "2000", "--fault-rate", "0.25", "--crash-rate", "0.02", "--seed", "9", "--json", "--settle-seconds", "30", "--claimers", "2"]),
+    ).to.include({
       messages: 2000,
       faultRate: 0.25,
+      crashRate: 0.02,
       seed: 9,
       json: true,
       settleSeconds: 30,
@@ -157,6 +177,7 @@ describe("chaos CLI arguments", () => {
     it(`waits at most ${seconds} s to drain for ${argv.join(" ")}`, () => expect(parseChaosArgs(argv)).to.include({ settleSeconds: seconds }));
   const bad: Array<[string[], RegExp]> = [
     [["--fault-rate", "1.5"], /--fault-rate 1.5/],
+    [["--crash-rate", "2"], /--crash-rate 2: must be a number from 0 to 1/],
     [["--messages", "ten"], /--messages ten/],
     [["--seed", "1.5"], /--seed 1.5: must be an integer/],
     [["--stack", "../x"], /--stack/],
