@@ -12,7 +12,7 @@ import { advertsSettled, type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChao
 import { type Consumer, CONSUMERS, generateTraffic, longJobs } from "../../../local/chaos/traffic";
 
 describe("chaos run (small, seeded)", function () {
-  this.timeout(240_000);
+  this.timeout(300_000);
   let result: ChaosResult;
   let endpointsBefore: Array<string | undefined>;
   let endpointsAfter: Array<string | undefined>;
@@ -26,7 +26,8 @@ describe("chaos run (small, seeded)", function () {
       crashRate: 0.03,
       seed: 11,
       speed: 20,
-      settleSeconds: 90,
+      // A cap, not a wait: killed batches come back only after their visibility timeout.
+      settleSeconds: 180,
       claimers: 3,
       // Its own directory: never `npm start`'s .local/dev, nor an `npm run chaos` running beside it.
       workDir: path.join(REPO_ROOT, ".local", "chaos-test-dev"),
@@ -117,6 +118,7 @@ describe("chaos run (small, seeded)", function () {
         leakedLeases: c.details.leakedExamples,
       }));
     expect(problems).to.deep.equal([]);
+    expect(result.settled, `drained within the settle time; remaining ${result.totals.remaining}`).to.equal(true);
     expect(anyFailed([seedRun(11, result)])).to.equal(false);
   });
 });
