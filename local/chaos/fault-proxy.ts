@@ -12,11 +12,14 @@
  * - `throttled` / `server-error`: an error in the service's own protocol (protocols.ts), not forwarded.
  * - `latency`: forwarded after a delay.
  *
- * Crashes (`crash.rate`): after a call that reached AWS (forwarded, its answer read in full), with
- * that probability, seeded per caller and operation as the faults are, the process that made the
- * call is killed (SIGKILL: `crash.kill`) before the answer reaches it, so it dies between two side
- * effects. Polls (SQS ReceiveMessage) are never chosen: a process killed there was between work, not
- * in it. Each kill is journalled (`onCrash`) with the process, the call after which it died and when.
+ * Crashes (`crash.rate`): a unit of work (a Lambda invocation, a worker's job, a gateway's window:
+ * `unitOf`) is doomed with that probability, drawn from the seed when the unit is first seen. After
+ * each call of a doomed unit that reached AWS (forwarded, its answer read in full), with probability
+ * KILL_POINT, the process that made the call is killed (SIGKILL: `crash.kill`) before the answer
+ * reaches it, so it dies between two side effects, at a random point of its work (a unit that ends
+ * first survives). Calls of no unit (polls) are never chosen. Each kill is journalled (`onCrash`)
+ * with the process, the call after which it died and when; a unit that comes back after its kill
+ * (a redelivery) is drawn again.
  *
  * Like the clock proxies, it forwards the Host header unchanged, so moto builds queue URLs on this
  * proxy's origin, and it checks no signature: never put it in front of AWS.
@@ -95,8 +98,10 @@ export interface CrashRecord {
 export type Killed = Pick<CrashRecord, "process" | "work" | "untilMs">;
 
 export interface CrashOptions {
-  /** Probability, per call a process makes in the middle of its work, that it is killed right after it. */
+  /** Probability that a unit of work is killed at a random point of it. */
   rate: number;
+  /** The unit of work a call belongs to (undefined: none, never a crash point). @default unitOfWork */
+  unitOf?: (caller: string, call: { service: string; operation: string; text: string }, req: http.IncomingMessage) => string | undefined;
   /**
    * Kills the process of `caller` that made this call (the request's socket or headers tell which),
    * and resolves once it is dead; undefined when there is none to kill (the call is then answered).
@@ -125,6 +130,35 @@ export interface FaultProxyOptions {
 
 /** Calls that are a process waiting for work, not doing it: never a crash point. */
 const POLLS = new Set(["ReceiveMessage"]);
+/** After each call of a doomed unit, the chance that this is where its process dies. */
+export const KILL_POINT = 0.35;
+
+/**
+ * Pure-ish: the unit of work of a call, by what it carries: a Lambda's invocation (the sandbox's
+ * `x-local-invocation` header), else a DynamoDB item's key (a worker's `job_key`, a gateway's
+ * `window_key`), else an SQS receipt handle's message, by the job id its body carried when it was
+ * received (`jobOfHandle`). A poll is no unit.
+ */
+export function unitOfWork(
+  call: { operation: string; text: string },
+  invocation: string | undefined,
+  jobOfHandle: ReadonlyMap<string, string>,
+): string | undefined {
+  if (POLLS.has(call.operation)) return undefined;
+  if (invocation !== undefined) return `invocation ${invocation}`;
+  const ids = idsOf(call.text);
+  if (ids.key !== undefined) {
+    const key = parseJson(ids.key);
+    const first = key ? Object.values(key)[0] : undefined;
+    const value = isObject(first) && typeof first.S === "string" ? first.S : typeof first === "string" ? first : undefined;
+    if (value !== undefined) return `item ${value}`;
+  }
+  for (const handle of ids.receiptHandles) {
+    const job = jobOfHandle.get(handle);
+    if (job !== undefined) return `item ${job}`;
+  }
+  return undefined;
+}
 
 const REQUEST_CHARS = 4000;
 
@@ -136,6 +170,10 @@ export class FaultProxy extends InterceptingProxy {
   private crashRate: number;
   private calls = 0;
   private readonly crashes: CrashRecord[] = [];
+  /** Each unit of work seen, by caller: doomed or not (drawn once; drawn again after its kill). */
+  private readonly units = new Map<string, boolean>();
+  /** Receipt handle → the job id its message's body names, from the answers to ReceiveMessage. */
+  private readonly jobOfHandle = new Map<string, string>();
 
   constructor(private readonly o: FaultProxyOptions) {
     super("FaultProxy");
@@ -194,7 +232,7 @@ export class FaultProxy extends InterceptingProxy {
     const drawn = this.draw(caller, service, operation);
     const kind = this.o.faultFreeCallers?.includes(caller) ? undefined : drawn;
     const target = upstream.byService[service] ?? upstream.aws;
-    const call = { caller, service, operation, text, crash: this.drawCrash(caller, service, operation) };
+    const call = { caller, service, operation, text, crash: this.drawCrash(caller, { service, operation, text }, req) };
     if (kind === undefined) return this.relay(call, target, req, body, res, false);
     if (kind === "not-applied") {
       this.record(call, kind);
@@ -217,11 +255,38 @@ export class FaultProxy extends InterceptingProxy {
     this.relay(call, target, req, body, res, true);
   }
 
-  /** Whether the caller dies after this call (drawn for every call once crashes are on, so the streams stay in step). */
-  private drawCrash(caller: string, service: string, operation: string): boolean {
-    if (this.o.crash === undefined) return false;
-    const roll = this.streams.for(caller, service, operation, "crash").float();
-    return roll < this.crashRate && !POLLS.has(operation);
+  /** Whether the caller dies after this call: its unit is doomed, and this call is the point. */
+  private drawCrash(caller: string, call: { service: string; operation: string; text: string }, req: http.IncomingMessage): boolean {
+    const crash = this.o.crash;
+    if (crash === undefined || POLLS.has(call.operation)) return false;
+    const header = req.headers["x-local-invocation"];
+    const unit = crash.unitOf
+      ? crash.unitOf(caller, call, req)
+      : unitOfWork(call, typeof header === "string" ? header : undefined, this.jobOfHandle);
+    if (unit === undefined) return false;
+    const id = `${caller}\u0000${unit}`;
+    let doomed = this.units.get(id);
+    if (doomed === undefined) {
+      doomed = this.streams.for(caller, "unit").float() < this.crashRate;
+      this.units.set(id, doomed);
+    }
+    // Drawn for every call of a unit, so the points stay in step whatever the rate.
+    const point = this.streams.for(caller, call.service, call.operation, "crash").float() < KILL_POINT;
+    if (!(doomed && point && this.crashRate > 0)) return false;
+    // Its kill ends this run of the unit; a redelivery of it is drawn again.
+    this.units.delete(id);
+    return true;
+  }
+
+  /** Learns which job each received message names (the worker's SQS calls carry only its handle). */
+  private learnHandles(text: string): void {
+    const answer = parseJson(text);
+    const messages = answer && Array.isArray(answer.Messages) ? answer.Messages : [];
+    for (const m of messages) {
+      if (!isObject(m) || typeof m.ReceiptHandle !== "string" || typeof m.Body !== "string") continue;
+      const body = parseJson(m.Body);
+      if (typeof body?.job_id === "string" && body.job_id !== "") this.jobOfHandle.set(m.ReceiptHandle, body.job_id);
+    }
   }
 
   /** Kills the caller after a forwarded call; true when it died (its answer is then never sent). */
@@ -271,6 +336,7 @@ export class FaultProxy extends InterceptingProxy {
     const url = new URL(target);
     this.exchange(url, req, body, { abortWith: res }).then(
       (reply) => {
+        if (this.o.crash !== undefined && call.operation === "ReceiveMessage") this.learnHandles(reply.body.toString("utf8"));
         this.o.onForwarded?.({
           atMs: Date.now(),
           caller: call.caller,

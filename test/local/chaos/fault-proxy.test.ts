@@ -13,7 +13,7 @@ import { loadRestJsonErrorCode } from "@aws-sdk/core";
 import { expect } from "chai";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { type CrashRecord, FAULT_KINDS, type FaultKind, FaultProxy, type FaultRecord, idsOf } from "../../../local/chaos/fault-proxy";
+import { type CrashRecord, FAULT_KINDS, type FaultKind, FaultProxy, type FaultRecord, idsOf, unitOfWork } from "../../../local/chaos/fault-proxy";
 import { errorResponse } from "../../../local/chaos/protocols";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 
@@ -268,11 +268,14 @@ describe("chaos fault proxy", function () {
     async function crashing(rate: number, seed = 1, dies = true) {
       const asked: string[] = [];
       const crashes: CrashRecord[] = [];
+      let calls = 0;
       const proxy = new FaultProxy({
         seed,
         rate: 0,
         crash: {
           rate,
+          // Every call its own unit of work, so each call is drawn.
+          unitOf: () => `unit ${++calls}`,
           kill: async (caller, req) => {
             asked.push(`${caller} ${String(req.headers["x-amz-target"] ?? req.url)}`);
             return dies ? { process: "sandbox s1", work: ["m1"] } : undefined;
@@ -286,19 +289,23 @@ describe("chaos fault proxy", function () {
     }
 
     it("applies the call, then kills its caller before the answer: the caller never hears, and the kill is journalled", async () => {
-      // Prepare
+      // Prepare: a doomed unit is killed at one of its calls (each a point with KILL_POINT): the seed's first that is.
       const h = await crashing(1);
       const ssm = new SSMClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+      const put = (i: number) => ssm.send(new PutParameterCommand({ Name: `/crash/p${i}`, Value: "v", Type: "String" }));
+      let i = 0;
+      for (; i < 20; i++) if (await put(i).then(() => false, () => true)) break;
 
       // Act
-      const err = await caught(ssm.send(new PutParameterCommand({ Name: "/crash/p", Value: "v", Type: "String" })));
+      const err = await caught(put(i));
 
       // Assess
-      const stored = await new SSMClient({ region: REGION, endpoint: motoEndpoint() }).send(new GetParameterCommand({ Name: "/crash/p" }));
+      const stored = await new SSMClient({ region: REGION, endpoint: motoEndpoint() }).send(new GetParameterCommand({ Name: `/crash/p${i}` }));
       expect(stored.Parameter?.Value).to.equal("v");
-      expect(err.name).to.not.equal("ParameterAlreadyExists");
-      expect(h.asked).to.deep.equal(["victim AmazonSSM.PutParameter"]);
-      expect(h.crashes).to.have.length(1);
+      // Its first send applied and died unanswered; the second meets its own parameter.
+      expect(err.name).to.equal("ParameterAlreadyExists");
+      expect(h.asked[0]).to.equal("victim AmazonSSM.PutParameter");
+      expect(h.crashes.length).to.be.at.least(1);
       expect(h.crashes[0]).to.include({ kind: "crash", seq: 1, caller: "victim", process: "sandbox s1", point: "ssm PutParameter" });
       expect(h.crashes[0]?.work).to.deep.equal(["m1"]);
       expect(h.proxy.kills()).to.deep.equal(h.crashes);
@@ -319,10 +326,22 @@ describe("chaos fault proxy", function () {
 
     it("answers the call when there is no process to kill, and journals nothing", async () => {
       const h = await crashing(1, 1, false);
-      const out = await new DynamoDBClient({ region: REGION, endpoint: h.url, maxAttempts: 1 }).send(new ListTablesCommand({}));
-      expect(out.TableNames).to.be.an("array");
+      const client = new DynamoDBClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+      for (let i = 0; i < 8; i++) expect((await client.send(new ListTablesCommand({}))).TableNames).to.be.an("array");
+      expect(h.asked.length).to.be.greaterThan(0);
       expect(h.crashes).to.deep.equal([]);
     });
+
+    const units: Array<[string, { operation: string; text: string }, string | undefined, string | undefined]> = [
+      ["a Lambda's call: its invocation", { operation: "UpdateItem", text: '{"Key":{"job_id":{"S":"j1"}}}' }, "req-1", "invocation req-1"],
+      ["a worker's ledger write: its job", { operation: "UpdateItem", text: '{"TableName":"t","Key":{"job_key":{"S":"w-1"}}}' }, undefined, "item w-1"],
+      ["a gateway's claim: its window", { operation: "UpdateItem", text: '{"Key":{"window_key":"s/3"}}' }, undefined, "item s/3"],
+      ["a worker's delete: the job its message named", { operation: "DeleteMessage", text: '{"QueueUrl":"q","ReceiptHandle":"rh-7"}' }, undefined, "item w-7"],
+      ["a handle never received: none", { operation: "DeleteMessage", text: '{"ReceiptHandle":"rh-8"}' }, undefined, undefined],
+      ["a poll: none, even in an invocation", { operation: "ReceiveMessage", text: "{}" }, "req-1", undefined],
+    ];
+    for (const [name, call, invocation, want] of units)
+      it(`unitOfWork: ${name}`, () => expect(unitOfWork(call, invocation, new Map([["rh-7", "w-7"]]))).to.equal(want));
 
     it("the same seed kills after the same calls; rate 0 (or setCrashRate(0)) kills none", async () => {
       const fates = async (seed: number, rate: number, off = false): Promise<string[]> => {
@@ -337,11 +356,11 @@ describe("chaos fault proxy", function () {
         }
         return out;
       };
-      const a = await fates(7, 0.4);
-      expect(await fates(7, 0.4)).to.deep.equal(a);
+      const a = await fates(7, 0.6);
+      expect(await fates(7, 0.6)).to.deep.equal(a);
       expect(a).to.include("kill").and.to.include("live");
       expect(await fates(7, 0)).to.not.include("kill");
-      expect(await fates(7, 0.4, true)).to.not.include("kill");
+      expect(await fates(7, 0.6, true)).to.not.include("kill");
     });
   });
 });
