@@ -1,6 +1,6 @@
 /**
  * `npm run chaos`, small and seeded: the whole platform on moto with 10 % of the code's AWS calls
- * faulted and 3 % of them followed by a kill of the calling process (a Lambda sandbox, a worker task,
+ * faulted and 10 % of its units of work (invocations, jobs, windows) killed mid-work (a Lambda sandbox, a worker task,
  * the GPU gateway), every consumer fed, every message accounted for by the ledger. Also the CLI's arguments.
  */
 import { expect } from "chai";
@@ -23,7 +23,7 @@ describe("chaos run (small, seeded)", function () {
       stack: "dev",
       messages: 160,
       faultRate: 0.1,
-      crashRate: 0.03,
+      crashRate: 0.1,
       seed: 11,
       speed: 20,
       // A cap, not a wait: killed batches come back only after their visibility timeout.
