@@ -440,7 +440,9 @@ async function startGpuTier(
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
   const lifecycleEndpoint = await lifecycle.start();
   // Under the chaos run the gateways' own AWS calls (their key claims) go through its proxy too, as `gpu-gateway`.
-  const front = options.codeEndpoints ? await options.codeEndpoints("gpu-gateway", { aws: endpoint, byService: { autoscaling: lifecycleEndpoint } }) : undefined;
+  const front = options.codeEndpoints
+    ? await options.codeEndpoints("gpu-gateway", { aws: endpoint, byService: { autoscaling: lifecycleEndpoint } })
+    : undefined;
   const awsEnv = {
     ...moto,
     ...(front ? { AWS_ENDPOINT_URL: front.aws } : {}),

@@ -156,8 +156,18 @@ export interface KillableProcess {
 }
 
 /** Kills whichever of `candidates` made the call; its work read from its log with `held`. */
-export async function killChild(req: http.IncomingMessage, candidates: readonly KillableProcess[], held: (text: string) => string[]): Promise<Killed | undefined> {
-  const pid = candidates.length === 1 ? candidates[0]?.pid : pidOfPeer(req, candidates.map((c) => c.pid));
+export async function killChild(
+  req: http.IncomingMessage,
+  candidates: readonly KillableProcess[],
+  held: (text: string) => string[],
+): Promise<Killed | undefined> {
+  const pid =
+    candidates.length === 1
+      ? candidates[0]?.pid
+      : pidOfPeer(
+          req,
+          candidates.map((c) => c.pid),
+        );
   const target = candidates.find((c) => c.pid === pid);
   if (target === undefined) return undefined;
   if (!(await sigkill(target.pid))) return undefined;

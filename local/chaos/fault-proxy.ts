@@ -260,9 +260,7 @@ export class FaultProxy extends InterceptingProxy {
     const crash = this.o.crash;
     if (crash === undefined || POLLS.has(call.operation)) return false;
     const header = req.headers["x-local-invocation"];
-    const unit = crash.unitOf
-      ? crash.unitOf(caller, call, req)
-      : unitOfWork(call, typeof header === "string" ? header : undefined, this.jobOfHandle);
+    const unit = crash.unitOf ? crash.unitOf(caller, call, req) : unitOfWork(call, typeof header === "string" ? header : undefined, this.jobOfHandle);
     if (unit === undefined) return false;
     const id = `${caller}\u0000${unit}`;
     let doomed = this.units.get(id);

@@ -497,10 +497,7 @@ export function addTotals(rows: readonly Totals[]): Totals {
  * DLQ after maxReceiveCount receives for the crashes' sake, as a message whose every receive an
  * injected fault failed does: in the DLQ, not lost.
  */
-export function workerJobsEveryRunKilled(
-  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>,
-  killedPerJob: ReadonlyMap<string, number>,
-): Set<string> {
+export function workerJobsEveryRunKilled(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>, killedPerJob: ReadonlyMap<string, number>): Set<string> {
   const takes = new Map<string, number>();
   for (const l of lines) if (stepIs(l, WORKER_LEDGER.steps.leaseTaken) && typeof l.job_id === "string") takes.set(l.job_id, (takes.get(l.job_id) ?? 0) + 1);
   return new Set([...takes].filter(([job, n]) => n > 0 && (killedPerJob.get(job) ?? 0) >= n).map(([job]) => job));

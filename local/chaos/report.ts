@@ -141,7 +141,10 @@ function problems(c: ConsumerTotals): string[] {
   const out = c.lostExamples.map((l) => `  ${c.consumer}: lost ${l.key}: ${l.reason}`);
   if (c.duplicateSideEffects > 0)
     out.push(`  ${c.consumer}: ${c.duplicateSideEffects} duplicate side effect(s) no crash explains (${c.duplicatesFromFaults} touched by an injected fault)`);
-  if (c.crashOverBound > 0) out.push(`  ${c.consumer}: ${c.crashOverBound} crash-caused extra effect(s) beyond the part's bound: ${JSON.stringify(c.details.crashRunsOverBound ?? [])}`);
+  if (c.crashOverBound > 0)
+    out.push(
+      `  ${c.consumer}: ${c.crashOverBound} crash-caused extra effect(s) beyond the part's bound: ${JSON.stringify(c.details.crashRunsOverBound ?? [])}`,
+    );
   if (c.leakedKeyClaims > 0) out.push(`  ${c.consumer}: ${c.leakedKeyClaims} GPU key claim(s) still held: ${JSON.stringify(c.details.keyClaimsHeld)}`);
   if (c.leakedLocks > 0) out.push(`  ${c.consumer}: ${c.leakedLocks} leaked lock(s): ${JSON.stringify(c.details.leaked)}`);
   if (c.jobsRunMoreThanOnce > 0) out.push(`  ${c.consumer}: ${c.jobsRunMoreThanOnce} job(s) run more than once: ${JSON.stringify(c.details.runTwiceExamples)}`);

@@ -294,7 +294,14 @@ describe("chaos fault proxy", function () {
       const ssm = new SSMClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
       const put = (i: number) => ssm.send(new PutParameterCommand({ Name: `/crash/p${i}`, Value: "v", Type: "String" }));
       let i = 0;
-      for (; i < 20; i++) if (await put(i).then(() => false, () => true)) break;
+      for (; i < 20; i++)
+        if (
+          await put(i).then(
+            () => false,
+            () => true,
+          )
+        )
+          break;
 
       // Act
       const err = await caught(put(i));

@@ -428,7 +428,12 @@ describe("chaos ledger", () => {
       ["a kill of another message's invocation", {}, [{ work: ["m2"] }], false],
       ["a kill of another function", {}, [{ caller: "pool-refill" }], false],
       ["an acknowledged delivery, whatever the kills", { acknowledged: true }, [{}], false],
-      ["an earlier delivery killed, this one before that invocation's deadline (a claim it left looks alive)", { startMs: 5000, endMs: 6000 }, [{ untilMs: 20_000 }], true],
+      [
+        "an earlier delivery killed, this one before that invocation's deadline (a claim it left looks alive)",
+        { startMs: 5000, endMs: 6000 },
+        [{ untilMs: 20_000 }],
+        true,
+      ],
       ["an earlier delivery killed, this one after that deadline", { startMs: 30_000, endMs: 31_000 }, [{ untilMs: 20_000 }], false],
       ["a kill after this delivery ended", {}, [{ atMs: 9000, untilMs: 40_000 }], false],
     ];
@@ -445,11 +450,41 @@ describe("chaos ledger", () => {
       expect(judge(facts({ ...incomplete, everyReceiveFaulted: false, crashHits: { invocations: 1, processes: 0 } })).outcome).to.equal("lost");
     });
 
-    const runs: Array<{ name: string; starts: number; interruptions: number; killed: number; want: { crashExtras: number; crashBound: number; crashOverBound: number } }> = [
-      { name: "a job whose holder was killed runs once more: within the bound", starts: 2, interruptions: 0, killed: 1, want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 } },
-      { name: "a killed holder and a give-back: two more runs, one each", starts: 3, interruptions: 1, killed: 1, want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 } },
-      { name: "two more runs after one kill: one beyond the bound", starts: 3, interruptions: 0, killed: 1, want: { crashExtras: 2, crashBound: 1, crashOverBound: 1 } },
-      { name: "a killed holder before its run started: no extra run", starts: 1, interruptions: 0, killed: 1, want: { crashExtras: 0, crashBound: 1, crashOverBound: 0 } },
+    const runs: Array<{
+      name: string;
+      starts: number;
+      interruptions: number;
+      killed: number;
+      want: { crashExtras: number; crashBound: number; crashOverBound: number };
+    }> = [
+      {
+        name: "a job whose holder was killed runs once more: within the bound",
+        starts: 2,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 },
+      },
+      {
+        name: "a killed holder and a give-back: two more runs, one each",
+        starts: 3,
+        interruptions: 1,
+        killed: 1,
+        want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 },
+      },
+      {
+        name: "two more runs after one kill: one beyond the bound",
+        starts: 3,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 2, crashBound: 1, crashOverBound: 1 },
+      },
+      {
+        name: "a killed holder before its run started: no extra run",
+        starts: 1,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 0, crashBound: 1, crashOverBound: 0 },
+      },
     ];
     for (const c of runs)
       it(`workerCrashRuns: ${c.name}`, () => {
@@ -475,7 +510,15 @@ describe("chaos ledger", () => {
         { step: "job_lease_taken", job_id: "b" },
         { step: "job_lease_taken", job_id: "b" },
       ];
-      expect([...workerJobsEveryRunKilled(lines, new Map([["a", 2], ["b", 1]]))]).to.deep.equal(["a"]);
+      expect([
+        ...workerJobsEveryRunKilled(
+          lines,
+          new Map([
+            ["a", 2],
+            ["b", 1],
+          ]),
+        ),
+      ]).to.deep.equal(["a"]);
     });
   });
 });

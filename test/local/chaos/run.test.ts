@@ -94,7 +94,9 @@ describe("chaos run (small, seeded)", function () {
   it("kills processes mid-work after calls that took effect, and journals each kill with its process, point and time", () => {
     const kills = result.crashLog;
     expect(kills.length).to.be.greaterThan(0);
-    expect(kills.every((k) => k.kind === "crash" && k.caller !== "" && /^(sandbox|pid) /.test(k.process) && / \w+$/.test(k.point) && k.atMs > 0)).to.equal(true);
+    expect(kills.every((k) => k.kind === "crash" && k.caller !== "" && /^(sandbox|pid) /.test(k.process) && / \w+$/.test(k.point) && k.atMs > 0)).to.equal(
+      true,
+    );
     expect(kills.some((k) => k.point.endsWith(" ReceiveMessage"))).to.equal(false);
     expect(Object.values(result.faults.kills ?? {}).reduce((a, b) => a + b, 0)).to.equal(kills.length);
     expect(result.totals.kills).to.be.greaterThan(0);
@@ -104,7 +106,14 @@ describe("chaos run (small, seeded)", function () {
     const problems = result.byConsumer
       .filter(
         (c) =>
-          c.lost + c.duplicateSideEffects + c.crashOverBound + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases + c.leakedKeyClaims >
+          c.lost +
+            c.duplicateSideEffects +
+            c.crashOverBound +
+            c.leakedLocks +
+            c.jobsRunMoreThanOnce +
+            c.jobsCompletedMoreThanOnce +
+            c.leakedLeases +
+            c.leakedKeyClaims >
           0,
       )
       .map((c) => ({
@@ -125,7 +134,17 @@ describe("chaos run (small, seeded)", function () {
 
 describe("chaos CLI arguments", () => {
   it("defaults to 10,000 messages at 10 % faults, no crashes, seed 1 alone, 3 worker tasks", () => {
-    expect(parseChaosArgs([])).to.deep.include({ messages: 10_000, faultRate: 0.1, crashRate: 0, seed: 1, seeds: [1], speed: 20, stack: "dev", workerTasks: 3, json: false });
+    expect(parseChaosArgs([])).to.deep.include({
+      messages: 10_000,
+      faultRate: 0.1,
+      crashRate: 0,
+      seed: 1,
+      seeds: [1],
+      speed: 20,
+      stack: "dev",
+      workerTasks: 3,
+      json: false,
+    });
   });
   const seeds: Array<[string[], number[]]> = [
     [
@@ -158,7 +177,21 @@ describe("chaos CLI arguments", () => {
   for (const [raw, message] of badSeeds) it(`refuses --seeds ${raw}`, () => expect(() => parseSeeds(raw, 1)).to.throw(message));
   it("reads every flag", () => {
     expect(
-      parseChaosArgs(["--messages", "2000", "--fault-rate", "0.25", "--crash-rate", "0.02", "--seed", "9", "--json", "--settle-seconds", "30", "--claimers", "2"]),
+      parseChaosArgs([
+        "--messages",
+        "2000",
+        "--fault-rate",
+        "0.25",
+        "--crash-rate",
+        "0.02",
+        "--seed",
+        "9",
+        "--json",
+        "--settle-seconds",
+        "30",
+        "--claimers",
+        "2",
+      ]),
     ).to.include({
       messages: 2000,
       faultRate: 0.25,

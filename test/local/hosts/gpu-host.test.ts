@@ -282,7 +282,7 @@ describe("local GPU host", () => {
         ec2.destroy();
       }
     });
-      const kills: Array<{ name: string; restartAfterMs?: number; back: boolean }> = [
+    const kills: Array<{ name: string; restartAfterMs?: number; back: boolean }> = [
       { name: "a gateway SIGKILLed mid-life is restarted on its port, and answers a done key from the table", restartAfterMs: 100, back: true },
       { name: "without a restart delay, a killed gateway stays down", back: false },
     ];
@@ -321,5 +321,5 @@ describe("local GPU host", () => {
           ec2.destroy();
         }
       });
-});
+  });
 });

@@ -144,7 +144,11 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
 
   describe("a crashable sandbox killed mid-invocation (the chaos run's --crash-rate)", () => {
     const cases: Array<{ name: string; crashable: boolean; kill: boolean }> = [
-      { name: "names its invocation on each call; killed, the invocation ends as Runtime.ExitError, its earlier lines kept, and the next is cold", crashable: true, kill: true },
+      {
+        name: "names its invocation on each call; killed, the invocation ends as Runtime.ExitError, its earlier lines kept, and the next is cold",
+        crashable: true,
+        kill: true,
+      },
       { name: "without crashable, its calls carry no invocation and nothing is killed", crashable: false, kill: false },
     ];
     for (const c of cases)
@@ -178,7 +182,10 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
         expect(log).to.include("before the call");
         if (c.kill) {
           expect(out.kind).to.equal("error");
-          expect(out.kind === "error" ? out.error : undefined).to.deep.equal({ name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" });
+          expect(out.kind === "error" ? out.error : undefined).to.deep.equal({
+            name: "Runtime.ExitError",
+            message: "Runtime exited with error: signal: killed",
+          });
           expect(seen).to.have.length(1).and.to.deep.equal(killed);
           expect(seen[0]).to.match(/^[0-9a-f-]{36}$/);
           expect(log).to.not.include("after the call");

@@ -384,7 +384,11 @@ describe("local worker service: the worker container as local processes against 
     expect(r.tasks()[0]).to.include({ exitCode: 0 });
   });
   const deaths: Array<{ name: string; end: (r: WorkerServiceRunner, pid: number) => Promise<unknown>; replaced: boolean }> = [
-    { name: "a task SIGKILLed is replaced by a fresh task, as the ECS service keeps its count", end: async (_r, pid) => process.kill(pid, "SIGKILL"), replaced: true },
+    {
+      name: "a task SIGKILLed is replaced by a fresh task, as the ECS service keeps its count",
+      end: async (_r, pid) => process.kill(pid, "SIGKILL"),
+      replaced: true,
+    },
     { name: "a task ended by interrupt() (SIGTERM, a scale-in) is not replaced", end: (r) => r.interrupt(0), replaced: false },
   ];
   for (const d of deaths)
