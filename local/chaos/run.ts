@@ -535,9 +535,10 @@ export function workerRunsByJob(lines: ReadonlyArray<{ step?: unknown; job_id?: 
 const killedPerJob = (hits: ReadonlyMap<string, CrashHits>): Map<string, number> => new Map([...hits].map(([job, h]) => [job, h.processes]));
 
 /**
- * The GPU gateways' key claims still held at the end: items `claimed` in the key table once every
- * window is judged. A killed gateway's claim lapses at its lease, and the window's next POST takes
- * it over and marks it done; one still claimed holds its key past the run.
+ * The GPU gateways' key claims still held at the end: items `claimed` in the key table, their lease
+ * unexpired, once every window is settled (nothing is in flight to hold one). A killed gateway's
+ * claim lapses at its lease (its TTL as a claim: expired, any instance takes it over), and the
+ * window's next POST takes it over and marks it done.
  */
 async function heldKeyClaims(p: LocalPlatform): Promise<Array<{ key: string; holder?: string; leaseExpiresAt?: number }>> {
   const table = p.topology.tables.find((t) => t.logicalName.endsWith("gpu-keys"));
@@ -545,7 +546,8 @@ async function heldKeyClaims(p: LocalPlatform): Promise<Array<{ key: string; hol
   const held: Array<{ key: string; holder?: string; leaseExpiresAt?: number }> = [];
   for await (const page of paginateScan({ client: p.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
     for (const item of page.Items ?? []) {
-      if (item.state?.S !== "claimed") continue;
+      // The gateway's leases are real time (epoch ms).
+      if (item.state?.S !== "claimed" || Number(item.lease_expires_at?.N ?? 0) <= Date.now()) continue;
       held.push({
         key: item.window_key?.S ?? "",
         ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
