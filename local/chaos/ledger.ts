@@ -439,6 +439,10 @@ export function consumerTotals(
       row.crashExtras += v.duplicates;
       row.crashBound += bound;
       row.crashOverBound += Math.max(0, v.duplicates - bound);
+      if (v.duplicates > bound) {
+        const examples = (row.details.crashOverExamples ??= []) as Array<{ key: string; extras: number; bound: number }>;
+        if (examples.length < 10) examples.push({ key: f.key, extras: v.duplicates, bound });
+      }
     } else {
       row.duplicateSideEffects += v.duplicates;
       if (f.faultTouched) row.duplicatesFromFaults += v.duplicates;
