@@ -143,7 +143,10 @@ function problems(c: ConsumerTotals): string[] {
     out.push(`  ${c.consumer}: ${c.duplicateSideEffects} duplicate side effect(s) no crash explains (${c.duplicatesFromFaults} touched by an injected fault)`);
   if (c.crashOverBound > 0)
     out.push(
-      `  ${c.consumer}: ${c.crashOverBound} crash-caused extra effect(s) beyond the part's bound: ${JSON.stringify(c.details.crashRunsOverBound ?? [])}`,
+      `  ${c.consumer}: ${c.crashOverBound} crash-caused extra effect(s) beyond the part's bound: ${JSON.stringify([
+        ...((c.details.crashOverExamples as unknown[] | undefined) ?? []),
+        ...((c.details.crashRunsOverBound as unknown[] | undefined) ?? []),
+      ])}`,
     );
   if (c.leakedKeyClaims > 0) out.push(`  ${c.consumer}: ${c.leakedKeyClaims} GPU key claim(s) still held: ${JSON.stringify(c.details.keyClaimsHeld)}`);
   if (c.leakedLocks > 0) out.push(`  ${c.consumer}: ${c.leakedLocks} leaked lock(s): ${JSON.stringify(c.details.leaked)}`);

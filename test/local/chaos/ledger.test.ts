@@ -419,6 +419,7 @@ describe("chaos ledger", () => {
 
       // Assess
       expect(row).to.include({ crashExtras: 5, crashBound: 4, crashOverBound: 1, duplicateSideEffects: 2, duplicatesFromFaults: 1, kills: 2 });
+      expect(row.details.crashOverExamples).to.deep.equal([{ key: "crashed-more", extras: 3, bound: 2 }]);
       expect(failed(sumTotals([row]))).to.equal(true);
       expect(failed(sumTotals([consumerTotals("fleet-termination", [rows[0] as MessageFacts])]))).to.equal(false);
     });
