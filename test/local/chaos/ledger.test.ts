@@ -21,6 +21,8 @@ import {
   type WorkerLedgerItem,
 } from "../../../local/chaos/ledger";
 import type { Receive } from "../../../local/chaos/receives";
+import { workerEffects } from "../../../local/chaos/observe";
+import type { LogLine } from "../../../local/scenarios/logs";
 
 const facts = (over: Partial<MessageFacts>): MessageFacts => ({
   consumer: "worker",
@@ -502,6 +504,20 @@ describe("chaos ledger", () => {
       ];
       const counts = workerJobCounts([], ledger, true, { holders: new Set(["vm:1"]), nowMs: now });
       expect(counts.details.leakedExamples.map((l) => l.job)).to.deep.equal(["held", "alive"]);
+    });
+
+    it("a worker job the ledger shows completed, its task killed before its job_succeeded line, is completed once (not lost)", () => {
+      const lines = [{ step: "job_succeeded", job_id: "a" }] as LogLine[];
+      const e = workerEffects(lines, [
+        { jobKey: "a", state: "completed" },
+        { jobKey: "b", state: "completed" },
+        { jobKey: "c", state: "running" },
+      ]);
+      expect([...e.effects]).to.deep.equal([
+        ["a", 1],
+        ["b", 1],
+      ]);
+      expect(e.details.completedWithoutSuccessLine).to.equal(1);
     });
 
     it("a worker job whose every lease ended in a kill is explained in the DLQ; one run that was not killed is not", () => {
