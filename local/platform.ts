@@ -72,6 +72,13 @@ export interface PlatformOptions {
    * its long job type to the allow-list, sized by the stack's heartbeat).
    */
   workerEnv?: (container: Record<string, string>) => Record<string, string>;
+  /**
+   * Processes that die on their own come back, as on AWS (the chaos run's `--crash-rate`): a worker
+   * task is replaced by the service and a GPU gateway restarted on its instance, after this many real
+   * ms; and each Lambda sandbox names its invocation on its AWS calls (`x-local-invocation`), so the
+   * chaos run can kill the sandbox that made a call. @default undefined (dead processes stay dead)
+   */
+  restartKilledAfterMs?: number;
 }
 
 /** The endpoints a piece of code under test uses: moto, and a service's own where it has one (sqs, ec2, ecs). */
@@ -193,7 +200,12 @@ export class LocalPlatform {
         AWS_ENDPOINT_URL_ECS: ecsEndpoint,
       };
       const hosted = await hostedFunctions(topology, lambdaEnv, options.codeEndpoints);
-      const lambdas = new LambdaHost(hosted.functions, { awsEnv: hosted.awsEnv, logDir, clock: { t0Ms: clock.t0, speed: clock.speed } });
+      const lambdas = new LambdaHost(hosted.functions, {
+        awsEnv: hosted.awsEnv,
+        logDir,
+        clock: { t0Ms: clock.t0, speed: clock.speed },
+        ...(options.restartKilledAfterMs !== undefined ? { crashable: true } : {}),
+      });
       stoppers.push(() => lambdas.close());
 
       const { gpu, fleet, stop: stopGpu } = await startGpuTier(topology, endpoint, aws, clock, options, lambdas, logDir);
@@ -448,10 +460,20 @@ async function startGpuTier(
   const completions: { fleet?: GpuFleetSimulator } = {};
   const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
-  const awsEnv = { ...moto, AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start() };
+  const lifecycleEndpoint = await lifecycle.start();
+  // Under the chaos run the gateways' own AWS calls (their key claims) go through its proxy too, as `gpu-gateway`.
+  const front = options.codeEndpoints
+    ? await options.codeEndpoints("gpu-gateway", { aws: endpoint, byService: { autoscaling: lifecycleEndpoint } })
+    : undefined;
+  const awsEnv = {
+    ...moto,
+    ...(front ? { AWS_ENDPOINT_URL: front.aws } : {}),
+    AWS_ENDPOINT_URL_AUTO_SCALING: front?.byService.autoscaling ?? lifecycleEndpoint,
+  };
   const ledger: ProcessedWindow[] = [];
   const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
-  const host = (instanceId: string) => GpuHost.create({ instanceId, bundlePath, logDir, programEnv, awsEnv, speed: options.speed, model });
+  const restart = options.restartKilledAfterMs !== undefined ? { restartAfterMs: options.restartKilledAfterMs } : {};
+  const host = (instanceId: string) => GpuHost.create({ instanceId, bundlePath, logDir, programEnv, awsEnv, speed: options.speed, model, ...restart });
   if (fleet) {
     const simulator = new GpuFleetSimulator({
       autoscaling: aws.autoscaling,
@@ -502,6 +524,12 @@ async function startWorker(
     extraEnv,
     logDir,
     scratchRoot: path.join(options.workDir, "scratch"),
+    ...(options.restartKilledAfterMs !== undefined
+      ? {
+          replaceAfterMs: options.restartKilledAfterMs,
+          onReplaced: (index: number) => options.note(`worker service: task ${index} died; a replacement started`),
+        }
+      : {}),
   });
   await runner.start();
   options.note(`worker service ${service.name}: ${count} task(s) running as local processes`);

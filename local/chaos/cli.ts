@@ -2,13 +2,19 @@
  * `npm run chaos`: the whole platform on moto with faults injected into the calls its code makes,
  * driven by generated traffic, every message checked against a ledger of side effects.
  *
- *   npm run chaos -- [--messages 10000] [--fault-rate 0.1] [--seed 1] [--seeds 1,2,3 | --seeds <count>]
+ *   npm run chaos -- [--messages 10000] [--fault-rate 0.1] [--crash-rate 0] [--seed 1] [--seeds 1,2,3 | --seeds <count>]
  *                    [--speed 20] [--stack dev] [--settle-seconds <s>] [--claimers 4] [--worker-tasks 3]
  *                    [--json] [-h|--help]
  *
  * --seeds runs once per seed, one after another, each on a fresh platform (`.local/chaos-<stack>-seed-<n>`):
  * a comma-separated list, or a count of seeds from --seed on (`--seeds 5` is seeds 1–5). One
  * seed fixes the traffic and the faults drawn, not the interleaving of calls, so several show more.
+ *
+ * --crash-rate: per AWS call a process makes mid-work (a Lambda invocation, a worker task's job, a
+ * GPU gateway's request; never a poll), the chance that the process is killed with SIGKILL right
+ * after the call reached AWS, before its answer: it dies between two side effects. Seeded like the
+ * faults. The Lambda host then starts a fresh sandbox, the worker service a fresh task, the instance
+ * a fresh gateway; each kill is journalled with the faults.
  *
  * --worker-tasks: the worker service's tasks (3, the dev stack's maximum): 5 % of the worker's
  * jobs each run four heartbeats, and one task's two slots would take the run's whole wall time.
@@ -33,6 +39,7 @@ import { chaosWorkDir, runChaos } from "./run";
 export const CHAOS_OPTIONS = {
   messages: { type: "string", default: "10000" },
   "fault-rate": { type: "string", default: "0.1" },
+  "crash-rate": { type: "string", default: "0" },
   seed: { type: "string", default: "1" },
   seeds: { type: "string" },
   speed: { type: "string", default: "20" },
@@ -45,7 +52,7 @@ export const CHAOS_OPTIONS = {
 } as const satisfies ParseArgsOptionsConfig;
 
 export const CHAOS_USAGE =
-  "usage: npm run chaos -- [--messages 10000] [--fault-rate 0.1] [--seed 1] [--seeds 1,2,3 | --seeds <count>] [--speed 20] [--stack dev] [--settle-seconds <s>] [--claimers 4] [--worker-tasks 3] [--json] [-h|--help]";
+  "usage: npm run chaos -- [--messages 10000] [--fault-rate 0.1] [--crash-rate 0] [--seed 1] [--seeds 1,2,3 | --seeds <count>] [--speed 20] [--stack dev] [--settle-seconds <s>] [--claimers 4] [--worker-tasks 3] [--json] [-h|--help]";
 
 const MAX_SEED = 2 ** 31 - 1;
 /** More seeds than this in one run is a mistake (each is minutes). */
@@ -54,6 +61,8 @@ const MAX_SEEDS = 100;
 export interface ChaosArgs {
   messages: number;
   faultRate: number;
+  /** Per call a process makes mid-work, the chance it is killed right after it (SIGKILL). */
+  crashRate: number;
   seed: number;
   /** The seeds to run, in order; [seed] without --seeds. */
   seeds: number[];
@@ -103,6 +112,7 @@ export function parseChaosArgs(argv: string[]): ChaosArgs | "help" {
   return {
     messages,
     faultRate,
+    crashRate: number("crash-rate", 0, 1),
     seed,
     seeds: values.seeds === undefined ? [seed] : parseSeeds(String(values.seeds), seed),
     speed: number("speed", 1, 3600),
@@ -184,6 +194,8 @@ function runChild(args: ChaosArgs, seed: number, out: NodeJS.WritableStream): Pr
       String(args.messages),
       "--fault-rate",
       String(args.faultRate),
+      "--crash-rate",
+      String(args.crashRate),
       "--seed",
       String(seed),
       "--speed",

@@ -12,6 +12,15 @@
  * - `throttled` / `server-error`: an error in the service's own protocol (protocols.ts), not forwarded.
  * - `latency`: forwarded after a delay.
  *
+ * Crashes (`crash.rate`): a unit of work (a Lambda invocation, a worker's job, a gateway's window:
+ * `unitOf`) is doomed with that probability, drawn from the seed when the unit is first seen. After
+ * each call of a doomed unit that reached AWS (forwarded, its answer read in full), with probability
+ * KILL_POINT, the process that made the call is killed (SIGKILL: `crash.kill`) before the answer
+ * reaches it, so it dies between two side effects, at a random point of its work (a unit that ends
+ * first survives). Calls of no unit (polls) are never chosen. Each kill is journalled (`onCrash`)
+ * with the process, the call after which it died and when; a unit that comes back after its kill
+ * (a redelivery) is drawn again.
+ *
  * Like the clock proxies, it forwards the Host header unchanged, so moto builds queue URLs on this
  * proxy's origin, and it checks no signature: never put it in front of AWS.
  */
@@ -64,6 +73,42 @@ export interface ForwardedCall {
   request: string;
 }
 
+/** One process the chaos run killed: which, after which call, when, and the work it held. */
+export interface CrashRecord {
+  kind: "crash";
+  seq: number;
+  atMs: number;
+  caller: string;
+  /** The process: a Lambda sandbox's log stream, a worker task's or gateway's pid. */
+  process: string;
+  /** The call it died after (it reached AWS; its answer never came back): `<service> <operation>`. */
+  point: string;
+  /** The proxy's count of calls so far: where in the run it died. */
+  callSeq: number;
+  /** What it was working on: message ids (a Lambda's batch), job ids (a worker task), window keys (a gateway). */
+  work: string[];
+  /**
+   * A killed invocation's deadline (epoch ms, real): what it wrote naming its deadline (the fleet's
+   * report claim) looks alive until then, so receives of its messages until then are the kill's doing.
+   */
+  untilMs?: number;
+}
+
+/** What `crash.kill` reports of the process it killed. */
+export type Killed = Pick<CrashRecord, "process" | "work" | "untilMs">;
+
+export interface CrashOptions {
+  /** Probability that a unit of work is killed at a random point of it. */
+  rate: number;
+  /** The unit of work a call belongs to (undefined: none, never a crash point). @default unitOfWork */
+  unitOf?: (caller: string, call: { service: string; operation: string; text: string }, req: http.IncomingMessage) => string | undefined;
+  /**
+   * Kills the process of `caller` that made this call (the request's socket or headers tell which),
+   * and resolves once it is dead; undefined when there is none to kill (the call is then answered).
+   */
+  kill: (caller: string, req: http.IncomingMessage) => Promise<Killed | undefined>;
+}
+
 export interface FaultProxyOptions {
   seed: number;
   /** Probability that a call is faulted, 0–1. */
@@ -76,6 +121,43 @@ export interface FaultProxyOptions {
   onForwarded?: (call: ForwardedCall) => void;
   /** Every fault, as it is injected (e.g. to a JSON-lines file). */
   onFault?: (fault: FaultRecord) => void;
+  /** Callers whose calls are never faulted (crashes still apply). */
+  faultFreeCallers?: readonly string[];
+  crash?: CrashOptions;
+  /** Every kill, once the process is dead. */
+  onCrash?: (crash: CrashRecord) => void;
+}
+
+/** Calls that are a process waiting for work, not doing it: never a crash point. */
+const POLLS = new Set(["ReceiveMessage"]);
+/** After each call of a doomed unit, the chance that this is where its process dies. */
+export const KILL_POINT = 0.35;
+
+/**
+ * Pure-ish: the unit of work of a call, by what it carries: a Lambda's invocation (the sandbox's
+ * `x-local-invocation` header), else a DynamoDB item's key (a worker's `job_key`, a gateway's
+ * `window_key`), else an SQS receipt handle's message, by the job id its body carried when it was
+ * received (`jobOfHandle`). A poll is no unit.
+ */
+export function unitOfWork(
+  call: { operation: string; text: string },
+  invocation: string | undefined,
+  jobOfHandle: ReadonlyMap<string, string>,
+): string | undefined {
+  if (POLLS.has(call.operation)) return undefined;
+  if (invocation !== undefined) return `invocation ${invocation}`;
+  const ids = idsOf(call.text);
+  if (ids.key !== undefined) {
+    const key = parseJson(ids.key);
+    const first = key ? Object.values(key)[0] : undefined;
+    const value = isObject(first) && typeof first.S === "string" ? first.S : typeof first === "string" ? first : undefined;
+    if (value !== undefined) return `item ${value}`;
+  }
+  for (const handle of ids.receiptHandles) {
+    const job = jobOfHandle.get(handle);
+    if (job !== undefined) return `item ${job}`;
+  }
+  return undefined;
 }
 
 const REQUEST_CHARS = 4000;
@@ -85,12 +167,20 @@ export class FaultProxy extends InterceptingProxy {
   private readonly log: FaultRecord[] = [];
   private readonly kinds: readonly FaultKind[];
   private rate: number;
+  private crashRate: number;
   private calls = 0;
+  private readonly crashes: CrashRecord[] = [];
+  /** Each unit of work seen, by caller: doomed or not (drawn once; drawn again after its kill). */
+  private readonly units = new Map<string, boolean>();
+  /** Receipt handle → the job id its message's body names, from the answers to ReceiveMessage. */
+  private readonly jobOfHandle = new Map<string, string>();
 
   constructor(private readonly o: FaultProxyOptions) {
     super("FaultProxy");
     if (!(o.rate >= 0 && o.rate <= 1)) throw new Error(`FaultProxy: rate must be from 0 to 1, got ${o.rate}`);
     this.rate = o.rate;
+    this.crashRate = o.crash?.rate ?? 0;
+    if (!(this.crashRate >= 0 && this.crashRate <= 1)) throw new Error(`FaultProxy: crash rate must be from 0 to 1, got ${this.crashRate}`);
     this.kinds = o.kinds ?? FAULT_KINDS;
     if (this.kinds.length === 0) throw new Error("FaultProxy: no fault kinds to draw from");
     this.streams = new KeyedStreams(o.seed);
@@ -112,9 +202,19 @@ export class FaultProxy extends InterceptingProxy {
     return { calls: this.calls, injected: this.log.length, byKind };
   }
 
+  /** Kills so far, oldest first. */
+  kills(): readonly CrashRecord[] {
+    return this.crashes;
+  }
+
   /** 0 turns faults off (the run's final accounting), without restarting anything. */
   setRate(rate: number): void {
     this.rate = rate;
+  }
+
+  /** 0 turns crashes off (before the runtime stops), without restarting anything. */
+  setCrashRate(rate: number): void {
+    this.crashRate = rate;
   }
 
   private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -129,9 +229,10 @@ export class FaultProxy extends InterceptingProxy {
     const service = serviceOf(req.headers);
     const operation = operationOf(req.headers, req.method ?? "POST", req.url ?? "/", text);
     this.calls += 1;
-    const kind = this.draw(caller, service, operation);
+    const drawn = this.draw(caller, service, operation);
+    const kind = this.o.faultFreeCallers?.includes(caller) ? undefined : drawn;
     const target = upstream.byService[service] ?? upstream.aws;
-    const call = { caller, service, operation, text };
+    const call = { caller, service, operation, text, crash: this.drawCrash(caller, { service, operation, text }, req) };
     if (kind === undefined) return this.relay(call, target, req, body, res, false);
     if (kind === "not-applied") {
       this.record(call, kind);
@@ -154,6 +255,65 @@ export class FaultProxy extends InterceptingProxy {
     this.relay(call, target, req, body, res, true);
   }
 
+  /** Whether the caller dies after this call: its unit is doomed, and this call is the point. */
+  private drawCrash(caller: string, call: { service: string; operation: string; text: string }, req: http.IncomingMessage): boolean {
+    const crash = this.o.crash;
+    if (crash === undefined || POLLS.has(call.operation)) return false;
+    const header = req.headers["x-local-invocation"];
+    const unit = crash.unitOf ? crash.unitOf(caller, call, req) : unitOfWork(call, typeof header === "string" ? header : undefined, this.jobOfHandle);
+    if (unit === undefined) return false;
+    const id = `${caller}\u0000${unit}`;
+    let doomed = this.units.get(id);
+    if (doomed === undefined) {
+      doomed = this.streams.for(caller, "unit").float() < this.crashRate;
+      this.units.set(id, doomed);
+    }
+    // Drawn for every call of a unit, so the points stay in step whatever the rate.
+    const point = this.streams.for(caller, call.service, call.operation, "crash").float() < KILL_POINT;
+    if (!(doomed && point && this.crashRate > 0)) return false;
+    // Its kill ends this run of the unit; a redelivery of it is drawn again.
+    this.units.delete(id);
+    return true;
+  }
+
+  /** Learns which job each received message names (the worker's SQS calls carry only its handle). */
+  private learnHandles(text: string): void {
+    const answer = parseJson(text);
+    const messages = answer && Array.isArray(answer.Messages) ? answer.Messages : [];
+    for (const m of messages) {
+      if (!isObject(m) || typeof m.ReceiptHandle !== "string" || typeof m.Body !== "string") continue;
+      const body = parseJson(m.Body);
+      if (typeof body?.job_id === "string" && body.job_id !== "") this.jobOfHandle.set(m.ReceiptHandle, body.job_id);
+    }
+  }
+
+  /** Kills the caller after a forwarded call; true when it died (its answer is then never sent). */
+  private async crashCaller(call: { caller: string; service: string; operation: string }, req: http.IncomingMessage): Promise<boolean> {
+    const crash = this.o.crash;
+    if (crash === undefined || this.crashRate === 0) return false;
+    let killed: Killed | undefined;
+    try {
+      killed = await crash.kill(call.caller, req);
+    } catch {
+      killed = undefined;
+    }
+    if (killed === undefined) return false;
+    const record: CrashRecord = {
+      kind: "crash",
+      seq: this.crashes.length + 1,
+      atMs: Date.now(),
+      caller: call.caller,
+      process: killed.process,
+      point: `${call.service} ${call.operation}`,
+      callSeq: this.calls,
+      work: killed.work,
+      ...(killed.untilMs !== undefined ? { untilMs: killed.untilMs } : {}),
+    };
+    this.crashes.push(record);
+    this.o.onCrash?.(record);
+    return true;
+  }
+
   /** Undefined: no fault for this call. */
   private draw(caller: string, service: string, operation: string): FaultKind | undefined {
     const rng = this.streams.for(caller, service, operation);
@@ -164,7 +324,7 @@ export class FaultProxy extends InterceptingProxy {
   }
 
   private relay(
-    call: { caller: string; service: string; operation: string; text: string },
+    call: { caller: string; service: string; operation: string; text: string; crash?: boolean },
     target: string,
     req: http.IncomingMessage,
     body: Buffer,
@@ -174,6 +334,7 @@ export class FaultProxy extends InterceptingProxy {
     const url = new URL(target);
     this.exchange(url, req, body, { abortWith: res }).then(
       (reply) => {
+        if (this.o.crash !== undefined && call.operation === "ReceiveMessage") this.learnHandles(reply.body.toString("utf8"));
         this.o.onForwarded?.({
           atMs: Date.now(),
           caller: call.caller,
@@ -186,9 +347,12 @@ export class FaultProxy extends InterceptingProxy {
         if (loseResponse) {
           this.record(call, "response-lost", { upstreamStatus: reply.status, response: reply.body.toString("utf8") });
           res.destroy();
+          if (call.crash) void this.crashCaller(call, req);
           return;
         }
-        sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage);
+        if (!call.crash) return sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage);
+        // The call took effect; its caller dies before it hears so.
+        void this.crashCaller(call, req).then((died) => (died ? res.destroy() : sendReply(res, reply.status, reply.headers, reply.body, reply.statusMessage)));
       },
       (err: Error) => this.fail(res, url, err),
     );

@@ -3,7 +3,7 @@
  * sit) to its outcome, and from the outcomes to the run's totals. The observation itself is
  * observe.ts; these functions only judge, so each rule is tested on its own (test/local/chaos-ledger.test.ts).
  */
-import type { FaultKind, FaultRecord } from "./fault-proxy";
+import type { CrashRecord, FaultKind, FaultRecord } from "./fault-proxy";
 import type { Receive } from "./receives";
 import type { Consumer } from "./traffic";
 import type { MessageCounts } from "../show/view";
@@ -28,6 +28,80 @@ export interface MessageFacts {
   everyReceiveFaulted: boolean;
   /** Still on a consumed queue (visible, in flight or delayed). */
   remaining: boolean;
+  /** Kills of processes that held this message's work when they died (`--crash-rate`). */
+  crashHits?: CrashHits;
+  /** An injected fault (not latency) named this message or its key: a duplicate then has a fault to explain it. */
+  faultTouched?: boolean;
+}
+
+/** Kills that hit one message's work, by the kind of process. */
+export interface CrashHits {
+  /** Lambda invocations killed with the message in their batch. */
+  invocations: number;
+  /** Worker tasks killed holding the job, or GPU gateways killed holding the window's key claim. */
+  processes: number;
+}
+
+/**
+ * Pure: how many extra effects of one message its crashes may cause, per part, as
+ * docs/reliability.md ("What a kill may cause") states:
+ * - windows (ingest-window, ingest-dlq): processed ≤ 1 + gateways killed while holding its key claim
+ *   (the model may have worked on it, and the claim's lease lapses); a killed Lambda adds none (the
+ *   gateway's key claim answers the redelivery's POST);
+ * - fleet termination: reports ≤ 1 + killed deliveries (a delivery killed between its EMF lines and
+ *   its done mark leaves an unfinished claim that the redelivery takes over); a report is a
+ *   completion line and a JobDuration metric, so the ledger's extras ≤ 2 × killed deliveries;
+ * - retraining (intent + clientToken per origin), housekeeping and refill (idempotent effects):
+ *   none; the worker: no extra completion (the fenced completion), its extra runs judged apart
+ *   (workerCrashRuns).
+ */
+export function crashBound(consumer: Consumer, hits: CrashHits): number {
+  switch (consumer) {
+    case "ingest-window":
+    case "ingest-dlq":
+      return hits.processes;
+    case "fleet-termination":
+      return 2 * hits.invocations;
+    default:
+      return 0;
+  }
+}
+
+/** What crashes caused in one part, against its bound. */
+export interface CrashTotals {
+  /** Extra effects of messages whose work a killed process held. */
+  crashExtras: number;
+  /** What the part's bound allows those messages. */
+  crashBound: number;
+  /** Extras beyond the bound, message by message: fails the run. */
+  crashOverBound: number;
+}
+
+/**
+ * Pure: the worker's runs under crashes. A job whose holder was killed mid-job runs again: the
+ * bound is runs ≤ 1 + holders killed holding it + the job's other interruptions (failed, given back,
+ * lease lost mid-run, which are expected retries without any crash). `starts`: `job_started` lines
+ * per job; `interruptions`: those other interruptions per job; `killed`: kills per job.
+ */
+export function workerCrashRuns(
+  starts: ReadonlyMap<string, number>,
+  interruptions: ReadonlyMap<string, number>,
+  killed: ReadonlyMap<string, number>,
+): CrashTotals & { over: Array<{ job: string; runs: number; killed: number; interruptions: number }> } {
+  const out = { crashExtras: 0, crashBound: 0, crashOverBound: 0, over: [] as Array<{ job: string; runs: number; killed: number; interruptions: number }> };
+  for (const [job, kills] of killed) {
+    if (kills <= 0) continue;
+    const runs = starts.get(job) ?? 0;
+    const other = interruptions.get(job) ?? 0;
+    const extra = Math.max(0, runs - 1 - other);
+    out.crashExtras += extra;
+    out.crashBound += kills;
+    if (extra > kills) {
+      out.crashOverBound += extra - kills;
+      out.over.push({ job, runs, killed: kills, interruptions: other });
+    }
+  }
+  return out;
 }
 
 export interface Verdict {
@@ -40,7 +114,12 @@ export interface Verdict {
 export function judge(f: MessageFacts): Verdict {
   const duplicates = Math.max(0, f.duplicates);
   const lost = (reason: string): Verdict => ({ outcome: "lost", duplicates, reason });
-  if (f.wellFormed && f.incomplete !== undefined) return lost(f.incomplete);
+  // A kill left the effect incomplete and every receive since failed (by a fault or the kill): the
+  // message sits in its DLQ, and its redrive completes it (the fleet's report: a redrive takes an
+  // unfinished claim over). Without a kill, an incomplete effect is lost as before.
+  const killed = (f.crashHits?.invocations ?? 0) + (f.crashHits?.processes ?? 0) > 0;
+  if (f.wellFormed && f.incomplete !== undefined && !(killed && f.inDlq && f.everyReceiveFaulted)) return lost(f.incomplete);
+  if (f.wellFormed && f.incomplete !== undefined) return { outcome: "inDlq", duplicates };
   if (f.wellFormed && f.effects > 0) return { outcome: "processed", duplicates };
   if (!f.wellFormed && f.quarantined) return { outcome: "quarantined", duplicates };
   if (!f.wellFormed && f.effects > 0) return lost("a malformed message had an effect");
@@ -64,8 +143,9 @@ export function mentions(fault: Pick<FaultRecord, "request" | "messageIds" | "re
  * message (its id, receipt handle or key) or names none of its batchmates (a batch-wide call, such
  * as counting running tasks).
  */
-export function receiveFaulted(r: Receive, faults: readonly FaultRecord[], keys: readonly string[]): boolean {
+export function receiveFaulted(r: Receive, faults: readonly FaultRecord[], keys: readonly string[], kills: readonly CrashRecord[] = []): boolean {
   if (r.acknowledged) return false;
+  if (receiveKilled(r, kills)) return true;
   const own = [r.messageId, r.receiptHandle, ...keys];
   return faults.some(
     (f) =>
@@ -77,16 +157,44 @@ export function receiveFaulted(r: Receive, faults: readonly FaultRecord[], keys:
   );
 }
 
+/** Slack on a killed invocation's deadline: the fleet's takeover grace (10 s simulated) and clocks. */
+const DEADLINE_SLACK_MS = 1000;
+
+/**
+ * Pure: did a kill (`--crash-rate`) fail this receive? Its own invocation was killed with the message
+ * in its batch; or it came while an earlier delivery of the message, killed, would still have been
+ * running (before that invocation's deadline, `untilMs`): what the killed delivery left naming its
+ * deadline (the fleet's report claim) looks alive until then, and the receive defers to it. On AWS
+ * (visibility ≥ 6 × timeout) the redelivery comes after that deadline; the local run keeps Lambda's
+ * timeout in real time while its SQS timers run sped up, so it comes sooner.
+ */
+export function receiveKilled(r: Receive, kills: readonly CrashRecord[]): boolean {
+  if (r.acknowledged) return false;
+  return kills.some(
+    (k) =>
+      k.caller === r.fn &&
+      k.work.includes(r.messageId) &&
+      k.atMs <= r.endMs + RECEIVE_SLACK_MS &&
+      (k.atMs >= r.startMs - RECEIVE_SLACK_MS || (k.untilMs !== undefined && r.startMs <= k.untilMs + DEADLINE_SLACK_MS)),
+  );
+}
+
 /**
  * Pure: the DLQ rule's test. Every receive of the message (`messageId`, the copy in the DLQ) was
  * failed by a fault: each delivery to a function (receiveFaulted) and each ReceiveMessage whose
  * response the proxy lost (those count as receives no consumer ever saw). No receive at all proves nothing.
  */
-export function everyReceiveFaulted(messageId: string, receives: readonly Receive[], faults: readonly FaultRecord[], keys: readonly string[]): boolean {
+export function everyReceiveFaulted(
+  messageId: string,
+  receives: readonly Receive[],
+  faults: readonly FaultRecord[],
+  keys: readonly string[],
+  kills: readonly CrashRecord[] = [],
+): boolean {
   const delivered = receives.filter((r) => r.messageId === messageId);
   const lostReceives = faults.filter((f) => f.kind === "response-lost" && f.operation === "ReceiveMessage" && f.messageIds.includes(messageId));
   if (delivered.length + lostReceives.length === 0) return false;
-  return delivered.every((r) => receiveFaulted(r, faults, keys));
+  return delivered.every((r) => receiveFaulted(r, faults, keys, kills));
 }
 
 /**
@@ -101,12 +209,13 @@ export function everyReceiveFaultedBeforeDeadLetter(
   receives: readonly Receive[],
   faults: readonly FaultRecord[],
   keys: readonly string[],
+  kills: readonly CrashRecord[] = [],
 ): boolean {
   const own = receives.filter((r) => r.messageId === sourceId);
   const latest = own.reduce<Receive | undefined>((last, r) => (last === undefined || r.startMs > last.startMs ? r : last), undefined);
   if (latest === undefined) return false;
   const judged = own.map((r) => (r === latest ? { ...r, acknowledged: false } : r));
-  return everyReceiveFaulted(sourceId, judged, faults, keys);
+  return everyReceiveFaulted(sourceId, judged, faults, keys, kills);
 }
 
 /** Pure: concurrent holders per instance over the claim rounds, and how many holders were one too many. */
@@ -206,12 +315,14 @@ const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.
  * lost its lease mid-run is expected, so the ledger's `runs` (every lease taken) is reported, not
  * judged. A leaked lease is an item still `running` and not released (`leaseExpiresAt` 0 is a
  * release), once every message is accounted for (`everyMessageAccounted`: no worker message
- * remains on its queue, so a lease still held has no job behind it).
+ * remains on its queue, so a lease still held has no job behind it), unless its holder was killed
+ * and its lease has lapsed (`killed`: holder identities of killed tasks, and the time of the reading).
  */
 export function workerJobCounts(
   lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>,
   ledger: readonly WorkerLedgerItem[] | undefined,
   everyMessageAccounted: boolean,
+  killed: { holders: ReadonlySet<string>; nowMs: number } = { holders: new Set(), nowMs: 0 },
 ): WorkerJobCounts {
   const s = WORKER_LEDGER.steps;
   const count = (step: string, also: (l: { at?: unknown }) => boolean = () => true) => {
@@ -225,7 +336,10 @@ export function workerJobCounts(
   for (const [job, n] of count(s.leaseLost, (l) => l.at === "completion")) finished.set(job, (finished.get(job) ?? 0) + n);
   const runTwice = [...finished].filter(([, n]) => n > 1);
   const running = (ledger ?? []).filter((i) => i.state === "running" && i.leaseExpiresAt !== 0);
-  const leaked = everyMessageAccounted ? running : [];
+  // A lease whose holder was killed (`--crash-rate`) is not released: it lapses at its expiry, and
+  // only one still unexpired at the end is held past its time. Any other unreleased lease is leaked.
+  const lapsed = (i: WorkerLedgerItem) => i.holder !== undefined && killed.holders.has(i.holder) && (i.leaseExpiresAt ?? 0) <= killed.nowMs;
+  const leaked = everyMessageAccounted ? running.filter((i) => !lapsed(i)) : [];
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   return {
     jobsRunMoreThanOnce: runTwice.length,
@@ -253,9 +367,16 @@ export interface WorkerRunTotals {
   leakedLeases: number;
 }
 
-export interface ConsumerTotals extends MessageCounts, WorkerRunTotals {
+export interface ConsumerTotals extends MessageCounts, WorkerRunTotals, CrashTotals {
   consumer: Consumer;
+  /** Extra effects no crash explains: caused by an injected fault, or by neither (both fail the run). */
   duplicateSideEffects: number;
+  /** Of those, the ones an injected fault touched. */
+  duplicatesFromFaults: number;
+  /** Processes killed while working on this part's messages. */
+  kills: number;
+  /** GPU key claims still held at the end (the windows' parts). */
+  leakedKeyClaims: number;
   leakedLocks: number;
   /** Consumer-specific counts (RunTask calls, metrics, claims…). */
   details: Record<string, unknown>;
@@ -268,14 +389,23 @@ export type Totals = Omit<ConsumerTotals, "consumer" | "details" | "lostExamples
 export interface ChaosSummary {
   totals: Totals;
   byConsumer: ConsumerTotals[];
-  faults: { injected: number; byKind: Record<FaultKind, number> };
+  /** Injected AWS faults by kind, and (`--crash-rate`) processes killed by caller. */
+  faults: { injected: number; byKind: Record<FaultKind, number>; kills?: Record<string, number> };
 }
 
 /** Pure: one consumer's row from its messages' facts, plus what is counted beside messages (claims, locks). */
 export function consumerTotals(
   consumer: Consumer,
   facts: readonly MessageFacts[],
-  extra: { duplicateSideEffects?: number; leakedLocks?: number; worker?: WorkerRunTotals; details?: Record<string, unknown> } = {},
+  extra: {
+    duplicateSideEffects?: number;
+    leakedLocks?: number;
+    worker?: WorkerRunTotals;
+    details?: Record<string, unknown>;
+    crash?: CrashTotals;
+    kills?: number;
+    leakedKeyClaims?: number;
+  } = {},
 ): ConsumerTotals {
   const row: ConsumerTotals = {
     consumer,
@@ -286,6 +416,12 @@ export function consumerTotals(
     remaining: 0,
     lost: 0,
     duplicateSideEffects: extra.duplicateSideEffects ?? 0,
+    duplicatesFromFaults: 0,
+    crashExtras: extra.crash?.crashExtras ?? 0,
+    crashBound: extra.crash?.crashBound ?? 0,
+    crashOverBound: extra.crash?.crashOverBound ?? 0,
+    kills: extra.kills ?? 0,
+    leakedKeyClaims: extra.leakedKeyClaims ?? 0,
     leakedLocks: extra.leakedLocks ?? 0,
     jobsRunMoreThanOnce: extra.worker?.jobsRunMoreThanOnce ?? 0,
     jobsCompletedMoreThanOnce: extra.worker?.jobsCompletedMoreThanOnce ?? 0,
@@ -296,7 +432,21 @@ export function consumerTotals(
   for (const f of facts) {
     const v = judge(f);
     row[v.outcome] += 1;
-    row.duplicateSideEffects += v.duplicates;
+    const hits = f.crashHits ?? { invocations: 0, processes: 0 };
+    if (hits.invocations + hits.processes > 0) {
+      // A message whose work a killed process held: its extras are the crash's, within its bound.
+      const bound = crashBound(consumer, hits);
+      row.crashExtras += v.duplicates;
+      row.crashBound += bound;
+      row.crashOverBound += Math.max(0, v.duplicates - bound);
+      if (v.duplicates > bound) {
+        const examples = (row.details.crashOverExamples ??= []) as Array<{ key: string; extras: number; bound: number }>;
+        if (examples.length < 10) examples.push({ key: f.key, extras: v.duplicates, bound });
+      }
+    } else {
+      row.duplicateSideEffects += v.duplicates;
+      if (f.faultTouched) row.duplicatesFromFaults += v.duplicates;
+    }
     if (v.outcome === "lost" && row.lostExamples.length < 10) row.lostExamples.push({ key: f.key, reason: v.reason ?? "" });
   }
   return row;
@@ -311,6 +461,12 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
     remaining: 0,
     lost: 0,
     duplicateSideEffects: 0,
+    duplicatesFromFaults: 0,
+    crashExtras: 0,
+    crashBound: 0,
+    crashOverBound: 0,
+    kills: 0,
+    leakedKeyClaims: 0,
     leakedLocks: 0,
     jobsRunMoreThanOnce: 0,
     jobsCompletedMoreThanOnce: 0,
@@ -320,11 +476,13 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
   return totals;
 }
 
-/** Exit 1 when anything is lost, duplicated or leaked, or a worker job ran twice. */
+/** Exit 1 when anything is lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran to its end twice. */
 export function failed(totals: Totals): boolean {
   return (
     totals.lost > 0 ||
     totals.duplicateSideEffects > 0 ||
+    totals.crashOverBound > 0 ||
+    totals.leakedKeyClaims > 0 ||
     totals.leakedLocks > 0 ||
     totals.jobsRunMoreThanOnce > 0 ||
     totals.jobsCompletedMoreThanOnce > 0 ||
@@ -335,4 +493,16 @@ export function failed(totals: Totals): boolean {
 /** Pure: the totals of several runs (seeds), field by field. */
 export function addTotals(rows: readonly Totals[]): Totals {
   return sumTotals(rows.map((t) => ({ ...t, consumer: "worker" as const, details: {}, lostExamples: [] })));
+}
+
+/**
+ * Pure: worker jobs whose every run ended with its holder killed (`--crash-rate`): each lease taken
+ * (`job_lease_taken`) matched by a kill of a task holding the job. Such a job's message reaches its
+ * DLQ after maxReceiveCount receives for the crashes' sake, as a message whose every receive an
+ * injected fault failed does: in the DLQ, not lost.
+ */
+export function workerJobsEveryRunKilled(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>, killedPerJob: ReadonlyMap<string, number>): Set<string> {
+  const takes = new Map<string, number>();
+  for (const l of lines) if (stepIs(l, WORKER_LEDGER.steps.leaseTaken) && typeof l.job_id === "string") takes.set(l.job_id, (takes.get(l.job_id) ?? 0) + 1);
+  return new Set([...takes].filter(([job, n]) => n > 0 && (killedPerJob.get(job) ?? 0) >= n).map(([job]) => job));
 }

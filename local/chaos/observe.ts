@@ -22,8 +22,17 @@ import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology";
 import { QUEUE_ROLES } from "../../policy/contract";
 import { type LogLine, readLogLines } from "../scenarios/logs";
-import type { ForwardedCall, FaultRecord } from "./fault-proxy";
-import { everyReceiveFaulted, everyReceiveFaultedBeforeDeadLetter, type LockItem, type MessageFacts, WORKER_LEDGER, type WorkerLedgerItem } from "./ledger";
+import type { CrashRecord, ForwardedCall, FaultRecord } from "./fault-proxy";
+import {
+  type CrashHits,
+  everyReceiveFaulted,
+  everyReceiveFaultedBeforeDeadLetter,
+  type LockItem,
+  type MessageFacts,
+  mentions,
+  WORKER_LEDGER,
+  type WorkerLedgerItem,
+} from "./ledger";
 import { SOURCE_MESSAGE_ID_ATTRIBUTE } from "../../functions/retraining/defer";
 import type { Receive } from "./receives";
 import type { ChaosMessage, Consumer } from "./traffic";
@@ -207,13 +216,26 @@ export function acknowledgedEffects(receives: readonly Receive[], fn: string, ke
   return e;
 }
 
-/** Completions per worker job: a job run again after an interruption is fine, completing it twice is a duplicate. */
-export function workerEffects(lines: readonly LogLine[]): Effects {
+/**
+ * Completions per worker job: a job run again after an interruption is fine, completing it twice is
+ * a duplicate. A job the ledger table shows `completed` with no `job_succeeded` line is completed
+ * once: its task was killed between the completion write and the line (`--crash-rate`), and the
+ * redelivery found it completed (`job_already_completed`) and deleted it unrun.
+ */
+export function workerEffects(lines: readonly LogLine[], ledger: readonly WorkerLedgerItem[] = []): Effects {
   const e = emptyEffects();
   for (const l of lines) if (l.step === WORKER_LEDGER.steps.succeeded && typeof l.job_id === "string") bump(e.effects, l.job_id);
   for (const [k, n] of e.effects) if (n > 1) e.duplicates.set(k, n - 1);
+  let silent = 0;
+  for (const item of ledger) {
+    const job = WORKER_LEDGER.jobIdOf(item.jobKey);
+    if (item.state !== "completed" || e.effects.has(job)) continue;
+    e.effects.set(job, 1);
+    silent += 1;
+  }
   e.details = {
     completions: [...e.effects.values()].reduce((a, b) => a + b, 0),
+    completedWithoutSuccessLine: silent,
     jobsStarted: lines.filter((l) => l.step === WORKER_LEDGER.steps.started).length,
   };
   return e;
@@ -282,9 +304,18 @@ export async function claimLocks(platform: LocalPlatform, tableName: string): Pr
 }
 
 /** The DLQ rule for one copy: its own receives, or, for a copy its consumer dead-lettered, its source's. */
-function dlqCopyFaulted(copyId: string, copies: QueueCopies, receives: readonly Receive[], faults: readonly FaultRecord[], keys: readonly string[]): boolean {
+function dlqCopyFaulted(
+  copyId: string,
+  copies: QueueCopies,
+  receives: readonly Receive[],
+  faults: readonly FaultRecord[],
+  keys: readonly string[],
+  kills: readonly CrashRecord[],
+): boolean {
   const source = copies.deadLetteredFrom.get(copyId);
-  return source === undefined ? everyReceiveFaulted(copyId, receives, faults, keys) : everyReceiveFaultedBeforeDeadLetter(source, receives, faults, keys);
+  return source === undefined
+    ? everyReceiveFaulted(copyId, receives, faults, keys, kills)
+    : everyReceiveFaultedBeforeDeadLetter(source, receives, faults, keys, kills);
 }
 
 /**
@@ -300,6 +331,7 @@ export function factsFor(
   receives: readonly Receive[],
   faults: readonly FaultRecord[],
   hiddenSlots: number,
+  crash: { kills: readonly CrashRecord[]; hits: ReadonlyMap<string, CrashHits>; dlqExplained?: ReadonlySet<string> } = { kills: [], hits: new Map() },
 ): MessageFacts[] {
   let slots = hiddenSlots;
   return sent
@@ -317,9 +349,14 @@ export function factsFor(
         ...(effects.incomplete.has(m.key) ? { incomplete: effects.incomplete.get(m.key) } : {}),
         quarantined,
         inDlq: dlqId !== undefined,
-        everyReceiveFaulted: dlqId !== undefined && dlqCopyFaulted(dlqId, copies, receives, faults, [m.key]),
+        everyReceiveFaulted:
+          dlqId !== undefined && (crash.dlqExplained?.has(m.key) === true || dlqCopyFaulted(dlqId, copies, receives, faults, [m.key], crash.kills)),
         remaining: copies.visible.has(m.body),
       };
+      const hits = crash.hits.get(m.key);
+      if (hits !== undefined) facts.crashHits = hits;
+      // Only for a message with extras (a scan of every fault's request per message would be slow).
+      if (facts.duplicates > 0) facts.faultTouched = faults.some((f) => f.kind !== "latency" && mentions(f, [m.key, m.messageId]));
       const settled = (facts.wellFormed && facts.effects > 0) || (!facts.wellFormed && facts.quarantined) || facts.inDlq || facts.remaining;
       if (!settled && slots > 0) {
         slots -= 1;

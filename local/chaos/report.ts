@@ -25,10 +25,12 @@ export interface RunsDocument {
 /** Pure: the `--json` document of a run over several seeds (one seed is a run of one). */
 export function runsDocument(runs: readonly SeedRun[]): RunsDocument {
   const byKind = {} as Record<FaultKind, number>;
+  const kills: Record<string, number> = {};
   for (const r of runs) for (const [k, n] of Object.entries(r.faults.byKind) as Array<[FaultKind, number]>) byKind[k] = (byKind[k] ?? 0) + n;
+  for (const r of runs) for (const [caller, n] of Object.entries(r.faults.kills ?? {})) kills[caller] = (kills[caller] ?? 0) + n;
   return {
     totals: addTotals(runs.map((r) => r.totals)),
-    faults: { injected: runs.reduce((n, r) => n + r.faults.injected, 0), byKind },
+    faults: { injected: runs.reduce((n, r) => n + r.faults.injected, 0), byKind, kills },
     seeds: [...runs],
   };
 }
@@ -51,27 +53,52 @@ const COLUMNS = [
   "remaining",
   "lost",
   "duplicateSideEffects",
+  "duplicatesFromFaults",
+  "kills",
+  "crashExtras",
+  "crashBound",
+  "crashOverBound",
   "leakedLocks",
   "jobsRunMoreThanOnce",
   "jobsCompletedMoreThanOnce",
   "leakedLeases",
+  "leakedKeyClaims",
 ] as const;
-const HEADERS = ["sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "duplicates", "leaked locks", "run >1", "done >1", "leaked leases"];
+const HEADERS = [
+  "sent",
+  "processed",
+  "quarantined",
+  "in DLQ",
+  "remaining",
+  "lost",
+  "duplicates",
+  "of which faults",
+  "kills",
+  "crash extras",
+  "crash bound",
+  "over bound",
+  "leaked locks",
+  "run >1",
+  "done >1",
+  "leaked leases",
+  "leaked claims",
+];
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
 }
 
-const problemCount = (t: Totals) => t.lost + t.duplicateSideEffects + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases;
+const problemCount = (t: Totals) =>
+  t.lost + t.duplicateSideEffects + t.crashOverBound + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases + t.leakedKeyClaims;
 const verdict = (t: Totals, settled: boolean, exit: string) =>
   problemCount(t) !== 0
-    ? `FAILED: something was lost, duplicated or leaked, or a worker job ran twice (${exit})`
+    ? `FAILED: something was lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran twice (${exit})`
     : !settled
       ? `INCONCLUSIVE: the queues did not drain within the settle time; ${t.remaining} message(s) were never judged (${exit}; raise --settle-seconds on a loaded machine)`
       : "nothing lost, duplicated or leaked, no worker job run twice";
 
-export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; seed: number; speed: number }): string {
+export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; crashRate?: number; seed: number; speed: number }): string {
   const rows: string[][] = [["consumer", ...HEADERS]];
   for (const c of r.byConsumer) rows.push([c.consumer, ...COLUMNS.map((k) => String(c[k]))]);
   rows.push(["total", ...COLUMNS.map((k) => String(r.totals[k]))]);
@@ -79,9 +106,14 @@ export function renderSummary(r: ChaosResult, run: { messages: number; faultRate
     .map(([k, n]) => `${k} ${n}`)
     .join(", ");
   const lines = [
-    `chaos run: ${run.messages} messages, fault rate ${run.faultRate}, seed ${run.seed}, speed ${run.speed}; ${(r.wallMs / 1000).toFixed(0)} s${r.settled ? "" : " (the queues did not drain in time)"}`,
+    `chaos run: ${run.messages} messages, fault rate ${run.faultRate}, crash rate ${run.crashRate ?? 0}, seed ${run.seed}, speed ${run.speed}; ${(r.wallMs / 1000).toFixed(0)} s${r.settled ? "" : " (the queues did not drain in time)"}`,
     table(rows),
     `faults injected: ${r.faults.injected} (${kinds})`,
+    `processes killed: ${Object.values(r.faults.kills ?? {}).reduce((a, b) => a + b, 0)} (${
+      Object.entries(r.faults.kills ?? {})
+        .map(([caller, n]) => `${caller} ${n}`)
+        .join(", ") || "none"
+    })`,
     ...r.byConsumer.flatMap(problems),
     verdict(r.totals, r.settled, "exit 1"),
   ];
@@ -89,13 +121,13 @@ export function renderSummary(r: ChaosResult, run: { messages: number; faultRate
 }
 
 /** The per-seed table and the total over seeds. */
-export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; faultRate: number; speed: number }): string {
+export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; faultRate: number; crashRate?: number; speed: number }): string {
   const rows: string[][] = [["seed", ...HEADERS, "faults", "wall s"]];
   for (const r of runs) rows.push([String(r.seed), ...COLUMNS.map((k) => String(r.totals[k])), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
   const doc = runsDocument(runs);
   rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
   return [
-    `chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, speed ${run.speed}`,
+    `chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, crash rate ${run.crashRate ?? 0}, speed ${run.speed}`,
     table(rows),
     verdict(
       doc.totals,
@@ -107,7 +139,16 @@ export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; f
 
 function problems(c: ConsumerTotals): string[] {
   const out = c.lostExamples.map((l) => `  ${c.consumer}: lost ${l.key}: ${l.reason}`);
-  if (c.duplicateSideEffects > 0) out.push(`  ${c.consumer}: ${c.duplicateSideEffects} duplicate side effect(s)`);
+  if (c.duplicateSideEffects > 0)
+    out.push(`  ${c.consumer}: ${c.duplicateSideEffects} duplicate side effect(s) no crash explains (${c.duplicatesFromFaults} touched by an injected fault)`);
+  if (c.crashOverBound > 0)
+    out.push(
+      `  ${c.consumer}: ${c.crashOverBound} crash-caused extra effect(s) beyond the part's bound: ${JSON.stringify([
+        ...((c.details.crashOverExamples as unknown[] | undefined) ?? []),
+        ...((c.details.crashRunsOverBound as unknown[] | undefined) ?? []),
+      ])}`,
+    );
+  if (c.leakedKeyClaims > 0) out.push(`  ${c.consumer}: ${c.leakedKeyClaims} GPU key claim(s) still held: ${JSON.stringify(c.details.keyClaimsHeld)}`);
   if (c.leakedLocks > 0) out.push(`  ${c.consumer}: ${c.leakedLocks} leaked lock(s): ${JSON.stringify(c.details.leaked)}`);
   if (c.jobsRunMoreThanOnce > 0) out.push(`  ${c.consumer}: ${c.jobsRunMoreThanOnce} job(s) run more than once: ${JSON.stringify(c.details.runTwiceExamples)}`);
   if (c.jobsCompletedMoreThanOnce > 0) out.push(`  ${c.consumer}: ${c.jobsCompletedMoreThanOnce} job(s) completed more than once`);

@@ -5,6 +5,7 @@
  * the worker service and the claimers call goes through faults.
  */
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../infra/bundle";
 import { executablesSchema } from "../../functions/worker/config";
@@ -12,8 +13,22 @@ import { containerEnvironment, pickContainer } from "../hosts/worker-service";
 import { LocalPlatform } from "../platform";
 import { sendAll, waitFor } from "../scenarios/scenario";
 import { readSteps } from "../scenarios/logs";
-import { FaultProxy, type FaultRecord, type ForwardedCall, type Upstreams } from "./fault-proxy";
-import { type ChaosSummary, claimsPerInstance, consumerTotals, type ConsumerTotals, leakedLocks, sumTotals, workerJobCounts } from "./ledger";
+import type * as http from "node:http";
+import { gatewayWindowsHeld, killChild, workerJobsHeld } from "./crash";
+import { type CrashRecord, FaultProxy, type FaultRecord, type ForwardedCall, type Killed, type Upstreams } from "./fault-proxy";
+import {
+  type ChaosSummary,
+  claimsPerInstance,
+  type CrashHits,
+  consumerTotals,
+  type ConsumerTotals,
+  leakedLocks,
+  sumTotals,
+  WORKER_LEDGER,
+  workerCrashRuns,
+  workerJobCounts,
+  workerJobsEveryRunKilled,
+} from "./ledger";
 import {
   acknowledgedEffects,
   claimLocks,
@@ -29,6 +44,7 @@ import {
   workerLedger,
   workerLogLines,
 } from "./observe";
+import { paginateScan } from "@aws-sdk/client-dynamodb";
 import { PoolClaimers } from "./pool-claims";
 import { type Receive, ReceiveRecorder } from "./receives";
 import { drainedQueues, type InventoryRecord, queuesConsumedBy, recordedInventory } from "../../infra/parts/inventory";
@@ -38,6 +54,8 @@ export interface ChaosOptions {
   stack: string;
   messages: number;
   faultRate: number;
+  /** Per call a process makes mid-work, the chance it is killed (SIGKILL) right after it. @default 0 */
+  crashRate?: number;
   seed: number;
   speed: number;
   /** Real seconds to wait for the queues to drain after the last send. */
@@ -55,6 +73,8 @@ export interface ChaosResult extends ChaosSummary {
   wallMs: number;
   /** The fault log, also written to `<workDir>/faults.jsonl`. */
   faultLog: readonly FaultRecord[];
+  /** The processes killed, in the same journal. */
+  crashLog: readonly CrashRecord[];
   settled: boolean;
 }
 
@@ -100,6 +120,38 @@ export function drainedBy(records: readonly InventoryRecord[], consumer: Consume
 
 /** The local runtime's caller name of the worker service's code (local/platform.ts), which the fault proxy sees. */
 const ECS_SERVICE_CALLER = "worker-service";
+/** The GPU gateways' caller name (local/platform.ts): crashed, never faulted (their AWS calls were never in the fault run). */
+export const GATEWAY_CALLER = "gpu-gateway";
+/** Real ms before a killed worker task is replaced or a killed gateway restarted. */
+const RESTART_AFTER_MS = 1000;
+
+/** Kills the process of `caller` that made the call: a Lambda sandbox, a worker task or the GPU gateway. */
+async function killCaller(p: LocalPlatform, caller: string, req: http.IncomingMessage): Promise<Killed | undefined> {
+  if (caller === ECS_SERVICE_CALLER) {
+    const alive = (p.worker?.tasks() ?? []).filter((t) => t.pid !== undefined && t.exitCode === null && t.signal === null);
+    return killChild(
+      req,
+      alive.map((t) => ({ pid: t.pid ?? 0, logFile: t.logFile, logOffset: t.logOffset })),
+      workerJobsHeld,
+    );
+  }
+  if (caller === GATEWAY_CALLER) {
+    const host = p.gpu?.host;
+    const pid = host?.pid();
+    if (host === undefined || pid === undefined) return undefined;
+    return killChild(req, [{ pid, logFile: host.logFile(), logOffset: host.logOffset }], gatewayWindowsHeld);
+  }
+  const invocation = req.headers["x-local-invocation"];
+  if (typeof invocation !== "string") return undefined;
+  const crashed = await p.lambdas.crash(invocation);
+  if (crashed === undefined) return undefined;
+  const records = (crashed.event as { Records?: Array<{ messageId?: unknown }> }).Records ?? [];
+  return {
+    process: `sandbox ${crashed.logStreamName}`,
+    untilMs: crashed.deadlineMs,
+    work: records.map((r) => r.messageId).filter((id): id is string => typeof id === "string"),
+  };
+}
 
 /** The fault proxy's caller name of each consumer's code: its program consumer's name, or the ECS host's. Pure. */
 export function callerOf(records: readonly InventoryRecord[], consumer: Consumer): string {
@@ -113,9 +165,21 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const faultFile = `${o.workDir}-faults.jsonl`;
   fs.rmSync(faultFile, { force: true });
   const runTasks: ForwardedCall[] = [];
+  const crashRate = o.crashRate ?? 0;
+  const live: { platform?: LocalPlatform } = {};
   const proxy = new FaultProxy({
     seed: o.seed,
     rate: o.faultRate,
+    faultFreeCallers: [GATEWAY_CALLER],
+    ...(crashRate > 0
+      ? {
+          crash: {
+            rate: crashRate,
+            kill: async (caller: string, req: http.IncomingMessage) => (live.platform ? killCaller(live.platform, caller, req) : undefined),
+          },
+          onCrash: (crash: CrashRecord) => fs.appendFileSync(faultFile, `${JSON.stringify(crash)}\n`),
+        }
+      : {}),
     onForwarded: (call) => {
       if (call.service === "ecs" && call.operation === "RunTask") runTasks.push(call);
     },
@@ -133,18 +197,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       taskSimMs: 5_000,
       note: o.note,
       ...(o.workerTasks !== undefined ? { workerTasks: o.workerTasks } : {}),
+      ...(crashRate > 0 ? { restartKilledAfterMs: RESTART_AFTER_MS } : {}),
       workerEnv: (container) => {
         longJob = longJobSizing(Number(container.WORKER_HEARTBEAT_SECONDS ?? 60), o.speed);
         return withLongJobType(container, longJob.seconds);
       },
       codeEndpoints: async (caller, upstream) => {
-        if (caller !== "worker-service") upstreams.lambdas ??= upstream;
+        if (caller !== ECS_SERVICE_CALLER && caller !== GATEWAY_CALLER) upstreams.lambdas ??= upstream;
         const front = await proxy.front(caller, upstream);
         // One port per caller: every service of that caller goes through it, and the proxy routes it on.
         return { aws: front, byService: Object.fromEntries(Object.keys(upstream.byService).map((service) => [service, front])) };
       },
     });
     const p = platform;
+    live.platform = p;
     const receives = new ReceiveRecorder();
     receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
 
@@ -162,7 +228,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
     const longSent = traffic.filter((m) => m.long).length;
     o.note(
-      `chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, seed ${o.seed}, speed ${o.speed}`,
+      `chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, crash rate ${crashRate}, seed ${o.seed}, speed ${o.speed}`,
     );
 
     claimers.start(Math.max(1000, (5 * 60_000) / o.speed));
@@ -176,6 +242,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
     if (!settled) o.note(`chaos: the queues did not drain within ${o.settleSeconds} s; what is left counts as remaining`);
     await claimers.stop();
+    // No kill may land while the runtime stops (a worker killed in its shutdown is not mid-work).
+    proxy.setCrashRate(0);
     // Freeze the runtime before reading: nothing may move between the reads.
     await Promise.all([...p.sources.values()].map((s) => s.stop()));
     await p.scheduler.stop();
@@ -190,9 +258,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     return {
       totals: sumTotals(byConsumer),
       byConsumer,
-      faults: { injected: stats.injected, byKind: stats.byKind },
+      faults: { injected: stats.injected, byKind: stats.byKind, kills: killsByCaller(proxy.kills()) },
       wallMs: Date.now() - started,
       faultLog: proxy.faults(),
+      crashLog: proxy.kills(),
       settled,
     };
   } finally {
@@ -314,9 +383,13 @@ async function account(
     "fleet-housekeeping": acknowledgedEffects(receives, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
     "pool-refill": acknowledgedEffects(receives, DRIVES["pool-refill"], wellFormedKeyOfBody),
     "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
-    worker: workerEffects(workerLogLines(p.options.workDir)),
+    worker: workerEffects(workerLogLines(p.options.workDir), (await workerLedger(p)) ?? []),
   };
   const ledger = await workerLedger(p);
+  const kills = proxy.kills();
+  const hits = crashHits(inventory, sent, receives, kills);
+  const workerLines = workerLogLines(p.options.workDir);
+  const keyClaims = await heldKeyClaims(p);
 
   const claims = claimsPerInstance(claimers.rounds);
   const nowSeconds = Math.floor(p.clock.now() / 1000);
@@ -324,21 +397,54 @@ async function account(
 
   return CONSUMERS.map((consumer) => {
     const hidden = drainedBy(inventory, consumer).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
-    const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden);
+    const consumerHits = hits.get(consumer) ?? new Map<string, CrashHits>();
+    const dlqExplained = consumer === "worker" ? workerJobsEveryRunKilled(workerLines, killedPerJob(consumerHits)) : undefined;
+    const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden, {
+      kills,
+      hits: consumerHits,
+      ...(dlqExplained ? { dlqExplained } : {}),
+    });
     const caller = callerOf(inventory, consumer);
     const faultsHere = faults.filter((f) => f.caller === caller).length;
+    const killsHere = kills.filter((k) => k.caller === caller).length;
+    const crashDetails = { kills: killsHere, messagesHitByKills: consumerHits.size };
     const pastVisibility = receivesPastVisibility(p, receives, caller);
     if (consumer === "worker") {
       const row = consumerTotals(consumer, facts);
       // Leases are judged only once every worker message is accounted for: one still on the queue may rightly hold one.
-      const counts = workerJobCounts(workerLogLines(p.options.workDir), ledger, row.remaining === 0);
+      const killedHolders = new Set(kills.filter((k) => k.caller === ECS_SERVICE_CALLER).map((k) => `${os.hostname()}:${k.process.replace(/^pid /, "")}`));
+      const counts = workerJobCounts(workerLines, ledger, row.remaining === 0, { holders: killedHolders, nowMs: Date.now() });
+      const runs = workerCrashRuns(...workerRunsByJob(workerLines), killedPerJob(consumerHits));
       return consumerTotals(consumer, facts, {
         worker: counts,
-        details: { ...effects[consumer].details, ...counts.details, longJobs, faultsInjected: faultsHere },
+        crash: runs,
+        kills: killsHere,
+        details: {
+          ...effects[consumer].details,
+          ...counts.details,
+          longJobs,
+          faultsInjected: faultsHere,
+          ...crashDetails,
+          crashRunsOverBound: runs.over.slice(0, 10),
+        },
       });
     }
+    const windows = consumer === "ingest-window" || consumer === "ingest-dlq";
+    // The gateways' kills and held claims are counted once, on the window consumer's row.
+    const gatewayKills = consumer === "ingest-window" ? kills.filter((k) => k.caller === GATEWAY_CALLER).length : 0;
     if (consumer !== "pool-claim")
-      return consumerTotals(consumer, facts, { details: { ...effects[consumer].details, faultsInjected: faultsHere, receivesPastVisibility: pastVisibility } });
+      return consumerTotals(consumer, facts, {
+        kills: killsHere + gatewayKills,
+        ...(consumer === "ingest-window" ? { leakedKeyClaims: keyClaims.length } : {}),
+        details: {
+          ...effects[consumer].details,
+          faultsInjected: faultsHere,
+          receivesPastVisibility: pastVisibility,
+          ...crashDetails,
+          ...(windows ? { gatewayKills } : {}),
+          ...(consumer === "ingest-window" ? { keyClaimsHeld: keyClaims.slice(0, 10) } : {}),
+        },
+      });
     return consumerTotals(consumer, facts, {
       duplicateSideEffects: claims.duplicates,
       leakedLocks: leaked.length,
@@ -356,6 +462,100 @@ async function account(
       },
     });
   });
+}
+
+/** Pure: kills per caller, for the summary. */
+export function killsByCaller(kills: readonly CrashRecord[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of kills) out[k.caller] = (out[k.caller] ?? 0) + 1;
+  return out;
+}
+
+/**
+ * Pure: for each consumer, the kills that hit each message's work (by message key). A killed
+ * invocation's batch is named by message ids, which a redelivery keeps; a deferral copy or redrive
+ * has a new id, found through its body. A worker task's work is job ids (the worker's keys), a
+ * gateway's window keys (the windows' keys).
+ */
+export function crashHits(
+  inventory: readonly InventoryRecord[],
+  sent: readonly SentMessage[],
+  receives: readonly Receive[],
+  kills: readonly CrashRecord[],
+): Map<Consumer, Map<string, CrashHits>> {
+  const out = new Map<Consumer, Map<string, CrashHits>>();
+  const hit = (consumer: Consumer, key: string, kind: keyof CrashHits) => {
+    const byKey = out.get(consumer) ?? new Map<string, CrashHits>();
+    out.set(consumer, byKey);
+    const h = byKey.get(key) ?? { invocations: 0, processes: 0 };
+    h[kind] += 1;
+    byKey.set(key, h);
+  };
+  const keyById = new Map(sent.map((m) => [m.messageId, m]));
+  const byBody = new Map(sent.map((m) => [`${m.consumer}\u0000${m.body}`, m]));
+  const consumersOf = (caller: string) => CONSUMERS.filter((c) => callerOf(inventory, c) === caller);
+  const bodyOf = new Map(receives.map((r) => [`${r.fn}\u0000${r.messageId}`, r.body]));
+  for (const k of kills) {
+    if (k.caller === GATEWAY_CALLER) {
+      const windows = new Set(sent.filter((m) => m.consumer === "ingest-window" || m.consumer === "ingest-dlq").map((m) => `${m.consumer}\u0000${m.key}`));
+      for (const key of new Set(k.work))
+        for (const c of ["ingest-window", "ingest-dlq"] as const) if (windows.has(`${c}\u0000${key}`)) hit(c, key, "processes");
+      continue;
+    }
+    if (k.caller === ECS_SERVICE_CALLER) {
+      for (const job of new Set(k.work)) hit("worker", WORKER_LEDGER.jobIdOf(job), "processes");
+      continue;
+    }
+    for (const consumer of consumersOf(k.caller)) {
+      for (const id of new Set(k.work)) {
+        const direct = keyById.get(id);
+        const body = bodyOf.get(`${k.caller}\u0000${id}`);
+        const m = direct?.consumer === consumer ? direct : body !== undefined ? byBody.get(`${consumer}\u0000${body}`) : undefined;
+        if (m !== undefined) hit(consumer, m.key, "invocations");
+      }
+    }
+  }
+  return out;
+}
+
+/** Pure: per worker job, its runs (`job_started`) and its interruptions that are no crash's (failed, given back, lease lost mid-run). */
+export function workerRunsByJob(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>): [Map<string, number>, Map<string, number>] {
+  const starts = new Map<string, number>();
+  const interruptions = new Map<string, number>();
+  for (const l of lines) {
+    if (typeof l.job_id !== "string" || typeof l.step !== "string") continue;
+    const step = l.step.replace(/-/g, "_");
+    if (step === WORKER_LEDGER.steps.started) starts.set(l.job_id, (starts.get(l.job_id) ?? 0) + 1);
+    else if (step === "job_failed" || step === "job_returned" || (step === WORKER_LEDGER.steps.leaseLost && l.at !== "completion"))
+      interruptions.set(l.job_id, (interruptions.get(l.job_id) ?? 0) + 1);
+  }
+  return [starts, interruptions];
+}
+
+const killedPerJob = (hits: ReadonlyMap<string, CrashHits>): Map<string, number> => new Map([...hits].map(([job, h]) => [job, h.processes]));
+
+/**
+ * The GPU gateways' key claims still held at the end: items `claimed` in the key table, their lease
+ * unexpired, once every window is settled (nothing is in flight to hold one). A killed gateway's
+ * claim lapses at its lease (its TTL as a claim: expired, any instance takes it over), and the
+ * window's next POST takes it over and marks it done.
+ */
+async function heldKeyClaims(p: LocalPlatform): Promise<Array<{ key: string; holder?: string; leaseExpiresAt?: number }>> {
+  const table = p.topology.tables.find((t) => t.logicalName.endsWith("gpu-keys"));
+  if (!table) return [];
+  const held: Array<{ key: string; holder?: string; leaseExpiresAt?: number }> = [];
+  for await (const page of paginateScan({ client: p.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
+    for (const item of page.Items ?? []) {
+      // The gateway's leases are real time (epoch ms).
+      if (item.state?.S !== "claimed" || Number(item.lease_expires_at?.N ?? 0) <= Date.now()) continue;
+      held.push({
+        key: item.window_key?.S ?? "",
+        ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
+        ...(item.lease_expires_at?.N !== undefined ? { leaseExpiresAt: Number(item.lease_expires_at.N) } : {}),
+      });
+    }
+  }
+  return held;
 }
 
 /**

@@ -48,6 +48,12 @@ export interface GpuHostOptions {
   awsEnv: Record<string, string>;
   speed: number;
   model: { windowRealMs: number; slots: number; ledger: ProcessedWindow[] };
+  /**
+   * A gateway that dies on its own (SIGKILL, a crash) is started again after this many real ms, as
+   * the instance's service manager restarts it; the model and metadata service stay up. Undefined:
+   * not restarted.
+   */
+  restartAfterMs?: number;
 }
 
 const alive = new Set<ChildProcess>();
@@ -61,6 +67,12 @@ export class GpuHost {
   private model?: FakeModel;
   private child?: ChildProcess;
   private exited: Promise<void> = Promise.resolve();
+  /** Set while stop() or kill() ends the gateway: such an exit is not restarted. */
+  private ending = false;
+  private restartTimer?: NodeJS.Timeout;
+  private restartCount = 0;
+  /** Where the running gateway's lines start in its log file (a restart appends to the same file). */
+  logOffset = 0;
   /**
    * Where the Lambdas reach the instance (`lambdaPort`): the gateway, with its status's `idleSeconds`
    * put on the platform's clock (the gateway keeps real time, as its leases must; the scaler and the
@@ -103,9 +115,32 @@ export class GpuHost {
       AWS_EC2_METADATA_SERVICE_ENDPOINT: imds,
       GPU_DRAIN_POLL_SECONDS: String(poll),
     };
-    const fd = fs.openSync(path.join(o.logDir, `gpu-gateway-${o.instanceId}.log`), "a");
+    this.ending = false;
+    this.spawnGateway(overrides);
+  }
+
+  /** The gateway process's id while it runs. */
+  pid(): number | undefined {
+    const child = this.child;
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+  }
+
+  /** The gateway's log file. */
+  logFile(): string {
+    return path.join(this.o.logDir, `gpu-gateway-${this.o.instanceId}.log`);
+  }
+
+  /** Gateways restarted after dying on their own. */
+  restarts(): number {
+    return this.restartCount;
+  }
+
+  private spawnGateway(overrides: Record<string, string>): void {
+    const { o } = this;
+    const fd = fs.openSync(this.logFile(), "a");
+    this.logOffset = fs.fstatSync(fd).size;
     const child = spawn(process.execPath, [o.bundlePath], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, ...o.awsEnv, ...overrides },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...o.programEnv, ...o.awsEnv, ...overrides },
       stdio: ["ignore", fd, fd],
     });
     fs.closeSync(fd);
@@ -114,11 +149,21 @@ export class GpuHost {
     this.exited = new Promise<void>((resolve) => {
       child.once("exit", () => resolve());
       child.once("error", () => resolve());
-    }).then(() => void alive.delete(child));
+    }).then(() => {
+      alive.delete(child);
+      if (this.ending || o.restartAfterMs === undefined || this.child !== child) return;
+      this.restartTimer = setTimeout(() => {
+        if (this.ending || this.child !== child) return;
+        this.restartCount += 1;
+        this.spawnGateway(overrides);
+      }, o.restartAfterMs);
+    });
   }
 
   /** The instance stops: SIGTERM (the gateway drains and exits), SIGKILL after 5 s; then the rest. */
   async stop(): Promise<void> {
+    this.ending = true;
+    clearTimeout(this.restartTimer);
     const child = this.child;
     if (child?.exitCode === null && child.signalCode === null) {
       child.kill("SIGTERM");
@@ -131,6 +176,8 @@ export class GpuHost {
 
   /** The instance is gone at once (reclaimed, its hook timed out, the run ends): SIGKILL, whatever it holds. */
   async kill(): Promise<void> {
+    this.ending = true;
+    clearTimeout(this.restartTimer);
     // The whole instance goes at once: its model serves (and counts) nothing more from here, its gateway dies.
     const model = this.model?.kill();
     this.child?.kill("SIGKILL");

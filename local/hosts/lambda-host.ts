@@ -36,6 +36,24 @@ export interface LambdaHostOptions {
    * agree with the sped-up SQS and Scheduler timers; `getRemainingTimeInMillis` is scaled too.
    */
   clock?: SandboxClock;
+  /**
+   * Sandboxes may be killed mid-invocation (`crash`, the chaos run's `--crash-rate`): each names the
+   * invocation under way in an `x-local-invocation` header on every HTTP request it makes (the fault
+   * proxy reads it to kill the sandbox that made a call), and writes its output synchronously to the
+   * function's log file, so a kill loses none of the lines written before it, as on Lambda.
+   */
+  crashable?: boolean;
+}
+
+/** What a sandbox killed mid-invocation was doing (LambdaHost.crash). */
+export interface CrashedInvocation {
+  functionName: string;
+  requestId: string;
+  event: unknown;
+  /** The sandbox's log stream: one per execution environment. */
+  logStreamName: string;
+  /** When the invocation would have timed out (epoch ms, real). */
+  deadlineMs: number;
 }
 
 /** Simulated time = t0Ms + (real − t0Ms) × speed. */
@@ -78,15 +96,23 @@ class Environment {
   /** Settles once: the bundle loaded, or it failed to (init error, crash during init). */
   readonly ready: Promise<ErrorInfo | null>;
   private pending?: { id: number; settle: (o: Outcome) => void };
+  /** The invocation under way, if any. */
+  current?: { requestId: string; event: unknown; deadlineMs: number };
   private settleReady!: (e: ErrorInfo | null) => void;
 
-  constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock) {
+  constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock, crashable = false) {
     const now = new Date();
     this.logStreamName = `${now.toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
     this.ready = new Promise((r) => (this.settleReady = r));
     this.worker = new Worker(SANDBOX, {
       env: { ...env, AWS_LAMBDA_LOG_STREAM_NAME: this.logStreamName },
-      workerData: { codePath: fn.codePath, exportName: exportNameOf(fn.handler), clock: clock ?? null },
+      workerData: {
+        codePath: fn.codePath,
+        exportName: exportNameOf(fn.handler),
+        clock: clock ?? null,
+        crashable,
+        logFile: crashable && typeof log.path === "string" ? log.path : null,
+      },
       // The live view owns the terminal: the sandbox's output goes to the function's log file.
       stdout: true,
       stderr: true,
@@ -126,6 +152,18 @@ class Environment {
       this.pending = { id, settle };
       this.worker.postMessage({ type: "invoke", id, event: JSON.stringify(event), context, deadline, routes });
     });
+  }
+
+  /**
+   * The sandbox dies mid-invocation (out of memory, a SIGKILL): stopped at once, whatever it was
+   * between, and its invocation ends as Lambda reports such a death (`Runtime.ExitError`).
+   */
+  async crash(): Promise<void> {
+    const pending = this.pending;
+    this.pending = undefined;
+    this.dead = true;
+    await this.worker.terminate();
+    pending?.settle({ kind: "error", error: { name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" } });
   }
 
   /** Kills the sandbox at once, as Lambda does on a timeout: output still buffered in it is lost. */
@@ -191,9 +229,11 @@ export class LambdaHost {
   private nextId = 1;
   private closed = false;
   private readonly clock: SandboxClock | undefined;
+  private readonly crashable: boolean;
 
   constructor(functions: LocalFunction[], opts: LambdaHostOptions) {
     this.clock = opts.clock;
+    this.crashable = opts.crashable ?? false;
     this.routes = { ...(opts.routes ?? {}) };
     fs.mkdirSync(opts.logDir, { recursive: true });
     for (const fn of functions) {
@@ -252,7 +292,7 @@ export class LambdaHost {
     }
     if (!env) {
       slot.stats.coldStarts++;
-      env = new Environment(fn, slot.env, slot.log, this.clock);
+      env = new Environment(fn, slot.env, slot.log, this.clock, this.crashable);
       slot.all.add(env);
       const initError = await withDeadline(env.ready, INIT_TIMEOUT_MS);
       if (initError !== null) {
@@ -276,7 +316,9 @@ export class LambdaHost {
       logGroupName: `/aws/lambda/${fn.name}`,
       logStreamName: env.logStreamName,
     };
+    env.current = { requestId, event, deadlineMs: Date.now() + timeoutMs };
     const outcome = await withDeadline(env.run(this.nextId++, event, context, Date.now() + timeoutMs, this.routes), timeoutMs);
+    env.current = undefined;
     if (outcome === "timeout") {
       // Lambda stops the sandbox: whatever the handler was doing dies with it.
       if (!slot.log.writableEnded) slot.log.write(`${new Date().toISOString()} ${requestId} Task timed out after ${fn.timeoutSeconds.toFixed(2)} seconds\n`);
@@ -291,6 +333,25 @@ export class LambdaHost {
       slot.idle.push(env);
     }
     return outcome;
+  }
+
+  /**
+   * Kills the sandbox running invocation `requestId` at once (a SIGKILL; a sandbox is a worker
+   * thread here, so terminate(): its code stops where it is, and nothing after runs). Its invocation
+   * ends as an error, so the event source keeps the batch and it comes back after its visibility
+   * timeout; the next invocation starts a fresh sandbox. Undefined when no sandbox runs it.
+   */
+  async crash(requestId: string): Promise<CrashedInvocation | undefined> {
+    for (const [functionName, slot] of this.slots) {
+      for (const env of slot.all) {
+        if (env.dead || env.current?.requestId !== requestId) continue;
+        const { event, deadlineMs } = env.current;
+        if (!slot.log.writableEnded) slot.log.write(`${new Date().toISOString()} ${requestId} Error: Runtime exited with error: signal: killed\n`);
+        await env.crash();
+        return { functionName, requestId, event, logStreamName: env.logStreamName, deadlineMs };
+      }
+    }
+    return undefined;
   }
 
   private async discard(slot: Slot, env: Environment): Promise<void> {

@@ -1,4 +1,4 @@
-/* global require, process, console, Request, URL */
+/* global require, process, console, Request, URL, Buffer */
 /* eslint-disable @typescript-eslint/no-require-imports -- plain CommonJS: a worker has no TypeScript loader */
 /**
  * One Lambda execution environment, run as a worker_threads Worker by lambda-host.ts.
@@ -17,7 +17,7 @@
 const { parentPort, workerData } = require("node:worker_threads");
 const util = require("node:util");
 
-const { codePath, exportName, clock } = workerData;
+const { codePath, exportName, clock, crashable, logFile } = workerData;
 const realNow = Date.now.bind(Date);
 
 // The simulated clock (--speed): installed before the bundle loads, so every `Date` it makes,
@@ -73,6 +73,42 @@ globalThis.fetch = function routedFetch(input, init) {
   url.host = target;
   return realFetch(isRequest ? new Request(url.href, input) : url.href, init);
 };
+
+// A crashable sandbox (the chaos run's --crash-rate) writes its output straight to the function's
+// log file, synchronously: a worker thread's stdout reaches the host through messages, which a kill
+// (terminate) drops, while on Lambda every line written before a SIGKILL is in CloudWatch.
+if (crashable && logFile) {
+  const fs = require("node:fs");
+  const fd = fs.openSync(logFile, "a");
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.write = (chunk, encoding, callback) => {
+      const done = typeof encoding === "function" ? encoding : callback;
+      fs.writeSync(fd, typeof chunk === "string" ? chunk : Buffer.from(chunk));
+      if (typeof done === "function") process.nextTick(done);
+      return true;
+    };
+  }
+}
+
+// The chaos run (--crash-rate) kills the sandbox that made a given AWS call: each outgoing HTTP
+// request names the invocation under way (`x-local-invocation`), which the fault proxy reads and
+// strips. Installed before the bundle loads, so the SDK's handler takes the wrapped request.
+if (crashable) {
+  for (const mod of [require("node:http"), require("node:https")]) {
+    const original = mod.request;
+    mod.request = function taggedRequest(...args) {
+      const req = original.apply(this, args);
+      if (currentRequestId && !req.headersSent) {
+        try {
+          req.setHeader("x-local-invocation", currentRequestId);
+        } catch {
+          // headers already sent: the call goes untagged, and is never chosen for a kill
+        }
+      }
+      return req;
+    };
+  }
+}
 
 function describe(err) {
   if (err instanceof Error) return { name: err.name || "Error", message: err.message, stack: err.stack };

@@ -32,11 +32,20 @@ export interface WorkerServiceOptions {
   scratchRoot?: string;
   /** SIGKILL after this long; defaults to the container's stopTimeout, as on ECS. */
   stopTimeoutMs?: number;
+  /**
+   * A task that dies on its own (SIGKILL, OOM, a crash) is replaced by a fresh one, with a new task
+   * ARN, after this many real ms, as the ECS service keeps its desired count. Undefined: not replaced.
+   */
+  replaceAfterMs?: number;
+  /** Each replacement, as it is started. */
+  onReplaced?: (index: number, died: { pid: number | undefined; signal: string | null; exitCode: number | null }) => void;
 }
 
 export interface WorkerTaskView {
   index: number;
   pid: number | undefined;
+  /** The byte offset of its log file where this task's own lines start (a replacement appends to the same file). */
+  logOffset: number;
   exitCode: number | null;
   signal: string | null;
   agent: TaskProtectionAgent;
@@ -45,12 +54,15 @@ export interface WorkerTaskView {
 
 interface RunningTask {
   index: number;
+  logOffset: number;
   child: ChildProcess;
   exited: Promise<void>;
   agent: TaskProtectionAgent;
   logFile: string;
   logFd: number;
   scratch: string;
+  /** Set when interrupt() or stop() ends it: such a task is not replaced. */
+  stopRequested?: boolean;
 }
 
 /** The container definition to run (by name, else the first essential one). */
@@ -132,6 +144,9 @@ export function taskEnvironment(parts: {
 
 export class WorkerServiceRunner {
   private readonly running: RunningTask[] = [];
+  private stopping = false;
+  private replacements = 0;
+  private readonly pendingReplacements = new Set<NodeJS.Timeout>();
   private readonly container: Record<string, unknown>;
   private readonly stopTimeoutMs: number;
   private readonly killAllOnExit = () => {
@@ -147,44 +162,86 @@ export class WorkerServiceRunner {
   /** Starts `count` tasks; resolves once each process is spawned (not when the worker is ready). */
   async start(): Promise<void> {
     fs.mkdirSync(this.o.logDir, { recursive: true });
-    const scratchRoot = this.o.scratchRoot ?? os.tmpdir();
-    fs.mkdirSync(scratchRoot, { recursive: true });
+    fs.mkdirSync(this.o.scratchRoot ?? os.tmpdir(), { recursive: true });
+    process.once("exit", this.killAllOnExit);
+    for (let index = this.running.length; index < this.o.count; index++) this.running.push(await this.spawnTask(index));
+  }
+
+  /** Tasks replaced so far after dying on their own. */
+  replaced(): number {
+    return this.replacements;
+  }
+
+  private async spawnTask(index: number): Promise<RunningTask> {
     const entry = path.resolve(ROOT, this.o.entry ?? DEFAULT_WORKER_ENTRY);
     const containerEnv = containerEnvironment(this.container);
-    process.once("exit", this.killAllOnExit);
-    for (let index = this.running.length; index < this.o.count; index++) {
-      const agent = new TaskProtectionAgent();
-      const agentUri = await agent.start();
-      const scratch = fs.mkdtempSync(path.join(scratchRoot, `worker-${index}-`));
-      const logFile = path.join(this.o.logDir, `worker-${index}.log`);
-      const logFd = fs.openSync(logFile, "a");
-      const child = spawn(process.execPath, ["--import", "tsx", entry], {
-        // tsx resolves from the repository's node_modules.
-        cwd: ROOT,
-        env: taskEnvironment({
-          container: containerEnv,
-          awsEnv: this.o.awsEnv,
-          agentUri,
-          scratchDir: scratch,
-          extraEnv: this.o.extraEnv,
-          path: process.env.PATH,
-        }),
-        stdio: ["ignore", logFd, logFd],
-      });
-      const exited = new Promise<void>((resolve) => {
-        if (!isAlive(child)) resolve();
-        child.once("exit", () => resolve());
-        // A spawn failure emits error and maybe no exit.
-        child.once("error", () => resolve());
-      });
-      this.running.push({ index, child, exited, agent, logFile, logFd, scratch });
+    const agent = new TaskProtectionAgent();
+    const agentUri = await agent.start();
+    const scratch = fs.mkdtempSync(path.join(this.o.scratchRoot ?? os.tmpdir(), `worker-${index}-`));
+    const logFile = path.join(this.o.logDir, `worker-${index}.log`);
+    const logFd = fs.openSync(logFile, "a");
+    const logOffset = fs.fstatSync(logFd).size;
+    const child = spawn(process.execPath, ["--import", "tsx", entry], {
+      // tsx resolves from the repository's node_modules.
+      cwd: ROOT,
+      env: taskEnvironment({
+        container: containerEnv,
+        awsEnv: this.o.awsEnv,
+        agentUri,
+        scratchDir: scratch,
+        extraEnv: this.o.extraEnv,
+        path: process.env.PATH,
+      }),
+      stdio: ["ignore", logFd, logFd],
+    });
+    const exited = new Promise<void>((resolve) => {
+      if (!isAlive(child)) resolve();
+      child.once("exit", () => resolve());
+      // A spawn failure emits error and maybe no exit.
+      child.once("error", () => resolve());
+    });
+    const task: RunningTask = { index, logOffset, child, exited, agent, logFile, logFd, scratch };
+    void exited.then(() => this.onExit(task));
+    return task;
+  }
+
+  /** A task that died with nobody stopping it is replaced, as the service scheduler does. */
+  private onExit(task: RunningTask): void {
+    if (this.stopping || task.stopRequested || this.o.replaceAfterMs === undefined) return;
+    const timer = setTimeout(() => {
+      this.pendingReplacements.delete(timer);
+      if (this.stopping) return;
+      void this.replace(task);
+    }, this.o.replaceAfterMs);
+    this.pendingReplacements.add(timer);
+  }
+
+  private async replace(dead: RunningTask): Promise<void> {
+    const at = this.running.indexOf(dead);
+    if (at < 0) return;
+    await this.release(dead);
+    if (this.stopping) return;
+    const fresh = await this.spawnTask(dead.index);
+    this.running[at] = fresh;
+    this.replacements += 1;
+    this.o.onReplaced?.(dead.index, { pid: dead.child.pid, signal: dead.child.signalCode, exitCode: dead.child.exitCode });
+  }
+
+  private async release(t: RunningTask): Promise<void> {
+    await t.agent.stop();
+    try {
+      fs.closeSync(t.logFd);
+    } catch {
+      // already closed by an earlier stop()
     }
+    fs.rmSync(t.scratch, { recursive: true, force: true });
   }
 
   tasks(): WorkerTaskView[] {
     return this.running.map((t) => ({
       index: t.index,
       pid: t.child.pid,
+      logOffset: t.logOffset,
       exitCode: t.child.exitCode,
       signal: t.child.signalCode,
       agent: t.agent,
@@ -203,20 +260,16 @@ export class WorkerServiceRunner {
 
   /** SIGTERM to every task at once (the worker hands unfinished jobs back), SIGKILL after the stop timeout. */
   async stop(): Promise<void> {
+    this.stopping = true;
+    for (const timer of this.pendingReplacements) clearTimeout(timer);
+    this.pendingReplacements.clear();
     await Promise.all(this.running.map((t) => this.terminate(t)));
     process.removeListener("exit", this.killAllOnExit);
-    for (const t of this.running) {
-      await t.agent.stop();
-      try {
-        fs.closeSync(t.logFd);
-      } catch {
-        // already closed by an earlier stop()
-      }
-      fs.rmSync(t.scratch, { recursive: true, force: true });
-    }
+    for (const t of this.running) await this.release(t);
   }
 
   private async terminate(task: RunningTask): Promise<void> {
+    task.stopRequested = true;
     if (!isAlive(task.child)) return;
     task.child.kill("SIGTERM");
     let timer: NodeJS.Timeout | undefined;

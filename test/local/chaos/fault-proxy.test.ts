@@ -7,13 +7,13 @@ import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeInstancesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { ECSClient, ListClustersCommand } from "@aws-sdk/client-ecs";
 import { ListTopicsCommand, SNSClient } from "@aws-sdk/client-sns";
-import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { loadRestJsonErrorCode } from "@aws-sdk/core";
 import { expect } from "chai";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { FAULT_KINDS, type FaultKind, FaultProxy, type FaultRecord, idsOf } from "../../../local/chaos/fault-proxy";
+import { type CrashRecord, FAULT_KINDS, type FaultKind, FaultProxy, type FaultRecord, idsOf, unitOfWork } from "../../../local/chaos/fault-proxy";
 import { errorResponse } from "../../../local/chaos/protocols";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 
@@ -261,6 +261,113 @@ describe("chaos fault proxy", function () {
 
     it("draws every kind it is given", () => {
       expect(FAULT_KINDS).to.deep.equal(["not-applied", "response-lost", "throttled", "server-error", "latency"]);
+    });
+  });
+  describe("crashes (--crash-rate): the caller dies after a call that took effect", () => {
+    /** A proxy that "kills" by recording which request it was asked to kill; `dies` says whether a process was there to kill. */
+    async function crashing(rate: number, seed = 1, dies = true) {
+      const asked: string[] = [];
+      const crashes: CrashRecord[] = [];
+      let calls = 0;
+      const proxy = new FaultProxy({
+        seed,
+        rate: 0,
+        crash: {
+          rate,
+          // Every call its own unit of work, so each call is drawn.
+          unitOf: () => `unit ${++calls}`,
+          kill: async (caller, req) => {
+            asked.push(`${caller} ${String(req.headers["x-amz-target"] ?? req.url)}`);
+            return dies ? { process: "sandbox s1", work: ["m1"] } : undefined;
+          },
+        },
+        onCrash: (c) => crashes.push(c),
+      });
+      proxies.push(proxy);
+      const url = await proxy.front("victim", { aws: motoEndpoint(), byService: {} });
+      return { proxy, url, asked, crashes };
+    }
+
+    it("applies the call, then kills its caller before the answer: the caller never hears, and the kill is journalled", async () => {
+      // Prepare: a doomed unit is killed at one of its calls (each a point with KILL_POINT): the seed's first that is.
+      const h = await crashing(1);
+      const ssm = new SSMClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+      const put = (i: number) => ssm.send(new PutParameterCommand({ Name: `/crash/p${i}`, Value: "v", Type: "String" }));
+      let i = 0;
+      for (; i < 20; i++)
+        if (
+          await put(i).then(
+            () => false,
+            () => true,
+          )
+        )
+          break;
+
+      // Act
+      const err = await caught(put(i));
+
+      // Assess
+      const stored = await new SSMClient({ region: REGION, endpoint: motoEndpoint() }).send(new GetParameterCommand({ Name: `/crash/p${i}` }));
+      expect(stored.Parameter?.Value).to.equal("v");
+      // Its first send applied and died unanswered; the second meets its own parameter.
+      expect(err.name).to.equal("ParameterAlreadyExists");
+      expect(h.asked[0]).to.equal("victim AmazonSSM.PutParameter");
+      expect(h.crashes.length).to.be.at.least(1);
+      expect(h.crashes[0]).to.include({ kind: "crash", seq: 1, caller: "victim", process: "sandbox s1", point: "ssm PutParameter" });
+      expect(h.crashes[0]?.work).to.deep.equal(["m1"]);
+      expect(h.proxy.kills()).to.deep.equal(h.crashes);
+    });
+
+    it("never kills at a poll (ReceiveMessage): a process waiting for work is not in the middle of it", async () => {
+      // Prepare
+      const h = await crashing(1);
+      const q = await queueVia({ proxy: h.proxy, url: h.url, faults: [] }, "crash-polls");
+      const sqs = new SQSClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+
+      // Act
+      await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.viaProxy, WaitTimeSeconds: 0 }));
+
+      // Assess
+      expect(h.asked).to.deep.equal([]);
+    });
+
+    it("answers the call when there is no process to kill, and journals nothing", async () => {
+      const h = await crashing(1, 1, false);
+      const client = new DynamoDBClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+      for (let i = 0; i < 8; i++) expect((await client.send(new ListTablesCommand({}))).TableNames).to.be.an("array");
+      expect(h.asked.length).to.be.greaterThan(0);
+      expect(h.crashes).to.deep.equal([]);
+    });
+
+    const units: Array<[string, { operation: string; text: string }, string | undefined, string | undefined]> = [
+      ["a Lambda's call: its invocation", { operation: "UpdateItem", text: '{"Key":{"job_id":{"S":"j1"}}}' }, "req-1", "invocation req-1"],
+      ["a worker's ledger write: its job", { operation: "UpdateItem", text: '{"TableName":"t","Key":{"job_key":{"S":"w-1"}}}' }, undefined, "item w-1"],
+      ["a gateway's claim: its window", { operation: "UpdateItem", text: '{"Key":{"window_key":"s/3"}}' }, undefined, "item s/3"],
+      ["a worker's delete: the job its message named", { operation: "DeleteMessage", text: '{"QueueUrl":"q","ReceiptHandle":"rh-7"}' }, undefined, "item w-7"],
+      ["a handle never received: none", { operation: "DeleteMessage", text: '{"ReceiptHandle":"rh-8"}' }, undefined, undefined],
+      ["a poll: none, even in an invocation", { operation: "ReceiveMessage", text: "{}" }, "req-1", undefined],
+    ];
+    for (const [name, call, invocation, want] of units)
+      it(`unitOfWork: ${name}`, () => expect(unitOfWork(call, invocation, new Map([["rh-7", "w-7"]]))).to.equal(want));
+
+    it("the same seed kills after the same calls; rate 0 (or setCrashRate(0)) kills none", async () => {
+      const fates = async (seed: number, rate: number, off = false): Promise<string[]> => {
+        const h = await crashing(rate, seed, false);
+        if (off) h.proxy.setCrashRate(0);
+        const client = new DynamoDBClient({ region: REGION, endpoint: h.url, maxAttempts: 1 });
+        const out: string[] = [];
+        for (let i = 0; i < 16; i++) {
+          const before = h.asked.length;
+          await client.send(new ListTablesCommand({}));
+          out.push(h.asked.length > before ? "kill" : "live");
+        }
+        return out;
+      };
+      const a = await fates(7, 0.6);
+      expect(await fates(7, 0.6)).to.deep.equal(a);
+      expect(a).to.include("kill").and.to.include("live");
+      expect(await fates(7, 0)).to.not.include("kill");
+      expect(await fates(7, 0.6, true)).to.not.include("kill");
     });
   });
 });

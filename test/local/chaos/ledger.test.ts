@@ -1,9 +1,13 @@
 /** The chaos run's ledger rules, table by table: each message's outcome, the DLQ rule's fault test, claims and leaked locks. */
 import { expect } from "chai";
-import type { FaultRecord } from "../../../local/chaos/fault-proxy";
+import type { CrashRecord, FaultRecord } from "../../../local/chaos/fault-proxy";
 import {
   claimsPerInstance,
   consumerTotals,
+  crashBound,
+  receiveKilled,
+  workerCrashRuns,
+  workerJobsEveryRunKilled,
   everyReceiveFaulted,
   everyReceiveFaultedBeforeDeadLetter,
   failed,
@@ -17,6 +21,8 @@ import {
   type WorkerLedgerItem,
 } from "../../../local/chaos/ledger";
 import type { Receive } from "../../../local/chaos/receives";
+import { workerEffects } from "../../../local/chaos/observe";
+import type { LogLine } from "../../../local/scenarios/logs";
 
 const facts = (over: Partial<MessageFacts>): MessageFacts => ({
   consumer: "worker",
@@ -215,6 +221,12 @@ describe("chaos ledger", () => {
         remaining: 0,
         lost: 1,
         duplicateSideEffects: 2,
+        duplicatesFromFaults: 0,
+        crashExtras: 0,
+        crashBound: 0,
+        crashOverBound: 0,
+        kills: 0,
+        leakedKeyClaims: 0,
         leakedLocks: 2,
         jobsRunMoreThanOnce: 0,
         jobsCompletedMoreThanOnce: 0,
@@ -230,6 +242,10 @@ describe("chaos ledger", () => {
       ["jobsCompletedMoreThanOnce", true],
       ["leakedLeases", true],
       ["leakedLocks", true],
+      ["crashOverBound", true],
+      ["leakedKeyClaims", true],
+      ["crashExtras", false],
+      ["kills", false],
       ["processed", false],
       ["remaining", false],
     ];
@@ -362,6 +378,164 @@ describe("chaos ledger", () => {
         leakedExamples: [{ job: "b", holder: "task-2" }],
       });
       expect(workerJobCounts([], undefined, true).details.ledgerTable).to.equal("absent");
+    });
+  });
+  describe("crashes (--crash-rate): extra effects by cause, against each part's bound", () => {
+    const kill = (over: Partial<CrashRecord>): CrashRecord => ({
+      kind: "crash",
+      seq: 1,
+      atMs: 1500,
+      caller: "retraining-launcher",
+      process: "sandbox s1",
+      point: "dynamodb UpdateItem",
+      callSeq: 10,
+      work: ["m1"],
+      ...over,
+    });
+
+    const bounds: Array<[Parameters<typeof crashBound>[0], { invocations: number; processes: number }, number]> = [
+      ["ingest-window", { invocations: 2, processes: 0 }, 0],
+      ["ingest-window", { invocations: 0, processes: 1 }, 1],
+      ["ingest-dlq", { invocations: 1, processes: 2 }, 2],
+      ["fleet-termination", { invocations: 1, processes: 0 }, 2],
+      ["fleet-termination", { invocations: 3, processes: 0 }, 6],
+      ["retraining-launcher", { invocations: 4, processes: 0 }, 0],
+      ["pool-refill", { invocations: 1, processes: 0 }, 0],
+      ["worker", { invocations: 0, processes: 3 }, 0],
+    ];
+    for (const [consumer, hits, want] of bounds)
+      it(`${consumer}: ${hits.invocations} invocation(s) and ${hits.processes} process(es) killed allow ${want} extra effect(s)`, () =>
+        expect(crashBound(consumer, hits)).to.equal(want));
+
+    it("counts a message's extras as the crash's when a kill held its work, as a fault's when a fault named it, else as neither's", () => {
+      // Prepare
+      const rows = [
+        facts({ consumer: "fleet-termination", key: "crashed", effects: 1, duplicates: 2, crashHits: { invocations: 1, processes: 0 } }),
+        facts({ consumer: "fleet-termination", key: "crashed-more", effects: 1, duplicates: 3, crashHits: { invocations: 1, processes: 0 } }),
+        facts({ consumer: "fleet-termination", key: "faulted", effects: 1, duplicates: 1, faultTouched: true }),
+        facts({ consumer: "fleet-termination", key: "neither", effects: 1, duplicates: 1 }),
+      ];
+
+      // Act
+      const row = consumerTotals("fleet-termination", rows, { kills: 2 });
+
+      // Assess
+      expect(row).to.include({ crashExtras: 5, crashBound: 4, crashOverBound: 1, duplicateSideEffects: 2, duplicatesFromFaults: 1, kills: 2 });
+      expect(row.details.crashOverExamples).to.deep.equal([{ key: "crashed-more", extras: 3, bound: 2 }]);
+      expect(failed(sumTotals([row]))).to.equal(true);
+      expect(failed(sumTotals([consumerTotals("fleet-termination", [rows[0] as MessageFacts])]))).to.equal(false);
+    });
+
+    const killedReceives: Array<[string, Partial<Receive>, Array<Partial<CrashRecord>>, boolean]> = [
+      ["its own invocation was killed with it in the batch", {}, [{}], true],
+      ["a kill of another message's invocation", {}, [{ work: ["m2"] }], false],
+      ["a kill of another function", {}, [{ caller: "pool-refill" }], false],
+      ["an acknowledged delivery, whatever the kills", { acknowledged: true }, [{}], false],
+      [
+        "an earlier delivery killed, this one before that invocation's deadline (a claim it left looks alive)",
+        { startMs: 5000, endMs: 6000 },
+        [{ untilMs: 20_000 }],
+        true,
+      ],
+      ["an earlier delivery killed, this one after that deadline", { startMs: 30_000, endMs: 31_000 }, [{ untilMs: 20_000 }], false],
+      ["a kill after this delivery ended", {}, [{ atMs: 9000, untilMs: 40_000 }], false],
+    ];
+    for (const [name, r, ks, want] of killedReceives)
+      it(`receiveKilled ${want ? "yes" : "no"}: ${name}`, () => {
+        expect(receiveKilled(receive(r), ks.map(kill))).to.equal(want);
+        expect(receiveFaulted(receive(r), [], [], ks.map(kill))).to.equal(want);
+      });
+
+    it("a report a kill left unfinished, in the DLQ with every receive failed, is in the DLQ; without a kill it is lost", () => {
+      const incomplete = { incomplete: "completed without its JobDuration metric", effects: 1, inDlq: true, everyReceiveFaulted: true };
+      expect(judge(facts({ ...incomplete, crashHits: { invocations: 1, processes: 0 } })).outcome).to.equal("inDlq");
+      expect(judge(facts(incomplete)).outcome).to.equal("lost");
+      expect(judge(facts({ ...incomplete, everyReceiveFaulted: false, crashHits: { invocations: 1, processes: 0 } })).outcome).to.equal("lost");
+    });
+
+    const runs: Array<{
+      name: string;
+      starts: number;
+      interruptions: number;
+      killed: number;
+      want: { crashExtras: number; crashBound: number; crashOverBound: number };
+    }> = [
+      {
+        name: "a job whose holder was killed runs once more: within the bound",
+        starts: 2,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 },
+      },
+      {
+        name: "a killed holder and a give-back: two more runs, one each",
+        starts: 3,
+        interruptions: 1,
+        killed: 1,
+        want: { crashExtras: 1, crashBound: 1, crashOverBound: 0 },
+      },
+      {
+        name: "two more runs after one kill: one beyond the bound",
+        starts: 3,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 2, crashBound: 1, crashOverBound: 1 },
+      },
+      {
+        name: "a killed holder before its run started: no extra run",
+        starts: 1,
+        interruptions: 0,
+        killed: 1,
+        want: { crashExtras: 0, crashBound: 1, crashOverBound: 0 },
+      },
+    ];
+    for (const c of runs)
+      it(`workerCrashRuns: ${c.name}`, () => {
+        const out = workerCrashRuns(new Map([["j", c.starts]]), new Map([["j", c.interruptions]]), new Map([["j", c.killed]]));
+        expect({ crashExtras: out.crashExtras, crashBound: out.crashBound, crashOverBound: out.crashOverBound }).to.deep.equal(c.want);
+      });
+
+    it("a killed holder's lease is no leak once lapsed; unexpired at the end, or of a holder not killed, it is", () => {
+      const now = 1_000_000;
+      const ledger: WorkerLedgerItem[] = [
+        { jobKey: "lapsed", state: "running", holder: "vm:1", leaseExpiresAt: now - 1 },
+        { jobKey: "held", state: "running", holder: "vm:1", leaseExpiresAt: now + 60_000 },
+        { jobKey: "alive", state: "running", holder: "vm:2", leaseExpiresAt: now - 1 },
+      ];
+      const counts = workerJobCounts([], ledger, true, { holders: new Set(["vm:1"]), nowMs: now });
+      expect(counts.details.leakedExamples.map((l) => l.job)).to.deep.equal(["held", "alive"]);
+    });
+
+    it("a worker job the ledger shows completed, its task killed before its job_succeeded line, is completed once (not lost)", () => {
+      const lines = [{ step: "job_succeeded", job_id: "a" }] as LogLine[];
+      const e = workerEffects(lines, [
+        { jobKey: "a", state: "completed" },
+        { jobKey: "b", state: "completed" },
+        { jobKey: "c", state: "running" },
+      ]);
+      expect([...e.effects]).to.deep.equal([
+        ["a", 1],
+        ["b", 1],
+      ]);
+      expect(e.details.completedWithoutSuccessLine).to.equal(1);
+    });
+
+    it("a worker job whose every lease ended in a kill is explained in the DLQ; one run that was not killed is not", () => {
+      const lines = [
+        { step: "job_lease_taken", job_id: "a" },
+        { step: "job_lease_taken", job_id: "a" },
+        { step: "job_lease_taken", job_id: "b" },
+        { step: "job_lease_taken", job_id: "b" },
+      ];
+      expect([
+        ...workerJobsEveryRunKilled(
+          lines,
+          new Map([
+            ["a", 2],
+            ["b", 1],
+          ]),
+        ),
+      ]).to.deep.equal(["a"]);
     });
   });
 });

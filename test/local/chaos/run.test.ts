@@ -1,6 +1,7 @@
 /**
  * `npm run chaos`, small and seeded: the whole platform on moto with 10 % of the code's AWS calls
- * faulted, every consumer fed, every message accounted for by the ledger. Also the CLI's arguments.
+ * faulted and 10 % of its units of work (invocations, jobs, windows) killed mid-work (a Lambda sandbox, a worker task,
+ * the GPU gateway), every consumer fed, every message accounted for by the ledger. Also the CLI's arguments.
  */
 import { expect } from "chai";
 import * as path from "node:path";
@@ -11,7 +12,7 @@ import { advertsSettled, type ChaosResult, LONG_JOB_TYPE, longJobSizing, runChao
 import { type Consumer, CONSUMERS, generateTraffic, longJobs } from "../../../local/chaos/traffic";
 
 describe("chaos run (small, seeded)", function () {
-  this.timeout(240_000);
+  this.timeout(300_000);
   let result: ChaosResult;
   let endpointsBefore: Array<string | undefined>;
   let endpointsAfter: Array<string | undefined>;
@@ -22,9 +23,11 @@ describe("chaos run (small, seeded)", function () {
       stack: "dev",
       messages: 160,
       faultRate: 0.1,
+      crashRate: 0.1,
       seed: 11,
       speed: 20,
-      settleSeconds: 90,
+      // A cap, not a wait: killed batches come back only after their visibility timeout.
+      settleSeconds: 180,
       claimers: 3,
       // Its own directory: never `npm start`'s .local/dev, nor an `npm run chaos` running beside it.
       workDir: path.join(REPO_ROOT, ".local", "chaos-test-dev"),
@@ -48,12 +51,18 @@ describe("chaos run (small, seeded)", function () {
       "remaining",
       "lost",
       "duplicateSideEffects",
+      "duplicatesFromFaults",
+      "crashExtras",
+      "crashBound",
+      "crashOverBound",
+      "kills",
+      "leakedKeyClaims",
       "leakedLocks",
       "jobsRunMoreThanOnce",
       "jobsCompletedMoreThanOnce",
       "leakedLeases",
     ]);
-    expect(Object.keys(doc.faults)).to.deep.equal(["injected", "byKind"]);
+    expect(Object.keys(doc.faults)).to.deep.equal(["injected", "byKind", "kills"]);
     const runs = runsDocument([seedRun(11, result)]);
     expect(Object.keys(runs)).to.deep.equal(["totals", "faults", "seeds"]);
     expect(runs.totals).to.deep.equal(result.totals);
@@ -82,25 +91,60 @@ describe("chaos run (small, seeded)", function () {
     expect(result.faultLog.every((f) => f.caller !== "" && f.operation !== "" && f.service !== "unknown")).to.equal(true);
   });
 
-  it("loses, duplicates and leaks nothing", () => {
+  it("kills processes mid-work after calls that took effect, and journals each kill with its process, point and time", () => {
+    const kills = result.crashLog;
+    expect(kills.length).to.be.greaterThan(0);
+    expect(kills.every((k) => k.kind === "crash" && k.caller !== "" && /^(sandbox|pid) /.test(k.process) && / \w+$/.test(k.point) && k.atMs > 0)).to.equal(
+      true,
+    );
+    expect(kills.some((k) => k.point.endsWith(" ReceiveMessage"))).to.equal(false);
+    expect(Object.values(result.faults.kills ?? {}).reduce((a, b) => a + b, 0)).to.equal(kills.length);
+    expect(result.totals.kills).to.be.greaterThan(0);
+  });
+
+  it("loses, duplicates and leaks nothing; what the kills caused stays within each part's bound", () => {
     const problems = result.byConsumer
-      .filter((c) => c.lost + c.duplicateSideEffects + c.leakedLocks + c.jobsRunMoreThanOnce + c.jobsCompletedMoreThanOnce + c.leakedLeases > 0)
+      .filter(
+        (c) =>
+          c.lost +
+            c.duplicateSideEffects +
+            c.crashOverBound +
+            c.leakedLocks +
+            c.jobsRunMoreThanOnce +
+            c.jobsCompletedMoreThanOnce +
+            c.leakedLeases +
+            c.leakedKeyClaims >
+          0,
+      )
       .map((c) => ({
         consumer: c.consumer,
         lost: c.lostExamples,
         duplicates: c.duplicateSideEffects,
+        overBound: c.crashOverBound,
+        leakedKeyClaims: c.leakedKeyClaims,
         leaked: c.details.leaked,
         runTwice: c.details.runTwiceExamples,
         leakedLeases: c.details.leakedExamples,
       }));
     expect(problems).to.deep.equal([]);
+    expect(result.settled, `drained within the settle time; remaining ${result.totals.remaining}`).to.equal(true);
     expect(anyFailed([seedRun(11, result)])).to.equal(false);
   });
 });
 
 describe("chaos CLI arguments", () => {
-  it("defaults to 10,000 messages at 10 % faults, seed 1 alone, 3 worker tasks", () => {
-    expect(parseChaosArgs([])).to.deep.include({ messages: 10_000, faultRate: 0.1, seed: 1, seeds: [1], speed: 20, stack: "dev", workerTasks: 3, json: false });
+  it("defaults to 10,000 messages at 10 % faults, no crashes, seed 1 alone, 3 worker tasks", () => {
+    expect(parseChaosArgs([])).to.deep.include({
+      messages: 10_000,
+      faultRate: 0.1,
+      crashRate: 0,
+      seed: 1,
+      seeds: [1],
+      speed: 20,
+      stack: "dev",
+      workerTasks: 3,
+      json: false,
+    });
   });
   const seeds: Array<[string[], number[]]> = [
     [
@@ -132,9 +176,26 @@ describe("chaos CLI arguments", () => {
   ];
   for (const [raw, message] of badSeeds) it(`refuses --seeds ${raw}`, () => expect(() => parseSeeds(raw, 1)).to.throw(message));
   it("reads every flag", () => {
-    expect(parseChaosArgs(["--messages", "2000", "--fault-rate", "0.25", "--seed", "9", "--json", "--settle-seconds", "30", "--claimers", "2"])).to.include({
+    expect(
+      parseChaosArgs([
+        "--messages",
+        "2000",
+        "--fault-rate",
+        "0.25",
+        "--crash-rate",
+        "0.02",
+        "--seed",
+        "9",
+        "--json",
+        "--settle-seconds",
+        "30",
+        "--claimers",
+        "2",
+      ]),
+    ).to.include({
       messages: 2000,
       faultRate: 0.25,
+      crashRate: 0.02,
       seed: 9,
       json: true,
       settleSeconds: 30,
@@ -151,6 +212,7 @@ describe("chaos CLI arguments", () => {
     it(`waits at most ${seconds} s to drain for ${argv.join(" ")}`, () => expect(parseChaosArgs(argv)).to.include({ settleSeconds: seconds }));
   const bad: Array<[string[], RegExp]> = [
     [["--fault-rate", "1.5"], /--fault-rate 1.5/],
+    [["--crash-rate", "2"], /--crash-rate 2: must be a number from 0 to 1/],
     [["--messages", "ten"], /--messages ten/],
     [["--seed", "1.5"], /--seed 1.5: must be an integer/],
     [["--stack", "../x"], /--stack/],
@@ -168,6 +230,12 @@ describe("chaos runs over several seeds (pure)", () => {
     remaining: 0,
     lost: 0,
     duplicateSideEffects: 0,
+    duplicatesFromFaults: 0,
+    crashExtras: 0,
+    crashBound: 0,
+    crashOverBound: 0,
+    kills: 0,
+    leakedKeyClaims: 0,
     leakedLocks: 0,
     jobsRunMoreThanOnce: 0,
     jobsCompletedMoreThanOnce: 0,
@@ -194,7 +262,7 @@ describe("chaos runs over several seeds (pure)", () => {
 
     // Assess
     expect(doc.totals).to.deep.equal({ ...zero, sent: 20, processed: 20, jobsRunMoreThanOnce: 1 });
-    expect(doc.faults).to.deep.equal({ injected: 6, byKind: { "not-applied": 2, "response-lost": 0, throttled: 4, "server-error": 0, latency: 0 } });
+    expect(doc.faults).to.deep.equal({ injected: 6, byKind: { "not-applied": 2, "response-lost": 0, throttled: 4, "server-error": 0, latency: 0 }, kills: {} });
     expect(doc.seeds.map((s) => s.seed)).to.deep.equal([1, 2]);
     expect({ both: anyFailed([clean, ranTwice]), clean: anyFailed([clean]) }).to.deep.equal({ both: true, clean: false });
     expect(table.split("\n").map((l) => l.split(/\s+/)[0])).to.deep.equal(["chaos", "seed", "1", "2", "total", "FAILED:"]);

@@ -205,8 +205,8 @@ describe("local GPU host", () => {
     });
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    it("unreachable until the boot delay has passed, serves through the gateway to the model, drains on a stop", async () => {
-      // Prepare
+    /** A stopped instance in moto with the gateway's host over it (`restartAfterMs`: a killed gateway comes back). */
+    async function instanceHost(restartAfterMs?: number) {
       await resetMoto();
       const ec2 = new EC2Client({});
       await new DynamoDBClient({}).send(
@@ -243,8 +243,15 @@ describe("local GPU host", () => {
         awsEnv: { AWS_ENDPOINT_URL: motoEndpoint(), AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing" },
         speed: 60,
         model: { windowRealMs: 10, slots: 2, ledger },
+        ...(restartAfterMs !== undefined ? { restartAfterMs } : {}),
       });
       const gpu = new GpuInstanceHost({ ec2, bootDelayMs: 300, pollMs: 20 }, host, ledger);
+      return { ec2, instanceId, host, gpu, ledger };
+    }
+
+    it("unreachable until the boot delay has passed, serves through the gateway to the model, drains on a stop", async () => {
+      // Prepare
+      const { ec2, instanceId, host, gpu } = await instanceHost();
       await gpu.start();
       const base = `http://127.0.0.1:${host.port}`;
       const post = (key: string) =>
@@ -275,5 +282,44 @@ describe("local GPU host", () => {
         ec2.destroy();
       }
     });
+    const kills: Array<{ name: string; restartAfterMs?: number; back: boolean }> = [
+      { name: "a gateway SIGKILLed mid-life is restarted on its port, and answers a done key from the table", restartAfterMs: 100, back: true },
+      { name: "without a restart delay, a killed gateway stays down", back: false },
+    ];
+    for (const k of kills)
+      it(k.name, async () => {
+        // Prepare
+        const { ec2, instanceId, host, gpu } = await instanceHost(k.restartAfterMs);
+        const base = `http://127.0.0.1:${host.port}`;
+        const post = (key: string) =>
+          outcome(`${base}/ingest/window`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: `{"k":"${key}"}` });
+        try {
+          await gpu.start();
+          await ec2.send(new StartInstancesCommand({ InstanceIds: [instanceId] }));
+          await until("the gateway answering its status", async () => typeof (await outcome(`${base}/status`)) !== "string", 20_000);
+          const first = await post("s/1");
+          const pid = host.pid();
+
+          // Act
+          process.kill(pid ?? 0, "SIGKILL");
+          if (k.back) await until("a fresh gateway answering", async () => host.pid() !== pid && typeof (await outcome(`${base}/status`)) !== "string", 20_000);
+          else await new Promise((r) => setTimeout(r, 1000));
+          const after = await post("s/1");
+
+          // Assess
+          expect(first).to.have.property("status", 200);
+          expect(host.restarts()).to.equal(k.back ? 1 : 0);
+          if (k.back) {
+            expect(after).to.have.property("status", 200);
+            expect(gpu.received()).to.deep.equal([{ k: "s/1" }]);
+          } else {
+            expect(after).to.match(/fetch failed/);
+            expect(host.pid()).to.equal(undefined);
+          }
+        } finally {
+          await gpu.stop();
+          ec2.destroy();
+        }
+      });
   });
 });

@@ -142,6 +142,64 @@ describe("LambdaHost: the bundles in worker sandboxes", () => {
     expect(fs.readFileSync(path.join(logDir, "echo.log"), "utf8")).to.include("Task timed out after 1.00 seconds");
   });
 
+  describe("a crashable sandbox killed mid-invocation (the chaos run's --crash-rate)", () => {
+    const cases: Array<{ name: string; crashable: boolean; kill: boolean }> = [
+      {
+        name: "names its invocation on each call; killed, the invocation ends as Runtime.ExitError, its earlier lines kept, and the next is cold",
+        crashable: true,
+        kill: true,
+      },
+      { name: "without crashable, its calls carry no invocation and nothing is killed", crashable: false, kill: false },
+    ];
+    for (const c of cases)
+      it(c.name, async () => {
+        // Prepare: a server that, like the fault proxy, kills the caller once the call has reached it.
+        const fn = localFunction("victim", "env-echo.js", { environment: { GREETING: "hi" } });
+        host = new LambdaHost([fn], { awsEnv: AWS_ENV, logDir, crashable: c.crashable });
+        const lambda = host;
+        const seen: Array<string | undefined> = [];
+        const killed: Array<string | undefined> = [];
+        const server = createServer((req, res) => {
+          const id = req.headers["x-local-invocation"];
+          seen.push(typeof id === "string" ? id : undefined);
+          if (typeof id !== "string") return void res.end("ok");
+          void lambda.crash(id).then((crashed) => {
+            killed.push(crashed?.requestId);
+            res.destroy();
+          });
+        });
+        await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+
+        // Act
+        const out = await lambda.invoke(fn.name, { action: "http", url, lines: 2000 });
+        const next = ok(await lambda.invoke(fn.name, {}));
+        server.close();
+        await lambda.close();
+
+        // Assess
+        const log = fs.readFileSync(path.join(logDir, "victim.log"), "utf8");
+        // Every line written before the kill is in the log (a worker thread's stdout would drop the tail).
+        for (const i of [0, 999, 1999]) expect(log).to.include(`before the call ${i}\n`);
+        if (c.kill) {
+          expect(out.kind).to.equal("error");
+          expect(out.kind === "error" ? out.error : undefined).to.deep.equal({
+            name: "Runtime.ExitError",
+            message: "Runtime exited with error: signal: killed",
+          });
+          expect(seen).to.have.length(1).and.to.deep.equal(killed);
+          expect(seen[0]).to.match(/^[0-9a-f-]{36}$/);
+          expect(log).to.not.include("after the call");
+          expect(log).to.include(`${seen[0]} Error: Runtime exited with error: signal: killed`);
+          expect(next.count).to.equal(1);
+        } else {
+          expect(ok(out)).to.deep.equal({ status: 200 });
+          expect(seen).to.deep.equal([undefined]);
+          expect(next.count).to.equal(2);
+        }
+      });
+  });
+
   it("writes the sandbox's stdout and stderr to <logDir>/<logicalName>.log", async () => {
     const fn = localFunction("talker", "env-echo.js", { environment: { GREETING: "hi" } });
     const lambda = start([fn]);

@@ -318,13 +318,14 @@ describe("local worker service: the worker container as local processes against 
     };
   }
 
-  function startRunner(count: number): Promise<void> {
+  function startRunner(count: number, replaceAfterMs?: number): Promise<void> {
     runner = new WorkerServiceRunner({
       taskDefinition: taskDefinition(),
       count,
       awsEnv: motoClientEnv(motoEndpoint(), "us-east-1"),
       logDir: dir,
       scratchRoot: dir,
+      ...(replaceAfterMs !== undefined ? { replaceAfterMs } : {}),
     });
     return runner.start();
   }
@@ -382,4 +383,37 @@ describe("local worker service: the worker container as local processes against 
     expect(task.agent.history().map((h) => h.protectionEnabled)).to.deep.equal([true, false]);
     expect(r.tasks()[0]).to.include({ exitCode: 0 });
   });
+  const deaths: Array<{ name: string; end: (r: WorkerServiceRunner, pid: number) => Promise<unknown>; replaced: boolean }> = [
+    {
+      name: "a task SIGKILLed is replaced by a fresh task, as the ECS service keeps its count",
+      end: async (_r, pid) => process.kill(pid, "SIGKILL"),
+      replaced: true,
+    },
+    { name: "a task ended by interrupt() (SIGTERM, a scale-in) is not replaced", end: (r) => r.interrupt(0), replaced: false },
+  ];
+  for (const d of deaths)
+    it(d.name, async () => {
+      // Prepare
+      await startRunner(1, 100);
+      const r = runner;
+      const [first] = r?.tasks() ?? [];
+      if (!r || !first?.pid) throw new Error("no task");
+      await until(() => steps("worker_started").length === 1, "the task to start");
+      const arn = first.agent.taskArn;
+
+      // Act
+      await d.end(r, first.pid);
+      if (d.replaced) await until(() => r.replaced() === 1 && steps("worker_started").length === 2, "a replacement to start");
+      else await new Promise((resolve) => setTimeout(resolve, 1000));
+
+      // Assess
+      const [now] = r.tasks();
+      expect(r.replaced()).to.equal(d.replaced ? 1 : 0);
+      if (d.replaced) {
+        expect(now?.pid).to.not.equal(first.pid);
+        expect(now?.exitCode).to.equal(null);
+        expect(now?.agent.taskArn).to.not.equal(arn);
+        expect(now?.logOffset).to.be.above(0);
+      } else expect(now?.pid).to.equal(first.pid);
+    });
 });
