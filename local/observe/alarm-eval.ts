@@ -355,9 +355,9 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
     AlarmActions: alarm.alarmActions,
     OKActions: alarm.okActions,
     InsufficientDataActions: [],
-    Trigger:
-      alarm.queries !== undefined
-        ? mathTrigger(alarm)
+    Trigger: {
+      ...(alarm.queries !== undefined
+        ? { Metrics: mathMetrics(alarm) }
         : {
             MetricName: alarm.metricName,
             Namespace: alarm.namespace,
@@ -365,47 +365,39 @@ export function alarmMessage(alarm: LocalAlarm, t: AlarmTransition, account: str
             Statistic: alarm.statistic.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase(),
             Unit: null,
             Dimensions: Object.entries(alarm.dimensions).map(([name, value]) => ({ value, name })),
-            Period: alarm.periodSeconds,
-            EvaluationPeriods: alarm.evaluationPeriods,
-            DatapointsToAlarm: alarm.datapointsToAlarm,
-            ComparisonOperator: alarm.comparisonOperator,
-            Threshold: alarm.threshold ?? null,
-            TreatMissingData: alarm.treatMissingData,
-            EvaluateLowSampleCountPercentile: "",
-          },
+          }),
+      Period: alarm.periodSeconds,
+      EvaluationPeriods: alarm.evaluationPeriods,
+      DatapointsToAlarm: alarm.datapointsToAlarm,
+      ComparisonOperator: alarm.comparisonOperator,
+      Threshold: alarm.threshold ?? null,
+      TreatMissingData: alarm.treatMissingData,
+      EvaluateLowSampleCountPercentile: "",
+    },
   };
 }
 
-/** A metric-math alarm's Trigger: its `Metrics` in place of one metric, as CloudWatch sends it. */
-function mathTrigger(alarm: LocalAlarm): Record<string, unknown> {
-  return {
-    Period: alarm.periodSeconds,
-    EvaluationPeriods: alarm.evaluationPeriods,
-    DatapointsToAlarm: alarm.datapointsToAlarm,
-    ComparisonOperator: alarm.comparisonOperator,
-    Threshold: alarm.threshold ?? null,
-    TreatMissingData: alarm.treatMissingData,
-    EvaluateLowSampleCountPercentile: "",
-    Metrics: (alarm.queries ?? []).map((q) => ({
-      Id: q.id,
-      ...(q.expression !== undefined ? { Expression: q.expression } : {}),
-      ...(q.label !== undefined ? { Label: q.label } : {}),
-      ReturnData: q.returnData,
-      ...(q.metric !== undefined
-        ? {
-            MetricStat: {
-              Metric: {
-                Dimensions: Object.entries(q.metric.dimensions).map(([name, value]) => ({ value, name })),
-                MetricName: q.metric.metricName,
-                Namespace: q.metric.namespace,
-              },
-              Period: q.metric.periodSeconds,
-              Stat: q.metric.stat,
+/** A metric-math alarm's queries as its Trigger's `Metrics`, in place of one metric, as CloudWatch sends them. */
+function mathMetrics(alarm: LocalAlarm): Array<Record<string, unknown>> {
+  return (alarm.queries ?? []).map((q) => ({
+    Id: q.id,
+    ...(q.expression !== undefined ? { Expression: q.expression } : {}),
+    ...(q.label !== undefined ? { Label: q.label } : {}),
+    ReturnData: q.returnData,
+    ...(q.metric !== undefined
+      ? {
+          MetricStat: {
+            Metric: {
+              Dimensions: Object.entries(q.metric.dimensions).map(([name, value]) => ({ value, name })),
+              MetricName: q.metric.metricName,
+              Namespace: q.metric.namespace,
             },
-          }
-        : {}),
-    })),
-  };
+            Period: q.metric.periodSeconds,
+            Stat: q.metric.stat,
+          },
+        }
+      : {}),
+  }));
 }
 
 /** What an alarm watches, in a few words for the run's notes: its statistic (or its math's label) and what it is of. */
