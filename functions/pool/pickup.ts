@@ -6,6 +6,14 @@ import { type Advert, classContradiction, parseAdvert, type ResourceClassSpec, u
 
 /** The original system's tolerance: the same instance seen more than this many times means local exhaustion. */
 export const DEFAULT_TOLERANCE = 5;
+/**
+ * How long a receive waits for an advert before the pool counts as empty. A short poll (0) asks
+ * only a sample of SQS's servers and "might not return any messages" while the queue holds some
+ * (SQS developer guide, short and long polling), which would be a false global exhaustion: the
+ * workflow launches cold while warm instances wait. A long poll asks every server and returns as
+ * soon as one advert is there, so it costs its wait only when the pool really is empty.
+ */
+export const EMPTY_POOL_WAIT_SECONDS = 1;
 /** SQS DelaySeconds limit. */
 export const MAX_REQUEUE_DELAY_SECONDS = 900;
 
@@ -59,7 +67,8 @@ export function validatePickupRequest(r: Pick<PickupRequest, "requeueDelaySecond
 }
 
 /**
- * The original system's pickup manager. Each cycle: short-poll one message, delete it at once, validate
+ * The original system's pickup manager. Each cycle: receive one message (a 1 s long poll, not the
+ * original's short poll: EMPTY_POOL_WAIT_SECONDS), delete it at once, validate
  * it, then discard (malformed or contradicting its class), re-queue with a delay (unsuitable)
  * or return it (suitable). Ends with global exhaustion on an empty receive, local exhaustion
  * when one instance_id is seen more than `tolerance` times, or `deadline`.
@@ -76,7 +85,9 @@ export async function pickup(deps: PickupDeps, request: PickupRequest): Promise<
 
   while (deps.clock() < request.deadline) {
     cycles += 1;
-    const received = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: request.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 0 }));
+    const received = await deps.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: request.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: EMPTY_POOL_WAIT_SECONDS }),
+    );
     const message = received.Messages?.[0];
     if (!message) {
       logStep(logger, "info", "pool_exhausted", { scope: "global", resource_class: request.resourceClass.name, cycles });

@@ -34,10 +34,21 @@ other, and a deleted message comes back. A chaos run at 30 % faults (seed 3,
 being sent. AWS never loses an acknowledged send, so a delete here takes the queue's lock and
 removes its message in place (atomic_deletes).
 
+moto keeps a message past its queue's MessageRetentionPeriod: a receive that meets one marks it
+received (its receive count goes up, it turns invisible), returns nothing more in that call, and
+after maxReceiveCount such receives moves it to the DLQ. SQS deletes such a message: it is never
+delivered again and never dead-lettered. A chaos run on a loaded machine, whose claimers could not
+keep up with the pool's adverts (600 s retention), found 87 adverts in their class's DLQ that no
+consumer had ever been handed, and receives that came back empty while adverts waited. So an
+expired message is deleted here before a receive looks at the queue, and each deletion is written
+as one JSON line to MOTO_SQS_EXPIRED_LOG when set (retention_deletes), so a run can tell a message
+SQS let expire from one that was lost.
+
 MOTO_SWITCH_INTERVAL (seconds) shortens Python's thread switch interval. Tests set it to make
 interleavings that are rare at the default likely, so the lock is proven rather than assumed.
 """
 import functools
+import json
 import logging
 import os
 import sys
@@ -120,6 +131,57 @@ def atomic_deletes() -> None:
     Queue.delete_message = delete_message  # type: ignore[method-assign]
 
 
+def retention_deletes(log_path: str | None) -> None:
+    """Deletes messages older than their queue's retention, as SQS does, before each receive looks
+    at the queue, and where moto's own receive meets one (a long poll that outlived it)."""
+    log_lock = threading.Lock()
+    backend_class = sqs_models.SQSBackend
+    receive = backend_class.receive_message
+    still_valid = backend_class.is_message_valid_based_on_retention_period
+
+    def note(queue: Queue, message: sqs_models.Message, retention: int) -> None:
+        if not log_path:
+            return
+        line = json.dumps(
+            {"queueName": queue.name, "messageId": message.id, "sentMs": message.sent_timestamp, "retentionSeconds": retention, "expiredMs": int(time.time() * 1000)}
+        )
+        with log_lock, open(log_path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+    def drop(queue: Queue, message: sqs_models.Message, retention: int) -> None:
+        # Under the queue's lock, with the state atomic_deletes keeps: a later DeleteMessage of its handle is a no-op.
+        queue.pending_messages.discard(message)
+        queue.deleted_messages.update(message.all_receipt_handles)  # type: ignore[arg-type]
+        try:
+            queue._messages.remove(message)
+        except ValueError:
+            return  # deleted or moved meanwhile
+        note(queue, message, retention)
+
+    def retention_of(backend: sqs_models.SQSBackend, queue_name: str) -> int:
+        return int(backend.get_queue_attributes(queue_name, ["MessageRetentionPeriod"])["MessageRetentionPeriod"])
+
+    def receive_message(self: sqs_models.SQSBackend, queue_name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        queue = self.get_queue(queue_name)
+        retention = retention_of(self, queue_name)
+        now_ms = time.time() * 1000
+        with queue._messages_lock:
+            for message in [m for m in queue._messages if m.sent_timestamp + retention * 1000 <= now_ms]:  # type: ignore[operator]
+                drop(queue, message, retention)
+        return receive(self, queue_name, *args, **kwargs)
+
+    def is_message_valid_based_on_retention_period(self: sqs_models.SQSBackend, queue_name: str, message: sqs_models.Message) -> bool:
+        if still_valid(self, queue_name, message):
+            return True
+        queue = self.get_queue(queue_name)
+        with queue._messages_lock:
+            drop(queue, message, retention_of(self, queue_name))
+        return False
+
+    backend_class.receive_message = receive_message  # type: ignore[method-assign]
+    backend_class.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+
+
 def cached_module_list() -> None:
     modules = tuple(backends.list_of_moto_modules())
     backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
@@ -133,6 +195,7 @@ if __name__ == "__main__":
         serialised(handler, threading.Lock())
     patient_long_polls()
     atomic_deletes()
+    retention_deletes(os.environ.get("MOTO_SQS_EXPIRED_LOG"))
     cached_module_list()
     fast_sqs_clock()
     # werkzeug's request lines (one per call) go to a pipe only read on a failed start.

@@ -4,7 +4,9 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
+import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import * as os from "node:os";
 import * as path from "node:path";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -48,24 +50,39 @@ export function ensureMotoInstalled(root = ROOT): string {
   return python;
 }
 
+/** One message SQS deleted because it outlived its queue's retention (moto-server.py, retention_deletes). */
+export interface ExpiredMessage {
+  queueName: string;
+  messageId: string;
+  sentMs: number;
+  retentionSeconds: number;
+  expiredMs: number;
+}
+
 export class MotoServer {
   private child?: ChildProcess;
   private tail = "";
   private readonly stopOnExit = () => this.kill();
   endpoint = "";
+  private expiredLog: string | undefined;
+  private ownLogDir: string | undefined;
 
   /**
    * Starts moto on a free loopback port and waits until it answers. It runs through
    * `local/aws/moto-server.py`, which makes each DynamoDB and SSM request atomic as AWS does: moto's own
    * backends take no lock, so two concurrent conditional writes could both pass their condition.
    * `env` is added to the server's environment (tests set MOTO_SWITCH_INTERVAL there).
+   * `expiredLog`: the file moto-server.py appends each message it deleted for age to (expired());
+   * by default a file in a temporary directory of its own, removed by stop().
    */
-  async start(opts: { python?: string; readyTimeoutMs?: number; env?: Record<string, string> } = {}): Promise<string> {
+  async start(opts: { python?: string; readyTimeoutMs?: number; env?: Record<string, string>; expiredLog?: string } = {}): Promise<string> {
     const python = opts.python ?? ensureMotoInstalled();
+    if (opts.expiredLog === undefined) this.ownLogDir = fs.mkdtempSync(path.join(os.tmpdir(), "encache-moto-"));
+    this.expiredLog = opts.expiredLog ?? path.join(this.ownLogDir ?? "", "sqs-expired.jsonl");
     const port = await freeLoopbackPort();
     this.child = spawn(python, [path.join(ROOT, "local/aws/moto-server.py"), "-H", "127.0.0.1", "-p", String(port)], {
       cwd: ROOT,
-      env: { ...process.env, ...opts.env },
+      env: { ...process.env, ...opts.env, MOTO_SQS_EXPIRED_LOG: this.expiredLog },
       stdio: ["ignore", "pipe", "pipe"],
       // Ctrl-C in a terminal reaches the whole process group: moto must outlive us just long
       // enough for the final summary, and is stopped by stop().
@@ -96,6 +113,25 @@ export class MotoServer {
     throw new MotoUnavailableError(`moto did not become ready within ${timeoutMs} ms:\n${this.tail}`);
   }
 
+  /**
+   * The messages SQS deleted for age (older than their queue's MessageRetentionPeriod), as
+   * moto-server.py logged them.
+   */
+  async expired(): Promise<ExpiredMessage[]> {
+    if (this.expiredLog === undefined) return [];
+    let text: string;
+    try {
+      text = await readFile(this.expiredLog, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+    return text
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as ExpiredMessage);
+  }
+
   /** Clears every service's state. */
   async reset(): Promise<void> {
     const res = await fetch(`${this.endpoint}/moto-api/reset`, { method: "POST" });
@@ -110,10 +146,12 @@ export class MotoServer {
   async stop(): Promise<void> {
     process.removeListener("exit", this.stopOnExit);
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    this.kill();
-    await exited;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      this.kill();
+      await exited;
+    }
+    if (this.ownLogDir !== undefined) fs.rmSync(this.ownLogDir, { recursive: true, force: true });
   }
 }
 

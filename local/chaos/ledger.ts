@@ -8,7 +8,7 @@ import type { Receive } from "./receives";
 import type { Consumer } from "./traffic";
 import type { MessageCounts } from "../show/view";
 
-export type Outcome = "processed" | "quarantined" | "inDlq" | "remaining" | "lost";
+export type Outcome = "processed" | "quarantined" | "inDlq" | "remaining" | "expired" | "lost";
 
 export interface MessageFacts {
   consumer: Consumer;
@@ -28,6 +28,8 @@ export interface MessageFacts {
   everyReceiveFaulted: boolean;
   /** Still on a consumed queue (visible, in flight or delayed). */
   remaining: boolean;
+  /** SQS deleted it for age: older than its queue's MessageRetentionPeriod (moto-server.py's log). */
+  expired?: boolean;
   /** Kills of processes that held this message's work when they died (`--crash-rate`). */
   crashHits?: CrashHits;
   /** An injected fault (not latency) named this message or its key: a duplicate then has a fault to explain it. */
@@ -123,6 +125,8 @@ export function judge(f: MessageFacts): Verdict {
   if (f.wellFormed && f.effects > 0) return { outcome: "processed", duplicates };
   if (!f.wellFormed && f.quarantined) return { outcome: "quarantined", duplicates };
   if (!f.wellFormed && f.effects > 0) return lost("a malformed message had an effect");
+  // A pool advert outlives its retention by design (a stale advert must leave the pool: docs/parts/pool.md); any other message SQS deleted for age is lost.
+  if (f.expired === true) return f.consumer === "pool-claim" ? { outcome: "expired", duplicates } : lost("SQS deleted it for age (its queue's retention)");
   if (f.inDlq) return f.everyReceiveFaulted ? { outcome: "inDlq", duplicates } : lost("in a DLQ, and not every receive was failed by an injected fault");
   if (f.wellFormed && f.quarantined) return lost("a well-formed message was quarantined");
   if (f.remaining) return { outcome: "remaining", duplicates };
@@ -369,6 +373,8 @@ export interface WorkerRunTotals {
 
 export interface ConsumerTotals extends MessageCounts, WorkerRunTotals, CrashTotals {
   consumer: Consumer;
+  /** Pool adverts SQS deleted for age before a claimer took them (an advert's designed end); any other consumer's expired message is lost. */
+  expired: number;
   /** Extra effects no crash explains: caused by an injected fault, or by neither (both fail the run). */
   duplicateSideEffects: number;
   /** Of those, the ones an injected fault touched. */
@@ -414,6 +420,7 @@ export function consumerTotals(
     quarantined: 0,
     inDlq: 0,
     remaining: 0,
+    expired: 0,
     lost: 0,
     duplicateSideEffects: extra.duplicateSideEffects ?? 0,
     duplicatesFromFaults: 0,
@@ -459,6 +466,7 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
     quarantined: 0,
     inDlq: 0,
     remaining: 0,
+    expired: 0,
     lost: 0,
     duplicateSideEffects: 0,
     duplicatesFromFaults: 0,

@@ -332,6 +332,8 @@ export function factsFor(
   faults: readonly FaultRecord[],
   hiddenSlots: number,
   crash: { kills: readonly CrashRecord[]; hits: ReadonlyMap<string, CrashHits>; dlqExplained?: ReadonlySet<string> } = { kills: [], hits: new Map() },
+  /** Message ids SQS deleted for age (MotoServer.expired()). */
+  expiredIds: ReadonlySet<string> = new Set(),
 ): MessageFacts[] {
   let slots = hiddenSlots;
   return sent
@@ -352,12 +354,14 @@ export function factsFor(
         everyReceiveFaulted:
           dlqId !== undefined && (crash.dlqExplained?.has(m.key) === true || dlqCopyFaulted(dlqId, copies, receives, faults, [m.key], crash.kills)),
         remaining: copies.visible.has(m.body),
+        ...(expiredIds.has(m.messageId) ? { expired: true } : {}),
       };
       const hits = crash.hits.get(m.key);
       if (hits !== undefined) facts.crashHits = hits;
       // Only for a message with extras (a scan of every fault's request per message would be slow).
       if (facts.duplicates > 0) facts.faultTouched = faults.some((f) => f.kind !== "latency" && mentions(f, [m.key, m.messageId]));
-      const settled = (facts.wellFormed && facts.effects > 0) || (!facts.wellFormed && facts.quarantined) || facts.inDlq || facts.remaining;
+      const settled =
+        (facts.wellFormed && facts.effects > 0) || (!facts.wellFormed && facts.quarantined) || facts.inDlq || facts.remaining || facts.expired === true;
       if (!settled && slots > 0) {
         slots -= 1;
         facts.remaining = true;

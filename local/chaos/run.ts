@@ -307,11 +307,11 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
  * Pure: whether the run's malformed adverts are settled. They stay visible until a pickup discards
  * them, while well-formed ones may wait in the pool for claimers; an advert whose every pickup
  * failed moves to the class's DLQ and is settled there too (the ledger judges whether every receive
- * was faulted). Without the DLQ term, a run whose claimers' receives kept failing waited out its
+ * was faulted), and one SQS deleted for age is gone (`expired`). Without the DLQ term, a run whose claimers' receives kept failing waited out its
  * whole settle time (seen at 30 % on a loaded machine).
  */
-export function advertsSettled(a: { sent: number; inPool: number; discarded: number; parkedInDlq: number }): boolean {
-  return a.sent === 0 || a.inPool === 0 || a.discarded + a.parkedInDlq >= a.sent;
+export function advertsSettled(a: { sent: number; inPool: number; discarded: number; parkedInDlq: number; expired?: number }): boolean {
+  return a.sent === 0 || a.inPool === 0 || a.discarded + a.parkedInDlq + (a.expired ?? 0) >= a.sent;
 }
 
 async function drained(
@@ -329,7 +329,8 @@ async function drained(
   const pool = await platform.depth(platform.queue(advertQueue));
   const dlq = inventory.flatMap((p) => p.queues).find((q) => q.label === advertQueue)?.dlq;
   const parked = dlq === undefined ? 0 : (await platform.depth(platform.queue(dlq))).visible;
-  return advertsSettled({ sent: adverts.size, inPool: pool.visible + pool.inFlight, discarded: discards(), parkedInDlq: parked });
+  const expired = (await platform.moto.expired()).filter((e) => adverts.has(e.messageId)).length;
+  return advertsSettled({ sent: adverts.size, inPool: pool.visible + pool.inFlight, discarded: discards(), parkedInDlq: parked, expired });
 }
 
 function progress(platform: LocalPlatform, inventory: readonly InventoryRecord[], o: ChaosOptions, started: number): () => Promise<void> {
@@ -386,6 +387,8 @@ async function account(
     worker: workerEffects(workerLogLines(p.options.workDir), (await workerLedger(p)) ?? []),
   };
   const ledger = await workerLedger(p);
+  const expired = await p.moto.expired();
+  const expiredIds = new Set(expired.map((e) => e.messageId));
   const kills = proxy.kills();
   const hits = crashHits(inventory, sent, receives, kills);
   const workerLines = workerLogLines(p.options.workDir);
@@ -399,11 +402,21 @@ async function account(
     const hidden = drainedBy(inventory, consumer).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
     const consumerHits = hits.get(consumer) ?? new Map<string, CrashHits>();
     const dlqExplained = consumer === "worker" ? workerJobsEveryRunKilled(workerLines, killedPerJob(consumerHits)) : undefined;
-    const facts = factsFor(consumer, sent, effects[consumer], copies, receives, faults, hidden, {
-      kills,
-      hits: consumerHits,
-      ...(dlqExplained ? { dlqExplained } : {}),
-    });
+    const facts = factsFor(
+      consumer,
+      sent,
+      effects[consumer],
+      copies,
+      receives,
+      faults,
+      hidden,
+      {
+        kills,
+        hits: consumerHits,
+        ...(dlqExplained ? { dlqExplained } : {}),
+      },
+      expiredIds,
+    );
     const caller = callerOf(inventory, consumer);
     const faultsHere = faults.filter((f) => f.caller === caller).length;
     const killsHere = kills.filter((k) => k.caller === caller).length;
@@ -458,6 +471,8 @@ async function account(
         lostRaces: claimers.steps.count("claim_lost_race"),
         leaked: leaked.map((l) => ({ instanceId: l.instanceId, owner: l.owner, expiresAtSeconds: l.expiresAtSeconds })),
         advertsDiscarded: claimers.steps.count("advert_discarded"),
+        // Adverts SQS deleted for age before a claimer reached them: a loaded machine's claimers fall behind the pool's retention.
+        advertsExpired: facts.filter((f) => f.expired === true).length,
         faultsInjected: faultsHere,
       },
     });

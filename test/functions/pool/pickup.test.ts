@@ -41,14 +41,14 @@ describe("pickup manager (seed 004)", () => {
       expect(t.metrics.count("AdvertsPickedUp")).to.equal(1);
     });
 
-    it("short-polls one message at a time from the class's queue", async () => {
+    it("long-polls one message at a time from the class's queue (a short poll samples servers: an empty answer would not mean an empty pool)", async () => {
       const t = arrange();
       t.queue.push(advert());
       await pickup(t.deps, t.request());
       expect(t.queue.mock.commandCalls(ReceiveMessageCommand)[0]?.args[0].input).to.deep.equal({
         QueueUrl: QUEUE_URL,
         MaxNumberOfMessages: 1,
-        WaitTimeSeconds: 0,
+        WaitTimeSeconds: 1,
       });
     });
   });

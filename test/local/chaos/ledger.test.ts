@@ -82,6 +82,10 @@ describe("chaos ledger", () => {
       ["well-formed with nothing anywhere is lost", {}, { outcome: "lost", reason: /no effect/ }],
       ["malformed with nothing anywhere is lost", { wellFormed: false }, { outcome: "lost", reason: /neither quarantined nor discarded/ }],
       ["an effect wins over a copy left in a DLQ", { effects: 1, inDlq: true }, { outcome: "processed" }],
+      // A loaded run's claimers fell behind the pool's retention: SQS deleted those adverts for age (moto dead-lettered them: lost).
+      ["a pool advert SQS deleted for age is expired", { consumer: "pool-claim", wellFormed: false, expired: true }, { outcome: "expired" }],
+      ["… and a discarded one stays quarantined", { consumer: "pool-claim", wellFormed: false, quarantined: true, expired: true }, { outcome: "quarantined" }],
+      ["any other message SQS deleted for age is lost", { consumer: "ingest-window", expired: true }, { outcome: "lost", reason: /retention/ }],
     ];
     for (const [name, over, want] of cases) {
       it(name, () => {
@@ -219,6 +223,7 @@ describe("chaos ledger", () => {
         quarantined: 1,
         inDlq: 0,
         remaining: 0,
+        expired: 0,
         lost: 1,
         duplicateSideEffects: 2,
         duplicatesFromFaults: 0,

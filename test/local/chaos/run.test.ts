@@ -240,6 +240,7 @@ describe("chaos runs over several seeds (pure)", () => {
     jobsRunMoreThanOnce: 0,
     jobsCompletedMoreThanOnce: 0,
     leakedLeases: 0,
+    expired: 0,
   };
   const byKind = { "not-applied": 1, "response-lost": 0, throttled: 2, "server-error": 0, latency: 0 };
   const run = (seed: number, totals: Partial<typeof zero>): SeedRun => ({
@@ -341,6 +342,7 @@ describe("chaos run: when the run's malformed adverts are settled (pure)", () =>
     { title: "every one discarded, well-formed adverts still waiting", a: { sent: 10, inPool: 4, discarded: 10, parkedInDlq: 0 }, settled: true },
     { title: "some discarded, the rest parked in the class's DLQ", a: { sent: 10, inPool: 4, discarded: 6, parkedInDlq: 4 }, settled: true },
     { title: "one neither discarded nor parked", a: { sent: 10, inPool: 4, discarded: 6, parkedInDlq: 3 }, settled: false },
+    { title: "the last one deleted by SQS for age", a: { sent: 10, inPool: 4, discarded: 6, parkedInDlq: 3, expired: 1 }, settled: true },
   ];
   for (const c of cases) {
     it(`${c.title}: ${c.settled ? "settled" : "not yet"}`, () => {
