@@ -49,6 +49,7 @@ describe("chaos run (small, seeded)", function () {
       "quarantined",
       "inDlq",
       "remaining",
+      "expired",
       "lost",
       "duplicateSideEffects",
       "duplicatesFromFaults",
