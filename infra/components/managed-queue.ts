@@ -2,6 +2,11 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { MAX_RECEIVE_COUNT_TAG, QUEUE_ROLE_TAG, QUEUE_ROLES, retentionNeededSeconds } from "../../policy/contract";
 import { queueDepthAlarm } from "../lib/queue-depth-alarm";
+import { QueueConsumer, type QueueConsumerArgs } from "./queue-consumer";
+import { QueueSchedule, type QueueScheduleArgs } from "./queue-schedule";
+
+/** A consumer's arguments once its queue is known: the queue gives its ARN and its visibility timeout. */
+export type QueueSubscriberArgs = Omit<QueueConsumerArgs, "queueArn" | "queueVisibilityTimeoutSeconds">;
 
 /** A DLQ keeps messages the SQS maximum, 14 days, so it always outlives its source. */
 export const DLQ_RETENTION_SECONDS = 1_209_600;
@@ -121,6 +126,26 @@ export class ManagedQueue extends pulumi.ComponentResource {
     this.dlqAlarm = this.declareDlqAlarm(args.alarmActions ?? []);
 
     this.registerOutputs({ queueArn: this.arn, queueUrl: this.url, dlqArn: this.dlqArn, dlqUrl: this.dlqUrl });
+  }
+
+  /**
+   * The Lambda that consumes this queue, in the shape of SST's `subscribe`: the queue gives the
+   * consumer its ARN and the visibility timeout its sizing is checked against, so no part restates
+   * them. `opts` are the consumer's own: it stays a child of the caller's parent (its URN does not
+   * move under the queue).
+   */
+  consumer(name: string, args: QueueSubscriberArgs, opts?: pulumi.ComponentResourceOptions): QueueConsumer {
+    return new QueueConsumer(name, { ...args, queueArn: this.queue.arn, queueVisibilityTimeoutSeconds: this.settings.visibilityTimeoutSeconds }, opts);
+  }
+
+  /** An EventBridge schedule that sends its message to this queue (the queue gives the target's ARN). */
+  schedule(name: string, args: Omit<QueueScheduleArgs, "queueArn">, opts?: pulumi.ComponentResourceOptions): QueueSchedule {
+    return new QueueSchedule(name, { ...args, queueArn: this.queue.arn }, opts);
+  }
+
+  /** The Lambda that consumes this queue's DLQ, as consumer() does for the source queue. */
+  dlqConsumer(name: string, args: QueueSubscriberArgs, opts?: pulumi.ComponentResourceOptions): QueueConsumer {
+    return new QueueConsumer(name, { ...args, queueArn: this.dlq.arn, queueVisibilityTimeoutSeconds: this.settings.dlqVisibilityTimeoutSeconds }, opts);
   }
 
   /** The source queue's URL. */

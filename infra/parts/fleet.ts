@@ -217,10 +217,9 @@ function createSchedules({ name, args, tags, parent }: FleetPart, housekeepingQu
   );
   const schedules: Partial<Schedules> = {};
   for (const { taskType, key } of HOUSEKEEPING_SCHEDULES) {
-    schedules[taskType] = new QueueSchedule(
+    schedules[taskType] = housekeepingQueue.schedule(
       `${name}-${taskType.replace(/_/g, "-")}`,
       {
-        queueArn: housekeepingQueue.queue.arn,
         scheduleExpression: s[key],
         message: housekeepingMessage(taskType),
         deadLetterQueueArn: dlq.queue.arn,
@@ -260,12 +259,10 @@ function createConsumers(
   const powertools = { POWERTOOLS_METRICS_NAMESPACE: f.names.metricsNamespace, POWERTOOLS_LOG_LEVEL: "INFO" };
   const sizing = { logRetentionDays: args.platform.logRetentionDays, tags };
 
-  const termination = new QueueConsumer(
+  const termination = terminationQueue.consumer(
     `${name}-termination-consumer`,
     {
       entry: FLEET_ENTRIES.termination,
-      queueArn: terminationQueue.queue.arn,
-      queueVisibilityTimeoutSeconds: terminationQueue.settings.visibilityTimeoutSeconds,
       statements: statements.termination,
       environment: functionEnvironment(
         TERMINATION_ENV,
@@ -278,12 +275,10 @@ function createConsumers(
     { parent },
   );
 
-  const housekeeping = new QueueConsumer(
+  const housekeeping = housekeepingQueue.consumer(
     `${name}-housekeeping-consumer`,
     {
       entry: FLEET_ENTRIES.housekeeping,
-      queueArn: housekeepingQueue.queue.arn,
-      queueVisibilityTimeoutSeconds: housekeepingQueue.settings.visibilityTimeoutSeconds,
       statements: statements.housekeeping,
       environment: functionEnvironment(
         HOUSEKEEPING_ENV,

@@ -399,10 +399,9 @@ function createScheduledCheck(
     { role: "dlq", alarmActions: platform.alarmActions, protect: platform.deletionProtection, tags },
     { parent },
   );
-  const schedule = new QueueSchedule(
+  const schedule = queue.schedule(
     `${name}-${check.kind}-check`,
     {
-      queueArn: queue.queue.arn,
       scheduleExpression: `rate(${check.minutes} minute${check.minutes === 1 ? "" : "s"})`,
       message: { check: check.kind, scheduledAt: "<aws.scheduler.scheduled-time>" },
       deadLetterQueueArn: schedulesDlq.queue.arn,
@@ -411,12 +410,10 @@ function createScheduledCheck(
     },
     { parent },
   );
-  const consumer = new QueueConsumer(
+  const consumer = queue.consumer(
     `${name}-${check.kind}`,
     {
       entry: check.entry,
-      queueArn: queue.queue.arn,
-      queueVisibilityTimeoutSeconds: visibility,
       statements: check.statements,
       environment: check.environment,
       ...IDLE_CONSUMER,

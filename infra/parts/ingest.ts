@@ -261,12 +261,10 @@ function createConsumers(
   const access = { dlqArn: queue.dlq.arn, queueArn: queue.queue.arn };
   const statementsOf = (quarantineQueueArn: pulumi.Input<string>) => deps.tier.consumerStatements({ ...access, quarantineQueueArn });
 
-  const window = new QueueConsumer(
+  const window = queue.consumer(
     `${name}-window`,
     {
       entry: INGEST_ENTRIES.window,
-      queueArn: queue.queue.arn,
-      queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
       statements: statementsOf(queue.dlq.arn).window,
       environment: functionEnvironment(
         WINDOW_ENV,
@@ -286,12 +284,10 @@ function createConsumers(
     { parent },
   );
 
-  const dlq = new QueueConsumer(
+  const dlq = queue.dlqConsumer(
     `${name}-dlq-consumer`,
     {
       entry: INGEST_ENTRIES.dlq,
-      queueArn: queue.dlq.arn,
-      queueVisibilityTimeoutSeconds: queue.settings.dlqVisibilityTimeoutSeconds,
       statements: statementsOf(quarantine.queue.arn).dlq,
       managedPolicyArns: [deps.tier.startPolicy.arn],
       environment: functionEnvironment(

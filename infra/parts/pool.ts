@@ -315,10 +315,9 @@ function createClass(
     { parent },
   );
   const minutes = p.refill.everyMinutes;
-  const schedule = new QueueSchedule(
+  const schedule = deps.refillQueue.schedule(
     `${name}-refill-${className}`,
     {
-      queueArn: deps.refillQueue.queue.arn,
       scheduleExpression: `rate(${minutes} ${minutes === 1 ? "minute" : "minutes"})`,
       message: { resource_class: className, scheduled_time: "<aws.scheduler.scheduled-time>" },
       deadLetterQueueArn: deps.scheduleDlq.queue.arn,
@@ -339,12 +338,10 @@ function createRefill(
 ): QueueConsumer {
   const p = args.config;
   const { refillQueue } = deps;
-  return new QueueConsumer(
+  return refillQueue.consumer(
     `${name}-refill`,
     {
       entry: POOL_ENTRIES.refill,
-      queueArn: refillQueue.queue.arn,
-      queueVisibilityTimeoutSeconds: refillQueue.settings.visibilityTimeoutSeconds,
       statements: deps.statements,
       environment: functionEnvironment(
         REFILL_ENV,

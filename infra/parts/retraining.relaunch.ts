@@ -111,12 +111,10 @@ export function createRelaunch({ name, args, tags, parent }: PartScope<Retrainin
     { rule: rule.name, arn: queue.queue.arn, retryPolicy: { ...RELAUNCH_TARGET_RETRY }, deadLetterConfig: { arn: queue.dlq.arn } },
     { parent },
   );
-  const consumer = new QueueConsumer(
+  const consumer = queue.consumer(
     `${name}-relaunch`,
     {
       entry: RELAUNCH_ENTRY,
-      queueArn: queue.queue.arn,
-      queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
       statements: relaunchStatements({ retrainingQueueArn: retrainingQueue.queue.arn, interruptionsDlqArn: queue.dlq.arn }),
       environment: functionEnvironment(
         RELAUNCH_ENV,

@@ -237,21 +237,19 @@ function createSchedules({ name, args, tags, parent }: RetrainingPart, queue: Ma
     { role: "dlq", alarmActions: args.platform.alarmActions, protect: args.platform.deletionProtection, tags },
     { parent },
   );
-  const schedules = args.config.schedules.map(
-    (s) =>
-      new QueueSchedule(
-        `${name}-schedule-${scheduleSlug(s.modelName)}`,
-        {
-          queueArn: queue.queue.arn,
-          scheduleExpression: s.scheduleExpression,
-          timezone: s.timezone,
-          message: { model_name: s.modelName, trigger: "scheduled" },
-          deadLetterQueueArn: dlq.queue.arn,
-          description: `Retrain ${s.modelName}`,
-          tags,
-        },
-        { parent },
-      ),
+  const schedules = args.config.schedules.map((s) =>
+    queue.schedule(
+      `${name}-schedule-${scheduleSlug(s.modelName)}`,
+      {
+        scheduleExpression: s.scheduleExpression,
+        timezone: s.timezone,
+        message: { model_name: s.modelName, trigger: "scheduled" },
+        deadLetterQueueArn: dlq.queue.arn,
+        description: `Retrain ${s.modelName}`,
+        tags,
+      },
+      { parent },
+    ),
   );
   return { dlq, schedules };
 }
@@ -264,12 +262,10 @@ function createLauncher(
   const r = args.config;
   const cluster = args.cluster.cluster;
   const { queue, stateTable, intentTable, task: td } = deps;
-  return new QueueConsumer(
+  return queue.consumer(
     `${name}-launcher`,
     {
       entry: RETRAINING_ENTRY,
-      queueArn: queue.queue.arn,
-      queueVisibilityTimeoutSeconds: queue.settings.visibilityTimeoutSeconds,
       statements: launcherStatements({
         clusterArn: cluster.arn,
         clusterName: cluster.name,

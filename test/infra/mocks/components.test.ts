@@ -75,6 +75,36 @@ describe("components under Pulumi mocks (in process)", function () {
     ).to.throw(/shorter than 6 × timeout/);
   });
 
+  describe("ManagedQueue declares its consumers: the ARN and the visibility come from the queue", () => {
+    const cases = [
+      {
+        title: "consumer(): the source queue",
+        name: "mq-sub",
+        declare: (q: InstanceType<Components["mq"]["ManagedQueue"]>) => q.consumer,
+        arnOf: (q: InstanceType<Components["mq"]["ManagedQueue"]>) => q.queue.arn,
+      },
+      {
+        title: "dlqConsumer(): the DLQ",
+        name: "mq-dlqsub",
+        declare: (q: InstanceType<Components["mq"]["ManagedQueue"]>) => q.dlqConsumer,
+        arnOf: (q: InstanceType<Components["mq"]["ManagedQueue"]>) => q.dlq.arn,
+      },
+    ];
+    for (const t of cases) {
+      it(`${t.title}: the mapping reads that queue, and the sizing rule is checked against its visibility`, async () => {
+        // Prepare: visibility 180 s on both queues; 30 s timeouts fit (6 × 30), 31 s do not.
+        const q = new c.mq.ManagedQueue(t.name, { visibilityTimeoutSeconds: 180, dlqVisibilityTimeoutSeconds: 180 });
+        // Act
+        const consumer = t.declare(q).call(q, `${t.name}-consumer`, { entry: "functions/ingest/window.ts", timeoutSeconds: 30, statements: [] });
+        const tooSlow = () => t.declare(q).call(q, `${t.name}-slow`, { entry: "functions/ingest/window.ts", timeoutSeconds: 31, statements: [] });
+        // Assess
+        const [source, queueArn] = await Promise.all([promiseOf(consumer.mapping.eventSourceArn), promiseOf(t.arnOf(q))]);
+        expect(source).to.equal(queueArn);
+        expect(tooSlow).to.throw(/shorter than 6 × timeout/);
+      });
+    }
+  });
+
   it("QueueConsumer deploys a content-hashed bundle behind a mapping that reports batch item failures", async () => {
     const consumer = new c.qc.QueueConsumer("qc-ok", {
       entry: "functions/ingest/window.ts",
