@@ -45,11 +45,6 @@ export const gpuFleetSchema = z
      */
     spotAllocationStrategy: z.enum(["capacity-optimized", "price-capacity-optimized"]).default("capacity-optimized"),
     /**
-     * Spot's discount on the on-demand price, 0–0.95, for the local run's cost figures only (AWS bills
-     * the market price). No default: a cost table must not rest on a number nobody chose.
-     */
-    spotDiscount: z.number().min(0).max(0.95).optional(),
-    /**
      * Stopped instances kept ready, so a scale-out from zero pays a start, not a boot. On-demand only:
      * AWS refuses a warm pool on a group with a mixed instances policy or Spot (PutWarmPool).
      */
@@ -103,9 +98,6 @@ export const gpuFleetSchema = z
     }
     if (f.onDemandBaseCapacity > f.maxSize) {
       ctx.addIssue({ code: "custom", path: ["onDemandBaseCapacity"], message: `must be at most maxSize (${f.maxSize})` });
-    }
-    if (f.spotPercent > 0 && f.spotDiscount === undefined) {
-      ctx.addIssue({ code: "custom", path: ["spotDiscount"], message: "is required with Spot (spotPercent > 0): the cost figures need it" });
     }
   });
 export type GpuFleetConfig = z.output<typeof gpuFleetSchema>;
@@ -273,14 +265,6 @@ const gpuConfigObject = z
      * `true` (until the tag is removed) or an ISO time the hold ends at.
      */
     holdTag: z.string().min(1).max(128).default("encache:gpu-hold"),
-    /**
-     * On-demand USD per instance-hour by instance type, like the fleet's table: what the local run's
-     * gpu-idle scenario prices the GPU's running time at (against an always-on GPU).
-     * @default {}
-     */
-    pricesUsdPerHour: z
-      .record(z.string().regex(INSTANCE_TYPE_PATTERN, "keys must be EC2 instance types such as g5.xlarge"), z.number().min(0).max(1000))
-      .default({}),
   })
   .superRefine((g, ctx) => {
     if (g.servicePort < 1024) {

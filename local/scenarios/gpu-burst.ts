@@ -73,7 +73,7 @@ export const gpuBurst: Scenario = {
       .map((r) => ({ instanceType: r.instanceType, market: r.market, simSeconds: simSecondsOf(r, now, speed) }));
     const spanSim = ((goneAt ?? now) - lastPhaseStart) * (speed / 1000);
     const cost = costTable({ lives, oneGpuSimSeconds: (one?.simSeconds ?? 0) + idleStopMinutes * 60, spanSimSeconds: spanSim, settings: run.settings });
-    if (cost.unpriced.length) run.failures.push(`no price for ${cost.unpriced.join(", ")} in encache:gpu.pricesUsdPerHour`);
+    if (cost.unpriced.length) run.failures.push(`no price for ${cost.unpriced.join(", ")} in local/prices.ts`);
     for (const row of cost.rows) ctx.note(`gpu-burst cost: ${row.what}: ${row.instanceHours} instance-h, $${row.usd ?? "?"}`);
 
     const quarantined = (await peekAll(platform, run.quarantine)).filter((m) => drains.some((d) => (m.Body ?? "").includes(d.sessionId)));

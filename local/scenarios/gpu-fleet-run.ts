@@ -18,6 +18,7 @@ import { type StackConfig, stackConfigFrom } from "../../infra/config";
 import { readStackFiles } from "../../plan/stack-files";
 import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "../hosts/gpu-fleet";
 import type { LocalPlatform } from "../platform";
+import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
 import type { LocalQueue } from "../provision/topology";
 import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
 
@@ -45,8 +46,8 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
     scaleCheckMinutes: fleet.scaleCheckMinutes,
     scaleInCooldownSeconds: fleet.scaleInCooldownSeconds,
     instanceType: fleet.instanceTypes?.[0] ?? gpu.instanceType,
-    usdPerHour: gpu.pricesUsdPerHour,
-    spotDiscount: fleet.spotDiscount ?? 0,
+    usdPerHour: { ...ON_DEMAND_USD_PER_HOUR },
+    spotDiscount: fleet.spotPercent > 0 ? SPOT_DISCOUNT : 0,
   };
 }
 

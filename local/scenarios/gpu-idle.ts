@@ -3,7 +3,7 @@
  * than gpu.idleStopMinutes, over a couple of simulated hours. The idle check stops the GPU after each
  * gap; the next burst starts it again (window retries → DLQ → StartInstances), with nothing lost.
  * Reports the GPU's running time against an always-on GPU, in dollars at the stack's
- * gpu.pricesUsdPerHour. Not in the default run: it waits out real idle windows (about 3 minutes at
+ * local/prices.ts. Not in the default run: it waits out real idle windows (about 3 minutes at
  * speed 60); run it with `npm start -- --scenario gpu-idle`.
  */
 import { REPO_ROOT } from "../../infra/bundle";
@@ -12,6 +12,7 @@ import { readStackFiles } from "../../plan/stack-files";
 import { sessionWindows } from "../hosts/fake-model";
 import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
+import { ON_DEMAND_USD_PER_HOUR } from "../prices";
 import type { LocalQueue } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
@@ -19,13 +20,16 @@ import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summa
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
 
-/** Pure: the GPU's idle window, type and price, from the parsed stack config. */
-export function gpuCostSettings(gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType" | "pricesUsdPerHour">): {
+/** Pure: the GPU's idle window and type, and the local price table's figure for that type. */
+export function gpuCostSettings(
+  gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType">,
+  prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
+): {
   idleStopMinutes: number;
   instanceType: string;
   usdPerHour: number | undefined;
 } {
-  return { idleStopMinutes: gpu.idleStopMinutes, instanceType: gpu.instanceType, usdPerHour: gpu.pricesUsdPerHour[gpu.instanceType] };
+  return { idleStopMinutes: gpu.idleStopMinutes, instanceType: gpu.instanceType, usdPerHour: prices[gpu.instanceType] };
 }
 
 /** Pure: running time against always-on, in hours and dollars. */
@@ -138,7 +142,7 @@ class IdleRun {
     const speed = this.platform.clock.speed;
     const totalSimSeconds = ((Date.now() - this.started) * speed) / 1000;
     const cost = gpuCost((this.runningRealMs * speed) / 1000, totalSimSeconds, this.settings.usdPerHour);
-    if (this.settings.usdPerHour === undefined) this.failures.push(`no price for ${this.settings.instanceType} in encache:gpu.pricesUsdPerHour`);
+    if (this.settings.usdPerHour === undefined) this.failures.push(`no price for ${this.settings.instanceType} in local/prices.ts`);
     const spans: Record<string, [number | null | undefined, number | null | undefined]> = {};
     for (let b = 0; b < this.bursts; b += 1) {
       spans[`burst ${b + 1}: sent → delivered`] = [this.burstSent[b], this.burstDelivered[b]];

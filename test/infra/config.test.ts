@@ -99,7 +99,7 @@ describe("stack config (infra/config.ts)", () => {
       reason: /must be one of email, email-json, https, lambda, sms/,
     },
   ];
-  const FLEET = { maxSize: 4, windowsPerInstance: 500, spotPercent: 50, spotDiscount: 0.6 };
+  const FLEET = { maxSize: 4, windowsPerInstance: 500, spotPercent: 50 };
   rejected.push(
     {
       case: "fleet mode without its fleet block",
@@ -128,13 +128,6 @@ describe("stack config (infra/config.ts)", () => {
       value: { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, instanceTypes: ["g5.xlarge", "g6.xlarge"], warmPool: { minSize: 1 } } },
       key: "encache:gpu.capacity.fleet.warmPool",
       reason: /cannot be set with 2 instanceTypes/,
-    },
-    {
-      case: "Spot without the discount the cost figures need",
-      path: "gpu.capacity",
-      value: { mode: "fleet", fleet: { maxSize: 4, windowsPerInstance: 500, spotPercent: 50 } },
-      key: "encache:gpu.capacity.fleet.spotDiscount",
-      reason: /required with Spot/,
     },
     {
       case: "an on-demand base above maxSize",

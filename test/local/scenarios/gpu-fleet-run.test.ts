@@ -5,6 +5,7 @@
  * platform's GPU mode.
  */
 import { expect } from "chai";
+import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../../../local/prices";
 import { gpuConfigSchema } from "../../../infra/parts/ingest.config";
 import { burstBodies, costTable, fleetSettings, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
 import { unavailableReason } from "../../../local/scenarios/scenario";
@@ -16,7 +17,6 @@ const gpuBase = {
   servicePort: 8080,
   servicePath: "/ingest/window",
   idleStopMinutes: 60,
-  pricesUsdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 },
   model: { source: "ami", port: 9000, path: "/v1/window", healthPath: "/health" },
   gatewayBaseImage: `node:22-alpine@sha256:${"0".repeat(64)}`,
 };
@@ -80,13 +80,13 @@ describe("GPU fleet scenarios: shared parts", () => {
   });
 
   describe("fleetSettings", () => {
-    it("reads the fleet's settings, the first instance type and the configured Spot discount", () => {
+    it("reads the fleet's settings and the first instance type, and prices them from the local table (Spot at its discount)", () => {
       // Prepare
       const gpu = gpuConfigSchema.parse({
         ...gpuBase,
         capacity: {
           mode: "fleet",
-          fleet: { maxSize: 4, instanceTypes: ["g6.2xlarge", "g5.2xlarge"], spotPercent: 75, spotDiscount: 0.6, windowsPerInstance: 500, scaleCheckMinutes: 2 },
+          fleet: { maxSize: 4, instanceTypes: ["g6.2xlarge", "g5.2xlarge"], spotPercent: 75, windowsPerInstance: 500, scaleCheckMinutes: 2 },
         },
       });
       // Act
@@ -98,8 +98,8 @@ describe("GPU fleet scenarios: shared parts", () => {
         scaleCheckMinutes: 2,
         scaleInCooldownSeconds: 600,
         instanceType: "g6.2xlarge",
-        usdPerHour: { "g5.2xlarge": 1.2, "g6.2xlarge": 1.0 },
-        spotDiscount: 0.6,
+        usdPerHour: ON_DEMAND_USD_PER_HOUR,
+        spotDiscount: SPOT_DISCOUNT,
       });
     });
 

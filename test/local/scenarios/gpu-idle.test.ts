@@ -11,7 +11,7 @@ describe("local/scenarios/gpu-idle: the cost figures (pure)", () => {
   });
 
   it("has no price when the table lacks the type", () => {
-    expect(gpuCostSettings({ instanceType: "g6.xlarge", idleStopMinutes: 30, pricesUsdPerHour: { "g5.xlarge": 1.006 } }).usdPerHour).to.equal(undefined);
+    expect(gpuCostSettings({ instanceType: "g6.xlarge", idleStopMinutes: 30 }, { "g5.xlarge": 1.006 }).usdPerHour).to.equal(undefined);
   });
 
   it("prices running time against always-on: 1 h of 3 h at $1.006/h", () => {
