@@ -1,28 +1,18 @@
+import type { EnvValuesOf } from "../shared/env";
 import { HOUSEKEEPING_ENV, TERMINATION_ENV } from "./env";
 
-export interface TerminationConfig {
-  jobsTable: string;
-  retentionDays: number;
-  queueUrl: string;
-  quarantineQueueUrl: string;
-  runnerParameterPath: string;
-}
+/** `fleet-termination`'s settings: exactly TERMINATION_ENV's fields. */
+export type TerminationConfig = EnvValuesOf<typeof TERMINATION_ENV>;
 
-export interface HousekeepingConfig {
-  jobsTable: string;
-  retentionDays: number;
-  queueUrl: string;
-  quarantineQueueUrl: string;
-  maxRuntimeMinutes: number;
-  ssmMinAgeMinutes: number;
-  pools: string[];
-  instancePrices: Record<string, number>;
-  timeMarginMs: number;
-  runnerParameterPath: string;
+/**
+ * HOUSEKEEPING_ENV's fields, except that parse pairs the two tags' keys and values: the sweeps
+ * always use a tag's key and value together, and the env carries each as its own variable.
+ */
+export interface HousekeepingConfig
+  extends Omit<EnvValuesOf<typeof HOUSEKEEPING_ENV>, "managedTagKey" | "managedTagValue" | "environmentTagKey" | "environment"> {
   managedTag: { key: string; value: string };
   /** The stack's environment tag (`encache:environment=<the stack's>`): the second tag every swept instance must carry. */
   environmentTag: { key: string; value: string };
-  poolTagKey: string;
 }
 
 export function parseTerminationConfig(env: NodeJS.ProcessEnv): TerminationConfig {

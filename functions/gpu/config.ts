@@ -1,4 +1,4 @@
-import { EnvConfigError } from "../shared/env";
+import { EnvConfigError, type EnvValuesOf } from "../shared/env";
 import { GATEWAY_ENV } from "./env";
 
 /** Fleet mode: the stack's Auto Scaling group and its terminate hook, which the gateway completes itself once drained. */
@@ -7,18 +7,13 @@ export interface FleetDrain {
   hookName: string;
 }
 
-/** The gateway's settings, in milliseconds inside the code so tests can run the same code in ms. */
-export interface GatewayConfig {
-  servicePort: number;
-  servicePath: string;
-  statusPath: string;
-  /** The model server's base URL, without a trailing slash. */
-  modelUrl: string;
-  modelPath: string;
-  modelHealthPath: string;
-  modelConcurrency: number;
-  modelTimeoutMs: number;
-  keysTable: string;
+/**
+ * The gateway's settings: GATEWAY_ENV's fields, except that parse turns the env's seconds into
+ * milliseconds inside the code (so tests can run the same code in ms) and the two fleet variables,
+ * which come together or not at all, into one `fleet`. `modelUrl` (the model server's base URL) loses
+ * any trailing slash.
+ */
+export interface GatewayConfig extends Omit<EnvValuesOf<typeof GATEWAY_ENV>, "keyLeaseSeconds" | "drainPollSeconds" | "groupName" | "drainHookName"> {
   keyLeaseMs: number;
   drainPollMs: number;
   /** Set in fleet mode only; instance mode has no lifecycle action to complete. */

@@ -1,46 +1,22 @@
-import { DLQ_ENV, IDLE_ENV, SCALER_ENV, WINDOW_ENV } from "./env";
-import type { ParkConfig } from "./park";
+import type { EnvValues, EnvValuesOf } from "../shared/env";
+import { DLQ_ENV, type GpuFields, IDLE_ENV, SCALER_ENV, WINDOW_ENV } from "./env";
 
-export interface IdleConfig {
-  instanceIdParam: string;
-  servicePort: number;
-  statusPath: string;
-  requestTimeoutMs: number;
-  idleStopMinutes: number;
-  holdTag: string;
-  ingestQueueUrl: string;
-  dlqUrl: string;
-}
+/** `ingest-gpu-idle`'s settings: exactly IDLE_ENV's fields. */
+export type IdleConfig = EnvValuesOf<typeof IDLE_ENV>;
 
 /** Parses the idle check's environment (env.ts's `IDLE_ENV`); throws EnvConfigError naming each bad variable. */
 export function parseIdleConfig(env: NodeJS.ProcessEnv): IdleConfig {
   return IDLE_ENV.parse(env);
 }
 
-export interface GpuConfig {
-  instanceIdParam: string;
-  nameTag: string;
-  servicePort: number;
-  servicePath: string;
-  requestTimeoutMs: number;
-  quarantineQueueUrl: string;
-  /** Fleet mode: the Auto Scaling group; set together with fleetServiceHost. */
-  fleetGroupName?: string;
-  /** Fleet mode: the internal load balancer's DNS name. */
-  fleetServiceHost?: string;
-}
+/** The GPU fields the window and DLQ consumers share (env.ts's `GpuFields`); fleet mode's two are set together. */
+export type GpuConfig = EnvValues<GpuFields>;
 
-export interface WindowConfig extends GpuConfig {
-  ingestQueueUrl: string;
-  retrySeconds: number;
-  /** A running GPU whose service refuses this soon after launch is booting: retry soon too. */
-  bootGraceSeconds: number;
-}
+/** `ingest-window`'s settings: exactly WINDOW_ENV's fields. */
+export type WindowConfig = EnvValuesOf<typeof WINDOW_ENV>;
 
-export interface DlqConfig extends GpuConfig, ParkConfig {
-  dlqUrl: string;
-  maxAgeSeconds: number;
-}
+/** `ingest-dlq-consumer`'s settings: exactly DLQ_ENV's fields (the park timings among them: park.ts's `ParkConfig`). */
+export type DlqConfig = EnvValuesOf<typeof DLQ_ENV>;
 
 /** Parses the window consumer's environment (`WINDOW_ENV`). */
 export function parseWindowConfig(env: NodeJS.ProcessEnv): WindowConfig {
@@ -52,18 +28,8 @@ export function parseDlqConfig(env: NodeJS.ProcessEnv): DlqConfig {
   return DLQ_ENV.parse(env);
 }
 
-export interface ScalerConfig {
-  fleetGroupName: string;
-  servicePort: number;
-  statusPath: string;
-  requestTimeoutMs: number;
-  idleStopMinutes: number;
-  holdTag: string;
-  windowsPerInstance: number;
-  scaleInCooldownSeconds: number;
-  ingestQueueUrl: string;
-  dlqUrl: string;
-}
+/** `ingest-gpu-scaler`'s settings: exactly SCALER_ENV's fields. */
+export type ScalerConfig = EnvValuesOf<typeof SCALER_ENV>;
 
 /** Parses the fleet scaler's environment (`SCALER_ENV`). */
 export function parseScalerConfig(env: NodeJS.ProcessEnv): ScalerConfig {

@@ -19,6 +19,9 @@ const GPU = {
   fleetServiceHost: optional(envText("GPU_FLEET_SERVICE_HOST")),
 };
 
+/** The GPU fields the window and DLQ consumers share (config.ts's `GpuConfig`). */
+export type GpuFields = typeof GPU;
+
 /** `ingest-window`: sends each window to the GPU service. */
 export const WINDOW_ENV = envCodec({
   ...GPU,

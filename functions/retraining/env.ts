@@ -30,9 +30,11 @@ export const LAUNCHER_ENV = envCodec({
   quarantineQueueUrl: envUrl("QUARANTINE_QUEUE_URL"),
   /** The launcher's own queue: a message that must wait is re-sent there with a delay (defer.ts). */
   retrainingQueueUrl: envUrl("RETRAINING_QUEUE_URL"),
+  /** DelaySeconds of a deferred copy: how long a message waits before asking for a slot again. */
   deferDelaySeconds: envInt("DEFER_DELAY_SECONDS"),
   /** The per-origin intent that makes RunTask happen once per message (intent.ts). */
   intentTable: envText("RETRAINING_INTENT_TABLE"),
+  /** How long an intent is kept (its TTL), from its claim and again from its launch. */
   intentRetentionSeconds: envInt("RETRAINING_INTENT_RETENTION_SECONDS"),
   /** The queue's maxReceiveCount: on the last receive a failing message is dead-lettered by the launcher, stamped with its origin. */
   maxReceiveCount: optional(envInt("MAX_RECEIVE_COUNT")),

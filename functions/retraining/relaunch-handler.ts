@@ -1,20 +1,16 @@
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
+import type { EnvValuesOf } from "../shared/env";
 import { logStep, type StepLogger } from "../shared/logger";
 import { countOne, type MetricsSink } from "../shared/metrics";
 import { quarantine } from "../shared/quarantine";
 import { processSqsBatch, type SqsBatchHandler } from "../shared/sqs";
 import { ORIGIN_ATTRIBUTE } from "./defer";
+import type { RELAUNCH_ENV } from "./env";
 import { decideRelaunch } from "./interruption";
 
-export interface RelaunchConfig {
-  /** The platform cluster's ARN: only its tasks are relaunched. */
-  clusterArn: string;
-  /** The launcher's queue: a relaunch is a launch request there, under the launcher's cap and intents. */
-  retrainingQueueUrl: string;
-  /** This consumer's own DLQ: events that can never be relaunched go there with their reason. */
-  quarantineQueueUrl: string;
-}
+/** The relaunch consumer's settings: exactly RELAUNCH_ENV's fields. */
+export type RelaunchConfig = EnvValuesOf<typeof RELAUNCH_ENV>;
 
 export interface RelaunchDeps {
   sqs: SQSClient;

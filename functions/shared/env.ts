@@ -24,12 +24,23 @@ export interface EnvField<T> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a table of fields of any value type
 export type EnvFields = Record<string, EnvField<any>>;
 
-/** The typed values of a table of fields. */
-export type EnvValues<F extends EnvFields> = {
-  [K in keyof F as F[K]["optional"] extends true ? never : K]: F[K] extends EnvField<infer T> ? T : never;
-} & {
-  [K in keyof F as F[K]["optional"] extends true ? K : never]?: F[K] extends EnvField<infer T> ? T : never;
-};
+/** The typed values of a table of fields, as one object type (an optional field's key is optional). */
+export type EnvValues<F extends EnvFields> = Flat<
+  {
+    [K in keyof F as F[K]["optional"] extends true ? never : K]: F[K] extends EnvField<infer T> ? T : never;
+  } & {
+    [K in keyof F as F[K]["optional"] extends true ? K : never]?: F[K] extends EnvField<infer T> ? T : never;
+  }
+>;
+
+/**
+ * The typed values a codec parses. A function's config type is this (or built on it), so a field
+ * added to the codec is a field of the config, and the config cannot restate the codec differently.
+ */
+export type EnvValuesOf<C extends { readonly fields: EnvFields }> = EnvValues<C["fields"]>;
+
+/** An intersection of object types as one object type: what editors show, and what type-level equality compares. */
+type Flat<T> = { [K in keyof T]: T[K] };
 
 /** A function's env codec: its one table of field, env var name and parser. */
 export interface EnvCodec<F extends EnvFields> {

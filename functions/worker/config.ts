@@ -1,32 +1,25 @@
-import { ECS_ENV, type Executable, WORKER_ENV } from "./env";
+import type { EnvValuesOf } from "../shared/env";
+import { ECS_ENV, WORKER_ENV } from "./env";
 
 export { type Executable, executableSchema, executablesSchema, JOB_TYPE } from "./env";
 
 /** After the grace period, aborted handlers get this long to stop before their messages are given back anyway. */
 export const ABORT_SETTLE_MS = 5000;
 
-/** Everything in milliseconds inside the worker, so tests can run the same code in ms. */
-export interface WorkerConfig {
-  workQueueUrl: string;
-  quarantineQueueUrl: string;
-  concurrency: number;
-  waitTimeSeconds: number;
+/**
+ * The worker's settings: WORKER_ENV's fields and ECS's two (ECS_ENV), except that parse turns the
+ * env's seconds into milliseconds where the worker counts in ms (so tests can run the same code in
+ * ms), caps `defaultVisibilitySeconds` at `maxVisibilitySeconds`, and adds `abortSettleMs`, a constant.
+ */
+export interface WorkerConfig
+  extends Omit<EnvValuesOf<typeof WORKER_ENV>, "idleWindowSeconds" | "maxProtectedSeconds" | "heartbeatSeconds" | "shutdownGraceSeconds">,
+    EnvValuesOf<typeof ECS_ENV> {
   idleWindowMs: number;
   maxProtectedMs: number;
-  defaultVisibilitySeconds: number;
-  maxVisibilitySeconds: number;
   heartbeatMs: number;
-  retryDelaySeconds: number;
   shutdownGraceMs: number;
   /** After the grace period, how long aborted handlers get before their messages are given back anyway. */
   abortSettleMs: number;
-  protectionExpiresMinutes: number;
-  executables: Record<string, Executable>;
-  scratchDir: string;
-  agentUri: string | undefined;
-  /** The job ledger's table name. */
-  jobsTable: string;
-  metadataUri: string | undefined;
 }
 
 export function parseWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {

@@ -1,9 +1,9 @@
 import { stringify } from "yaml";
 import { GATEWAY_ENV, GATEWAY_ENV_FILE } from "../../functions/gpu/env";
-import type { EnvValues } from "../../functions/shared/env";
+import type { EnvValuesOf } from "../../functions/shared/env";
 
 /** The gateway's environment as values, every GATEWAY_ENV field. */
-export type GatewayEnv = EnvValues<(typeof GATEWAY_ENV)["fields"]>;
+export type GatewayEnv = EnvValuesOf<typeof GATEWAY_ENV>;
 
 /**
  * The GPU instance's boot, as cloud-init user data (`#cloud-config`): the gateway, and in image
