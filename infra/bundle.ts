@@ -41,21 +41,34 @@ export function bundleFunction(entry: string): FunctionBundle {
   return bundle;
 }
 
-/** The esbuild bundle of one entry: from the on-disk cache when one is in use and still valid, else built. */
-export function bundleCode(entry: string): string {
-  const options = {
-    entryPoints: [path.join(REPO_ROOT, entry)],
+/**
+ * esbuild's options for one entry (an absolute path). Whitespace and syntax are minified, not
+ * identifiers: esbuild names minified identifiers by how often each letter occurs in the source,
+ * type annotations included, so an edit to types alone renamed them and changed the bundle's hash,
+ * which redeploys the function and (through the gateway image's digest in its user data) replaces
+ * the dev GPU instance. Kept names make a bundle a function of the code that runs.
+ */
+export function bundleOptions(entryPath: string) {
+  return {
+    entryPoints: [entryPath],
     bundle: true,
     platform: "node",
     target: "node22",
     format: "cjs",
-    minify: true,
+    minifyWhitespace: true,
+    minifySyntax: true,
+    minifyIdentifiers: false,
     write: false,
     legalComments: "none",
     // Prefer ESM builds of dependencies: esbuild can only tree-shake ES modules.
     mainFields: ["module", "main"],
     logLevel: "silent",
   } satisfies esbuild.BuildOptions;
+}
+
+/** The esbuild bundle of one entry: from the on-disk cache when one is in use and still valid, else built. */
+export function bundleCode(entry: string): string {
+  const options = bundleOptions(path.join(REPO_ROOT, entry));
   return cacheDir ? cachedBuild(entry, options, cacheDir) : build(entry, options).code;
 }
 

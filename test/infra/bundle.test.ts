@@ -63,3 +63,42 @@ describe("bundleCode's on-disk cache (the offline plan's)", function () {
     expect(bundleCode(entry)).to.contain('"one"');
   });
 });
+
+describe("bundleCode: a bundle is a function of the code that runs, not of its types", function () {
+  this.timeout(30_000);
+  const cases = [
+    {
+      title: "a type annotation changed",
+      before: "export const handler = (n: number): number => n + 1;",
+      after: "export const handler = (n: number | string): number => (n as number) + 1;",
+    },
+    {
+      title: "an interface grew a field (letters esbuild once counted to name minified identifiers)",
+      before: "interface Settings { a: number }\nexport function handler(s: Settings, count: number) { return s.a * count; }",
+      after:
+        "interface Settings { a: number; zzzzzzzzzzzzzzzzzzzzqqqqqqqqqqqqqqqqqqq?: string }\nexport function handler(s: Settings, count: number) { return s.a * count; }",
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.title}: the same bundle`, () => {
+      // Prepare: the same runtime code twice, under the same file name; only the types differ.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bundle-types-"));
+      const shared = "\nexport const other = (x: number) => { const total = x * 2; return total; };\n";
+      for (const [side, text] of [
+        ["before", c.before],
+        ["after", c.after],
+      ] as const) {
+        fs.mkdirSync(path.join(dir, side));
+        fs.writeFileSync(path.join(dir, side, "entry.ts"), text + shared);
+      }
+      try {
+        // Act
+        const [before, after] = ["before", "after"].map((side) => bundleCode(path.relative(REPO_ROOT, path.join(dir, side, "entry.ts"))));
+        // Assess
+        expect(after).to.equal(before);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
