@@ -55,23 +55,21 @@ export const RUN_TIME: ReadonlyArray<{ path: string; why: string }> = [
   { path: ".cache/", why: "the plan's bundle cache, written by `npm run plan`" },
   { path: ".tools/", why: "Pulumi and cloud-init, unpacked on first use by scripts/ensure-*.sh" },
   { path: ".venv", why: "moto's Python environment, created on first use by the local run" },
-  { path: "dist/", why: "the worker image's build context, written by the program when it declares the image" },
+  { path: "dist/", why: "the worker's and the GPU gateway's image build contexts, written by the program when it declares the images" },
   { path: "reports/", why: "Stryker's mutation reports" },
   { path: "node_modules", why: "npm's install" },
   { path: "policy/node_modules/", why: "the pack's own install (`npm ci --prefix policy`)" },
 ];
 
 /**
- * File names the prose gives that are not files of this repository (rule 4 would look for them):
- * files of other repositories and packages, inside archives and images the program builds, or
- * written by the reader's own command.
+ * Names the prose gives of files that are not this repository's, on disk or at all (rule 4 would
+ * look for them): files of other repositories and packages, inside an archive the program builds,
+ * or the reader's own. A file made at run time under the checkout goes in RUN_TIME, by its path.
  */
 export const ELSEWHERE: ReadonlyArray<{ path: string; why: string }> = [
   { path: "../shared/tools/", why: "beside the checkout, not in it: where a machine keeps tool releases (written from the repository's root)" },
   { path: "out.json", why: "the reader's own file: `npm run ops -- --outputs out.json` reads it" },
   { path: "dev.json", why: "the reader's own file: `npm run plan -- --export dev.json` writes it" },
-  { path: "mutation.json", why: "Stryker's report, written under reports/ (RUN_TIME)" },
-  { path: "worker.js", why: "the worker's bundle, written into dist/worker-image/ (RUN_TIME) and copied into the image" },
   { path: "index.js", why: "the Lambda archive's entry, inside the archive the program builds" },
   { path: "server.js", why: "a file of the @pulumi/policy package" },
   { path: "src/main.ts", why: "a file of pulumi/actions" },
