@@ -227,7 +227,7 @@ const SPOT_STRATEGY = {
  *   so a new AMI or user data starts an instance refresh, which rolls back on failure;
  * - Spot and on-demand mixed by config (a mixed instances policy, capacity rebalancing on), or an
  *   on-demand group with an optional warm pool of stopped instances;
- * - min 0; desired capacity belongs to the scaler (functions/ingest/scaler-handler.ts), so Pulumi
+ * - min 0; desired capacity belongs to the scaler (functions/gpu/scaler-handler.ts), so Pulumi
  *   never sets it after creation (`ignoreChanges`) and never waits for capacity;
  * - a terminate lifecycle hook (its own resource, so a new drainSeconds changes the hook in place,
  *   not the group: the group's `initialLifecycleHooks` is ForceNew) and the target group's

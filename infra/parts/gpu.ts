@@ -251,7 +251,7 @@ function fleetTier(part: GpuPart, deps: { consumersSg: aws.ec2.SecurityGroup; ho
   const securityGroup = gpuSecurityGroup(part, "GPU workers: the ingest service port, from the fleet's load balancer only", [
     { ...port, securityGroups: [loadBalancerSg.id], description: "GPU ingest service" },
     // The scaler runs in the consumers' group and GETs each instance's status on its private IP
-    // (functions/ingest/work-signals.ts): without this, every GET times out, no busy instance is
+    // (functions/gpu/work-signals.ts): without this, every GET times out, no busy instance is
     // protected from scale-in, and idleness is judged by uptime.
     { ...port, securityGroups: [deps.consumersSg.id], description: "the scaler's status checks, from the ingest consumers' group" },
   ]);
@@ -470,7 +470,7 @@ function createIdleStop(part: GpuPart, deps: { queue: ManagedQueue; gpu: GpuInst
 /**
  * The fleet's scaler: every gpu.capacity.fleet.scaleCheckMinutes it sizes the group to the backlog,
  * keeps busy instances protected from scale-in and, after gpu.idleStopMinutes without work, takes
- * the group to zero (functions/ingest/scaler-handler.ts). A scheduled Lambda rather than target
+ * the group to zero (functions/gpu/scaler-handler.ts). A scheduled Lambda rather than target
  * tracking: a backlog-per-instance metric has no value at zero instances, so target tracking
  * cannot scale out from zero, and the scale-to-zero and protection rules need the services' status.
  */
