@@ -22,9 +22,8 @@ import { httpsEgress, type Statement } from "../iam/document";
 import { declaredPolicy, MANAGED_POLICY_TYPE } from "../iam/declared";
 import { arnOf, statementsFor } from "../iam/grants";
 import type { GpuHost } from "./gpu-host";
-import type { IngestArgs, IngestOutputs } from "./ingest";
 import { INGEST_ENTRIES } from "./ingest.entries";
-import { GPU_IDLE_QUEUE_VISIBILITY_SECONDS, type GpuFleetConfig, IDLE_CONSUMER } from "./ingest.config";
+import { GPU_IDLE_QUEUE_VISIBILITY_SECONDS, type GpuFleetConfig, IDLE_CONSUMER, type IngestArgs, type IngestOutputs } from "./ingest.config";
 import { firstSubnet, functionEnvironment, type PartScope } from "./part-args";
 
 /**

@@ -1,10 +1,11 @@
+import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
 import { requiredVisibilityTimeoutSeconds, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { consumerIssues, consumerSchema } from "./consumer.config";
 import { managedQueueDefaults } from "../components/managed-queue";
 import { BASE_IMAGE_PATTERN } from "./worker.config";
-import type { QueueBudget } from "./part-args";
+import type { PartArgs, QueueBudget } from "./part-args";
 
 /**
  * `encache:gpu` and `encache:ingest` (part 1, docs/parts/ingest.md): the GPU instance, and the ingest queue,
@@ -409,4 +410,31 @@ export function ingestQueueBudgets(c: {
         ]
       : []),
   ];
+}
+
+/** Part 1's arguments (here, beside its config, so the GPU tier (./gpu) and the part (./ingest) both take them without importing each other). */
+export interface IngestArgs extends PartArgs {
+  /** `encache:ingest` and `encache:gpu`. */
+  config: { ingest: IngestConfig; gpu: GpuConfig };
+}
+
+/** Part 1's stack outputs. */
+export interface IngestOutputs extends Record<string, pulumi.Input<unknown>> {
+  ingestQueueUrl: pulumi.Output<string>;
+  ingestDlqUrl: pulumi.Output<string>;
+  ingestQuarantineUrl: pulumi.Output<string>;
+  /** Instance mode. */
+  gpuInstanceId?: pulumi.Output<string>;
+  gpuInstanceIdParameter?: pulumi.Output<string>;
+  /** Fleet mode: the group, and the load balancer's DNS name the consumers POST to. */
+  gpuFleetGroupName?: pulumi.Output<string>;
+  gpuServiceHost?: pulumi.Output<string>;
+  /** Fleet mode: the terminate hook the gateway completes once drained (its GPU_DRAIN_HOOK_NAME). */
+  gpuDrainHookName?: pulumi.Output<string>;
+  /** The key table every GPU's gateway claims window keys in. */
+  gpuKeysTable: pulumi.Output<string>;
+  /** The gateway image every GPU runs, pinned by digest. */
+  gpuGatewayImageUri: pulumi.Output<string>;
+  ingestWindowFunction: pulumi.Output<string>;
+  ingestDlqConsumerFunction: pulumi.Output<string>;
 }

@@ -11,10 +11,10 @@ import { runbookPointer } from "../lib/runbook";
 import { httpsEgress } from "../iam/document";
 import { createGpuHost, type GpuHost } from "./gpu-host";
 import { createGpuTier, type GpuCheck, type GpuTier } from "./gpu";
-import type { GpuConfig, IngestConfig } from "./ingest.config";
+import type { IngestArgs, IngestOutputs } from "./ingest.config";
 import { consumerSizing } from "./consumer.config";
 import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
-import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionEnvironment, partScope, type PartScope } from "./part-args";
 
 // The GPU tier's builders and its pure statement helpers live in ./gpu; re-exported for their callers.
 export {
@@ -31,12 +31,9 @@ export {
 
 import { INGEST_ENTRIES } from "./ingest.entries";
 
-export { INGEST_ENTRIES };
+export type { IngestArgs, IngestOutputs };
 
-export interface IngestArgs extends PartArgs {
-  /** `encache:ingest` and `encache:gpu`. */
-  config: { ingest: IngestConfig; gpu: GpuConfig };
-}
+export { INGEST_ENTRIES };
 
 /**
  * Part 1 (docs/parts/ingest.md): the ingest queue and its DLQ, the window consumer that POSTs each window
@@ -162,27 +159,6 @@ export class Ingest extends pulumi.ComponentResource implements PartFace<IngestO
       },
     };
   }
-}
-
-/** Part 1's stack outputs. */
-export interface IngestOutputs extends Record<string, pulumi.Input<unknown>> {
-  ingestQueueUrl: pulumi.Output<string>;
-  ingestDlqUrl: pulumi.Output<string>;
-  ingestQuarantineUrl: pulumi.Output<string>;
-  /** Instance mode. */
-  gpuInstanceId?: pulumi.Output<string>;
-  gpuInstanceIdParameter?: pulumi.Output<string>;
-  /** Fleet mode: the group, and the load balancer's DNS name the consumers POST to. */
-  gpuFleetGroupName?: pulumi.Output<string>;
-  gpuServiceHost?: pulumi.Output<string>;
-  /** Fleet mode: the terminate hook the gateway completes once drained (its GPU_DRAIN_HOOK_NAME). */
-  gpuDrainHookName?: pulumi.Output<string>;
-  /** The key table every GPU's gateway claims window keys in. */
-  gpuKeysTable: pulumi.Output<string>;
-  /** The gateway image every GPU runs, pinned by digest. */
-  gpuGatewayImageUri: pulumi.Output<string>;
-  ingestWindowFunction: pulumi.Output<string>;
-  ingestDlqConsumerFunction: pulumi.Output<string>;
 }
 
 type IngestPart = PartScope<IngestArgs>;

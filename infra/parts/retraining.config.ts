@@ -4,7 +4,7 @@ import { MODEL_NAME_PATTERN, MODEL_NAME_RULE } from "../../functions/shared/patt
 import { SPOT_FALLBACKS } from "../../functions/retraining/env";
 import { FARGATE_CPU_UNITS, fargateSizeProblem, scheduleExpressionProblem, scheduleTimezoneProblem } from "../aws-rules";
 import { consumerIssues, consumerSchema } from "./consumer.config";
-import type { QueueBudget } from "./part-args";
+import type { PartArgs, QueueBudget } from "./part-args";
 
 /**
  * `encache:retraining` (docs/parts/retraining.md). Defaults are the original system's: queue visibility 600 s, retention
@@ -194,4 +194,10 @@ export function retrainingQueueBudgets(
       path: ["retraining", "messageRetentionSeconds"],
     },
   ];
+}
+
+/** Part 2's arguments (here, beside its config, so the relaunch (./retraining.relaunch) and the part (./retraining) both take them without importing each other). */
+export interface RetrainingArgs extends PartArgs {
+  /** `encache:retraining`. The strategy tasks run in the network's private subnets, with no public IP. */
+  config: RetrainingConfig;
 }

@@ -17,8 +17,7 @@ import { QueueConsumer } from "../components/queue-consumer";
 import type { Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { functionEnvironment, type PartScope } from "./part-args";
-import type { RetrainingArgs } from "./retraining";
-import { RELAUNCH_QUEUE } from "./retraining.config";
+import { RELAUNCH_QUEUE, type RetrainingArgs } from "./retraining.config";
 
 /** Handler entry point, relative to the repository root. */
 export const RELAUNCH_ENTRY = "functions/retraining/relaunch.ts";

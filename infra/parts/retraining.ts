@@ -13,18 +13,15 @@ import { TerminalQueue } from "../components/terminal-queue";
 import { httpsEgress, type Statement } from "../iam/document";
 import { statementsFor } from "../iam/grants";
 import { consumerSizing } from "./consumer.config";
-import { functionEnvironment, type PartArgs, partScope, type PartScope } from "./part-args";
+import { functionEnvironment, partScope, type PartScope } from "./part-args";
 import { functionConsumer, inventoryRecord, type PartFace, type PartInventory } from "./inventory";
-import { type RetrainingConfig, scheduleSlug } from "./retraining.config";
+import { type RetrainingArgs, scheduleSlug } from "./retraining.config";
+
+export type { RetrainingArgs };
 import { createRelaunch, type Relaunch } from "./retraining.relaunch";
 
 /** Handler entry point, relative to the repository root. */
 export const RETRAINING_ENTRY = "functions/retraining/launcher.ts";
-
-export interface RetrainingArgs extends PartArgs {
-  /** `encache:retraining`. The strategy tasks run in the network's private subnets, with no public IP. */
-  config: RetrainingConfig;
-}
 
 /** `<prefix>-<environment>`: one generic strategy task definition per environment (docs/parts/retraining.md). Pure. */
 export function strategyFamily(prefix: string, environment: string): string {
