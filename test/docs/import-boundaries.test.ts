@@ -206,6 +206,44 @@ function importEdges(files: readonly string[]): Array<{ from: string; to: string
     );
 }
 
+/**
+ * Pure: the import cycles of a graph, each a strongly connected set of two or more files (or one
+ * that imports itself), sorted (Tarjan's algorithm). Type-only imports count, as madge counts them:
+ * a cycle of types still ties two files' edits together.
+ */
+export function importCycles(edges: ReadonlyArray<{ from: string; to: string }>): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (next.get(v) ?? []).includes(v)) cycles.push(component.sort());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return cycles.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
 /** The mermaid block under a heading of a markdown text. Pure. */
 function mermaidUnder(markdown: string, heading: string): string {
   const m = new RegExp(`^## ${heading}\\n[\\s\\S]*?^\`\`\`mermaid\\n([\\s\\S]*?)^\`\`\``, "m").exec(markdown);
@@ -329,6 +367,26 @@ describe("docs/architecture.md's import diagram, held to the code and the lint",
         .filter((e) => !chart.arrows.some((a) => within(e.fromNode, a.from, chart) && within(e.toNode, a.to, chart)))
         .map((e) => `${e.from} → ${e.to} (${e.fromNode} --> ${e.toNode})`);
       expect(undrawn, "imports the diagram does not draw").to.deep.equal([]);
+    });
+  });
+
+  describe("no import cycles (what madge --circular reports)", () => {
+    it("finds a two-file cycle and a self-import, and no cycle in a chain", () => {
+      const cycles = importCycles([
+        { from: "a.ts", to: "b.ts" },
+        { from: "b.ts", to: "a.ts" },
+        { from: "c.ts", to: "c.ts" },
+        { from: "d.ts", to: "e.ts" },
+        { from: "e.ts", to: "f.ts" },
+      ]);
+      expect(cycles).to.deep.equal([["a.ts", "b.ts"], ["c.ts"]]);
+    });
+
+    it("has none in the repository", () => {
+      const files = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard"], { cwd: REPO_ROOT, encoding: "utf8" })
+        .split("\n")
+        .filter((f) => f !== "" && fs.existsSync(path.join(REPO_ROOT, f)));
+      expect(importCycles(importEdges(files))).to.deep.equal([]);
     });
   });
 });
