@@ -84,6 +84,8 @@ export interface LocalInstance {
   logicalName: string;
   id: string;
   tags: Record<string, string>;
+  /** The instance type the program declared (what the local cost figures price). */
+  instanceType?: string;
   /** The recorded user data (plain text), where the gateway's environment is written. */
   userData?: string;
 }
@@ -438,6 +440,7 @@ export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
     // The recording holds state, not the id; the ARN ends in it.
     id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
     tags: strMap(o(r.inputs, "tags")),
+    ...(s(r.inputs, "instanceType") !== undefined ? { instanceType: s(r.inputs, "instanceType") } : {}),
     ...(s(r.inputs, "userData") !== undefined ? { userData: s(r.inputs, "userData") } : {}),
   }));
 }

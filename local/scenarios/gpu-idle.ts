@@ -6,30 +6,40 @@
  * local/prices.ts. Not in the default run: it waits out real idle windows (about 3 minutes at
  * speed 60); run it with `npm start -- --scenario gpu-idle`.
  */
-import { REPO_ROOT } from "../../infra/bundle";
-import { type StackConfig, stackConfigFrom } from "../../infra/config";
-import { readStackFiles } from "../../plan/stack-files";
+import { parseIdleConfig } from "../../functions/ingest/config";
 import { sessionWindows } from "../hosts/fake-model";
 import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR } from "../prices";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue, Topology } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
 
-/** Pure: the GPU's idle window and type, and the local price table's figure for that type. */
+/** The idle check's function, as the program names it (the ingest part's `gpu-idle` check). */
+export const IDLE_CHECK_FUNCTION = "ingest-gpu-idle";
+
+/**
+ * Pure: the GPU's idle window and type as the program deployed them (the idle check's environment,
+ * through its own parser, and the instance's recorded type), and the local price table's figure for
+ * that type. Never the stack file: the recording is what runs.
+ */
 export function gpuCostSettings(
-  gpu: Pick<StackConfig["gpu"], "idleStopMinutes" | "instanceType">,
+  topology: Pick<Topology, "functions" | "instances">,
   prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
 ): {
   idleStopMinutes: number;
   instanceType: string;
   usdPerHour: number | undefined;
 } {
-  return { idleStopMinutes: gpu.idleStopMinutes, instanceType: gpu.instanceType, usdPerHour: prices[gpu.instanceType] };
+  const idle = topology.functions.find((f) => f.logicalName === IDLE_CHECK_FUNCTION);
+  if (!idle) throw new Error(`the recording has no ${IDLE_CHECK_FUNCTION} function (a stack in instance mode has one)`);
+  const instanceType = topology.instances[0]?.instanceType;
+  if (instanceType === undefined) throw new Error("the recording has no GPU instance with an instance type");
+  const { idleStopMinutes } = parseIdleConfig(idle.environment);
+  return { idleStopMinutes, instanceType, usdPerHour: prices[instanceType] };
 }
 
 /** Pure: running time against always-on, in hours and dollars. */
@@ -99,7 +109,7 @@ class IdleRun {
     this.gapIdleWindows = size.gapIdleWindows;
     this.sessionId = `idle-${ctx.runId}`;
     // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
-    this.settings = gpuCostSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
+    this.settings = gpuCostSettings(platform.topology);
     this.startsBefore = this.gpu.state().starts;
     this.lastState = this.gpu.state().instanceState;
   }

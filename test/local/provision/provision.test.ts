@@ -695,8 +695,13 @@ describe("topology builders (pure)", () => {
     expect(b?.target).to.deep.equal({ arn: queueArn, maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 });
   });
 
-  it("reads instance ids from their ARNs and parses container definitions", () => {
-    const instance = rec("aws:ec2/instance:Instance", "gpu", { tags: { Name: "g" } }, { arn: "arn:aws:ec2:us-east-1:123456789012:instance/i-0abc" });
+  it("reads instance ids from their ARNs, their declared type, and parses container definitions", () => {
+    const instance = rec(
+      "aws:ec2/instance:Instance",
+      "gpu",
+      { tags: { Name: "g" }, instanceType: "g5.xlarge" },
+      { arn: "arn:aws:ec2:us-east-1:123456789012:instance/i-0abc" },
+    );
     const td = rec(
       "aws:ecs/taskDefinition:TaskDefinition",
       "td",
@@ -704,7 +709,7 @@ describe("topology builders (pure)", () => {
       { arn: "arn:aws:ecs:us-east-1:123456789012:task-definition/fam:1" },
     );
 
-    expect(instancesFrom([instance])).to.deep.equal([{ urn: instance.urn, logicalName: "gpu", id: "i-0abc", tags: { Name: "g" } }]);
+    expect(instancesFrom([instance])).to.deep.equal([{ urn: instance.urn, logicalName: "gpu", id: "i-0abc", tags: { Name: "g" }, instanceType: "g5.xlarge" }]);
     expect(taskDefinitionsFrom([td])[0]).to.deep.include({ family: "fam", containerDefinitions: [{ name: "c", memory: 512 }] });
   });
 

@@ -1,17 +1,42 @@
 import { expect } from "chai";
-import { REPO_ROOT } from "../../../infra/bundle";
-import { stackConfigFrom } from "../../../infra/config";
-import { readStackFiles } from "../../../plan/stack-files";
-import { gpuCost, gpuCostSettings } from "../../../local/scenarios/gpu-idle";
+import { ON_DEMAND_USD_PER_HOUR } from "../../../local/prices";
+import type { LocalFunction, LocalInstance } from "../../../local/provision/topology";
+import { gpuCost, gpuCostSettings, IDLE_CHECK_FUNCTION } from "../../../local/scenarios/gpu-idle";
+import { sampleEnv } from "../../functions/helpers/env-samples";
+
+/** A recording's idle check and GPU instance, as deployLocally reads them. */
+const recorded = (over: { idleStopMinutes?: string; instanceType?: string } = {}): { functions: LocalFunction[]; instances: LocalInstance[] } => ({
+  functions: [
+    {
+      urn: "urn:idle",
+      logicalName: IDLE_CHECK_FUNCTION,
+      name: "ingest-gpu-idle-1234567",
+      arn: "arn:aws:lambda:us-east-1:123456789012:function:ingest-gpu-idle-1234567",
+      codePath: "/dev/null",
+      handler: "index.handler",
+      environment: { ...sampleEnv("ingest GPU idle"), GPU_IDLE_STOP_MINUTES: over.idleStopMinutes ?? "30" },
+      timeoutSeconds: 30,
+      memoryMb: 256,
+    },
+  ],
+  instances: [{ urn: "urn:gpu", logicalName: "ingest-gpu", id: "i-0123456789abcdef0", tags: {}, instanceType: over.instanceType ?? "g5.xlarge" }],
+});
 
 describe("local/scenarios/gpu-idle: the cost figures (pure)", () => {
-  it("reads the idle window, the type and its price from the dev stack file, through the program's config parser", () => {
-    const config = stackConfigFrom(readStackFiles(REPO_ROOT, "dev").config);
-    expect(gpuCostSettings(config.gpu)).to.deep.equal({ idleStopMinutes: 30, instanceType: "g5.xlarge", usdPerHour: 1.006 });
+  it("reads the idle window from the idle check's recorded environment and the type from the recorded instance, and prices it from the local table", () => {
+    expect(gpuCostSettings(recorded({ idleStopMinutes: "45" }))).to.deep.equal({
+      idleStopMinutes: 45,
+      instanceType: "g5.xlarge",
+      usdPerHour: ON_DEMAND_USD_PER_HOUR["g5.xlarge"],
+    });
   });
 
   it("has no price when the table lacks the type", () => {
-    expect(gpuCostSettings({ instanceType: "g6.xlarge", idleStopMinutes: 30 }, { "g5.xlarge": 1.006 }).usdPerHour).to.equal(undefined);
+    expect(gpuCostSettings(recorded({ instanceType: "g6.xlarge" }), { "g5.xlarge": 1.006 }).usdPerHour).to.equal(undefined);
+  });
+
+  it("refuses a recording without the idle check (a fleet stack)", () => {
+    expect(() => gpuCostSettings({ ...recorded(), functions: [] })).to.throw(/no ingest-gpu-idle function/);
   });
 
   it("prices running time against always-on: 1 h of 3 h at $1.006/h", () => {
