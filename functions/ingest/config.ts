@@ -61,6 +61,11 @@ export interface ScalerConfig {
   holdTag: string;
   windowsPerInstance: number;
   scaleInCooldownSeconds: number;
+  /** Percent of the capacity above the on-demand base on Spot, as configured (0: no Spot, no breaker). */
+  spotPercent: number;
+  spotBreakerInterruptions: number;
+  spotBreakerWindowMinutes: number;
+  spotBreakerCooldownMinutes: number;
   ingestQueueUrl: string;
   dlqUrl: string;
 }

@@ -33,6 +33,11 @@ export interface FleetGroup {
   /** Every instance the group holds, whatever its lifecycle state. */
   instances: FleetInstance[];
   tags: Record<string, string>;
+  /**
+   * The mixed instances policy's on-demand share above the base (Auto Scaling's default, 100, when the
+   * policy leaves it out); undefined for a group without a mixed instances policy.
+   */
+  onDemandPercentAboveBase?: number;
 }
 
 export class FleetGroupNotFoundError extends Error {
@@ -58,6 +63,9 @@ export async function describeFleet(autoscaling: AutoScalingClient, groupName: s
     inService: instances.filter((i) => i.lifecycleState === "InService"),
     instances,
     tags: Object.fromEntries((group.Tags ?? []).flatMap((t) => (t.Key !== undefined ? [[t.Key, t.Value ?? ""]] : []))),
+    ...(group.MixedInstancesPolicy
+      ? { onDemandPercentAboveBase: group.MixedInstancesPolicy.InstancesDistribution?.OnDemandPercentageAboveBaseCapacity ?? 100 }
+      : {}),
   };
 }
 
