@@ -4,10 +4,12 @@
  * owns keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch);
  * the load balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a
  * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
- * completes the lifecycle action, ../aws/lifecycle-actions.ts, or at the hook's timeout); Spot markets
- * from the mixed instances policy, the on-demand share rounded up; Spot interruptions and rebalance
- * recommendations (`interrupt`: in the metadata, the instance out of the group, moto launching the
- * replacement; a notice's instance reclaimed at two minutes); and working towards desired capacity
+ * completes the lifecycle action, ../aws/autoscaling-proxy.ts, or at the hook's timeout); Spot markets
+ * from the mixed instances policy's current distribution (the group stand-in's, ../aws/group-stand-in.ts,
+ * as UpdateAutoScalingGroup leaves it), the on-demand share rounded up; Spot interruptions and
+ * rebalance recommendations (`interrupt`: in the metadata, EC2's event on the default bus, the
+ * instance out of the group, moto launching the replacement; a notice's instance reclaimed at two
+ * minutes); and working towards desired capacity
  * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
  * Launch failures (`failLaunches`: no GPU quota, no capacity in any pool): moto launches every
  * instance it is asked for, so an instance it launches while launches fail is held back as the
@@ -20,10 +22,13 @@ import {
   TerminateInstanceInAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { REBALANCE_RECOMMENDATION, SPOT_EVENT_SOURCE, SPOT_INTERRUPTION_WARNING } from "../../functions/gpu/spot-events";
+import type { Distribution, TerminatingInstance } from "../aws/group-stand-in";
 import type { SimClock } from "./clock";
 import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
-import type { LifecycleCompletion } from "../aws/lifecycle-actions";
+import type { LifecycleCompletion } from "../aws/autoscaling-proxy";
 import { LocalLoadBalancer } from "./load-balancer";
 import type { LocalFleet } from "../provision/topology";
 
@@ -108,6 +113,16 @@ export interface GpuFleetOptions {
   note: (line: string) => void;
   /** @default 200 */
   pollRealMs?: number;
+  /**
+   * The group's distribution now (the group stand-in's, which UpdateAutoScalingGroup changes).
+   * @default the program's, `fleet.spot`
+   */
+  distribution?: () => Distribution | undefined;
+  /**
+   * Where EC2 puts its Spot events (moto's default bus, whose rules deliver them), and the account
+   * and region of the instances' ARNs. @default undefined (interruptions put no event)
+   */
+  signals?: { events: EventBridgeClient; account: string; region: string };
 }
 
 interface Member {
@@ -182,13 +197,20 @@ export class GpuFleetSimulator {
     this.opts.note(reason === undefined ? `gpu fleet: launches succeed again` : `gpu fleet: every launch fails from now on (${reason})`);
   }
 
-  /** A Spot instance of the group now in service (the one an interruption would take), if any. */
-  spotInService(): string | undefined {
-    return [...this.members.values()].find((m) => m.record.market === "spot" && this.lb.health(m.record.instanceId) === "healthy")?.record.instanceId;
+  /** A Spot instance of the group now in service (the one an interruption would take), if any; `launchedAfterMs`: only one launched since. */
+  spotInService(launchedAfterMs = 0): string | undefined {
+    return [...this.members.values()].find(
+      (m) => m.record.market === "spot" && m.record.launchedAtMs > launchedAfterMs && this.lb.health(m.record.instanceId) === "healthy",
+    )?.record.instanceId;
+  }
+
+  /** Instances the group still lists while the terminate hook holds them (Auto Scaling's `Terminating:Wait`). */
+  terminating(): TerminatingInstance[] {
+    return [...this.leaving.values()].map((m) => ({ instanceId: m.record.instanceId, instanceType: m.record.instanceType }));
   }
 
   /**
-   * A gateway's CompleteLifecycleAction (../aws/lifecycle-actions.ts): true, and the instance may go,
+   * A gateway's CompleteLifecycleAction (../aws/autoscaling-proxy.ts): true, and the instance may go,
    * when it is leaving this group through its terminate hook; false (Auto Scaling's ValidationError) otherwise.
    */
   complete(c: LifecycleCompletion): boolean {
@@ -210,8 +232,33 @@ export class GpuFleetSimulator {
     if (kind === "notice") member.host.imds.noticeSpotInterruption(Date.now() + this.opts.clock.real(SPOT_NOTICE_SIM_MS));
     else member.host.imds.recommendRebalance();
     this.opts.note(`spot ${kind === "notice" ? "interruption notice" : "rebalance recommendation"} for ${instanceId}`);
+    await this.putSpotEvent(instanceId, kind);
     await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
     await this.poll();
+  }
+
+  /**
+   * EC2's event for the interruption, on the default bus, stamped with the simulated time: the EC2 user
+   * guide's Spot Instance Interruption Warning (`instance-id`, `instance-action`) or Instance Rebalance
+   * Recommendation (`instance-id`). moto matches it against the program's rules and delivers it.
+   */
+  private async putSpotEvent(instanceId: string, kind: InterruptionKind): Promise<void> {
+    const signals = this.opts.signals;
+    if (!signals) return;
+    const out = await signals.events.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            Source: SPOT_EVENT_SOURCE,
+            DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
+            Time: new Date(this.opts.clock.now()),
+            Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
+            Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
+          },
+        ],
+      }),
+    );
+    if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the Spot event of ${instanceId}: ${JSON.stringify(out.Entries)}`);
   }
 
   private schedule(): void {
@@ -279,7 +326,7 @@ export class GpuFleetSimulator {
       const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
       const market = nextMarket(
         [...this.members.values()].map((m) => m.record.market),
-        this.opts.fleet.spot,
+        this.opts.distribution ? this.opts.distribution() : this.opts.fleet.spot,
       );
       const record: FleetInstanceRecord = {
         instanceId: id,
