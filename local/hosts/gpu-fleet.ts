@@ -6,7 +6,8 @@
  * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
  * completes the lifecycle action, ../aws/autoscaling-proxy.ts, or at the hook's timeout); Spot markets
  * from the mixed instances policy's current distribution (the group stand-in's, ../aws/group-stand-in.ts,
- * as UpdateAutoScalingGroup leaves it), the on-demand share rounded up; Spot interruptions and
+ * as UpdateAutoScalingGroup leaves it), the on-demand share rounded up, and a changed distribution met
+ * by replacing instances one at a time (`rebalance`); Spot interruptions and
  * rebalance recommendations (`interrupt`: in the metadata, EC2's event on the default bus, the
  * instance out of the group, moto launching the replacement; a notice's instance reclaimed at two
  * minutes); and working towards desired capacity
@@ -66,8 +67,11 @@ export interface FleetInstanceRecord {
   launchedAtMs: number;
   servingFromMs: number;
   goneAtMs: number | null;
-  /** Why it left: scale-in, interrupted (Spot), or null while in the group. */
-  leftBecause: "scale_in" | "interrupted" | null;
+  /**
+   * Why it left: scale-in, interrupted (Spot), replaced to meet a changed distribution (`rebalanced`),
+   * or null while in the group.
+   */
+  leftBecause: "scale_in" | "interrupted" | "rebalanced" | null;
   /** Windows it held when it was cut off (0: drained cleanly). */
   cutOff: number;
   /** Its gateway completed its terminate lifecycle action (false: the hook timed out, or it still runs). */
@@ -143,6 +147,11 @@ export class GpuFleetSimulator {
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
   private readonly interrupted = new Map<string, InterruptionKind>();
+  /** Instances taken out to meet a changed distribution. */
+  private readonly rebalanced = new Set<string>();
+  /** The distribution last seen (JSON), and whether the group still works towards a changed one. */
+  private lastDistribution?: string;
+  private rebalancing = false;
   /** Why launches fail now (EC2's error), or undefined while they succeed. */
   private launchFailure?: string;
   /** Instances moto launched while launches failed: Auto Scaling's attempts, not in service. */
@@ -302,6 +311,7 @@ export class GpuFleetSimulator {
     this.inService = inGroup.size - [...this.failedLaunches].filter((id) => inGroup.has(id)).length;
     for (const [id, member] of this.members) if (!inGroup.has(id)) this.leave(member);
     await this.finishLeaving();
+    await this.rebalance();
     const unprotected = (group.Instances ?? []).filter((i) => i.LifecycleState === "InService" && !i.ProtectedFromScaleIn).length;
     if (inGroup.size > this.desired && unprotected > 0) {
       await this.opts.autoscaling.send(
@@ -326,7 +336,7 @@ export class GpuFleetSimulator {
       const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
       const market = nextMarket(
         [...this.members.values()].map((m) => m.record.market),
-        this.opts.distribution ? this.opts.distribution() : this.opts.fleet.spot,
+        this.distributionNow(),
       );
       const record: FleetInstanceRecord = {
         instanceId: id,
@@ -360,11 +370,51 @@ export class GpuFleetSimulator {
     this.lb.deregister(id);
     member.host.imds.targetLifecycleState = "Terminated";
     const kind = this.interrupted.get(id);
-    member.record.leftBecause = kind ? "interrupted" : "scale_in";
+    member.record.leftBecause = kind ? "interrupted" : this.rebalanced.has(id) ? "rebalanced" : "scale_in";
     const hookSimMs = this.opts.fleet.drainHookSeconds * 1000;
     const limitSimMs = kind === "notice" ? Math.min(hookSimMs, SPOT_NOTICE_SIM_MS) : hookSimMs;
     member.leaveByMs = Date.now() + this.opts.clock.real(limitSimMs);
     this.leaving.set(id, member);
+  }
+
+  /** The distribution launches follow now. */
+  private distributionNow(): Distribution | undefined {
+    return this.opts.distribution ? this.opts.distribution() : this.opts.fleet.spot;
+  }
+
+  /**
+   * A changed distribution (the scaler's UpdateAutoScalingGroup) is met by replacing instances
+   * gradually, as Auto Scaling does ("an update to this setting means a gradual replacement of
+   * instances", OnDemandPercentageAboveBaseCapacity): one at a time, each once the last replacement
+   * serves, a Spot instance for an on-demand one (or back), until the group's markets match the
+   * distribution at its size. Auto Scaling launches the new instance before it terminates the old;
+   * moto launches only up to desired capacity, so here the old one leaves first (through its
+   * terminate hook, draining) and moto launches the new one at once, by the distribution.
+   */
+  private async rebalance(): Promise<void> {
+    const distribution = this.distributionNow();
+    const seen = JSON.stringify(distribution ?? null);
+    if (this.lastDistribution !== undefined && seen !== this.lastDistribution) this.rebalancing = true;
+    this.lastDistribution = seen;
+    if (!this.rebalancing || this.launchFailure !== undefined) return;
+    const live = [...this.members.values()];
+    const settling =
+      live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.keys()].some((id) => this.rebalanced.has(id));
+    if (settling) return;
+    const onDemand = live.filter((m) => m.record.market === "on-demand").length;
+    const wanted = onDemandCount(live.length, distribution);
+    if (onDemand === wanted) {
+      this.rebalancing = false;
+      return;
+    }
+    const from: Market = onDemand < wanted ? "spot" : "on-demand";
+    // The newest of the market that is over its share: the longest-serving instances stay.
+    const victim = live.filter((m) => m.record.market === from).at(-1);
+    if (!victim) return;
+    const id = victim.record.instanceId;
+    this.rebalanced.add(id);
+    this.opts.note(`gpu fleet: ${id} (${from}) replaced to meet the distribution (${wanted} of ${live.length} on demand)`);
+    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: id, ShouldDecrementDesiredCapacity: false }));
   }
 
   private async finishLeaving(): Promise<void> {

@@ -432,18 +432,27 @@ describe("GPU fleet", () => {
       expect(notes.some((n) => n.includes(`spot interruption notice for ${spotted.instanceId}`))).to.equal(true);
     });
 
-    it("launches by the group's distribution as it is now: on demand only once the scaler set 100 %", async () => {
-      // Prepare: one on-demand base, Spot above it, as the program declares; then the breaker's 100 %
+    it("launches by the group's distribution as it is now, and replaces the Spot instance it no longer wants, then back", async () => {
+      // Prepare: one on-demand base, Spot above it, as the program declares
       let now = spot(1, 0);
       const s = await startSim(1_000, fleet, { distribution: () => now });
       await desire(2);
       await serving(s, 2);
+      const [base, spotted] = s.instances();
+      // Act: the breaker's 100 %, and a scale-out while it holds
       now = spot(1, 100);
-      // Act
-      await desire(4);
-      await serving(s, 4);
+      await desire(3);
+      await until("the Spot instance replaced by an on-demand one", () => live(s).length === 3 && live(s).every((r) => r.market === "on-demand"), 20_000);
+      await serving(s, 3);
+      const whileOnDemand = s.instances().map((r) => `${r.market}:${r.leftBecause ?? "in"}`);
+      // Act: the configured mix again
+      now = spot(1, 0);
+      await until("back to one on-demand base and Spot above it", () => live(s).filter((r) => r.market === "spot").length === 2 && s.snapshot().healthy === 3, 30_000);
       // Assess
-      expect(s.instances().map((r) => r.market)).to.deep.equal(["on-demand", "spot", "on-demand", "on-demand"]);
+      expect(whileOnDemand).to.deep.equal(["on-demand:in", "spot:rebalanced", "on-demand:in", "on-demand:in"]);
+      expect(s.instances().find((r) => r.instanceId === spotted!.instanceId)).to.deep.include({ leftBecause: "rebalanced", cutOff: 0, drainedByGateway: true });
+      expect(live(s).map((r) => r.instanceId)).to.include(base!.instanceId);
+      expect(s.snapshot()).to.deep.include({ desired: 3, inService: 3 });
     });
 
     it("interrupt puts EC2's event on the default bus, stamped with the simulated time, which the program's rule delivers", async () => {
