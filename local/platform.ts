@@ -123,6 +123,8 @@ export class LocalPlatform {
   depths: DepthSource | undefined;
   /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot): set at start. */
   ecsCapacity: EcsClientTokenProxy | undefined;
+  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history: set at start. */
+  groupDistributions: GroupDistributions | undefined;
 
   private constructor(
     readonly options: PlatformOptions,
@@ -292,6 +294,7 @@ export class LocalPlatform {
       platform.directSends = directSends;
       platform.depths = depths;
       platform.ecsCapacity = ecsProxy;
+      platform.groupDistributions = distributions;
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {

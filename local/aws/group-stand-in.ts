@@ -111,6 +111,7 @@ export function amendDescription(xml: string, of: (groupName: string) => { distr
 /** The distributions of the program's groups, as UpdateAutoScalingGroup leaves them. */
 export class GroupDistributions {
   private readonly byGroup = new Map<string, Distribution>();
+  private readonly history: Array<{ atMs: number; groupName: string; distribution: Distribution }> = [];
 
   constructor(fleets: readonly Pick<LocalFleet, "groupName" | "spot">[]) {
     for (const f of fleets) if (f.spot) this.byGroup.set(f.groupName, { ...f.spot, instanceTypes: [...f.spot.instanceTypes] });
@@ -122,7 +123,13 @@ export class GroupDistributions {
     return d ? { ...d, instanceTypes: [...d.instanceTypes] } : undefined;
   }
 
-  set(groupName: string, d: Distribution): void {
+  set(groupName: string, d: Distribution, atMs: number = Date.now()): void {
     this.byGroup.set(groupName, d);
+    this.history.push({ atMs, groupName, distribution: { ...d, instanceTypes: [...d.instanceTypes] } });
+  }
+
+  /** Every change, in order, with the real epoch ms it was made at (what a scenario times the breaker by). */
+  changes(groupName: string): Array<{ atMs: number; distribution: Distribution }> {
+    return this.history.filter((h) => h.groupName === groupName).map(({ atMs, distribution }) => ({ atMs, distribution }));
   }
 }

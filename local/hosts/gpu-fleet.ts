@@ -22,7 +22,7 @@ import {
   SetDesiredCapacityCommand,
   TerminateInstanceInAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
-import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { CreateTagsCommand, DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { REBALANCE_RECOMMENDATION, SPOT_EVENT_SOURCE, SPOT_INTERRUPTION_WARNING } from "../../functions/gpu/spot-events";
 import type { Distribution, TerminatingInstance } from "../aws/group-stand-in";
@@ -242,8 +242,19 @@ export class GpuFleetSimulator {
     else member.host.imds.recommendRebalance();
     this.opts.note(`spot ${kind === "notice" ? "interruption notice" : "rebalance recommendation"} for ${instanceId}`);
     await this.putSpotEvent(instanceId, kind);
-    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
+    await this.takeOut(instanceId);
     await this.poll();
+  }
+
+  /**
+   * The group takes an instance out without lowering desired capacity (moto launches the
+   * replacement). moto does it by detaching the instance, which drops its `aws:autoscaling:groupName`
+   * tag; Auto Scaling leaves a terminated instance's tags as they were (the scaler finds an
+   * interrupted instance's group by it once the instance has left), so the tag is put back.
+   */
+  private async takeOut(instanceId: string): Promise<void> {
+    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
+    await this.opts.ec2.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: "aws:autoscaling:groupName", Value: this.groupName }] }));
   }
 
   /**
@@ -398,8 +409,7 @@ export class GpuFleetSimulator {
     this.lastDistribution = seen;
     if (!this.rebalancing || this.launchFailure !== undefined) return;
     const live = [...this.members.values()];
-    const settling =
-      live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.keys()].some((id) => this.rebalanced.has(id));
+    const settling = live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.keys()].some((id) => this.rebalanced.has(id));
     if (settling) return;
     const onDemand = live.filter((m) => m.record.market === "on-demand").length;
     const wanted = onDemandCount(live.length, distribution);
@@ -414,7 +424,7 @@ export class GpuFleetSimulator {
     const id = victim.record.instanceId;
     this.rebalanced.add(id);
     this.opts.note(`gpu fleet: ${id} (${from}) replaced to meet the distribution (${wanted} of ${live.length} on demand)`);
-    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: id, ShouldDecrementDesiredCapacity: false }));
+    await this.takeOut(id);
   }
 
   private async finishLeaving(): Promise<void> {

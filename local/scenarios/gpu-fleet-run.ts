@@ -36,6 +36,8 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
   instanceType: string;
   usdPerHour: Record<string, number>;
   spotDiscount: number;
+  spotPercent: number;
+  spotBreaker: { interruptions: number; windowMinutes: number; cooldownMinutes: number };
 } {
   const fleet = gpu.capacity.fleet;
   if (gpu.capacity.mode !== "fleet" || !fleet) throw new Error("this stack runs one GPU instance (gpu.capacity.mode instance), not a fleet");
@@ -47,6 +49,8 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
     instanceType: fleet.instanceTypes?.[0] ?? gpu.instanceType,
     usdPerHour: gpu.pricesUsdPerHour,
     spotDiscount: fleet.spotDiscount ?? 0,
+    spotPercent: fleet.spotPercent,
+    spotBreaker: fleet.spotBreaker,
   };
 }
 

@@ -447,7 +447,11 @@ describe("GPU fleet", () => {
       const whileOnDemand = s.instances().map((r) => `${r.market}:${r.leftBecause ?? "in"}`);
       // Act: the configured mix again
       now = spot(1, 0);
-      await until("back to one on-demand base and Spot above it", () => live(s).filter((r) => r.market === "spot").length === 2 && s.snapshot().healthy === 3, 30_000);
+      await until(
+        "back to one on-demand base and Spot above it",
+        () => live(s).filter((r) => r.market === "spot").length === 2 && s.snapshot().healthy === 3,
+        30_000,
+      );
       // Assess
       expect(whileOnDemand).to.deep.equal(["on-demand:in", "spot:rebalanced", "on-demand:in", "on-demand:in"]);
       expect(s.instances().find((r) => r.instanceId === spotted!.instanceId)).to.deep.include({ leftBecause: "rebalanced", cutOff: 0, drainedByGateway: true });
@@ -483,6 +487,12 @@ describe("GPU fleet", () => {
       ]);
       // The simulated clock (100 times real time), as moto writes it: to the second.
       for (const { time } of signals) expect(Date.parse(time)).to.be.within(Math.floor(before / 1000) * 1000, clock.now());
+      // Out of the group, each still carries the group's tag, as Auto Scaling leaves it (moto's detach drops it).
+      const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [first!, second!] }));
+      const groupTags = (out.Reservations ?? [])
+        .flatMap((r) => r.Instances ?? [])
+        .map((i) => i.Tags?.find((t) => t.Key === "aws:autoscaling:groupName")?.Value);
+      expect(groupTags).to.deep.equal([GROUP, GROUP]);
       events.destroy();
       sqs.destroy();
     });
