@@ -214,6 +214,7 @@ export const gpuSpotInterruption: Scenario = {
         "notice → second interruption": interruptedAt === null || secondAt === null ? null : timing(secondAt - interruptedAt, speed),
         "second interruption → breaker open": secondAt === null || !span ? null : timing(span.openedAtMs - secondAt, speed),
         "breaker open → closed": !span || span.closedAtMs === null ? null : timing(span.closedAtMs - span.openedAtMs, speed),
+        "second interruption → breaker closed": secondAt === null || !span || span.closedAtMs === null ? null : timing(span.closedAtMs - secondAt, speed),
         "burst drained": drained === null ? null : timing(drained - phaseStart, speed),
       },
       details: {
