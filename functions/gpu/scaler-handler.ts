@@ -254,7 +254,9 @@ async function applyBreaker(deps: ScalerHandlerDeps, group: FleetGroup, tags: Re
     await deps.autoscaling.send(
       new UpdateAutoScalingGroupCommand({
         AutoScalingGroupName: group.name,
-        MixedInstancesPolicy: { InstancesDistribution: { OnDemandPercentageAboveBaseCapacity: wanted } },
+        // The distribution as the group has it, but for the share: whichever way Auto Scaling takes the
+        // parts of a distribution left out of an update (kept or defaulted), none of them changes.
+        MixedInstancesPolicy: { InstancesDistribution: { ...group.instancesDistribution, OnDemandPercentageAboveBaseCapacity: wanted } },
       }),
     );
     const change = { group: group.name, previous_on_demand_percent: live, on_demand_percent: wanted };

@@ -1,4 +1,4 @@
-import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
+import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, type InstancesDistribution, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { AutostartOutcome, GpuAddress } from "./gpu-address";
@@ -38,6 +38,8 @@ export interface FleetGroup {
    * policy leaves it out); undefined for a group without a mixed instances policy.
    */
   onDemandPercentAboveBase?: number;
+  /** The mixed instances policy's distribution as Auto Scaling describes it (what a change of one part sends back whole). */
+  instancesDistribution?: InstancesDistribution;
 }
 
 export class FleetGroupNotFoundError extends Error {
@@ -64,7 +66,10 @@ export async function describeFleet(autoscaling: AutoScalingClient, groupName: s
     instances,
     tags: Object.fromEntries((group.Tags ?? []).flatMap((t) => (t.Key !== undefined ? [[t.Key, t.Value ?? ""]] : []))),
     ...(group.MixedInstancesPolicy
-      ? { onDemandPercentAboveBase: group.MixedInstancesPolicy.InstancesDistribution?.OnDemandPercentageAboveBaseCapacity ?? 100 }
+      ? {
+          onDemandPercentAboveBase: group.MixedInstancesPolicy.InstancesDistribution?.OnDemandPercentageAboveBaseCapacity ?? 100,
+          instancesDistribution: { ...group.MixedInstancesPolicy.InstancesDistribution },
+        }
       : {}),
   };
 }

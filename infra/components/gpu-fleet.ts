@@ -137,7 +137,10 @@ export const DRAIN_HOOK = "drain";
  * later, with Auto Scaling replacing instances each way), so the path is ignored, and the engine
  * keeps the refreshed value. An `up` without a refresh that changes the policy for another reason
  * (a new template version) sends the share it last deployed; the scaler's next tick sets the
- * breaker's again, since the records it decides by are tags, which no `up` touches.
+ * breaker's again, since the records it decides by are tags, which no `up` touches. An `up` that
+ * gives an existing group its first mixed instances policy (Spot turned on) leaves the share out, as
+ * the engine has no old value for the path: Auto Scaling's default, 100, holds until the scaler's
+ * first tick sets the configured one.
  */
 export const GROUP_IGNORE_CHANGES = ["desiredCapacity", "tags", "mixedInstancesPolicy.instancesDistribution.onDemandPercentageAboveBaseCapacity"] as const;
 

@@ -432,7 +432,13 @@ describe("gpu/scaler-handler (fleet mode)", () => {
       // Assess
       expect(out.batchItemFailures).to.deep.equal([]);
       expect(h.asMock.commandCalls(UpdateAutoScalingGroupCommand).map((c) => c.args[0].input)).to.deep.equal([
-        { AutoScalingGroupName: GROUP, MixedInstancesPolicy: { InstancesDistribution: { OnDemandPercentageAboveBaseCapacity: 100 } } },
+        // The live distribution whole, the share changed: no other part of it can be reset by the update.
+        {
+          AutoScalingGroupName: GROUP,
+          MixedInstancesPolicy: {
+            InstancesDistribution: { OnDemandBaseCapacity: 1, OnDemandPercentageAboveBaseCapacity: 100, OnDemandAllocationStrategy: "prioritized" },
+          },
+        },
       ]);
       expect(h.logger.withStep("spot_breaker_opened")[0]?.fields).to.include({
         group: GROUP,
