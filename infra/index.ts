@@ -127,7 +127,13 @@ export = async () => {
     dashboardName: dashboard.dashboard.dashboardName,
     operatorPolicyArn: operator.policy.arn,
     opsQueues: opsQueues(inventory),
-    // What `ops gpu` needs of the config: the hold tag the idle stop or scaler honours, and its idle time.
-    opsGpu: { mode: gpu.capacity.mode, holdTag: gpu.holdTag, idleStopMinutes: gpu.idleStopMinutes },
+    // What `ops gpu` needs of the config: the hold tag the idle stop or scaler honours, and its idle
+    // time; with a Spot fleet, the breaker's settings (`ops status` judges its records by them).
+    opsGpu: {
+      mode: gpu.capacity.mode,
+      holdTag: gpu.holdTag,
+      idleStopMinutes: gpu.idleStopMinutes,
+      ...(gpu.capacity.fleet && gpu.capacity.fleet.spotPercent > 0 ? { spotBreaker: gpu.capacity.fleet.spotBreaker } : {}),
+    },
   };
 };

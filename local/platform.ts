@@ -24,7 +24,8 @@ import { SqsEventSource } from "./hosts/event-source";
 import { GpuFleetSimulator } from "./hosts/gpu-fleet";
 import { GpuHost, GpuInstanceHost, gatewayEnvFromUserData, writeGatewayBundle } from "./hosts/gpu-host";
 import type { ProcessedWindow } from "./hosts/fake-model";
-import { LifecycleActionProxy } from "./aws/lifecycle-actions";
+import { AutoScalingProxy } from "./aws/autoscaling-proxy";
+import { GroupDistributions } from "./aws/group-stand-in";
 import { GATEWAY_ENV_FILE } from "../functions/gpu/env";
 import { LambdaHost } from "./hosts/lambda-host";
 import { MotoServer, motoClientEnv } from "./aws/moto";
@@ -122,6 +123,8 @@ export class LocalPlatform {
   depths: DepthSource | undefined;
   /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot): set at start. */
   ecsCapacity: EcsClientTokenProxy | undefined;
+  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history: set at start. */
+  groupDistributions: GroupDistributions | undefined;
 
   private constructor(
     readonly options: PlatformOptions,
@@ -193,11 +196,22 @@ export class LocalPlatform {
       const ecsProxy = new EcsClientTokenProxy({ target: endpoint, now: () => clock.now() });
       const ecsEndpoint = await ecsProxy.start();
       stoppers.push(() => ecsProxy.stop());
+      // Auto Scaling for the Lambdas and the gateways: moto, with what it lacks (CompleteLifecycleAction,
+      // the mixed instances policy's distribution, leaving instances) answered by the fleet's stand-ins.
+      const fleetRef: { fleet?: GpuFleetSimulator } = {};
+      const distributions = new GroupDistributions(topology.fleets);
+      const autoscalingProxy = new AutoScalingProxy(endpoint, (c) => fleetRef.fleet?.complete(c) ?? false, {
+        distributions,
+        terminating: (group) => (fleetRef.fleet?.groupName === group ? fleetRef.fleet.terminating() : []),
+      });
+      const autoscalingEndpoint = await autoscalingProxy.start();
+      stoppers.push(() => autoscalingProxy.stop());
       const lambdaEnv = {
         ...motoClientEnv(endpoint, topology.region),
         AWS_ENDPOINT_URL_SQS: sqsEndpoint,
         AWS_ENDPOINT_URL_EC2: ec2Endpoint,
         AWS_ENDPOINT_URL_ECS: ecsEndpoint,
+        AWS_ENDPOINT_URL_AUTO_SCALING: autoscalingEndpoint,
       };
       const hosted = await hostedFunctions(topology, lambdaEnv, options.codeEndpoints);
       const lambdas = new LambdaHost(hosted.functions, {
@@ -208,7 +222,15 @@ export class LocalPlatform {
       });
       stoppers.push(() => lambdas.close());
 
-      const { gpu, fleet, stop: stopGpu } = await startGpuTier(topology, endpoint, aws, clock, options, lambdas, logDir);
+      const {
+        gpu,
+        fleet,
+        stop: stopGpu,
+      } = await startGpuTier(topology, endpoint, aws, clock, options, lambdas, logDir, {
+        endpoint: autoscalingEndpoint,
+        distributions,
+        fleetRef,
+      });
       if (stopGpu) stoppers.push(stopGpu);
 
       const sources = startEventSources(topology, aws, lambdas);
@@ -272,6 +294,7 @@ export class LocalPlatform {
       platform.directSends = directSends;
       platform.depths = depths;
       platform.ecsCapacity = ecsProxy;
+      platform.groupDistributions = distributions;
       platform.stoppers.push(...stoppers);
       return platform;
     } catch (err) {
@@ -357,6 +380,20 @@ function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsC
  * to its SQS endpoint's origin: SDK v3 sends an SQS call to its QueueUrl's origin, not to the
  * configured endpoint, so an unmoved URL would bypass whatever sits in front.
  */
+/**
+ * The SDK's `AWS_ENDPOINT_URL_<SERVICE ID>` names a service by its id (`AUTO_SCALING`); `byService`
+ * by its signing name (`autoscaling`), which is how the chaos run's proxy routes a call. Pure.
+ */
+const SIGNING_NAME_OF_ID: Record<string, string> = { auto_scaling: "autoscaling" };
+export function serviceOfEndpointVar(name: string): string {
+  const id = name.slice("AWS_ENDPOINT_URL_".length).toLowerCase();
+  return SIGNING_NAME_OF_ID[id] ?? id;
+}
+export function endpointVarOf(service: string): string {
+  const id = Object.entries(SIGNING_NAME_OF_ID).find(([, signing]) => signing === service)?.[0] ?? service;
+  return `AWS_ENDPOINT_URL_${id.toUpperCase()}`;
+}
+
 async function hostedFunctions(
   topology: Topology,
   awsEnv: Record<string, string>,
@@ -370,7 +407,7 @@ async function hostedFunctions(
     byService: Object.fromEntries(
       Object.entries(awsEnv)
         .filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_"))
-        .map(([k, v]) => [k.slice("AWS_ENDPOINT_URL_".length).toLowerCase(), v]),
+        .map(([k, v]) => [serviceOfEndpointVar(k), v]),
     ),
   };
   const sqsOrigin = new URL(upstream.byService.sqs ?? upstream.aws).origin;
@@ -381,7 +418,7 @@ async function hostedFunctions(
       const environment = Object.fromEntries(
         Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]),
       );
-      const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [`AWS_ENDPOINT_URL_${service.toUpperCase()}`, url]));
+      const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [endpointVarOf(service), url]));
       return { ...fn, environment: { ...environment, AWS_ENDPOINT_URL: front.aws, ...endpoints } };
     }),
   );
@@ -447,6 +484,7 @@ async function startGpuTier(
   options: PlatformOptions,
   lambdas: LambdaHost,
   logDir: string,
+  autoscaling: { endpoint: string; distributions: GroupDistributions; fleetRef: { fleet?: GpuFleetSimulator } },
 ) {
   const window = topology.functions.find((f) => f.environment.GPU_SERVICE_PATH !== undefined);
   const instance = topology.instances.find((i) => window?.environment.GPU_NAME_TAG !== undefined && i.tags.Name === window.environment.GPU_NAME_TAG);
@@ -456,19 +494,16 @@ async function startGpuTier(
   if (!programEnv)
     throw new Error(`the GPU's user data has no write_files entry at ${GATEWAY_ENV_FILE}: the local run starts the gateway with that environment`);
   const bundlePath = writeGatewayBundle(path.join(options.workDir, "functions"));
-  // The gateways complete their lifecycle actions through a proxy (moto has no CompleteLifecycleAction), answered by the fleet.
-  const completions: { fleet?: GpuFleetSimulator } = {};
-  const lifecycle = new LifecycleActionProxy(endpoint, (c) => completions.fleet?.complete(c) ?? false);
+  // The gateways complete their lifecycle actions through the Auto Scaling proxy (moto has no CompleteLifecycleAction), answered by the fleet.
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(endpoint, topology.region);
-  const lifecycleEndpoint = await lifecycle.start();
   // Under the chaos run the gateways' own AWS calls (their key claims) go through its proxy too, as `gpu-gateway`.
   const front = options.codeEndpoints
-    ? await options.codeEndpoints("gpu-gateway", { aws: endpoint, byService: { autoscaling: lifecycleEndpoint } })
+    ? await options.codeEndpoints("gpu-gateway", { aws: endpoint, byService: { autoscaling: autoscaling.endpoint } })
     : undefined;
   const awsEnv = {
     ...moto,
     ...(front ? { AWS_ENDPOINT_URL: front.aws } : {}),
-    AWS_ENDPOINT_URL_AUTO_SCALING: front?.byService.autoscaling ?? lifecycleEndpoint,
+    AWS_ENDPOINT_URL_AUTO_SCALING: front?.byService.autoscaling ?? autoscaling.endpoint,
   };
   const ledger: ProcessedWindow[] = [];
   const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
@@ -486,17 +521,20 @@ async function startGpuTier(
       ledger,
       setRoutes: (routes) => lambdas.setRoutes(routes),
       note: options.note,
+      // Launches follow the distribution as the scaler last set it; interruptions put EC2's events.
+      distribution: () => autoscaling.distributions.of(fleet.groupName),
+      signals: { events: aws.events, account: MOCK_ACCOUNT_ID, region: topology.region },
     });
-    completions.fleet = simulator;
+    autoscaling.fleetRef.fleet = simulator;
     await simulator.start();
-    return { fleet: simulator, stop: () => simulator.stop().then(() => lifecycle.stop()) };
+    return { fleet: simulator, stop: () => simulator.stop() };
   }
   if (!instance) return {};
   const gpu = new GpuInstanceHost({ ec2: aws.ec2, bootDelayMs: clock.real(options.gpuBootSimMs) }, await host(instance.id), ledger);
   await gpu.start();
   if (!gpu.privateIp) throw new Error(`GPU instance ${instance.id} has no private IP in moto`);
   lambdas.setRoutes({ [`${gpu.privateIp}:${window.environment.GPU_SERVICE_PORT}`]: `127.0.0.1:${gpu.host.lambdaPort}` });
-  return { gpu, stop: () => gpu.stop().then(() => lifecycle.stop()) };
+  return { gpu, stop: () => gpu.stop() };
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 } from "@aws-sdk/client-auto-scaling";
 import { CreateTagsCommand, DeleteTagsCommand, DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
 import { holdActive } from "../functions/gpu/idle-decision";
+import { spotBreaker } from "../functions/gpu/spot-breaker";
 import type { OpsClients } from "./aws";
 import type { StackOutputs } from "./outputs";
 
@@ -31,7 +32,26 @@ export interface GpuView {
   idleStopMinutes: number;
   /** Fleet mode: the group's sizes. */
   capacity?: { desired: number; min: number; max: number; inService: number };
+  /** Fleet mode with Spot: the Spot breaker, as the group's interruption records say now. */
+  spotBreaker?: SpotBreakerView;
   summary: string;
+}
+
+export interface SpotBreakerView {
+  open: boolean;
+  /** While open: when the group returns to its configured mix (ISO 8601). */
+  until: string | null;
+  /** Interruptions recorded within the window before now. */
+  inWindow: number;
+  windowMinutes: number;
+  /** Every record the breaker still keeps, oldest first. */
+  recorded: Array<{ instanceId: string; at: string }>;
+}
+
+/** The breaker's line in the GPU's summary. Pure. */
+export function breakerText(b: SpotBreakerView): string {
+  const counted = `${b.inWindow} interruption${b.inWindow === 1 ? "" : "s"} in the last ${b.windowMinutes} min`;
+  return b.open ? `Spot breaker OPEN until ${b.until} (on demand only; ${counted})` : `Spot breaker closed (${counted})`;
 }
 
 export class GpuRefusal extends Error {
@@ -47,6 +67,7 @@ export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: numbe
   let state: string;
   let hold: string | null;
   let capacity: GpuView["capacity"];
+  let breaker: SpotBreakerView | undefined;
   if (mode === "fleet") {
     target = outputs.gpuFleetGroupName ?? "";
     const out = await c.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [target] }));
@@ -56,6 +77,18 @@ export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: numbe
     capacity = { desired: g.DesiredCapacity ?? 0, min: g.MinSize ?? 0, max: g.MaxSize ?? 0, inService };
     state = `desired ${capacity.desired}, in service ${inService}, max ${capacity.max}`;
     hold = g.Tags?.find((t) => t.Key === holdTag)?.Value ?? null;
+    const settings = outputs.opsGpu.spotBreaker;
+    if (settings) {
+      const tags = Object.fromEntries((g.Tags ?? []).flatMap((t) => (t.Key !== undefined ? [[t.Key, t.Value ?? ""]] : [])));
+      const b = spotBreaker(tags, nowMs, settings);
+      breaker = {
+        open: b.open,
+        until: b.open && b.trip ? new Date(b.trip.untilMs).toISOString() : null,
+        inWindow: b.inWindow,
+        windowMinutes: settings.windowMinutes,
+        recorded: b.recorded.map((r) => ({ instanceId: r.instanceId, at: new Date(r.atMs).toISOString() })),
+      };
+    }
   } else {
     target = outputs.gpuInstanceId ?? "";
     const out = await c.ec2.send(new DescribeInstancesCommand({ InstanceIds: [target] }));
@@ -75,7 +108,8 @@ export async function readGpu(c: OpsClients, outputs: StackOutputs, nowMs: numbe
     holdActive: held,
     idleStopMinutes,
     ...(capacity ? { capacity } : {}),
-    summary: `${target}: ${state}; ${holdText}; ${idle}`,
+    ...(breaker ? { spotBreaker: breaker } : {}),
+    summary: `${target}: ${state}; ${holdText}; ${idle}${breaker ? `; ${breakerText(breaker)}` : ""}`,
   };
 }
 

@@ -25,7 +25,15 @@ export const stackOutputsSchema = z.object({
   gpuInstanceId: z.string().min(1).optional(),
   /** Fleet mode. */
   gpuFleetGroupName: z.string().min(1).optional(),
-  opsGpu: z.object({ mode: z.enum(["instance", "fleet"]), holdTag: z.string().min(1), idleStopMinutes: z.number().int().min(0) }),
+  opsGpu: z.object({
+    mode: z.enum(["instance", "fleet"]),
+    holdTag: z.string().min(1),
+    idleStopMinutes: z.number().int().min(0),
+    /** Fleet mode with Spot: the Spot breaker's settings (`gpu.capacity.fleet.spotBreaker`). Absent without Spot. */
+    spotBreaker: z
+      .object({ interruptions: z.number().int().min(1), windowMinutes: z.number().int().min(1), cooldownMinutes: z.number().int().min(1) })
+      .optional(),
+  }),
   operatorPolicyArn: z.string().min(1),
 });
 

@@ -95,6 +95,7 @@ export function renderStatus(r: StatusReport): string {
     lines.push(`  ${pad(q.name, 32)}${padLeft(depth, 7)}  ${age(q.oldestAgeSeconds)}${depth > 0 ? "   ← needs a look (docs/operations.md)" : ""}`);
   }
   lines.push("", `gpu (${r.gpu.mode})`, `  ${r.gpu.summary}`);
+  for (const rec of r.gpu.spotBreaker?.recorded ?? []) lines.push(`  spot interruption: ${rec.instanceId} at ${rec.at}`);
   if (r.worker) {
     lines.push("", `worker service ${r.worker.service}: ${r.worker.running} running of ${r.worker.desired} desired`);
     for (const t of r.worker.tasks) {

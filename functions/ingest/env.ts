@@ -68,6 +68,12 @@ export const SCALER_ENV = envCodec({
   holdTag: envText("GPU_HOLD_TAG"),
   windowsPerInstance: envInt("GPU_FLEET_WINDOWS_PER_INSTANCE"),
   scaleInCooldownSeconds: envInt("GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS"),
+  /** The configured mix: the scaler keeps the group's on-demand share above the base at 100 − this while its Spot breaker is closed. */
+  spotPercent: envInt("GPU_FLEET_SPOT_PERCENT"),
+  /** The Spot breaker (functions/gpu/spot-breaker.ts): N interruptions within W minutes open it for C minutes. */
+  spotBreakerInterruptions: envInt("GPU_SPOT_BREAKER_INTERRUPTIONS"),
+  spotBreakerWindowMinutes: envInt("GPU_SPOT_BREAKER_WINDOW_MINUTES"),
+  spotBreakerCooldownMinutes: envInt("GPU_SPOT_BREAKER_COOLDOWN_MINUTES"),
   ingestQueueUrl: envUrl("INGEST_QUEUE_URL"),
   dlqUrl: envUrl("INGEST_DLQ_URL"),
 });

@@ -1,4 +1,4 @@
-import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
+import { type AutoScalingClient, DescribeAutoScalingGroupsCommand, type InstancesDistribution, SetDesiredCapacityCommand } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
 import { errorMessage, logStep, type StepLogger } from "../shared/logger";
 import type { AutostartOutcome, GpuAddress } from "./gpu-address";
@@ -33,6 +33,13 @@ export interface FleetGroup {
   /** Every instance the group holds, whatever its lifecycle state. */
   instances: FleetInstance[];
   tags: Record<string, string>;
+  /**
+   * The mixed instances policy's on-demand share above the base (Auto Scaling's default, 100, when the
+   * policy leaves it out); undefined for a group without a mixed instances policy.
+   */
+  onDemandPercentAboveBase?: number;
+  /** The mixed instances policy's distribution as Auto Scaling describes it (what a change of one part sends back whole). */
+  instancesDistribution?: InstancesDistribution;
 }
 
 export class FleetGroupNotFoundError extends Error {
@@ -58,6 +65,12 @@ export async function describeFleet(autoscaling: AutoScalingClient, groupName: s
     inService: instances.filter((i) => i.lifecycleState === "InService"),
     instances,
     tags: Object.fromEntries((group.Tags ?? []).flatMap((t) => (t.Key !== undefined ? [[t.Key, t.Value ?? ""]] : []))),
+    ...(group.MixedInstancesPolicy
+      ? {
+          onDemandPercentAboveBase: group.MixedInstancesPolicy.InstancesDistribution?.OnDemandPercentageAboveBaseCapacity ?? 100,
+          instancesDistribution: { ...group.MixedInstancesPolicy.InstancesDistribution },
+        }
+      : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import { SCALED_OUT_AT_TAG } from "../gpu/group-tags";
+import { SCALED_OUT_AT_TAG, SPOT_INTERRUPTION_TAG_PREFIX } from "../gpu/group-tags";
 import { calledActions, type Grant } from "../shared/grants";
 
 /**
@@ -107,7 +107,8 @@ export const FLEET_DLQ_GRANTS: readonly Grant<IngestResource>[] = [...FLEET_DLQ_
 
 /**
  * The fleet's scaler (scaler-handler.ts): the group, its members' addresses, the two queues' depths;
- * it sets protection, desired capacity and its scale-out stamp (that tag only) on this stack's group only.
+ * it sets protection, desired capacity, its scale-out stamp and its Spot interruption records (those
+ * tags only) and the group's on-demand share (the Spot breaker) on this stack's group only.
  */
 export const SCALER_GRANTS = [
   describeGroups,
@@ -126,6 +127,17 @@ export const SCALER_GRANTS = [
     resource: "stack-gpu-group",
     condition: { "ForAllValues:StringEquals": { "aws:TagKeys": SCALED_OUT_AT_TAG }, Null: { "aws:TagKeys": "false" } },
   },
+  // The Spot breaker's records, one tag per interrupted instance, written and pruned under their
+  // prefix only (DeleteTags carries aws:TagKeys as CreateOrUpdateTags does); a statement of its own,
+  // since the stamp's ForAllValues:StringEquals beside this StringLike would hold for neither.
+  {
+    sid: "RecordSpotInterruptions",
+    actions: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+    resource: "stack-gpu-group",
+    condition: { "ForAllValues:StringLike": { "aws:TagKeys": `${SPOT_INTERRUPTION_TAG_PREFIX}*` }, Null: { "aws:TagKeys": "false" } },
+  },
+  // The Spot breaker's effect: the mixed instances policy's on-demand share above the base.
+  { sid: "ShiftStackGpuGroupOnDemand", actions: ["autoscaling:UpdateAutoScalingGroup"], resource: "stack-gpu-group" },
 ] as const satisfies readonly Grant<IngestResource>[];
 
 export const SCALER_IAM_ACTIONS: readonly string[] = calledActions(SCALER_GRANTS);

@@ -117,7 +117,8 @@ export const DRAIN_HOOK = "drain";
 /**
  * The group's `ignoreChanges`. `desiredCapacity` is the scaler's. `tags`: the group also carries
  * runtime state as tags the program does not declare (the operator's hold, `encache:gpu-hold`; the
- * scaler's `encache:scaled-out-at`). The provider's Read stores every tag of the group, so after a
+ * scaler's `encache:scaled-out-at` and its Spot breaker's `encache:spot-interruption:<instance-id>`
+ * records). The provider's Read stores every tag of the group, so after a
  * `pulumi refresh` the state lists them, and its Update sets the group's tags to the declared ones,
  * deleting the rest: a refresh + `up` would erase the hold and the stamp. An ignoreChanges path
  * cannot pick entries of the `tags` list by key (its paths index a list by position, and the
@@ -127,8 +128,21 @@ export const DRAIN_HOOK = "drain";
  * makes a perpetual diff: the group would remove the Tag's key; with `tags` ignored it never
  * touches them. Moving the state off the group was the other way; the tags are where the scaler's
  * and the operator's narrow grants already point, and stay visible in the console.
+ *
+ * `mixedInstancesPolicy.instancesDistribution.onDemandPercentageAboveBaseCapacity` is the scaler's
+ * too, with Spot: 100 while its Spot breaker is open, else 100 − spotPercent, which reaches it
+ * through its environment (GPU_FLEET_SPOT_PERCENT), so a new spotPercent takes effect at its next
+ * tick. The program declares the configured share at creation; after a refresh that reads the
+ * breaker's 100, an `up` would set it back (and the breaker would shift the group again a tick
+ * later, with Auto Scaling replacing instances each way), so the path is ignored, and the engine
+ * keeps the refreshed value. An `up` without a refresh that changes the policy for another reason
+ * (a new template version) sends the share it last deployed; the scaler's next tick sets the
+ * breaker's again, since the records it decides by are tags, which no `up` touches. An `up` that
+ * gives an existing group its first mixed instances policy (Spot turned on) leaves the share out, as
+ * the engine has no old value for the path: Auto Scaling's default, 100, holds until the scaler's
+ * first tick sets the configured one.
  */
-export const GROUP_IGNORE_CHANGES = ["desiredCapacity", "tags"] as const;
+export const GROUP_IGNORE_CHANGES = ["desiredCapacity", "tags", "mixedInstancesPolicy.instancesDistribution.onDemandPercentageAboveBaseCapacity"] as const;
 
 /** AWS's bounds on a lifecycle hook's heartbeat timeout (PutLifecycleHook), seconds. */
 export const HOOK_HEARTBEAT_BOUNDS = { min: 30, max: 7200 } as const;

@@ -1,5 +1,5 @@
 import * as aws from "@pulumi/aws";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import { ENVIRONMENT_TAG, metricsNamespace, PRODUCT } from "../../policy/contract";
 import { IDLE_ENV, SCALER_ENV } from "../../functions/ingest/env";
 import {
@@ -12,6 +12,7 @@ import {
   SCALER_GRANTS,
   WINDOW_GRANTS,
 } from "../../functions/ingest/iam";
+import { spotSignalPattern } from "../../functions/gpu/spot-events";
 import { DRAIN_HOOK, GpuFleet, groupArnPattern } from "../components/gpu-fleet";
 import { GpuInstance } from "../components/gpu-instance";
 import { ManagedQueue } from "../components/managed-queue";
@@ -145,6 +146,8 @@ export interface GpuCheck {
   schedulesDlq: TerminalQueue;
   schedule: QueueSchedule;
   consumer: QueueConsumer;
+  /** The scaler with Spot: EC2's interruption warnings and rebalance recommendations, into the same queue. */
+  spotSignals?: { rule: aws.cloudwatch.EventRule; target: aws.cloudwatch.EventTarget };
 }
 
 type GpuPart = PartScope<IngestArgs>;
@@ -477,7 +480,7 @@ function createScaler(part: GpuPart, deps: { queue: ManagedQueue; fleet: GpuFlee
   const { gpu } = part.args.config;
   const { platform } = part.args;
   const groupName = gpuGroupName(platform.environment);
-  return createScheduledCheck(part, {
+  const check = createScheduledCheck(part, {
     kind: "gpu-scaler",
     minutes: deps.config.scaleCheckMinutes,
     description: `Size the GPU group to the ingest backlog (${deps.config.windowsPerInstance} windows per instance, at most ${deps.config.maxSize})`,
@@ -500,6 +503,10 @@ function createScaler(part: GpuPart, deps: { queue: ManagedQueue; fleet: GpuFlee
         holdTag: gpu.holdTag,
         windowsPerInstance: deps.config.windowsPerInstance,
         scaleInCooldownSeconds: deps.config.scaleInCooldownSeconds,
+        spotPercent: deps.config.spotPercent,
+        spotBreakerInterruptions: deps.config.spotBreaker.interruptions,
+        spotBreakerWindowMinutes: deps.config.spotBreaker.windowMinutes,
+        spotBreakerCooldownMinutes: deps.config.spotBreaker.cooldownMinutes,
         ingestQueueUrl: deps.queue.queue.url,
         dlqUrl: deps.queue.dlq.url,
       },
@@ -507,4 +514,79 @@ function createScaler(part: GpuPart, deps: { queue: ManagedQueue; fleet: GpuFlee
     ),
     consumersSg: deps.consumersSg,
   });
+  return deps.config.spotPercent > 0 ? { ...check, spotSignals: createSpotSignals(part, check, deps.config) } : check;
+}
+
+/**
+ * How long EventBridge keeps retrying a delivery to the scaler's queue that fails: at most the
+ * breaker's window plus cool-down (an interruption older than that can open nothing), at least
+ * EventBridge's minimum of a minute. Pure.
+ */
+export function spotSignalRetry(breaker: GpuFleetConfig["spotBreaker"]): { maximumRetryAttempts: number; maximumEventAgeInSeconds: number } {
+  return { maximumRetryAttempts: 185, maximumEventAgeInSeconds: Math.min(86_400, Math.max(60, (breaker.windowMinutes + breaker.cooldownMinutes) * 60)) };
+}
+
+/**
+ * A queue policy letting this one rule (aws:SourceArn) send to the queue: EventBridge's SQS targets
+ * take no role. The schedule's sends are unaffected: Scheduler sends with its own role, whose
+ * identity policy allows them (in one account an Allow on either side is enough, and this policy
+ * denies nothing).
+ */
+function ruleMaySend(name: string, queue: aws.sqs.Queue, rule: aws.cloudwatch.EventRule, parent: pulumi.Resource): aws.sqs.QueuePolicy {
+  return new aws.sqs.QueuePolicy(
+    name,
+    {
+      queueUrl: queue.url,
+      policy: pulumi.jsonStringify({
+        Version: "2012-10-17",
+        Statement: [
+          {
+            Sid: "SpotSignalsRule",
+            Effect: "Allow",
+            Principal: { Service: "events.amazonaws.com" },
+            Action: "sqs:SendMessage",
+            Resource: queue.arn,
+            Condition: { ArnEquals: { "aws:SourceArn": rule.arn } },
+          },
+        ],
+      }),
+    },
+    { parent },
+  );
+}
+
+/**
+ * The Spot breaker's signal (docs/parts/ingest.md, "The Spot breaker"): a rule on EC2's Spot
+ * interruption warnings and rebalance recommendations, delivering them to the scaler's own queue,
+ * beside the schedule's ticks (functions/gpu/spot-events.ts); failed deliveries go to the schedule's
+ * DLQ, whose alarm already pages. The events name only an instance, for every Spot instance of the
+ * account in the region: the scaler keeps its group's. Declared only with Spot.
+ */
+function createSpotSignals(
+  { name, tags, parent }: GpuPart,
+  check: GpuCheck,
+  config: GpuFleetConfig,
+): { rule: aws.cloudwatch.EventRule; target: aws.cloudwatch.EventTarget } {
+  const rule = new aws.cloudwatch.EventRule(
+    `${name}-gpu-spot-signals`,
+    {
+      description: "EC2 Spot interruption warnings and rebalance recommendations: the GPU fleet's scaler counts its group's for the Spot breaker.",
+      eventPattern: JSON.stringify(spotSignalPattern()),
+      tags,
+    },
+    { parent },
+  );
+  ruleMaySend(`${name}-gpu-scaler-queue-policy`, check.queue.queue, rule, parent);
+  ruleMaySend(`${name}-gpu-scaler-schedule-dlq-queue-policy`, check.schedulesDlq.queue, rule, parent);
+  const target = new aws.cloudwatch.EventTarget(
+    `${name}-gpu-spot-signals-target`,
+    {
+      rule: rule.name,
+      arn: check.queue.queue.arn,
+      retryPolicy: spotSignalRetry(config.spotBreaker),
+      deadLetterConfig: { arn: check.schedulesDlq.queue.arn },
+    },
+    { parent },
+  );
+  return { rule, target };
 }

@@ -1,6 +1,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { INSTANCE_TYPE_PATTERN } from "../../functions/shared/patterns";
+import { interruptionTagCap, SPOT_BREAKER_MAX_TAGS } from "../../functions/gpu/spot-breaker";
 import { requiredVisibilityTimeoutSeconds, SQS_MAX_RETENTION_SECONDS, SQS_MAX_VISIBILITY_SECONDS } from "../../policy/contract";
 import { consumerIssues, consumerSchema } from "./consumer.config";
 import { managedQueueDefaults } from "../components/managed-queue";
@@ -61,6 +62,34 @@ export const gpuFleetSchema = z
     scaleInCooldownSeconds: z.number().int().min(0).max(86_400).default(600),
     /** How often the scaler sizes the group, in minutes (it also does the idle stop). */
     scaleCheckMinutes: z.number().int().min(1).max(60).default(1),
+    /**
+     * The Spot circuit breaker (docs/parts/ingest.md, "The Spot breaker"): after `interruptions` Spot
+     * interruption notices or rebalance recommendations of the group's instances within
+     * `windowMinutes`, the scaler launches on demand only for `cooldownMinutes`, then returns to the
+     * configured mix. Acts only with Spot (spotPercent > 0).
+     * @default { interruptions: 2, windowMinutes: 15, cooldownMinutes: 30 }
+     */
+    spotBreaker: z
+      .object({
+        /** Interruptions within the window that open the breaker (1: any one does). */
+        interruptions: z.number().int().min(1).max(10).default(2),
+        /** The window the interruptions must fall within, minutes. */
+        windowMinutes: z.number().int().min(1).max(1440).default(15),
+        /** How long the group stays on demand after the interruption that opened the breaker, minutes. */
+        cooldownMinutes: z.number().int().min(1, "must be at least 1: a breaker that opens for no time does nothing").max(1440).default(30),
+      })
+      .superRefine((b, ctx) => {
+        const cap = interruptionTagCap(b);
+        if (cap > SPOT_BREAKER_MAX_TAGS) {
+          ctx.addIssue({
+            code: "custom",
+            message:
+              `keeps ${cap} interruption tags on the group (interruptions + (interruptions − 1) × ⌈cooldownMinutes / windowMinutes⌉), ` +
+              `more than ${SPOT_BREAKER_MAX_TAGS}: an Auto Scaling group holds 50 tags; fewer interruptions or a longer window`,
+          });
+        }
+      })
+      .default({ interruptions: 2, windowMinutes: 15, cooldownMinutes: 30 }),
     /**
      * How long a leaving instance drains: the load balancer's deregistration delay and the terminate
      * lifecycle hook's heartbeat timeout. AWS's bounds: a hook's heartbeat timeout is 30–7200 s

@@ -4,10 +4,13 @@
  * owns keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch);
  * the load balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a
  * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
- * completes the lifecycle action, ../aws/lifecycle-actions.ts, or at the hook's timeout); Spot markets
- * from the mixed instances policy, the on-demand share rounded up; Spot interruptions and rebalance
- * recommendations (`interrupt`: in the metadata, the instance out of the group, moto launching the
- * replacement; a notice's instance reclaimed at two minutes); and working towards desired capacity
+ * completes the lifecycle action, ../aws/autoscaling-proxy.ts, or at the hook's timeout); Spot markets
+ * from the mixed instances policy's current distribution (the group stand-in's, ../aws/group-stand-in.ts,
+ * as UpdateAutoScalingGroup leaves it), the on-demand share rounded up, and a changed distribution met
+ * by replacing instances one at a time (`rebalance`); Spot interruptions and
+ * rebalance recommendations (`interrupt`: in the metadata, EC2's event on the default bus, the
+ * instance out of the group, moto launching the replacement; a notice's instance reclaimed at two
+ * minutes); and working towards desired capacity
  * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
  * Launch failures (`failLaunches`: no GPU quota, no capacity in any pool): moto launches every
  * instance it is asked for, so an instance it launches while launches fail is held back as the
@@ -19,11 +22,14 @@ import {
   SetDesiredCapacityCommand,
   TerminateInstanceInAutoScalingGroupCommand,
 } from "@aws-sdk/client-auto-scaling";
-import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { CreateTagsCommand, DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
+import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { REBALANCE_RECOMMENDATION, SPOT_EVENT_SOURCE, SPOT_INTERRUPTION_WARNING } from "../../functions/gpu/spot-events";
+import type { Distribution, TerminatingInstance } from "../aws/group-stand-in";
 import type { SimClock } from "./clock";
 import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
-import type { LifecycleCompletion } from "../aws/lifecycle-actions";
+import type { LifecycleCompletion } from "../aws/autoscaling-proxy";
 import { LocalLoadBalancer } from "./load-balancer";
 import type { LocalFleet } from "../provision/topology";
 
@@ -61,8 +67,11 @@ export interface FleetInstanceRecord {
   launchedAtMs: number;
   servingFromMs: number;
   goneAtMs: number | null;
-  /** Why it left: scale-in, interrupted (Spot), or null while in the group. */
-  leftBecause: "scale_in" | "interrupted" | null;
+  /**
+   * Why it left: scale-in, interrupted (Spot), replaced to meet a changed distribution (`rebalanced`),
+   * or null while in the group.
+   */
+  leftBecause: "scale_in" | "interrupted" | "rebalanced" | null;
   /** Windows it held when it was cut off (0: drained cleanly). */
   cutOff: number;
   /** Its gateway completed its terminate lifecycle action (false: the hook timed out, or it still runs). */
@@ -108,6 +117,16 @@ export interface GpuFleetOptions {
   note: (line: string) => void;
   /** @default 200 */
   pollRealMs?: number;
+  /**
+   * The group's distribution now (the group stand-in's, which UpdateAutoScalingGroup changes).
+   * @default the program's, `fleet.spot`
+   */
+  distribution?: () => Distribution | undefined;
+  /**
+   * Where EC2 puts its Spot events (moto's default bus, whose rules deliver them), and the account
+   * and region of the instances' ARNs. @default undefined (interruptions put no event)
+   */
+  signals?: { events: EventBridgeClient; account: string; region: string };
 }
 
 interface Member {
@@ -128,6 +147,11 @@ export class GpuFleetSimulator {
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
   private readonly interrupted = new Map<string, InterruptionKind>();
+  /** Instances taken out to meet a changed distribution. */
+  private readonly rebalanced = new Set<string>();
+  /** The distribution last seen (JSON), and whether the group still works towards a changed one. */
+  private lastDistribution?: string;
+  private rebalancing = false;
   /** Why launches fail now (EC2's error), or undefined while they succeed. */
   private launchFailure?: string;
   /** Instances moto launched while launches failed: Auto Scaling's attempts, not in service. */
@@ -182,13 +206,20 @@ export class GpuFleetSimulator {
     this.opts.note(reason === undefined ? `gpu fleet: launches succeed again` : `gpu fleet: every launch fails from now on (${reason})`);
   }
 
-  /** A Spot instance of the group now in service (the one an interruption would take), if any. */
-  spotInService(): string | undefined {
-    return [...this.members.values()].find((m) => m.record.market === "spot" && this.lb.health(m.record.instanceId) === "healthy")?.record.instanceId;
+  /** A Spot instance of the group now in service (the one an interruption would take), if any; `launchedAfterMs`: only one launched since. */
+  spotInService(launchedAfterMs = 0): string | undefined {
+    return [...this.members.values()].find(
+      (m) => m.record.market === "spot" && m.record.launchedAtMs > launchedAfterMs && this.lb.health(m.record.instanceId) === "healthy",
+    )?.record.instanceId;
+  }
+
+  /** Instances the group still lists while the terminate hook holds them (Auto Scaling's `Terminating:Wait`). */
+  terminating(): TerminatingInstance[] {
+    return [...this.leaving.values()].map((m) => ({ instanceId: m.record.instanceId, instanceType: m.record.instanceType }));
   }
 
   /**
-   * A gateway's CompleteLifecycleAction (../aws/lifecycle-actions.ts): true, and the instance may go,
+   * A gateway's CompleteLifecycleAction (../aws/autoscaling-proxy.ts): true, and the instance may go,
    * when it is leaving this group through its terminate hook; false (Auto Scaling's ValidationError) otherwise.
    */
   complete(c: LifecycleCompletion): boolean {
@@ -210,8 +241,44 @@ export class GpuFleetSimulator {
     if (kind === "notice") member.host.imds.noticeSpotInterruption(Date.now() + this.opts.clock.real(SPOT_NOTICE_SIM_MS));
     else member.host.imds.recommendRebalance();
     this.opts.note(`spot ${kind === "notice" ? "interruption notice" : "rebalance recommendation"} for ${instanceId}`);
-    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
+    await this.putSpotEvent(instanceId, kind);
+    await this.takeOut(instanceId);
     await this.poll();
+  }
+
+  /**
+   * The group takes an instance out without lowering desired capacity (moto launches the
+   * replacement). moto does it by detaching the instance, which drops its `aws:autoscaling:groupName`
+   * tag; Auto Scaling leaves a terminated instance's tags as they were (the scaler finds an
+   * interrupted instance's group by it once the instance has left), so the tag is put back.
+   */
+  private async takeOut(instanceId: string): Promise<void> {
+    await this.opts.autoscaling.send(new TerminateInstanceInAutoScalingGroupCommand({ InstanceId: instanceId, ShouldDecrementDesiredCapacity: false }));
+    await this.opts.ec2.send(new CreateTagsCommand({ Resources: [instanceId], Tags: [{ Key: "aws:autoscaling:groupName", Value: this.groupName }] }));
+  }
+
+  /**
+   * EC2's event for the interruption, on the default bus, stamped with the simulated time: the EC2 user
+   * guide's Spot Instance Interruption Warning (`instance-id`, `instance-action`) or Instance Rebalance
+   * Recommendation (`instance-id`). moto matches it against the program's rules and delivers it.
+   */
+  private async putSpotEvent(instanceId: string, kind: InterruptionKind): Promise<void> {
+    const signals = this.opts.signals;
+    if (!signals) return;
+    const out = await signals.events.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            Source: SPOT_EVENT_SOURCE,
+            DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
+            Time: new Date(this.opts.clock.now()),
+            Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
+            Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
+          },
+        ],
+      }),
+    );
+    if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the Spot event of ${instanceId}: ${JSON.stringify(out.Entries)}`);
   }
 
   private schedule(): void {
@@ -255,6 +322,7 @@ export class GpuFleetSimulator {
     this.inService = inGroup.size - [...this.failedLaunches].filter((id) => inGroup.has(id)).length;
     for (const [id, member] of this.members) if (!inGroup.has(id)) this.leave(member);
     await this.finishLeaving();
+    await this.rebalance();
     const unprotected = (group.Instances ?? []).filter((i) => i.LifecycleState === "InService" && !i.ProtectedFromScaleIn).length;
     if (inGroup.size > this.desired && unprotected > 0) {
       await this.opts.autoscaling.send(
@@ -279,7 +347,7 @@ export class GpuFleetSimulator {
       const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
       const market = nextMarket(
         [...this.members.values()].map((m) => m.record.market),
-        this.opts.fleet.spot,
+        this.distributionNow(),
       );
       const record: FleetInstanceRecord = {
         instanceId: id,
@@ -313,11 +381,50 @@ export class GpuFleetSimulator {
     this.lb.deregister(id);
     member.host.imds.targetLifecycleState = "Terminated";
     const kind = this.interrupted.get(id);
-    member.record.leftBecause = kind ? "interrupted" : "scale_in";
+    member.record.leftBecause = kind ? "interrupted" : this.rebalanced.has(id) ? "rebalanced" : "scale_in";
     const hookSimMs = this.opts.fleet.drainHookSeconds * 1000;
     const limitSimMs = kind === "notice" ? Math.min(hookSimMs, SPOT_NOTICE_SIM_MS) : hookSimMs;
     member.leaveByMs = Date.now() + this.opts.clock.real(limitSimMs);
     this.leaving.set(id, member);
+  }
+
+  /** The distribution launches follow now. */
+  private distributionNow(): Distribution | undefined {
+    return this.opts.distribution ? this.opts.distribution() : this.opts.fleet.spot;
+  }
+
+  /**
+   * A changed distribution (the scaler's UpdateAutoScalingGroup) is met by replacing instances
+   * gradually, as Auto Scaling does ("an update to this setting means a gradual replacement of
+   * instances", OnDemandPercentageAboveBaseCapacity): one at a time, each once the last replacement
+   * serves, a Spot instance for an on-demand one (or back), until the group's markets match the
+   * distribution at its size. Auto Scaling launches the new instance before it terminates the old;
+   * moto launches only up to desired capacity, so here the old one leaves first (through its
+   * terminate hook, draining) and moto launches the new one at once, by the distribution.
+   */
+  private async rebalance(): Promise<void> {
+    const distribution = this.distributionNow();
+    const seen = JSON.stringify(distribution ?? null);
+    if (this.lastDistribution !== undefined && seen !== this.lastDistribution) this.rebalancing = true;
+    this.lastDistribution = seen;
+    if (!this.rebalancing || this.launchFailure !== undefined) return;
+    const live = [...this.members.values()];
+    const settling = live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.keys()].some((id) => this.rebalanced.has(id));
+    if (settling) return;
+    const onDemand = live.filter((m) => m.record.market === "on-demand").length;
+    const wanted = onDemandCount(live.length, distribution);
+    if (onDemand === wanted) {
+      this.rebalancing = false;
+      return;
+    }
+    const from: Market = onDemand < wanted ? "spot" : "on-demand";
+    // The newest of the market that is over its share: the longest-serving instances stay.
+    const victim = live.filter((m) => m.record.market === from).at(-1);
+    if (!victim) return;
+    const id = victim.record.instanceId;
+    this.rebalanced.add(id);
+    this.opts.note(`gpu fleet: ${id} (${from}) replaced to meet the distribution (${wanted} of ${live.length} on demand)`);
+    await this.takeOut(id);
   }
 
   private async finishLeaving(): Promise<void> {

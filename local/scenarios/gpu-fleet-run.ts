@@ -37,6 +37,8 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
   instanceType: string;
   usdPerHour: Record<string, number>;
   spotDiscount: number;
+  spotPercent: number;
+  spotBreaker: { interruptions: number; windowMinutes: number; cooldownMinutes: number };
 } {
   const fleet = gpu.capacity.fleet;
   if (gpu.capacity.mode !== "fleet" || !fleet) throw new Error("this stack runs one GPU instance (gpu.capacity.mode instance), not a fleet");
@@ -48,6 +50,8 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
     instanceType: fleet.instanceTypes?.[0] ?? gpu.instanceType,
     usdPerHour: { ...ON_DEMAND_USD_PER_HOUR },
     spotDiscount: fleet.spotPercent > 0 ? SPOT_DISCOUNT : 0,
+    spotPercent: fleet.spotPercent,
+    spotBreaker: fleet.spotBreaker,
   };
 }
 

@@ -143,6 +143,27 @@ describe("stack config (infra/config.ts)", () => {
       key: "encache:gpu.capacity.fleet.drainSeconds",
       reason: /two minutes/,
     },
+    {
+      case: "a Spot breaker with no cool-down",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, spotBreaker: { cooldownMinutes: 0 } } },
+      key: "encache:gpu.capacity.fleet.spotBreaker.cooldownMinutes",
+      reason: /at least 1: a breaker that opens for no time does nothing/,
+    },
+    {
+      case: "a Spot breaker counting a fraction of an interruption",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, spotBreaker: { interruptions: 1.5 } } },
+      key: "encache:gpu.capacity.fleet.spotBreaker.interruptions",
+      reason: /expected int/,
+    },
+    {
+      case: "a Spot breaker that would keep more interruption tags than the group has room for",
+      path: "gpu.capacity",
+      value: { mode: "fleet", fleet: { ...FLEET, spotBreaker: { interruptions: 4, windowMinutes: 5, cooldownMinutes: 60 } } },
+      key: "encache:gpu.capacity.fleet.spotBreaker",
+      reason: /keeps 40 interruption tags .* more than 20: an Auto Scaling group holds 50 tags/,
+    },
   );
 
   it("defaults the GPU capacity to one instance, and fills the fleet's defaults in fleet mode", () => {
@@ -156,6 +177,7 @@ describe("stack config (infra/config.ts)", () => {
       scaleInCooldownSeconds: 600,
       scaleCheckMinutes: 1,
       drainSeconds: 90,
+      spotBreaker: { interruptions: 2, windowMinutes: 15, cooldownMinutes: 30 },
       warmPool: { minSize: 1 },
     });
   });

@@ -3,7 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import { ensureMotoInstalled, MotoUnavailableError } from "../../local/aws/moto";
-import { describeUncreated } from "../../local/platform";
+import { describeUncreated, endpointVarOf, serviceOfEndpointVar } from "../../local/platform";
 
 describe("local run: start-up helpers", () => {
   it("lists what was recorded but not created, by type, most first", () => {
@@ -14,6 +14,18 @@ describe("local run: start-up helpers", () => {
     ];
     expect(describeUncreated({ uncreated })).to.equal("2 MetricAlarm, 1 Function");
     expect(describeUncreated({ uncreated: [] })).to.equal("nothing");
+  });
+
+  it("names a service's endpoint variable by the SDK's service id and its byService key by the signing name, both ways", () => {
+    const cases: Array<[string, string]> = [
+      ["AWS_ENDPOINT_URL_SQS", "sqs"],
+      ["AWS_ENDPOINT_URL_EC2", "ec2"],
+      ["AWS_ENDPOINT_URL_AUTO_SCALING", "autoscaling"],
+    ];
+    for (const [variable, service] of cases) {
+      expect(serviceOfEndpointVar(variable)).to.equal(service);
+      expect(endpointVarOf(service)).to.equal(variable);
+    }
   });
 
   it("fails with a clear message when Python 3 is missing and moto is not installed", function () {

@@ -74,6 +74,31 @@ describe("ingest/fleet (fleet mode)", () => {
       ]);
     });
 
+    describe("reads the mixed instances policy's on-demand share above the base", () => {
+      const cases: Array<[string, Record<string, unknown>, number | undefined]> = [
+        ["as the policy gives it", { MixedInstancesPolicy: { InstancesDistribution: { OnDemandPercentageAboveBaseCapacity: 25 } } }, 25],
+        ["Auto Scaling's default, 100, when the policy leaves it out", { MixedInstancesPolicy: { InstancesDistribution: {} } }, 100],
+        ["none without a mixed instances policy", {}, undefined],
+      ];
+      for (const [label, policy, want] of cases) {
+        it(label, async () => {
+          // Prepare
+          const w = fleetWorld({ desired: 0 });
+          const [group] = ((await w.target.autoscaling.send(new DescribeAutoScalingGroupsCommand({}))).AutoScalingGroups ?? []).map((g) => ({
+            ...g,
+            ...policy,
+          }));
+          mockClient(w.target.autoscaling)
+            .on(DescribeAutoScalingGroupsCommand)
+            .resolves({ AutoScalingGroups: [group!] });
+          // Act
+          const described = await describeFleet(w.target.autoscaling, GROUP);
+          // Assess
+          expect(described.onDemandPercentAboveBase).to.equal(want);
+        });
+      }
+    });
+
     it("throws FleetGroupNotFoundError for a group Auto Scaling does not know", async () => {
       const w = fleetWorld("missing");
       const thrown = await describeFleet(w.target.autoscaling, GROUP).then(

@@ -23,3 +23,35 @@ export function refreshThenUp(
   for (const t of tagResources) after[t.key] = t.value;
   return after;
 }
+
+/** The value at a dotted `ignoreChanges` path (`a.b.c`) of an object, or undefined. Pure. */
+export function valueAt(value: unknown, path: string): unknown {
+  return path.split(".").reduce<unknown>((v, key) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[key] : undefined), value);
+}
+
+/**
+ * A `pulumi refresh` and then an `up`, for a resource's other inputs: the refresh reads the live
+ * values into the state and the old inputs (a bridged provider); the engine gives each ignored path
+ * its old value, where the old inputs have one, over the program's; the provider's Update writes
+ * the result. Returns the inputs the resource has afterwards. Paths are dotted property paths, as
+ * `ignoreChanges` spells them (lists, which it indexes, are not modelled). Pure.
+ */
+export function refreshThenUpInputs(
+  live: Record<string, unknown>,
+  declared: Record<string, unknown>,
+  ignoreChanges: readonly string[],
+): Record<string, unknown> {
+  const after = structuredClone(declared);
+  for (const path of ignoreChanges) {
+    const old = valueAt(live, path);
+    if (old === undefined) continue;
+    const keys = path.split(".");
+    let at: Record<string, unknown> = after;
+    for (const key of keys.slice(0, -1)) {
+      if (typeof at[key] !== "object" || at[key] === null) at[key] = {};
+      at = at[key] as Record<string, unknown>;
+    }
+    at[keys.at(-1)!] = old;
+  }
+  return after;
+}

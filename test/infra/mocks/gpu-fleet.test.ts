@@ -8,14 +8,14 @@
 import { expect } from "chai";
 import { allowedActions, logsStatement, sqsEventSourceStatement, vpcAccessStatements } from "../../../infra/iam/document";
 import { FLEET_DLQ_IAM_ACTIONS, FLEET_WINDOW_IAM_ACTIONS, SCALER_IAM_ACTIONS } from "../../../functions/ingest/iam";
-import { SCALED_OUT_AT_TAG } from "../../../functions/gpu/group-tags";
+import { SCALED_OUT_AT_TAG, spotInterruptionTag } from "../../../functions/gpu/group-tags";
 import { GROUP_IGNORE_CHANGES } from "../../../infra/components/gpu-fleet";
 import type { PlanDocument } from "../../../plan/render";
 import { named, ofType as of, type PlanResource as Res } from "../helpers/plan-queries";
 import { allowed, type RequestStatement } from "../helpers/iam-request";
 import { useStackPlans } from "../helpers/run-plan";
 import { stackConfig } from "../helpers/stack-config";
-import { type GroupTag, refreshThenUp } from "../helpers/group-tags-model";
+import { type GroupTag, refreshThenUp, refreshThenUpInputs, valueAt } from "../helpers/group-tags-model";
 import { ENVIRONMENT_TAG as ENVIRONMENT } from "../../../policy/contract";
 
 type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown };
@@ -56,6 +56,7 @@ interface GpuBlock {
       scaleInCooldownSeconds: number;
       scaleCheckMinutes: number;
       drainSeconds: number;
+      spotBreaker?: { interruptions?: number; windowMinutes?: number; cooldownMinutes?: number };
     };
   };
 }
@@ -152,6 +153,56 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
       expect(after).to.deep.equal(liveWith({ [HOLD]: "true" }));
     });
 
+    describe("the second up: the Spot breaker's records and the on-demand share the scaler set", () => {
+      const ON_DEMAND_PATH = "mixedInstancesPolicy.instancesDistribution.onDemandPercentageAboveBaseCapacity";
+      const groupInputs = () => named(doc, "aws:autoscaling/group:Group", "ingest-gpu-fleet").inputs;
+      const breakerRecords = {
+        [spotInterruptionTag("i-0a1b2c3d4e5f60001")]: "2026-11-25T11:50:00Z",
+        [spotInterruptionTag("i-0a1b2c3d4e5f60002")]: "2026-11-25T11:58:00Z",
+      };
+      /** The live group while the breaker is open: its records as tags, and on demand only above the base. */
+      const openGroup = () => {
+        const live = structuredClone(groupInputs());
+        (valueAt(live, "mixedInstancesPolicy.instancesDistribution") as Record<string, unknown>).onDemandPercentageAboveBaseCapacity = 100;
+        return live;
+      };
+
+      it("ignores the path the program declares the share at (the spelling the engine matches)", () => {
+        expect(GROUP_IGNORE_CHANGES).to.include(ON_DEMAND_PATH);
+        expect(valueAt(groupInputs(), ON_DEMAND_PATH)).to.equal(100 - fleet().spotPercent);
+      });
+
+      it("keeps the breaker's records and its 100 % on demand after a refresh and an up", () => {
+        // Prepare
+        const live = openGroup();
+        // Act
+        const tagsAfter = refreshThenUp(liveWith(breakerRecords), declared(), GROUP_IGNORE_CHANGES, tagResources());
+        const inputsAfter = refreshThenUpInputs(live, groupInputs(), GROUP_IGNORE_CHANGES);
+        // Assess
+        expect(tagsAfter).to.deep.equal(liveWith(breakerRecords));
+        expect(valueAt(inputsAfter, ON_DEMAND_PATH)).to.equal(100);
+      });
+
+      it("(without the path ignored, the up would set the configured share back while the breaker is open)", () => {
+        const inputsAfter = refreshThenUpInputs(openGroup(), groupInputs(), ["desiredCapacity", "tags"]);
+        expect(valueAt(inputsAfter, ON_DEMAND_PATH)).to.equal(100 - fleet().spotPercent);
+      });
+
+      it("changes nothing else of the mixed instances policy: a new template version or type list still reaches the group", () => {
+        // Prepare: the program's policy with other values than the live group's
+        const declaredNow = structuredClone(groupInputs());
+        const policy = declaredNow.mixedInstancesPolicy as { instancesDistribution: Record<string, unknown>; launchTemplate: { overrides: unknown[] } };
+        policy.instancesDistribution.onDemandBaseCapacity = 2;
+        policy.launchTemplate.overrides = [{ instanceType: "g6.2xlarge" }];
+        // Act
+        const inputsAfter = refreshThenUpInputs(openGroup(), declaredNow, GROUP_IGNORE_CHANGES);
+        // Assess
+        expect(valueAt(inputsAfter, "mixedInstancesPolicy.instancesDistribution.onDemandBaseCapacity")).to.equal(2);
+        expect(valueAt(inputsAfter, "mixedInstancesPolicy.launchTemplate.overrides")).to.deep.equal([{ instanceType: "g6.2xlarge" }]);
+        expect(valueAt(inputsAfter, ON_DEMAND_PATH)).to.equal(100);
+      });
+    });
+
     it("declares each of the group's tags as its own Tag, propagated at launch like the group's", () => {
       expect(tagResources()).to.have.deep.members(declared());
       expect(declared().every((t) => t.propagateAtLaunch === true)).to.equal(true);
@@ -228,15 +279,22 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
       ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-dlq-consumer-role")),
       ...roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-role")),
     ].filter((s) => [s.Action].flat().some((a) => a.startsWith("autoscaling:") && !a.startsWith("autoscaling:Describe")));
-    expect(changes).to.have.length(3);
+    // The DLQ consumer's capacity raise; the scaler's sizing, scale-out stamp, Spot records and on-demand share.
+    expect(changes.map((s) => s.Sid).sort()).to.deep.equal([
+      "RaiseGpuGroupCapacity",
+      "RecordSpotInterruptions",
+      "ShiftStackGpuGroupOnDemand",
+      "SizeStackGpuGroup",
+      "StampScaleOut",
+    ]);
     for (const s of changes) {
       expect(s.Resource).to.equal(GROUP_ARN);
       expect((s.Condition as Record<string, unknown>).StringEquals).to.deep.equal({ "aws:ResourceTag/encache:environment": "prod" });
     }
   });
 
-  // The scaler's role as deployed, judged as IAM judges a request: the keys a CreateOrUpdateTags writes are aws:TagKeys.
-  describe("the scaler writes its scale-out stamp and no other tag", () => {
+  // The scaler's role as deployed, judged as IAM judges a request: the keys a CreateOrUpdateTags or DeleteTags names are aws:TagKeys.
+  describe("the scaler writes its scale-out stamp and its Spot records, and no other tag", () => {
     const scaler = () => roleStatements(doc, named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-role"));
     const group =
       "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:0b5c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3:autoScalingGroupName/encache-gpu-fleet-prod";
@@ -247,6 +305,20 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
       ["the operator's hold", "autoscaling:CreateOrUpdateTags", tagging(["encache:gpu-hold"]), false],
       ["the stack's environment tag", "autoscaling:CreateOrUpdateTags", tagging(["encache:environment"]), false],
       ["the stamp and another tag in one call", "autoscaling:CreateOrUpdateTags", tagging([SCALED_OUT_AT_TAG, "Name"]), false],
+      ["a Spot interruption record", "autoscaling:CreateOrUpdateTags", tagging([spotInterruptionTag("i-0a1b2c3d4e5f60001")]), true],
+      ["a record and the operator's hold in one call", "autoscaling:CreateOrUpdateTags", tagging([spotInterruptionTag("i-1"), "encache:gpu-hold"]), false],
+      [
+        "the stamp and a record in one call (two statements, neither holds for both)",
+        "autoscaling:CreateOrUpdateTags",
+        tagging([SCALED_OUT_AT_TAG, spotInterruptionTag("i-1")]),
+        false,
+      ],
+      ["pruning records", "autoscaling:DeleteTags", tagging([spotInterruptionTag("i-1"), spotInterruptionTag("i-2")]), true],
+      ["deleting the operator's hold", "autoscaling:DeleteTags", tagging(["encache:gpu-hold"]), false],
+      ["deleting the environment tag beside a record", "autoscaling:DeleteTags", tagging([spotInterruptionTag("i-1"), "encache:environment"]), false],
+      ["DeleteTags naming no key", "autoscaling:DeleteTags", own, false],
+      ["the on-demand share (UpdateAutoScalingGroup)", "autoscaling:UpdateAutoScalingGroup", own, true],
+      ["UpdateAutoScalingGroup on another stack's group", "autoscaling:UpdateAutoScalingGroup", { "aws:ResourceTag/encache:environment": "dev" }, false],
       ["the desired capacity (no tags)", "autoscaling:SetDesiredCapacity", own, true],
       ["instance protection (no tags)", "autoscaling:SetInstanceProtection", own, true],
     ];
@@ -272,11 +344,60 @@ describe("ingest in fleet mode under Pulumi mocks (prod's own plan)", function (
       GPU_FLEET_GROUP_NAME: "encache-gpu-fleet-prod",
       GPU_FLEET_WINDOWS_PER_INSTANCE: String(fleet().windowsPerInstance),
       GPU_FLEET_SCALE_IN_COOLDOWN_SECONDS: String(fleet().scaleInCooldownSeconds),
+      GPU_FLEET_SPOT_PERCENT: String(fleet().spotPercent),
+      // The breaker's defaults unless the stack file sets them.
+      GPU_SPOT_BREAKER_INTERRUPTIONS: String(fleet().spotBreaker?.interruptions ?? 2),
+      GPU_SPOT_BREAKER_WINDOW_MINUTES: String(fleet().spotBreaker?.windowMinutes ?? 15),
+      GPU_SPOT_BREAKER_COOLDOWN_MINUTES: String(fleet().spotBreaker?.cooldownMinutes ?? 30),
     });
     const every = fleet().scaleCheckMinutes;
     expect(named(doc, "aws:scheduler/schedule:Schedule", "ingest-gpu-scaler-check").inputs.scheduleExpression).to.equal(
       `rate(${every} minute${every === 1 ? "" : "s"})`,
     );
+  });
+
+  describe("the Spot breaker's signal: EC2's interruption warnings and rebalance recommendations, into the scaler's queue", () => {
+    const rule = () => named(doc, "aws:cloudwatch/eventRule:EventRule", "ingest-gpu-spot-signals");
+    const queue = () => named(doc, "aws:sqs/queue:Queue", "ingest-gpu-scaler");
+    const scheduleDlq = () => named(doc, "aws:sqs/queue:Queue", "ingest-gpu-scaler-schedule-dlq");
+
+    it("matches both EC2 events (every Spot instance's: the scaler keeps its group's)", () => {
+      expect(JSON.parse(String(rule().inputs.eventPattern))).to.deep.equal({
+        source: ["aws.ec2"],
+        "detail-type": ["EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation"],
+      });
+    });
+
+    it("delivers to the queue the schedule already feeds, retrying for window + cool-down, failures to the schedule's DLQ", () => {
+      const target = named(doc, "aws:cloudwatch/eventTarget:EventTarget", "ingest-gpu-spot-signals-target");
+      expect(target.inputs).to.deep.include({ arn: queue().arn, deadLetterConfig: { arn: scheduleDlq().arn } });
+      expect(target.inputs.retryPolicy).to.deep.equal({ maximumRetryAttempts: 185, maximumEventAgeInSeconds: 45 * 60 });
+      expect(named(doc, "aws:scheduler/schedule:Schedule", "ingest-gpu-scaler-check").inputs.target).to.deep.include({ arn: queue().arn });
+      const mapping = named(doc, "aws:lambda/eventSourceMapping:EventSourceMapping", "ingest-gpu-scaler-mapping");
+      expect(mapping.inputs.eventSourceArn).to.equal(queue().arn);
+    });
+
+    it("lets this rule only send to the queue and the DLQ (aws:SourceArn); the schedule keeps sending with its role", () => {
+      for (const [policyName, q] of [
+        ["ingest-gpu-scaler-queue-policy", queue()],
+        ["ingest-gpu-scaler-schedule-dlq-queue-policy", scheduleDlq()],
+      ] as const) {
+        const policy = JSON.parse(String(named(doc, "aws:sqs/queuePolicy:QueuePolicy", policyName).inputs.policy)) as { Statement: unknown[] };
+        expect(policy.Statement).to.deep.equal([
+          {
+            Sid: "SpotSignalsRule",
+            Effect: "Allow",
+            Principal: { Service: "events.amazonaws.com" },
+            Action: "sqs:SendMessage",
+            Resource: q.arn,
+            Condition: { ArnEquals: { "aws:SourceArn": rule().arn } },
+          },
+        ]);
+      }
+      // Scheduler sends on its role's identity policy, which the queue policy (no Deny) leaves as it was.
+      const scheduleRole = named(doc, "aws:iam/role:Role", "ingest-gpu-scaler-check-role");
+      expect(roleStatements(doc, scheduleRole).flatMap((st) => [st.Resource].flat())).to.include(queue().arn);
+    });
   });
 
   it("shows the fleet on the dashboard: in service against desired, and the backlog", () => {

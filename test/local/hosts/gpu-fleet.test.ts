@@ -15,15 +15,18 @@ import {
 } from "@aws-sdk/client-auto-scaling";
 import { CreateLaunchTemplateCommand, DescribeImagesCommand, DescribeInstancesCommand, DescribeSubnetsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutRuleCommand, PutTargetsCommand } from "@aws-sdk/client-eventbridge";
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { spotSignalOf, spotSignalPattern } from "../../../functions/gpu/spot-events";
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LifecycleActionProxy } from "../../../local/aws/lifecycle-actions";
+import { AutoScalingProxy } from "../../../local/aws/autoscaling-proxy";
 import { SimClock } from "../../../local/hosts/clock";
 import type { ProcessedWindow } from "../../../local/hosts/fake-model";
 import { GpuHost, writeGatewayBundle } from "../../../local/hosts/gpu-host";
-import { fleetCostUsd, GpuFleetSimulator, type Market, nextMarket, onDemandCount } from "../../../local/hosts/gpu-fleet";
+import { fleetCostUsd, type GpuFleetOptions, GpuFleetSimulator, type Market, nextMarket, onDemandCount } from "../../../local/hosts/gpu-fleet";
 import type { LocalFleet } from "../../../local/provision/topology";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 import { outcome, until } from "../helpers/stub-target";
@@ -164,7 +167,7 @@ describe("GPU fleet", () => {
     let notes: string[];
     let dir: string;
     let bundlePath: string;
-    let lifecycle: LifecycleActionProxy;
+    let lifecycle: AutoScalingProxy;
     let ledger: ProcessedWindow[];
     /** The program's gateway environment, as the user data writes it (addresses are the host's). */
     const programEnv = {
@@ -208,7 +211,7 @@ describe("GPU fleet", () => {
         }),
       );
     }
-    async function startSim(windowSimMs: number, shape: LocalFleet = fleet): Promise<GpuFleetSimulator> {
+    async function startSim(windowSimMs: number, shape: LocalFleet = fleet, extra: Partial<GpuFleetOptions> = {}): Promise<GpuFleetSimulator> {
       const awsEnv = {
         AWS_ENDPOINT_URL: motoEndpoint(),
         AWS_ENDPOINT_URL_AUTO_SCALING: await lifecycle.start(),
@@ -231,6 +234,7 @@ describe("GPU fleet", () => {
         },
         note: (line) => notes.push(line),
         pollRealMs: 30,
+        ...extra,
       });
       await sim.start();
       return sim;
@@ -259,7 +263,7 @@ describe("GPU fleet", () => {
       routes = {};
       notes = [];
       ledger = [] as ProcessedWindow[];
-      lifecycle = new LifecycleActionProxy(motoEndpoint(), (c) => sim?.complete(c) ?? false);
+      lifecycle = new AutoScalingProxy(motoEndpoint(), (c) => sim?.complete(c) ?? false);
       await createGroup();
       await new DynamoDBClient({}).send(
         new CreateTableCommand({
@@ -426,6 +430,71 @@ describe("GPU fleet", () => {
       expect(s.lb.health(onDemand.instanceId)).to.equal("healthy");
       expect(s.lb.health(spotted.instanceId)).to.equal(undefined);
       expect(notes.some((n) => n.includes(`spot interruption notice for ${spotted.instanceId}`))).to.equal(true);
+    });
+
+    it("launches by the group's distribution as it is now, and replaces the Spot instance it no longer wants, then back", async () => {
+      // Prepare: one on-demand base, Spot above it, as the program declares
+      let now = spot(1, 0);
+      const s = await startSim(1_000, fleet, { distribution: () => now });
+      await desire(2);
+      await serving(s, 2);
+      const [base, spotted] = s.instances();
+      // Act: the breaker's 100 %, and a scale-out while it holds
+      now = spot(1, 100);
+      await desire(3);
+      await until("the Spot instance replaced by an on-demand one", () => live(s).length === 3 && live(s).every((r) => r.market === "on-demand"), 20_000);
+      await serving(s, 3);
+      const whileOnDemand = s.instances().map((r) => `${r.market}:${r.leftBecause ?? "in"}`);
+      // Act: the configured mix again
+      now = spot(1, 0);
+      await until(
+        "back to one on-demand base and Spot above it",
+        () => live(s).filter((r) => r.market === "spot").length === 2 && s.snapshot().healthy === 3,
+        30_000,
+      );
+      // Assess
+      expect(whileOnDemand).to.deep.equal(["on-demand:in", "spot:rebalanced", "on-demand:in", "on-demand:in"]);
+      expect(s.instances().find((r) => r.instanceId === spotted!.instanceId)).to.deep.include({ leftBecause: "rebalanced", cutOff: 0, drainedByGateway: true });
+      expect(live(s).map((r) => r.instanceId)).to.include(base!.instanceId);
+      expect(s.snapshot()).to.deep.include({ desired: 3, inService: 3 });
+    });
+
+    it("interrupt puts EC2's event on the default bus, stamped with the simulated time, which the program's rule delivers", async () => {
+      // Prepare: the program's rule and its queue target, in moto; two Spot instances above the base
+      const [events, sqs] = [new EventBridgeClient({}), new SQSClient({})];
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: "gpu-scaler" }));
+      const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["QueueArn"] }))).Attributes?.QueueArn;
+      await events.send(new PutRuleCommand({ Name: "spot-signals", EventPattern: JSON.stringify(spotSignalPattern()) }));
+      await events.send(new PutTargetsCommand({ Rule: "spot-signals", Targets: [{ Id: "scaler", Arn: arn }] }));
+      const clock = new SimClock(100);
+      const s = await startSim(1_000, fleet, { clock, signals: { events, account: "123456789012", region: "us-east-1" } });
+      await desire(3);
+      await serving(s, 3);
+      const [, first, second] = s.instances().map((r) => r.instanceId);
+      const before = clock.now();
+      // Act
+      await s.interrupt(first!, "notice");
+      await s.interrupt(second!, "rebalance");
+      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      // Assess
+      const signals = (got.Messages ?? []).flatMap((m) => {
+        const read = spotSignalOf(m.Body ?? "");
+        return read && "signal" in read ? [read.signal] : [];
+      });
+      expect(signals.map(({ time: _time, ...rest }) => rest)).to.have.deep.members([
+        { kind: "interruption", instanceId: first, action: "terminate" },
+        { kind: "rebalance", instanceId: second },
+      ]);
+      // The simulated clock (100 times real time), as moto writes it: to the second.
+      for (const { time } of signals) expect(Date.parse(time)).to.be.within(Math.floor(before / 1000) * 1000, clock.now());
+      // Out of the group, each still carries the group's tag, as Auto Scaling leaves it (moto's detach drops it).
+      const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [first!, second!] }));
+      const groupTags = (out.Reservations ?? [])
+        .flatMap((r) => r.Instances ?? [])
+        .map((i) => i.Tags?.find((t) => t.Key === "aws:autoscaling:groupName")?.Value);
+      expect(groupTags).to.deep.equal([GROUP, GROUP]);
+      events.destroy();
+      sqs.destroy();
     });
 
     it("admits moto's replacement for an interrupted instance once (one record, one service, one note)", async () => {

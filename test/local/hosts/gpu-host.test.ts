@@ -1,6 +1,6 @@
 /**
  * What runs on a local GPU instance (local/hosts/gpu-host.ts, fake-model.ts, local/aws/instance-metadata.ts,
- * lifecycle-actions.ts): the gateway's environment read out of cloud-init user data, the fake model,
+ * autoscaling-proxy.ts): the gateway's environment read out of cloud-init user data, the fake model,
  * the IMDSv2 endpoint, the CompleteLifecycleAction stand-in, and the dev instance's host running the
  * real gateway bundle while moto shows the instance running.
  */
@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { InstanceMetadata } from "../../../local/aws/instance-metadata";
-import { completionOf, type LifecycleCompletion, LifecycleActionProxy } from "../../../local/aws/lifecycle-actions";
+import { completionOf, type LifecycleCompletion, AutoScalingProxy } from "../../../local/aws/autoscaling-proxy";
 import { FakeModel, type ProcessedWindow } from "../../../local/hosts/fake-model";
 import { GpuHost, GpuInstanceHost, gatewayEnvFromUserData, gatewaySteps, writeGatewayBundle } from "../../../local/hosts/gpu-host";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
@@ -147,7 +147,7 @@ describe("local GPU host", () => {
     });
   });
 
-  describe("LifecycleActionProxy (moto has no CompleteLifecycleAction)", () => {
+  describe("AutoScalingProxy (moto has no CompleteLifecycleAction)", () => {
     it("completionOf reads the query-protocol call, and nothing else", () => {
       // Act
       const body =
@@ -161,7 +161,7 @@ describe("local GPU host", () => {
       // Prepare
       await resetMoto();
       const seen: LifecycleCompletion[] = [];
-      const proxy = new LifecycleActionProxy(motoEndpoint(), (c) => {
+      const proxy = new AutoScalingProxy(motoEndpoint(), (c) => {
         seen.push(c);
         return c.instanceId === "i-leaving";
       });

@@ -9,6 +9,7 @@ import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../../../local/prices";
 import { gpuConfigSchema } from "../../../infra/parts/ingest.config";
 import { burstBodies, costTable, fleetSettings, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
 import { unavailableReason } from "../../../local/scenarios/scenario";
+import { breakerSpan, launchesBetween, metricSum } from "../../../local/scenarios/gpu-spot-interruption";
 
 const gpuBase = {
   instanceType: "g5.2xlarge",
@@ -100,6 +101,8 @@ describe("GPU fleet scenarios: shared parts", () => {
         instanceType: "g6.2xlarge",
         usdPerHour: ON_DEMAND_USD_PER_HOUR,
         spotDiscount: SPOT_DISCOUNT,
+        spotPercent: 75,
+        spotBreaker: { interruptions: 2, windowMinutes: 15, cooldownMinutes: 30 },
       });
     });
 
@@ -208,6 +211,57 @@ describe("GPU fleet scenarios: shared parts", () => {
     it("gives none for n = 0", () => {
       // Prepare, Act, Assess
       expect(burstBodies("s", 0)).to.deep.equal([]);
+    });
+  });
+
+  describe("gpu-spot-interruption's breaker accounting", () => {
+    const mix = (onDemandPercentageAboveBaseCapacity: number) => ({
+      onDemandBaseCapacity: 1,
+      onDemandPercentageAboveBaseCapacity,
+      instanceTypes: ["g5.2xlarge"],
+    });
+
+    it("breakerSpan: the first change to 100 % on demand from the second interruption on, to the next change away", () => {
+      const cases: Array<[string, Array<{ atMs: number; distribution: ReturnType<typeof mix> }>, ReturnType<typeof breakerSpan>]> = [
+        ["no change", [], null],
+        ["opened, still open", [{ atMs: 10, distribution: mix(100) }], { openedAtMs: 10, closedAtMs: null }],
+        [
+          "opened and closed",
+          [
+            { atMs: 10, distribution: mix(100) },
+            { atMs: 40, distribution: mix(25) },
+          ],
+          { openedAtMs: 10, closedAtMs: 40 },
+        ],
+        [
+          "an earlier change before the interruption does not count",
+          [
+            { atMs: 1, distribution: mix(100) },
+            { atMs: 2, distribution: mix(25) },
+          ],
+          null,
+        ],
+      ];
+      for (const [label, changes, want] of cases) expect(breakerSpan(changes, 5), label).to.deep.equal(want);
+    });
+
+    it("launchesBetween counts each market's launches in the span, its end excluded", () => {
+      const records = [
+        { launchedAtMs: 5, market: "spot" as const },
+        { launchedAtMs: 10, market: "on-demand" as const },
+        { launchedAtMs: 20, market: "on-demand" as const },
+        { launchedAtMs: 40, market: "spot" as const },
+      ];
+      expect(launchesBetween(records, 10, 40)).to.deep.equal({ spot: 0, onDemand: 2 });
+    });
+
+    it("metricSum adds an EMF metric over a function's lines, skipping the others", () => {
+      const lines = [
+        { _aws: { Timestamp: 1 }, SpotBreakerTrips: 1, SpotInterruptions: 1 },
+        { step: "spot_breaker_opened", SpotBreakerTrips: 7 },
+        { _aws: { Timestamp: 2 }, SpotInterruptions: 1 },
+      ];
+      expect([metricSum(lines, "SpotBreakerTrips"), metricSum(lines, "SpotInterruptions")]).to.deep.equal([1, 2]);
     });
   });
 });

@@ -49,7 +49,7 @@ function start(args: string[]): Promise<{ code: number | null; doc: RunDocument 
 describe("local run: the GPU fleet's scenarios (npm start --stack prod)", function () {
   this.timeout(900_000);
 
-  it("gpu-spot-interruption: the interrupted Spot instance drains and is replaced; nothing lost or served twice; the report charts capacity", async () => {
+  it("gpu-spot-interruption: the interrupted Spot instance drains and is replaced; a second trips the Spot breaker, which holds the group on demand for its cool-down; nothing lost or served twice; the report charts capacity", async () => {
     // Prepare
     const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "fleet-run-")), "report.html");
 
@@ -64,6 +64,26 @@ describe("local run: the GPU fleet's scenarios (npm start --stack prod)", functi
     expect(row?.details).to.include({ servedTwice: 0, desiredAtNotice: 4 });
     expect(row?.details.interrupted).to.match(/^i-/);
     expect(row?.timings["notice → capacity back"]?.simulatedSeconds).to.be.a("number");
+    // The Spot breaker: a second interruption within 15 minutes opened it; nothing launched on Spot while open, on demand instead; it closed after 30 minutes.
+    expect(row?.details.secondInterrupted).to.match(/^i-/);
+    const breaker = row?.details.spotBreaker as {
+      opened: boolean;
+      closed: boolean;
+      interruptions: number;
+      trips: number;
+      recordedInterruptions: number;
+      restoredOnDemandPercent: number;
+      launchedWhileOpen: { spot: number; onDemand: number };
+    };
+    expect(breaker).to.deep.include({ opened: true, closed: true, interruptions: 2, restoredOnDemandPercent: 25 });
+    expect(breaker.trips).to.be.at.least(1);
+    expect(breaker.recordedInterruptions).to.equal(2);
+    expect(breaker.launchedWhileOpen.spot).to.equal(0);
+    expect(breaker.launchedWhileOpen.onDemand).to.be.at.least(1);
+    expect(row?.timings["notice → second interruption"]?.simulatedSeconds).to.be.below(15 * 60);
+    // Closed once the cool-down from the second interruption's own time is over, at the scaler's next tick (its queue lags under load).
+    expect(row?.timings["second interruption → breaker closed"]?.simulatedSeconds).to.be.within(30 * 60 - 60, 36 * 60);
+    expect(row?.timings["breaker open → closed"]?.simulatedSeconds).to.be.a("number");
     expect((row?.details.cost as Array<{ what: string; usd: number | null }>).every((c) => typeof c.usd === "number")).to.equal(true);
     expect(code).to.equal(0);
     const html = fs.readFileSync(report, "utf8");
