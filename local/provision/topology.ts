@@ -100,6 +100,8 @@ export interface LocalFleet {
   logicalName: string;
   groupName: string;
   maxSize: number;
+  /** The launch template's instance type: the first (preferred) of the group's types. */
+  instanceType?: string;
   /** The mixed instances policy's distribution; undefined for an on-demand group. */
   spot?: { onDemandBaseCapacity: number; onDemandPercentageAboveBaseCapacity: number; instanceTypes: string[] };
   /** Stopped instances the warm pool keeps (0: no warm pool). */
@@ -469,12 +471,14 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
     const lt = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate").find((t) => ltId !== undefined && (t.id === ltId || s(t.outputs, "id") === ltId));
     const userData = s(lt?.inputs, "userData");
+    const instanceType = s(lt?.inputs, "instanceType");
     const health = o(tg.inputs, "healthCheck");
     return {
       urn: r.urn,
       logicalName: r.name,
       groupName,
       maxSize: needNumber(r, n(r.inputs, "maxSize"), "maxSize"),
+      ...(instanceType !== undefined ? { instanceType } : {}),
       ...(mixed
         ? {
             spot: {

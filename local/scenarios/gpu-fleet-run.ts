@@ -1,6 +1,6 @@
 /**
  * What the GPU fleet's scenarios (gpu-burst, gpu-spot-interruption) share: the fleet's settings from
- * the stack file, a burst of windows and its accounting by what each instance's fake model processed
+ * the recording, a burst of windows and its accounting by what each instance's fake model processed
  * (every window passes through that instance's real gateway), the group's size between phases, and
  * the cost table.
  */
@@ -13,13 +13,12 @@ import {
 import * as path from "node:path";
 import { sessionWindows } from "../hosts/fake-model";
 import { gatewaySteps } from "../hosts/gpu-host";
-import { REPO_ROOT } from "../../infra/bundle";
-import { type StackConfig, stackConfigFrom } from "../../infra/config";
-import { readStackFiles } from "../../plan/stack-files";
+import { parseScalerConfig } from "../../functions/ingest/config";
 import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "../hosts/gpu-fleet";
 import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
-import type { LocalQueue } from "../provision/topology";
+import { parseScheduleExpression } from "../hosts/schedule-expression";
+import type { LocalQueue, Topology } from "../provision/topology";
 import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
 
 /** Concurrent senders of a burst. */
@@ -28,8 +27,19 @@ const SENDERS = 8;
 /** Windows in one burst (the issue's "3,000 at --size small" is the small run). */
 export const BURST_WINDOWS = { small: 3_000, default: 3_000 } as const;
 
-/** The fleet's settings that the scenarios price and time with, from the stack's parsed config. Pure. */
-export function fleetSettings(gpu: StackConfig["gpu"]): {
+/** The scaler's function and its schedule, as the program names them (the ingest part's `gpu-scaler` check). */
+export const SCALER_FUNCTION = "ingest-gpu-scaler";
+export const SCALER_SCHEDULE = "ingest-gpu-scaler-check";
+
+/**
+ * Pure: the fleet's settings that the scenarios price and time with, as the program deployed them:
+ * the group's recorded size and type, the scaler's environment (through its own parser) and its
+ * schedule's rate. Never the stack file: the recording is what runs. Prices are the local table's.
+ */
+export function fleetSettings(
+  topology: Pick<Topology, "fleets" | "functions" | "schedules">,
+  prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
+): {
   maxSize: number;
   idleStopMinutes: number;
   scaleCheckMinutes: number;
@@ -40,18 +50,26 @@ export function fleetSettings(gpu: StackConfig["gpu"]): {
   spotPercent: number;
   spotBreaker: { interruptions: number; windowMinutes: number; cooldownMinutes: number };
 } {
-  const fleet = gpu.capacity.fleet;
-  if (gpu.capacity.mode !== "fleet" || !fleet) throw new Error("this stack runs one GPU instance (gpu.capacity.mode instance), not a fleet");
+  const fleet = topology.fleets[0];
+  if (!fleet) throw new Error("the recording has no GPU fleet: this stack runs one GPU instance (gpu.capacity.mode instance)");
+  const scaler = topology.functions.find((f) => f.logicalName === SCALER_FUNCTION);
+  if (!scaler) throw new Error(`the recording has no ${SCALER_FUNCTION} function`);
+  const schedule = topology.schedules.find((s) => s.logicalName === SCALER_SCHEDULE);
+  const rate = schedule === undefined ? undefined : parseScheduleExpression(schedule.expression);
+  if (rate?.kind !== "rate") throw new Error(`the recording has no rate schedule ${SCALER_SCHEDULE}`);
+  const instanceType = fleet.instanceType ?? fleet.spot?.instanceTypes[0];
+  if (instanceType === undefined) throw new Error(`the recorded group ${fleet.groupName} has no instance type`);
+  const c = parseScalerConfig(scaler.environment);
   return {
     maxSize: fleet.maxSize,
-    idleStopMinutes: gpu.idleStopMinutes,
-    scaleCheckMinutes: fleet.scaleCheckMinutes,
-    scaleInCooldownSeconds: fleet.scaleInCooldownSeconds,
-    instanceType: fleet.instanceTypes?.[0] ?? gpu.instanceType,
-    usdPerHour: { ...ON_DEMAND_USD_PER_HOUR },
-    spotDiscount: fleet.spotPercent > 0 ? SPOT_DISCOUNT : 0,
-    spotPercent: fleet.spotPercent,
-    spotBreaker: fleet.spotBreaker,
+    idleStopMinutes: c.idleStopMinutes,
+    scaleCheckMinutes: rate.everyMs / 60_000,
+    scaleInCooldownSeconds: c.scaleInCooldownSeconds,
+    instanceType,
+    usdPerHour: { ...prices },
+    spotDiscount: c.spotPercent > 0 ? SPOT_DISCOUNT : 0,
+    spotPercent: c.spotPercent,
+    spotBreaker: { interruptions: c.spotBreakerInterruptions, windowMinutes: c.spotBreakerWindowMinutes, cooldownMinutes: c.spotBreakerCooldownMinutes },
   };
 }
 
@@ -122,7 +140,7 @@ export class FleetRun {
     this.dlq = platform.queue("ingest-dlq");
     this.quarantine = platform.queue("ingest-quarantine");
     // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
-    this.settings = fleetSettings(stackConfigFrom(readStackFiles(REPO_ROOT, platform.options.stack).config).gpu);
+    this.settings = fleetSettings(platform.topology);
   }
 
   /** Steps the gateways logged (window_claimed, window_repeat, window_conflict, lifecycle_completed…), across the fleet. */

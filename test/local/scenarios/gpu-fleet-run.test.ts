@@ -1,26 +1,16 @@
 /**
  * What the GPU fleet's scenarios share (local/scenarios/gpu-fleet-run.ts): the fleet's settings from
- * the parsed stack config, the cost table, an instance's billed life and a burst's bodies; and
+ * the recording, the cost table, an instance's billed life and a burst's bodies; and
  * `unavailableReason` (local/scenarios/scenario.ts), which decides whether a scenario can run on the
  * platform's GPU mode.
  */
 import { expect } from "chai";
+import { sampleEnv } from "../../functions/helpers/env-samples";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../../../local/prices";
-import { gpuConfigSchema } from "../../../infra/parts/ingest.config";
-import { burstBodies, costTable, fleetSettings, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
+import type { LocalFleet, Topology } from "../../../local/provision/topology";
+import { burstBodies, costTable, fleetSettings, SCALER_FUNCTION, SCALER_SCHEDULE, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
 import { unavailableReason } from "../../../local/scenarios/scenario";
 import { breakerSpan, launchesBetween, metricSum } from "../../../local/scenarios/gpu-spot-interruption";
-
-const gpuBase = {
-  instanceType: "g5.2xlarge",
-  nameTag: "encache-gpu-worker-test",
-  instanceIdParameter: "/encache/test/gpu/instance_id",
-  servicePort: 8080,
-  servicePath: "/ingest/window",
-  idleStopMinutes: 60,
-  model: { source: "ami", port: 9000, path: "/v1/window", healthPath: "/health" },
-  gatewayBaseImage: `node:22-alpine@sha256:${"0".repeat(64)}`,
-};
 
 describe("GPU fleet scenarios: shared parts", () => {
   describe("unavailableReason", () => {
@@ -80,22 +70,60 @@ describe("GPU fleet scenarios: shared parts", () => {
     }
   });
 
-  describe("fleetSettings", () => {
-    it("reads the fleet's settings and the first instance type, and prices them from the local table (Spot at its discount)", () => {
-      // Prepare
-      const gpu = gpuConfigSchema.parse({
-        ...gpuBase,
-        capacity: {
-          mode: "fleet",
-          fleet: { maxSize: 4, instanceTypes: ["g6.2xlarge", "g5.2xlarge"], spotPercent: 75, windowsPerInstance: 500, scaleCheckMinutes: 2 },
+  describe("fleetSettings: from the recording, never the stack file", () => {
+    /** A recording of fleet mode, as deployLocally reads it: the group, the scaler's function and its schedule. */
+    const recorded = (
+      over: { env?: Record<string, string>; fleet?: Partial<LocalFleet>; rate?: string } = {},
+    ): Pick<Topology, "fleets" | "functions" | "schedules"> => ({
+      fleets: [
+        {
+          urn: "urn:group",
+          logicalName: "ingest-gpu-fleet",
+          groupName: "encache-gpu-fleet-prod",
+          maxSize: 4,
+          instanceType: "g6.2xlarge",
+          warmPoolMinSize: 0,
+          drainHookSeconds: 90,
+          loadBalancer: {
+            dnsName: "lb",
+            port: 80,
+            healthCheck: { path: "/status", intervalSeconds: 5, healthyThreshold: 2, unhealthyThreshold: 2, timeoutSeconds: 2 },
+          },
+          ...over.fleet,
         },
-      });
+      ],
+      functions: [
+        {
+          urn: "urn:scaler",
+          logicalName: SCALER_FUNCTION,
+          name: "ingest-gpu-scaler-1234567",
+          arn: "arn:aws:lambda:us-east-1:123456789012:function:ingest-gpu-scaler-1234567",
+          codePath: "/dev/null",
+          handler: "index.handler",
+          environment: { ...sampleEnv("ingest GPU fleet scaler"), ...over.env },
+          timeoutSeconds: 30,
+          memoryMb: 256,
+        },
+      ],
+      schedules: [
+        {
+          urn: "urn:schedule",
+          logicalName: SCALER_SCHEDULE,
+          name: "ingest-gpu-scaler-check-1234567",
+          expression: over.rate ?? "rate(2 minutes)",
+          enabled: true,
+          target: { arn: "arn:aws:sqs:us-east-1:123456789012:q", maximumRetryAttempts: 0, maximumEventAgeInSeconds: 60 },
+        },
+      ],
+    });
+
+    it("reads the group's size and type, the scaler's environment and its schedule's rate, and prices them from the local table (Spot at its discount)", () => {
       // Act
-      const settings = fleetSettings(gpu);
+      const settings = fleetSettings(recorded());
       // Assess
       expect(settings).to.deep.equal({
         maxSize: 4,
-        idleStopMinutes: 60,
+        idleStopMinutes: 30,
         scaleCheckMinutes: 2,
         scaleInCooldownSeconds: 600,
         instanceType: "g6.2xlarge",
@@ -106,21 +134,16 @@ describe("GPU fleet scenarios: shared parts", () => {
       });
     });
 
-    it("falls back to gpu.instanceType and no discount for an on-demand fleet", () => {
-      // Prepare
-      const gpu = gpuConfigSchema.parse({ ...gpuBase, capacity: { mode: "fleet", fleet: { maxSize: 1, windowsPerInstance: 100 } } });
-      // Act
-      const settings = fleetSettings(gpu);
-      // Assess
-      expect(settings).to.deep.include({ maxSize: 1, instanceType: "g5.2xlarge", spotDiscount: 0 });
+    it("no discount for an on-demand fleet (GPU_FLEET_SPOT_PERCENT 0)", () => {
+      expect(fleetSettings(recorded({ env: { GPU_FLEET_SPOT_PERCENT: "0" }, rate: "rate(1 minute)" }))).to.deep.include({
+        spotDiscount: 0,
+        spotPercent: 0,
+        scaleCheckMinutes: 1,
+      });
     });
 
-    it("throws for a stack in instance mode", () => {
-      // Prepare
-      const gpu = gpuConfigSchema.parse(gpuBase);
-      // Act + Assess
-      expect(gpu.capacity.mode).to.equal("instance");
-      expect(() => fleetSettings(gpu)).to.throw(/runs one GPU instance \(gpu.capacity.mode instance\), not a fleet/);
+    it("refuses a recording without a fleet (a stack in instance mode)", () => {
+      expect(() => fleetSettings({ ...recorded(), fleets: [] })).to.throw(/runs one GPU instance \(gpu.capacity.mode instance\)/);
     });
   });
 
