@@ -109,6 +109,8 @@ export class Pool extends pulumi.ComponentResource implements PartFace<PoolOutpu
   readonly outputs: PoolOutputs;
   readonly inventory: PartInventory;
   readonly classes: Record<string, PoolClassResources>;
+  /** The claim library's settings for the stack's claim workers (published as `poolClaimSettings`). */
+  private readonly claimSettings: PoolOutputs["poolClaimSettings"];
   /** Each class's configured size: the count refill tops the class up to. */
   readonly classSizes: Record<string, number>;
   readonly claimTable: Table;
@@ -131,6 +133,8 @@ export class Pool extends pulumi.ComponentResource implements PartFace<PoolOutpu
     this.claimTable = createClaimTable(part);
     ({ queue: this.refillQueue, scheduleDlq: this.scheduleDlq } = createRefillQueue(part));
     this.classSizes = Object.fromEntries(Object.entries(args.config.classes).map(([className, cls]) => [className, cls.size]));
+    const { lockTtlSeconds, requeueDelaySeconds, tolerance } = args.config;
+    this.claimSettings = { lockTtlSeconds, requeueDelaySeconds, tolerance };
     this.classes = createClasses(part, { ...compute, instanceProfile: this.instanceProfile, refillQueue: this.refillQueue, scheduleDlq: this.scheduleDlq });
     const statements = poolStatements({
       region: args.region,
@@ -164,6 +168,7 @@ export class Pool extends pulumi.ComponentResource implements PartFace<PoolOutpu
       poolClaimTableName: this.claimTable.table.name,
       poolRefillFunction: this.refill.function.name,
       poolClaimPolicyArn: this.claimPolicy.arn,
+      poolClaimSettings: this.claimSettings,
     };
   }
 
@@ -200,6 +205,8 @@ export interface PoolOutputs extends Record<string, pulumi.Input<unknown>> {
   poolClaimTableName: pulumi.Output<string>;
   poolRefillFunction: pulumi.Output<string>;
   poolClaimPolicyArn: pulumi.Output<string>;
+  /** What a claim worker passes the claim library: the stack's `encache:pool` lock TTL, re-queue delay and tolerance. */
+  poolClaimSettings: { lockTtlSeconds: number; requeueDelaySeconds: number; tolerance: number };
 }
 
 type PoolPart = PartScope<PoolArgs>;

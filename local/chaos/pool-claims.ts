@@ -62,7 +62,7 @@ export class PoolClaimers {
       logger: this.steps,
       metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
     };
-    this.settings = { ...claimSettings(platform.options.stack), poolTag: config.poolTag };
+    this.settings = { ...claimSettings(platform.topology), poolTag: config.poolTag };
   }
 
   private readonly settings: ReturnType<typeof claimSettings> & { poolTag: string };

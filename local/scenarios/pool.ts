@@ -9,14 +9,11 @@
  * the rest are told `exhausted`, ask again after each refill, and all get an instance in the end.
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { REPO_ROOT } from "../../infra/bundle";
-import { parseStackConfig } from "../../infra/config";
-import { readStackFiles } from "../../plan/stack-files";
 import { type ClaimDeps, type ClaimRequest, type ClaimResult, claimInstance, releaseClaim } from "../../functions/pool/claim";
 import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
 import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue, Topology } from "../provision/topology";
 import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, summary, waitFor } from "./scenario";
@@ -27,27 +24,22 @@ const REFILL_FUNCTION = "pool-refill";
 /** How long one claim may keep asking the pool, in simulated time (the library's deadline). */
 const CLAIM_DEADLINE_SIM_MS = 60_000;
 
-/** The settings a claim worker takes from the stack's `encache:pool` (infra/parts/pool.ts passes none of them to the refill). */
+/** The settings a claim worker passes the claim library, as the program publishes them (`poolClaimSettings`). */
 export interface ClaimSettings {
   lockTtlSeconds: number;
   requeueDelaySeconds: number;
   tolerance: number;
 }
 
-export function claimSettings(stack: string): ClaimSettings {
-  const files = readStackFiles(REPO_ROOT, stack);
-  const raw: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(files.config)) {
-    const [namespace, name] = key.split(":", 2);
-    if (namespace !== "encache" || name === undefined) continue;
-    try {
-      raw[name] = JSON.parse(value);
-    } catch {
-      raw[name] = value;
-    }
-  }
-  const { lockTtlSeconds, requeueDelaySeconds, tolerance } = parseStackConfig(raw).pool;
-  return { lockTtlSeconds, requeueDelaySeconds, tolerance };
+/** Pure: the claim settings from the recorded stack outputs, never the stack file. */
+export function claimSettings(topology: Pick<Topology, "stackOutputs">): ClaimSettings {
+  const published = topology.stackOutputs?.poolClaimSettings as Partial<Record<keyof ClaimSettings, unknown>> | undefined;
+  const value = (key: keyof ClaimSettings): number => {
+    const v = published?.[key];
+    if (typeof v !== "number" || !Number.isInteger(v)) throw new Error(`the recorded stack outputs have no poolClaimSettings.${key} (an integer)`);
+    return v;
+  };
+  return { lockTtlSeconds: value("lockTtlSeconds"), requeueDelaySeconds: value("requeueDelaySeconds"), tolerance: value("tolerance") };
 }
 
 /** The claim library's log steps, kept in memory: the scenario counts adverts through them. */
@@ -244,7 +236,7 @@ class PoolRun {
     this.platform = platform;
     const config = parseRefillConfig(platform.fn(REFILL_FUNCTION).environment);
     this.config = config;
-    const settings = claimSettings(platform.options.stack);
+    const settings = claimSettings(platform.topology);
     // The first class with a non-zero size; its queue is the one the workflows drain.
     const cls = config.classes.find((c) => c.size > 0);
     if (!cls) throw new Error("no pool class has a size above 0");

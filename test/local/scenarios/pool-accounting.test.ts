@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import type { LogLine } from "../../../local/scenarios/logs";
-import { triggersHandled } from "../../../local/scenarios/pool";
+import { claimSettings, triggersHandled } from "../../../local/scenarios/pool";
 
 const completed = (runId: string): LogLine => ({ step: "refill_completed", resource_class: "gpu-small", run_id: runId, advertised: 2 });
 const leaseHeld = (runId: string): LogLine => ({ step: "refill_lease_held", resource_class: "gpu-small", run_id: runId, holder: "m-0" });
@@ -32,4 +32,25 @@ describe("pool scenario: refill triggers handled (pure)", () => {
     },
   ];
   for (const { title, steps, handled } of cases) it(title, () => expect(triggersHandled(steps)).to.equal(handled));
+});
+
+describe("local/scenarios/pool: claimSettings, from the recorded stack outputs (pure)", () => {
+  it("reads poolClaimSettings as the program published it", () => {
+    const topology = { stackOutputs: { poolClaimSettings: { lockTtlSeconds: 900, requeueDelaySeconds: 5, tolerance: 5 } } };
+    expect(claimSettings(topology)).to.deep.equal({ lockTtlSeconds: 900, requeueDelaySeconds: 5, tolerance: 5 });
+  });
+
+  const broken = [
+    { title: "no stack outputs recorded", topology: {} },
+    { title: "a setting missing", topology: { stackOutputs: { poolClaimSettings: { lockTtlSeconds: 900, requeueDelaySeconds: 5 } } } },
+    {
+      title: "a setting not a whole number",
+      topology: { stackOutputs: { poolClaimSettings: { lockTtlSeconds: "900", requeueDelaySeconds: 5, tolerance: 5 } } },
+    },
+  ];
+  for (const b of broken) {
+    it(`refuses ${b.title}, naming the output`, () => {
+      expect(() => claimSettings(b.topology)).to.throw(/poolClaimSettings\./);
+    });
+  }
 });
