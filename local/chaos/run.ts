@@ -118,9 +118,9 @@ export function drainedBy(records: readonly InventoryRecord[], consumer: Consume
   return queuesConsumedBy(records, DRIVES[consumer]).filter((q) => drained.has(q));
 }
 
-/** The local runtime's caller name of the worker service's code (local/platform.ts), which the fault proxy sees. */
+/** The local runtime's caller name of the worker service's code (local/platform-start.ts), which the fault proxy sees. */
 const ECS_SERVICE_CALLER = "worker-service";
-/** The GPU gateways' caller name (local/platform.ts): crashed, never faulted (their AWS calls were never in the fault run). */
+/** The GPU gateways' caller name (local/platform-start.ts): crashed, never faulted (their AWS calls were never in the fault run). */
 export const GATEWAY_CALLER = "gpu-gateway";
 /** Real ms before a killed worker task is replaced or a killed gateway restarted. */
 const RESTART_AFTER_MS = 1000;
