@@ -37,7 +37,7 @@ import { EcsClientTokenProxy } from "./aws/ecs-client-token";
 import { DirectSends } from "./aws/sqs-move-tasks";
 import { deployLocally, type LocalFunction, type Topology } from "./provision/topology";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
-import type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts } from "./platform";
+import type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts } from "./platform-types";
 
 /**
  * How often the report's recorder wants the queues' depths, in real ms: fine enough for a

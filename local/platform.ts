@@ -4,31 +4,11 @@
  * task lifecycle, the GPU instances' hosts, CloudWatch's alarm evaluation). Scenarios drive it; the CLI shows
  * it; one sampler of queue depths feeds the alarms and the HTML report's recorder.
  */
-import type { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
-import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import type { EC2Client } from "@aws-sdk/client-ec2";
-import type { ECSClient } from "@aws-sdk/client-ecs";
-import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { SNSClient } from "@aws-sdk/client-sns";
-import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { SSMClient } from "@aws-sdk/client-ssm";
-import type { AlarmWatcher } from "./observe/alarm-watch";
+import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SimClock } from "./hosts/clock";
-import { type DepthSource, type QueueDepth, readDepth } from "./observe/depth-sampler";
-import type { EcsTaskSimulator, SimTask } from "./hosts/ecs-tasks";
-import type { SqsEventSource } from "./hosts/event-source";
-import type { GpuFleetSimulator } from "./hosts/gpu-fleet";
-import type { GpuInstanceHost } from "./hosts/gpu-host";
-import type { GroupDistributions } from "./aws/group-stand-in";
-import type { LambdaHost } from "./hosts/lambda-host";
-import type { MotoServer } from "./aws/moto";
-import type { RunRecorder } from "./observe/report-recorder";
-import type { LocalScheduler } from "./hosts/scheduler";
-import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
-import type { DirectSends } from "./aws/sqs-move-tasks";
-import type { LocalFunction, LocalQueue, Topology } from "./provision/topology";
-import type { WorkerServiceRunner } from "./hosts/worker-service";
+import { type QueueDepth, readDepth } from "./observe/depth-sampler";
+import type { SimTask } from "./hosts/ecs-tasks";
+import type { LocalFunction, LocalQueue } from "./provision/topology";
 import {
   awsClients,
   deployInto,
@@ -44,106 +24,11 @@ import {
   Stoppers,
   startWorkerService,
 } from "./platform-start";
+import type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts } from "./platform-types";
 
-export interface PlatformOptions {
-  stack: string;
-  speed: number;
-  /** Where bundles, logs and scratch space go (git-ignored). */
-  workDir: string;
-  /** Simulated time from the GPU instance entering `running` to its service answering. */
-  gpuBootSimMs: number;
-  /**
-   * Simulated time an instance stays `stopping` after a StopInstances through the Lambdas' EC2
-   * endpoint (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
-   * @default 60_000
-   */
-  gpuStopSimMs?: number;
-  /** Each GPU instance's fake model: simulated time a window takes on one of its `gpuSlots`; a warm-pool start's time. @default 0, 4, 20 s */
-  gpuWindowSimMs?: number;
-  gpuSlots?: number;
-  gpuWarmStartSimMs?: number;
-  /** Simulated run time of each ECS task started by RunTask. */
-  taskSimMs: number;
-  /** A line for the operator (the live view prints it above its block). */
-  note: (line: string) => void;
-  /**
-   * Where the code under test reaches AWS: each Lambda (by logical name) and the worker service
-   * (`worker-service`), given where it would. The chaos run puts its fault proxy there. The
-   * runtime's own clients (pollers, scheduler, simulators, scenarios) are never asked about.
-   * @default the platform's own endpoints
-   */
-  codeEndpoints?: (caller: string, upstream: CodeEndpoints) => Promise<CodeEndpoints>;
-  /** Tasks of the worker service to run. @default the service's desired count (at least 1) */
-  workerTasks?: number;
-  /**
-   * Applied last to each worker task's environment, given the container's own (the chaos run adds
-   * its long job type to the allow-list, sized by the stack's heartbeat).
-   */
-  workerEnv?: (container: Record<string, string>) => Record<string, string>;
-  /**
-   * Processes that die on their own come back, as on AWS (the chaos run's `--crash-rate`): a worker
-   * task is replaced by the service and a GPU gateway restarted on its instance, after this many real
-   * ms; and each Lambda sandbox names its invocation on its AWS calls (`x-local-invocation`), so the
-   * chaos run can kill the sandbox that made a call. @default undefined (dead processes stay dead)
-   */
-  restartKilledAfterMs?: number;
-}
-
-/** The endpoints a piece of code under test uses: moto, and a service's own where it has one (sqs, ec2, ecs). */
-export interface CodeEndpoints {
-  aws: string;
-  /** By the SDK's service id, lower case: `AWS_ENDPOINT_URL_<ID>`. */
-  byService: Record<string, string>;
-}
-
+export type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts };
 export type { QueueDepth } from "./observe/depth-sampler";
 export { describeUncreated, endpointVarOf, RECORD_EVERY_REAL_MS, serviceOfEndpointVar } from "./platform-start";
-
-export interface AwsClients {
-  /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
-  sqs: SQSClient;
-  /** Straight to moto: real-time SQS, as the worker container sees it. */
-  sqsDirect: SQSClient;
-  ec2: EC2Client;
-  ecs: ECSClient;
-  dynamodb: DynamoDBClient;
-  ssm: SSMClient;
-  sns: SNSClient;
-  cloudwatch: CloudWatchClient;
-  autoscaling: AutoScalingClient;
-  /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
-  events: EventBridgeClient;
-}
-
-/** What `LocalPlatform.start` starts, each set once: the platform's own fields (`platform.clock`, `platform.aws`, …). */
-export interface PlatformParts {
-  readonly clock: SimClock;
-  readonly moto: MotoServer;
-  readonly topology: Topology;
-  readonly aws: AwsClients;
-  readonly lambdas: LambdaHost;
-  readonly sources: Map<string, SqsEventSource>;
-  readonly scheduler: LocalScheduler;
-  readonly ecsTasks: EcsTaskSimulator;
-  readonly gpu: GpuInstanceHost | undefined;
-  /** The GPU fleet's stand-ins (fleet mode), or undefined with one GPU instance. */
-  readonly fleet: GpuFleetSimulator | undefined;
-  readonly worker: WorkerServiceRunner | undefined;
-  /** Which alarms would have fired: `alarms.report()`, also after `stop()`. */
-  readonly alarms: AlarmWatcher;
-  /** What the HTML report draws: `recorder.recorded()`, also after `stop()`. */
-  readonly recorder: RunRecorder;
-  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-  readonly sqsRealtimeEndpoint: string;
-  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
-  readonly directSends: DirectSends;
-  /** The one sampler of queue depths (alarms, report, the operator's oldest-message ages). */
-  readonly depths: DepthSource;
-  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot). */
-  readonly ecsCapacity: EcsClientTokenProxy;
-  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
-  readonly groupDistributions: GroupDistributions;
-}
 
 /**
  * The parts are the platform's own fields, without restating them in the class: this interface
