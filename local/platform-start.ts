@@ -17,7 +17,6 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { AlarmWatcher, sampleEveryRealMs } from "./observe/alarm-watch";
-import type { SimClock } from "./hosts/clock";
 import { DepthSampler, roundEveryRealMs } from "./observe/depth-sampler";
 import { EcsTaskSimulator, type SimTask } from "./hosts/ecs-tasks";
 import { SqsEventSource } from "./hosts/event-source";
@@ -37,62 +36,22 @@ import { EcsClientTokenProxy } from "./aws/ecs-client-token";
 import { DirectSends } from "./aws/sqs-move-tasks";
 import { deployLocally, type LocalFunction, type Topology } from "./provision/topology";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
-import type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts } from "./platform-types";
+import {
+  type AwsClients,
+  type CodeEndpoints,
+  type MotoStarted,
+  type PlatformOptions,
+  type PlatformParts,
+  type ServiceProxies,
+  type StartContext,
+  Stoppers,
+} from "./platform-types";
 
 /**
  * How often the report's recorder wants the queues' depths, in real ms: fine enough for a
  * scenario of twenty seconds to draw as a curve, coarse enough for moto (every queue each round).
  */
 export const RECORD_EVERY_REAL_MS = 500;
-
-/** What a start leaves running, stopped in reverse of registration (a part stops before what it uses); failures are ignored. */
-export class Stoppers {
-  private readonly stops: Array<() => Promise<void>> = [];
-
-  add(stop: () => Promise<void>): void {
-    this.stops.push(stop);
-  }
-
-  /** Runs every registered stop, the last registered first; afterwards none is left. */
-  async stopAll(): Promise<void> {
-    for (const stop of this.stops.reverse()) await stop().catch(() => undefined);
-    this.stops.length = 0;
-  }
-}
-
-/** moto and the SQS proxies in front of it, which the rest of the start reaches. */
-export interface MotoStarted {
-  moto: MotoServer;
-  /** moto's own endpoint. */
-  endpoint: string;
-  /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
-  sqsEndpoint: string;
-  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-  sqsRealtimeEndpoint: string;
-  directSends: DirectSends;
-}
-
-/** What the steps after the deploy share. */
-export interface StartContext extends MotoStarted {
-  options: PlatformOptions;
-  stoppers: Stoppers;
-  topology: Topology;
-  logDir: string;
-  clock: SimClock;
-  /** The runtime's own clients (never the code under test's). */
-  aws: AwsClients;
-}
-
-/** The proxies in front of moto for EC2, ECS and Auto Scaling, as the Lambdas (and, for Auto Scaling, the gateways) reach them. */
-export interface ServiceProxies {
-  ec2Endpoint: string;
-  ecsEndpoint: string;
-  autoscalingEndpoint: string;
-  ecsCapacity: EcsClientTokenProxy;
-  groupDistributions: GroupDistributions;
-  /** Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them. */
-  fleetRef: { fleet?: GpuFleetSimulator };
-}
 
 /** Starts moto and the SQS proxies in front of it. */
 export async function startMoto(options: PlatformOptions, stoppers: Stoppers): Promise<MotoStarted> {

@@ -1,6 +1,6 @@
 /**
- * The local platform's types: its options, the endpoints code under test is given, its AWS clients
- * and the parts a start returns. Their own module, so the platform (./platform) and its named starts
+ * The local platform's types: its options, the endpoints code under test is given, its AWS clients,
+ * the parts a start returns, what the named starts share, and the stoppers they register with. Their own module, so the platform (./platform) and its named starts
  * (./platform-start) both take them without importing each other.
  */
 import type { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
@@ -80,7 +80,6 @@ export interface CodeEndpoints {
   byService: Record<string, string>;
 }
 
-
 export interface AwsClients {
   /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
   sqs: SQSClient;
@@ -125,4 +124,53 @@ export interface PlatformParts {
   readonly ecsCapacity: EcsClientTokenProxy;
   /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
   readonly groupDistributions: GroupDistributions;
+}
+
+/** What a start leaves running, stopped in reverse of registration (a part stops before what it uses); failures are ignored. */
+export class Stoppers {
+  private readonly stops: Array<() => Promise<void>> = [];
+
+  add(stop: () => Promise<void>): void {
+    this.stops.push(stop);
+  }
+
+  /** Runs every registered stop, the last registered first; afterwards none is left. */
+  async stopAll(): Promise<void> {
+    for (const stop of this.stops.reverse()) await stop().catch(() => undefined);
+    this.stops.length = 0;
+  }
+}
+
+/** moto and the SQS proxies in front of it, which the rest of the start reaches. */
+export interface MotoStarted {
+  moto: MotoServer;
+  /** moto's own endpoint. */
+  endpoint: string;
+  /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
+  sqsEndpoint: string;
+  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
+  sqsRealtimeEndpoint: string;
+  directSends: DirectSends;
+}
+
+/** What the steps after the deploy share. */
+export interface StartContext extends MotoStarted {
+  options: PlatformOptions;
+  stoppers: Stoppers;
+  topology: Topology;
+  logDir: string;
+  clock: SimClock;
+  /** The runtime's own clients (never the code under test's). */
+  aws: AwsClients;
+}
+
+/** The proxies in front of moto for EC2, ECS and Auto Scaling, as the Lambdas (and, for Auto Scaling, the gateways) reach them. */
+export interface ServiceProxies {
+  ec2Endpoint: string;
+  ecsEndpoint: string;
+  autoscalingEndpoint: string;
+  ecsCapacity: EcsClientTokenProxy;
+  groupDistributions: GroupDistributions;
+  /** Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them. */
+  fleetRef: { fleet?: GpuFleetSimulator };
 }

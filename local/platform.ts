@@ -13,7 +13,6 @@ import {
   awsClients,
   deployInto,
   pointThisProcessAtMoto,
-  type StartContext,
   startEcsTasks,
   startGpuTier,
   startLambdas,
@@ -21,10 +20,9 @@ import {
   startObservers,
   startRuntime,
   startServiceProxies,
-  Stoppers,
   startWorkerService,
 } from "./platform-start";
-import type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts } from "./platform-types";
+import { type AwsClients, type CodeEndpoints, type PlatformOptions, type PlatformParts, type StartContext, Stoppers } from "./platform-types";
 
 export type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts };
 export type { QueueDepth } from "./observe/depth-sampler";
