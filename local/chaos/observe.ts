@@ -19,7 +19,7 @@ import * as path from "node:path";
 import { paginateScan } from "@aws-sdk/client-dynamodb";
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import { QUEUE_ROLES } from "../../policy/contract";
 import { type LogLine, readLogLines } from "../scenarios/logs";
 import type { CrashRecord, ForwardedCall, FaultRecord } from "./fault-proxy";

@@ -18,7 +18,7 @@
  */
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { randomBytes } from "node:crypto";
-import type { LocalSchedule } from "../provision/topology";
+import type { LocalSchedule } from "../provision/topology-types";
 import { parseScheduleExpression, type ScheduleExpression } from "./schedule-expression";
 
 export interface SchedulerEvent {

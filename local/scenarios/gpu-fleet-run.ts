@@ -19,7 +19,7 @@ import { readStackFiles } from "../../plan/stack-files";
 import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "../hosts/gpu-fleet";
 import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
 
 /** Concurrent senders of a burst. */

@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/report-recorder";
 import type { AlarmReport } from "../observe/alarm-watch";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import { runTime } from "../observe/alarm-eval";
 import { formatTiming, type ScenarioSummary, type Timing } from "./view";
 
