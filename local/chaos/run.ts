@@ -16,19 +16,8 @@ import { readSteps } from "../scenarios/logs";
 import type * as http from "node:http";
 import { gatewayWindowsHeld, killChild, workerJobsHeld } from "./crash";
 import { type CrashRecord, FaultProxy, type FaultRecord, type ForwardedCall, type Killed, type Upstreams } from "./fault-proxy";
-import {
-  type ChaosSummary,
-  claimsPerInstance,
-  type CrashHits,
-  consumerTotals,
-  type ConsumerTotals,
-  leakedLocks,
-  sumTotals,
-  WORKER_LEDGER,
-  workerCrashRuns,
-  workerJobCounts,
-  workerJobsEveryRunKilled,
-} from "./ledger";
+import { type ChaosSummary, claimsPerInstance, type CrashHits, consumerTotals, type ConsumerTotals, leakedLocks, sumTotals } from "./ledger";
+import { killedPerJob, WORKER_LEDGER, workerCrashRuns, workerJobCounts, workerJobsEveryRunKilled, workerRunsByJob } from "./worker-ledger";
 import {
   acknowledgedEffects,
   claimLocks,
@@ -532,22 +521,6 @@ export function crashHits(
   }
   return out;
 }
-
-/** Pure: per worker job, its runs (`job_started`) and its interruptions that are no crash's (failed, given back, lease lost mid-run). */
-export function workerRunsByJob(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>): [Map<string, number>, Map<string, number>] {
-  const starts = new Map<string, number>();
-  const interruptions = new Map<string, number>();
-  for (const l of lines) {
-    if (typeof l.job_id !== "string" || typeof l.step !== "string") continue;
-    const step = l.step.replace(/-/g, "_");
-    if (step === WORKER_LEDGER.steps.started) starts.set(l.job_id, (starts.get(l.job_id) ?? 0) + 1);
-    else if (step === "job_failed" || step === "job_returned" || (step === WORKER_LEDGER.steps.leaseLost && l.at !== "completion"))
-      interruptions.set(l.job_id, (interruptions.get(l.job_id) ?? 0) + 1);
-  }
-  return [starts, interruptions];
-}
-
-const killedPerJob = (hits: ReadonlyMap<string, CrashHits>): Map<string, number> => new Map([...hits].map(([job, h]) => [job, h.processes]));
 
 /**
  * The GPU gateways' key claims still held at the end: items `claimed` in the key table, their lease
