@@ -14,7 +14,8 @@ import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/r
 import type { AlarmReport } from "../observe/alarm-watch";
 import type { LocalQueue } from "../provision/topology-types";
 import { runTime } from "../observe/alarm-eval";
-import { formatTiming, type ScenarioSummary, type Timing } from "./view";
+import { formatTiming } from "./summary";
+import type { ScenarioSummary, Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
 export type SeriesKind = "source" | "dlq" | "quarantine" | "gpu" | "deliveries" | "tasks" | "capacity";
