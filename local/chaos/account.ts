@@ -8,8 +8,8 @@ import { paginateScan } from "@aws-sdk/client-dynamodb";
 import { drainedQueues, type InventoryRecord, queuesConsumedBy } from "../../infra/parts/inventory";
 import type { LocalPlatform } from "../platform";
 import { readSteps } from "../scenarios/logs";
-import type { CrashRecord, FaultProxy, FaultRecord, ForwardedCall } from "./fault-proxy";
-import { claimsPerInstance, type CrashHits, consumerTotals, type ConsumerTotals, leakedLocks, type LockItem, type MessageFacts } from "./ledger";
+import type { CrashRecord, FaultProxy, ForwardedCall } from "./fault-proxy";
+import { claimsPerInstance, type CrashHits, consumerTotals, type ConsumerTotals, leakedLocks, type LockItem } from "./ledger";
 import {
   acknowledgedEffects,
   claimLocks,
@@ -17,7 +17,6 @@ import {
   factsFor,
   fleetEffects,
   jobsDoneInTable,
-  type QueueCopies,
   readQueues,
   retrainingEffects,
   type SentMessage,
@@ -71,20 +70,7 @@ export interface AccountInput {
 }
 
 /** Everything the rows are built from, read once the runtime is frozen. */
-interface Seen extends AccountInput {
-  copies: QueueCopies;
-  received: readonly Receive[];
-  faults: readonly FaultRecord[];
-  kills: readonly CrashRecord[];
-  expiredIds: ReadonlySet<string>;
-  hits: Map<Consumer, Map<string, CrashHits>>;
-  effects: Record<Consumer, Effects>;
-  workerLines: ReturnType<typeof workerLogLines>;
-  ledger: WorkerLedgerItem[] | undefined;
-  keyClaims: Array<{ key: string; holder?: string; leaseExpiresAt?: number }>;
-  /** The claims' locks still held with no live claim behind them. */
-  leaked: LockItem[];
-}
+type Seen = Awaited<ReturnType<typeof readEverything>>;
 
 /** One row per consumer: where each of its messages ended up, and what is counted beside them. */
 export async function account(input: AccountInput): Promise<ConsumerTotals[]> {
@@ -98,7 +84,7 @@ export async function account(input: AccountInput): Promise<ConsumerTotals[]> {
 }
 
 /** Reads what every row needs, once. */
-async function readEverything(input: AccountInput): Promise<Seen> {
+async function readEverything(input: AccountInput) {
   const p = input.platform;
   const copies = await readQueues(p);
   const received = input.receives.receives();
@@ -169,16 +155,9 @@ function fleetJobDurations(sent: readonly SentMessage[]): Map<number, string> {
 }
 
 /** One consumer's share of what was seen: its messages' facts, and the faults and kills its code met. */
-interface Part {
-  consumer: Consumer;
-  facts: MessageFacts[];
-  hits: Map<string, CrashHits>;
-  caller: string;
-  faultsInjected: number;
-  kills: number;
-}
+type Part = ReturnType<typeof partOf>;
 
-function partOf(seen: Seen, consumer: Consumer): Part {
+function partOf(seen: Seen, consumer: Consumer) {
   const hidden = drainedBy(seen.inventory, consumer).reduce((n, q) => n + (seen.copies.hidden.get(q) ?? 0), 0);
   const hits = seen.hits.get(consumer) ?? new Map<string, CrashHits>();
   const dlqExplained = consumer === "worker" ? workerJobsEveryRunKilled(seen.workerLines, killedPerJob(hits)) : undefined;

@@ -280,15 +280,9 @@ export function consumerTotals(
 ): ConsumerTotals {
   const row: ConsumerTotals = {
     consumer,
+    ...zeroTotals(),
     sent: facts.length,
-    processed: 0,
-    quarantined: 0,
-    inDlq: 0,
-    remaining: 0,
-    expired: 0,
-    lost: 0,
     duplicateSideEffects: extra.duplicateSideEffects ?? 0,
-    duplicatesFromFaults: 0,
     crashExtras: extra.crash?.crashExtras ?? 0,
     crashBound: extra.crash?.crashBound ?? 0,
     crashOverBound: extra.crash?.crashOverBound ?? 0,
@@ -325,7 +319,14 @@ export function consumerTotals(
 }
 
 export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
-  const totals: Totals = {
+  const totals = zeroTotals();
+  for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
+  return totals;
+}
+
+/** Every count at 0, in the order the summary document lists them. */
+function zeroTotals(): Totals {
+  return {
     sent: 0,
     processed: 0,
     quarantined: 0,
@@ -345,8 +346,6 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
     jobsCompletedMoreThanOnce: 0,
     leakedLeases: 0,
   };
-  for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
-  return totals;
 }
 
 /** Exit 1 when anything is lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran to its end twice. */

@@ -116,12 +116,7 @@ async function killCaller(p: LocalPlatform, caller: string, req: http.IncomingMe
 }
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
-  const run = new ChaosRun(o);
-  try {
-    return await run.play();
-  } finally {
-    await run.stop();
-  }
+  return new ChaosRun(o).play();
 }
 
 /** One run: the fault proxy from the start, the platform behind it once up. */
@@ -145,9 +140,18 @@ class ChaosRun {
     this.proxy = this.faultProxy();
   }
 
-  /** The platform behind the proxy, traffic for every consumer until the queues drain, then the ledger of the frozen runtime. */
+  /** Plays the run, then stops the platform and the proxy, whatever happened. */
   async play(): Promise<ChaosResult> {
-    const p = await this.startPlatform();
+    try {
+      return await this.playOnPlatform(await this.startPlatform());
+    } finally {
+      await this.platform?.stop();
+      await this.proxy.stop();
+    }
+  }
+
+  /** The platform behind the proxy, traffic for every consumer until the queues drain, then the ledger of the frozen runtime. */
+  private async playOnPlatform(p: LocalPlatform): Promise<ChaosResult> {
     const receives = new ReceiveRecorder();
     receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
     const { claimers, inventory, traffic } = await this.planTraffic(p);
@@ -165,11 +169,6 @@ class ChaosRun {
       crashLog: this.proxy.kills(),
       settled,
     };
-  }
-
-  async stop(): Promise<void> {
-    await this.platform?.stop();
-    await this.proxy.stop();
   }
 
   /** Faults (and, with a crash rate, kills) on the code's calls, each journalled to `<workDir>-faults.jsonl`. */
