@@ -7,6 +7,7 @@
  * git holds or would hold under local/. Every file counts toward the file limit, whatever its language.
  *
  * One shape is not a function in the rule's sense: a browser script's scope wrapper, an immediately
+ * invoked function that is its file's only statement (local/show/report-page.js keeps its names off
  * `window` so). The file limit measures it.
  *
  * ALLOWED lists what may stay over a limit for now, each at its length today (it may shrink, not
@@ -133,6 +134,7 @@ export function offenders(files: ReadonlyMap<string, string>): Offender[] {
  * (another change was landing in them) are split in its platform step.
  */
 export const ALLOWED: ReadonlyArray<Offender & { why: string }> = [
+  // 588: 587, and its import of the topology became two (the deploy's, the types').
   { file: "local/platform.ts", lines: 588, why: "split pending in issue 40's platform step" },
   { file: "local/platform.ts", fn: "LocalPlatform.start", lines: 133, why: "split pending in issue 40's platform step" },
   { file: "local/scenarios/gpu-burst.ts", fn: "gpuBurst.run", lines: 88, why: "split pending in issue 40's platform step" },
