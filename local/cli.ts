@@ -26,7 +26,8 @@ import { buildReportData, renderReport } from "./show/report";
 import { SCENARIOS } from "./scenarios";
 import { newRunId, type ScenarioSize, unavailableReason } from "./scenarios/scenario";
 import type { AlarmReport } from "./observe/alarm-watch";
-import { type LiveSnapshot, LiveView, renderAlarmReport, renderSummaryTable, type ScenarioSummary, summaryDocument } from "./show/view";
+import { renderAlarmReport, renderSummaryTable, summaryDocument } from "./show/summary";
+import { type LiveSnapshot, LiveView, type ScenarioSummary } from "./show/view";
 
 /** Every flag `parseRunArgs` accepts (the usage text must name each one; a test checks). */
 export const RUN_OPTIONS = {

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
-import { OperatorEndpoint } from "./aws/operator-endpoint";
+import { OperatorEndpoint, type OperatorEndpointOptions } from "./aws/operator-endpoint";
 import { type PolicyStatement, statementsOf } from "./aws/operator-iam";
 import { MessageMoveTasks } from "./aws/sqs-move-tasks";
 import type { LocalPlatform } from "./platform";
@@ -69,84 +69,101 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
   const { topology } = platform;
   const outputs = topology.stackOutputs;
   if (!outputs) throw new Error("the deploy recorded no stack outputs: ops has nothing to read");
-  // The judge holds calls to this file, written from the declared policy and read again whenever it
-  // changes: an operator (or a test) can see what the policy allows, and try what a narrower one refuses.
   fs.mkdirSync(workDir, { recursive: true });
-  const policyFile = path.join(workDir, "operator-policy.json");
-  fs.writeFileSync(policyFile, `${JSON.stringify({ Version: "2012-10-17", Statement: declaredOperatorStatements(platform) }, null, 2)}\n`);
-  let statements: PolicyStatement[] = [];
-  let readAt = -1;
-  const current = (): PolicyStatement[] => {
-    const mtime = fs.statSync(policyFile).mtimeMs;
-    if (mtime !== readAt) {
-      statements = statementsOf(fs.readFileSync(policyFile, "utf8"));
-      readAt = mtime;
-    }
-    return statements;
-  };
+  const policy = writtenOperatorPolicy(platform, workDir);
   const motoOrigin = platform.moto.endpoint;
-  const onMoto = (url: string) => `${motoOrigin}${new URL(url).pathname}`;
   const queues = topology.queues.map((q) => ({
     name: q.name,
     arn: q.arn,
-    url: onMoto(q.url),
+    url: `${motoOrigin}${new URL(q.url).pathname}`,
     ...(q.redrive ? { deadLetterTargetArn: q.redrive.deadLetterTargetArn } : {}),
   }));
   const moveTasks = new MessageMoveTasks({ sqs: platform.aws.sqsDirect, queues, direct: platform.directSends });
   const ages = new QueueAges(platform);
-  const service = topology.services[0];
-  const cluster = topology.clusters.find((c) => c.arn === service?.clusterArn) ?? topology.clusters[0];
-  const worker = platform.worker;
   const endpoint = new OperatorEndpoint({
     target: motoOrigin,
     region: topology.region,
     account: MOCK_ACCOUNT_ID,
-    statements: current,
+    statements: policy.statements,
     moveTasks,
     direct: platform.directSends,
     queues,
-    ...(service && cluster && worker
-      ? {
-          worker: {
-            clusterName: cluster.name,
-            serviceName: service.name,
-            tasks: () =>
-              worker.tasks().map((t) => {
-                const s = t.agent.state();
-                // The agent's own ARN names no cluster; as ECS would, the task is on the service's cluster.
-                const taskArn = `arn:aws:ecs:${topology.region}:${MOCK_ACCOUNT_ID}:task/${cluster.name}/${t.agent.id}`;
-                return { taskArn, protectionEnabled: s.protectionEnabled, expiresAtMs: s.expiresAtMs };
-              }),
-          },
-        }
-      : {}),
+    ...workerServiceView(platform),
     oldestAgeSeconds: (name) => ages.ageSeconds(name, platform.clock.now()),
     ec2: platform.aws.ec2,
     autoscaling: new AutoScalingClient({ region: topology.region, endpoint: motoOrigin }),
   });
   const url = await endpoint.start();
-
-  // The outputs as the program returned them, but with each queue's URL on the endpoint.
-  const opsQueues = Object.fromEntries(
-    Object.entries((outputs.opsQueues ?? {}) as Record<string, { url: string }>).map(([k, q]) => [k, { ...q, url: `${url}${new URL(q.url).pathname}` }]),
-  );
-  const outputsFile = path.join(workDir, "outputs.json");
-  const opsFile = path.join(workDir, "ops.json");
-  fs.writeFileSync(outputsFile, `${JSON.stringify({ ...outputs, opsQueues }, null, 2)}\n`);
-  fs.writeFileSync(opsFile, `${JSON.stringify({ outputs: outputsFile, endpoint: url, policy: policyFile, moto: motoOrigin }, null, 2)}\n`);
+  const files = writeOpsFiles(workDir, outputs, { endpoint: url, policy: policy.file, moto: motoOrigin });
   return {
     endpoint: url,
-    outputsFile,
-    opsFile,
-    policyFile,
+    ...files,
+    policyFile: policy.file,
     moveTasks,
     stop: async () => {
       ages.stop();
       await moveTasks.stop();
       await endpoint.stop();
-      fs.rmSync(opsFile, { force: true });
+      fs.rmSync(files.opsFile, { force: true });
     },
   };
+}
+
+/**
+ * The judge holds calls to this file, written from the declared policy and read again whenever it
+ * changes: an operator (or a test) can see what the policy allows, and try what a narrower one refuses.
+ */
+function writtenOperatorPolicy(platform: LocalPlatform, workDir: string): { file: string; statements: () => PolicyStatement[] } {
+  const file = path.join(workDir, "operator-policy.json");
+  fs.writeFileSync(file, `${JSON.stringify({ Version: "2012-10-17", Statement: declaredOperatorStatements(platform) }, null, 2)}\n`);
+  let statements: PolicyStatement[] = [];
+  let readAt = -1;
+  return {
+    file,
+    statements: () => {
+      const mtime = fs.statSync(file).mtimeMs;
+      if (mtime !== readAt) {
+        statements = statementsOf(fs.readFileSync(file, "utf8"));
+        readAt = mtime;
+      }
+      return statements;
+    },
+  };
+}
+
+/** The worker service's tasks as ECS would list them, with their agents' protection; nothing without a service. */
+function workerServiceView(platform: LocalPlatform): Pick<OperatorEndpointOptions, "worker"> {
+  const { topology, worker } = platform;
+  const service = topology.services[0];
+  const cluster = topology.clusters.find((c) => c.arn === service?.clusterArn) ?? topology.clusters[0];
+  if (!service || !cluster || !worker) return {};
+  const tasks = () =>
+    worker.tasks().map((t) => {
+      const s = t.agent.state();
+      // The agent's own ARN names no cluster; as ECS would, the task is on the service's cluster.
+      const taskArn = `arn:aws:ecs:${topology.region}:${MOCK_ACCOUNT_ID}:task/${cluster.name}/${t.agent.id}`;
+      return { taskArn, protectionEnabled: s.protectionEnabled, expiresAtMs: s.expiresAtMs };
+    });
+  return { worker: { clusterName: cluster.name, serviceName: service.name, tasks } };
+}
+
+/** The outputs as the program returned them, but with each queue's URL on the endpoint; and where `ops --local` finds them. */
+function writeOpsFiles(
+  workDir: string,
+  outputs: Record<string, unknown>,
+  ops: { endpoint: string; policy: string; moto: string },
+): Pick<OpsEndpoint, "outputsFile" | "opsFile"> {
+  const opsQueues = Object.fromEntries(
+    Object.entries((outputs.opsQueues ?? {}) as Record<string, { url: string }>).map(([k, q]) => [
+      k,
+      { ...q, url: `${ops.endpoint}${new URL(q.url).pathname}` },
+    ]),
+  );
+  const outputsFile = path.join(workDir, "outputs.json");
+  const opsFile = path.join(workDir, "ops.json");
+  fs.writeFileSync(outputsFile, `${JSON.stringify({ ...outputs, opsQueues }, null, 2)}\n`);
+  fs.writeFileSync(opsFile, `${JSON.stringify({ outputs: outputsFile, endpoint: ops.endpoint, policy: ops.policy, moto: ops.moto }, null, 2)}\n`);
+  return { outputsFile, opsFile };
 }
 
 /**

@@ -34,7 +34,8 @@ import { SqsClockProxy } from "./aws/sqs-clock";
 import { Ec2ClockProxy } from "./aws/ec2-clock";
 import { EcsClientTokenProxy } from "./aws/ecs-client-token";
 import { DirectSends } from "./aws/sqs-move-tasks";
-import { deployLocally, type LocalFunction, type Topology } from "./provision/topology";
+import { deployLocally } from "./provision/topology";
+import type { LocalFunction, Topology } from "./provision/topology-types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 import {
   type AwsClients,

@@ -26,7 +26,7 @@ import type { RunRecorder } from "./observe/report-recorder";
 import type { LocalScheduler } from "./hosts/scheduler";
 import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
 import type { DirectSends } from "./aws/sqs-move-tasks";
-import type { Topology } from "./provision/topology";
+import type { Topology } from "./provision/topology-types";
 import type { WorkerServiceRunner } from "./hosts/worker-service";
 
 export interface PlatformOptions {

@@ -8,7 +8,7 @@ import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SimClock } from "./hosts/clock";
 import { type QueueDepth, readDepth } from "./observe/depth-sampler";
 import type { SimTask } from "./hosts/ecs-tasks";
-import type { LocalFunction, LocalQueue } from "./provision/topology";
+import type { LocalFunction, LocalQueue } from "./provision/topology-types";
 import {
   awsClients,
   deployInto,

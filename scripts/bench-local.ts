@@ -15,7 +15,8 @@ import { SqsEventSource } from "../local/hosts/event-source";
 import { LambdaHost } from "../local/hosts/lambda-host";
 import { MotoServer, motoClientEnv } from "../local/aws/moto";
 import { SqsClockProxy } from "../local/aws/sqs-clock";
-import { deployLocally, type LocalFunction, type LocalMapping } from "../local/provision/topology";
+import { deployLocally } from "../local/provision/topology";
+import type { LocalFunction, LocalMapping } from "../local/provision/topology-types";
 
 const REGION = "us-east-1";
 const SAMPLES = 5;

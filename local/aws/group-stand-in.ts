@@ -11,7 +11,7 @@
  *   stand-in's leaving instances are added to the group's description.
  * The calls are the query protocol's; the proxy in front of moto (./autoscaling-proxy.ts) applies these.
  */
-import type { LocalFleet } from "../provision/topology";
+import type { LocalFleet } from "../provision/topology-types";
 
 /** A group's distribution, as the fleet stand-in launches by it. */
 export type Distribution = NonNullable<LocalFleet["spot"]>;

@@ -169,92 +169,91 @@ export class OperatorEndpoint extends InterceptingProxy {
 
   /** What AWS authorises for the call; undefined for a call this stand-in does not model (denied). */
   private async checksFor(service: string, op: string, p: Json): Promise<Check[] | undefined> {
-    const check = (action: string, resource: string, context: Check["context"] = {}): Check => ({ action, resource, context });
-    const { region, account } = this.o;
     switch (service) {
       case "sts":
         // GetCallerIdentity needs no permission.
         return op === "GetCallerIdentity" ? [] : undefined;
-      case "sqs": {
-        if (op === "StartMessageMoveTask") {
-          const dlq = String(p.SourceArn ?? "");
-          const destinations = p.DestinationArn ? [String(p.DestinationArn)] : this.o.queues.filter((q) => q.deadLetterTargetArn === dlq).map((q) => q.arn);
-          return [
-            check("sqs:StartMessageMoveTask", dlq),
-            // What SQS checks on the caller's behalf for the task's life.
-            ...["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"].map((a) => check(a, dlq)),
-            ...destinations.map((d) => check("sqs:SendMessage", d)),
-          ];
-        }
-        if (op === "ListMessageMoveTasks") return [check("sqs:ListMessageMoveTasks", String(p.SourceArn ?? ""))];
-        if (op === "CancelMessageMoveTask") return [check("sqs:CancelMessageMoveTask", handleSource(p.TaskHandle))];
-        if (["GetQueueAttributes", "ReceiveMessage", "DeleteMessage", "SendMessage", "ChangeMessageVisibility"].includes(op)) {
-          return [check(`sqs:${op}`, this.queueArn(p.QueueUrl))];
-        }
-        return undefined;
-      }
+      case "sqs":
+        return this.sqsChecks(op, p);
       case "monitoring":
         return op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined;
-      case "ecs": {
-        const cluster =
-          String(p.cluster ?? "default")
-            .split("/")
-            .at(-1) ?? "";
-        const clusterArn = `arn:aws:ecs:${region}:${account}:cluster/${cluster}`;
-        const taskArn = (t: unknown) => (String(t).startsWith("arn:") ? String(t) : `arn:aws:ecs:${region}:${account}:task/${cluster}/${String(t)}`);
-        const ctx = { "ecs:cluster": clusterArn };
-        if (op === "ListTasks") {
-          // As IAM authorises it: on the container instance it names, else (ops lists by service) on `*`.
-          const instance = p.containerInstance === undefined ? undefined : String(p.containerInstance);
-          const resource =
-            instance === undefined
-              ? "*"
-              : instance.startsWith("arn:")
-                ? instance
-                : `arn:aws:ecs:${region}:${account}:container-instance/${cluster}/${instance}`;
-          return [check("ecs:ListTasks", resource, ctx)];
-        }
-        if (op === "DescribeServices") {
-          return ((p.services as unknown[]) ?? []).map((s) =>
-            check("ecs:DescribeServices", String(s).startsWith("arn:") ? String(s) : `arn:aws:ecs:${region}:${account}:service/${cluster}/${String(s)}`, ctx),
-          );
-        }
-        if (op === "DescribeTasks" || op === "GetTaskProtection") return ((p.tasks as unknown[]) ?? []).map((t) => check(`ecs:${op}`, taskArn(t), ctx));
-        return undefined;
-      }
-      case "ec2": {
-        if (op === "DescribeInstances") return [check("ec2:DescribeInstances", "*")];
-        const ids = indexed(p, op === "StopInstances" ? "InstanceId" : "ResourceId");
-        if (op === "StopInstances" || op === "CreateTags" || op === "DeleteTags") {
-          const tags = await this.instanceTags(ids);
-          const keys = indexedKeys(p, "Tag", "Key");
-          return ids.map((id) =>
-            check(`ec2:${op}`, `arn:aws:ec2:${region}:${account}:instance/${id}`, {
-              ...resourceTagContext(tags.get(id) ?? {}),
-              ...(op === "StopInstances" ? {} : { "aws:TagKeys": keys }),
-            }),
-          );
-        }
-        return undefined;
-      }
-      case "autoscaling": {
-        if (op === "DescribeAutoScalingGroups") return [check("autoscaling:DescribeAutoScalingGroups", "*")];
-        if (op === "SetDesiredCapacity" || op === "CreateOrUpdateTags" || op === "DeleteTags") {
-          const names = op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexedKeys(p, "Tags.member", "ResourceId");
-          const groups = await this.groups([...new Set(names)]);
-          const keys = indexedKeys(p, "Tags.member", "Key");
-          return [...new Set(names)].map((n) =>
-            check(`autoscaling:${op}`, groups.get(n)?.arn ?? `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`, {
-              ...resourceTagContext(groups.get(n)?.tags ?? {}),
-              ...(op === "SetDesiredCapacity" ? {} : { "aws:TagKeys": keys }),
-            }),
-          );
-        }
-        return undefined;
-      }
+      case "ecs":
+        return this.ecsChecks(op, p);
+      case "ec2":
+        return this.ec2Checks(op, p);
+      case "autoscaling":
+        return this.autoscalingChecks(op, p);
       default:
         return undefined;
     }
+  }
+
+  private sqsChecks(op: string, p: Json): Check[] | undefined {
+    if (op === "StartMessageMoveTask") {
+      const dlq = String(p.SourceArn ?? "");
+      const destinations = p.DestinationArn ? [String(p.DestinationArn)] : this.o.queues.filter((q) => q.deadLetterTargetArn === dlq).map((q) => q.arn);
+      return [
+        check("sqs:StartMessageMoveTask", dlq),
+        // What SQS checks on the caller's behalf for the task's life.
+        ...["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"].map((a) => check(a, dlq)),
+        ...destinations.map((d) => check("sqs:SendMessage", d)),
+      ];
+    }
+    if (op === "ListMessageMoveTasks") return [check("sqs:ListMessageMoveTasks", String(p.SourceArn ?? ""))];
+    if (op === "CancelMessageMoveTask") return [check("sqs:CancelMessageMoveTask", handleSource(p.TaskHandle))];
+    if (["GetQueueAttributes", "ReceiveMessage", "DeleteMessage", "SendMessage", "ChangeMessageVisibility"].includes(op)) {
+      return [check(`sqs:${op}`, this.queueArn(p.QueueUrl))];
+    }
+    return undefined;
+  }
+
+  /** ECS authorises on the resource a call names (a task, a service, a container instance) in its cluster. */
+  private ecsChecks(op: string, p: Json): Check[] | undefined {
+    const { region, account } = this.o;
+    const cluster =
+      String(p.cluster ?? "default")
+        .split("/")
+        .at(-1) ?? "";
+    const inCluster = (kind: string, id: unknown) =>
+      String(id).startsWith("arn:") ? String(id) : `arn:aws:ecs:${region}:${account}:${kind}/${cluster}/${String(id)}`;
+    const ctx = { "ecs:cluster": `arn:aws:ecs:${region}:${account}:cluster/${cluster}` };
+    // As IAM authorises ListTasks: on the container instance it names, else (ops lists by service) on `*`.
+    if (op === "ListTasks")
+      return [check("ecs:ListTasks", p.containerInstance === undefined ? "*" : inCluster("container-instance", p.containerInstance), ctx)];
+    if (op === "DescribeServices") return ((p.services as unknown[]) ?? []).map((s) => check("ecs:DescribeServices", inCluster("service", s), ctx));
+    if (op === "DescribeTasks" || op === "GetTaskProtection") return ((p.tasks as unknown[]) ?? []).map((t) => check(`ecs:${op}`, inCluster("task", t), ctx));
+    return undefined;
+  }
+
+  /** EC2 authorises a stop or a tag change on each instance, its tags and the tag keys in the condition context. */
+  private async ec2Checks(op: string, p: Json): Promise<Check[] | undefined> {
+    if (op === "DescribeInstances") return [check("ec2:DescribeInstances", "*")];
+    if (op !== "StopInstances" && op !== "CreateTags" && op !== "DeleteTags") return undefined;
+    const ids = indexed(p, op === "StopInstances" ? "InstanceId" : "ResourceId");
+    const tags = await this.instanceTags(ids);
+    const keys = indexedKeys(p, "Tag", "Key");
+    return ids.map((id) =>
+      check(`ec2:${op}`, `arn:aws:ec2:${this.o.region}:${this.o.account}:instance/${id}`, {
+        ...resourceTagContext(tags.get(id) ?? {}),
+        ...(op === "StopInstances" ? {} : { "aws:TagKeys": keys }),
+      }),
+    );
+  }
+
+  /** Auto Scaling authorises a capacity or tag change on each group, with its tags as EC2 does. */
+  private async autoscalingChecks(op: string, p: Json): Promise<Check[] | undefined> {
+    if (op === "DescribeAutoScalingGroups") return [check("autoscaling:DescribeAutoScalingGroups", "*")];
+    if (op !== "SetDesiredCapacity" && op !== "CreateOrUpdateTags" && op !== "DeleteTags") return undefined;
+    const names = [...new Set(op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexedKeys(p, "Tags.member", "ResourceId"))];
+    const groups = await this.groups(names);
+    const keys = indexedKeys(p, "Tags.member", "Key");
+    const arnOf = (n: string) => groups.get(n)?.arn ?? `arn:aws:autoscaling:${this.o.region}:${this.o.account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
+    return names.map((n) =>
+      check(`autoscaling:${op}`, arnOf(n), {
+        ...resourceTagContext(groups.get(n)?.tags ?? {}),
+        ...(op === "SetDesiredCapacity" ? {} : { "aws:TagKeys": keys }),
+      }),
+    );
   }
 
   /** The stand-ins' answers; undefined sends the call to moto. */
@@ -324,6 +323,10 @@ export class OperatorEndpoint extends InterceptingProxy {
     }
     return out;
   }
+}
+
+function check(action: string, resource: string, context: Check["context"] = {}): Check {
+  return { action, resource, context };
 }
 
 /** `Prefix.1`, `Prefix.2`…: a query-protocol list. Pure. */

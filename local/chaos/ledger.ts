@@ -1,7 +1,8 @@
 /**
  * The ledger's rules, pure: from what was observed of one message (its effects, where copies of it
  * sit) to its outcome, and from the outcomes to the run's totals. The observation itself is
- * observe.ts; these functions only judge, so each rule is tested on its own (test/local/chaos-ledger.test.ts).
+ * observe.ts; these functions only judge, so each rule is tested on its own (test/local/chaos/ledger.test.ts).
+ * The worker's job ledger is worker-ledger.ts.
  */
 import type { CrashRecord, FaultKind, FaultRecord } from "./fault-proxy";
 import type { Receive } from "./receives";
@@ -77,33 +78,6 @@ export interface CrashTotals {
   crashBound: number;
   /** Extras beyond the bound, message by message: fails the run. */
   crashOverBound: number;
-}
-
-/**
- * Pure: the worker's runs under crashes. A job whose holder was killed mid-job runs again: the
- * bound is runs ≤ 1 + holders killed holding it + the job's other interruptions (failed, given back,
- * lease lost mid-run, which are expected retries without any crash). `starts`: `job_started` lines
- * per job; `interruptions`: those other interruptions per job; `killed`: kills per job.
- */
-export function workerCrashRuns(
-  starts: ReadonlyMap<string, number>,
-  interruptions: ReadonlyMap<string, number>,
-  killed: ReadonlyMap<string, number>,
-): CrashTotals & { over: Array<{ job: string; runs: number; killed: number; interruptions: number }> } {
-  const out = { crashExtras: 0, crashBound: 0, crashOverBound: 0, over: [] as Array<{ job: string; runs: number; killed: number; interruptions: number }> };
-  for (const [job, kills] of killed) {
-    if (kills <= 0) continue;
-    const runs = starts.get(job) ?? 0;
-    const other = interruptions.get(job) ?? 0;
-    const extra = Math.max(0, runs - 1 - other);
-    out.crashExtras += extra;
-    out.crashBound += kills;
-    if (extra > kills) {
-      out.crashOverBound += extra - kills;
-      out.over.push({ job, runs, killed: kills, interruptions: other });
-    }
-  }
-  return out;
 }
 
 export interface Verdict {
@@ -255,115 +229,6 @@ export function leakedLocks(locks: readonly LockItem[], nowSeconds: number, ours
   return locks.filter((l) => ours(l.owner) && l.expiresAtSeconds > nowSeconds && !live.has(`${l.owner}/${l.instanceId}`));
 }
 
-/**
- * The worker's job ledger (issue 25), as the chaos run reads it. Kept in one place: the ledger is
- * built beside this harness, and its names may still move.
- */
-export const WORKER_LEDGER = {
-  /** The table's logical name in the program. */
-  table: "worker-jobs",
-  /** Its partition key: the job id (or the message id of a job without one). */
-  key: "job_key",
-  /** The job id a key names (the identity today). */
-  jobIdOf: (key: string): string => key,
-  /** Log steps, compared with `-` and `_` alike. */
-  steps: {
-    started: "job_started",
-    succeeded: "job_succeeded",
-    leaseTaken: "job_lease_taken",
-    alreadyCompleted: "job_already_completed",
-    heldElsewhere: "job_held_elsewhere",
-    /** With `at: "completion"`: the handler finished, but a newer holder had the lease (its completion refused). */
-    leaseLost: "job_lease_lost",
-  },
-} as const;
-
-/** One ledger item, as much of it as the counts need. */
-export interface WorkerLedgerItem {
-  jobKey: string;
-  state: string;
-  /** +1 each time a lease was taken to run the job (a run given back or failed is taken again). */
-  runs?: number;
-  holder?: string;
-  /** Epoch ms; 0 once the holder released it (a failed job, a give-back). */
-  leaseExpiresAt?: number;
-}
-
-export interface WorkerJobCounts {
-  /** Jobs whose handler ran to its end more than once (a job interrupted, failed or given back and run again is expected). */
-  jobsRunMoreThanOnce: number;
-  /** Jobs whose success was logged more than once. */
-  jobsCompletedMoreThanOnce: number;
-  /** Ledger items still `running` once every worker message is accounted for. */
-  leakedLeases: number;
-  details: {
-    ledgerTable: "present" | "absent";
-    /** Items still `running` and not released (leaked only when every message is accounted for). */
-    leasesRunning: number;
-    leasesTaken: number;
-    alreadyCompletedSkips: number;
-    heldElsewhereSkips: number;
-    /** Up to 10 jobs run more than once, with their runs. */
-    runTwiceExamples: Array<{ job: string; runs: number }>;
-    leakedExamples: Array<{ job: string; holder?: string }>;
-  };
-}
-
-const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.step === "string" && line.step.replace(/-/g, "_") === step;
-
-/**
- * Pure: the worker's run counts from its tasks' log lines and the ledger's items (undefined: no
- * table, so nothing can leak). A run counts when the job's handler ran to its end: a
- * `succeeded` line, or a `leaseLost` line at the completion (the handler finished, and a newer
- * holder's lease refused its completion). A job taken again after it was given back, failed or
- * lost its lease mid-run is expected, so the ledger's `runs` (every lease taken) is reported, not
- * judged. A leaked lease is an item still `running` and not released (`leaseExpiresAt` 0 is a
- * release), once every message is accounted for (`everyMessageAccounted`: no worker message
- * remains on its queue, so a lease still held has no job behind it), unless its holder was killed
- * and its lease has lapsed (`killed`: holder identities of killed tasks, and the time of the reading).
- */
-export function workerJobCounts(
-  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>,
-  ledger: readonly WorkerLedgerItem[] | undefined,
-  everyMessageAccounted: boolean,
-  killed: { holders: ReadonlySet<string>; nowMs: number } = { holders: new Set(), nowMs: 0 },
-): WorkerJobCounts {
-  const s = WORKER_LEDGER.steps;
-  const count = (step: string, also: (l: { at?: unknown }) => boolean = () => true) => {
-    const m = new Map<string, number>();
-    for (const l of lines) if (stepIs(l, step) && also(l) && typeof l.job_id === "string") m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
-    return m;
-  };
-  const leases = count(s.leaseTaken);
-  const succeeded = count(s.succeeded);
-  const finished = new Map(succeeded);
-  for (const [job, n] of count(s.leaseLost, (l) => l.at === "completion")) finished.set(job, (finished.get(job) ?? 0) + n);
-  const runTwice = [...finished].filter(([, n]) => n > 1);
-  const running = (ledger ?? []).filter((i) => i.state === "running" && i.leaseExpiresAt !== 0);
-  // A lease whose holder was killed (`--crash-rate`) is not released: it lapses at its expiry, and
-  // only one still unexpired at the end is held past its time. Any other unreleased lease is leaked.
-  const lapsed = (i: WorkerLedgerItem) => i.holder !== undefined && killed.holders.has(i.holder) && (i.leaseExpiresAt ?? 0) <= killed.nowMs;
-  const leaked = everyMessageAccounted ? running.filter((i) => !lapsed(i)) : [];
-  const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  return {
-    jobsRunMoreThanOnce: runTwice.length,
-    jobsCompletedMoreThanOnce: [...succeeded.values()].filter((n) => n > 1).length,
-    leakedLeases: leaked.length,
-    details: {
-      ledgerTable: ledger === undefined ? "absent" : "present",
-      leasesRunning: running.length,
-      leasesTaken: Math.max(
-        total(leases),
-        (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0),
-      ),
-      alreadyCompletedSkips: lines.filter((l) => stepIs(l, s.alreadyCompleted)).length,
-      heldElsewhereSkips: lines.filter((l) => stepIs(l, s.heldElsewhere)).length,
-      runTwiceExamples: runTwice.slice(0, 10).map(([job, n]) => ({ job, runs: n })),
-      leakedExamples: leaked.slice(0, 10).map((i) => ({ job: WORKER_LEDGER.jobIdOf(i.jobKey), ...(i.holder !== undefined ? { holder: i.holder } : {}) })),
-    },
-  };
-}
-
 /** What the run counts for the worker beside messages; 0 for every other consumer. */
 export interface WorkerRunTotals {
   jobsRunMoreThanOnce: number;
@@ -415,15 +280,9 @@ export function consumerTotals(
 ): ConsumerTotals {
   const row: ConsumerTotals = {
     consumer,
+    ...zeroTotals(),
     sent: facts.length,
-    processed: 0,
-    quarantined: 0,
-    inDlq: 0,
-    remaining: 0,
-    expired: 0,
-    lost: 0,
     duplicateSideEffects: extra.duplicateSideEffects ?? 0,
-    duplicatesFromFaults: 0,
     crashExtras: extra.crash?.crashExtras ?? 0,
     crashBound: extra.crash?.crashBound ?? 0,
     crashOverBound: extra.crash?.crashOverBound ?? 0,
@@ -460,7 +319,14 @@ export function consumerTotals(
 }
 
 export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
-  const totals: Totals = {
+  const totals = zeroTotals();
+  for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
+  return totals;
+}
+
+/** Every count at 0, in the order the summary document lists them. */
+function zeroTotals(): Totals {
+  return {
     sent: 0,
     processed: 0,
     quarantined: 0,
@@ -480,8 +346,6 @@ export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
     jobsCompletedMoreThanOnce: 0,
     leakedLeases: 0,
   };
-  for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
-  return totals;
 }
 
 /** Exit 1 when anything is lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran to its end twice. */
@@ -501,16 +365,4 @@ export function failed(totals: Totals): boolean {
 /** Pure: the totals of several runs (seeds), field by field. */
 export function addTotals(rows: readonly Totals[]): Totals {
   return sumTotals(rows.map((t) => ({ ...t, consumer: "worker" as const, details: {}, lostExamples: [] })));
-}
-
-/**
- * Pure: worker jobs whose every run ended with its holder killed (`--crash-rate`): each lease taken
- * (`job_lease_taken`) matched by a kill of a task holding the job. Such a job's message reaches its
- * DLQ after maxReceiveCount receives for the crashes' sake, as a message whose every receive an
- * injected fault failed does: in the DLQ, not lost.
- */
-export function workerJobsEveryRunKilled(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>, killedPerJob: ReadonlyMap<string, number>): Set<string> {
-  const takes = new Map<string, number>();
-  for (const l of lines) if (stepIs(l, WORKER_LEDGER.steps.leaseTaken) && typeof l.job_id === "string") takes.set(l.job_id, (takes.get(l.job_id) ?? 0) + 1);
-  return new Set([...takes].filter(([job, n]) => n > 0 && (killedPerJob.get(job) ?? 0) >= n).map(([job]) => job));
 }

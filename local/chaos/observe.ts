@@ -19,20 +19,12 @@ import * as path from "node:path";
 import { paginateScan } from "@aws-sdk/client-dynamodb";
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import { QUEUE_ROLES } from "../../policy/contract";
 import { type LogLine, readLogLines } from "../scenarios/logs";
 import type { CrashRecord, ForwardedCall, FaultRecord } from "./fault-proxy";
-import {
-  type CrashHits,
-  everyReceiveFaulted,
-  everyReceiveFaultedBeforeDeadLetter,
-  type LockItem,
-  type MessageFacts,
-  mentions,
-  WORKER_LEDGER,
-  type WorkerLedgerItem,
-} from "./ledger";
+import { type CrashHits, everyReceiveFaulted, everyReceiveFaultedBeforeDeadLetter, type LockItem, type MessageFacts, mentions } from "./ledger";
+import { WORKER_LEDGER, type WorkerLedgerItem } from "./worker-ledger";
 import { SOURCE_MESSAGE_ID_ATTRIBUTE } from "../../functions/retraining/defer";
 import type { Receive } from "./receives";
 import type { ChaosMessage, Consumer } from "./traffic";

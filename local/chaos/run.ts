@@ -5,50 +5,22 @@
  * the worker service and the claimers call goes through faults.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
+import type * as http from "node:http";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../infra/bundle";
 import { executablesSchema } from "../../functions/worker/config";
+import { drainedQueues, type InventoryRecord, recordedInventory } from "../../infra/parts/inventory";
 import { containerEnvironment, pickContainer } from "../hosts/worker-service";
 import { LocalPlatform } from "../platform";
 import { sendAll, waitFor } from "../scenarios/scenario";
-import { readSteps } from "../scenarios/logs";
-import type * as http from "node:http";
+import { account, ECS_SERVICE_CALLER, GATEWAY_CALLER, killsByCaller } from "./account";
 import { gatewayWindowsHeld, killChild, workerJobsHeld } from "./crash";
 import { type CrashRecord, FaultProxy, type FaultRecord, type ForwardedCall, type Killed, type Upstreams } from "./fault-proxy";
-import {
-  type ChaosSummary,
-  claimsPerInstance,
-  type CrashHits,
-  consumerTotals,
-  type ConsumerTotals,
-  leakedLocks,
-  sumTotals,
-  WORKER_LEDGER,
-  workerCrashRuns,
-  workerJobCounts,
-  workerJobsEveryRunKilled,
-} from "./ledger";
-import {
-  acknowledgedEffects,
-  claimLocks,
-  type Effects,
-  factsFor,
-  fleetEffects,
-  jobsDoneInTable,
-  readQueues,
-  retrainingEffects,
-  type SentMessage,
-  windowEffects,
-  workerEffects,
-  workerLedger,
-  workerLogLines,
-} from "./observe";
-import { paginateScan } from "@aws-sdk/client-dynamodb";
+import { type ChaosSummary, sumTotals } from "./ledger";
+import type { SentMessage } from "./observe";
 import { PoolClaimers } from "./pool-claims";
-import { type Receive, ReceiveRecorder } from "./receives";
-import { drainedQueues, type InventoryRecord, queuesConsumedBy, recordedInventory } from "../../infra/parts/inventory";
-import { type ChaosMessage, type Consumer, CONSUMERS, DRIVES, generateTraffic, trafficQueues } from "./traffic";
+import { ReceiveRecorder } from "./receives";
+import { type ChaosMessage, generateTraffic, trafficQueues } from "./traffic";
 
 export interface ChaosOptions {
   stack: string;
@@ -112,16 +84,6 @@ export function withLongJobType(container: Record<string, string>, seconds: numb
   return { WORKER_EXECUTABLES: JSON.stringify({ ...executables, [LONG_JOB_TYPE]: { command: "/bin/sleep", args: [String(seconds)] } }) };
 }
 
-/** The queues whose emptiness means a consumer is done, of those it is fed from: none for the claims, whose adverts may wait. Pure. */
-export function drainedBy(records: readonly InventoryRecord[], consumer: Consumer): string[] {
-  const drained = new Set(drainedQueues(records));
-  return queuesConsumedBy(records, DRIVES[consumer]).filter((q) => drained.has(q));
-}
-
-/** The local runtime's caller name of the worker service's code (local/platform-start.ts), which the fault proxy sees. */
-const ECS_SERVICE_CALLER = "worker-service";
-/** The GPU gateways' caller name (local/platform-start.ts): crashed, never faulted (their AWS calls were never in the fault run). */
-export const GATEWAY_CALLER = "gpu-gateway";
 /** Real ms before a killed worker task is replaced or a killed gateway restarted. */
 const RESTART_AFTER_MS = 1000;
 
@@ -153,43 +115,89 @@ async function killCaller(p: LocalPlatform, caller: string, req: http.IncomingMe
   };
 }
 
-/** The fault proxy's caller name of each consumer's code: its program consumer's name, or the ECS host's. Pure. */
-export function callerOf(records: readonly InventoryRecord[], consumer: Consumer): string {
-  const name = DRIVES[consumer];
-  return records.some((p) => p.ecsServices.includes(name)) ? ECS_SERVICE_CALLER : name;
+export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  return new ChaosRun(o).play();
 }
 
-export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
-  const started = Date.now();
-  fs.mkdirSync(path.dirname(o.workDir), { recursive: true });
-  const faultFile = `${o.workDir}-faults.jsonl`;
-  fs.rmSync(faultFile, { force: true });
-  const runTasks: ForwardedCall[] = [];
-  const crashRate = o.crashRate ?? 0;
-  const live: { platform?: LocalPlatform } = {};
-  const proxy = new FaultProxy({
-    seed: o.seed,
-    rate: o.faultRate,
-    faultFreeCallers: [GATEWAY_CALLER],
-    ...(crashRate > 0
-      ? {
-          crash: {
-            rate: crashRate,
-            kill: async (caller: string, req: http.IncomingMessage) => (live.platform ? killCaller(live.platform, caller, req) : undefined),
-          },
-          onCrash: (crash: CrashRecord) => fs.appendFileSync(faultFile, `${JSON.stringify(crash)}\n`),
-        }
-      : {}),
-    onForwarded: (call) => {
-      if (call.service === "ecs" && call.operation === "RunTask") runTasks.push(call);
-    },
-    onFault: (fault) => fs.appendFileSync(faultFile, `${JSON.stringify(fault)}\n`),
-  });
-  const upstreams: { lambdas?: Upstreams } = {};
-  let platform: LocalPlatform | undefined;
-  let longJob: LongJobSizing | undefined;
-  try {
-    platform = await LocalPlatform.start({
+/** One run: the fault proxy from the start, the platform behind it once up. */
+class ChaosRun {
+  private readonly started = Date.now();
+  private readonly faultFile: string;
+  private readonly crashRate: number;
+  /** The RunTask calls the proxy forwarded to moto (the retraining launcher's effects). */
+  private readonly runTasks: ForwardedCall[] = [];
+  private readonly proxy: FaultProxy;
+  /** The Lambdas' upstreams: the claim library's SQS calls take the same SQS clock. */
+  private lambdaUpstreams?: Upstreams;
+  private platform?: LocalPlatform;
+  private longJob?: LongJobSizing;
+
+  constructor(private readonly o: ChaosOptions) {
+    fs.mkdirSync(path.dirname(o.workDir), { recursive: true });
+    this.faultFile = `${o.workDir}-faults.jsonl`;
+    fs.rmSync(this.faultFile, { force: true });
+    this.crashRate = o.crashRate ?? 0;
+    this.proxy = this.faultProxy();
+  }
+
+  /** Plays the run, then stops the platform and the proxy, whatever happened. */
+  async play(): Promise<ChaosResult> {
+    try {
+      return await this.playOnPlatform(await this.startPlatform());
+    } finally {
+      await this.platform?.stop();
+      await this.proxy.stop();
+    }
+  }
+
+  /** The platform behind the proxy, traffic for every consumer until the queues drain, then the ledger of the frozen runtime. */
+  private async playOnPlatform(p: LocalPlatform): Promise<ChaosResult> {
+    const receives = new ReceiveRecorder();
+    receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
+    const { claimers, inventory, traffic } = await this.planTraffic(p);
+    const { sent, settled } = await this.sendUntilDrained(p, claimers, inventory, traffic);
+    await this.freeze(p);
+    const longJobs = { ...(this.longJob ?? { heartbeatSeconds: 0, seconds: 0 }), type: LONG_JOB_TYPE, sent: traffic.filter((m) => m.long).length };
+    const byConsumer = await account({ platform: p, inventory, sent, receives, proxy: this.proxy, runTasks: this.runTasks, claimers, longJobs });
+    const stats = this.proxy.stats();
+    return {
+      totals: sumTotals(byConsumer),
+      byConsumer,
+      faults: { injected: stats.injected, byKind: stats.byKind, kills: killsByCaller(this.proxy.kills()) },
+      wallMs: Date.now() - this.started,
+      faultLog: this.proxy.faults(),
+      crashLog: this.proxy.kills(),
+      settled,
+    };
+  }
+
+  /** Faults (and, with a crash rate, kills) on the code's calls, each journalled to `<workDir>-faults.jsonl`. */
+  private faultProxy(): FaultProxy {
+    const journal = (record: FaultRecord | CrashRecord) => fs.appendFileSync(this.faultFile, `${JSON.stringify(record)}\n`);
+    return new FaultProxy({
+      seed: this.o.seed,
+      rate: this.o.faultRate,
+      faultFreeCallers: [GATEWAY_CALLER],
+      ...(this.crashRate > 0
+        ? {
+            crash: {
+              rate: this.crashRate,
+              kill: async (caller: string, req: http.IncomingMessage) => (this.platform ? killCaller(this.platform, caller, req) : undefined),
+            },
+            onCrash: journal,
+          }
+        : {}),
+      onForwarded: (call) => {
+        if (call.service === "ecs" && call.operation === "RunTask") this.runTasks.push(call);
+      },
+      onFault: journal,
+    });
+  }
+
+  /** The local run's platform, its code's AWS calls through the proxy and its worker allowed the long job. */
+  private async startPlatform(): Promise<LocalPlatform> {
+    const { o } = this;
+    this.platform = await LocalPlatform.start({
       stack: o.stack,
       speed: o.speed,
       workDir: o.workDir,
@@ -197,25 +205,30 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       taskSimMs: 5_000,
       note: o.note,
       ...(o.workerTasks !== undefined ? { workerTasks: o.workerTasks } : {}),
-      ...(crashRate > 0 ? { restartKilledAfterMs: RESTART_AFTER_MS } : {}),
+      ...(this.crashRate > 0 ? { restartKilledAfterMs: RESTART_AFTER_MS } : {}),
       workerEnv: (container) => {
-        longJob = longJobSizing(Number(container.WORKER_HEARTBEAT_SECONDS ?? 60), o.speed);
+        const longJob = longJobSizing(Number(container.WORKER_HEARTBEAT_SECONDS ?? 60), o.speed);
+        this.longJob = longJob;
         return withLongJobType(container, longJob.seconds);
       },
       codeEndpoints: async (caller, upstream) => {
-        if (caller !== ECS_SERVICE_CALLER && caller !== GATEWAY_CALLER) upstreams.lambdas ??= upstream;
-        const front = await proxy.front(caller, upstream);
+        if (caller !== ECS_SERVICE_CALLER && caller !== GATEWAY_CALLER) this.lambdaUpstreams ??= upstream;
+        const front = await this.proxy.front(caller, upstream);
         // One port per caller: every service of that caller goes through it, and the proxy routes it on.
         return { aws: front, byService: Object.fromEntries(Object.keys(upstream.byService).map((service) => [service, front])) };
       },
     });
-    const p = platform;
-    live.platform = p;
-    const receives = new ReceiveRecorder();
-    receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
+    return this.platform;
+  }
 
+  /** The pool's claimers, the program's inventory, and the seeded traffic for every consumer. */
+  private async planTraffic(p: LocalPlatform): Promise<{ claimers: PoolClaimers; inventory: InventoryRecord[]; traffic: ChaosMessage[] }> {
+    const { o, longJob } = this;
     // The claim library's SQS calls take the SQS clock as the Lambdas' do; EC2 and DynamoDB go to moto, as in the pool scenario.
-    const claimEndpoint = await proxy.front("pool-claim", { aws: p.moto.endpoint, byService: { sqs: upstreams.lambdas?.byService.sqs ?? p.moto.endpoint } });
+    const claimEndpoint = await this.proxy.front("pool-claim", {
+      aws: p.moto.endpoint,
+      byService: { sqs: this.lambdaUpstreams?.byService.sqs ?? p.moto.endpoint },
+    });
     const claimers = new PoolClaimers(p, claimEndpoint, o.claimers, `c${o.seed.toString(36)}`);
     const inventory = recordedInventory(p.topology.resources);
     const traffic = generateTraffic(o.messages, {
@@ -228,9 +241,19 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
     const longSent = traffic.filter((m) => m.long).length;
     o.note(
-      `chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, crash rate ${crashRate}, seed ${o.seed}, speed ${o.speed}`,
+      `chaos: ${traffic.length} messages (${traffic.filter((m) => !m.wellFormed).length} malformed, ${longSent} long worker jobs of ${longJob?.seconds ?? 0} s), fault rate ${o.faultRate}, crash rate ${this.crashRate}, seed ${o.seed}, speed ${o.speed}`,
     );
+    return { claimers, inventory, traffic };
+  }
 
+  /** Claims running, the traffic sent, then a wait (up to the settle time) for every drained queue to empty. */
+  private async sendUntilDrained(
+    p: LocalPlatform,
+    claimers: PoolClaimers,
+    inventory: readonly InventoryRecord[],
+    traffic: ChaosMessage[],
+  ): Promise<{ sent: SentMessage[]; settled: boolean }> {
+    const { o, started } = this;
     claimers.start(Math.max(1000, (5 * 60_000) / o.speed));
     const sent = await sendTraffic(p, traffic);
     o.note(`chaos: all sent after ${((Date.now() - started) / 1000).toFixed(0)} s; waiting for the queues to drain`);
@@ -242,31 +265,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
     if (!settled) o.note(`chaos: the queues did not drain within ${o.settleSeconds} s; what is left counts as remaining`);
     await claimers.stop();
+    return { sent, settled };
+  }
+
+  /** Freezes the runtime before the ledger reads it: nothing may move between the reads. */
+  private async freeze(p: LocalPlatform): Promise<void> {
     // No kill may land while the runtime stops (a worker killed in its shutdown is not mid-work).
-    proxy.setCrashRate(0);
-    // Freeze the runtime before reading: nothing may move between the reads.
+    this.proxy.setCrashRate(0);
     await Promise.all([...p.sources.values()].map((s) => s.stop()));
     await p.scheduler.stop();
     await p.worker?.stop();
-
-    const byConsumer = await account(p, inventory, sent, receives, proxy, runTasks, claimers, {
-      ...(longJob ?? { heartbeatSeconds: 0, seconds: 0 }),
-      type: LONG_JOB_TYPE,
-      sent: longSent,
-    });
-    const stats = proxy.stats();
-    return {
-      totals: sumTotals(byConsumer),
-      byConsumer,
-      faults: { injected: stats.injected, byKind: stats.byKind, kills: killsByCaller(proxy.kills()) },
-      wallMs: Date.now() - started,
-      faultLog: proxy.faults(),
-      crashLog: proxy.kills(),
-      settled,
-    };
-  } finally {
-    await platform?.stop();
-    await proxy.stop();
   }
 }
 
@@ -342,245 +350,4 @@ function progress(platform: LocalPlatform, inventory: readonly InventoryRecord[]
     const depths = await Promise.all(names.map(async (n) => [n, await platform.depth(platform.queue(n))] as const));
     o.note(`chaos: ${((Date.now() - started) / 1000).toFixed(0)} s, left: ${depths.map(([n, d]) => `${n} ${d.visible + d.inFlight + d.delayed}`).join(", ")}`);
   };
-}
-
-async function account(
-  p: LocalPlatform,
-  inventory: readonly InventoryRecord[],
-  sent: readonly SentMessage[],
-  recorder: ReceiveRecorder,
-  proxy: FaultProxy,
-  runTasks: readonly ForwardedCall[],
-  claimers: PoolClaimers,
-  longJobs: LongJobSizing & { type: string; sent: number },
-): Promise<ConsumerTotals[]> {
-  const copies = await readQueues(p);
-  const receives = recorder.receives();
-  const faults = proxy.faults();
-  const wellFormedKeyOfBody = new Map(sent.filter((m) => m.wellFormed).map((m) => [m.body, m.key]));
-  const ofConsumer = (c: Consumer) => sent.filter((m) => m.consumer === c);
-
-  const gpu = windowEffects(p.gpu?.received() ?? []);
-  const fleetJobs = new Set(ofConsumer("fleet-termination").map((m) => m.key));
-  const durationToJob = new Map<number, string>();
-  for (const m of ofConsumer("fleet-termination")) {
-    const d = (JSON.parse(m.body.startsWith("{") ? m.body : "{}") as { duration_seconds?: unknown }).duration_seconds;
-    if (m.wellFormed && typeof d === "number") durationToJob.set(d, m.key);
-  }
-  const discarded = new Set<string>();
-  const advertKeyById = new Map(ofConsumer("pool-claim").map((m) => [m.messageId, m.key]));
-  for (const l of claimers.steps.lines) {
-    const key = l.step === "advert_discarded" ? advertKeyById.get(String(l.message_id)) : undefined;
-    if (key !== undefined) discarded.add(key);
-  }
-  const effects: Record<Consumer, Effects> = {
-    "ingest-window": gpu,
-    "ingest-dlq": gpu,
-    "retraining-launcher": retrainingEffects(
-      runTasks,
-      p.ecsTasks.tasks().map((t) => t.tags.model_name ?? ""),
-    ),
-    "fleet-termination": fleetEffects(readSteps(p, DRIVES["fleet-termination"]), durationToJob, await jobsDoneInTable(p, fleetJobs)),
-    "fleet-housekeeping": acknowledgedEffects(receives, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
-    "pool-refill": acknowledgedEffects(receives, DRIVES["pool-refill"], wellFormedKeyOfBody),
-    "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
-    worker: workerEffects(workerLogLines(p.options.workDir), (await workerLedger(p)) ?? []),
-  };
-  const ledger = await workerLedger(p);
-  const expired = await p.moto.expired();
-  const expiredIds = new Set(expired.map((e) => e.messageId));
-  const kills = proxy.kills();
-  const hits = crashHits(inventory, sent, receives, kills);
-  const workerLines = workerLogLines(p.options.workDir);
-  const keyClaims = await heldKeyClaims(p);
-
-  const claims = claimsPerInstance(claimers.rounds);
-  const nowSeconds = Math.floor(p.clock.now() / 1000);
-  const leaked = leakedLocks(await claimLocks(p, claimers.claimTableName), nowSeconds, (owner) => owner.startsWith(claimers.workflowPrefix), claimers.live);
-
-  return CONSUMERS.map((consumer) => {
-    const hidden = drainedBy(inventory, consumer).reduce((n, q) => n + (copies.hidden.get(q) ?? 0), 0);
-    const consumerHits = hits.get(consumer) ?? new Map<string, CrashHits>();
-    const dlqExplained = consumer === "worker" ? workerJobsEveryRunKilled(workerLines, killedPerJob(consumerHits)) : undefined;
-    const facts = factsFor(
-      consumer,
-      sent,
-      effects[consumer],
-      copies,
-      receives,
-      faults,
-      hidden,
-      {
-        kills,
-        hits: consumerHits,
-        ...(dlqExplained ? { dlqExplained } : {}),
-      },
-      expiredIds,
-    );
-    const caller = callerOf(inventory, consumer);
-    const faultsHere = faults.filter((f) => f.caller === caller).length;
-    const killsHere = kills.filter((k) => k.caller === caller).length;
-    const crashDetails = { kills: killsHere, messagesHitByKills: consumerHits.size };
-    const pastVisibility = receivesPastVisibility(p, receives, caller);
-    if (consumer === "worker") {
-      const row = consumerTotals(consumer, facts);
-      // Leases are judged only once every worker message is accounted for: one still on the queue may rightly hold one.
-      const killedHolders = new Set(kills.filter((k) => k.caller === ECS_SERVICE_CALLER).map((k) => `${os.hostname()}:${k.process.replace(/^pid /, "")}`));
-      const counts = workerJobCounts(workerLines, ledger, row.remaining === 0, { holders: killedHolders, nowMs: Date.now() });
-      const runs = workerCrashRuns(...workerRunsByJob(workerLines), killedPerJob(consumerHits));
-      return consumerTotals(consumer, facts, {
-        worker: counts,
-        crash: runs,
-        kills: killsHere,
-        details: {
-          ...effects[consumer].details,
-          ...counts.details,
-          longJobs,
-          faultsInjected: faultsHere,
-          ...crashDetails,
-          crashRunsOverBound: runs.over.slice(0, 10),
-        },
-      });
-    }
-    const windows = consumer === "ingest-window" || consumer === "ingest-dlq";
-    // The gateways' kills and held claims are counted once, on the window consumer's row.
-    const gatewayKills = consumer === "ingest-window" ? kills.filter((k) => k.caller === GATEWAY_CALLER).length : 0;
-    if (consumer !== "pool-claim")
-      return consumerTotals(consumer, facts, {
-        kills: killsHere + gatewayKills,
-        ...(consumer === "ingest-window" ? { leakedKeyClaims: keyClaims.length } : {}),
-        details: {
-          ...effects[consumer].details,
-          faultsInjected: faultsHere,
-          receivesPastVisibility: pastVisibility,
-          ...crashDetails,
-          ...(windows ? { gatewayKills } : {}),
-          ...(consumer === "ingest-window" ? { keyClaimsHeld: keyClaims.slice(0, 10) } : {}),
-        },
-      });
-    return consumerTotals(consumer, facts, {
-      duplicateSideEffects: claims.duplicates,
-      leakedLocks: leaked.length,
-      details: {
-        rounds: claimers.rounds.length,
-        claims: claimers.rounds.reduce((n, r) => n + r.length, 0),
-        instancesClaimed: Object.keys(claims.claims).length,
-        claimsPerInstance: claims.claims,
-        exhaustedAnswers: claimers.exhausted,
-        claimErrors: claimers.errors,
-        lostRaces: claimers.steps.count("claim_lost_race"),
-        leaked: leaked.map((l) => ({ instanceId: l.instanceId, owner: l.owner, expiresAtSeconds: l.expiresAtSeconds })),
-        advertsDiscarded: claimers.steps.count("advert_discarded"),
-        // Adverts SQS deleted for age before a claimer reached them: a loaded machine's claimers fall behind the pool's retention.
-        advertsExpired: facts.filter((f) => f.expired === true).length,
-        faultsInjected: faultsHere,
-      },
-    });
-  });
-}
-
-/** Pure: kills per caller, for the summary. */
-export function killsByCaller(kills: readonly CrashRecord[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const k of kills) out[k.caller] = (out[k.caller] ?? 0) + 1;
-  return out;
-}
-
-/**
- * Pure: for each consumer, the kills that hit each message's work (by message key). A killed
- * invocation's batch is named by message ids, which a redelivery keeps; a deferral copy or redrive
- * has a new id, found through its body. A worker task's work is job ids (the worker's keys), a
- * gateway's window keys (the windows' keys).
- */
-export function crashHits(
-  inventory: readonly InventoryRecord[],
-  sent: readonly SentMessage[],
-  receives: readonly Receive[],
-  kills: readonly CrashRecord[],
-): Map<Consumer, Map<string, CrashHits>> {
-  const out = new Map<Consumer, Map<string, CrashHits>>();
-  const hit = (consumer: Consumer, key: string, kind: keyof CrashHits) => {
-    const byKey = out.get(consumer) ?? new Map<string, CrashHits>();
-    out.set(consumer, byKey);
-    const h = byKey.get(key) ?? { invocations: 0, processes: 0 };
-    h[kind] += 1;
-    byKey.set(key, h);
-  };
-  const keyById = new Map(sent.map((m) => [m.messageId, m]));
-  const byBody = new Map(sent.map((m) => [`${m.consumer}\u0000${m.body}`, m]));
-  const consumersOf = (caller: string) => CONSUMERS.filter((c) => callerOf(inventory, c) === caller);
-  const bodyOf = new Map(receives.map((r) => [`${r.fn}\u0000${r.messageId}`, r.body]));
-  for (const k of kills) {
-    if (k.caller === GATEWAY_CALLER) {
-      const windows = new Set(sent.filter((m) => m.consumer === "ingest-window" || m.consumer === "ingest-dlq").map((m) => `${m.consumer}\u0000${m.key}`));
-      for (const key of new Set(k.work))
-        for (const c of ["ingest-window", "ingest-dlq"] as const) if (windows.has(`${c}\u0000${key}`)) hit(c, key, "processes");
-      continue;
-    }
-    if (k.caller === ECS_SERVICE_CALLER) {
-      for (const job of new Set(k.work)) hit("worker", WORKER_LEDGER.jobIdOf(job), "processes");
-      continue;
-    }
-    for (const consumer of consumersOf(k.caller)) {
-      for (const id of new Set(k.work)) {
-        const direct = keyById.get(id);
-        const body = bodyOf.get(`${k.caller}\u0000${id}`);
-        const m = direct?.consumer === consumer ? direct : body !== undefined ? byBody.get(`${consumer}\u0000${body}`) : undefined;
-        if (m !== undefined) hit(consumer, m.key, "invocations");
-      }
-    }
-  }
-  return out;
-}
-
-/** Pure: per worker job, its runs (`job_started`) and its interruptions that are no crash's (failed, given back, lease lost mid-run). */
-export function workerRunsByJob(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>): [Map<string, number>, Map<string, number>] {
-  const starts = new Map<string, number>();
-  const interruptions = new Map<string, number>();
-  for (const l of lines) {
-    if (typeof l.job_id !== "string" || typeof l.step !== "string") continue;
-    const step = l.step.replace(/-/g, "_");
-    if (step === WORKER_LEDGER.steps.started) starts.set(l.job_id, (starts.get(l.job_id) ?? 0) + 1);
-    else if (step === "job_failed" || step === "job_returned" || (step === WORKER_LEDGER.steps.leaseLost && l.at !== "completion"))
-      interruptions.set(l.job_id, (interruptions.get(l.job_id) ?? 0) + 1);
-  }
-  return [starts, interruptions];
-}
-
-const killedPerJob = (hits: ReadonlyMap<string, CrashHits>): Map<string, number> => new Map([...hits].map(([job, h]) => [job, h.processes]));
-
-/**
- * The GPU gateways' key claims still held at the end: items `claimed` in the key table, their lease
- * unexpired, once every window is settled (nothing is in flight to hold one). A killed gateway's
- * claim lapses at its lease (its TTL as a claim: expired, any instance takes it over), and the
- * window's next POST takes it over and marks it done.
- */
-async function heldKeyClaims(p: LocalPlatform): Promise<Array<{ key: string; holder?: string; leaseExpiresAt?: number }>> {
-  const table = p.topology.tables.find((t) => t.logicalName.endsWith("gpu-keys"));
-  if (!table) return [];
-  const held: Array<{ key: string; holder?: string; leaseExpiresAt?: number }> = [];
-  for await (const page of paginateScan({ client: p.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
-    for (const item of page.Items ?? []) {
-      // The gateway's leases are real time (epoch ms).
-      if (item.state?.S !== "claimed" || Number(item.lease_expires_at?.N ?? 0) <= Date.now()) continue;
-      held.push({
-        key: item.window_key?.S ?? "",
-        ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
-        ...(item.lease_expires_at?.N !== undefined ? { leaseExpiresAt: Number(item.lease_expires_at.N) } : {}),
-      });
-    }
-  }
-  return held;
-}
-
-/**
- * Deliveries whose invocation outlasted its queue's visibility timeout (divided by the speed): the
- * batch went back to the queue while it still ran, so a second delivery is the time compression's
- * doing. Reported so a duplicate can be told from one the platform made.
- */
-function receivesPastVisibility(p: LocalPlatform, receives: readonly Receive[], fn: string): number {
-  const queues = p.topology.mappings.filter((m) => p.topology.functions.find((f) => f.name === m.functionName)?.logicalName === fn);
-  const visibilityMs =
-    Math.min(...queues.map((m) => p.topology.queues.find((q) => q.arn === m.queueArn)?.visibilityTimeoutSeconds ?? Infinity)) * (1000 / p.clock.speed);
-  return receives.filter((r) => r.fn === fn && r.endMs - r.startMs > visibilityMs).length;
 }

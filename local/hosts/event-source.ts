@@ -17,7 +17,7 @@ import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQ
 import type { SQSEvent } from "aws-lambda";
 import type { InvokeResult } from "./lambda-host";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../functions/shared/sqs-record";
-import type { LocalMapping } from "../provision/topology";
+import type { LocalMapping } from "../provision/topology-types";
 
 export interface MappingStats {
   /** Batches handed to the function. */

@@ -31,7 +31,7 @@ import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
 import type { LifecycleCompletion } from "../aws/autoscaling-proxy";
 import { LocalLoadBalancer } from "./load-balancer";
-import type { LocalFleet } from "../provision/topology";
+import type { LocalFleet } from "../provision/topology-types";
 
 export type Market = "on-demand" | "spot";
 

@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Worker } from "node:worker_threads";
 import { regionOfArn } from "../../functions/shared/sqs-record";
-import type { LocalFunction } from "../provision/topology";
+import type { LocalFunction } from "../provision/topology-types";
 
 export type InvokeResult =
   | { kind: "ok"; response: unknown; durationMs: number }

@@ -18,7 +18,7 @@
  */
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { randomBytes } from "node:crypto";
-import type { LocalSchedule } from "../provision/topology";
+import type { LocalSchedule } from "../provision/topology-types";
 import { parseScheduleExpression, type ScheduleExpression } from "./schedule-expression";
 
 export interface SchedulerEvent {
@@ -65,6 +65,21 @@ interface Entry {
   nextSimMs: number | null;
   /** Rate schedules: how many intervals after the start the next fire is. */
   rateIndex: number;
+}
+
+/** One invocation of a schedule: its execution id and scheduled time, and when its event is too old to send. */
+interface Execution {
+  id: string;
+  scheduledTime: string;
+  expiresSimMs: number;
+}
+
+/** An invocation whose retries ran out: its last input and error, and which limit it reached. */
+interface FailedDelivery {
+  input: string;
+  error: TargetError;
+  exhausted: "MaximumRetryAttempts" | "MaximumEventAgeInSeconds";
+  retryAttempts: number;
 }
 
 /** A failed send, with the code and message that go into the DLQ attributes. */
@@ -226,39 +241,37 @@ export class LocalScheduler {
   }
 
   private async deliver(entry: Entry, scheduledSimMs: number): Promise<void> {
+    const execution: Execution = {
+      id: randomBytes(8).toString("hex"),
+      scheduledTime: isoSeconds(scheduledSimMs),
+      expiresSimMs: scheduledSimMs + entry.schedule.target.maximumEventAgeInSeconds * 1000,
+    };
+    const failed = await this.sendWithRetries(entry, execution);
+    if (failed) await this.deadLetter(entry, execution, failed);
+  }
+
+  /** Sends to the target, retried with backoff within the retry policy; what failed last when the retries ran out (undefined: delivered, or stopped). */
+  private async sendWithRetries(entry: Entry, execution: Execution): Promise<FailedDelivery | undefined> {
     const { target } = entry.schedule;
-    const executionId = randomBytes(8).toString("hex");
-    const scheduledTime = isoSeconds(scheduledSimMs);
-    const expiresSimMs = scheduledSimMs + target.maximumEventAgeInSeconds * 1000;
-    let attempt = 0;
-    let input: string;
-    let error: TargetError;
-    let exhausted: "MaximumRetryAttempts" | "MaximumEventAgeInSeconds";
-    for (;;) {
-      attempt++;
-      input = substitute(target.input ?? "{}", {
-        "scheduled-time": scheduledTime,
-        "execution-id": executionId,
+    for (let attempt = 1; ; attempt++) {
+      const input = substitute(target.input ?? "{}", {
+        "scheduled-time": execution.scheduledTime,
+        "execution-id": execution.id,
         "attempt-number": String(attempt),
         "schedule-arn": entry.arn,
       });
+      let error: TargetError;
       try {
         await this.send(target.arn, input);
         entry.stats.delivered++;
-        this.emit({ schedule: entry.key, kind: "delivered", detail: `scheduled ${scheduledTime}, attempt ${attempt}` });
-        return;
+        this.emit({ schedule: entry.key, kind: "delivered", detail: `scheduled ${execution.scheduledTime}, attempt ${attempt}` });
+        return undefined;
       } catch (err) {
         error = asTargetError(err);
       }
-      if (attempt - 1 >= target.maximumRetryAttempts) {
-        exhausted = "MaximumRetryAttempts";
-        break;
-      }
+      if (attempt - 1 >= target.maximumRetryAttempts) return { input, error, exhausted: "MaximumRetryAttempts", retryAttempts: attempt - 1 };
       const waitSimMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
-      if (this.simNow() + waitSimMs > expiresSimMs) {
-        exhausted = "MaximumEventAgeInSeconds";
-        break;
-      }
+      if (this.simNow() + waitSimMs > execution.expiresSimMs) return { input, error, exhausted: "MaximumEventAgeInSeconds", retryAttempts: attempt - 1 };
       entry.stats.retries++;
       this.emit({
         schedule: entry.key,
@@ -268,10 +281,15 @@ export class LocalScheduler {
       if (!(await this.sleep(waitSimMs / this.opts.speed))) {
         entry.stats.dropped++;
         this.emit({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });
-        return;
+        return undefined;
       }
     }
-    const retryAttempts = attempt - 1;
+  }
+
+  /** The event to the schedule's DLQ with the attributes Scheduler sets; dropped without one, or when that send fails too. */
+  private async deadLetter(entry: Entry, execution: Execution, failed: FailedDelivery): Promise<void> {
+    const { target } = entry.schedule;
+    const { error, exhausted, retryAttempts } = failed;
     const why = `${exhausted} exhausted after ${retryAttempts} retries (${error.code}: ${error.message})`;
     if (!target.deadLetterArn) {
       entry.stats.dropped++;
@@ -281,16 +299,16 @@ export class LocalScheduler {
     const attributes: Record<string, string> = {
       ERROR_CODE: error.code,
       ERROR_MESSAGE: error.message,
-      EXECUTION_ID: executionId,
+      EXECUTION_ID: execution.id,
       EXHAUSTED_RETRY_CONDITION: exhausted,
       IS_PAYLOAD_TRUNCATED: "false",
       RETRY_ATTEMPTS: String(retryAttempts),
-      SCHEDULED_TIME: scheduledTime,
+      SCHEDULED_TIME: execution.scheduledTime,
       SCHEDULE_ARN: entry.arn,
       TARGET_ARN: target.arn,
     };
     try {
-      await this.send(target.deadLetterArn, input, attributes);
+      await this.send(target.deadLetterArn, failed.input, attributes);
     } catch (err) {
       const dlqError = asTargetError(err);
       entry.stats.dropped++;

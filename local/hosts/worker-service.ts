@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { TaskProtectionAgent } from "./ecs-agent";
-import type { LocalTaskDefinition } from "../provision/topology";
+import type { LocalTaskDefinition } from "../provision/topology-types";
 
 const ROOT = path.resolve(__dirname, "../..");
 export const DEFAULT_WORKER_ENTRY = "functions/worker/main.ts";

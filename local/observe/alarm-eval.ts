@@ -16,7 +16,7 @@
  * samples counts as `treatMissingData` says. Only periods from the alarm's first sample on are
  * looked at: before the run the alarm did not exist.
  */
-import type { LocalAlarm } from "../provision/topology";
+import type { LocalAlarm } from "../provision/topology-types";
 
 /** One OK → ALARM transition an alarm would have made, in simulated ms since the run's start. */
 export interface AlarmFiring {

@@ -29,7 +29,7 @@ import {
 } from "./alarm-eval";
 import type { SimClock } from "../hosts/clock";
 import type { DepthRound, DepthSource } from "./depth-sampler";
-import type { LocalAlarm, LocalQueue, LocalTopic } from "../provision/topology";
+import type { LocalAlarm, LocalQueue, LocalTopic } from "../provision/topology-types";
 
 /** What the run's queue-depth samples say of one alarm. */
 export interface AlarmOutcome {

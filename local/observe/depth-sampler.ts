@@ -7,7 +7,7 @@
  */
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SimClock } from "../hosts/clock";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 
 export interface QueueDepth {
   visible: number;

@@ -9,7 +9,7 @@ import type { DepthRound, DepthSource } from "./depth-sampler";
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { FleetSnapshot } from "../hosts/gpu-fleet";
 import type { GpuServiceState } from "../hosts/gpu-host";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 
 /** The GPU as a chart shows it: its instance not running, running but the service not up yet, or serving. */
 export type GpuPhase = "stopped" | "booting" | "serving";

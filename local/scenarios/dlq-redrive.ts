@@ -15,7 +15,9 @@ import { runOps } from "../../ops/cli";
 import { SqsEventSource } from "../hosts/event-source";
 import { startOpsEndpoint } from "../ops-endpoint";
 import type { LocalPlatform } from "../platform";
-import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+import type { LocalQueue } from "../provision/topology-types";
+import type { ScenarioSummary } from "../show/view";
+import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, type TimingSpan, waitFor } from "./scenario";
 
 const QUEUE = "fleet-termination";
 const DLQ = `${QUEUE}-dlq`;
@@ -42,6 +44,9 @@ class DlqRedriveRun {
   private readonly started = Date.now();
   private readonly jobsTable: string;
   private readonly jobIds: string[];
+  private readonly queue: LocalQueue;
+  private readonly dlq: LocalQueue;
+  private readonly failures: string[] = [];
 
   constructor(private readonly ctx: ScenarioContext) {
     this.platform = ctx.platform;
@@ -50,19 +55,50 @@ class DlqRedriveRun {
     if (!jobs) throw new Error("the program declares no fleet-jobs table");
     this.jobsTable = jobs.name;
     this.jobIds = Array.from({ length: this.n }, (_, i) => `redrive-${ctx.runId}-${i}`);
+    this.queue = this.platform.queue(QUEUE);
+    this.dlq = this.platform.queue(DLQ);
   }
 
-  async run() {
-    const { platform, ctx } = this;
-    const queue = platform.queue(QUEUE);
-    const dlq = platform.queue(DLQ);
-    const mapping = platform.topology.mappings.find((m) => m.queueArn === queue.arn);
+  async run(): Promise<ScenarioSummary> {
+    const { real, broken } = await this.breakConsumer();
+    await this.sendTerminations();
+    const sentAt = Date.now();
+    const filledAt = await this.until(async () => (await this.platform.depth(this.dlq)).visible >= this.n, 240_000, `${DLQ} never held all ${this.n} messages`);
+    const firedAt = await this.until(() => this.firing() !== undefined, 60_000, `${ALARM} never fired`);
+    if (firedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} fired (ALARM published to the alert topic)`);
+
+    // The fix: the real function polls again, then the operator redrives.
+    await broken.stop();
+    real.start();
+    this.phase = "fixed";
+    const redrive = await this.redrive();
+    this.phase = "fixed, redriven";
+
+    const doneAt = await this.until(async () => (await this.completed()) === this.n, 120_000);
+    const clearedAt = await this.until(() => this.firing()?.okAtMs !== undefined, 90_000, `${ALARM} did not go back to OK`);
+    if (clearedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} back to OK`);
+    return this.summarise(redrive.output, {
+      "sent → DLQ filled": [sentAt, filledAt],
+      "DLQ filled → alarm": [filledAt, firedAt],
+      redrive: [redrive.startMs, redrive.endMs],
+      "redrive → every job completed": [redrive.startMs, doneAt],
+      "redrive → alarm OK": [redrive.startMs, clearedAt],
+    });
+  }
+
+  /** Waits for `done`, the live view fed; when it held (null on timeout, a failure when `failure` names one). */
+  private async until(done: () => Promise<boolean> | boolean, timeoutMs: number, failure?: string): Promise<number | null> {
+    const held = await waitFor(done, { timeoutMs, tick: () => this.show([`consumer: ${this.phase}`]) });
+    if (!held && failure !== undefined) this.failures.push(failure);
+    return held ? Date.now() : null;
+  }
+
+  /** A bad deploy: the mapping now invokes code that fails every record (reported as batch item failures). */
+  private async breakConsumer(): Promise<{ real: SqsEventSource; broken: SqsEventSource }> {
+    const { platform } = this;
+    const mapping = platform.topology.mappings.find((m) => m.queueArn === this.queue.arn);
     const real = mapping ? platform.sources.get(mapping.logicalName) : undefined;
     if (!mapping || !real) throw new Error(`no event source mapping reads ${QUEUE}`);
-    const failures: string[] = [];
-    const tick = () => this.show([`consumer: ${this.phase}`]);
-
-    // A bad deploy: the mapping now invokes code that fails every record (reported as batch item failures).
     await real.stop();
     const broken = new SqsEventSource(
       mapping,
@@ -75,62 +111,44 @@ class DlqRedriveRun {
     );
     broken.start();
     this.phase = "broken (bad deploy)";
-    ctx.note(`dlq-redrive: ${QUEUE}'s consumer is broken (a bad deploy, simulated); sending ${this.n} job terminations`);
+    return { real, broken };
+  }
 
+  private async sendTerminations(): Promise<void> {
+    this.ctx.note(`dlq-redrive: ${QUEUE}'s consumer is broken (a bad deploy, simulated); sending ${this.n} job terminations`);
     await this.seedJobs();
     await sendAll(
-      platform,
-      queue,
+      this.platform,
+      this.queue,
       this.jobIds.map((id) => this.message(id)),
     );
-    const sentAt = Date.now();
-    const filled = await waitFor(async () => (await platform.depth(dlq)).visible >= this.n, { timeoutMs: 240_000, tick });
-    const filledAt = filled ? Date.now() : null;
-    if (!filled) failures.push(`${DLQ} never held all ${this.n} messages`);
-    const fired = await waitFor(() => this.firing() !== undefined, { timeoutMs: 60_000, tick });
-    const firedAt = fired ? Date.now() : null;
-    if (!fired) failures.push(`${ALARM} never fired`);
-    else ctx.note(`dlq-redrive: ${ALARM} fired (ALARM published to the alert topic)`);
+  }
 
-    // The fix: the real function polls again, then the operator redrives.
-    await broken.stop();
-    real.start();
-    this.phase = "fixed";
+  /** `ops dlq redrive <dlq> --yes`, through the operator endpoint: what it printed, and when it ran. */
+  private async redrive(): Promise<{ output: string; startMs: number; endMs: number }> {
+    const { platform } = this;
     const ops = await startOpsEndpoint(platform, platform.options.workDir);
-    let redrive = "";
-    const redriveStart = Date.now();
+    let output = "";
+    const startMs = Date.now();
     try {
       const err: string[] = [];
       const redriveCode = await runOps(
         ["dlq", "redrive", DLQ, "--stack", platform.topology.stack, "--outputs", ops.outputsFile, "--endpoint", ops.endpoint, "--yes"],
-        { out: (t) => (redrive += t), err: (t) => err.push(t), tty: false, ask: async () => "" },
+        { out: (t) => (output += t), err: (t) => err.push(t), tty: false, ask: async () => "" },
       );
-      ctx.note(`dlq-redrive: ops dlq redrive ${DLQ} --yes → ${redrive.trim() || err.join("").trim()}`);
-      if (redriveCode !== 0) failures.push(`ops dlq redrive exited ${redriveCode}: ${err.join("").trim()}`);
+      this.ctx.note(`dlq-redrive: ops dlq redrive ${DLQ} --yes → ${output.trim() || err.join("").trim()}`);
+      if (redriveCode !== 0) this.failures.push(`ops dlq redrive exited ${redriveCode}: ${err.join("").trim()}`);
     } finally {
       await ops.stop();
     }
-    const redriveEnd = Date.now();
-    this.phase = "fixed, redriven";
+    return { output, startMs, endMs: Date.now() };
+  }
 
-    const done = await waitFor(async () => (await this.completed()) === this.n, { timeoutMs: 120_000, tick });
-    const doneAt = done ? Date.now() : null;
-    const cleared = await waitFor(() => this.firing()?.okAtMs !== undefined, { timeoutMs: 90_000, tick });
-    const clearedAt = cleared ? Date.now() : null;
-    if (!cleared) failures.push(`${ALARM} did not go back to OK`);
-    else ctx.note(`dlq-redrive: ${ALARM} back to OK`);
-
+  private async summarise(redrive: string, intervals: Record<string, TimingSpan>): Promise<ScenarioSummary> {
     const processed = await this.completed();
-    const [left, parked] = await Promise.all([platform.depth(queue), platform.depth(dlq)]);
-    if (processed < this.n) failures.push(`${this.n - processed} of ${this.n} jobs not completed`);
-    const speed = platform.clock.speed;
-    const { timings, marks } = keyTimings(speed, {
-      "sent → DLQ filled": [sentAt, filledAt],
-      "DLQ filled → alarm": [filledAt, firedAt],
-      redrive: [redriveStart, redriveEnd],
-      "redrive → every job completed": [redriveStart, doneAt],
-      "redrive → alarm OK": [redriveStart, clearedAt],
-    });
+    const [left, parked] = await Promise.all([this.platform.depth(this.queue), this.platform.depth(this.dlq)]);
+    if (processed < this.n) this.failures.push(`${this.n - processed} of ${this.n} jobs not completed`);
+    const { timings, marks } = keyTimings(this.platform.clock.speed, intervals);
     const firing = this.firing();
     return summary({
       scenario: "dlq-redrive",
@@ -147,7 +165,7 @@ class DlqRedriveRun {
         "alarm back to OK": firing?.okAtMs !== undefined ? sinceStart(firing.okAtMs) : null,
         redrive: redrive.trim(),
       },
-      failures,
+      failures: this.failures,
     });
   }
 
@@ -165,8 +183,8 @@ class DlqRedriveRun {
       elapsedMs: Date.now() - this.started,
       progress: { done, total: this.n },
       queues: await gauges(this.platform, [
-        [QUEUE, this.platform.queue(QUEUE)],
-        [DLQ, this.platform.queue(DLQ)],
+        [QUEUE, this.queue],
+        [DLQ, this.dlq],
       ]),
       counters: { "jobs completed": done },
       status,

@@ -8,7 +8,7 @@ import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import type { QueueGauge, ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";

@@ -18,7 +18,7 @@ import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "
 import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
 import { parseScheduleExpression } from "../hosts/schedule-expression";
-import type { LocalQueue, Topology } from "../provision/topology";
+import type { LocalQueue, Topology } from "../provision/topology-types";
 import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
 
 /** Concurrent senders of a burst. */

@@ -11,7 +11,7 @@ import { sessionWindows } from "../hosts/fake-model";
 import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR } from "../prices";
-import type { LocalQueue, Topology } from "../provision/topology";
+import type { LocalQueue, Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 

@@ -10,7 +10,7 @@
  * Needs a stack in fleet mode: `npm start -- --stack prod --scenario gpu-launch-failure`.
  */
 import type { AlarmOutcome } from "../observe/alarm-watch";
-import type { LocalAlarm } from "../provision/topology";
+import type { LocalAlarm } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { FleetRun } from "./gpu-fleet-run";
 import { peekAll, type Scenario, type ScenarioContext, summary, timing, waitFor } from "./scenario";

@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { sessionWindows } from "../hosts/fake-model";
 import { type GpuInstanceHost, gatewaySteps } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
 

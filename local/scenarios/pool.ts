@@ -13,7 +13,7 @@ import { type ClaimDeps, type ClaimRequest, type ClaimResult, claimInstance, rel
 import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
 import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, Topology } from "../provision/topology";
+import type { LocalQueue, Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
 import { gauges, keyTimings, type Scenario, type ScenarioContext, summary, waitFor } from "./scenario";

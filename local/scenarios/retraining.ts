@@ -4,7 +4,7 @@
  */
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalSchedule } from "../provision/topology";
+import type { LocalQueue, LocalSchedule } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
 import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";

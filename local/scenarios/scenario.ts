@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import type { LiveSnapshot, QueueGauge, ScenarioSummary, Timing, TimingMark } from "../show/view";
 
 export type ScenarioSize = "small" | "default";

@@ -13,7 +13,7 @@
 import * as path from "node:path";
 import { motoClientEnv } from "../aws/moto";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalTaskDefinition } from "../provision/topology";
+import type { LocalQueue, LocalTaskDefinition } from "../provision/topology-types";
 import type { QueueGauge, ScenarioSummary } from "../show/view";
 import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../hosts/worker-service";
 import { type LogLine, readLogLines } from "./logs";

@@ -55,89 +55,103 @@
       hooks: {
         draw: [
           function (u) {
-            var ctx = u.ctx;
-            var box = u.bbox;
             var px = window.devicePixelRatio || 1;
-            var r = 8 * px;
-            ctx.save();
-            ctx.font = Math.round(11 * px) + "px system-ui, sans-serif";
-            ctx.textBaseline = "top";
-
-            function line(x, color, dashed) {
-              ctx.strokeStyle = color;
-              ctx.lineWidth = (dashed ? 1.5 : 2) * px;
-              ctx.setLineDash(dashed ? [5 * px, 4 * px] : []);
-              ctx.beginPath();
-              ctx.moveTo(x, box.top);
-              ctx.lineTo(x, box.top + box.height);
-              ctx.stroke();
-              ctx.setLineDash([]);
-            }
-
-            var discs = [];
-            marks.forEach(function (m) {
-              if (m.kind !== "timing") return;
-              var x = Math.round(u.valToPos(m.atS, "x", true));
-              if (typeof m.fromS === "number" && m.fromS < m.atS) {
-                var from = u.valToPos(m.fromS, "x", true);
-                ctx.fillStyle = "rgba(102, 57, 186, 0.05)";
-                ctx.fillRect(from, box.top, x - from, box.height);
-              }
-              line(x, MARK.timing, false);
-              // A numbered disc on the top edge, matching the list under the charts; kept inside
-              // the plot, and moved down a row while it would cover an earlier one.
-              var cx = Math.min(Math.max(x, box.left + r), box.left + box.width - r);
-              var cy = box.top + r + 1;
-              while (
-                discs.some(function (d) {
-                  return Math.abs(d[0] - cx) < 2 * r && Math.abs(d[1] - cy) < 2 * r;
-                })
-              )
-                cy += 2 * r + 2 * px;
-              discs.push([cx, cy]);
-              ctx.fillStyle = MARK.timing;
-              ctx.beginPath();
-              ctx.arc(cx, cy, r, 0, 2 * Math.PI);
-              ctx.fill();
-              ctx.fillStyle = "#fff";
-              ctx.textAlign = "center";
-              ctx.fillText(m.label, cx, cy - 6 * px);
-            });
-
-            // An event's name goes in the first row below the discs where it overprints no earlier
-            // name; near the right edge it reads leftwards from its line.
-            var top = discs.reduce(
-              function (y, d) {
-                return Math.max(y, d[1] + r + 3 * px);
-              },
-              box.top + 2 * r + 4 * px,
-            );
-            var rows = [];
-            marks.forEach(function (m) {
-              if (m.kind === "timing") return;
-              var x = Math.round(u.valToPos(m.atS, "x", true));
-              var color = MARK[m.kind] || "#57606a";
-              line(x, color, true);
-              var width = ctx.measureText(m.label).width;
-              var left = x > box.left + box.width * 0.75 ? x - 4 * px - width : x + 4 * px;
-              var row = 0;
-              while (
-                row < 6 &&
-                (rows[row] || []).some(function (span) {
-                  return left < span[1] + 6 * px && left + width > span[0] - 6 * px;
-                })
-              )
-                row++;
-              rows[row] = (rows[row] || []).concat([[left, left + width]]);
-              ctx.textAlign = "left";
-              ctx.fillStyle = color;
-              ctx.fillText(m.label, left, top + row * 14 * px);
-            });
-            ctx.restore();
+            u.ctx.save();
+            u.ctx.font = Math.round(11 * px) + "px system-ui, sans-serif";
+            u.ctx.textBaseline = "top";
+            drawEvents(u, marks, px, drawTimings(u, marks, px));
+            u.ctx.restore();
           },
         ],
       },
     };
+  }
+
+  /** A line across the plot at x: solid for a timing, dashed for an event. */
+  function markLine(u, x, color, dashed, px) {
+    var ctx = u.ctx;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = (dashed ? 1.5 : 2) * px;
+    ctx.setLineDash(dashed ? [5 * px, 4 * px] : []);
+    ctx.beginPath();
+    ctx.moveTo(x, u.bbox.top);
+    ctx.lineTo(x, u.bbox.top + u.bbox.height);
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
+
+  /** Each timing: its span shaded, its line, and its numbered disc; returns the discs' centres. */
+  function drawTimings(u, marks, px) {
+    var ctx = u.ctx;
+    var box = u.bbox;
+    var r = 8 * px;
+    var discs = [];
+    marks.forEach(function (m) {
+      if (m.kind !== "timing") return;
+      var x = Math.round(u.valToPos(m.atS, "x", true));
+      if (typeof m.fromS === "number" && m.fromS < m.atS) {
+        var from = u.valToPos(m.fromS, "x", true);
+        ctx.fillStyle = "rgba(102, 57, 186, 0.05)";
+        ctx.fillRect(from, box.top, x - from, box.height);
+      }
+      markLine(u, x, MARK.timing, false, px);
+      // A numbered disc on the top edge, matching the list under the charts; kept inside
+      // the plot, and moved down a row while it would cover an earlier one.
+      var cx = Math.min(Math.max(x, box.left + r), box.left + box.width - r);
+      var cy = box.top + r + 1;
+      while (
+        discs.some(function (d) {
+          return Math.abs(d[0] - cx) < 2 * r && Math.abs(d[1] - cy) < 2 * r;
+        })
+      )
+        cy += 2 * r + 2 * px;
+      discs.push([cx, cy]);
+      ctx.fillStyle = MARK.timing;
+      ctx.beginPath();
+      ctx.arc(cx, cy, r, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.fillStyle = "#fff";
+      ctx.textAlign = "center";
+      ctx.fillText(m.label, cx, cy - 6 * px);
+    });
+    return discs;
+  }
+
+  /**
+   * Each event: its dashed line, and its name in the first row below the discs where it overprints
+   * no earlier name; near the right edge the name reads leftwards from its line.
+   */
+  function drawEvents(u, marks, px, discs) {
+    var ctx = u.ctx;
+    var box = u.bbox;
+    var r = 8 * px;
+    var top = discs.reduce(
+      function (y, d) {
+        return Math.max(y, d[1] + r + 3 * px);
+      },
+      box.top + 2 * r + 4 * px,
+    );
+    var rows = [];
+    marks.forEach(function (m) {
+      if (m.kind === "timing") return;
+      var x = Math.round(u.valToPos(m.atS, "x", true));
+      var color = MARK[m.kind] || "#57606a";
+      markLine(u, x, color, true, px);
+      var width = ctx.measureText(m.label).width;
+      var left = x > box.left + box.width * 0.75 ? x - 4 * px - width : x + 4 * px;
+      var row = 0;
+      while (
+        row < 6 &&
+        (rows[row] || []).some(function (span) {
+          return left < span[1] + 6 * px && left + width > span[0] - 6 * px;
+        })
+      )
+        row++;
+      rows[row] = (rows[row] || []).concat([[left, left + width]]);
+      ctx.textAlign = "left";
+      ctx.fillStyle = color;
+      ctx.fillText(m.label, left, top + row * 14 * px);
+    });
   }
 
   var charts = document.querySelectorAll(".chart[data-chart]");
@@ -167,16 +181,34 @@
     };
   }
 
+  /** The x series both charts share: simulated seconds since the scenario started. */
+  function timeSeries() {
+    return {
+      label: "time",
+      value: function (u, v) {
+        return clock(v) + " sim";
+      },
+    };
+  }
+
+  /** A count's scale: from 0, with headroom above the highest value. */
+  function countScale() {
+    return {
+      range: function (u, min, max) {
+        return [0, Math.max(2, Math.ceil((max || 0) * 1.15))];
+      },
+    };
+  }
+
+  function valuesOf(series) {
+    return series.map(function (x) {
+      return x.values;
+    });
+  }
+
   function queueChart(el, s) {
     var used = {};
-    var series = [
-      {
-        label: "time",
-        value: function (u, v) {
-          return clock(v) + " sim";
-        },
-      },
-    ].concat(
+    var series = [timeSeries()].concat(
       s.queues.map(function (q) {
         return {
           label: q.label,
@@ -192,89 +224,62 @@
     return {
       title: "messages on each queue (visible, in flight and delayed)",
       series: series,
-      data: [s.t].concat(
-        s.queues.map(function (q) {
-          return q.values;
-        }),
-      ),
+      data: [s.t].concat(valuesOf(s.queues)),
       height: 230,
-      scales: {
-        x: { time: false, range: [0, Math.max(1, s.durationS)] },
-        y: {
-          range: function (u, min, max) {
-            return [0, Math.max(2, Math.ceil((max || 0) * 1.15))];
-          },
-        },
-      },
+      scales: { x: { time: false, range: [0, Math.max(1, s.durationS)] }, y: countScale() },
       axes: [xAxis(), { label: "messages" }],
     };
   }
 
+  /** The GPU's phase (stopped, booting, serving) on its own stepped scale; every other activity is a count. */
   function activityChart(el, s) {
-    var series = [
-      {
-        label: "time",
-        value: function (u, v) {
-          return clock(v) + " sim";
-        },
-      },
-    ];
-    var scales = {
-      x: { time: false, range: [0, Math.max(1, s.durationS)] },
-      phase: { range: [-0.1, 2.6] },
-      count: {
-        range: function (u, min, max) {
-          return [0, Math.max(2, Math.ceil((max || 0) * 1.15))];
-        },
-      },
-    };
-    var hasPhase = false;
-    var hasCount = false;
     var used = {};
-    s.activity.forEach(function (a) {
-      var isPhase = a.kind === "gpu";
-      hasPhase = hasPhase || isPhase;
-      hasCount = hasCount || !isPhase;
-      series.push({
-        label: a.label,
-        stroke: colorOf(a.kind, used),
-        width: 2,
-        scale: isPhase ? "phase" : "count",
-        fill: isPhase ? "rgba(26, 127, 55, 0.08)" : undefined,
-        paths: uPlot.paths.stepped({ align: 1 }),
-        points: { show: false },
-        value: function (u, v) {
-          return v === null ? "—" : isPhase ? PHASES[v] : String(v);
-        },
-      });
-    });
+    var isPhase = function (a) {
+      return a.kind === "gpu";
+    };
+    var series = [timeSeries()].concat(
+      s.activity.map(function (a) {
+        return {
+          label: a.label,
+          stroke: colorOf(a.kind, used),
+          width: 2,
+          scale: isPhase(a) ? "phase" : "count",
+          fill: isPhase(a) ? "rgba(26, 127, 55, 0.08)" : undefined,
+          paths: uPlot.paths.stepped({ align: 1 }),
+          points: { show: false },
+          value: function (u, v) {
+            return v === null ? "—" : isPhase(a) ? PHASES[v] : String(v);
+          },
+        };
+      }),
+    );
+    var hasPhase = s.activity.some(isPhase);
     var axes = [xAxis()];
-    if (hasPhase)
-      axes.push({
-        scale: "phase",
-        label: "GPU",
-        splits: function () {
-          return [0, 1, 2];
-        },
-        values: function (u, splits) {
-          return splits.map(function (v) {
-            return PHASES[v] || "";
-          });
-        },
-        size: 70,
-      });
-    if (hasCount) axes.push({ scale: "count", label: "count", side: hasPhase ? 1 : 3, grid: { show: !hasPhase } });
+    if (hasPhase) axes.push(phaseAxis());
+    if (!s.activity.every(isPhase)) axes.push({ scale: "count", label: "count", side: hasPhase ? 1 : 3, grid: { show: !hasPhase } });
     return {
       title: "the GPU, deliveries, ECS tasks and GPU capacity",
       series: series,
-      data: [s.t].concat(
-        s.activity.map(function (a) {
-          return a.values;
-        }),
-      ),
+      data: [s.t].concat(valuesOf(s.activity)),
       height: 190,
-      scales: scales,
+      scales: { x: { time: false, range: [0, Math.max(1, s.durationS)] }, phase: { range: [-0.1, 2.6] }, count: countScale() },
       axes: axes,
+    };
+  }
+
+  function phaseAxis() {
+    return {
+      scale: "phase",
+      label: "GPU",
+      splits: function () {
+        return [0, 1, 2];
+      },
+      values: function (u, splits) {
+        return splits.map(function (v) {
+          return PHASES[v] || "";
+        });
+      },
+      size: 70,
     };
   }
 

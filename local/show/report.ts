@@ -12,9 +12,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/report-recorder";
 import type { AlarmReport } from "../observe/alarm-watch";
-import type { LocalQueue } from "../provision/topology";
+import type { LocalQueue } from "../provision/topology-types";
 import { runTime } from "../observe/alarm-eval";
-import { formatTiming, type ScenarioSummary, type Timing } from "./view";
+import { formatTiming } from "./summary";
+import type { ScenarioSummary, Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
 export type SeriesKind = "source" | "dlq" | "quarantine" | "gpu" | "deliveries" | "tasks" | "capacity";
@@ -110,24 +111,41 @@ function tenth(n: number): number {
 
 /** One scenario's timeline from the samples and events inside its window. Pure. */
 function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: ScenarioSummary): ReportScenario {
-  const { speed } = input.meta;
   const end = window.endMs ?? window.startMs + row.wallMs;
-  const simS = (realMs: number) => tenth(((Math.min(Math.max(realMs, window.startMs), end) - window.startMs) * speed) / 1000);
-  const samples = input.recorded.samples.filter((s) => s.realTimeMs >= window.startMs && s.realTimeMs <= end);
-  const t = samples.map((s) => simS(s.realTimeMs));
+  const simS = (realMs: number) => tenth(((Math.min(Math.max(realMs, window.startMs), end) - window.startMs) * input.meta.speed) / 1000);
+  const inWindow = (ms: number) => ms >= window.startMs && ms <= end;
+  const samples = input.recorded.samples.filter((s) => inWindow(s.realTimeMs));
+  const { marks, timings } = timingMarks(row, simS);
+  marks.push(...eventMarks(input, inWindow, simS));
+  return {
+    name: row.scenario,
+    title: window.title,
+    summary: row,
+    durationS: simS(end),
+    t: samples.map((s) => simS(s.realTimeMs)),
+    queues: queueSeries(input.queues, window.queues, samples),
+    activity: activitySeries(samples),
+    marks,
+    timings,
+  };
+}
 
-  // The scenario's queues, and those of its part (`ingest-…`, `fleet-…`) that moved: other parts'
-  // schedules keep their queues busy in the background, and a queue an earlier scenario left
-  // messages on stays flat, both noise here.
-  const parts = new Set(window.queues.map(partOf));
-  const queues = input.queues
+/**
+ * The scenario's queues, and those of its part (`ingest-…`, `fleet-…`) that moved: other parts'
+ * schedules keep their queues busy in the background, and a queue an earlier scenario left
+ * messages on stays flat, both noise here. Sources first, the scenario's own before its part's.
+ */
+function queueSeries(queues: readonly LocalQueue[], own: readonly string[], samples: readonly RecordedSample[]): ReportSeries[] {
+  const parts = new Set(own.map(partOf));
+  return queues
     .map((q) => ({ q, values: samples.map((s) => s.depths[q.logicalName] ?? null) }))
-    .filter(({ q, values }) => window.queues.includes(q.logicalName) || (parts.has(partOf(q.logicalName)) && moved(values)))
+    .filter(({ q, values }) => own.includes(q.logicalName) || (parts.has(partOf(q.logicalName)) && moved(values)))
     .map(({ q, values }): ReportSeries => ({ label: q.logicalName, kind: queueKind(q), values }))
-    .sort(
-      (a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind) || Number(window.queues.includes(b.label)) - Number(window.queues.includes(a.label)),
-    );
+    .sort((a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind) || Number(own.includes(b.label)) - Number(own.includes(a.label)));
+}
 
+/** The GPU's phase and deliveries, the fleet's capacity and the ECS tasks running: those that moved. */
+function activitySeries(samples: readonly RecordedSample[]): ReportSeries[] {
   const activity: ReportSeries[] = [];
   const phase = samples.map((s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));
   if (moved(phase)) activity.push({ label: "GPU", kind: "gpu", values: phase });
@@ -136,7 +154,7 @@ function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: Scena
   if (delivered.some((v) => v !== null && v > 0)) activity.push({ label: "delivered to GPU", kind: "deliveries", values: delivered });
   // The GPU fleet: desired capacity and instances in service (the backlog is the ingest queues' series above;
   // its processed count is left out: thousands on the count axis would flatten a capacity of four).
-  const fleetSeries: Array<[string, (f: NonNullable<(typeof samples)[number]["fleet"]>) => number]> = [
+  const fleetSeries: Array<[string, (f: NonNullable<RecordedSample["fleet"]>) => number]> = [
     ["GPU desired capacity", (f) => f.desired],
     ["GPU instances in service", (f) => f.inService],
   ];
@@ -146,7 +164,11 @@ function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: Scena
   }
   const tasks = samples.map((s) => s.tasksRunning);
   if (moved(tasks)) activity.push({ label: "ECS tasks running", kind: "tasks", values: tasks });
+  return activity;
+}
 
+/** The key timings, numbered in order where they have a mark, and each numbered one's mark. */
+function timingMarks(row: ScenarioSummary, simS: (realMs: number) => number): { marks: ReportMark[]; timings: ReportTiming[] } {
   const marks: ReportMark[] = [];
   const timings: ReportTiming[] = [];
   for (const [name, timing] of Object.entries(row.timings)) {
@@ -155,23 +177,27 @@ function scenarioTimeline(input: ReportInput, window: ScenarioWindow, row: Scena
       timings.push({ name, timing });
       continue;
     }
-    const n = marks.filter((m) => m.kind === "timing").length + 1;
+    const n = marks.length + 1;
     timings.push({ n, name, timing });
     marks.push({ kind: "timing", label: String(n), atS: simS(mark.toMs), fromS: simS(mark.fromMs) });
   }
-  const inWindow = (ms: number) => ms >= window.startMs && ms <= end;
+  return { marks, timings };
+}
+
+/** The GPU's starts and stops, and the alarms' firings and returns to OK, inside the window. */
+function eventMarks(input: ReportInput, inWindow: (realMs: number) => boolean, simS: (realMs: number) => number): ReportMark[] {
+  const marks: ReportMark[] = [];
   for (const e of input.recorded.events) if (inWindow(e.realTimeMs)) marks.push({ kind: "gpu", label: e.label, atS: simS(e.realTimeMs) });
   for (const a of input.alarms.alarms) {
     for (const f of a.firings) {
       // Firings are in simulated ms since the clock's start; the window is in real ms.
-      const firedAt = input.clockT0Ms + f.atMs / speed;
+      const firedAt = input.clockT0Ms + f.atMs / input.meta.speed;
       if (inWindow(firedAt)) marks.push({ kind: "alarm", label: `ALARM ${a.logicalName}`, atS: simS(firedAt) });
-      const okAt = f.okAtMs === undefined ? undefined : input.clockT0Ms + f.okAtMs / speed;
+      const okAt = f.okAtMs === undefined ? undefined : input.clockT0Ms + f.okAtMs / input.meta.speed;
       if (okAt !== undefined && inWindow(okAt)) marks.push({ kind: "alarm", label: `OK ${a.logicalName}`, atS: simS(okAt) });
     }
   }
-
-  return { name: row.scenario, title: window.title, summary: row, durationS: simS(end), t, queues, activity, marks, timings };
+  return marks;
 }
 
 /**

@@ -6,8 +6,6 @@ import {
   consumerTotals,
   crashBound,
   receiveKilled,
-  workerCrashRuns,
-  workerJobsEveryRunKilled,
   everyReceiveFaulted,
   everyReceiveFaultedBeforeDeadLetter,
   failed,
@@ -17,9 +15,8 @@ import {
   receiveFaulted,
   sumTotals,
   addTotals,
-  workerJobCounts,
-  type WorkerLedgerItem,
 } from "../../../local/chaos/ledger";
+import { workerCrashRuns, workerJobCounts, workerJobsEveryRunKilled, type WorkerLedgerItem } from "../../../local/chaos/worker-ledger";
 import type { Receive } from "../../../local/chaos/receives";
 import { workerEffects } from "../../../local/chaos/observe";
 import type { LogLine } from "../../../local/scenarios/logs";

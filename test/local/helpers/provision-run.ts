@@ -4,7 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import * as path from "node:path";
-import type { Topology } from "../../../local/provision/topology";
+import type { Topology } from "../../../local/provision/topology-types";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const CHILD = path.join(__dirname, "provision-child.ts");

@@ -15,7 +15,7 @@ import * as path from "node:path";
 import { type MappingStats, settleBatch, SqsEventSource } from "../../../local/hosts/event-source";
 import { type InvokeResult, LambdaHost } from "../../../local/hosts/lambda-host";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsRecord } from "../../../functions/shared/sqs-record";
-import type { LocalFunction, LocalMapping } from "../../../local/provision/topology";
+import type { LocalFunction, LocalMapping } from "../../../local/provision/topology-types";
 import { localFunction } from "../fixtures/functions";
 import { resetMoto } from "../../integration/helpers/moto";
 

@@ -27,7 +27,7 @@ import { SimClock } from "../../../local/hosts/clock";
 import type { ProcessedWindow } from "../../../local/hosts/fake-model";
 import { GpuHost, writeGatewayBundle } from "../../../local/hosts/gpu-host";
 import { fleetCostUsd, type GpuFleetOptions, GpuFleetSimulator, type Market, nextMarket, onDemandCount } from "../../../local/hosts/gpu-fleet";
-import type { LocalFleet } from "../../../local/provision/topology";
+import type { LocalFleet } from "../../../local/provision/topology-types";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 import { outcome, until } from "../helpers/stub-target";
 

@@ -6,7 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { type InvokeResult, LambdaHost, openLog } from "../../../local/hosts/lambda-host";
 import { PassThrough } from "node:stream";
-import type { LocalFunction } from "../../../local/provision/topology";
+import type { LocalFunction } from "../../../local/provision/topology-types";
 import { localFunction } from "../fixtures/functions";
 
 const AWS_ENV = { AWS_ENDPOINT_URL: "http://127.0.0.1:1", AWS_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing" };

@@ -1,7 +1,7 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { expect } from "chai";
 import { LocalScheduler, type SchedulerEvent } from "../../../local/hosts/scheduler";
-import type { LocalSchedule } from "../../../local/provision/topology";
+import type { LocalSchedule } from "../../../local/provision/topology-types";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 
 const ARN_PREFIX = "arn:aws:sqs:us-east-1:123456789012:";

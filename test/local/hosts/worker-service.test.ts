@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { readProtectionEnabled, TaskProtection } from "../../../functions/worker/protection";
 import { DEFAULT_EXPIRES_IN_MINUTES, TaskProtectionAgent } from "../../../local/hosts/ecs-agent";
 import { motoClientEnv } from "../../../local/aws/moto";
-import type { LocalTaskDefinition } from "../../../local/provision/topology";
+import type { LocalTaskDefinition } from "../../../local/provision/topology-types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, taskEnvironment, WorkerServiceRunner } from "../../../local/hosts/worker-service";
 import { RecordingLogger, RecordingMetrics } from "../../functions/helpers/telemetry";
 import { sleep } from "../../functions/helpers/worker-deps";

@@ -14,7 +14,7 @@ import {
   stateReason,
 } from "../../../local/observe/alarm-eval";
 import { alarmReport } from "../../../local/observe/alarm-watch";
-import type { LocalAlarm } from "../../../local/provision/topology";
+import type { LocalAlarm } from "../../../local/provision/topology-types";
 
 const MINUTE = 60_000;
 /** 2026-11-24 01:55 UTC: on a 5-minute boundary, as CloudWatch aligns periods. */

@@ -18,7 +18,7 @@ import { expect } from "chai";
 import { AlarmWatcher, MIN_SAMPLE_REAL_MS, sampleEveryRealMs } from "../../../local/observe/alarm-watch";
 import { SimClock } from "../../../local/hosts/clock";
 import { DepthSampler, type DepthListener, type DepthRound, roundEveryRealMs } from "../../../local/observe/depth-sampler";
-import type { LocalAlarm, LocalQueue, LocalTopic } from "../../../local/provision/topology";
+import type { LocalAlarm, LocalQueue, LocalTopic } from "../../../local/provision/topology-types";
 import { resetMoto } from "../../integration/helpers/moto";
 
 const sqs = new SQSClient({});

@@ -1,11 +1,11 @@
 /**
  * The Auto Scaling provisioner's pure readers (local/provision/autoscaling.ts) and the runtime's
- * fleet topology (local/provision/topology.ts `fleetsFrom`): group → target group (by ARN) →
+ * fleet topology (local/provision/topology-parsers.ts `fleetsFrom`): group → target group (by ARN) →
  * listener → load balancer, on a hand-built recording.
  */
 import { expect } from "chai";
 import { groupLaunchTemplate, groupTags } from "../../../local/provision/autoscaling";
-import { fleetsFrom } from "../../../local/provision/topology";
+import { fleetsFrom } from "../../../local/provision/topology-parsers";
 import type { RecordedResource } from "../../../policy/testing/types";
 
 describe("local provisioning: Auto Scaling", () => {

@@ -18,6 +18,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, ListQueuesCommand, SQSCl
 import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
 import { expect } from "chai";
 import { containersForMoto, createMotoMocks, launchTemplateData, physicalName, type MotoMocks } from "../../../local/provision";
+import { splitCreated } from "../../../local/provision/topology";
 import {
   alarmsFrom,
   functionNameOf,
@@ -26,11 +27,10 @@ import {
   mappingsFrom,
   queuesFrom,
   schedulesFrom,
-  splitCreated,
   taskDefinitionsFrom,
   topicsFrom,
-  type Topology,
-} from "../../../local/provision/topology";
+} from "../../../local/provision/topology-parsers";
+import type { Topology } from "../../../local/provision/topology-types";
 import type { RecordedResource } from "../../../policy/testing/types";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 import { provisionInChild, runProvisionChild } from "../helpers/provision-run";

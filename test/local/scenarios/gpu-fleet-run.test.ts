@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { sampleEnv } from "../../functions/helpers/env-samples";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../../../local/prices";
-import type { LocalFleet, Topology } from "../../../local/provision/topology";
+import type { LocalFleet, Topology } from "../../../local/provision/topology-types";
 import { burstBodies, costTable, fleetSettings, SCALER_FUNCTION, SCALER_SCHEDULE, simSecondsOf } from "../../../local/scenarios/gpu-fleet-run";
 import { unavailableReason } from "../../../local/scenarios/scenario";
 import { breakerSpan, launchesBetween, metricSum } from "../../../local/scenarios/gpu-spot-interruption";

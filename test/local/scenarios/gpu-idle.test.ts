@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { ON_DEMAND_USD_PER_HOUR } from "../../../local/prices";
-import type { LocalFunction, LocalInstance } from "../../../local/provision/topology";
+import type { LocalFunction, LocalInstance } from "../../../local/provision/topology-types";
 import { gpuCost, gpuCostSettings, IDLE_CHECK_FUNCTION } from "../../../local/scenarios/gpu-idle";
 import { sampleEnv } from "../../functions/helpers/env-samples";
 

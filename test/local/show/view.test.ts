@@ -4,18 +4,8 @@
  * test asserts what a person would see.
  */
 import { expect } from "chai";
-import {
-  formatTiming,
-  type LiveSnapshot,
-  LiveView,
-  renderAlarmReport,
-  renderPlainLine,
-  renderSnapshot,
-  renderSummaryTable,
-  type ScenarioSummary,
-  summaryDocument,
-  type ViewTimers,
-} from "../../../local/show/view";
+import { formatTiming, renderAlarmReport, renderSummaryTable, summaryDocument } from "../../../local/show/summary";
+import { type LiveSnapshot, LiveView, renderPlainLine, renderSnapshot, type ScenarioSummary, type ViewTimers } from "../../../local/show/view";
 import { runTime } from "../../../local/observe/alarm-eval";
 import type { AlarmOutcome, AlarmReport } from "../../../local/observe/alarm-watch";
 
