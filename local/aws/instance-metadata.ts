@@ -11,7 +11,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type * as http from "node:http";
-import { LoopbackServer } from "../hosts/loopback";
+import { LoopbackServer } from "./loopback";
 
 export class InstanceMetadata {
   private readonly server = new LoopbackServer((req, res) => this.handle(req, res));

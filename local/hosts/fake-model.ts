@@ -9,7 +9,7 @@
  */
 import type * as http from "node:http";
 import { readBody } from "../aws/intercepting-proxy";
-import { LoopbackServer, replyJson } from "./loopback";
+import { LoopbackServer, replyJson } from "../aws/loopback";
 
 export interface ProcessedWindow {
   instanceId: string;

@@ -17,7 +17,7 @@ import { InstanceMetadata } from "../aws/instance-metadata";
 import { readBody } from "../aws/intercepting-proxy";
 import { freeLoopbackPort } from "../aws/moto";
 import { FakeModel, type ProcessedWindow } from "./fake-model";
-import { LoopbackServer, replyJson } from "./loopback";
+import { LoopbackServer, replyJson } from "../aws/loopback";
 
 /** Pure: the gateway's environment from `#cloud-config` user data (its GATEWAY_ENV_FILE entry), else undefined. */
 export function gatewayEnvFromUserData(userData: string | undefined): Record<string, string> | undefined {

@@ -14,7 +14,7 @@
  * second: the targets are real processes (the gateways), whose answers take real time.
  */
 import * as http from "node:http";
-import { LoopbackServer, replyJson } from "./loopback";
+import { LoopbackServer, replyJson } from "../aws/loopback";
 
 export type TargetHealth = "initial" | "healthy" | "unhealthy" | "draining";
 

@@ -235,4 +235,38 @@ describe("local/ keeps a thin core (issue 40)", () => {
       expect(ALLOWED.filter((a) => !over.has(key(a))).map(key)).to.deep.equal([]);
     });
   });
+
+  describe("local/'s rooms", () => {
+    /** Pure: the pairs of local/ subfolders that import each other, from each file's relative imports. */
+    const mutualFolders = (files: ReadonlyMap<string, string>): string[] => {
+      const folderOf = (file: string) => (file.split("/").length > 2 ? file.split("/")[1]! : undefined);
+      const edges = new Set<string>();
+      for (const [file, text] of files) {
+        if (!/\.(ts|js|cjs)$/.test(file)) continue;
+        for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
+          if (!fileName.startsWith(".")) continue;
+          const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), fileName));
+          const [from, to] = [folderOf(file), target.startsWith("local/") ? folderOf(target) : undefined];
+          if (from !== undefined && to !== undefined && from !== to) edges.add(`${from}→${to}`);
+        }
+      }
+      return [...edges].filter((e) => e.split("→")[0]! < e.split("→")[1]! && edges.has(e.split("→").reverse().join("→"))).sort();
+    };
+
+    it("finds two folders that import each other", () => {
+      const files = new Map([
+        ["local/aws/a.ts", `import { b } from "../hosts/b";`],
+        ["local/hosts/b.ts", `import { a } from "../aws/a";`],
+        ["local/hosts/c.ts", `import { d } from "../provision/d";`],
+      ]);
+      expect(mutualFolders(files)).to.deep.equal(["aws→hosts"]);
+    });
+
+    it("has no subfolder that imports a folder that imports it back, and no more than 7 subfolders", () => {
+      const files = localFiles();
+      expect(mutualFolders(files)).to.deep.equal([]);
+      const rooms = new Set([...files.keys()].filter((f) => f.split("/").length > 2).map((f) => f.split("/")[1]));
+      expect(rooms.size).to.be.at.most(7);
+    });
+  });
 });
