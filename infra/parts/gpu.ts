@@ -1,4 +1,5 @@
 import * as aws from "@pulumi/aws";
+import { ruleMaySend } from "../lib/rule-queue-policy";
 import * as pulumi from "@pulumi/pulumi";
 import { ENVIRONMENT_TAG, metricsNamespace, PRODUCT } from "../../policy/contract";
 import { IDLE_ENV, SCALER_ENV } from "../../functions/ingest/env";
@@ -527,35 +528,6 @@ export function spotSignalRetry(breaker: GpuFleetConfig["spotBreaker"]): { maxim
 }
 
 /**
- * A queue policy letting this one rule (aws:SourceArn) send to the queue: EventBridge's SQS targets
- * take no role. The schedule's sends are unaffected: Scheduler sends with its own role, whose
- * identity policy allows them (in one account an Allow on either side is enough, and this policy
- * denies nothing).
- */
-function ruleMaySend(name: string, queue: aws.sqs.Queue, rule: aws.cloudwatch.EventRule, parent: pulumi.Resource): aws.sqs.QueuePolicy {
-  return new aws.sqs.QueuePolicy(
-    name,
-    {
-      queueUrl: queue.url,
-      policy: pulumi.jsonStringify({
-        Version: "2012-10-17",
-        Statement: [
-          {
-            Sid: "SpotSignalsRule",
-            Effect: "Allow",
-            Principal: { Service: "events.amazonaws.com" },
-            Action: "sqs:SendMessage",
-            Resource: queue.arn,
-            Condition: { ArnEquals: { "aws:SourceArn": rule.arn } },
-          },
-        ],
-      }),
-    },
-    { parent },
-  );
-}
-
-/**
  * The Spot breaker's signal (docs/parts/ingest.md, "The Spot breaker"): a rule on EC2's Spot
  * interruption warnings and rebalance recommendations, delivering them to the scaler's own queue,
  * beside the schedule's ticks (functions/gpu/spot-events.ts); failed deliveries go to the schedule's
@@ -576,8 +548,8 @@ function createSpotSignals(
     },
     { parent },
   );
-  ruleMaySend(`${name}-gpu-scaler-queue-policy`, check.queue.queue, rule, parent);
-  ruleMaySend(`${name}-gpu-scaler-schedule-dlq-queue-policy`, check.schedulesDlq.queue, rule, parent);
+  ruleMaySend(`${name}-gpu-scaler-queue-policy`, { queue: check.queue.queue, rule, sid: "SpotSignalsRule" }, parent);
+  ruleMaySend(`${name}-gpu-scaler-schedule-dlq-queue-policy`, { queue: check.schedulesDlq.queue, rule, sid: "SpotSignalsRule" }, parent);
   const target = new aws.cloudwatch.EventTarget(
     `${name}-gpu-spot-signals-target`,
     {

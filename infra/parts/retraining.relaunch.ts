@@ -6,6 +6,7 @@
  * launch request on the retraining queue, which the launcher runs on FARGATE under its cap. Declared
  * only with `useSpot`: without Spot nothing is interrupted.
  */
+import { ruleMaySend } from "../lib/rule-queue-policy";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { metricsNamespace } from "../../policy/contract";
@@ -49,30 +50,6 @@ export function relaunchStatements(a: { retrainingQueueArn: pulumi.Input<string>
   });
 }
 
-/** A queue policy letting this one rule (aws:SourceArn) send to the queue: EventBridge's SQS targets take no role. */
-function ruleMaySend(name: string, queue: aws.sqs.Queue, rule: aws.cloudwatch.EventRule, parent: pulumi.Resource): aws.sqs.QueuePolicy {
-  return new aws.sqs.QueuePolicy(
-    name,
-    {
-      queueUrl: queue.url,
-      policy: pulumi.jsonStringify({
-        Version: "2012-10-17",
-        Statement: [
-          {
-            Sid: "SpotInterruptionRule",
-            Effect: "Allow",
-            Principal: { Service: "events.amazonaws.com" },
-            Action: "sqs:SendMessage",
-            Resource: queue.arn,
-            Condition: { ArnEquals: { "aws:SourceArn": rule.arn } },
-          },
-        ],
-      }),
-    },
-    { parent },
-  );
-}
-
 export interface Relaunch {
   queue: ManagedQueue;
   rule: aws.cloudwatch.EventRule;
@@ -103,8 +80,8 @@ export function createRelaunch({ name, args, tags, parent }: PartScope<Retrainin
     },
     { parent },
   );
-  ruleMaySend(`${name}-interruptions-policy`, queue.queue, rule, parent);
-  ruleMaySend(`${name}-interruptions-dlq-policy`, queue.dlq, rule, parent);
+  ruleMaySend(`${name}-interruptions-policy`, { queue: queue.queue, rule, sid: "SpotInterruptionRule" }, parent);
+  ruleMaySend(`${name}-interruptions-dlq-policy`, { queue: queue.dlq, rule, sid: "SpotInterruptionRule" }, parent);
   new aws.cloudwatch.EventTarget(
     `${name}-spot-interruptions-target`,
     { rule: rule.name, arn: queue.queue.arn, retryPolicy: { ...RELAUNCH_TARGET_RETRY }, deadLetterConfig: { arn: queue.dlq.arn } },
