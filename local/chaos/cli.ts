@@ -2,9 +2,7 @@
  * `npm run chaos`: the whole platform on moto with faults injected into the calls its code makes,
  * driven by generated traffic, every message checked against a ledger of side effects.
  *
- *   npm run chaos -- [--messages 10000] [--fault-rate 0.1] [--crash-rate 0] [--seed 1] [--seeds 1,2,3 | --seeds <count>]
- *                    [--speed 20] [--stack dev] [--settle-seconds <s>] [--claimers 4] [--worker-tasks 3]
- *                    [--json] [-h|--help]
+ *   npm run chaos -- [options]   (CHAOS_USAGE below lists them, with their defaults)
  *
  * --seeds runs once per seed, one after another, each on a fresh platform (`.local/chaos-<stack>-seed-<n>`):
  * a comma-separated list, or a count of seeds from --seed on (`--seeds 5` is seeds 1–5). One
@@ -188,23 +186,10 @@ async function runOne(args: ChaosArgs, seed: number, out: NodeJS.WritableStream)
 
 /** One seed in a child process (this CLI, --seed and --json): its progress and table to `out`, its document back. */
 function runChild(args: ChaosArgs, seed: number, out: NodeJS.WritableStream): Promise<{ code: number; run?: SeedRun }> {
-  const argv = [
-    ...[
-      "--messages",
-      String(args.messages),
-      "--fault-rate",
-      String(args.faultRate),
-      "--crash-rate",
-      String(args.crashRate),
-      "--seed",
-      String(seed),
-      "--speed",
-      String(args.speed),
-      "--stack",
-      args.stack,
-    ],
-    ...["--settle-seconds", String(args.settleSeconds), "--claimers", String(args.claimers), "--worker-tasks", String(args.workerTasks), "--json"],
-  ];
+  // Every flag with a value as this run read it (--seed the child's own), camelCased into ChaosArgs.
+  const valued = Object.keys(CHAOS_OPTIONS).filter((flag) => !["seeds", "json", "help"].includes(flag));
+  const value = (flag: string) => (flag === "seed" ? seed : args[flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as keyof ChaosArgs]);
+  const argv = [...valued.flatMap((flag) => [`--${flag}`, String(value(flag))]), "--json"];
   const child = spawn(process.execPath, [...process.execArgv, __filename, ...argv], { stdio: ["ignore", "pipe", "pipe"] });
   const stdout: Buffer[] = [];
   child.stdout.on("data", (c: Buffer) => stdout.push(c));

@@ -11,6 +11,7 @@
  */
 import * as fs from "node:fs";
 import type * as http from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Killed } from "./fault-proxy";
 
 /** Pure: the inode of the TCP socket from `clientPort` to `serverPort` in a /proc/net/tcp{,6} table. */
@@ -24,99 +25,54 @@ export function socketInodeIn(table: string, clientPort: number, serverPort: num
   return undefined;
 }
 
+/** `f()`, or `fallback` when it throws (a file or process gone meanwhile, a line that is not JSON). */
+function tryOr<T>(f: () => T, fallback: T): T {
+  try {
+    return f();
+  } catch {
+    return fallback;
+  }
+}
+
+const readOr = (file: string): string => tryOr(() => fs.readFileSync(file, "utf8"), "");
+
 /** Which of `pids` holds the client end of the request's connection (Linux /proc), if any. */
 export function pidOfPeer(req: http.IncomingMessage, pids: readonly number[]): number | undefined {
   const clientPort = req.socket.remotePort;
   const serverPort = req.socket.localPort;
   if (clientPort === undefined || serverPort === undefined) return undefined;
   let inode: string | undefined;
-  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    try {
-      inode = socketInodeIn(fs.readFileSync(file, "utf8"), clientPort, serverPort);
-    } catch {
-      inode = undefined;
-    }
-    if (inode !== undefined) break;
-  }
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) inode ??= socketInodeIn(readOr(file), clientPort, serverPort);
   if (inode === undefined) return undefined;
   const link = `socket:[${inode}]`;
-  for (const pid of pids) {
-    let fds: string[];
-    try {
-      fds = fs.readdirSync(`/proc/${pid}/fd`);
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
-      try {
-        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === link) return pid;
-      } catch {
-        // closed meanwhile
-      }
-    }
-  }
-  return undefined;
+  const holds = (pid: number) =>
+    tryOr(() => fs.readdirSync(`/proc/${pid}/fd`), []).some((fd) => tryOr(() => fs.readlinkSync(`/proc/${pid}/fd/${fd}`), "") === link);
+  return pids.find(holds);
 }
 
 /** SIGKILL, then wait (at most `waitMs`) until the process is gone. */
 export async function sigkill(pid: number, waitMs = 5000): Promise<boolean> {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    return false;
-  }
+  if (!tryOr(() => process.kill(pid, "SIGKILL"), false)) return false;
   const until = Date.now() + waitMs;
   while (Date.now() < until) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return true;
-    }
+    if (!tryOr(() => process.kill(pid, 0), false)) return true;
     // A zombie (exited, not yet reaped by its parent) still answers signal 0.
-    if (/^\S+ \(.*\) Z/.test(readOr(`/proc/${pid}/stat`, ""))) return true;
-    await new Promise((r) => setTimeout(r, 10));
+    if (/^\S+ \(.*\) Z/.test(readOr(`/proc/${pid}/stat`))) return true;
+    await sleep(10);
   }
   return true;
 }
 
-function readOr(file: string, fallback: string): string {
-  try {
-    return fs.readFileSync(file, "utf8");
-  } catch {
-    return fallback;
-  }
-}
-
 /** A process's own lines of a log file that several processes appended to in turn (from `offset` on). */
 export function logSegment(file: string, offset: number): string {
-  try {
-    const fd = fs.openSync(file, "r");
-    try {
-      const size = fs.fstatSync(fd).size;
-      const buffer = Buffer.alloc(Math.max(0, size - offset));
-      fs.readSync(fd, buffer, 0, buffer.length, offset);
-      return buffer.toString("utf8");
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    return "";
-  }
+  return tryOr(() => fs.readFileSync(file).subarray(offset).toString("utf8"), "");
 }
 
 function jsonLines(text: string): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const line of text.split("\n")) {
-    const at = line.indexOf("{");
-    if (at < 0) continue;
-    try {
-      const v: unknown = JSON.parse(line.slice(at));
-      if (typeof v === "object" && v !== null) out.push(v as Record<string, unknown>);
-    } catch {
-      // not a JSON line
-    }
-  }
-  return out;
+  return text.split("\n").flatMap((line) => {
+    const v: unknown = line.includes("{") ? tryOr(() => JSON.parse(line.slice(line.indexOf("{"))), undefined) : undefined;
+    return typeof v === "object" && v !== null ? [v as Record<string, unknown>] : [];
+  });
 }
 
 /**
@@ -161,13 +117,8 @@ export async function killChild(
   candidates: readonly KillableProcess[],
   held: (text: string) => string[],
 ): Promise<Killed | undefined> {
-  const pid =
-    candidates.length === 1
-      ? candidates[0]?.pid
-      : pidOfPeer(
-          req,
-          candidates.map((c) => c.pid),
-        );
+  const pids = candidates.map((c) => c.pid);
+  const pid = pids.length === 1 ? pids[0] : pidOfPeer(req, pids);
   const target = candidates.find((c) => c.pid === pid);
   if (target === undefined) return undefined;
   if (!(await sigkill(target.pid))) return undefined;

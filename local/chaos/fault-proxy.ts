@@ -28,7 +28,7 @@ import { randomUUID } from "node:crypto";
 import type * as http from "node:http";
 import { InterceptingProxy, readBody, sendReply } from "../aws/intercepting-proxy";
 import { errorResponse, operationOf, serviceOf } from "./protocols";
-import { KeyedStreams } from "./rng";
+import { keyedStreams } from "./rng";
 
 export const FAULT_KINDS = ["not-applied", "response-lost", "throttled", "server-error", "latency"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -163,7 +163,7 @@ export function unitOfWork(
 const REQUEST_CHARS = 4000;
 
 export class FaultProxy extends InterceptingProxy {
-  private readonly streams: KeyedStreams;
+  private readonly streams: ReturnType<typeof keyedStreams>;
   private readonly log: FaultRecord[] = [];
   private readonly kinds: readonly FaultKind[];
   private rate: number;
@@ -183,7 +183,7 @@ export class FaultProxy extends InterceptingProxy {
     if (!(this.crashRate >= 0 && this.crashRate <= 1)) throw new Error(`FaultProxy: crash rate must be from 0 to 1, got ${this.crashRate}`);
     this.kinds = o.kinds ?? FAULT_KINDS;
     if (this.kinds.length === 0) throw new Error("FaultProxy: no fault kinds to draw from");
-    this.streams = new KeyedStreams(o.seed);
+    this.streams = keyedStreams(o.seed);
   }
 
   /** A port for `caller`'s calls, routed by service to `upstream`; resolves to its base URL. */
@@ -247,7 +247,7 @@ export class FaultProxy extends InterceptingProxy {
     }
     if (kind === "latency") {
       const [min, max] = this.o.latencyMs ?? [20, 800];
-      const latencyMs = Math.round(min + this.streams.for(caller, service, operation, "latency").float() * (max - min));
+      const latencyMs = Math.round(min + this.streams(caller, service, operation, "latency").float() * (max - min));
       this.record(call, kind, { latencyMs });
       setTimeout(() => this.relay(call, target, req, body, res, false), latencyMs);
       return;
@@ -265,11 +265,11 @@ export class FaultProxy extends InterceptingProxy {
     const id = `${caller}\u0000${unit}`;
     let doomed = this.units.get(id);
     if (doomed === undefined) {
-      doomed = this.streams.for(caller, "unit").float() < this.crashRate;
+      doomed = this.streams(caller, "unit").float() < this.crashRate;
       this.units.set(id, doomed);
     }
     // Drawn for every call of a unit, so the points stay in step whatever the rate.
-    const point = this.streams.for(caller, call.service, call.operation, "crash").float() < KILL_POINT;
+    const point = this.streams(caller, call.service, call.operation, "crash").float() < KILL_POINT;
     if (!(doomed && point && this.crashRate > 0)) return false;
     // Its kill ends this run of the unit; a redelivery of it is drawn again.
     this.units.delete(id);
@@ -316,7 +316,7 @@ export class FaultProxy extends InterceptingProxy {
 
   /** Undefined: no fault for this call. */
   private draw(caller: string, service: string, operation: string): FaultKind | undefined {
-    const rng = this.streams.for(caller, service, operation);
+    const rng = this.streams(caller, service, operation);
     // Both draws happen for every call, so turning the rate down keeps later calls' fates in step.
     const roll = rng.float();
     const kind = this.kinds[Math.floor(rng.float() * this.kinds.length)];

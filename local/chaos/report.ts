@@ -45,79 +45,60 @@ export function anyFailed(runs: readonly Pick<SeedRun, "settled" | "totals">[]):
   return runs.some((r) => failed(r.totals) || !r.settled);
 }
 
-const COLUMNS = [
-  "sent",
-  "processed",
-  "quarantined",
-  "inDlq",
-  "remaining",
-  "expired",
-  "lost",
-  "duplicateSideEffects",
-  "duplicatesFromFaults",
-  "kills",
-  "crashExtras",
-  "crashBound",
-  "crashOverBound",
-  "leakedLocks",
-  "jobsRunMoreThanOnce",
-  "jobsCompletedMoreThanOnce",
-  "leakedLeases",
-  "leakedKeyClaims",
-] as const;
-const HEADERS = [
-  "sent",
-  "processed",
-  "quarantined",
-  "in DLQ",
-  "remaining",
-  "expired",
-  "lost",
-  "duplicates",
-  "of which faults",
-  "kills",
-  "crash extras",
-  "crash bound",
-  "over bound",
-  "leaked locks",
-  "run >1",
-  "done >1",
-  "leaked leases",
-  "leaked claims",
+/** The tables' columns: each count and its header. */
+const COLUMNS: Array<[keyof Totals, string]> = [
+  ["sent", "sent"],
+  ["processed", "processed"],
+  ["quarantined", "quarantined"],
+  ["inDlq", "in DLQ"],
+  ["remaining", "remaining"],
+  ["expired", "expired"],
+  ["lost", "lost"],
+  ["duplicateSideEffects", "duplicates"],
+  ["duplicatesFromFaults", "of which faults"],
+  ["kills", "kills"],
+  ["crashExtras", "crash extras"],
+  ["crashBound", "crash bound"],
+  ["crashOverBound", "over bound"],
+  ["leakedLocks", "leaked locks"],
+  ["jobsRunMoreThanOnce", "run >1"],
+  ["jobsCompletedMoreThanOnce", "done >1"],
+  ["leakedLeases", "leaked leases"],
+  ["leakedKeyClaims", "leaked claims"],
 ];
+const HEADERS = COLUMNS.map(([, header]) => header);
+const cells = (t: Totals) => COLUMNS.map(([k]) => String(t[k]));
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
 }
 
-const problemCount = (t: Totals) =>
-  t.lost + t.duplicateSideEffects + t.crashOverBound + t.leakedLocks + t.jobsRunMoreThanOnce + t.jobsCompletedMoreThanOnce + t.leakedLeases + t.leakedKeyClaims;
-const verdict = (t: Totals, settled: boolean, exit: string) =>
-  problemCount(t) !== 0
-    ? `FAILED: something was lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran twice (${exit})`
+/** `name n, name n` */
+const listed = (counts: Record<string, number>) =>
+  Object.entries(counts)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(", ");
+
+const verdict = (t: Totals, settled: boolean) =>
+  failed(t)
+    ? "FAILED: something was lost, duplicated (beyond a crash's bound) or leaked, or a worker job ran twice (exit 1)"
     : !settled
-      ? `INCONCLUSIVE: the queues did not drain within the settle time; ${t.remaining} message(s) were never judged (${exit}; raise --settle-seconds on a loaded machine)`
+      ? `INCONCLUSIVE: the queues did not drain within the settle time; ${t.remaining} message(s) were never judged (exit 1; raise --settle-seconds on a loaded machine)`
       : "nothing lost, duplicated or leaked, no worker job run twice";
 
 export function renderSummary(r: ChaosResult, run: { messages: number; faultRate: number; crashRate?: number; seed: number; speed: number }): string {
   const rows: string[][] = [["consumer", ...HEADERS]];
-  for (const c of r.byConsumer) rows.push([c.consumer, ...COLUMNS.map((k) => String(c[k]))]);
-  rows.push(["total", ...COLUMNS.map((k) => String(r.totals[k]))]);
-  const kinds = Object.entries(r.faults.byKind)
-    .map(([k, n]) => `${k} ${n}`)
-    .join(", ");
+  for (const c of r.byConsumer) rows.push([c.consumer, ...cells(c)]);
+  rows.push(["total", ...cells(r.totals)]);
+  const kills = r.faults.kills ?? {};
   const lines = [
     `chaos run: ${run.messages} messages, fault rate ${run.faultRate}, crash rate ${run.crashRate ?? 0}, seed ${run.seed}, speed ${run.speed}; ${(r.wallMs / 1000).toFixed(0)} s${r.settled ? "" : " (the queues did not drain in time)"}`,
     table(rows),
-    `faults injected: ${r.faults.injected} (${kinds})`,
-    `processes killed: ${Object.values(r.faults.kills ?? {}).reduce((a, b) => a + b, 0)} (${
-      Object.entries(r.faults.kills ?? {})
-        .map(([caller, n]) => `${caller} ${n}`)
-        .join(", ") || "none"
-    })`,
+    `faults injected: ${r.faults.injected} (${listed(r.faults.byKind)})`,
+    `processes killed: ${Object.values(kills).reduce((a, b) => a + b, 0)} (${listed(kills) || "none"})`,
     ...r.byConsumer.flatMap(problems),
-    verdict(r.totals, r.settled, "exit 1"),
+    verdict(r.totals, r.settled),
   ];
   return lines.join("\n");
 }
@@ -125,17 +106,14 @@ export function renderSummary(r: ChaosResult, run: { messages: number; faultRate
 /** The per-seed table and the total over seeds. */
 export function renderSeeds(runs: readonly SeedRun[], run: { messages: number; faultRate: number; crashRate?: number; speed: number }): string {
   const rows: string[][] = [["seed", ...HEADERS, "faults", "wall s"]];
-  for (const r of runs) rows.push([String(r.seed), ...COLUMNS.map((k) => String(r.totals[k])), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
+  for (const r of runs) rows.push([String(r.seed), ...cells(r.totals), String(r.faults.injected), (r.wallMs / 1000).toFixed(0)]);
   const doc = runsDocument(runs);
-  rows.push(["total", ...COLUMNS.map((k) => String(doc.totals[k])), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
+  const settled = runs.every((r) => r.settled);
+  rows.push(["total", ...cells(doc.totals), String(doc.faults.injected), (runs.reduce((n, r) => n + r.wallMs, 0) / 1000).toFixed(0)]);
   return [
     `chaos runs: ${runs.length} seed(s), ${run.messages} messages each, fault rate ${run.faultRate}, crash rate ${run.crashRate ?? 0}, speed ${run.speed}`,
     table(rows),
-    verdict(
-      doc.totals,
-      runs.every((r) => r.settled),
-      "exit 1",
-    ),
+    verdict(doc.totals, settled),
   ].join("\n");
 }
 

@@ -6,20 +6,8 @@
  * each fault to whichever call happened to come next.
  */
 
-/** mulberry32: tiny, fast, and good enough to pick faults and message shapes. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** FNV-1a over the parts: a stable 32-bit seed for a named stream. */
-export function streamSeed(...parts: Array<string | number>): number {
+function streamSeed(...parts: Array<string | number>): number {
   let h = 0x811c9dc5;
   for (const ch of parts.join("\u0000")) {
     h ^= ch.charCodeAt(0);
@@ -28,30 +16,31 @@ export function streamSeed(...parts: Array<string | number>): number {
   return h >>> 0;
 }
 
+/** mulberry32: tiny, fast, and good enough to pick faults and message shapes. */
 export class Rng {
-  private readonly next: () => number;
+  private a: number;
   constructor(seed: number) {
-    this.next = mulberry32(seed);
+    this.a = seed >>> 0;
   }
   /** [0, 1) */
   float(): number {
-    return this.next();
-  }
-  /** An integer in [min, max]. */
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
+    this.a = (this.a + 0x6d2b79f5) >>> 0;
+    let t = this.a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
   chance(p: number): boolean {
-    return this.next() < p;
+    return this.float() < p;
   }
   pick<T>(items: readonly T[]): T {
     if (items.length === 0) throw new Error("Rng.pick: no items");
-    return items[Math.floor(this.next() * items.length)] as T;
+    return items[Math.floor(this.float() * items.length)] as T;
   }
   /** Fisher–Yates, in place. */
   shuffle<T>(items: T[]): T[] {
     for (let i = items.length - 1; i > 0; i--) {
-      const j = Math.floor(this.next() * (i + 1));
+      const j = Math.floor(this.float() * (i + 1));
       [items[i], items[j]] = [items[j] as T, items[i] as T];
     }
     return items;
@@ -62,16 +51,12 @@ export class Rng {
  * Per (caller, operation) streams: the n-th call of an operation by a caller draws from the n-th
  * position of its own stream.
  */
-export class KeyedStreams {
-  private readonly streams = new Map<string, Rng>();
-  constructor(private readonly seed: number) {}
-  for(...key: string[]): Rng {
+export function keyedStreams(seed: number): (...key: string[]) => Rng {
+  const streams = new Map<string, Rng>();
+  return (...key) => {
     const name = key.join("/");
-    let rng = this.streams.get(name);
-    if (!rng) {
-      rng = new Rng(streamSeed(this.seed, name));
-      this.streams.set(name, rng);
-    }
+    const rng = streams.get(name) ?? new Rng(streamSeed(seed, name));
+    streams.set(name, rng);
     return rng;
-  }
+  };
 }

@@ -136,29 +136,28 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** An EC2-shaped instance id, unique per message: fleet's schema wants `i-` and 8–17 hex digits. */
 const instanceIdFor = (seed: number, i: number) => `i-${(seed % 0xffff).toString(16).padStart(4, "0")}${i.toString(16).padStart(8, "0")}`;
 
+/** One message of `d`: `good()` when well-formed, else one of `bad` picked (after the draws its key took). */
+function shaped(consumer: Consumer, rng: Rng, d: Draw, key: string, good: () => string, bad: string[]): ChaosMessage {
+  const base = { consumer, queue: d.queues[consumer], key };
+  return d.malformed ? { ...base, wellFormed: false, body: rng.pick(bad) } : { ...base, wellFormed: true, body: good() };
+}
+
 const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
-  "ingest-window": (rng, d) => window("ingest-window", d.queues["ingest-window"], rng, d),
-  "ingest-dlq": (rng, d) => window("ingest-dlq", d.queues["ingest-dlq"], rng, d),
+  "ingest-window": (rng, d) => window("ingest-window", rng, d),
+  "ingest-dlq": (rng, d) => window("ingest-dlq", rng, d),
 
   "retraining-launcher": (rng, d) => {
     const model = `Chaos${rng.pick(["Pascal", "Euler", "Gauss"])}-${d.tag}-${d.i}`;
-    const base = { consumer: "retraining-launcher" as const, queue: d.queues["retraining-launcher"], key: model };
-    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ model_name: model, trigger: rng.pick(["manual", "drift_detected"]) }) };
-    return {
-      ...base,
-      wellFormed: false,
-      body: rng.pick([
-        JSON.stringify({ model_name: "", trigger: "manual", chaos_key: model }),
-        JSON.stringify({ model_name: `-${model} has spaces!`, trigger: "manual" }),
-        JSON.stringify({ model_name: model, trigger: "whenever" }),
-        `{"model_name": "${model}", trigger`,
-      ]),
-    };
+    return shaped("retraining-launcher", rng, d, model, () => JSON.stringify({ model_name: model, trigger: rng.pick(["manual", "drift_detected"]) }), [
+      JSON.stringify({ model_name: "", trigger: "manual", chaos_key: model }),
+      JSON.stringify({ model_name: `-${model} has spaces!`, trigger: "manual" }),
+      JSON.stringify({ model_name: model, trigger: "whenever" }),
+      `{"model_name": "${model}", trigger`,
+    ]);
   },
 
   "fleet-termination": (rng, d) => {
     const job = `job-${d.tag}-${d.i}`;
-    const base = { consumer: "fleet-termination" as const, queue: d.queues["fleet-termination"], key: job };
     const failed = rng.chance(0.2);
     const message = {
       instance_id: instanceIdFor(d.seed, d.i),
@@ -171,17 +170,12 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
       completed_at: iso(d.nowMs),
       ...(failed ? { error: "exit status 2" } : {}),
     };
-    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify(message) };
-    return {
-      ...base,
-      wellFormed: false,
-      body: rng.pick([
-        JSON.stringify({ ...message, instance_id: `not-an-instance-${d.i}` }),
-        JSON.stringify({ ...message, status: "exploded" }),
-        JSON.stringify({ ...message, exit_code: "two" }),
-        `not json: ${job}`,
-      ]),
-    };
+    return shaped("fleet-termination", rng, d, job, () => JSON.stringify(message), [
+      JSON.stringify({ ...message, instance_id: `not-an-instance-${d.i}` }),
+      JSON.stringify({ ...message, status: "exploded" }),
+      JSON.stringify({ ...message, exit_code: "two" }),
+      `not json: ${job}`,
+    ]);
   },
 
   "fleet-housekeeping": (rng, d) => {
@@ -189,29 +183,18 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
     // instances under the claimers (the fleet scenario covers it); these three touch nothing the run counts on.
     const task = rng.pick(["stale_ssm", "old_jobs", "pool_audit"]);
     const timestamp = iso(d.nowMs + d.i);
-    const key = `${task}@${timestamp}`;
-    const base = { consumer: "fleet-housekeeping" as const, queue: d.queues["fleet-housekeeping"], key };
-    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ task_type: task, timestamp, params: {} }) };
-    return {
-      ...base,
-      wellFormed: false,
-      body: rng.pick([
-        JSON.stringify({ task_type: "defragment", timestamp, params: {} }),
-        JSON.stringify({ task_type: task, timestamp, params: { typo_minutes: 5 } }),
-      ]),
-    };
+    return shaped("fleet-housekeeping", rng, d, `${task}@${timestamp}`, () => JSON.stringify({ task_type: task, timestamp, params: {} }), [
+      JSON.stringify({ task_type: "defragment", timestamp, params: {} }),
+      JSON.stringify({ task_type: task, timestamp, params: { typo_minutes: 5 } }),
+    ]);
   },
 
   "pool-refill": (rng, d) => {
     const scheduled = iso(d.nowMs + d.i * 1000);
-    const key = `refill@${scheduled}`;
-    const base = { consumer: "pool-refill" as const, queue: d.queues["pool-refill"], key };
-    if (!d.malformed) return { ...base, wellFormed: true, body: JSON.stringify({ resource_class: d.poolClass, scheduled_time: scheduled }) };
-    return {
-      ...base,
-      wellFormed: false,
-      body: rng.pick([JSON.stringify({ resource_class: `no-such-class-${d.i}`, scheduled_time: scheduled }), JSON.stringify({ scheduled_time: scheduled })]),
-    };
+    return shaped("pool-refill", rng, d, `refill@${scheduled}`, () => JSON.stringify({ resource_class: d.poolClass, scheduled_time: scheduled }), [
+      JSON.stringify({ resource_class: `no-such-class-${d.i}`, scheduled_time: scheduled }),
+      JSON.stringify({ scheduled_time: scheduled }),
+    ]);
   },
 
   // Only malformed adverts: a well-formed one must name a real pool instance, and the refill
@@ -241,48 +224,26 @@ const GENERATORS: Record<Consumer, (rng: Rng, d: Draw) => ChaosMessage> = {
 
   worker: (rng, d) => {
     const job = `w-${d.tag}-${d.i}`;
-    const base = { consumer: "worker" as const, queue: d.queues.worker, key: job };
     // estimated_seconds 1 for the long ones too: their first visibility is then one heartbeat
     // extension, shorter than the job, and only heartbeats keep the message hidden while it runs.
-    if (d.long && d.longJobType !== undefined)
-      return {
-        ...base,
-        wellFormed: true,
-        long: true,
-        body: JSON.stringify({ job_id: job, type: d.longJobType, payload: { n: d.i, text: "chaos, long" }, estimated_seconds: 1 }),
-      };
-    if (!d.malformed)
-      return {
-        ...base,
-        wellFormed: true,
-        body: JSON.stringify({ job_id: job, type: d.workerJobType, payload: { n: d.i, text: "chaos" }, estimated_seconds: 1 }),
-      };
-    return {
-      ...base,
-      wellFormed: false,
-      body: rng.pick([
-        JSON.stringify({ job_id: job, type: d.workerJobType }),
-        JSON.stringify({ job_id: "", type: d.workerJobType, payload: { key: job } }),
-        `job ${job}`,
-      ]),
-    };
+    const long = d.long && d.longJobType !== undefined;
+    const [type, text] = long ? [d.longJobType, "chaos, long"] : [d.workerJobType, "chaos"];
+    const message = shaped("worker", rng, d, job, () => JSON.stringify({ job_id: job, type, payload: { n: d.i, text }, estimated_seconds: 1 }), [
+      JSON.stringify({ job_id: job, type: d.workerJobType }),
+      JSON.stringify({ job_id: "", type: d.workerJobType, payload: { key: job } }),
+      `job ${job}`,
+    ]);
+    return long ? { ...message, long: true } : message;
   },
 };
 
-function window(consumer: "ingest-window" | "ingest-dlq", queue: string, rng: Rng, d: Draw): ChaosMessage {
+function window(consumer: "ingest-window" | "ingest-dlq", rng: Rng, d: Draw): ChaosMessage {
   const sessionId = `${consumer === "ingest-dlq" ? "dlq" : "s"}-${d.tag}-${Math.floor(d.i / 50)}`;
   const windowIndex = d.i % 50;
   const key = `${sessionId}/${windowIndex}`;
-  if (!d.malformed) return { consumer, queue, key, wellFormed: true, body: JSON.stringify({ sessionId, userId: "chaos", windowIndex, frameCount: 30 }) };
-  return {
-    consumer,
-    queue,
-    key,
-    wellFormed: false,
-    body: rng.pick([
-      JSON.stringify({ sessionId, userId: "chaos", windowIndex: "not-a-number", frameCount: 30, chaos_key: key }),
-      JSON.stringify({ sessionId, windowIndex, frameCount: -1, chaos_key: key }),
-      `window ${key}`,
-    ]),
-  };
+  return shaped(consumer, rng, d, key, () => JSON.stringify({ sessionId, userId: "chaos", windowIndex, frameCount: 30 }), [
+    JSON.stringify({ sessionId, userId: "chaos", windowIndex: "not-a-number", frameCount: 30, chaos_key: key }),
+    JSON.stringify({ sessionId, windowIndex, frameCount: -1, chaos_key: key }),
+    `window ${key}`,
+  ]);
 }
