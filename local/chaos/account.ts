@@ -4,7 +4,6 @@
  * worker-ledger.ts judge it). Also who is who in the fault proxy's journal: the callers.
  */
 import * as os from "node:os";
-import { paginateScan } from "@aws-sdk/client-dynamodb";
 import { drainedQueues, type InventoryRecord, queuesConsumedBy } from "../../infra/parts/inventory";
 import type { LocalPlatform } from "../platform";
 import { readSteps } from "../scenarios/logs";
@@ -19,6 +18,7 @@ import {
   jobsDoneInTable,
   readQueues,
   retrainingEffects,
+  scanItems,
   type SentMessage,
   windowEffects,
   workerEffects,
@@ -26,7 +26,7 @@ import {
   workerLogLines,
 } from "./observe";
 import type { PoolClaimers } from "./pool-claims";
-import type { Receive, ReceiveRecorder } from "./receives";
+import type { Receive } from "./receives";
 import { type Consumer, CONSUMERS, DRIVES } from "./traffic";
 import {
   killedPerJob,
@@ -60,7 +60,7 @@ export interface AccountInput {
   platform: LocalPlatform;
   inventory: readonly InventoryRecord[];
   sent: readonly SentMessage[];
-  receives: ReceiveRecorder;
+  receives: readonly Receive[];
   proxy: FaultProxy;
   /** RunTask calls the proxy forwarded to moto. */
   runTasks: readonly ForwardedCall[];
@@ -87,7 +87,7 @@ export async function account(input: AccountInput): Promise<ConsumerTotals[]> {
 async function readEverything(input: AccountInput) {
   const p = input.platform;
   const copies = await readQueues(p);
-  const received = input.receives.receives();
+  const received = input.receives;
   const kills = input.proxy.kills();
   const workerLines = workerLogLines(p.options.workDir);
   const ledger = await workerLedger(p);
@@ -306,19 +306,13 @@ export function crashHits(
 async function heldKeyClaims(p: LocalPlatform): Promise<Array<{ key: string; holder?: string; leaseExpiresAt?: number }>> {
   const table = p.topology.tables.find((t) => t.logicalName.endsWith("gpu-keys"));
   if (!table) return [];
-  const held: Array<{ key: string; holder?: string; leaseExpiresAt?: number }> = [];
-  for await (const page of paginateScan({ client: p.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
-    for (const item of page.Items ?? []) {
-      // The gateway's leases are real time (epoch ms).
-      if (item.state?.S !== "claimed" || Number(item.lease_expires_at?.N ?? 0) <= Date.now()) continue;
-      held.push({
-        key: item.window_key?.S ?? "",
-        ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
-        ...(item.lease_expires_at?.N !== undefined ? { leaseExpiresAt: Number(item.lease_expires_at.N) } : {}),
-      });
-    }
-  }
-  return held;
+  // The gateway's leases are real time (epoch ms).
+  const held = (await scanItems(p, table.name)).filter((item) => item.state?.S === "claimed" && Number(item.lease_expires_at?.N ?? 0) > Date.now());
+  return held.map((item) => ({
+    key: item.window_key?.S ?? "",
+    ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
+    ...(item.lease_expires_at?.N !== undefined ? { leaseExpiresAt: Number(item.lease_expires_at.N) } : {}),
+  }));
 }
 
 /**

@@ -62,15 +62,21 @@ export interface FaultRecord {
   request: string;
 }
 
-/** A call that reached moto (possibly with its response lost afterwards). */
+/** A call that reached moto (possibly with its response lost afterwards): its request, cut at REQUEST_CHARS. */
 export interface ForwardedCall {
-  atMs: number;
-  caller: string;
   service: string;
   operation: string;
   status: number;
-  responseLost: boolean;
   request: string;
+}
+
+/** One call through the proxy: who made it, what it asks, and whether its caller dies after it. */
+interface Call {
+  caller: string;
+  service: string;
+  operation: string;
+  text: string;
+  crash?: boolean;
 }
 
 /** One process the chaos run killed: which, after which call, when, and the work it held. */
@@ -188,7 +194,12 @@ export class FaultProxy extends InterceptingProxy {
 
   /** A port for `caller`'s calls, routed by service to `upstream`; resolves to its base URL. */
   front(caller: string, upstream: Upstreams): Promise<string> {
-    return this.listen((req, res) => this.handle(caller, upstream, req, res));
+    return this.listen((req, res) => {
+      readBody(req).then(
+        (body) => this.intercept(caller, upstream, req, body, res),
+        () => res.destroy(),
+      );
+    });
   }
 
   /** Faults injected so far, oldest first. */
@@ -215,13 +226,6 @@ export class FaultProxy extends InterceptingProxy {
   /** 0 turns crashes off (before the runtime stops), without restarting anything. */
   setCrashRate(rate: number): void {
     this.crashRate = rate;
-  }
-
-  private handle(caller: string, upstream: Upstreams, req: http.IncomingMessage, res: http.ServerResponse): void {
-    readBody(req).then(
-      (body) => this.intercept(caller, upstream, req, body, res),
-      () => res.destroy(),
-    );
   }
 
   private intercept(caller: string, upstream: Upstreams, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
@@ -256,7 +260,7 @@ export class FaultProxy extends InterceptingProxy {
   }
 
   /** Whether the caller dies after this call: its unit is doomed, and this call is the point. */
-  private drawCrash(caller: string, call: { service: string; operation: string; text: string }, req: http.IncomingMessage): boolean {
+  private drawCrash(caller: string, call: Omit<Call, "caller">, req: http.IncomingMessage): boolean {
     const crash = this.o.crash;
     if (crash === undefined || POLLS.has(call.operation)) return false;
     const header = req.headers["x-local-invocation"];
@@ -288,15 +292,10 @@ export class FaultProxy extends InterceptingProxy {
   }
 
   /** Kills the caller after a forwarded call; true when it died (its answer is then never sent). */
-  private async crashCaller(call: { caller: string; service: string; operation: string }, req: http.IncomingMessage): Promise<boolean> {
+  private async crashCaller(call: Call, req: http.IncomingMessage): Promise<boolean> {
     const crash = this.o.crash;
     if (crash === undefined || this.crashRate === 0) return false;
-    let killed: Killed | undefined;
-    try {
-      killed = await crash.kill(call.caller, req);
-    } catch {
-      killed = undefined;
-    }
+    const killed = await crash.kill(call.caller, req).catch(() => undefined);
     if (killed === undefined) return false;
     const record: CrashRecord = {
       kind: "crash",
@@ -323,27 +322,12 @@ export class FaultProxy extends InterceptingProxy {
     return roll < this.rate ? kind : undefined;
   }
 
-  private relay(
-    call: { caller: string; service: string; operation: string; text: string; crash?: boolean },
-    target: string,
-    req: http.IncomingMessage,
-    body: Buffer,
-    res: http.ServerResponse,
-    loseResponse: boolean,
-  ): void {
+  private relay(call: Call, target: string, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, loseResponse: boolean): void {
     const url = new URL(target);
     this.exchange(url, req, body, { abortWith: res }).then(
       (reply) => {
         if (this.o.crash !== undefined && call.operation === "ReceiveMessage") this.learnHandles(reply.body.toString("utf8"));
-        this.o.onForwarded?.({
-          atMs: Date.now(),
-          caller: call.caller,
-          service: call.service,
-          operation: call.operation,
-          status: reply.status,
-          responseLost: loseResponse,
-          request: call.text.slice(0, REQUEST_CHARS),
-        });
+        this.o.onForwarded?.({ service: call.service, operation: call.operation, status: reply.status, request: call.text.slice(0, REQUEST_CHARS) });
         if (loseResponse) {
           this.record(call, "response-lost", { upstreamStatus: reply.status, response: reply.body.toString("utf8") });
           res.destroy();
@@ -358,11 +342,7 @@ export class FaultProxy extends InterceptingProxy {
     );
   }
 
-  private record(
-    call: { caller: string; service: string; operation: string; text: string },
-    kind: FaultKind,
-    extra: { latencyMs?: number; upstreamStatus?: number; response?: string } = {},
-  ): void {
+  private record(call: Call, kind: FaultKind, extra: { latencyMs?: number; upstreamStatus?: number; response?: string } = {}): void {
     const ids = idsOf(call.text, extra.response);
     const fault: FaultRecord = {
       seq: this.log.length + 1,

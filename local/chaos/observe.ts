@@ -16,7 +16,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { paginateScan } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, paginateScan } from "@aws-sdk/client-dynamodb";
 import { type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
 import type { LocalQueue } from "../provision/topology-types";
@@ -237,22 +237,20 @@ export function workerEffects(lines: readonly LogLine[], ledger: readonly Worker
 export async function workerLedger(platform: LocalPlatform): Promise<WorkerLedgerItem[] | undefined> {
   const table = platform.topology.tables.find((t) => t.logicalName === WORKER_LEDGER.table);
   if (!table) return undefined;
-  const items: WorkerLedgerItem[] = [];
-  for await (const page of paginateScan({ client: platform.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
-    for (const item of page.Items ?? []) {
-      const jobKey = item[WORKER_LEDGER.key]?.S;
-      if (jobKey === undefined) continue;
-      const runs = item.runs?.N;
-      const expires = item.lease_expires_at?.N;
-      items.push({
-        jobKey,
-        state: item.state?.S ?? "",
-        ...(runs !== undefined ? { runs: Number(runs) } : {}),
-        ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
-        ...(expires !== undefined ? { leaseExpiresAt: Number(expires) } : {}),
-      });
-    }
-  }
+  const items = (await scanItems(platform, table.name)).filter((item) => item[WORKER_LEDGER.key]?.S !== undefined);
+  return items.map((item) => ({
+    jobKey: item[WORKER_LEDGER.key]?.S ?? "",
+    state: item.state?.S ?? "",
+    ...(item.runs?.N !== undefined ? { runs: Number(item.runs.N) } : {}),
+    ...(item.holder?.S !== undefined ? { holder: item.holder.S } : {}),
+    ...(item.lease_expires_at?.N !== undefined ? { leaseExpiresAt: Number(item.lease_expires_at.N) } : {}),
+  }));
+}
+
+/** Every item of a table, read consistently. */
+export async function scanItems(platform: LocalPlatform, tableName: string): Promise<Array<Record<string, AttributeValue>>> {
+  const items: Array<Record<string, AttributeValue>> = [];
+  for await (const page of paginateScan({ client: platform.aws.dynamodb }, { TableName: tableName, ConsistentRead: true })) items.push(...(page.Items ?? []));
   return items;
 }
 
@@ -269,30 +267,18 @@ export function workerLogLines(workDir: string): LogLine[] {
 /** Jobs whose status in the table is no longer `running` (completed, failed…), among `jobs`. */
 export async function jobsDoneInTable(platform: LocalPlatform, jobs: ReadonlySet<string>): Promise<Set<string>> {
   const table = platform.topology.tables.find((t) => t.logicalName === "fleet-jobs");
-  const done = new Set<string>();
-  if (!table) return done;
-  for await (const page of paginateScan({ client: platform.aws.dynamodb }, { TableName: table.name, ConsistentRead: true })) {
-    for (const item of page.Items ?? []) {
-      const id = item.job_id?.S;
-      const status = item.status?.S;
-      if (id !== undefined && jobs.has(id) && status !== undefined && status !== "running") done.add(id);
-    }
-  }
-  return done;
+  const items = table ? await scanItems(platform, table.name) : [];
+  const done = items.filter((item) => item.status?.S !== undefined && item.status.S !== "running").map((item) => item.job_id?.S ?? "");
+  return new Set(done.filter((id) => jobs.has(id)));
 }
 
 /** Every lock in the claim table. */
 export async function claimLocks(platform: LocalPlatform, tableName: string): Promise<LockItem[]> {
-  const locks: LockItem[] = [];
-  for await (const page of paginateScan({ client: platform.aws.dynamodb }, { TableName: tableName, ConsistentRead: true })) {
-    for (const item of page.Items ?? []) {
-      const instanceId = item.instance_id?.S;
-      const owner = item.owner?.S;
-      if (instanceId === undefined || owner === undefined) continue;
-      locks.push({ instanceId, owner, expiresAtSeconds: Number(item.expires_at?.N ?? 0) });
-    }
-  }
-  return locks;
+  return (await scanItems(platform, tableName)).flatMap((item) => {
+    const instanceId = item.instance_id?.S;
+    const owner = item.owner?.S;
+    return instanceId === undefined || owner === undefined ? [] : [{ instanceId, owner, expiresAtSeconds: Number(item.expires_at?.N ?? 0) }];
+  });
 }
 
 /** The DLQ rule for one copy: its own receives, or, for a copy its consumer dead-lettered, its source's. */

@@ -3,16 +3,8 @@
  * the fault proxy can name the call it faults and answer in the service's own protocol: the SDK
  * then raises the error class (and applies the retry rule) it would against AWS.
  *
- * From botocore's models (.venv/…/botocore/data/<service>/<version>/service-2.json.gz):
- * | service | protocol | throttling | server error |
- * |---|---|---|---|
- * | sqs | awsJson1_0, awsQueryCompatible | RequestThrottled (400) | InternalError (500) |
- * | dynamodb | awsJson1_0 | ThrottlingException (400) | InternalServerError (500) |
- * | ssm | awsJson1_1 | ThrottlingException (400) | InternalServerError (500) |
- * | ecs | awsJson1_1 | ThrottlingException (400; not modelled, classified by name) | ServerException (500) |
- * | ec2 | ec2 query, XML errors | RequestLimitExceeded (503) | InternalError (500) |
- * | scheduler | restJson1, `x-amzn-errortype` | ThrottlingException (429) | InternalServerException (500) |
- * | sns | awsQuery, XML errors | Throttled (429) | InternalError (500) |
+ * Each service's protocol and error codes (SERVICE_PROTOCOLS) are botocore's models'
+ * (.venv/…/botocore/data/<service>/<version>/service-2.json.gz).
  */
 import type { IncomingHttpHeaders } from "node:http";
 
@@ -48,6 +40,7 @@ export const SERVICE_PROTOCOLS: Record<string, ServiceProtocol> = {
     serverError: { code: "InternalServerError", status: 500 },
   },
   ssm: { protocol: "awsJson1_1", throttling: { code: "ThrottlingException", status: 400 }, serverError: { code: "InternalServerError", status: 500 } },
+  // ECS's model has no throttling error: the SDK classifies ThrottlingException by its name.
   ecs: { protocol: "awsJson1_1", throttling: { code: "ThrottlingException", status: 400 }, serverError: { code: "ServerException", status: 500 } },
   ec2: { protocol: "ec2", throttling: { code: "RequestLimitExceeded", status: 503 }, serverError: { code: "InternalError", status: 500 } },
   scheduler: { protocol: "restJson1", throttling: { code: "ThrottlingException", status: 429 }, serverError: { code: "InternalServerException", status: 500 } },
@@ -97,7 +90,6 @@ export function errorResponse(service: string, kind: "throttling" | "serverError
     case "awsJson1_0":
     case "awsJson1_1": {
       const type = spec.typeNamespace ? `${spec.typeNamespace}#${code}` : code;
-      const body = JSON.stringify({ __type: type, message });
       return {
         status,
         headers: {
@@ -105,7 +97,7 @@ export function errorResponse(service: string, kind: "throttling" | "serverError
           "content-type": `application/x-amz-json-${spec.protocol === "awsJson1_0" ? "1.0" : "1.1"}`,
           ...(spec.queryCompatible ? { "x-amzn-query-error": `${code};${sender}` } : {}),
         },
-        body,
+        body: JSON.stringify({ __type: type, message }),
       };
     }
     case "restJson1":

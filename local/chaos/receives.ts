@@ -24,37 +24,26 @@ export interface Receive {
   batchmates: string[];
 }
 
-export class ReceiveRecorder {
-  private readonly all: Receive[] = [];
-
-  /**
-   * Wraps the host's `invoke`, which the event sources call through the host object. Observing
-   * at the host keeps the runtime untouched: the event sources still settle each batch themselves.
-   */
-  attach(host: LambdaHost, logicalNameOf: (functionName: string) => string): void {
-    const invoke = host.invoke.bind(host);
-    host.invoke = async (functionName: string, event: unknown): Promise<InvokeResult> => {
-      const startMs = Date.now();
-      const result = await invoke(functionName, event);
-      this.record(logicalNameOf(functionName), event as SQSEvent, result, startMs, Date.now());
-      return result;
-    };
-  }
-
-  receives(): readonly Receive[] {
-    return this.all;
-  }
-
-  private record(fn: string, event: SQSEvent, result: InvokeResult, startMs: number, endMs: number): void {
-    const records = Array.isArray(event?.Records) ? event.Records : [];
-    if (records.length === 0) return;
+/**
+ * Every receive from now on, as it happens: wraps the host's `invoke`, which the event sources call
+ * through the host object. Observing at the host keeps the runtime untouched: the event sources
+ * still settle each batch themselves.
+ */
+export function recordReceives(host: LambdaHost, logicalNameOf: (functionName: string) => string): readonly Receive[] {
+  const all: Receive[] = [];
+  const invoke = host.invoke.bind(host);
+  host.invoke = async (functionName: string, event: unknown): Promise<InvokeResult> => {
+    const startMs = Date.now();
+    const result = await invoke(functionName, event);
+    const endMs = Date.now();
+    const records = Array.isArray((event as SQSEvent | undefined)?.Records) ? (event as SQSEvent).Records : [];
     const ids = records.map((r) => r.messageId);
     // Every mapping of the program reports batch item failures (a policy rule checks it).
     const settlement = settleBatch(result, ids, true);
     const kept = new Set(settlement.keep);
-    for (const r of records) {
-      this.all.push({
-        fn,
+    for (const r of records)
+      all.push({
+        fn: logicalNameOf(functionName),
         messageId: r.messageId,
         receiptHandle: r.receiptHandle,
         body: r.body,
@@ -64,6 +53,7 @@ export class ReceiveRecorder {
         ...(settlement.reason !== undefined ? { batchFailure: settlement.reason } : {}),
         batchmates: ids.filter((id) => id !== r.messageId),
       });
-    }
-  }
+    return result;
+  };
+  return all;
 }

@@ -19,7 +19,7 @@ import { type CrashRecord, FaultProxy, type FaultRecord, type ForwardedCall, typ
 import { type ChaosSummary, sumTotals } from "./ledger";
 import type { SentMessage } from "./observe";
 import { PoolClaimers } from "./pool-claims";
-import { ReceiveRecorder } from "./receives";
+import { recordReceives } from "./receives";
 import { type ChaosMessage, generateTraffic, trafficQueues } from "./traffic";
 
 export interface ChaosOptions {
@@ -90,12 +90,8 @@ const RESTART_AFTER_MS = 1000;
 /** Kills the process of `caller` that made the call: a Lambda sandbox, a worker task or the GPU gateway. */
 async function killCaller(p: LocalPlatform, caller: string, req: http.IncomingMessage): Promise<Killed | undefined> {
   if (caller === ECS_SERVICE_CALLER) {
-    const alive = (p.worker?.tasks() ?? []).filter((t) => t.pid !== undefined && t.exitCode === null && t.signal === null);
-    return killChild(
-      req,
-      alive.map((t) => ({ pid: t.pid ?? 0, logFile: t.logFile, logOffset: t.logOffset })),
-      workerJobsHeld,
-    );
+    const alive = (p.worker?.tasks() ?? []).filter((t): t is typeof t & { pid: number } => t.pid !== undefined && t.exitCode === null && t.signal === null);
+    return killChild(req, alive, workerJobsHeld);
   }
   if (caller === GATEWAY_CALLER) {
     const host = p.gpu?.host;
@@ -152,8 +148,7 @@ class ChaosRun {
 
   /** The platform behind the proxy, traffic for every consumer until the queues drain, then the ledger of the frozen runtime. */
   private async playOnPlatform(p: LocalPlatform): Promise<ChaosResult> {
-    const receives = new ReceiveRecorder();
-    receives.attach(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
+    const receives = recordReceives(p.lambdas, (name) => p.topology.functions.find((f) => f.name === name)?.logicalName ?? name);
     const { claimers, inventory, traffic } = await this.planTraffic(p);
     const { sent, settled } = await this.sendUntilDrained(p, claimers, inventory, traffic);
     await this.freeze(p);
@@ -298,11 +293,8 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
       // In slices, so consumers start while the rest is still being sent, as real traffic would arrive.
       for (let i = 0; i < messages.length; i += 100) {
         const slice = messages.slice(i, i + 100);
-        const ids = await sendAll(
-          platform,
-          q,
-          slice.map((m) => m.body),
-        );
+        const bodies = slice.map((m) => m.body);
+        const ids = await sendAll(platform, q, bodies);
         slice.forEach((m, j) => sent.push({ ...m, messageId: ids[j] ?? "" }));
       }
     }),
@@ -310,7 +302,6 @@ async function sendTraffic(platform: LocalPlatform, traffic: ChaosMessage[]): Pr
   return sent;
 }
 
-/** Every drained queue of the program empty, and every malformed advert picked up by a claimer. */
 /**
  * Pure: whether the run's malformed adverts are settled. They stay visible until a pickup discards
  * them, while well-formed ones may wait in the pool for claimers; an advert whose every pickup
@@ -322,6 +313,7 @@ export function advertsSettled(a: { sent: number; inPool: number; discarded: num
   return a.sent === 0 || a.inPool === 0 || a.discarded + a.parkedInDlq + (a.expired ?? 0) >= a.sent;
 }
 
+/** Every drained queue of the program empty, and every malformed advert picked up by a claimer. */
 async function drained(
   platform: LocalPlatform,
   inventory: readonly InventoryRecord[],
