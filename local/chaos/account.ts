@@ -87,19 +87,17 @@ export async function account(input: AccountInput): Promise<ConsumerTotals[]> {
 async function readEverything(input: AccountInput) {
   const p = input.platform;
   const copies = await readQueues(p);
-  const received = input.receives;
   const kills = input.proxy.kills();
   const workerLines = workerLogLines(p.options.workDir);
   const ledger = await workerLedger(p);
   return {
     ...input,
     copies,
-    received,
     faults: input.proxy.faults(),
     kills,
-    effects: await effectsByConsumer(input, received, workerLines, ledger),
+    effects: await effectsByConsumer(input, workerLines, ledger),
     expiredIds: new Set((await p.moto.expired()).map((e) => e.messageId)),
-    hits: crashHits(input.inventory, input.sent, received, kills),
+    hits: crashHits(input.inventory, input.sent, input.receives, kills),
     workerLines,
     ledger,
     keyClaims: await heldKeyClaims(p),
@@ -114,8 +112,7 @@ async function leakedClaimLocks(p: LocalPlatform, claimers: PoolClaimers): Promi
 
 /** Each consumer's side effects, where observe.ts finds them. */
 async function effectsByConsumer(
-  { platform: p, sent, runTasks, claimers }: AccountInput,
-  received: readonly Receive[],
+  { platform: p, sent, runTasks, claimers, receives }: AccountInput,
   workerLines: ReturnType<typeof workerLogLines>,
   ledger: WorkerLedgerItem[] | undefined,
 ): Promise<Record<Consumer, Effects>> {
@@ -124,21 +121,16 @@ async function effectsByConsumer(
   const gpu = windowEffects(p.gpu?.received() ?? []);
   const fleetJobs = new Set(ofConsumer("fleet-termination").map((m) => m.key));
   const advertKeyById = new Map(ofConsumer("pool-claim").map((m) => [m.messageId, m.key]));
-  const discarded = new Set<string>();
-  for (const l of claimers.steps.lines) {
-    const key = l.step === "advert_discarded" ? advertKeyById.get(String(l.message_id)) : undefined;
-    if (key !== undefined) discarded.add(key);
-  }
+  const discardedKeys = claimers.steps.lines.filter((l) => l.step === "advert_discarded").map((l) => advertKeyById.get(String(l.message_id)));
+  const discarded = new Set(discardedKeys.filter((key) => key !== undefined));
+  const taskModels = p.ecsTasks.tasks().map((t) => t.tags.model_name ?? "");
   return {
     "ingest-window": gpu,
     "ingest-dlq": gpu,
-    "retraining-launcher": retrainingEffects(
-      runTasks,
-      p.ecsTasks.tasks().map((t) => t.tags.model_name ?? ""),
-    ),
+    "retraining-launcher": retrainingEffects(runTasks, taskModels),
     "fleet-termination": fleetEffects(readSteps(p, DRIVES["fleet-termination"]), fleetJobDurations(sent), await jobsDoneInTable(p, fleetJobs)),
-    "fleet-housekeeping": acknowledgedEffects(received, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
-    "pool-refill": acknowledgedEffects(received, DRIVES["pool-refill"], wellFormedKeyOfBody),
+    "fleet-housekeeping": acknowledgedEffects(receives, DRIVES["fleet-housekeeping"], wellFormedKeyOfBody),
+    "pool-refill": acknowledgedEffects(receives, DRIVES["pool-refill"], wellFormedKeyOfBody),
     "pool-claim": { effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded, details: {} },
     worker: workerEffects(workerLines, ledger ?? []),
   };
@@ -162,7 +154,7 @@ function partOf(seen: Seen, consumer: Consumer) {
   const hits = seen.hits.get(consumer) ?? new Map<string, CrashHits>();
   const dlqExplained = consumer === "worker" ? workerJobsEveryRunKilled(seen.workerLines, killedPerJob(hits)) : undefined;
   const crash = { kills: seen.kills, hits, ...(dlqExplained ? { dlqExplained } : {}) };
-  const facts = factsFor(consumer, seen.sent, seen.effects[consumer], seen.copies, seen.received, seen.faults, hidden, crash, seen.expiredIds);
+  const facts = factsFor(consumer, seen.sent, seen.effects[consumer], seen.copies, seen.receives, seen.faults, hidden, crash, seen.expiredIds);
   const caller = callerOf(seen.inventory, consumer);
   return {
     consumer,
@@ -210,7 +202,7 @@ function consumerRow(seen: Seen, part: Part): ConsumerTotals {
     details: {
       ...seen.effects[consumer].details,
       faultsInjected: part.faultsInjected,
-      receivesPastVisibility: receivesPastVisibility(seen.platform, seen.received, part.caller),
+      receivesPastVisibility: receivesPastVisibility(seen.platform, seen.receives, part.caller),
       kills: part.kills,
       messagesHitByKills: part.hits.size,
       ...(windows ? { gatewayKills } : {}),

@@ -32,7 +32,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { flushAndExit } from "../../functions/shared/exit";
 import { spawn } from "node:child_process";
 import { anyFailed, renderSeeds, renderSummary, type RunsDocument, runsDocument, type SeedRun, seedRun } from "./report";
-import { chaosWorkDir, runChaos } from "./run";
+import { type ChaosOptions, chaosWorkDir, runChaos } from "./run";
 
 export const CHAOS_OPTIONS = {
   messages: { type: "string", default: "10000" },
@@ -56,21 +56,8 @@ const MAX_SEED = 2 ** 31 - 1;
 /** More seeds than this in one run is a mistake (each is minutes). */
 const MAX_SEEDS = 100;
 
-export interface ChaosArgs {
-  messages: number;
-  faultRate: number;
-  /** Per call a process makes mid-work, the chance it is killed right after it (SIGKILL). */
-  crashRate: number;
-  seed: number;
-  /** The seeds to run, in order; [seed] without --seeds. */
-  seeds: number[];
-  speed: number;
-  stack: string;
-  settleSeconds: number;
-  claimers: number;
-  workerTasks: number;
-  json: boolean;
-}
+/** The run's options as parsed (ChaosOptions without where it writes), and `seeds`: those to run, in order ([seed] without --seeds). */
+export type ChaosArgs = Required<Omit<ChaosOptions, "workDir" | "note">> & { seeds: number[]; json: boolean };
 
 /** Pure: `--seeds` as a list (`1,2,11`) or a count of seeds from `first` on (`5`). */
 export function parseSeeds(raw: string, first: number): number[] {

@@ -278,23 +278,15 @@ export function consumerTotals(
     leakedKeyClaims?: number;
   } = {},
 ): ConsumerTotals {
-  const row: ConsumerTotals = {
-    consumer,
-    ...zeroTotals(),
-    sent: facts.length,
-    duplicateSideEffects: extra.duplicateSideEffects ?? 0,
-    crashExtras: extra.crash?.crashExtras ?? 0,
-    crashBound: extra.crash?.crashBound ?? 0,
-    crashOverBound: extra.crash?.crashOverBound ?? 0,
-    kills: extra.kills ?? 0,
-    leakedKeyClaims: extra.leakedKeyClaims ?? 0,
-    leakedLocks: extra.leakedLocks ?? 0,
-    jobsRunMoreThanOnce: extra.worker?.jobsRunMoreThanOnce ?? 0,
-    jobsCompletedMoreThanOnce: extra.worker?.jobsCompletedMoreThanOnce ?? 0,
-    leakedLeases: extra.worker?.leakedLeases ?? 0,
-    details: extra.details ?? {},
-    lostExamples: [],
-  };
+  const { worker, crash, details = {}, ...counts } = extra;
+  const row: ConsumerTotals = { consumer, ...zeroTotals(), ...counts, sent: facts.length, details, lostExamples: [] };
+  if (crash) Object.assign(row, { crashExtras: crash.crashExtras, crashBound: crash.crashBound, crashOverBound: crash.crashOverBound });
+  if (worker)
+    Object.assign(row, {
+      jobsRunMoreThanOnce: worker.jobsRunMoreThanOnce,
+      jobsCompletedMoreThanOnce: worker.jobsCompletedMoreThanOnce,
+      leakedLeases: worker.leakedLeases,
+    });
   for (const f of facts) {
     const v = judge(f);
     row[v.outcome] += 1;

@@ -281,21 +281,6 @@ export async function claimLocks(platform: LocalPlatform, tableName: string): Pr
   });
 }
 
-/** The DLQ rule for one copy: its own receives, or, for a copy its consumer dead-lettered, its source's. */
-function dlqCopyFaulted(
-  copyId: string,
-  copies: QueueCopies,
-  receives: readonly Receive[],
-  faults: readonly FaultRecord[],
-  keys: readonly string[],
-  kills: readonly CrashRecord[],
-): boolean {
-  const source = copies.deadLetteredFrom.get(copyId);
-  return source === undefined
-    ? everyReceiveFaulted(copyId, receives, faults, keys, kills)
-    : everyReceiveFaultedBeforeDeadLetter(source, receives, faults, keys, kills);
-}
-
 /**
  * The facts of one consumer's messages. Messages with no outcome otherwise are counted as
  * remaining while the consumer's queues still hide that many in flight or delayed (they cannot be
@@ -314,6 +299,13 @@ export function factsFor(
   expiredIds: ReadonlySet<string> = new Set(),
 ): MessageFacts[] {
   let slots = hiddenSlots;
+  // The DLQ rule for one copy: its own receives, or, for a copy its consumer dead-lettered, its source's.
+  const dlqCopyFaulted = (copyId: string, key: string) => {
+    const source = copies.deadLetteredFrom.get(copyId);
+    return source === undefined
+      ? everyReceiveFaulted(copyId, receives, faults, [key], crash.kills)
+      : everyReceiveFaultedBeforeDeadLetter(source, receives, faults, [key], crash.kills);
+  };
   return sent
     .filter((m) => m.consumer === consumer)
     .map((m) => {
@@ -329,8 +321,7 @@ export function factsFor(
         ...(effects.incomplete.has(m.key) ? { incomplete: effects.incomplete.get(m.key) } : {}),
         quarantined,
         inDlq: dlqId !== undefined,
-        everyReceiveFaulted:
-          dlqId !== undefined && (crash.dlqExplained?.has(m.key) === true || dlqCopyFaulted(dlqId, copies, receives, faults, [m.key], crash.kills)),
+        everyReceiveFaulted: dlqId !== undefined && (crash.dlqExplained?.has(m.key) === true || dlqCopyFaulted(dlqId, m.key)),
         remaining: copies.visible.has(m.body),
         ...(expiredIds.has(m.messageId) ? { expired: true } : {}),
       };

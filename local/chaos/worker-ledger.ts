@@ -58,7 +58,17 @@ export interface WorkerJobCounts {
   };
 }
 
-const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.step === "string" && line.step.replace(/-/g, "_") === step;
+type StepLine = { step?: unknown; job_id?: unknown; at?: unknown };
+
+/** A line's step, spelt with `_` (logs spell steps with `-` and `_` alike). */
+const stepOf = (line: StepLine): string => (typeof line.step === "string" ? line.step.replace(/-/g, "_") : "");
+
+/** Per job, its lines whose step passes `is`. */
+function countJobs(lines: readonly StepLine[], is: (step: string, line: StepLine) => boolean): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const l of lines) if (typeof l.job_id === "string" && is(stepOf(l), l)) m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
+  return m;
+}
 
 /**
  * Pure: the worker's run counts from its tasks' log lines and the ledger's items (undefined: no
@@ -72,28 +82,24 @@ const stepIs = (line: { step?: unknown }, step: string): boolean => typeof line.
  * and its lease has lapsed (`killed`: holder identities of killed tasks, and the time of the reading).
  */
 export function workerJobCounts(
-  lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>,
+  lines: readonly StepLine[],
   ledger: readonly WorkerLedgerItem[] | undefined,
   everyMessageAccounted: boolean,
   killed: { holders: ReadonlySet<string>; nowMs: number } = { holders: new Set(), nowMs: 0 },
 ): WorkerJobCounts {
   const s = WORKER_LEDGER.steps;
-  const count = (step: string, also: (l: { at?: unknown }) => boolean = () => true) => {
-    const m = new Map<string, number>();
-    for (const l of lines) if (stepIs(l, step) && also(l) && typeof l.job_id === "string") m.set(l.job_id, (m.get(l.job_id) ?? 0) + 1);
-    return m;
-  };
-  const leases = count(s.leaseTaken);
-  const succeeded = count(s.succeeded);
+  const leases = countJobs(lines, (step) => step === s.leaseTaken);
+  const succeeded = countJobs(lines, (step) => step === s.succeeded);
   const finished = new Map(succeeded);
-  for (const [job, n] of count(s.leaseLost, (l) => l.at === "completion")) finished.set(job, (finished.get(job) ?? 0) + n);
+  for (const [job, n] of countJobs(lines, (step, l) => step === s.leaseLost && l.at === "completion")) finished.set(job, (finished.get(job) ?? 0) + n);
   const runTwice = [...finished].filter(([, n]) => n > 1);
   const running = (ledger ?? []).filter((i) => i.state === "running" && i.leaseExpiresAt !== 0);
   // A lease whose holder was killed (`--crash-rate`) is not released: it lapses at its expiry, and
   // only one still unexpired at the end is held past its time. Any other unreleased lease is leaked.
   const lapsed = (i: WorkerLedgerItem) => i.holder !== undefined && killed.holders.has(i.holder) && (i.leaseExpiresAt ?? 0) <= killed.nowMs;
   const leaked = everyMessageAccounted ? running.filter((i) => !lapsed(i)) : [];
-  const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  const leasesLogged = [...leases.values()].reduce((a, b) => a + b, 0);
+  const leasesInLedger = (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0);
   return {
     jobsRunMoreThanOnce: runTwice.length,
     jobsCompletedMoreThanOnce: [...succeeded.values()].filter((n) => n > 1).length,
@@ -101,12 +107,9 @@ export function workerJobCounts(
     details: {
       ledgerTable: ledger === undefined ? "absent" : "present",
       leasesRunning: running.length,
-      leasesTaken: Math.max(
-        total(leases),
-        (ledger ?? []).reduce((a, i) => a + (i.runs ?? 0), 0),
-      ),
-      alreadyCompletedSkips: lines.filter((l) => stepIs(l, s.alreadyCompleted)).length,
-      heldElsewhereSkips: lines.filter((l) => stepIs(l, s.heldElsewhere)).length,
+      leasesTaken: Math.max(leasesLogged, leasesInLedger),
+      alreadyCompletedSkips: lines.filter((l) => stepOf(l) === s.alreadyCompleted).length,
+      heldElsewhereSkips: lines.filter((l) => stepOf(l) === s.heldElsewhere).length,
       runTwiceExamples: runTwice.slice(0, 10).map(([job, n]) => ({ job, runs: n })),
       leakedExamples: leaked.slice(0, 10).map((i) => ({ job: WORKER_LEDGER.jobIdOf(i.jobKey), ...(i.holder !== undefined ? { holder: i.holder } : {}) })),
     },
@@ -141,17 +144,10 @@ export function workerCrashRuns(
 }
 
 /** Pure: per worker job, its runs (`job_started`) and its interruptions that are no crash's (failed, given back, lease lost mid-run). */
-export function workerRunsByJob(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown; at?: unknown }>): [Map<string, number>, Map<string, number>] {
-  const starts = new Map<string, number>();
-  const interruptions = new Map<string, number>();
-  for (const l of lines) {
-    if (typeof l.job_id !== "string" || typeof l.step !== "string") continue;
-    const step = l.step.replace(/-/g, "_");
-    if (step === WORKER_LEDGER.steps.started) starts.set(l.job_id, (starts.get(l.job_id) ?? 0) + 1);
-    else if (step === "job_failed" || step === "job_returned" || (step === WORKER_LEDGER.steps.leaseLost && l.at !== "completion"))
-      interruptions.set(l.job_id, (interruptions.get(l.job_id) ?? 0) + 1);
-  }
-  return [starts, interruptions];
+export function workerRunsByJob(lines: readonly StepLine[]): [Map<string, number>, Map<string, number>] {
+  const { started, leaseLost } = WORKER_LEDGER.steps;
+  const interrupted = (step: string, l: StepLine) => step === "job_failed" || step === "job_returned" || (step === leaseLost && l.at !== "completion");
+  return [countJobs(lines, (step) => step === started), countJobs(lines, interrupted)];
 }
 
 /** Pure: per worker job, the worker tasks killed holding it. */
@@ -163,8 +159,7 @@ export const killedPerJob = (hits: ReadonlyMap<string, CrashHits>): Map<string, 
  * DLQ after maxReceiveCount receives for the crashes' sake, as a message whose every receive an
  * injected fault failed does: in the DLQ, not lost.
  */
-export function workerJobsEveryRunKilled(lines: ReadonlyArray<{ step?: unknown; job_id?: unknown }>, killedPerJob: ReadonlyMap<string, number>): Set<string> {
-  const takes = new Map<string, number>();
-  for (const l of lines) if (stepIs(l, WORKER_LEDGER.steps.leaseTaken) && typeof l.job_id === "string") takes.set(l.job_id, (takes.get(l.job_id) ?? 0) + 1);
+export function workerJobsEveryRunKilled(lines: readonly StepLine[], killedPerJob: ReadonlyMap<string, number>): Set<string> {
+  const takes = countJobs(lines, (step) => step === WORKER_LEDGER.steps.leaseTaken);
   return new Set([...takes].filter(([job, n]) => n > 0 && (killedPerJob.get(job) ?? 0) >= n).map(([job]) => job));
 }
