@@ -310,7 +310,8 @@ export function consumerTotals(
   return row;
 }
 
-export function sumTotals(rows: readonly ConsumerTotals[]): Totals {
+/** Pure: the totals of rows (a run's consumers, or several runs' totals), field by field. */
+export function sumTotals(rows: readonly Totals[]): Totals {
   const totals = zeroTotals();
   for (const r of rows) for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += r[k];
   return totals;
@@ -352,9 +353,4 @@ export function failed(totals: Totals): boolean {
     totals.jobsCompletedMoreThanOnce > 0 ||
     totals.leakedLeases > 0
   );
-}
-
-/** Pure: the totals of several runs (seeds), field by field. */
-export function addTotals(rows: readonly Totals[]): Totals {
-  return sumTotals(rows.map((t) => ({ ...t, consumer: "worker" as const, details: {}, lostExamples: [] })));
 }

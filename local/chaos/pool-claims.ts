@@ -8,7 +8,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { type ClaimDeps, claimInstance, releaseClaim } from "../../functions/pool/claim";
+import { type ClaimDeps, claimInstance, type ClaimRequest, releaseClaim } from "../../functions/pool/claim";
 import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
 import type { LocalPlatform } from "../platform";
 import { claimSettings, StepRecorder } from "../scenarios/pool";
@@ -34,7 +34,8 @@ export class PoolClaimers {
   errors = 0;
   exhausted = 0;
   private readonly deps: ClaimDeps;
-  private readonly queueUrl: string;
+  /** Every claim's request but its workflow and deadline. */
+  private readonly request: Omit<ClaimRequest, "workflowId" | "deadline">;
   private stopped = false;
   private loop: Promise<void> | undefined;
 
@@ -52,8 +53,6 @@ export class PoolClaimers {
     this.claimTableName = config.claimTableName;
     this.workflowPrefix = `wf-${runTag}-`;
     const region = platform.topology.region;
-    // The class queue's URL names the SQS clock proxy; SDK v3 sends to the QueueUrl's origin, so it moves to the claimers' port.
-    this.queueUrl = `${new URL(endpoint).origin}${new URL(cls.queueUrl).pathname}`;
     this.deps = {
       sqs: new SQSClient({ region, endpoint }),
       dynamodb: new DynamoDBClient({ region, endpoint }),
@@ -62,10 +61,16 @@ export class PoolClaimers {
       logger: this.steps,
       metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
     };
-    this.settings = { ...claimSettings(platform.topology), poolTag: config.poolTag };
+    this.request = {
+      // The class queue's URL names the SQS clock proxy; SDK v3 sends to the QueueUrl's origin, so it moves to the claimers' port.
+      queueUrl: `${new URL(endpoint).origin}${new URL(cls.queueUrl).pathname}`,
+      resourceClass: { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass },
+      requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
+      claimTableName: this.claimTableName,
+      poolTag: config.poolTag,
+      ...claimSettings(platform.topology),
+    };
   }
-
-  private readonly settings: ReturnType<typeof claimSettings> & { poolTag: string };
 
   /** Claim rounds until stop(), one every `everyMs` (a refill runs in between). */
   start(everyMs: number): void {
@@ -83,24 +88,12 @@ export class PoolClaimers {
   }
 
   private async round(): Promise<void> {
-    const { cls, settings } = this;
-    const spec = { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass };
     const ids = Array.from({ length: this.workflows }, (_, i) => `${this.workflowPrefix}${this.rounds.length}-${i}`);
     const results = await Promise.all(
       ids.map(async (workflowId) => {
         try {
-          const result = await claimInstance(this.deps, {
-            workflowId,
-            queueUrl: this.queueUrl,
-            resourceClass: spec,
-            requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
-            claimTableName: this.claimTableName,
-            poolTag: settings.poolTag,
-            lockTtlSeconds: settings.lockTtlSeconds,
-            requeueDelaySeconds: settings.requeueDelaySeconds,
-            tolerance: settings.tolerance,
-            deadline: this.platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
-          });
+          const deadline = this.platform.clock.now() + CLAIM_DEADLINE_SIM_MS;
+          const result = await claimInstance(this.deps, { ...this.request, workflowId, deadline });
           if (result.outcome === "claimed") return { workflowId, instanceId: result.instanceId };
           this.exhausted += 1;
         } catch {

@@ -1,5 +1,5 @@
 /** The chaos run's summary: the `--json` document and the readable tables, per seed and in total. */
-import { addTotals, type ChaosSummary, type ConsumerTotals, failed, type Totals } from "./ledger";
+import { type ChaosSummary, type ConsumerTotals, failed, sumTotals, type Totals } from "./ledger";
 import type { FaultKind } from "./fault-proxy";
 import type { ChaosResult } from "./run";
 
@@ -29,7 +29,7 @@ export function runsDocument(runs: readonly SeedRun[]): RunsDocument {
   for (const r of runs) for (const [k, n] of Object.entries(r.faults.byKind) as Array<[FaultKind, number]>) byKind[k] = (byKind[k] ?? 0) + n;
   for (const r of runs) for (const [caller, n] of Object.entries(r.faults.kills ?? {})) kills[caller] = (kills[caller] ?? 0) + n;
   return {
-    totals: addTotals(runs.map((r) => r.totals)),
+    totals: sumTotals(runs.map((r) => r.totals)),
     faults: { injected: runs.reduce((n, r) => n + r.faults.injected, 0), byKind, kills },
     seeds: [...runs],
   };

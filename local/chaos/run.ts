@@ -51,8 +51,8 @@ export interface ChaosResult extends ChaosSummary {
 }
 
 /** The chaos run's state directory for a stack and seed: beside `npm start`'s `.local/<stack>`, never in it. */
-export function chaosWorkDir(stack: string, seed?: number): string {
-  return path.join(REPO_ROOT, ".local", seed === undefined ? `chaos-${stack}` : `chaos-${stack}-seed-${seed}`);
+export function chaosWorkDir(stack: string, seed: number): string {
+  return path.join(REPO_ROOT, ".local", `chaos-${stack}-seed-${seed}`);
 }
 
 /** The worker job type the run adds to the allow-list for its long jobs: a fixed-argument sleep, as the dev stack's hold-8s. */

@@ -14,7 +14,6 @@ import {
   type MessageFacts,
   receiveFaulted,
   sumTotals,
-  addTotals,
 } from "../../../local/chaos/ledger";
 import { workerCrashRuns, workerJobCounts, workerJobsEveryRunKilled, type WorkerLedgerItem } from "../../../local/chaos/worker-ledger";
 import type { Receive } from "../../../local/chaos/receives";
@@ -258,7 +257,7 @@ describe("chaos ledger", () => {
       const a = { ...clean, sent: 10, processed: 9, lost: 1, jobsRunMoreThanOnce: 2 };
       const b = { ...clean, sent: 5, processed: 5, leakedLeases: 1 };
 
-      expect(addTotals([a, b])).to.deep.equal({ ...clean, sent: 15, processed: 14, lost: 1, jobsRunMoreThanOnce: 2, leakedLeases: 1 });
+      expect(sumTotals([a, b])).to.deep.equal({ ...clean, sent: 15, processed: 14, lost: 1, jobsRunMoreThanOnce: 2, leakedLeases: 1 });
     });
 
     it("carries the worker's counts into its row", () => {
