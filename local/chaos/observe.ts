@@ -110,7 +110,8 @@ export interface Effects {
 }
 
 const emptyEffects = (): Effects => ({ effects: new Map(), duplicates: new Map(), incomplete: new Map(), discarded: new Set(), details: {} });
-const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
+const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+const total = (m: ReadonlyMap<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
 /**
  * Windows processed by the GPU's model (behind the real gateway, which answers a repeated key
@@ -154,11 +155,10 @@ export function retrainingEffects(runTasks: readonly ForwardedCall[], taskModels
     // tasks from a repeated token are moto's, not the launcher's (reported in details).
     if (distinct > 1) e.duplicates.set(model, distinct - 1);
   }
-  const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   e.details = {
-    runTaskCallsReachingEcs: sum(calls),
+    runTaskCallsReachingEcs: total(calls),
     distinctClientTokens: [...tokens.values()].reduce((n, s) => n + s.size, 0),
-    tasksSeen: sum(tasks),
+    tasksSeen: total(tasks),
     jobsWithSeveralCalls: [...calls.values()].filter((n) => n > 1).length,
   };
   return e;
@@ -190,8 +190,8 @@ export function fleetEffects(lines: readonly LogLine[], durationToJob: ReadonlyM
       );
   }
   e.details = {
-    completionsLogged: [...completions.values()].reduce((a, b) => a + b, 0),
-    jobDurationMetrics: [...metrics.values()].reduce((a, b) => a + b, 0),
+    completionsLogged: total(completions),
+    jobDurationMetrics: total(metrics),
     completedInTable: doneInTable.size,
   };
   return e;
@@ -226,7 +226,7 @@ export function workerEffects(lines: readonly LogLine[], ledger: readonly Worker
     silent += 1;
   }
   e.details = {
-    completions: [...e.effects.values()].reduce((a, b) => a + b, 0),
+    completions: total(e.effects),
     completedWithoutSuccessLine: silent,
     jobsStarted: lines.filter((l) => l.step === WORKER_LEDGER.steps.started).length,
   };

@@ -18,8 +18,6 @@ export interface Receive {
   endMs: number;
   /** The invocation let the record be deleted (processed, quarantined or deferred). */
   acknowledged: boolean;
-  /** Why the whole batch failed, when it did (error, timeout, invalid response). */
-  batchFailure?: string;
   /** The other records of the same batch, by message id. */
   batchmates: string[];
 }
@@ -39,8 +37,7 @@ export function recordReceives(host: LambdaHost, logicalNameOf: (functionName: s
     const records = Array.isArray((event as SQSEvent | undefined)?.Records) ? (event as SQSEvent).Records : [];
     const ids = records.map((r) => r.messageId);
     // Every mapping of the program reports batch item failures (a policy rule checks it).
-    const settlement = settleBatch(result, ids, true);
-    const kept = new Set(settlement.keep);
+    const kept = new Set(settleBatch(result, ids, true).keep);
     for (const r of records)
       all.push({
         fn: logicalNameOf(functionName),
@@ -50,7 +47,6 @@ export function recordReceives(host: LambdaHost, logicalNameOf: (functionName: s
         startMs,
         endMs,
         acknowledged: !kept.has(r.messageId),
-        ...(settlement.reason !== undefined ? { batchFailure: settlement.reason } : {}),
         batchmates: ids.filter((id) => id !== r.messageId),
       });
     return result;
