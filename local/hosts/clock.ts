@@ -1,3 +1,5 @@
+import { setTimeout as delay } from "node:timers/promises";
+
 /**
  * The local run's simulated clock. With `--speed n`, one real second is n simulated seconds:
  * schedules fire n times sooner, SQS timers run n times faster (the SQS clock proxy), boot
@@ -25,5 +27,25 @@ export class SimClock {
 
   sleepSim(simMs: number): Promise<void> {
     return new Promise((r) => setTimeout(r, this.real(simMs)));
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts (a sleep that a stop cuts short). */
+export async function sleepUnless(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await delay(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves with the promise's value, or with "timeout" after ms. */
+export async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
+  const expired = new AbortController();
+  try {
+    return await Promise.race([promise, delay(ms, "timeout" as const, { signal: expired.signal })]);
+  } finally {
+    expired.abort();
   }
 }

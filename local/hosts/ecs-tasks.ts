@@ -13,6 +13,7 @@
  * `stoppedReason`.
  */
 import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task, type TaskOverride } from "@aws-sdk/client-ecs";
+import { sleepUnless } from "./clock";
 
 export type TaskOutcome = "succeeded" | "failed";
 
@@ -137,18 +138,17 @@ export class EcsTaskSimulator {
   private peak = 0;
   private running = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private readonly pollMs: number;
+  /** Aborted by stop(): cuts the wait between polls short. */
+  private stopped = new AbortController();
 
-  constructor(private readonly o: EcsTaskSimulatorOptions) {
-    this.pollMs = o.pollMs ?? 250;
-  }
+  constructor(private readonly o: EcsTaskSimulatorOptions) {}
 
   /** Pins moto's task transitions, takes a first look, then polls until stop(). */
   async start(): Promise<void> {
     if (this.running) return;
     await pinEcsTaskTransitions(this.o.motoEndpoint);
     this.running = true;
+    this.stopped = new AbortController();
     await this.poll();
     this.loop = this.run();
   }
@@ -156,7 +156,7 @@ export class EcsTaskSimulator {
   /** Stops polling and pending stops; tasks still running are left running in moto. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.stopped.abort();
     await this.loop;
     this.loop = undefined;
     for (const t of this.tracked.values()) clearTimeout(t.timer);
@@ -200,15 +200,7 @@ export class EcsTaskSimulator {
 
   private async run(): Promise<void> {
     while (this.running) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => done(), this.pollMs);
-        const done = () => {
-          clearTimeout(timer);
-          this.wake = undefined;
-          resolve();
-        };
-        this.wake = done;
-      });
+      await sleepUnless(this.o.pollMs ?? 250, this.stopped.signal);
       if (this.running) await this.poll();
     }
   }

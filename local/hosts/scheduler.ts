@@ -19,6 +19,7 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { randomBytes } from "node:crypto";
 import type { LocalSchedule } from "../provision/topology-types";
+import { sleepUnless } from "./clock";
 import { parseScheduleExpression, type ScheduleExpression } from "./schedule-expression";
 
 export interface SchedulerEvent {
@@ -63,7 +64,7 @@ interface Entry {
   timer?: NodeJS.Timeout;
   /** Simulated time of the next timed fire. */
   nextSimMs: number | null;
-  /** Rate schedules: how many intervals after the start the next fire is. */
+  /** Rate schedules: how many intervals after the start the last timed fire was. */
   rateIndex: number;
 }
 
@@ -83,13 +84,9 @@ interface FailedDelivery {
 }
 
 /** A failed send, with the code and message that go into the DLQ attributes. */
-class TargetError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+interface TargetError {
+  code: string;
+  message: string;
 }
 
 export class LocalScheduler {
@@ -99,8 +96,8 @@ export class LocalScheduler {
   private phase: "idle" | "running" | "stopped" = "idle";
   private realStartMs = 0;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Wakes the retry sleeps when stop() is called. */
-  private readonly sleepers = new Set<() => void>();
+  /** Aborted by stop(): wakes the retry sleeps. */
+  private readonly stopped = new AbortController();
 
   constructor(schedules: LocalSchedule[], opts: LocalSchedulerOptions) {
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`LocalScheduler: speed must be a positive number, got ${opts.speed}`);
@@ -126,7 +123,7 @@ export class LocalScheduler {
         arn: scheduleArn(schedule),
         stats: { fired: 0, delivered: 0, retries: 0, deadLettered: 0, dropped: 0, nextAtMs: null },
         nextSimMs: null,
-        rateIndex: 1,
+        rateIndex: 0,
       };
     });
   }
@@ -138,7 +135,7 @@ export class LocalScheduler {
     this.realStartMs = this.now();
     for (const entry of this.entries) {
       if (!entry.schedule.enabled) continue;
-      entry.nextSimMs = this.firstFire(entry);
+      entry.nextSimMs = this.following(entry, this.realStartMs);
       this.arm(entry);
     }
   }
@@ -153,7 +150,7 @@ export class LocalScheduler {
       entry.nextSimMs = null;
       entry.stats.nextAtMs = null;
     }
-    for (const wake of this.sleepers) wake();
+    this.stopped.abort();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
@@ -187,18 +184,12 @@ export class LocalScheduler {
     return this.realStartMs + (simMs - this.realStartMs) / this.opts.speed;
   }
 
-  private firstFire(entry: Entry): number | null {
-    const e = entry.expression;
-    if (e.kind === "rate") return this.realStartMs + e.everyMs;
-    if (e.kind === "at") return e.at.getTime() > this.realStartMs ? e.at.getTime() : null;
-    return e.next(new Date(this.realStartMs))?.getTime() ?? null;
-  }
-
-  private following(entry: Entry, firedSimMs: number): number | null {
+  /** The next timed fire after `afterSimMs` (the last fire, or the start), or null when none is left. */
+  private following(entry: Entry, afterSimMs: number): number | null {
     const e = entry.expression;
     if (e.kind === "rate") return this.realStartMs + ++entry.rateIndex * e.everyMs;
-    if (e.kind === "at") return null;
-    return e.next(new Date(firedSimMs))?.getTime() ?? null;
+    if (e.kind === "at") return e.at.getTime() > afterSimMs ? e.at.getTime() : null;
+    return e.next(new Date(afterSimMs))?.getTime() ?? null;
   }
 
   private arm(entry: Entry): void {
@@ -264,7 +255,7 @@ export class LocalScheduler {
       try {
         await this.send(target.arn, input);
         entry.stats.delivered++;
-        this.emit({ schedule: entry.key, kind: "delivered", detail: `scheduled ${execution.scheduledTime}, attempt ${attempt}` });
+        this.opts.onEvent?.({ schedule: entry.key, kind: "delivered", detail: `scheduled ${execution.scheduledTime}, attempt ${attempt}` });
         return undefined;
       } catch (err) {
         error = asTargetError(err);
@@ -273,14 +264,14 @@ export class LocalScheduler {
       const waitSimMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
       if (this.simNow() + waitSimMs > execution.expiresSimMs) return { input, error, exhausted: "MaximumEventAgeInSeconds", retryAttempts: attempt - 1 };
       entry.stats.retries++;
-      this.emit({
+      this.opts.onEvent?.({
         schedule: entry.key,
         kind: "retry",
         detail: `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`,
       });
-      if (!(await this.sleep(waitSimMs / this.opts.speed))) {
+      if (!(await sleepUnless(waitSimMs / this.opts.speed, this.stopped.signal))) {
         entry.stats.dropped++;
-        this.emit({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });
+        this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });
         return undefined;
       }
     }
@@ -293,7 +284,7 @@ export class LocalScheduler {
     const why = `${exhausted} exhausted after ${retryAttempts} retries (${error.code}: ${error.message})`;
     if (!target.deadLetterArn) {
       entry.stats.dropped++;
-      this.emit({ schedule: entry.key, kind: "dropped", detail: `${why}; no dead-letter queue` });
+      this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `${why}; no dead-letter queue` });
       return;
     }
     const attributes: Record<string, string> = {
@@ -312,41 +303,20 @@ export class LocalScheduler {
     } catch (err) {
       const dlqError = asTargetError(err);
       entry.stats.dropped++;
-      this.emit({ schedule: entry.key, kind: "dropped", detail: `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})` });
+      this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})` });
       return;
     }
     entry.stats.deadLettered++;
-    this.emit({ schedule: entry.key, kind: "dead-lettered", detail: why });
+    this.opts.onEvent?.({ schedule: entry.key, kind: "dead-lettered", detail: why });
   }
 
   private async send(queueArn: string, body: string, attributes?: Record<string, string>): Promise<void> {
     const queueUrl = this.opts.queueUrlForArn(queueArn);
-    if (!queueUrl) throw new TargetError("AWS.SimpleQueueService.NonExistentQueue", `no queue is known for ${queueArn}`);
+    if (!queueUrl) throw Object.assign(new Error(`no queue is known for ${queueArn}`), { name: "AWS.SimpleQueueService.NonExistentQueue" });
     const messageAttributes: Record<string, MessageAttributeValue> | undefined = attributes
       ? Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: "String", StringValue: v }]))
       : undefined;
     await this.opts.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
-  }
-
-  /** Resolves true after `ms`, or false at once if stop() is called meanwhile. */
-  private sleep(ms: number): Promise<boolean> {
-    if (this.phase === "stopped") return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        this.sleepers.delete(wake);
-        resolve(true);
-      }, ms);
-      this.sleepers.add(wake);
-    });
-  }
-
-  private emit(event: SchedulerEvent): void {
-    this.opts.onEvent?.(event);
   }
 }
 
@@ -366,7 +336,6 @@ function substitute(input: string, values: Record<string, string>): string {
 }
 
 function asTargetError(err: unknown): TargetError {
-  if (err instanceof TargetError) return err;
   const e = err as { name?: string; message?: string };
-  return new TargetError(e.name ?? "Error", e.message ?? String(err));
+  return { code: e.name ?? "Error", message: e.message ?? String(err) };
 }
