@@ -18,11 +18,12 @@ import * as path from "node:path";
 import { Worker } from "node:worker_threads";
 import { regionOfArn } from "../../functions/shared/sqs-record";
 import type { LocalFunction } from "../provision/topology-types";
+import { withDeadline } from "./clock";
 
-export type InvokeResult =
-  | { kind: "ok"; response: unknown; durationMs: number }
-  | { kind: "error"; error: { name: string; message: string }; durationMs: number }
-  | { kind: "timeout"; durationMs: number };
+type ErrorInfo = { name: string; message: string };
+/** What ended one invocation inside an environment. */
+type Outcome = { kind: "ok"; response: unknown } | { kind: "error"; error: ErrorInfo } | { kind: "timeout" };
+export type InvokeResult = Outcome & { durationMs: number };
 
 export interface LambdaHostOptions {
   /** AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, region, dummy credentials: override the function's env for these keys. */
@@ -79,15 +80,11 @@ export const RUNTIME = "nodejs22.x";
 const SHUTDOWN_GRACE_MS = 2000;
 const SANDBOX = path.join(__dirname, "lambda-sandbox.cjs");
 
-type ErrorInfo = { name: string; message: string };
 type FromWorker =
   | { type: "ready" }
   | { type: "init-error"; error: ErrorInfo }
   | { type: "result"; id: number; ok: true; response: string }
   | { type: "result"; id: number; ok: false; error: ErrorInfo };
-
-/** What ended one invocation inside an environment. */
-type Outcome = { kind: "ok"; response: unknown } | { kind: "error"; error: ErrorInfo } | { kind: "timeout" };
 
 class Environment {
   readonly worker: Worker;
@@ -228,13 +225,12 @@ export class LambdaHost {
   private routes: Record<string, string>;
   private nextId = 1;
   private closed = false;
-  private readonly clock: SandboxClock | undefined;
-  private readonly crashable: boolean;
 
-  constructor(functions: LocalFunction[], opts: LambdaHostOptions) {
-    this.clock = opts.clock;
-    this.crashable = opts.crashable ?? false;
-    this.routes = { ...(opts.routes ?? {}) };
+  constructor(
+    functions: LocalFunction[],
+    private readonly opts: LambdaHostOptions,
+  ) {
+    this.routes = { ...opts.routes };
     fs.mkdirSync(opts.logDir, { recursive: true });
     for (const fn of functions) {
       this.slots.set(fn.name, {
@@ -269,14 +265,9 @@ export class LambdaHost {
     stats.peakRunning = Math.max(stats.peakRunning, stats.running);
     try {
       const outcome = await this.runInEnvironment(slot, event);
-      const durationMs = Date.now() - started;
-      if (outcome.kind === "ok") return { kind: "ok", response: outcome.response, durationMs };
-      if (outcome.kind === "timeout") {
-        stats.timeouts++;
-        return { kind: "timeout", durationMs };
-      }
-      stats.errors++;
-      return { kind: "error", error: { name: outcome.error.name, message: outcome.error.message }, durationMs };
+      if (outcome.kind === "timeout") stats.timeouts++;
+      if (outcome.kind === "error") stats.errors++;
+      return { ...outcome, durationMs: Date.now() - started };
     } finally {
       stats.running--;
     }
@@ -292,7 +283,7 @@ export class LambdaHost {
     }
     if (!env) {
       slot.stats.coldStarts++;
-      env = new Environment(fn, slot.env, slot.log, this.clock, this.crashable);
+      env = new Environment(fn, slot.env, slot.log, this.opts.clock, this.opts.crashable);
       slot.all.add(env);
       const initError = await withDeadline(env.ready, INIT_TIMEOUT_MS);
       if (initError !== null) {
@@ -392,15 +383,4 @@ export function openLog(file: string): fs.WriteStream {
   // its environment.
   log.setMaxListeners(0);
   return log;
-}
-
-/** Resolves with the promise's value, or with "timeout" after ms. */
-async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -111,7 +111,7 @@ if (crashable) {
 }
 
 function describe(err) {
-  if (err instanceof Error) return { name: err.name || "Error", message: err.message, stack: err.stack };
+  if (err instanceof Error) return { name: err.name || "Error", message: err.message };
   return { name: "Error", message: typeof err === "string" ? err : util.inspect(err) };
 }
 

@@ -4,10 +4,10 @@
  * TaskProtectionAgent playing the ECS agent. SIGTERM plays a Spot interruption or a scale-in;
  * like ECS, a task that has not exited by the container's stopTimeout is killed.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { type LoggedChild, spawnLogged, terminate } from "./child";
 import { TaskProtectionAgent } from "./ecs-agent";
 import type { LocalTaskDefinition } from "../provision/topology-types";
 
@@ -52,14 +52,10 @@ export interface WorkerTaskView {
   logFile: string;
 }
 
-interface RunningTask {
+interface RunningTask extends LoggedChild {
   index: number;
-  logOffset: number;
-  child: ChildProcess;
-  exited: Promise<void>;
   agent: TaskProtectionAgent;
   logFile: string;
-  logFd: number;
   scratch: string;
   /** Set when interrupt() or stop() ends it: such a task is not replaced. */
   stopRequested?: boolean;
@@ -149,9 +145,6 @@ export class WorkerServiceRunner {
   private readonly pendingReplacements = new Set<NodeJS.Timeout>();
   private readonly container: Record<string, unknown>;
   private readonly stopTimeoutMs: number;
-  private readonly killAllOnExit = () => {
-    for (const t of this.running) if (isAlive(t.child)) t.child.kill("SIGKILL");
-  };
 
   constructor(private readonly o: WorkerServiceOptions) {
     this.container = pickContainer(o.taskDefinition, o.containerName);
@@ -163,7 +156,6 @@ export class WorkerServiceRunner {
   async start(): Promise<void> {
     fs.mkdirSync(this.o.logDir, { recursive: true });
     fs.mkdirSync(this.o.scratchRoot ?? os.tmpdir(), { recursive: true });
-    process.once("exit", this.killAllOnExit);
     for (let index = this.running.length; index < this.o.count; index++) this.running.push(await this.spawnTask(index));
   }
 
@@ -179,29 +171,17 @@ export class WorkerServiceRunner {
     const agentUri = await agent.start();
     const scratch = fs.mkdtempSync(path.join(this.o.scratchRoot ?? os.tmpdir(), `worker-${index}-`));
     const logFile = path.join(this.o.logDir, `worker-${index}.log`);
-    const logFd = fs.openSync(logFile, "a");
-    const logOffset = fs.fstatSync(logFd).size;
-    const child = spawn(process.execPath, ["--import", "tsx", entry], {
-      // tsx resolves from the repository's node_modules.
-      cwd: ROOT,
-      env: taskEnvironment({
-        container: containerEnv,
-        awsEnv: this.o.awsEnv,
-        agentUri,
-        scratchDir: scratch,
-        extraEnv: this.o.extraEnv,
-        path: process.env.PATH,
-      }),
-      stdio: ["ignore", logFd, logFd],
+    const env = taskEnvironment({
+      container: containerEnv,
+      awsEnv: this.o.awsEnv,
+      agentUri,
+      scratchDir: scratch,
+      extraEnv: this.o.extraEnv,
+      path: process.env.PATH,
     });
-    const exited = new Promise<void>((resolve) => {
-      if (!isAlive(child)) resolve();
-      child.once("exit", () => resolve());
-      // A spawn failure emits error and maybe no exit.
-      child.once("error", () => resolve());
-    });
-    const task: RunningTask = { index, logOffset, child, exited, agent, logFile, logFd, scratch };
-    void exited.then(() => this.onExit(task));
+    // tsx resolves from the repository's node_modules.
+    const task: RunningTask = { index, agent, logFile, scratch, ...spawnLogged(["--import", "tsx", entry], env, logFile, ROOT) };
+    void task.exited.then(() => this.onExit(task));
     return task;
   }
 
@@ -229,11 +209,6 @@ export class WorkerServiceRunner {
 
   private async release(t: RunningTask): Promise<void> {
     await t.agent.stop();
-    try {
-      fs.closeSync(t.logFd);
-    } catch {
-      // already closed by an earlier stop()
-    }
     fs.rmSync(t.scratch, { recursive: true, force: true });
   }
 
@@ -264,25 +239,11 @@ export class WorkerServiceRunner {
     for (const timer of this.pendingReplacements) clearTimeout(timer);
     this.pendingReplacements.clear();
     await Promise.all(this.running.map((t) => this.terminate(t)));
-    process.removeListener("exit", this.killAllOnExit);
     for (const t of this.running) await this.release(t);
   }
 
-  private async terminate(task: RunningTask): Promise<void> {
+  private terminate(task: RunningTask): Promise<void> {
     task.stopRequested = true;
-    if (!isAlive(task.child)) return;
-    task.child.kill("SIGTERM");
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.stopTimeoutMs)));
-    const result = await Promise.race([task.exited.then(() => "exited" as const), deadline]);
-    clearTimeout(timer);
-    if (result === "timeout" && isAlive(task.child)) {
-      task.child.kill("SIGKILL");
-      await task.exited;
-    }
+    return terminate(task, this.stopTimeoutMs);
   }
-}
-
-function isAlive(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
 }
