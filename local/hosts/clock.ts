@@ -30,14 +30,19 @@ export class SimClock {
   }
 }
 
-/** Resolves true after `ms`, or false as soon as `signal` aborts (a sleep that a stop cuts short). */
-export async function sleepUnless(ms: number, signal: AbortSignal): Promise<boolean> {
+/** Resolves true after `ms`, or false as soon as `signal` aborts (a sleep that a stop cuts short); `ref: false` lets the process exit meanwhile. */
+export async function sleepUnless(ms: number, signal: AbortSignal, ref = true): Promise<boolean> {
   try {
-    await delay(ms, undefined, { signal });
+    await delay(ms, undefined, { signal, ref });
     return true;
   } catch {
     return false;
   }
+}
+
+/** Runs `tick` every `ms` (from the end of the last one) until `signal` aborts; resolves once the loop ends. */
+export async function everyUntil(ms: number, signal: AbortSignal, tick: () => Promise<void>, ref = true): Promise<void> {
+  while ((await sleepUnless(ms, signal, ref)) && !signal.aborted) await tick();
 }
 
 /** Resolves with the promise's value, or with "timeout" after ms. */

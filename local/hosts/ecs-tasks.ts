@@ -13,7 +13,8 @@
  * `stoppedReason`.
  */
 import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task, type TaskOverride } from "@aws-sdk/client-ecs";
-import { sleepUnless } from "./clock";
+import { everyUntil } from "./clock";
+import { containerEnvironment } from "./worker-service";
 
 export type TaskOutcome = "succeeded" | "failed";
 
@@ -53,8 +54,6 @@ export interface EcsTaskSimulatorOptions {
   /** @default 250 */
   pollMs?: number;
   onEvent?: (e: EcsTaskEvent) => void;
-  /** Called when a poll or a StopTask fails (it is retried on the next poll); defaults to silence. */
-  onError?: (error: unknown) => void;
 }
 
 /** DescribeTasks takes at most 100 tasks per call. */
@@ -102,10 +101,7 @@ export async function pinEcsTaskTransitions(motoEndpoint: string): Promise<void>
 }
 
 export function toSimTask(t: Task, seenAtMs: number): SimTask {
-  const environment: Record<string, string> = {};
-  for (const c of t.overrides?.containerOverrides ?? []) {
-    for (const kv of c.environment ?? []) if (kv.name !== undefined) environment[kv.name] = kv.value ?? "";
-  }
+  const environment: Record<string, string> = Object.assign({}, ...(t.overrides?.containerOverrides ?? []).map((c) => containerEnvironment({ ...c })));
   const tags: Record<string, string> = {};
   for (const tag of t.tags ?? []) if (tag.key !== undefined) tags[tag.key] = tag.value ?? "";
   return {
@@ -150,7 +146,7 @@ export class EcsTaskSimulator {
     this.running = true;
     this.stopped = new AbortController();
     await this.poll();
-    this.loop = this.run();
+    this.loop = everyUntil(this.o.pollMs ?? 250, this.stopped.signal, () => this.poll());
   }
 
   /** Stops polling and pending stops; tasks still running are left running in moto. */
@@ -198,24 +194,12 @@ export class EcsTaskSimulator {
     await emit(spotInterruptionDetail(t.task));
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      await sleepUnless(this.o.pollMs ?? 250, this.stopped.signal);
-      if (this.running) await this.poll();
-    }
-  }
-
   /** One pass: stop what is overdue (a StopTask that failed earlier), then look for new and vanished tasks. */
   private async poll(): Promise<void> {
     const now = Date.now();
     await Promise.all([...this.tracked.values()].filter((t) => t.task.outcome === "running" && t.dueAtMs <= now).map((t) => this.stopOne(t)));
-    for (const cluster of this.o.clusters) {
-      try {
-        await this.pollCluster(cluster);
-      } catch (error) {
-        this.o.onError?.(error);
-      }
-    }
+    // A look that fails is taken again at the next poll.
+    for (const cluster of this.o.clusters) await this.pollCluster(cluster).catch(() => undefined);
   }
 
   private async pollCluster(cluster: string): Promise<void> {
@@ -262,9 +246,8 @@ export class EcsTaskSimulator {
     try {
       await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.task.taskArn, reason }));
       this.finish(t, outcome, reason);
-    } catch (error) {
+    } catch {
       // Retried by the next poll, since its due time has passed.
-      this.o.onError?.(error);
     } finally {
       t.stopping = false;
     }

@@ -26,7 +26,7 @@ import { CreateTagsCommand, DescribeInstancesCommand, type EC2Client } from "@aw
 import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { REBALANCE_RECOMMENDATION, SPOT_EVENT_SOURCE, SPOT_INTERRUPTION_WARNING } from "../../functions/gpu/spot-events";
 import type { Distribution, TerminatingInstance } from "../aws/group-stand-in";
-import type { SimClock } from "./clock";
+import { everyUntil, type SimClock } from "./clock";
 import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
 import type { LifecycleCompletion } from "../aws/autoscaling-proxy";
@@ -152,9 +152,9 @@ export class GpuFleetSimulator {
   private desired = 0;
   private inService = 0;
   private warmAvailable: number;
-  private timer?: NodeJS.Timeout;
+  private loop?: Promise<void>;
   private polling?: Promise<void>;
-  private stopped = false;
+  private readonly stopped = new AbortController();
   /** The distribution launches follow now. */
   private readonly distribution: () => Distribution | undefined;
 
@@ -172,12 +172,13 @@ export class GpuFleetSimulator {
     this.lbAddress = await this.lb.start();
     this.publishRoutes();
     await this.poll();
-    this.schedule();
+    const tick = () => this.poll().catch((err: unknown) => this.opts.note(`gpu fleet: ${(err as Error).message}`));
+    this.loop = everyUntil(this.opts.pollRealMs ?? 200, this.stopped.signal, tick, false);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
+    this.stopped.abort();
+    await this.loop;
     await this.polling;
     const all = [...this.members.values(), ...this.leaving.values()];
     for (const m of all) clearTimeout(m.boot);
@@ -277,16 +278,6 @@ export class GpuFleetSimulator {
     if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the Spot event of ${instanceId}: ${JSON.stringify(out.Entries)}`);
   }
 
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.poll()
-        .catch((err: unknown) => this.opts.note(`gpu fleet: ${(err as Error).message}`))
-        .finally(() => this.schedule());
-    }, this.opts.pollRealMs ?? 200);
-    this.timer.unref();
-  }
-
   /**
    * One poll at a time, whoever asks (the timer, `start`, `interrupt`): two overlapping polls would
    * both see a new instance before either admitted it, and admit it twice.
@@ -298,7 +289,7 @@ export class GpuFleetSimulator {
   }
 
   private async pollOnce(): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped.signal.aborted) return;
     const out = await this.opts.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [this.groupName] }));
     const group = out.AutoScalingGroups?.[0];
     if (!group) throw new Error(`group ${this.groupName} is gone from moto`);

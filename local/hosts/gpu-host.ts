@@ -16,6 +16,7 @@ import { InstanceMetadata } from "../aws/instance-metadata";
 import { readBody } from "../aws/intercepting-proxy";
 import { freeLoopbackPort } from "../aws/moto";
 import { isAlive, type LoggedChild, spawnLogged, terminate } from "./child";
+import { everyUntil } from "./clock";
 import { FakeModel, type ProcessedWindow } from "./fake-model";
 import { LoopbackServer, replyJson } from "../aws/loopback";
 
@@ -206,9 +207,8 @@ export interface GpuServiceState {
 /** The dev instance: its processes run while moto shows it `running`, from the boot delay on. */
 export class GpuInstanceHost {
   private readonly s: GpuServiceState = { instanceState: "unknown", serving: false, runningSinceMs: null, servingSinceMs: null, starts: 0 };
-  private timer?: NodeJS.Timeout;
-  private polling: Promise<void> = Promise.resolve();
-  private stopped = false;
+  private loop?: Promise<void>;
+  private readonly stopped = new AbortController();
   /** Where the Lambdas reach it (its private IP in moto), once seen. */
   privateIp?: string;
 
@@ -219,12 +219,15 @@ export class GpuInstanceHost {
     readonly ledger: readonly ProcessedWindow[],
   ) {}
 
-  readonly start = () => this.poll();
+  /** Takes a first look, then polls until stop(). */
+  async start(): Promise<void> {
+    await this.poll();
+    this.loop = everyUntil(this.o.pollMs ?? 200, this.stopped.signal, () => this.poll(), false);
+  }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.polling;
+    this.stopped.abort();
+    await this.loop;
     await this.host.kill();
   }
 
@@ -251,13 +254,9 @@ export class GpuInstanceHost {
     if (name !== "running") {
       Object.assign(s, { runningSinceMs: null, servingSinceMs: null, serving: false });
       if (this.host.running()) await this.host.stop();
-    } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped) {
+    } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped.signal.aborted) {
       await this.host.start();
       Object.assign(s, { serving: true, servingSinceMs: s.runningSinceMs + this.o.bootDelayMs });
-    }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => (this.polling = this.poll()), this.o.pollMs ?? 200);
-      this.timer.unref();
     }
   }
 }
