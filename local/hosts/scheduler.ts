@@ -52,6 +52,8 @@ export interface LocalSchedulerOptions {
 /** First retry after 1 simulated second, doubling up to 5 minutes. AWS documents exponential backoff without the constants. */
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 300_000;
+/** The stat each outcome counts in. */
+const COUNTED_IN = { delivered: "delivered", retry: "retries", "dead-lettered": "deadLettered", dropped: "dropped" } as const;
 /** setTimeout's largest delay; longer waits are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -254,8 +256,7 @@ export class LocalScheduler {
       let error: TargetError;
       try {
         await this.send(target.arn, input);
-        entry.stats.delivered++;
-        this.opts.onEvent?.({ schedule: entry.key, kind: "delivered", detail: `scheduled ${execution.scheduledTime}, attempt ${attempt}` });
+        this.record(entry, "delivered", `scheduled ${execution.scheduledTime}, attempt ${attempt}`);
         return undefined;
       } catch (err) {
         error = asTargetError(err);
@@ -263,15 +264,9 @@ export class LocalScheduler {
       if (attempt - 1 >= target.maximumRetryAttempts) return { input, error, exhausted: "MaximumRetryAttempts", retryAttempts: attempt - 1 };
       const waitSimMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
       if (this.simNow() + waitSimMs > execution.expiresSimMs) return { input, error, exhausted: "MaximumEventAgeInSeconds", retryAttempts: attempt - 1 };
-      entry.stats.retries++;
-      this.opts.onEvent?.({
-        schedule: entry.key,
-        kind: "retry",
-        detail: `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`,
-      });
+      this.record(entry, "retry", `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`);
       if (!(await sleepUnless(waitSimMs / this.opts.speed, this.stopped.signal))) {
-        entry.stats.dropped++;
-        this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });
+        this.record(entry, "dropped", `stopped during retries (last error ${error.code})`);
         return undefined;
       }
     }
@@ -282,11 +277,7 @@ export class LocalScheduler {
     const { target } = entry.schedule;
     const { error, exhausted, retryAttempts } = failed;
     const why = `${exhausted} exhausted after ${retryAttempts} retries (${error.code}: ${error.message})`;
-    if (!target.deadLetterArn) {
-      entry.stats.dropped++;
-      this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `${why}; no dead-letter queue` });
-      return;
-    }
+    if (!target.deadLetterArn) return this.record(entry, "dropped", `${why}; no dead-letter queue`);
     const attributes: Record<string, string> = {
       ERROR_CODE: error.code,
       ERROR_MESSAGE: error.message,
@@ -302,12 +293,15 @@ export class LocalScheduler {
       await this.send(target.deadLetterArn, failed.input, attributes);
     } catch (err) {
       const dlqError = asTargetError(err);
-      entry.stats.dropped++;
-      this.opts.onEvent?.({ schedule: entry.key, kind: "dropped", detail: `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})` });
-      return;
+      return this.record(entry, "dropped", `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})`);
     }
-    entry.stats.deadLettered++;
-    this.opts.onEvent?.({ schedule: entry.key, kind: "dead-lettered", detail: why });
+    this.record(entry, "dead-lettered", why);
+  }
+
+  /** Counts an outcome in the schedule's stats and tells onEvent. */
+  private record(entry: Entry, kind: SchedulerEvent["kind"], detail: string): void {
+    entry.stats[COUNTED_IN[kind]]++;
+    this.opts.onEvent?.({ schedule: entry.key, kind, detail });
   }
 
   private async send(queueArn: string, body: string, attributes?: Record<string, string>): Promise<void> {
