@@ -17,9 +17,8 @@ export const DEFAULT_WORKER_ENTRY = "functions/worker/main.ts";
 export const ECS_DEFAULT_STOP_TIMEOUT_SECONDS = 30;
 
 export interface WorkerServiceOptions {
+  /** Its first essential container (the first if none says) is run. */
   taskDefinition: LocalTaskDefinition;
-  /** Which container to run; defaults to the first essential one (the first if none says). */
-  containerName?: string;
   count: number;
   /** Points the SDK at moto (see motoClientEnv); wins over the container's own AWS_* values. */
   awsEnv: Record<string, string>;
@@ -38,7 +37,7 @@ export interface WorkerServiceOptions {
    */
   replaceAfterMs?: number;
   /** Each replacement, as it is started. */
-  onReplaced?: (index: number, died: { pid: number | undefined; signal: string | null; exitCode: number | null }) => void;
+  onReplaced?: (index: number) => void;
 }
 
 export interface WorkerTaskView {
@@ -142,12 +141,11 @@ export class WorkerServiceRunner {
   private readonly running: RunningTask[] = [];
   private stopping = false;
   private replacements = 0;
-  private readonly pendingReplacements = new Set<NodeJS.Timeout>();
   private readonly container: Record<string, unknown>;
   private readonly stopTimeoutMs: number;
 
   constructor(private readonly o: WorkerServiceOptions) {
-    this.container = pickContainer(o.taskDefinition, o.containerName);
+    this.container = pickContainer(o.taskDefinition);
     const stopTimeout = typeof this.container.stopTimeout === "number" ? this.container.stopTimeout : ECS_DEFAULT_STOP_TIMEOUT_SECONDS;
     this.stopTimeoutMs = o.stopTimeoutMs ?? stopTimeout * 1000;
   }
@@ -188,23 +186,20 @@ export class WorkerServiceRunner {
   /** A task that died with nobody stopping it is replaced, as the service scheduler does. */
   private onExit(task: RunningTask): void {
     if (this.stopping || task.stopRequested || this.o.replaceAfterMs === undefined) return;
-    const timer = setTimeout(() => {
-      this.pendingReplacements.delete(timer);
-      if (this.stopping) return;
-      void this.replace(task);
-    }, this.o.replaceAfterMs);
-    this.pendingReplacements.add(timer);
+    // A replacement still pending at stop() comes to nothing (replace checks), and keeps nothing alive.
+    setTimeout(() => void this.replace(task), this.o.replaceAfterMs).unref();
   }
 
   private async replace(dead: RunningTask): Promise<void> {
     const at = this.running.indexOf(dead);
     if (at < 0) return;
+    if (this.stopping) return;
     await this.release(dead);
     if (this.stopping) return;
     const fresh = await this.spawnTask(dead.index);
     this.running[at] = fresh;
     this.replacements += 1;
-    this.o.onReplaced?.(dead.index, { pid: dead.child.pid, signal: dead.child.signalCode, exitCode: dead.child.exitCode });
+    this.o.onReplaced?.(dead.index);
   }
 
   private async release(t: RunningTask): Promise<void> {
@@ -236,8 +231,6 @@ export class WorkerServiceRunner {
   /** SIGTERM to every task at once (the worker hands unfinished jobs back), SIGKILL after the stop timeout. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const timer of this.pendingReplacements) clearTimeout(timer);
-    this.pendingReplacements.clear();
     await Promise.all(this.running.map((t) => this.terminate(t)));
     for (const t of this.running) await this.release(t);
   }
