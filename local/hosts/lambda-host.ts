@@ -105,7 +105,8 @@ class Environment {
       env: { ...env, AWS_LAMBDA_LOG_STREAM_NAME: this.logStreamName },
       workerData: {
         codePath: fn.codePath,
-        exportName: exportNameOf(fn.handler),
+        // `index.handler` → `handler`: the module part is the bundle itself (LocalFunction.codePath).
+        exportName: fn.handler.slice(fn.handler.lastIndexOf(".") + 1),
         clock: clock ?? null,
         crashable,
         logFile: crashable && typeof log.path === "string" ? log.path : null,
@@ -156,11 +157,8 @@ class Environment {
    * between, and its invocation ends as Lambda reports such a death (`Runtime.ExitError`).
    */
   async crash(): Promise<void> {
-    const pending = this.pending;
-    this.pending = undefined;
-    this.dead = true;
+    this.onDeath({ name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" });
     await this.worker.terminate();
-    pending?.settle({ kind: "error", error: { name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" } });
   }
 
   /** Kills the sandbox at once, as Lambda does on a timeout: output still buffered in it is lost. */
@@ -178,12 +176,6 @@ class Environment {
     if ((await withDeadline(exited, SHUTDOWN_GRACE_MS)) === "timeout") await this.destroy();
     await withDeadline(ended, SHUTDOWN_GRACE_MS);
   }
-}
-
-/** `index.handler` → `handler`: the module part is the bundle itself (LocalFunction.codePath). */
-function exportNameOf(handler: string): string {
-  const dot = handler.lastIndexOf(".");
-  return dot >= 0 ? handler.slice(dot + 1) : handler;
 }
 
 /**
