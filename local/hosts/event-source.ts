@@ -258,11 +258,8 @@ export class SqsEventSource {
     } finally {
       c.running--;
     }
-    const settlement = settleBatch(
-      result,
-      messages.map((m) => m.MessageId ?? ""),
-      this.mapping.reportBatchItemFailures,
-    );
+    const ids = messages.map((m) => m.MessageId ?? "");
+    const settlement = settleBatch(result, ids, this.mapping.reportBatchItemFailures);
     c.succeeded += settlement.delete.length;
     c.failed += settlement.keep.length;
     if (settlement.reason) c.lastError = settlement.reason;
