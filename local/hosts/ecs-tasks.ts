@@ -230,9 +230,8 @@ export class EcsTaskSimulator {
   private track(cluster: string, task: SimTask): void {
     const duration = Math.max(0, this.o.durationMs(task));
     const entry: Tracked = { task, cluster, dueAtMs: task.seenAtMs + duration, timer: undefined, stopping: false };
-    entry.timer = setTimeout(() => void this.stopOne(entry), duration);
     // The loop keeps the process alive while the simulator runs; a pending stop alone must not.
-    entry.timer.unref();
+    entry.timer = setTimeout(() => void this.stopOne(entry), duration).unref();
     this.tracked.set(task.taskArn, entry);
     this.peak = Math.max(this.peak, this.stats().running);
     this.o.onEvent?.({ kind: "started", task: { ...task } });

@@ -202,9 +202,8 @@ export class LocalScheduler {
     const dueRealMs = this.realAt(entry.nextSimMs);
     entry.stats.nextAtMs = dueRealMs;
     const delay = Math.min(MAX_TIMER_MS, Math.max(0, dueRealMs - this.now()));
-    entry.timer = setTimeout(() => this.onTimer(entry), delay);
     // The scheduler alone should not keep a finished run alive.
-    entry.timer.unref();
+    entry.timer = setTimeout(() => this.onTimer(entry), delay).unref();
   }
 
   private onTimer(entry: Entry): void {
