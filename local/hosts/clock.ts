@@ -24,10 +24,6 @@ export class SimClock {
   real(simMs: number): number {
     return simMs / this.speed;
   }
-
-  sleepSim(simMs: number): Promise<void> {
-    return new Promise((r) => setTimeout(r, this.real(simMs)));
-  }
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts (a sleep that a stop cuts short); `ref: false` lets the process exit meanwhile. */

@@ -183,14 +183,7 @@ export class EcsTaskSimulator {
   async interrupt(taskArn: string, emit: (detail: Record<string, unknown>) => Promise<void>): Promise<void> {
     const t = this.tracked.get(taskArn);
     if (!t || t.task.outcome !== "running") throw new Error(`interrupt: ${taskArn} is not a running task of the simulator`);
-    t.stopping = true;
-    const reason = SPOT_INTERRUPTION_REASON;
-    try {
-      await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: taskArn, reason }));
-    } finally {
-      t.stopping = false;
-    }
-    this.finish(t, "interrupted", reason);
+    await this.stopTask(t, "interrupted", SPOT_INTERRUPTION_REASON);
     await emit(spotInterruptionDetail(t.task));
   }
 
@@ -239,14 +232,17 @@ export class EcsTaskSimulator {
 
   private async stopOne(t: Tracked): Promise<void> {
     if (!this.running || t.stopping || t.task.outcome !== "running") return;
-    t.stopping = true;
     const outcome = this.o.outcome?.(t.task) ?? "succeeded";
-    const reason = stopReason(outcome);
+    // A failed StopTask is retried by the next poll, since its due time has passed.
+    await this.stopTask(t, outcome, stopReason(outcome)).catch(() => undefined);
+  }
+
+  /** StopTask, then the task is finished; `stopping` meanwhile, so a poll does not take it for stopped by someone else. */
+  private async stopTask(t: Tracked, outcome: TaskOutcome | "interrupted", reason: string): Promise<void> {
+    t.stopping = true;
     try {
       await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.task.taskArn, reason }));
       this.finish(t, outcome, reason);
-    } catch {
-      // Retried by the next poll, since its due time has passed.
     } finally {
       t.stopping = false;
     }

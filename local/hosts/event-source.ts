@@ -168,10 +168,9 @@ export class SqsEventSource {
         continue;
       }
       const batch = await this.gather();
-      if (batch.length === 0) {
-        if (primary) continue;
-        return;
-      }
+      // An empty poll: a joined gatherer leaves, the primary one polls on.
+      if (batch.length === 0 && !primary) return;
+      if (batch.length === 0) continue;
       void this.dispatch(batch);
       const full = batch.length >= this.mapping.batchSize;
       if (!full && !primary) return;
@@ -272,12 +271,8 @@ export class SqsEventSource {
     for (let i = 0; i < messages.length; i += 10) {
       const chunk = messages.slice(i, i + 10);
       try {
-        const out = await this.opts.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: this.mapping.queueUrl,
-            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })),
-          }),
-        );
+        const entries = chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle }));
+        const out = await this.opts.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.mapping.queueUrl, Entries: entries }));
         if (out.Failed?.length) {
           this.counters.deleteFailures += out.Failed.length;
           this.counters.lastError = `delete: ${out.Failed.map((f) => f.Code ?? f.Message).join(", ")}`;

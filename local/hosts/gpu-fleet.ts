@@ -262,19 +262,14 @@ export class GpuFleetSimulator {
   private async putSpotEvent(instanceId: string, kind: InterruptionKind): Promise<void> {
     const signals = this.opts.signals;
     if (!signals) return;
-    const out = await signals.events.send(
-      new PutEventsCommand({
-        Entries: [
-          {
-            Source: SPOT_EVENT_SOURCE,
-            DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
-            Time: new Date(this.opts.clock.now()),
-            Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
-            Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
-          },
-        ],
-      }),
-    );
+    const entry = {
+      Source: SPOT_EVENT_SOURCE,
+      DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
+      Time: new Date(this.opts.clock.now()),
+      Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
+      Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
+    };
+    const out = await signals.events.send(new PutEventsCommand({ Entries: [entry] }));
     if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the Spot event of ${instanceId}: ${JSON.stringify(out.Entries)}`);
   }
 

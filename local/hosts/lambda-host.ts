@@ -63,14 +63,7 @@ export interface SandboxClock {
   speed: number;
 }
 
-export interface FunctionStats {
-  invocations: number;
-  errors: number;
-  timeouts: number;
-  running: number;
-  peakRunning: number;
-  coldStarts: number;
-}
+export type FunctionStats = Record<"invocations" | "errors" | "timeouts" | "running" | "peakRunning" | "coldStarts", number>;
 
 /** Lambda's init phase is capped at 10 s, whatever the function timeout. */
 const INIT_TIMEOUT_MS = 10_000;

@@ -18,6 +18,7 @@
  */
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { randomBytes } from "node:crypto";
+import { rfc3339 } from "../../functions/fleet/messages";
 import type { LocalSchedule } from "../provision/topology-types";
 import { sleepUnless } from "./clock";
 import { parseScheduleExpression, type ScheduleExpression } from "./schedule-expression";
@@ -235,7 +236,8 @@ export class LocalScheduler {
   private async deliver(entry: Entry, scheduledSimMs: number): Promise<void> {
     const execution: Execution = {
       id: randomBytes(8).toString("hex"),
-      scheduledTime: isoSeconds(scheduledSimMs),
+      // Scheduler's timestamps have second precision: 2022-03-22T18:59:43Z.
+      scheduledTime: rfc3339(new Date(scheduledSimMs)),
       expiresSimMs: scheduledSimMs + entry.schedule.target.maximumEventAgeInSeconds * 1000,
     };
     const failed = await this.sendWithRetries(entry, execution);
@@ -317,11 +319,6 @@ export class LocalScheduler {
 function scheduleArn(schedule: LocalSchedule): string {
   const [, partition = "aws", , region = "us-east-1", account = "123456789012"] = schedule.target.arn.split(":");
   return `arn:${partition}:scheduler:${region}:${account}:schedule/default/${schedule.name}`;
-}
-
-/** Scheduler's timestamps have second precision: 2022-03-22T18:59:43Z. */
-function isoSeconds(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
 }
 
 function substitute(input: string, values: Record<string, string>): string {

@@ -164,13 +164,12 @@ export class WorkerServiceRunner {
 
   private async spawnTask(index: number): Promise<RunningTask> {
     const entry = path.resolve(ROOT, this.o.entry ?? DEFAULT_WORKER_ENTRY);
-    const containerEnv = containerEnvironment(this.container);
     const agent = new TaskProtectionAgent();
     const agentUri = await agent.start();
     const scratch = fs.mkdtempSync(path.join(this.o.scratchRoot ?? os.tmpdir(), `worker-${index}-`));
     const logFile = path.join(this.o.logDir, `worker-${index}.log`);
     const env = taskEnvironment({
-      container: containerEnv,
+      container: containerEnvironment(this.container),
       awsEnv: this.o.awsEnv,
       agentUri,
       scratchDir: scratch,
