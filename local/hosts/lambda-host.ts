@@ -361,11 +361,9 @@ export function openLog(file: string): fs.WriteStream {
   const log = fs.createWriteStream(file, { flags: "a" });
   // A terminated worker's last lines can arrive after close(): losing them beats crashing.
   log.on("error", () => undefined);
-  // Each live environment pipes its stdout and stderr here, and a pipe listens for the log's
-  // errors until its source ends: six concurrent environments passed Node's default of ten and
-  // printed a MaxListenersExceededWarning (a leak warning) in every chaos run. The count follows
-  // the function's concurrency, which has no fixed bound here, and each pipe's listener goes with
-  // its environment.
+  // Each live environment's stdout and stderr pipes listen for the log's errors until they end: six
+  // concurrent environments passed Node's default of ten (a MaxListenersExceededWarning in every chaos
+  // run), and the count follows the function's concurrency, which has no fixed bound here.
   log.setMaxListeners(0);
   return log;
 }

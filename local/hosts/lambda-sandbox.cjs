@@ -41,14 +41,8 @@ let routes = {};
 let currentRequestId = "";
 
 // The Node.js runtime prefixes console lines with time, request id and level.
-for (const [method, level] of [
-  ["log", "INFO"],
-  ["info", "INFO"],
-  ["warn", "WARN"],
-  ["error", "ERROR"],
-  ["debug", "DEBUG"],
-  ["trace", "TRACE"],
-]) {
+const LEVELS = { log: "INFO", info: "INFO", warn: "WARN", error: "ERROR", debug: "DEBUG", trace: "TRACE" };
+for (const [method, level] of Object.entries(LEVELS)) {
   const stream = level === "ERROR" || level === "WARN" ? process.stderr : process.stdout;
   console[method] = (...args) => {
     stream.write(`${new Date().toISOString()}\t${currentRequestId || "undefined"}\t${level}\t${util.format(...args)}\n`);

@@ -149,8 +149,6 @@ export class LocalScheduler {
     this.phase = "stopped";
     for (const entry of this.entries) {
       clearTimeout(entry.timer);
-      entry.timer = undefined;
-      entry.nextSimMs = null;
       entry.stats.nextAtMs = null;
     }
     this.stopped.abort();
@@ -208,7 +206,6 @@ export class LocalScheduler {
   }
 
   private onTimer(entry: Entry): void {
-    entry.timer = undefined;
     const sim = this.simNow();
     // Every slot that has come due fires, each with its own scheduled time, as Scheduler does.
     while (this.phase === "running" && entry.nextSimMs !== null && entry.nextSimMs <= sim) {
