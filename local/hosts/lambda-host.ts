@@ -91,8 +91,7 @@ class Environment {
   private settleReady!: (e: ErrorInfo | null) => void;
 
   constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock, crashable = false) {
-    const now = new Date();
-    this.logStreamName = `${now.toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
+    this.logStreamName = `${new Date().toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
     this.ready = new Promise((r) => (this.settleReady = r));
     this.worker = new Worker(SANDBOX, {
       env: { ...env, AWS_LAMBDA_LOG_STREAM_NAME: this.logStreamName },

@@ -218,27 +218,25 @@ export class LocalScheduler {
 
   // ---- delivery ----
 
+  /** One invocation: sent with retries, then dead-lettered when they ran out. */
   private invoke(entry: Entry, scheduledSimMs: number): Promise<void> {
     entry.stats.fired++;
-    const delivery = this.deliver(entry, scheduledSimMs).catch((err: unknown) => {
-      // deliver() handles every AWS failure itself; this is a bug or a throwing onEvent.
-      entry.stats.dropped++;
-      console.error(`LocalScheduler: schedule ${entry.key}: ${(err as Error).stack ?? String(err)}`);
-    });
-    this.inFlight.add(delivery);
-    void delivery.finally(() => this.inFlight.delete(delivery));
-    return delivery;
-  }
-
-  private async deliver(entry: Entry, scheduledSimMs: number): Promise<void> {
     const execution: Execution = {
       id: randomBytes(8).toString("hex"),
       // Scheduler's timestamps have second precision: 2022-03-22T18:59:43Z.
       scheduledTime: rfc3339(new Date(scheduledSimMs)),
       expiresSimMs: scheduledSimMs + entry.schedule.target.maximumEventAgeInSeconds * 1000,
     };
-    const failed = await this.sendWithRetries(entry, execution);
-    if (failed) await this.deadLetter(entry, execution, failed);
+    const delivery = this.sendWithRetries(entry, execution)
+      .then((failed) => failed && this.deadLetter(entry, execution, failed))
+      .catch((err: unknown) => {
+        // Delivery handles every AWS failure itself; this is a bug or a throwing onEvent.
+        entry.stats.dropped++;
+        console.error(`LocalScheduler: schedule ${entry.key}: ${(err as Error).stack ?? String(err)}`);
+      });
+    this.inFlight.add(delivery);
+    void delivery.finally(() => this.inFlight.delete(delivery));
+    return delivery;
   }
 
   /** Sends to the target, retried with backoff within the retry policy; what failed last when the retries ran out (undefined: delivered, or stopped). */
