@@ -70,15 +70,9 @@ export function pickContainer(td: LocalTaskDefinition, name?: string): Record<st
 
 /** A container definition's `environment` (a name/value list) as a record. */
 export function containerEnvironment(container: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  const list = container.environment;
-  if (!Array.isArray(list)) return out;
-  for (const item of list as unknown[]) {
-    if (typeof item !== "object" || item === null) continue;
-    const { name, value } = item as { name?: unknown; value?: unknown };
-    if (typeof name === "string") out[name] = typeof value === "string" ? value : String(value ?? "");
-  }
-  return out;
+  const list: unknown[] = Array.isArray(container.environment) ? container.environment : [];
+  const pairs = list.map((item) => (item ?? {}) as { name?: unknown; value?: unknown }).filter((p) => typeof p.name === "string");
+  return Object.fromEntries(pairs.map((p) => [p.name, typeof p.value === "string" ? p.value : String(p.value ?? "")]));
 }
 
 /** The worker's own timers, in seconds, that the local run puts on its simulated clock. */
