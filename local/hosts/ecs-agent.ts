@@ -9,67 +9,54 @@
  * a bad request answers 400 with `error: {Code, Message}`.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { readBody } from "../aws/intercepting-proxy";
+import { LoopbackServer, replyJson } from "../aws/loopback";
 
 /** AWS's default when a PUT enables protection without `ExpiresInMinutes`. */
 export const DEFAULT_EXPIRES_IN_MINUTES = 120;
-export const MAX_EXPIRES_IN_MINUTES = 2880;
+const MAX_EXPIRES_IN_MINUTES = 2880;
 const STATE_PATH = "/task-protection/v1/state";
-/** Requests are a few bytes; a larger body is a client bug, not something to buffer. */
-const MAX_BODY_BYTES = 64 * 1024;
 
-export interface ProtectionChange {
+interface ProtectionChange {
   atMs: number;
   protectionEnabled: boolean;
   /** As applied (the default filled in); absent on a disable. */
   expiresInMinutes?: number;
 }
 
-export interface AgentRequestRecord {
+interface AgentRequestRecord {
   atMs: number;
   method: string;
   path: string;
   status: number;
 }
 
-export interface TaskProtectionAgentOptions {
-  /** Reported as `TaskArn`; defaults to a made-up ARN with the agent's id. */
-  taskArn?: string;
-  /** Clock, so a test can make protection lapse without waiting; defaults to Date.now. */
-  now?: () => number;
-}
-
-type Failure = { status: number };
-
 export class TaskProtectionAgent {
   /** The v4 endpoint id ECS puts in ECS_AGENT_URI (`…/v4/<id>`). */
   readonly id = randomUUID().replaceAll("-", "");
   readonly taskArn: string;
   private readonly now: () => number;
-  private server: Server | undefined;
+  private readonly server = new LoopbackServer((req, res) => void this.handle(req, res));
   private base = "";
   private enabled = false;
   private expiresAtMs: number | null = null;
   private readonly changes: ProtectionChange[] = [];
   private readonly log: AgentRequestRecord[] = [];
-  private failures: Failure[] = [];
+  /** The statuses the next requests fail with (failNext). */
+  private failures: number[] = [];
 
-  constructor(opts: TaskProtectionAgentOptions = {}) {
+  /** `taskArn`: reported as `TaskArn` (default: a made-up ARN with the agent's id); `now`: a test's clock, to make protection lapse without waiting. */
+  constructor(opts: { taskArn?: string; now?: () => number } = {}) {
     this.taskArn = opts.taskArn ?? `arn:aws:ecs:us-east-1:123456789012:task/local/${this.id}`;
     this.now = opts.now ?? Date.now;
   }
 
   /** Listens on a free loopback port; resolves to the ECS_AGENT_URI value. */
   async start(): Promise<string> {
-    if (this.server) return this.uri;
-    const server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve());
-    });
-    this.server = server;
-    this.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v4/${this.id}`;
+    if (this.base) return this.base;
+    const { host, port } = await this.server.start();
+    this.base = `http://${host}:${port}/v4/${this.id}`;
     return this.base;
   }
 
@@ -79,17 +66,14 @@ export class TaskProtectionAgent {
     return this.base;
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
+  readonly stop = (): Promise<void> => this.server.close();
 
   /** The protection as ECS would see it now: it lapses by itself at its expiry. */
   state(): { protectionEnabled: boolean; expiresAtMs: number | null } {
-    this.expire();
+    if (this.enabled && this.expiresAtMs !== null && this.now() >= this.expiresAtMs) {
+      this.enabled = false;
+      this.expiresAtMs = null;
+    }
     return { protectionEnabled: this.enabled, expiresAtMs: this.expiresAtMs };
   }
 
@@ -108,71 +92,42 @@ export class TaskProtectionAgent {
    * `error` body, or, for 200, with the agent's `failure` body (ECS refused the change).
    */
   failNext(n: number, status = 500): void {
-    this.failures = Array.from({ length: n }, () => ({ status }));
-  }
-
-  private expire(): void {
-    if (this.enabled && this.expiresAtMs !== null && this.now() >= this.expiresAtMs) {
-      this.enabled = false;
-      this.expiresAtMs = null;
-    }
+    this.failures = Array.from({ length: n }, () => status);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0] ?? "";
-    let raw: string;
-    try {
-      raw = await readBody(req);
-    } catch {
-      // Oversized or broken body: the request is already torn down, nothing can be answered.
-      res.destroy();
-      return;
-    }
-    if (path !== new URL(this.base).pathname + STATE_PATH) {
-      return this.reply(req, res, 404, errorBody("NotFound", `no such endpoint: ${path}`));
-    }
+    const raw = await readBody(req).catch(() => undefined);
+    // A broken body: the request is already torn down, nothing can be answered.
+    if (raw === undefined) return void res.destroy();
+    if (path !== new URL(this.base).pathname + STATE_PATH) return this.reply(req, res, 404, errorBody("NotFound", `no such endpoint: ${path}`));
     if (req.method !== "GET" && req.method !== "PUT") {
       return this.reply(req, res, 405, errorBody("InvalidParameterException", `method ${req.method ?? ""} not allowed`));
     }
     const failure = this.failures.shift();
-    if (failure) {
-      return failure.status === 200
-        ? this.reply(req, res, 200, { failure: { Arn: this.taskArn, Reason: "TASK_NOT_VALID", Detail: "simulated failure" } })
-        : this.reply(req, res, failure.status, errorBody("ServerException", "simulated agent failure"));
-    }
+    if (failure === 200) return this.reply(req, res, 200, { failure: { Arn: this.taskArn, Reason: "TASK_NOT_VALID", Detail: "simulated failure" } });
+    if (failure !== undefined) return this.reply(req, res, failure, errorBody("ServerException", "simulated agent failure"));
     if (req.method === "PUT") {
-      const parsed = parseUpdate(raw);
+      const parsed = parseUpdate(raw.toString("utf8"));
       if ("error" in parsed) return this.reply(req, res, 400, errorBody("InvalidParameterException", parsed.error));
       this.apply(parsed.enabled, parsed.expiresInMinutes);
     }
-    this.expire();
-    return this.reply(req, res, 200, {
-      protection: {
-        ExpirationDate: this.expiresAtMs === null ? null : new Date(this.expiresAtMs).toISOString(),
-        ProtectionEnabled: this.enabled,
-        TaskArn: this.taskArn,
-      },
-    });
+    const { protectionEnabled, expiresAtMs } = this.state();
+    const expiration = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
+    return this.reply(req, res, 200, { protection: { ExpirationDate: expiration, ProtectionEnabled: protectionEnabled, TaskArn: this.taskArn } });
   }
 
   private apply(enabled: boolean, expiresInMinutes: number | undefined): void {
     const atMs = this.now();
-    if (enabled) {
-      const minutes = expiresInMinutes ?? DEFAULT_EXPIRES_IN_MINUTES;
-      this.enabled = true;
-      this.expiresAtMs = atMs + minutes * 60_000;
-      this.changes.push({ atMs, protectionEnabled: true, expiresInMinutes: minutes });
-    } else {
-      this.enabled = false;
-      this.expiresAtMs = null;
-      this.changes.push({ atMs, protectionEnabled: false });
-    }
+    const minutes = enabled ? (expiresInMinutes ?? DEFAULT_EXPIRES_IN_MINUTES) : undefined;
+    this.enabled = enabled;
+    this.expiresAtMs = minutes === undefined ? null : atMs + minutes * 60_000;
+    this.changes.push({ atMs, protectionEnabled: enabled, ...(minutes === undefined ? {} : { expiresInMinutes: minutes }) });
   }
 
-  private reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  private reply(req: IncomingMessage, res: ServerResponse, status: number, body: object): void {
     this.log.push({ atMs: this.now(), method: req.method ?? "", path: req.url ?? "", status });
-    res.writeHead(status, { "content-type": "application/json" });
-    res.end(JSON.stringify(body));
+    replyJson(res, status, body);
   }
 }
 
@@ -181,7 +136,7 @@ function errorBody(code: string, message: string) {
 }
 
 /** Validates a PUT body as ECS does: ProtectionEnabled required, ExpiresInMinutes an integer 1–2880. */
-export function parseUpdate(raw: string): { enabled: boolean; expiresInMinutes?: number } | { error: string } {
+function parseUpdate(raw: string): { enabled: boolean; expiresInMinutes?: number } | { error: string } {
   let body: unknown;
   try {
     body = JSON.parse(raw);
@@ -196,22 +151,4 @@ export function parseUpdate(raw: string): { enabled: boolean; expiresInMinutes?:
     return { error: `ExpiresInMinutes must be an integer from 1 to ${MAX_EXPIRES_IN_MINUTES}` };
   }
   return { enabled: ProtectionEnabled, expiresInMinutes: ExpiresInMinutes };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error("body too large"));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

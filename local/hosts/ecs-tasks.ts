@@ -13,6 +13,8 @@
  * `stoppedReason`.
  */
 import { DescribeTasksCommand, type ECSClient, paginateListTasks, StopTaskCommand, type Task, type TaskOverride } from "@aws-sdk/client-ecs";
+import { everyUntil } from "./clock";
+import { containerEnvironment } from "./worker-service";
 
 export type TaskOutcome = "succeeded" | "failed";
 
@@ -52,8 +54,6 @@ export interface EcsTaskSimulatorOptions {
   /** @default 250 */
   pollMs?: number;
   onEvent?: (e: EcsTaskEvent) => void;
-  /** Called when a poll or a StopTask fails (it is retried on the next poll); defaults to silence. */
-  onError?: (error: unknown) => void;
 }
 
 /** DescribeTasks takes at most 100 tasks per call. */
@@ -101,10 +101,7 @@ export async function pinEcsTaskTransitions(motoEndpoint: string): Promise<void>
 }
 
 export function toSimTask(t: Task, seenAtMs: number): SimTask {
-  const environment: Record<string, string> = {};
-  for (const c of t.overrides?.containerOverrides ?? []) {
-    for (const kv of c.environment ?? []) if (kv.name !== undefined) environment[kv.name] = kv.value ?? "";
-  }
+  const environment: Record<string, string> = Object.assign({}, ...(t.overrides?.containerOverrides ?? []).map((c) => containerEnvironment({ ...c })));
   const tags: Record<string, string> = {};
   for (const tag of t.tags ?? []) if (tag.key !== undefined) tags[tag.key] = tag.value ?? "";
   return {
@@ -137,26 +134,25 @@ export class EcsTaskSimulator {
   private peak = 0;
   private running = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private readonly pollMs: number;
+  /** Aborted by stop(): cuts the wait between polls short. */
+  private stopped = new AbortController();
 
-  constructor(private readonly o: EcsTaskSimulatorOptions) {
-    this.pollMs = o.pollMs ?? 250;
-  }
+  constructor(private readonly o: EcsTaskSimulatorOptions) {}
 
   /** Pins moto's task transitions, takes a first look, then polls until stop(). */
   async start(): Promise<void> {
     if (this.running) return;
     await pinEcsTaskTransitions(this.o.motoEndpoint);
     this.running = true;
+    this.stopped = new AbortController();
     await this.poll();
-    this.loop = this.run();
+    this.loop = everyUntil(this.o.pollMs ?? 250, this.stopped.signal, () => this.poll());
   }
 
   /** Stops polling and pending stops; tasks still running are left running in moto. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.stopped.abort();
     await this.loop;
     this.loop = undefined;
     for (const t of this.tracked.values()) clearTimeout(t.timer);
@@ -187,43 +183,16 @@ export class EcsTaskSimulator {
   async interrupt(taskArn: string, emit: (detail: Record<string, unknown>) => Promise<void>): Promise<void> {
     const t = this.tracked.get(taskArn);
     if (!t || t.task.outcome !== "running") throw new Error(`interrupt: ${taskArn} is not a running task of the simulator`);
-    t.stopping = true;
-    const reason = SPOT_INTERRUPTION_REASON;
-    try {
-      await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: taskArn, reason }));
-    } finally {
-      t.stopping = false;
-    }
-    this.finish(t, "interrupted", reason);
+    await this.stopTask(t, "interrupted", SPOT_INTERRUPTION_REASON);
     await emit(spotInterruptionDetail(t.task));
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => done(), this.pollMs);
-        const done = () => {
-          clearTimeout(timer);
-          this.wake = undefined;
-          resolve();
-        };
-        this.wake = done;
-      });
-      if (this.running) await this.poll();
-    }
   }
 
   /** One pass: stop what is overdue (a StopTask that failed earlier), then look for new and vanished tasks. */
   private async poll(): Promise<void> {
     const now = Date.now();
     await Promise.all([...this.tracked.values()].filter((t) => t.task.outcome === "running" && t.dueAtMs <= now).map((t) => this.stopOne(t)));
-    for (const cluster of this.o.clusters) {
-      try {
-        await this.pollCluster(cluster);
-      } catch (error) {
-        this.o.onError?.(error);
-      }
-    }
+    // A look that fails is taken again at the next poll.
+    for (const cluster of this.o.clusters) await this.pollCluster(cluster).catch(() => undefined);
   }
 
   private async pollCluster(cluster: string): Promise<void> {
@@ -254,9 +223,8 @@ export class EcsTaskSimulator {
   private track(cluster: string, task: SimTask): void {
     const duration = Math.max(0, this.o.durationMs(task));
     const entry: Tracked = { task, cluster, dueAtMs: task.seenAtMs + duration, timer: undefined, stopping: false };
-    entry.timer = setTimeout(() => void this.stopOne(entry), duration);
     // The loop keeps the process alive while the simulator runs; a pending stop alone must not.
-    entry.timer.unref();
+    entry.timer = setTimeout(() => void this.stopOne(entry), duration).unref();
     this.tracked.set(task.taskArn, entry);
     this.peak = Math.max(this.peak, this.stats().running);
     this.o.onEvent?.({ kind: "started", task: { ...task } });
@@ -264,15 +232,17 @@ export class EcsTaskSimulator {
 
   private async stopOne(t: Tracked): Promise<void> {
     if (!this.running || t.stopping || t.task.outcome !== "running") return;
-    t.stopping = true;
     const outcome = this.o.outcome?.(t.task) ?? "succeeded";
-    const reason = stopReason(outcome);
+    // A failed StopTask is retried by the next poll, since its due time has passed.
+    await this.stopTask(t, outcome, stopReason(outcome)).catch(() => undefined);
+  }
+
+  /** StopTask, then the task is finished; `stopping` meanwhile, so a poll does not take it for stopped by someone else. */
+  private async stopTask(t: Tracked, outcome: TaskOutcome | "interrupted", reason: string): Promise<void> {
+    t.stopping = true;
     try {
       await this.o.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.task.taskArn, reason }));
       this.finish(t, outcome, reason);
-    } catch (error) {
-      // Retried by the next poll, since its due time has passed.
-      this.o.onError?.(error);
     } finally {
       t.stopping = false;
     }

@@ -18,6 +18,7 @@ import type { SQSEvent } from "aws-lambda";
 import type { InvokeResult } from "./lambda-host";
 import { RECEIVE_ALL_ATTRIBUTES, toSqsEvent } from "../../functions/shared/sqs-record";
 import type { LocalMapping } from "../provision/topology-types";
+import { sleepUnless } from "./clock";
 
 export interface MappingStats {
   /** Batches handed to the function. */
@@ -93,13 +94,10 @@ export function settleBatch(result: InvokeResult, messageIds: readonly string[],
 }
 
 export class SqsEventSource {
-  private readonly sqs: SQSClient;
-  private readonly pollWaitSeconds: number;
   private readonly concurrency: number;
   private readonly inflight = new Set<Promise<void>>();
-  /** Gatherers beyond the first, while a backlog fills batches at once (gatherAndDispatch). */
+  /** Gatherers beyond the first, while a backlog fills batches at once (run). */
   private readonly extraGatherers = new Set<Promise<void>>();
-  private readonly wakers = new Set<() => void>();
   private readonly counters: MappingStats = {
     invocations: 0,
     received: 0,
@@ -112,29 +110,27 @@ export class SqsEventSource {
     receiveErrors: 0,
   };
   private loop?: Promise<void>;
-  private stopping = false;
+  /** Aborted by stop(): cuts pauses short. */
+  private stopped = new AbortController();
 
   constructor(
     private readonly mapping: LocalMapping,
     private readonly invoke: (event: SQSEvent) => Promise<InvokeResult>,
-    opts: SqsEventSourceOptions,
+    private readonly opts: SqsEventSourceOptions,
   ) {
-    this.sqs = opts.sqs;
-    this.pollWaitSeconds = opts.pollWaitSeconds ?? 1;
     this.concurrency = mapping.maximumConcurrency ?? opts.defaultConcurrency ?? 5;
   }
 
   /** Starts polling (a disabled mapping never polls, as on AWS). */
   start(): void {
     if (!this.mapping.enabled || this.loop) return;
-    this.stopping = false;
+    this.stopped = new AbortController();
     this.loop = this.run();
   }
 
   /** Stops polling, lets in-flight batches finish and settle (delete or keep) as usual. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    for (const wake of [...this.wakers]) wake();
+    this.stopped.abort();
     await this.loop;
     await Promise.all([...this.inflight]);
     this.loop = undefined;
@@ -150,34 +146,31 @@ export class SqsEventSource {
    * queue at the pace of ReceiveMessage round trips, whatever its maximum concurrency. With a
    * window, one gatherer fills each batch for the window's length and hands it off, so a window
    * gathers what arrives during it into one batch.
-   */
-  private async run(): Promise<void> {
-    if (this.mapping.batchingWindowSeconds > 0) return this.gatherAndDispatch();
-    await Promise.all(Array.from({ length: this.concurrency }, () => this.poller()));
-  }
-
-  /**
+   *
    * One gatherer while batches need the window to fill; while they fill at once (a backlog), more
    * gatherers join, up to Lambda's initial five pollers (and the maximum concurrency), as Lambda adds
    * pollers to a queue with a backlog. A joined gatherer leaves at its first batch that needed the
    * window, so sparse traffic is gathered by one, into batches as full as the window makes them.
    */
-  private async gatherAndDispatch(): Promise<void> {
+  private async run(): Promise<void> {
+    if (this.mapping.batchingWindowSeconds <= 0) {
+      await Promise.all(Array.from({ length: this.concurrency }, () => this.poller()));
+      return;
+    }
     await this.gatherer(true);
     await Promise.all([...this.extraGatherers]);
   }
 
   private async gatherer(primary: boolean): Promise<void> {
-    while (!this.stopping) {
+    while (!this.stopped.signal.aborted) {
       if (this.inflight.size >= this.concurrency) {
         await Promise.race(this.inflight);
         continue;
       }
       const batch = await this.gather();
-      if (batch.length === 0) {
-        if (primary) continue;
-        return;
-      }
+      // An empty poll: a joined gatherer leaves, the primary one polls on.
+      if (batch.length === 0 && !primary) return;
+      if (batch.length === 0) continue;
       void this.dispatch(batch);
       const full = batch.length >= this.mapping.batchSize;
       if (!full && !primary) return;
@@ -201,7 +194,7 @@ export class SqsEventSource {
   }
 
   private async poller(): Promise<void> {
-    while (!this.stopping) {
+    while (!this.stopped.signal.aborted) {
       const batch = await this.gather();
       if (batch.length === 0) continue;
       await this.dispatch(batch);
@@ -214,10 +207,10 @@ export class SqsEventSource {
     const windowMs = this.mapping.batchingWindowSeconds * 1000;
     const messages: Message[] = [];
     let windowEnds: number | undefined;
-    while (messages.length < batchSize && !this.stopping) {
+    while (messages.length < batchSize && !this.stopped.signal.aborted) {
       const remaining = windowEnds === undefined ? Infinity : windowEnds - Date.now();
       if (remaining <= 0) break;
-      const wait = windowEnds === undefined ? this.pollWaitSeconds : Math.min(20, Math.floor(remaining / 1000));
+      const wait = windowEnds === undefined ? (this.opts.pollWaitSeconds ?? 1) : Math.min(20, Math.floor(remaining / 1000));
       const got = await this.receive(Math.min(10, batchSize - messages.length), wait);
       messages.push(...got);
       if (windowEnds === undefined) {
@@ -225,7 +218,7 @@ export class SqsEventSource {
         if (got.length === 0) return [];
         windowEnds = Date.now() + windowMs;
       } else if (got.length === 0 && wait === 0) {
-        await this.pause(Math.min(WINDOW_TAIL_POLL_MS, remaining));
+        await sleepUnless(Math.min(WINDOW_TAIL_POLL_MS, remaining), this.stopped.signal);
       }
     }
     return messages;
@@ -233,14 +226,14 @@ export class SqsEventSource {
 
   private async receive(max: number, waitSeconds: number): Promise<Message[]> {
     try {
-      const out = await this.sqs.send(
+      const out = await this.opts.sqs.send(
         new ReceiveMessageCommand({ QueueUrl: this.mapping.queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds, ...RECEIVE_ALL_ATTRIBUTES }),
       );
       return out.Messages ?? [];
     } catch (err) {
       this.counters.receiveErrors++;
       this.counters.lastError = `receive: ${(err as Error).message}`;
-      await this.pause(RECEIVE_ERROR_BACKOFF_MS);
+      await sleepUnless(RECEIVE_ERROR_BACKOFF_MS, this.stopped.signal);
       return [];
     }
   }
@@ -264,11 +257,8 @@ export class SqsEventSource {
     } finally {
       c.running--;
     }
-    const settlement = settleBatch(
-      result,
-      messages.map((m) => m.MessageId ?? ""),
-      this.mapping.reportBatchItemFailures,
-    );
+    const ids = messages.map((m) => m.MessageId ?? "");
+    const settlement = settleBatch(result, ids, this.mapping.reportBatchItemFailures);
     c.succeeded += settlement.delete.length;
     c.failed += settlement.keep.length;
     if (settlement.reason) c.lastError = settlement.reason;
@@ -281,12 +271,8 @@ export class SqsEventSource {
     for (let i = 0; i < messages.length; i += 10) {
       const chunk = messages.slice(i, i + 10);
       try {
-        const out = await this.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: this.mapping.queueUrl,
-            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })),
-          }),
-        );
+        const entries = chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle }));
+        const out = await this.opts.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.mapping.queueUrl, Entries: entries }));
         if (out.Failed?.length) {
           this.counters.deleteFailures += out.Failed.length;
           this.counters.lastError = `delete: ${out.Failed.map((f) => f.Code ?? f.Message).join(", ")}`;
@@ -296,18 +282,5 @@ export class SqsEventSource {
         this.counters.lastError = `delete: ${(err as Error).message}`;
       }
     }
-  }
-
-  /** A sleep that stop() cuts short. */
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakers.add(done);
-    });
   }
 }

@@ -1,20 +1,20 @@
 /**
- * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"): only what
- * AWS does for the group and moto does not (each instance runs the real gateway, ./gpu-host.ts, which
- * owns keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch);
- * the load balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a
- * leaving instance is deregistered and its metadata says `Terminated`; it is gone when its gateway
- * completes the lifecycle action, ../aws/autoscaling-proxy.ts, or at the hook's timeout); Spot markets
- * from the mixed instances policy's current distribution (the group stand-in's, ../aws/group-stand-in.ts,
- * as UpdateAutoScalingGroup leaves it), the on-demand share rounded up, and a changed distribution met
- * by replacing instances one at a time (`rebalance`); Spot interruptions and
- * rebalance recommendations (`interrupt`: in the metadata, EC2's event on the default bus, the
- * instance out of the group, moto launching the replacement; a notice's instance reclaimed at two
- * minutes); and working towards desired capacity
- * (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances remain).
- * Launch failures (`failLaunches`: no GPU quota, no capacity in any pool): moto launches every
- * instance it is asked for, so an instance it launches while launches fail is held back as the
- * attempt Auto Scaling keeps retrying: never booted, never a target, not counted in service.
+ * The GPU fleet, played around moto's Auto Scaling group (docs/local-run.md, "Stand-ins"): only what AWS
+ * does for the group and moto does not (each instance runs the real gateway, ./gpu-host.ts, which owns
+ * keys, status and drain). Boots (a warm-pool start's time when the pool can serve the launch); the load
+ * balancer (`LocalLoadBalancer`, the in-service instances as targets); the terminate hook (a leaving
+ * instance is deregistered and its metadata says `Terminated`; it is gone when its gateway completes the
+ * lifecycle action, ../aws/autoscaling-proxy.ts, or at the hook's timeout); Spot markets from the mixed
+ * instances policy's current distribution (the group stand-in's, ../aws/group-stand-in.ts, as
+ * UpdateAutoScalingGroup leaves it), the on-demand share rounded up, and a changed distribution met by
+ * replacing instances one at a time (`rebalance`); Spot interruptions and rebalance recommendations
+ * (`interrupt`: in the metadata, EC2's event on the default bus, the instance out of the group, moto
+ * launching the replacement; a notice's instance reclaimed at two minutes); and working towards desired
+ * capacity (moto acts only inside SetDesiredCapacity: it is set again while unprotected excess instances
+ * remain).
+ * Launch failures (`failLaunches`: no GPU quota, no capacity in any pool): moto launches every instance it
+ * is asked for, so an instance it launches while launches fail is held back as the attempt Auto Scaling
+ * keeps retrying: never booted, never a target, not counted in service.
  */
 import {
   type AutoScalingClient,
@@ -26,7 +26,7 @@ import { CreateTagsCommand, DescribeInstancesCommand, type EC2Client } from "@aw
 import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { REBALANCE_RECOMMENDATION, SPOT_EVENT_SOURCE, SPOT_INTERRUPTION_WARNING } from "../../functions/gpu/spot-events";
 import type { Distribution, TerminatingInstance } from "../aws/group-stand-in";
-import type { SimClock } from "./clock";
+import { everyUntil, type SimClock } from "./clock";
 import type { ProcessedWindow } from "./fake-model";
 import type { GpuHost } from "./gpu-host";
 import type { LifecycleCompletion } from "../aws/autoscaling-proxy";
@@ -67,10 +67,7 @@ export interface FleetInstanceRecord {
   launchedAtMs: number;
   servingFromMs: number;
   goneAtMs: number | null;
-  /**
-   * Why it left: scale-in, interrupted (Spot), replaced to meet a changed distribution (`rebalanced`),
-   * or null while in the group.
-   */
+  /** Why it left (`rebalanced`: replaced to meet a changed distribution), or null while in the group. */
   leftBecause: "scale_in" | "interrupted" | "rebalanced" | null;
   /** Windows it held when it was cut off (0: drained cleanly). */
   cutOff: number;
@@ -117,10 +114,7 @@ export interface GpuFleetOptions {
   note: (line: string) => void;
   /** @default 200 */
   pollRealMs?: number;
-  /**
-   * The group's distribution now (the group stand-in's, which UpdateAutoScalingGroup changes).
-   * @default the program's, `fleet.spot`
-   */
+  /** The group's distribution now (the group stand-in's, which UpdateAutoScalingGroup changes). @default the program's, `fleet.spot` */
   distribution?: () => Distribution | undefined;
   /**
    * Where EC2 puts its Spot events (moto's default bus, whose rules deliver them), and the account
@@ -138,6 +132,8 @@ interface Member {
   leaveByMs?: number;
   /** Its gateway completed the terminate lifecycle action. */
   completed?: boolean;
+  /** Why the group took it out (a Spot interruption, or a replacement for the distribution); undefined: scale-in. */
+  takenOut?: InterruptionKind | "rebalance";
 }
 
 export class GpuFleetSimulator {
@@ -146,9 +142,6 @@ export class GpuFleetSimulator {
   private readonly members = new Map<string, Member>();
   private readonly leaving = new Map<string, Member>();
   private readonly records: FleetInstanceRecord[] = [];
-  private readonly interrupted = new Map<string, InterruptionKind>();
-  /** Instances taken out to meet a changed distribution. */
-  private readonly rebalanced = new Set<string>();
   /** The distribution last seen (JSON), and whether the group still works towards a changed one. */
   private lastDistribution?: string;
   private rebalancing = false;
@@ -159,13 +152,16 @@ export class GpuFleetSimulator {
   private desired = 0;
   private inService = 0;
   private warmAvailable: number;
-  private timer?: NodeJS.Timeout;
+  private loop?: Promise<void>;
   private polling?: Promise<void>;
-  private stopped = false;
+  private readonly stopped = new AbortController();
+  /** The distribution launches follow now. */
+  private readonly distribution: () => Distribution | undefined;
 
   constructor(private readonly opts: GpuFleetOptions) {
     this.lb = new LocalLoadBalancer({ healthCheck: opts.fleet.loadBalancer.healthCheck, speed: opts.clock.speed });
     this.warmAvailable = opts.fleet.warmPoolMinSize;
+    this.distribution = opts.distribution ?? (() => opts.fleet.spot);
   }
 
   get groupName(): string {
@@ -176,12 +172,13 @@ export class GpuFleetSimulator {
     this.lbAddress = await this.lb.start();
     this.publishRoutes();
     await this.poll();
-    this.schedule();
+    const tick = () => this.poll().catch((err: unknown) => this.opts.note(`gpu fleet: ${(err as Error).message}`));
+    this.loop = everyUntil(this.opts.pollRealMs ?? 200, this.stopped.signal, tick, false);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
+    this.stopped.abort();
+    await this.loop;
     await this.polling;
     const all = [...this.members.values(), ...this.leaving.values()];
     for (const m of all) clearTimeout(m.boot);
@@ -237,7 +234,7 @@ export class GpuFleetSimulator {
     const member = this.members.get(instanceId);
     if (!member) throw new Error(`interrupt: ${instanceId} is not in service in ${this.groupName}`);
     if (member.record.market !== "spot") throw new Error(`interrupt: ${instanceId} is on-demand; EC2 interrupts only Spot instances`);
-    this.interrupted.set(instanceId, kind);
+    member.takenOut = kind;
     if (kind === "notice") member.host.imds.noticeSpotInterruption(Date.now() + this.opts.clock.real(SPOT_NOTICE_SIM_MS));
     else member.host.imds.recommendRebalance();
     this.opts.note(`spot ${kind === "notice" ? "interruption notice" : "rebalance recommendation"} for ${instanceId}`);
@@ -265,30 +262,15 @@ export class GpuFleetSimulator {
   private async putSpotEvent(instanceId: string, kind: InterruptionKind): Promise<void> {
     const signals = this.opts.signals;
     if (!signals) return;
-    const out = await signals.events.send(
-      new PutEventsCommand({
-        Entries: [
-          {
-            Source: SPOT_EVENT_SOURCE,
-            DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
-            Time: new Date(this.opts.clock.now()),
-            Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
-            Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
-          },
-        ],
-      }),
-    );
+    const entry = {
+      Source: SPOT_EVENT_SOURCE,
+      DetailType: kind === "notice" ? SPOT_INTERRUPTION_WARNING : REBALANCE_RECOMMENDATION,
+      Time: new Date(this.opts.clock.now()),
+      Resources: [`arn:aws:ec2:${signals.region}:${signals.account}:instance/${instanceId}`],
+      Detail: JSON.stringify(kind === "notice" ? { "instance-id": instanceId, "instance-action": "terminate" } : { "instance-id": instanceId }),
+    };
+    const out = await signals.events.send(new PutEventsCommand({ Entries: [entry] }));
     if ((out.FailedEntryCount ?? 0) > 0) throw new Error(`PutEvents refused the Spot event of ${instanceId}: ${JSON.stringify(out.Entries)}`);
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.poll()
-        .catch((err: unknown) => this.opts.note(`gpu fleet: ${(err as Error).message}`))
-        .finally(() => this.schedule());
-    }, this.opts.pollRealMs ?? 200);
-    this.timer.unref();
   }
 
   /**
@@ -302,7 +284,7 @@ export class GpuFleetSimulator {
   }
 
   private async pollOnce(): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped.signal.aborted) return;
     const out = await this.opts.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [this.groupName] }));
     const group = out.AutoScalingGroups?.[0];
     if (!group) throw new Error(`group ${this.groupName} is gone from moto`);
@@ -345,14 +327,11 @@ export class GpuFleetSimulator {
         setTimeout(() => (this.warmAvailable += 1), this.opts.clock.real(this.opts.bootSimMs)).unref();
       }
       const bootRealMs = this.opts.clock.real(warm ? this.opts.warmStartSimMs : this.opts.bootSimMs);
-      const market = nextMarket(
-        [...this.members.values()].map((m) => m.record.market),
-        this.distributionNow(),
-      );
+      const markets = [...this.members.values()].map((m) => m.record.market);
       const record: FleetInstanceRecord = {
         instanceId: id,
         instanceType: instance.InstanceType ?? "unknown",
-        market,
+        market: nextMarket(markets, this.distribution()),
         launchedAtMs: now,
         servingFromMs: now + bootRealMs,
         goneAtMs: null,
@@ -380,17 +359,12 @@ export class GpuFleetSimulator {
     this.members.delete(id);
     this.lb.deregister(id);
     member.host.imds.targetLifecycleState = "Terminated";
-    const kind = this.interrupted.get(id);
-    member.record.leftBecause = kind ? "interrupted" : this.rebalanced.has(id) ? "rebalanced" : "scale_in";
+    const kind = member.takenOut;
+    member.record.leftBecause = kind === undefined ? "scale_in" : kind === "rebalance" ? "rebalanced" : "interrupted";
     const hookSimMs = this.opts.fleet.drainHookSeconds * 1000;
     const limitSimMs = kind === "notice" ? Math.min(hookSimMs, SPOT_NOTICE_SIM_MS) : hookSimMs;
     member.leaveByMs = Date.now() + this.opts.clock.real(limitSimMs);
     this.leaving.set(id, member);
-  }
-
-  /** The distribution launches follow now. */
-  private distributionNow(): Distribution | undefined {
-    return this.opts.distribution ? this.opts.distribution() : this.opts.fleet.spot;
   }
 
   /**
@@ -403,13 +377,13 @@ export class GpuFleetSimulator {
    * terminate hook, draining) and moto launches the new one at once, by the distribution.
    */
   private async rebalance(): Promise<void> {
-    const distribution = this.distributionNow();
+    const distribution = this.distribution();
     const seen = JSON.stringify(distribution ?? null);
     if (this.lastDistribution !== undefined && seen !== this.lastDistribution) this.rebalancing = true;
     this.lastDistribution = seen;
     if (!this.rebalancing || this.launchFailure !== undefined) return;
     const live = [...this.members.values()];
-    const settling = live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.keys()].some((id) => this.rebalanced.has(id));
+    const settling = live.some((m) => this.lb.health(m.record.instanceId) !== "healthy") || [...this.leaving.values()].some((m) => m.takenOut === "rebalance");
     if (settling) return;
     const onDemand = live.filter((m) => m.record.market === "on-demand").length;
     const wanted = onDemandCount(live.length, distribution);
@@ -421,10 +395,9 @@ export class GpuFleetSimulator {
     // The newest of the market that is over its share: the longest-serving instances stay.
     const victim = live.filter((m) => m.record.market === from).at(-1);
     if (!victim) return;
-    const id = victim.record.instanceId;
-    this.rebalanced.add(id);
-    this.opts.note(`gpu fleet: ${id} (${from}) replaced to meet the distribution (${wanted} of ${live.length} on demand)`);
-    await this.takeOut(id);
+    victim.takenOut = "rebalance";
+    this.opts.note(`gpu fleet: ${victim.record.instanceId} (${from}) replaced to meet the distribution (${wanted} of ${live.length} on demand)`);
+    await this.takeOut(victim.record.instanceId);
   }
 
   private async finishLeaving(): Promise<void> {
@@ -440,9 +413,8 @@ export class GpuFleetSimulator {
       this.publishRoutes();
       await member.host.kill();
       const how = member.completed ? "drained, lifecycle action completed by its gateway" : "hook timed out";
-      this.opts.note(
-        `gpu fleet: ${id} gone (${member.record.leftBecause}, ${how}${member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : ""})`,
-      );
+      const cut = member.record.cutOff > 0 ? `, ${member.record.cutOff} windows cut off` : "";
+      this.opts.note(`gpu fleet: ${id} gone (${member.record.leftBecause}, ${how}${cut})`);
     }
   }
 

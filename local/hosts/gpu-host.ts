@@ -5,7 +5,6 @@
  * the recorded user data) with only addresses replaced and its drain poll on the platform's clock, as
  * the worker's timers are. `GpuInstanceHost`: the dev instance, run while moto shows it `running`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
@@ -16,6 +15,8 @@ import { GATEWAY_ENV_FILE } from "../../functions/gpu/env";
 import { InstanceMetadata } from "../aws/instance-metadata";
 import { readBody } from "../aws/intercepting-proxy";
 import { freeLoopbackPort } from "../aws/moto";
+import { isAlive, type LoggedChild, spawnLogged, terminate } from "./child";
+import { everyUntil } from "./clock";
 import { FakeModel, type ProcessedWindow } from "./fake-model";
 import { LoopbackServer, replyJson } from "../aws/loopback";
 
@@ -56,17 +57,11 @@ export interface GpuHostOptions {
   restartAfterMs?: number;
 }
 
-const alive = new Set<ChildProcess>();
-process.once("exit", () => {
-  for (const child of alive) child.kill("SIGKILL");
-});
-
 /** One GPU instance's gateway process, fake model and metadata service. */
 export class GpuHost {
   readonly imds: InstanceMetadata;
   private model?: FakeModel;
-  private child?: ChildProcess;
-  private exited: Promise<void> = Promise.resolve();
+  private gateway?: LoggedChild;
   /** Set while stop() or kill() ends the gateway: such an exit is not restarted. */
   private ending = false;
   private restartTimer?: NodeJS.Timeout;
@@ -95,14 +90,14 @@ export class GpuHost {
     return host;
   }
 
-  readonly running = (): boolean => this.child !== undefined;
+  readonly running = (): boolean => this.gateway !== undefined;
 
   /** Windows at the model now (worked on or waiting for a slot). */
   readonly outstanding = (): number => this.model?.outstanding() ?? 0;
 
   /** Boots the instance's services: the metadata service, the model, then the gateway. */
   async start(): Promise<void> {
-    if (this.child) return;
+    if (this.gateway) return;
     const { o } = this;
     const imds = await this.imds.start();
     const env = o.programEnv;
@@ -121,8 +116,8 @@ export class GpuHost {
 
   /** The gateway process's id while it runs. */
   pid(): number | undefined {
-    const child = this.child;
-    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    const child = this.gateway?.child;
+    return child && isAlive(child) ? child.pid : undefined;
   }
 
   /** The gateway's log file. */
@@ -137,23 +132,14 @@ export class GpuHost {
 
   private spawnGateway(overrides: Record<string, string>): void {
     const { o } = this;
-    const fd = fs.openSync(this.logFile(), "a");
-    this.logOffset = fs.fstatSync(fd).size;
-    const child = spawn(process.execPath, [o.bundlePath], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...o.programEnv, ...o.awsEnv, ...overrides },
-      stdio: ["ignore", fd, fd],
-    });
-    fs.closeSync(fd);
-    this.child = child;
-    alive.add(child);
-    this.exited = new Promise<void>((resolve) => {
-      child.once("exit", () => resolve());
-      child.once("error", () => resolve());
-    }).then(() => {
-      alive.delete(child);
-      if (this.ending || o.restartAfterMs === undefined || this.child !== child) return;
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...o.programEnv, ...o.awsEnv, ...overrides };
+    const gateway = spawnLogged([o.bundlePath], env, this.logFile());
+    this.gateway = gateway;
+    this.logOffset = gateway.logOffset;
+    void gateway.exited.then(() => {
+      if (this.ending || o.restartAfterMs === undefined || this.gateway !== gateway) return;
       this.restartTimer = setTimeout(() => {
-        if (this.ending || this.child !== child) return;
+        if (this.ending || this.gateway !== gateway) return;
         this.restartCount += 1;
         this.spawnGateway(overrides);
       }, o.restartAfterMs);
@@ -164,13 +150,7 @@ export class GpuHost {
   async stop(): Promise<void> {
     this.ending = true;
     clearTimeout(this.restartTimer);
-    const child = this.child;
-    if (child?.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-      await this.exited;
-      clearTimeout(timer);
-    }
+    if (this.gateway) await terminate(this.gateway, 5_000);
     await this.teardown();
   }
 
@@ -180,13 +160,13 @@ export class GpuHost {
     clearTimeout(this.restartTimer);
     // The whole instance goes at once: its model serves (and counts) nothing more from here, its gateway dies.
     const model = this.model?.kill();
-    this.child?.kill("SIGKILL");
-    await Promise.all([this.front.close(), this.exited, model]);
+    this.gateway?.child.kill("SIGKILL");
+    await Promise.all([this.front.close(), this.gateway?.exited, model]);
     await this.teardown();
   }
 
   private async teardown(): Promise<void> {
-    this.child = undefined;
+    this.gateway = undefined;
     await this.model?.kill();
     this.model = undefined;
     await this.imds.stop();
@@ -227,9 +207,8 @@ export interface GpuServiceState {
 /** The dev instance: its processes run while moto shows it `running`, from the boot delay on. */
 export class GpuInstanceHost {
   private readonly s: GpuServiceState = { instanceState: "unknown", serving: false, runningSinceMs: null, servingSinceMs: null, starts: 0 };
-  private timer?: NodeJS.Timeout;
-  private polling: Promise<void> = Promise.resolve();
-  private stopped = false;
+  private loop?: Promise<void>;
+  private readonly stopped = new AbortController();
   /** Where the Lambdas reach it (its private IP in moto), once seen. */
   privateIp?: string;
 
@@ -240,12 +219,15 @@ export class GpuInstanceHost {
     readonly ledger: readonly ProcessedWindow[],
   ) {}
 
-  readonly start = () => this.poll();
+  /** Takes a first look, then polls until stop(). */
+  async start(): Promise<void> {
+    await this.poll();
+    this.loop = everyUntil(this.o.pollMs ?? 200, this.stopped.signal, () => this.poll(), false);
+  }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.polling;
+    this.stopped.abort();
+    await this.loop;
     await this.host.kill();
   }
 
@@ -272,13 +254,9 @@ export class GpuInstanceHost {
     if (name !== "running") {
       Object.assign(s, { runningSinceMs: null, servingSinceMs: null, serving: false });
       if (this.host.running()) await this.host.stop();
-    } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped) {
+    } else if (!s.serving && s.runningSinceMs !== null && now >= s.runningSinceMs + this.o.bootDelayMs && !this.stopped.signal.aborted) {
       await this.host.start();
       Object.assign(s, { serving: true, servingSinceMs: s.runningSinceMs + this.o.bootDelayMs });
-    }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => (this.polling = this.poll()), this.o.pollMs ?? 200);
-      this.timer.unref();
     }
   }
 }

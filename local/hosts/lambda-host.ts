@@ -18,11 +18,12 @@ import * as path from "node:path";
 import { Worker } from "node:worker_threads";
 import { regionOfArn } from "../../functions/shared/sqs-record";
 import type { LocalFunction } from "../provision/topology-types";
+import { withDeadline } from "./clock";
 
-export type InvokeResult =
-  | { kind: "ok"; response: unknown; durationMs: number }
-  | { kind: "error"; error: { name: string; message: string }; durationMs: number }
-  | { kind: "timeout"; durationMs: number };
+type ErrorInfo = { name: string; message: string };
+/** What ended one invocation inside an environment. */
+type Outcome = { kind: "ok"; response: unknown } | { kind: "error"; error: ErrorInfo } | { kind: "timeout" };
+export type InvokeResult = Outcome & { durationMs: number };
 
 export interface LambdaHostOptions {
   /** AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, region, dummy credentials: override the function's env for these keys. */
@@ -62,14 +63,7 @@ export interface SandboxClock {
   speed: number;
 }
 
-export interface FunctionStats {
-  invocations: number;
-  errors: number;
-  timeouts: number;
-  running: number;
-  peakRunning: number;
-  coldStarts: number;
-}
+export type FunctionStats = Record<"invocations" | "errors" | "timeouts" | "running" | "peakRunning" | "coldStarts", number>;
 
 /** Lambda's init phase is capped at 10 s, whatever the function timeout. */
 const INIT_TIMEOUT_MS = 10_000;
@@ -79,15 +73,11 @@ export const RUNTIME = "nodejs22.x";
 const SHUTDOWN_GRACE_MS = 2000;
 const SANDBOX = path.join(__dirname, "lambda-sandbox.cjs");
 
-type ErrorInfo = { name: string; message: string };
 type FromWorker =
   | { type: "ready" }
   | { type: "init-error"; error: ErrorInfo }
   | { type: "result"; id: number; ok: true; response: string }
   | { type: "result"; id: number; ok: false; error: ErrorInfo };
-
-/** What ended one invocation inside an environment. */
-type Outcome = { kind: "ok"; response: unknown } | { kind: "error"; error: ErrorInfo } | { kind: "timeout" };
 
 class Environment {
   readonly worker: Worker;
@@ -101,14 +91,14 @@ class Environment {
   private settleReady!: (e: ErrorInfo | null) => void;
 
   constructor(fn: LocalFunction, env: Record<string, string>, log: fs.WriteStream, clock?: SandboxClock, crashable = false) {
-    const now = new Date();
-    this.logStreamName = `${now.toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
+    this.logStreamName = `${new Date().toISOString().slice(0, 10).replaceAll("-", "/")}/[$LATEST]${randomBytes(16).toString("hex")}`;
     this.ready = new Promise((r) => (this.settleReady = r));
     this.worker = new Worker(SANDBOX, {
       env: { ...env, AWS_LAMBDA_LOG_STREAM_NAME: this.logStreamName },
       workerData: {
         codePath: fn.codePath,
-        exportName: exportNameOf(fn.handler),
+        // `index.handler` → `handler`: the module part is the bundle itself (LocalFunction.codePath).
+        exportName: fn.handler.slice(fn.handler.lastIndexOf(".") + 1),
         clock: clock ?? null,
         crashable,
         logFile: crashable && typeof log.path === "string" ? log.path : null,
@@ -159,11 +149,8 @@ class Environment {
    * between, and its invocation ends as Lambda reports such a death (`Runtime.ExitError`).
    */
   async crash(): Promise<void> {
-    const pending = this.pending;
-    this.pending = undefined;
-    this.dead = true;
+    this.onDeath({ name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" });
     await this.worker.terminate();
-    pending?.settle({ kind: "error", error: { name: "Runtime.ExitError", message: "Runtime exited with error: signal: killed" } });
   }
 
   /** Kills the sandbox at once, as Lambda does on a timeout: output still buffered in it is lost. */
@@ -181,12 +168,6 @@ class Environment {
     if ((await withDeadline(exited, SHUTDOWN_GRACE_MS)) === "timeout") await this.destroy();
     await withDeadline(ended, SHUTDOWN_GRACE_MS);
   }
-}
-
-/** `index.handler` → `handler`: the module part is the bundle itself (LocalFunction.codePath). */
-function exportNameOf(handler: string): string {
-  const dot = handler.lastIndexOf(".");
-  return dot >= 0 ? handler.slice(dot + 1) : handler;
 }
 
 /**
@@ -228,13 +209,12 @@ export class LambdaHost {
   private routes: Record<string, string>;
   private nextId = 1;
   private closed = false;
-  private readonly clock: SandboxClock | undefined;
-  private readonly crashable: boolean;
 
-  constructor(functions: LocalFunction[], opts: LambdaHostOptions) {
-    this.clock = opts.clock;
-    this.crashable = opts.crashable ?? false;
-    this.routes = { ...(opts.routes ?? {}) };
+  constructor(
+    functions: LocalFunction[],
+    private readonly opts: LambdaHostOptions,
+  ) {
+    this.routes = { ...opts.routes };
     fs.mkdirSync(opts.logDir, { recursive: true });
     for (const fn of functions) {
       this.slots.set(fn.name, {
@@ -269,14 +249,9 @@ export class LambdaHost {
     stats.peakRunning = Math.max(stats.peakRunning, stats.running);
     try {
       const outcome = await this.runInEnvironment(slot, event);
-      const durationMs = Date.now() - started;
-      if (outcome.kind === "ok") return { kind: "ok", response: outcome.response, durationMs };
-      if (outcome.kind === "timeout") {
-        stats.timeouts++;
-        return { kind: "timeout", durationMs };
-      }
-      stats.errors++;
-      return { kind: "error", error: { name: outcome.error.name, message: outcome.error.message }, durationMs };
+      if (outcome.kind === "timeout") stats.timeouts++;
+      if (outcome.kind === "error") stats.errors++;
+      return { ...outcome, durationMs: Date.now() - started };
     } finally {
       stats.running--;
     }
@@ -292,7 +267,7 @@ export class LambdaHost {
     }
     if (!env) {
       slot.stats.coldStarts++;
-      env = new Environment(fn, slot.env, slot.log, this.clock, this.crashable);
+      env = new Environment(fn, slot.env, slot.log, this.opts.clock, this.opts.crashable);
       slot.all.add(env);
       const initError = await withDeadline(env.ready, INIT_TIMEOUT_MS);
       if (initError !== null) {
@@ -385,22 +360,9 @@ export function openLog(file: string): fs.WriteStream {
   const log = fs.createWriteStream(file, { flags: "a" });
   // A terminated worker's last lines can arrive after close(): losing them beats crashing.
   log.on("error", () => undefined);
-  // Each live environment pipes its stdout and stderr here, and a pipe listens for the log's
-  // errors until its source ends: six concurrent environments passed Node's default of ten and
-  // printed a MaxListenersExceededWarning (a leak warning) in every chaos run. The count follows
-  // the function's concurrency, which has no fixed bound here, and each pipe's listener goes with
-  // its environment.
+  // Each live environment's stdout and stderr pipes listen for the log's errors until they end: six
+  // concurrent environments passed Node's default of ten (a MaxListenersExceededWarning in every chaos
+  // run), and the count follows the function's concurrency, which has no fixed bound here.
   log.setMaxListeners(0);
   return log;
-}
-
-/** Resolves with the promise's value, or with "timeout" after ms. */
-async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)));
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -27,8 +27,7 @@ if (clock && clock.speed > 1) {
   const simNow = () => clock.t0Ms + (realNow() - clock.t0Ms) * clock.speed;
   class SimDate extends RealDate {
     constructor(...args) {
-      if (args.length === 0) super(simNow());
-      else super(...args);
+      super(...(args.length === 0 ? [simNow()] : args));
     }
     static now() {
       return simNow();
@@ -42,14 +41,8 @@ let routes = {};
 let currentRequestId = "";
 
 // The Node.js runtime prefixes console lines with time, request id and level.
-for (const [method, level] of [
-  ["log", "INFO"],
-  ["info", "INFO"],
-  ["warn", "WARN"],
-  ["error", "ERROR"],
-  ["debug", "DEBUG"],
-  ["trace", "TRACE"],
-]) {
+const LEVELS = { log: "INFO", info: "INFO", warn: "WARN", error: "ERROR", debug: "DEBUG", trace: "TRACE" };
+for (const [method, level] of Object.entries(LEVELS)) {
   const stream = level === "ERROR" || level === "WARN" ? process.stderr : process.stdout;
   console[method] = (...args) => {
     stream.write(`${new Date().toISOString()}\t${currentRequestId || "undefined"}\t${level}\t${util.format(...args)}\n`);
@@ -61,12 +54,8 @@ const realFetch = globalThis.fetch;
 globalThis.fetch = function routedFetch(input, init) {
   const isRequest = typeof Request !== "undefined" && input instanceof Request;
   const href = isRequest ? input.url : String(input);
-  let url;
-  try {
-    url = new URL(href);
-  } catch {
-    return realFetch(input, init);
-  }
+  if (!URL.canParse(href)) return realFetch(input, init);
+  const url = new URL(href);
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
   const target = routes[`${url.hostname}:${port}`] ?? routes[url.hostname];
   if (!target) return realFetch(input, init);
@@ -98,20 +87,15 @@ if (crashable) {
     const original = mod.request;
     mod.request = function taggedRequest(...args) {
       const req = original.apply(this, args);
-      if (currentRequestId && !req.headersSent) {
-        try {
-          req.setHeader("x-local-invocation", currentRequestId);
-        } catch {
-          // headers already sent: the call goes untagged, and is never chosen for a kill
-        }
-      }
+      // Headers already sent: the call goes untagged, and is never chosen for a kill.
+      if (currentRequestId && !req.headersSent) req.setHeader("x-local-invocation", currentRequestId);
       return req;
     };
   }
 }
 
 function describe(err) {
-  if (err instanceof Error) return { name: err.name || "Error", message: err.message, stack: err.stack };
+  if (err instanceof Error) return { name: err.name || "Error", message: err.message };
   return { name: "Error", message: typeof err === "string" ? err : util.inspect(err) };
 }
 
@@ -120,9 +104,7 @@ try {
   const mod = require(codePath);
   handler = mod[exportName];
   if (typeof handler !== "function") {
-    const e = new Error(`${codePath} does not export a function named ${exportName}`);
-    e.name = "Runtime.HandlerNotFound";
-    throw e;
+    throw Object.assign(new Error(`${codePath} does not export a function named ${exportName}`), { name: "Runtime.HandlerNotFound" });
   }
   parentPort.postMessage({ type: "ready" });
 } catch (err) {
@@ -141,22 +123,17 @@ function runHandler(event, context) {
   return Promise.resolve().then(() => handler(event, context));
 }
 
-/** Exits once everything written so far reached the host (terminate() would drop the tail). */
-function shutdown() {
-  process.stdout.write("", () => process.stderr.write("", () => process.exit(0)));
-}
-
 parentPort.on("message", async (msg) => {
-  if (msg.type === "shutdown") return shutdown();
+  // Exits once everything written so far reached the host (terminate() would drop the tail).
+  if (msg.type === "shutdown") return process.stdout.write("", () => process.stderr.write("", () => process.exit(0)));
   if (msg.type !== "invoke" || !handler) return;
   routes = msg.routes || {};
   currentRequestId = msg.context.awsRequestId;
-  const { deadline } = msg;
   const context = {
     ...msg.context,
     callbackWaitsForEmptyEventLoop: true,
     // The deadline is real time; the function measures in (simulated) Date time.
-    getRemainingTimeInMillis: () => Math.max(0, (deadline - realNow()) * speed),
+    getRemainingTimeInMillis: () => Math.max(0, (msg.deadline - realNow()) * speed),
   };
   const started = realNow();
   process.stdout.write(`START RequestId: ${currentRequestId} Version: $LATEST\n`);

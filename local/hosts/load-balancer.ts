@@ -80,15 +80,13 @@ export class LocalLoadBalancer {
     if (this.targets.has(id)) return;
     const target: Target = { id, port, health: "initial", okInARow: 0, failedInARow: 0, outstanding: 0 };
     this.targets.set(id, target);
-    this.scheduleCheck(target, 0);
+    target.timer = setTimeout(() => void this.check(target), 0).unref();
   }
 
-  /** Stops new requests to the target at once; its in-flight ones finish. */
+  /** Stops new requests to the target at once (and its health checks); its in-flight ones finish. */
   deregister(id: string): void {
     const t = this.targets.get(id);
-    if (!t) return;
-    clearTimeout(t.timer);
-    t.health = "draining";
+    if (t) t.health = "draining";
   }
 
   /** Forgets a drained target. */
@@ -104,11 +102,6 @@ export class LocalLoadBalancer {
   readonly healthyCount = (): number => [...this.targets.values()].filter((t) => t.health === "healthy").length;
   /** Requests answered 503 because no target was healthy. */
   readonly refusedRequests = (): number => this.refused;
-
-  private scheduleCheck(t: Target, delaySimSeconds: number): void {
-    t.timer = setTimeout(() => void this.check(t), (delaySimSeconds * 1000) / this.opts.speed);
-    t.timer.unref();
-  }
 
   private async check(t: Target): Promise<void> {
     if (this.targets.get(t.id) !== t || t.health === "draining") return;
@@ -127,7 +120,7 @@ export class LocalLoadBalancer {
     // Read again after the wait: the target may have been deregistered meanwhile.
     if (this.targets.get(t.id) !== t || (t.health as TargetHealth) === "draining") return;
     Object.assign(t, afterCheck(t, ok, hc));
-    this.scheduleCheck(t, hc.intervalSeconds);
+    t.timer = setTimeout(() => void this.check(t), (hc.intervalSeconds * 1000) / this.opts.speed).unref();
   }
 
   private forward(req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -42,28 +42,19 @@ export function parseScheduleExpression(expr: string): ScheduleExpression {
     if (value < 1) throw new ScheduleExpressionError(expr, "a rate must be at least 1");
     return { kind: "rate", everyMs: value * UNIT_MS[rate[2].replace(/s$/, "")] };
   }
-  const at = /^at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)$/.exec(trimmed);
-  if (at) return { kind: "at", at: parseAt(expr, at.slice(1).map(Number)) };
+  const at = /^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$/.exec(trimmed);
+  if (at) {
+    const date = new Date(`${at[1]}Z`);
+    // An impossible date (2026-02-30) is invalid, or rolls over into the next month: the round trip catches both.
+    if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) !== at[1]) throw new ScheduleExpressionError(expr, "not a valid date and time");
+    return { kind: "at", at: date };
+  }
   const cron = /^cron\((.*)\)$/.exec(trimmed);
   if (cron) {
     const matcher = parseCron(expr, cron[1]);
     return { kind: "cron", next: (after) => nextCronTime(matcher, after) };
   }
   throw new ScheduleExpressionError(expr, "expected rate(value unit), cron(6 fields) or at(yyyy-mm-ddThh:mm:ss)");
-}
-
-function parseAt(expr: string, [year, month, day, hour, minute, second]: number[]): Date {
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  // Date.UTC rolls 2026-02-30 over into March: a round trip catches impossible dates.
-  const same =
-    date.getUTCFullYear() === year &&
-    date.getUTCMonth() === month - 1 &&
-    date.getUTCDate() === day &&
-    date.getUTCHours() === hour &&
-    date.getUTCMinutes() === minute &&
-    date.getUTCSeconds() === second;
-  if (!same) throw new ScheduleExpressionError(expr, "not a valid date and time");
-  return date;
 }
 
 // ---- cron ----

@@ -18,7 +18,9 @@
  */
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { randomBytes } from "node:crypto";
+import { rfc3339 } from "../../functions/fleet/messages";
 import type { LocalSchedule } from "../provision/topology-types";
+import { sleepUnless } from "./clock";
 import { parseScheduleExpression, type ScheduleExpression } from "./schedule-expression";
 
 export interface SchedulerEvent {
@@ -51,6 +53,8 @@ export interface LocalSchedulerOptions {
 /** First retry after 1 simulated second, doubling up to 5 minutes. AWS documents exponential backoff without the constants. */
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 300_000;
+/** The stat each outcome counts in. */
+const COUNTED_IN = { delivered: "delivered", retry: "retries", "dead-lettered": "deadLettered", dropped: "dropped" } as const;
 /** setTimeout's largest delay; longer waits are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -63,7 +67,7 @@ interface Entry {
   timer?: NodeJS.Timeout;
   /** Simulated time of the next timed fire. */
   nextSimMs: number | null;
-  /** Rate schedules: how many intervals after the start the next fire is. */
+  /** Rate schedules: how many intervals after the start the last timed fire was. */
   rateIndex: number;
 }
 
@@ -83,13 +87,9 @@ interface FailedDelivery {
 }
 
 /** A failed send, with the code and message that go into the DLQ attributes. */
-class TargetError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+interface TargetError {
+  code: string;
+  message: string;
 }
 
 export class LocalScheduler {
@@ -99,8 +99,8 @@ export class LocalScheduler {
   private phase: "idle" | "running" | "stopped" = "idle";
   private realStartMs = 0;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Wakes the retry sleeps when stop() is called. */
-  private readonly sleepers = new Set<() => void>();
+  /** Aborted by stop(): wakes the retry sleeps. */
+  private readonly stopped = new AbortController();
 
   constructor(schedules: LocalSchedule[], opts: LocalSchedulerOptions) {
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`LocalScheduler: speed must be a positive number, got ${opts.speed}`);
@@ -126,7 +126,7 @@ export class LocalScheduler {
         arn: scheduleArn(schedule),
         stats: { fired: 0, delivered: 0, retries: 0, deadLettered: 0, dropped: 0, nextAtMs: null },
         nextSimMs: null,
-        rateIndex: 1,
+        rateIndex: 0,
       };
     });
   }
@@ -138,7 +138,7 @@ export class LocalScheduler {
     this.realStartMs = this.now();
     for (const entry of this.entries) {
       if (!entry.schedule.enabled) continue;
-      entry.nextSimMs = this.firstFire(entry);
+      entry.nextSimMs = this.following(entry, this.realStartMs);
       this.arm(entry);
     }
   }
@@ -149,11 +149,9 @@ export class LocalScheduler {
     this.phase = "stopped";
     for (const entry of this.entries) {
       clearTimeout(entry.timer);
-      entry.timer = undefined;
-      entry.nextSimMs = null;
       entry.stats.nextAtMs = null;
     }
-    for (const wake of this.sleepers) wake();
+    this.stopped.abort();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
@@ -187,18 +185,12 @@ export class LocalScheduler {
     return this.realStartMs + (simMs - this.realStartMs) / this.opts.speed;
   }
 
-  private firstFire(entry: Entry): number | null {
-    const e = entry.expression;
-    if (e.kind === "rate") return this.realStartMs + e.everyMs;
-    if (e.kind === "at") return e.at.getTime() > this.realStartMs ? e.at.getTime() : null;
-    return e.next(new Date(this.realStartMs))?.getTime() ?? null;
-  }
-
-  private following(entry: Entry, firedSimMs: number): number | null {
+  /** The next timed fire after `afterSimMs` (the last fire, or the start), or null when none is left. */
+  private following(entry: Entry, afterSimMs: number): number | null {
     const e = entry.expression;
     if (e.kind === "rate") return this.realStartMs + ++entry.rateIndex * e.everyMs;
-    if (e.kind === "at") return null;
-    return e.next(new Date(firedSimMs))?.getTime() ?? null;
+    if (e.kind === "at") return e.at.getTime() > afterSimMs ? e.at.getTime() : null;
+    return e.next(new Date(afterSimMs))?.getTime() ?? null;
   }
 
   private arm(entry: Entry): void {
@@ -209,13 +201,11 @@ export class LocalScheduler {
     const dueRealMs = this.realAt(entry.nextSimMs);
     entry.stats.nextAtMs = dueRealMs;
     const delay = Math.min(MAX_TIMER_MS, Math.max(0, dueRealMs - this.now()));
-    entry.timer = setTimeout(() => this.onTimer(entry), delay);
     // The scheduler alone should not keep a finished run alive.
-    entry.timer.unref();
+    entry.timer = setTimeout(() => this.onTimer(entry), delay).unref();
   }
 
   private onTimer(entry: Entry): void {
-    entry.timer = undefined;
     const sim = this.simNow();
     // Every slot that has come due fires, each with its own scheduled time, as Scheduler does.
     while (this.phase === "running" && entry.nextSimMs !== null && entry.nextSimMs <= sim) {
@@ -228,26 +218,25 @@ export class LocalScheduler {
 
   // ---- delivery ----
 
+  /** One invocation: sent with retries, then dead-lettered when they ran out. */
   private invoke(entry: Entry, scheduledSimMs: number): Promise<void> {
     entry.stats.fired++;
-    const delivery = this.deliver(entry, scheduledSimMs).catch((err: unknown) => {
-      // deliver() handles every AWS failure itself; this is a bug or a throwing onEvent.
-      entry.stats.dropped++;
-      console.error(`LocalScheduler: schedule ${entry.key}: ${(err as Error).stack ?? String(err)}`);
-    });
+    const execution: Execution = {
+      id: randomBytes(8).toString("hex"),
+      // Scheduler's timestamps have second precision: 2022-03-22T18:59:43Z.
+      scheduledTime: rfc3339(new Date(scheduledSimMs)),
+      expiresSimMs: scheduledSimMs + entry.schedule.target.maximumEventAgeInSeconds * 1000,
+    };
+    const delivery = this.sendWithRetries(entry, execution)
+      .then((failed) => failed && this.deadLetter(entry, execution, failed))
+      .catch((err: unknown) => {
+        // Delivery handles every AWS failure itself; this is a bug or a throwing onEvent.
+        entry.stats.dropped++;
+        console.error(`LocalScheduler: schedule ${entry.key}: ${(err as Error).stack ?? String(err)}`);
+      });
     this.inFlight.add(delivery);
     void delivery.finally(() => this.inFlight.delete(delivery));
     return delivery;
-  }
-
-  private async deliver(entry: Entry, scheduledSimMs: number): Promise<void> {
-    const execution: Execution = {
-      id: randomBytes(8).toString("hex"),
-      scheduledTime: isoSeconds(scheduledSimMs),
-      expiresSimMs: scheduledSimMs + entry.schedule.target.maximumEventAgeInSeconds * 1000,
-    };
-    const failed = await this.sendWithRetries(entry, execution);
-    if (failed) await this.deadLetter(entry, execution, failed);
   }
 
   /** Sends to the target, retried with backoff within the retry policy; what failed last when the retries ran out (undefined: delivered, or stopped). */
@@ -263,8 +252,7 @@ export class LocalScheduler {
       let error: TargetError;
       try {
         await this.send(target.arn, input);
-        entry.stats.delivered++;
-        this.emit({ schedule: entry.key, kind: "delivered", detail: `scheduled ${execution.scheduledTime}, attempt ${attempt}` });
+        this.record(entry, "delivered", `scheduled ${execution.scheduledTime}, attempt ${attempt}`);
         return undefined;
       } catch (err) {
         error = asTargetError(err);
@@ -272,15 +260,9 @@ export class LocalScheduler {
       if (attempt - 1 >= target.maximumRetryAttempts) return { input, error, exhausted: "MaximumRetryAttempts", retryAttempts: attempt - 1 };
       const waitSimMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
       if (this.simNow() + waitSimMs > execution.expiresSimMs) return { input, error, exhausted: "MaximumEventAgeInSeconds", retryAttempts: attempt - 1 };
-      entry.stats.retries++;
-      this.emit({
-        schedule: entry.key,
-        kind: "retry",
-        detail: `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`,
-      });
-      if (!(await this.sleep(waitSimMs / this.opts.speed))) {
-        entry.stats.dropped++;
-        this.emit({ schedule: entry.key, kind: "dropped", detail: `stopped during retries (last error ${error.code})` });
+      this.record(entry, "retry", `attempt ${attempt} failed (${error.code}: ${error.message}); retrying in ${waitSimMs / 1000} s`);
+      if (!(await sleepUnless(waitSimMs / this.opts.speed, this.stopped.signal))) {
+        this.record(entry, "dropped", `stopped during retries (last error ${error.code})`);
         return undefined;
       }
     }
@@ -291,11 +273,7 @@ export class LocalScheduler {
     const { target } = entry.schedule;
     const { error, exhausted, retryAttempts } = failed;
     const why = `${exhausted} exhausted after ${retryAttempts} retries (${error.code}: ${error.message})`;
-    if (!target.deadLetterArn) {
-      entry.stats.dropped++;
-      this.emit({ schedule: entry.key, kind: "dropped", detail: `${why}; no dead-letter queue` });
-      return;
-    }
+    if (!target.deadLetterArn) return this.record(entry, "dropped", `${why}; no dead-letter queue`);
     const attributes: Record<string, string> = {
       ERROR_CODE: error.code,
       ERROR_MESSAGE: error.message,
@@ -311,42 +289,24 @@ export class LocalScheduler {
       await this.send(target.deadLetterArn, failed.input, attributes);
     } catch (err) {
       const dlqError = asTargetError(err);
-      entry.stats.dropped++;
-      this.emit({ schedule: entry.key, kind: "dropped", detail: `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})` });
-      return;
+      return this.record(entry, "dropped", `${why}; the dead-letter send failed too (${dlqError.code}: ${dlqError.message})`);
     }
-    entry.stats.deadLettered++;
-    this.emit({ schedule: entry.key, kind: "dead-lettered", detail: why });
+    this.record(entry, "dead-lettered", why);
+  }
+
+  /** Counts an outcome in the schedule's stats and tells onEvent. */
+  private record(entry: Entry, kind: SchedulerEvent["kind"], detail: string): void {
+    entry.stats[COUNTED_IN[kind]]++;
+    this.opts.onEvent?.({ schedule: entry.key, kind, detail });
   }
 
   private async send(queueArn: string, body: string, attributes?: Record<string, string>): Promise<void> {
     const queueUrl = this.opts.queueUrlForArn(queueArn);
-    if (!queueUrl) throw new TargetError("AWS.SimpleQueueService.NonExistentQueue", `no queue is known for ${queueArn}`);
+    if (!queueUrl) throw Object.assign(new Error(`no queue is known for ${queueArn}`), { name: "AWS.SimpleQueueService.NonExistentQueue" });
     const messageAttributes: Record<string, MessageAttributeValue> | undefined = attributes
       ? Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: "String", StringValue: v }]))
       : undefined;
     await this.opts.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageAttributes: messageAttributes }));
-  }
-
-  /** Resolves true after `ms`, or false at once if stop() is called meanwhile. */
-  private sleep(ms: number): Promise<boolean> {
-    if (this.phase === "stopped") return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        this.sleepers.delete(wake);
-        resolve(true);
-      }, ms);
-      this.sleepers.add(wake);
-    });
-  }
-
-  private emit(event: SchedulerEvent): void {
-    this.opts.onEvent?.(event);
   }
 }
 
@@ -356,17 +316,11 @@ function scheduleArn(schedule: LocalSchedule): string {
   return `arn:${partition}:scheduler:${region}:${account}:schedule/default/${schedule.name}`;
 }
 
-/** Scheduler's timestamps have second precision: 2022-03-22T18:59:43Z. */
-function isoSeconds(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
-}
-
 function substitute(input: string, values: Record<string, string>): string {
   return input.replace(/<aws\.scheduler\.([a-z-]+)>/g, (whole, name: string) => values[name] ?? whole);
 }
 
 function asTargetError(err: unknown): TargetError {
-  if (err instanceof TargetError) return err;
   const e = err as { name?: string; message?: string };
-  return new TargetError(e.name ?? "Error", e.message ?? String(err));
+  return { code: e.name ?? "Error", message: e.message ?? String(err) };
 }

@@ -4,10 +4,10 @@
  * TaskProtectionAgent playing the ECS agent. SIGTERM plays a Spot interruption or a scale-in;
  * like ECS, a task that has not exited by the container's stopTimeout is killed.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { type LoggedChild, spawnLogged, terminate } from "./child";
 import { TaskProtectionAgent } from "./ecs-agent";
 import type { LocalTaskDefinition } from "../provision/topology-types";
 
@@ -17,9 +17,8 @@ export const DEFAULT_WORKER_ENTRY = "functions/worker/main.ts";
 export const ECS_DEFAULT_STOP_TIMEOUT_SECONDS = 30;
 
 export interface WorkerServiceOptions {
+  /** Its first essential container (the first if none says) is run. */
   taskDefinition: LocalTaskDefinition;
-  /** Which container to run; defaults to the first essential one (the first if none says). */
-  containerName?: string;
   count: number;
   /** Points the SDK at moto (see motoClientEnv); wins over the container's own AWS_* values. */
   awsEnv: Record<string, string>;
@@ -38,7 +37,7 @@ export interface WorkerServiceOptions {
    */
   replaceAfterMs?: number;
   /** Each replacement, as it is started. */
-  onReplaced?: (index: number, died: { pid: number | undefined; signal: string | null; exitCode: number | null }) => void;
+  onReplaced?: (index: number) => void;
 }
 
 export interface WorkerTaskView {
@@ -52,14 +51,10 @@ export interface WorkerTaskView {
   logFile: string;
 }
 
-interface RunningTask {
+interface RunningTask extends LoggedChild {
   index: number;
-  logOffset: number;
-  child: ChildProcess;
-  exited: Promise<void>;
   agent: TaskProtectionAgent;
   logFile: string;
-  logFd: number;
   scratch: string;
   /** Set when interrupt() or stop() ends it: such a task is not replaced. */
   stopRequested?: boolean;
@@ -75,15 +70,9 @@ export function pickContainer(td: LocalTaskDefinition, name?: string): Record<st
 
 /** A container definition's `environment` (a name/value list) as a record. */
 export function containerEnvironment(container: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  const list = container.environment;
-  if (!Array.isArray(list)) return out;
-  for (const item of list as unknown[]) {
-    if (typeof item !== "object" || item === null) continue;
-    const { name, value } = item as { name?: unknown; value?: unknown };
-    if (typeof name === "string") out[name] = typeof value === "string" ? value : String(value ?? "");
-  }
-  return out;
+  const list: unknown[] = Array.isArray(container.environment) ? container.environment : [];
+  const pairs = list.map((item) => (item ?? {}) as { name?: unknown; value?: unknown }).filter((p) => typeof p.name === "string");
+  return Object.fromEntries(pairs.map((p) => [p.name, typeof p.value === "string" ? p.value : String(p.value ?? "")]));
 }
 
 /** The worker's own timers, in seconds, that the local run puts on its simulated clock. */
@@ -146,15 +135,11 @@ export class WorkerServiceRunner {
   private readonly running: RunningTask[] = [];
   private stopping = false;
   private replacements = 0;
-  private readonly pendingReplacements = new Set<NodeJS.Timeout>();
   private readonly container: Record<string, unknown>;
   private readonly stopTimeoutMs: number;
-  private readonly killAllOnExit = () => {
-    for (const t of this.running) if (isAlive(t.child)) t.child.kill("SIGKILL");
-  };
 
   constructor(private readonly o: WorkerServiceOptions) {
-    this.container = pickContainer(o.taskDefinition, o.containerName);
+    this.container = pickContainer(o.taskDefinition);
     const stopTimeout = typeof this.container.stopTimeout === "number" ? this.container.stopTimeout : ECS_DEFAULT_STOP_TIMEOUT_SECONDS;
     this.stopTimeoutMs = o.stopTimeoutMs ?? stopTimeout * 1000;
   }
@@ -163,7 +148,6 @@ export class WorkerServiceRunner {
   async start(): Promise<void> {
     fs.mkdirSync(this.o.logDir, { recursive: true });
     fs.mkdirSync(this.o.scratchRoot ?? os.tmpdir(), { recursive: true });
-    process.once("exit", this.killAllOnExit);
     for (let index = this.running.length; index < this.o.count; index++) this.running.push(await this.spawnTask(index));
   }
 
@@ -174,66 +158,45 @@ export class WorkerServiceRunner {
 
   private async spawnTask(index: number): Promise<RunningTask> {
     const entry = path.resolve(ROOT, this.o.entry ?? DEFAULT_WORKER_ENTRY);
-    const containerEnv = containerEnvironment(this.container);
     const agent = new TaskProtectionAgent();
     const agentUri = await agent.start();
     const scratch = fs.mkdtempSync(path.join(this.o.scratchRoot ?? os.tmpdir(), `worker-${index}-`));
     const logFile = path.join(this.o.logDir, `worker-${index}.log`);
-    const logFd = fs.openSync(logFile, "a");
-    const logOffset = fs.fstatSync(logFd).size;
-    const child = spawn(process.execPath, ["--import", "tsx", entry], {
-      // tsx resolves from the repository's node_modules.
-      cwd: ROOT,
-      env: taskEnvironment({
-        container: containerEnv,
-        awsEnv: this.o.awsEnv,
-        agentUri,
-        scratchDir: scratch,
-        extraEnv: this.o.extraEnv,
-        path: process.env.PATH,
-      }),
-      stdio: ["ignore", logFd, logFd],
+    const env = taskEnvironment({
+      container: containerEnvironment(this.container),
+      awsEnv: this.o.awsEnv,
+      agentUri,
+      scratchDir: scratch,
+      extraEnv: this.o.extraEnv,
+      path: process.env.PATH,
     });
-    const exited = new Promise<void>((resolve) => {
-      if (!isAlive(child)) resolve();
-      child.once("exit", () => resolve());
-      // A spawn failure emits error and maybe no exit.
-      child.once("error", () => resolve());
-    });
-    const task: RunningTask = { index, logOffset, child, exited, agent, logFile, logFd, scratch };
-    void exited.then(() => this.onExit(task));
+    // tsx resolves from the repository's node_modules.
+    const task: RunningTask = { index, agent, logFile, scratch, ...spawnLogged(["--import", "tsx", entry], env, logFile, ROOT) };
+    void task.exited.then(() => this.onExit(task));
     return task;
   }
 
   /** A task that died with nobody stopping it is replaced, as the service scheduler does. */
   private onExit(task: RunningTask): void {
     if (this.stopping || task.stopRequested || this.o.replaceAfterMs === undefined) return;
-    const timer = setTimeout(() => {
-      this.pendingReplacements.delete(timer);
-      if (this.stopping) return;
-      void this.replace(task);
-    }, this.o.replaceAfterMs);
-    this.pendingReplacements.add(timer);
+    // A replacement still pending at stop() comes to nothing (replace checks), and keeps nothing alive.
+    setTimeout(() => void this.replace(task), this.o.replaceAfterMs).unref();
   }
 
   private async replace(dead: RunningTask): Promise<void> {
     const at = this.running.indexOf(dead);
     if (at < 0) return;
+    if (this.stopping) return;
     await this.release(dead);
     if (this.stopping) return;
     const fresh = await this.spawnTask(dead.index);
     this.running[at] = fresh;
     this.replacements += 1;
-    this.o.onReplaced?.(dead.index, { pid: dead.child.pid, signal: dead.child.signalCode, exitCode: dead.child.exitCode });
+    this.o.onReplaced?.(dead.index);
   }
 
   private async release(t: RunningTask): Promise<void> {
     await t.agent.stop();
-    try {
-      fs.closeSync(t.logFd);
-    } catch {
-      // already closed by an earlier stop()
-    }
     fs.rmSync(t.scratch, { recursive: true, force: true });
   }
 
@@ -261,28 +224,12 @@ export class WorkerServiceRunner {
   /** SIGTERM to every task at once (the worker hands unfinished jobs back), SIGKILL after the stop timeout. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const timer of this.pendingReplacements) clearTimeout(timer);
-    this.pendingReplacements.clear();
     await Promise.all(this.running.map((t) => this.terminate(t)));
-    process.removeListener("exit", this.killAllOnExit);
     for (const t of this.running) await this.release(t);
   }
 
-  private async terminate(task: RunningTask): Promise<void> {
+  private terminate(task: RunningTask): Promise<void> {
     task.stopRequested = true;
-    if (!isAlive(task.child)) return;
-    task.child.kill("SIGTERM");
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.stopTimeoutMs)));
-    const result = await Promise.race([task.exited.then(() => "exited" as const), deadline]);
-    clearTimeout(timer);
-    if (result === "timeout" && isAlive(task.child)) {
-      task.child.kill("SIGKILL");
-      await task.exited;
-    }
+    return terminate(task, this.stopTimeoutMs);
   }
-}
-
-function isAlive(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
 }
