@@ -10,16 +10,35 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
 
-/** An upstream's reply, read in full. */
-export interface UpstreamReply {
+/** An answer a proxy sends: one made here, or an upstream's read in full (and maybe amended). */
+export interface Reply {
   status: number;
-  statusMessage: string | undefined;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
+  statusMessage?: string;
+  headers: http.OutgoingHttpHeaders | http.IncomingHttpHeaders;
+  body: Buffer | string;
 }
 
-export interface ForwardOptions {
-  /** What to send instead of the client's headers (raw name/value pairs or an object). @default the client's */
+export type Json = Record<string, unknown>;
+
+export function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A JSON object's text parsed, or undefined for anything else (moto's error page, a malformed call). */
+export function parseJson(text: Buffer | string): Json | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text.toString());
+    return isObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Text escaped for an XML element. */
+export const xmlText = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+interface ForwardOptions {
+  /** What to send instead of the client's headers (raw name/value pairs or an object). @default the client's, with a buffered body's own length */
   headers?: http.OutgoingHttpHeaders | string[];
   /** The client's response: when it closes unfinished (the client gave up), the upstream call is aborted. */
   abortWith?: http.ServerResponse;
@@ -73,7 +92,7 @@ export abstract class InterceptingProxy {
         port: target.port,
         method: req.method,
         path: req.url,
-        headers: opts.headers ?? req.headers,
+        headers: opts.headers ?? (body === "stream" ? req.headers : withLength(req.headers, body.length)),
         agent: this.agent,
       });
       upstream.on("response", resolve);
@@ -91,7 +110,12 @@ export abstract class InterceptingProxy {
   }
 
   /** `forward` with a buffered body, and the reply read in full. */
-  protected async exchange(target: URL, req: http.IncomingMessage, body: Buffer, opts: ForwardOptions = {}): Promise<UpstreamReply> {
+  protected async exchange(
+    target: URL,
+    req: http.IncomingMessage,
+    body: Buffer,
+    opts: ForwardOptions = {},
+  ): Promise<Reply & { headers: http.IncomingHttpHeaders; body: Buffer }> {
     const reply = await this.forward(target, req, body, opts);
     const replyBody = await readBody(reply);
     return { status: reply.statusCode ?? 502, statusMessage: reply.statusMessage, headers: reply.headers, body: replyBody };
@@ -107,6 +131,16 @@ export abstract class InterceptingProxy {
       },
       (err: Error) => this.fail(res, target, err),
     );
+  }
+
+  /** Reads the call in full and sends the reply `answer` makes of it; a 502 when it fails (the upstream at `target` did not answer). */
+  protected answerBuffered(target: URL, req: http.IncomingMessage, res: http.ServerResponse, answer: (body: Buffer) => Promise<Reply> | Reply): void {
+    readBody(req)
+      .then(answer)
+      .then(
+        (r) => sendReply(res, r.status, r.headers, r.body, r.statusMessage),
+        (err: Error) => this.fail(res, target, err),
+      );
   }
 
   /** The upstream did not answer: a 502 saying so, or the connection dropped when the reply had begun. */
@@ -139,11 +173,16 @@ export function sendReply(
   statusMessage?: string,
 ): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  const out: http.OutgoingHttpHeaders = { ...headers, "content-length": String(bytes.length) };
-  delete out["transfer-encoding"];
+  const out = withLength(headers, bytes.length);
   if (statusMessage !== undefined) res.writeHead(status, statusMessage, out);
   else res.writeHead(status, out);
   res.end(bytes);
+}
+
+/** Headers for a body the proxy read in full (and may have rewritten): its own length, no transfer-encoding. */
+export function withLength(headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders, length: number): http.OutgoingHttpHeaders {
+  const { "transfer-encoding": _chunked, ...rest } = headers;
+  return { ...rest, "content-length": String(length) };
 }
 
 /** Closes the server, dropping idle keep-alive sockets, which would hold close() open until they time out. */

@@ -11,11 +11,11 @@
  * The service of a call is read from its SigV4 credential scope, as AWS routes it; no signature is
  * checked. Never put this in front of AWS.
  */
-import type * as http from "node:http";
 import { randomUUID } from "node:crypto";
+import type * as http from "node:http";
 import { type AutoScalingClient, DescribeAutoScalingGroupsCommand } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
-import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { InterceptingProxy, type Json, type Reply, xmlText } from "./intercepting-proxy";
 import { type Check, denialMessage, firstDenied, type PolicyStatement } from "./operator-iam";
 import { type DirectSends, type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
 
@@ -30,8 +30,6 @@ export interface OperatorEndpointOptions {
   target: string;
   region: string;
   account: string;
-  /** Who the caller is in denial messages. */
-  principal?: string;
   /** The operator policy the calls are judged against (tests swap in a smaller one). */
   statements: () => readonly PolicyStatement[];
   moveTasks: MessageMoveTasks;
@@ -47,8 +45,11 @@ export interface OperatorEndpointOptions {
   autoscaling: AutoScalingClient;
 }
 
-type Reply = { status: number; headers: Record<string, string>; body: string };
-type Json = Record<string, unknown>;
+/** The last part of a URL or an ARN's path: a queue's name from its URL, a cluster's from its ARN. */
+const lastPart = (urlOrArn: unknown): string =>
+  String(urlOrArn ?? "")
+    .split("/")
+    .at(-1) ?? "";
 
 export class OperatorEndpoint extends InterceptingProxy {
   private readonly target: URL;
@@ -60,19 +61,15 @@ export class OperatorEndpoint extends InterceptingProxy {
   }
 
   start(): Promise<string> {
-    return this.listen((req, res) => {
-      readBody(req)
-        .then(async (body) => {
-          this.counts.calls += 1;
-          const local = await this.answer(req, body);
-          if (local) sendReply(res, local.status, local.headers, local.body);
-          else {
-            const up = await this.exchange(this.target, req, body);
-            sendReply(res, up.status, up.headers, this.amend(req, body, up.status, up.body), up.statusMessage);
-          }
-        })
-        .catch((err: Error) => this.fail(res, this.target, err));
-    });
+    return this.listen((req, res) =>
+      this.answerBuffered(this.target, req, res, async (body) => {
+        this.counts.calls += 1;
+        const local = await this.answer(req, body);
+        if (local) return local;
+        const up = await this.exchange(this.target, req, body);
+        return { ...up, body: this.amend(req, body, up.status, up.body) };
+      }),
+    );
   }
 
   /**
@@ -98,10 +95,7 @@ export class OperatorEndpoint extends InterceptingProxy {
 
   private stampSources(request: Buffer, body: Buffer): Buffer {
     try {
-      const name =
-        String((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl ?? "")
-          .split("/")
-          .at(-1) ?? "";
+      const name = lastPart((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl);
       const dlq = this.o.queues.find((q) => q.name === name);
       const sources = this.o.queues.filter((q) => dlq !== undefined && q.deadLetterTargetArn === dlq.arn);
       if (sources.length !== 1) return body;
@@ -123,15 +117,9 @@ export class OperatorEndpoint extends InterceptingProxy {
     const params: Json = json ? (JSON.parse(body.toString("utf8") || "{}") as Json) : Object.fromEntries(new URLSearchParams(body.toString("utf8")));
     const operation = json ? (target.split(".").at(-1) ?? "") : String(params.Action ?? "");
     const checks = await this.checksFor(service, operation, params);
-    if (checks === undefined)
-      return this.denied(
-        service,
-        operation,
-        { action: `${service}:${operation}`, resource: "*", context: {} },
-        "the local operator stand-in knows no such call",
-      );
+    if (checks === undefined) return this.denied(service, check(`${service}:${operation}`, "*"), "the local operator stand-in knows no such call");
     const denied = firstDenied(this.o.statements(), checks);
-    if (denied) return this.denied(service, operation, denied);
+    if (denied) return this.denied(service, denied);
     try {
       return await this.standIn(service, operation, params);
     } catch (err) {
@@ -140,30 +128,22 @@ export class OperatorEndpoint extends InterceptingProxy {
     }
   }
 
-  private denied(service: string, _operation: string, check: Check, why?: string): Reply {
+  private denied(service: string, check: Check, why?: string): Reply {
     this.counts.denied += 1;
-    const principal = this.o.principal ?? `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
+    const principal = `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
     const message = why ? `${check.action}: ${why}` : denialMessage(principal, check);
-    if (service === "ec2") {
+    if (service === "ec2")
       return xml(
-        403,
-        `<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>${escapeXml(message)}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
+        `<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>${xmlText(message)}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
       );
-    }
-    if (service === "autoscaling" || service === "sts") {
+    if (service === "autoscaling" || service === "sts")
       return xml(
-        403,
-        `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
+        `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>${xmlText(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
       );
-    }
     return jsonError("AccessDenied", message, 400);
   }
-
   private queueArn(urlOrName: unknown): string {
-    const name =
-      String(urlOrName ?? "")
-        .split("/")
-        .at(-1) ?? "";
+    const name = lastPart(urlOrName);
     return this.o.queues.find((q) => q.name === name)?.arn ?? `arn:aws:sqs:${this.o.region}:${this.o.account}:${name}`;
   }
 
@@ -210,10 +190,7 @@ export class OperatorEndpoint extends InterceptingProxy {
   /** ECS authorises on the resource a call names (a task, a service, a container instance) in its cluster. */
   private ecsChecks(op: string, p: Json): Check[] | undefined {
     const { region, account } = this.o;
-    const cluster =
-      String(p.cluster ?? "default")
-        .split("/")
-        .at(-1) ?? "";
+    const cluster = lastPart(p.cluster ?? "default");
     const inCluster = (kind: string, id: unknown) =>
       String(id).startsWith("arn:") ? String(id) : `arn:aws:ecs:${region}:${account}:${kind}/${cluster}/${String(id)}`;
     const ctx = { "ecs:cluster": `arn:aws:ecs:${region}:${account}:cluster/${cluster}` };
@@ -268,13 +245,7 @@ export class OperatorEndpoint extends InterceptingProxy {
       return jsonOk({ Label: "ApproximateAgeOfOldestMessage", Datapoints: age === null ? [] : [{ Timestamp: now, Maximum: age, Unit: "Seconds" }] });
     }
     const worker = this.o.worker;
-    if (
-      service === "ecs" &&
-      worker &&
-      String(p.cluster ?? "")
-        .split("/")
-        .at(-1) === worker.clusterName
-    ) {
+    if (service === "ecs" && worker && lastPart(p.cluster) === worker.clusterName) {
       const tasks = worker.tasks();
       if (op === "ListTasks" && p.serviceName === worker.serviceName) return jsonOk({ taskArns: tasks.map((t) => t.taskArn) });
       const asked = ((p.tasks as unknown[]) ?? []).map(String);
@@ -304,7 +275,7 @@ export class OperatorEndpoint extends InterceptingProxy {
     if (ids.length === 0) return out;
     const described = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
     for (const i of (described?.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
-      if (i.InstanceId) out.set(i.InstanceId, Object.fromEntries((i.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])));
+      if (i.InstanceId) out.set(i.InstanceId, tagRecord(i.Tags));
     }
     return out;
   }
@@ -314,12 +285,7 @@ export class OperatorEndpoint extends InterceptingProxy {
     if (names.length === 0) return out;
     const described = await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
     for (const g of described?.AutoScalingGroups ?? []) {
-      if (g.AutoScalingGroupName) {
-        out.set(g.AutoScalingGroupName, {
-          arn: g.AutoScalingGroupARN ?? "",
-          tags: Object.fromEntries((g.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])),
-        });
-      }
+      if (g.AutoScalingGroupName) out.set(g.AutoScalingGroupName, { arn: g.AutoScalingGroupARN ?? "", tags: tagRecord(g.Tags) });
     }
     return out;
   }
@@ -345,6 +311,9 @@ function indexedKeys(p: Json, prefix: string, field: string): string[] {
     .sort((a, b) => Number(re.exec(a)?.[1]) - Number(re.exec(b)?.[1]))
     .map((k) => String(p[k]));
 }
+
+const tagRecord = (tags: Array<{ Key?: string; Value?: string }> | undefined): Record<string, string> =>
+  Object.fromEntries((tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""]));
 
 function resourceTagContext(tags: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
@@ -376,10 +345,7 @@ function jsonError(code: string, message: string, status: number): Reply {
   };
 }
 
-function xml(status: number, body: string): Reply {
-  return { status, headers: { "content-type": "text/xml", "x-amzn-requestid": randomUUID() }, body };
-}
-
-function escapeXml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/** A denial in the query protocols (403). */
+function xml(body: string): Reply {
+  return { status: 403, headers: { "content-type": "text/xml", "x-amzn-requestid": randomUUID() }, body };
 }

@@ -22,7 +22,7 @@
  * through, as before. Only the JSON protocol (SDK v3's) is read.
  */
 
-type Json = Record<string, unknown>;
+import { isObject, type Json } from "./intercepting-proxy";
 
 export const DELETE_MESSAGE = "AmazonSQS.DeleteMessage";
 export const DELETE_MESSAGE_BATCH = "AmazonSQS.DeleteMessageBatch";
@@ -36,10 +36,6 @@ export const HANDLE_OPERATIONS: ReadonlySet<string> = new Set([DELETE_MESSAGE, D
 export const STALE_HANDLE_CODE = "ReceiptHandleIsInvalid";
 export const staleHandleMessage = (handle: string) =>
   `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * Which handle is each message's latest, learnt from receives. Shared by every proxy that hands
