@@ -7,8 +7,8 @@
  * only what it intercepts. No proxy here checks or makes a signature: never put one in front of AWS.
  */
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
+import { LoopbackServer } from "./loopback";
 
 /** An answer a proxy sends: one made here, or an upstream's read in full (and maybe amended). */
 export interface Reply {
@@ -38,14 +38,12 @@ export function parseJson(text: Buffer | string): Json | undefined {
 export const xmlText = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 interface ForwardOptions {
-  /** What to send instead of the client's headers (raw name/value pairs or an object). @default the client's, with a buffered body's own length */
-  headers?: http.OutgoingHttpHeaders | string[];
   /** The client's response: when it closes unfinished (the client gave up), the upstream call is aborted. */
   abortWith?: http.ServerResponse;
 }
 
 export abstract class InterceptingProxy {
-  private readonly servers = new Set<http.Server>();
+  private readonly servers = new Set<LoopbackServer>();
   /** Keep-alive to the upstream: a fresh TCP connection per call would add latency to every poll. */
   protected readonly agent = new http.Agent({ keepAlive: true });
 
@@ -59,20 +57,17 @@ export abstract class InterceptingProxy {
 
   /** A server on a free loopback port that hands every call to `handle`; resolves to its base URL. */
   protected async listen(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<string> {
-    const server = http.createServer(handle);
+    const server = new LoopbackServer(handle);
     this.servers.add(server);
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { host, port } = await server.start();
+    return `http://${host}:${port}`;
   }
 
   /** Closes every server, then lets go of what the subclass holds (`onStop`) and of the agent. */
   async stop(): Promise<void> {
     const servers = [...this.servers];
     this.servers.clear();
-    await Promise.all(servers.map((server) => closeServer(server)));
+    await Promise.all(servers.map((server) => server.close()));
     this.onStop();
     this.agent.destroy();
   }
@@ -81,18 +76,18 @@ export abstract class InterceptingProxy {
   protected onStop(): void {}
 
   /**
-   * Sends the client's call on to `target` (its method and path; its headers unless others are
-   * given) with `body`, a buffer or `"stream"` (the client's body piped through), and resolves
+   * Sends the client's call on to `target` (its method, path and headers; a buffered body with its
+   * own length) with `body`, a buffer or `"stream"` (the client's body piped through), and resolves
    * when the upstream's reply starts. Rejects when the upstream does not answer.
    */
-  protected forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
+  private forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const upstream = http.request({
         host: target.hostname,
         port: target.port,
         method: req.method,
         path: req.url,
-        headers: opts.headers ?? (body === "stream" ? req.headers : withLength(req.headers, body.length)),
+        headers: body === "stream" ? req.rawHeaders : withLength(req.headers, body.length),
         agent: this.agent,
       });
       upstream.on("response", resolve);
@@ -122,8 +117,8 @@ export abstract class InterceptingProxy {
   }
 
   /** Passes the call through untouched, streamed both ways: the reply's status, headers and body as the upstream sent them. */
-  protected stream(target: URL, req: http.IncomingMessage, res: http.ServerResponse, headers: http.OutgoingHttpHeaders | string[] = req.rawHeaders): void {
-    this.forward(target, req, "stream", { headers, abortWith: res }).then(
+  protected stream(target: URL, req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.forward(target, req, "stream", { abortWith: res }).then(
       (reply) => {
         reply.on("error", () => res.destroy());
         res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
@@ -183,11 +178,4 @@ export function sendReply(
 export function withLength(headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders, length: number): http.OutgoingHttpHeaders {
   const { "transfer-encoding": _chunked, ...rest } = headers;
   return { ...rest, "content-length": String(length) };
-}
-
-/** Closes the server, dropping idle keep-alive sockets, which would hold close() open until they time out. */
-async function closeServer(server: http.Server): Promise<void> {
-  const closed = new Promise<void>((done) => server.close(() => done()));
-  server.closeAllConnections();
-  await closed;
 }
