@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto";
 import type * as http from "node:http";
 import { type AutoScalingClient, DescribeAutoScalingGroupsCommand } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
-import { InterceptingProxy, type Json, type Reply, xmlText } from "./intercepting-proxy";
+import { InterceptingProxy, type Json, parseJson, type Reply, xmlText } from "./intercepting-proxy";
 import { type Check, denialMessage, firstDenied, type PolicyStatement } from "./operator-iam";
 import { type DirectSends, type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
 
@@ -79,34 +79,25 @@ export class OperatorEndpoint extends InterceptingProxy {
    * - DescribeServices: moto knows no running task of the worker service (it runs locally), so its
    *   runningCount is the local tasks'.
    */
-  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer {
-    if (status !== 200) return body;
-    if (req.headers["x-amz-target"] === "AmazonSQS.ReceiveMessage") return this.stampSources(request, body);
+  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer | string {
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const doc = status === 200 && target !== "" ? parseJson(body) : undefined;
     const worker = this.o.worker;
-    if (!worker || !String(req.headers["x-amz-target"] ?? "").endsWith(".DescribeServices")) return body;
-    try {
-      const doc = JSON.parse(body.toString("utf8")) as { services?: Array<{ serviceName?: string; runningCount?: number }> };
-      for (const s of doc.services ?? []) if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
-      return Buffer.from(JSON.stringify(doc), "utf8");
-    } catch {
-      return body;
-    }
-  }
-
-  private stampSources(request: Buffer, body: Buffer): Buffer {
-    try {
-      const name = lastPart((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl);
+    if (doc && target === "AmazonSQS.ReceiveMessage") {
+      const name = lastPart(parseJson(request)?.QueueUrl);
       const dlq = this.o.queues.find((q) => q.name === name);
       const sources = this.o.queues.filter((q) => dlq !== undefined && q.deadLetterTargetArn === dlq.arn);
       if (sources.length !== 1) return body;
-      const doc = JSON.parse(body.toString("utf8")) as { Messages?: Array<{ MessageId?: string; Attributes?: Record<string, string> }> };
-      for (const m of doc.Messages ?? []) {
+      for (const m of (doc.Messages ?? []) as Array<{ MessageId?: string; Attributes?: Record<string, string> }>) {
         if (m.MessageId && !this.o.direct.sentDirectly(name, m.MessageId)) m.Attributes = { ...m.Attributes, DeadLetterQueueSourceArn: sources[0]?.arn ?? "" };
       }
-      return Buffer.from(JSON.stringify(doc), "utf8");
-    } catch {
-      return body;
+      return JSON.stringify(doc);
     }
+    if (!doc || !worker || !target.endsWith(".DescribeServices")) return body;
+    for (const s of (doc.services ?? []) as Array<{ serviceName?: string; runningCount?: number }>) {
+      if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
+    }
+    return JSON.stringify(doc);
   }
 
   /** A reply made here (a denial, a stand-in's answer), or undefined to pass the call to moto. */
@@ -207,30 +198,26 @@ export class OperatorEndpoint extends InterceptingProxy {
     if (op === "DescribeInstances") return [check("ec2:DescribeInstances", "*")];
     if (op !== "StopInstances" && op !== "CreateTags" && op !== "DeleteTags") return undefined;
     const ids = indexed(p, op === "StopInstances" ? "InstanceId" : "ResourceId");
-    const tags = await this.instanceTags(ids);
-    const keys = indexedKeys(p, "Tag", "Key");
-    return ids.map((id) =>
-      check(`ec2:${op}`, `arn:aws:ec2:${this.o.region}:${this.o.account}:instance/${id}`, {
-        ...resourceTagContext(tags.get(id) ?? {}),
-        ...(op === "StopInstances" ? {} : { "aws:TagKeys": keys }),
-      }),
-    );
+    const described = ids.length === 0 ? undefined : await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
+    const tags = new Map((described?.Reservations ?? []).flatMap((r) => r.Instances ?? []).map((i) => [i.InstanceId, tagRecord(i.Tags)]));
+    const arn = (id: string) => `arn:aws:ec2:${this.o.region}:${this.o.account}:instance/${id}`;
+    return taggedChecks(`ec2:${op}`, ids, arn, tags, op === "StopInstances" ? undefined : indexed(p, "Tag", "Key"));
   }
 
   /** Auto Scaling authorises a capacity or tag change on each group, with its tags as EC2 does. */
   private async autoscalingChecks(op: string, p: Json): Promise<Check[] | undefined> {
     if (op === "DescribeAutoScalingGroups") return [check("autoscaling:DescribeAutoScalingGroups", "*")];
     if (op !== "SetDesiredCapacity" && op !== "CreateOrUpdateTags" && op !== "DeleteTags") return undefined;
-    const names = [...new Set(op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexedKeys(p, "Tags.member", "ResourceId"))];
-    const groups = await this.groups(names);
-    const keys = indexedKeys(p, "Tags.member", "Key");
-    const arnOf = (n: string) => groups.get(n)?.arn ?? `arn:aws:autoscaling:${this.o.region}:${this.o.account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
-    return names.map((n) =>
-      check(`autoscaling:${op}`, arnOf(n), {
-        ...resourceTagContext(groups.get(n)?.tags ?? {}),
-        ...(op === "SetDesiredCapacity" ? {} : { "aws:TagKeys": keys }),
-      }),
-    );
+    const names = [...new Set(op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexed(p, "Tags.member", "ResourceId"))];
+    const described =
+      names.length === 0
+        ? undefined
+        : await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
+    const groups = new Map((described?.AutoScalingGroups ?? []).map((g) => [g.AutoScalingGroupName, g]));
+    const arn = (n: string) =>
+      groups.get(n)?.AutoScalingGroupARN ?? `arn:aws:autoscaling:${this.o.region}:${this.o.account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
+    const tags = new Map([...groups].map(([n, g]) => [n, tagRecord(g.Tags)]));
+    return taggedChecks(`autoscaling:${op}`, names, arn, tags, op === "SetDesiredCapacity" ? undefined : indexed(p, "Tags.member", "Key"));
   }
 
   /** The stand-ins' answers; undefined sends the call to moto. */
@@ -269,43 +256,15 @@ export class OperatorEndpoint extends InterceptingProxy {
     }
     return undefined;
   }
-
-  private async instanceTags(ids: string[]): Promise<Map<string, Record<string, string>>> {
-    const out = new Map<string, Record<string, string>>();
-    if (ids.length === 0) return out;
-    const described = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
-    for (const i of (described?.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
-      if (i.InstanceId) out.set(i.InstanceId, tagRecord(i.Tags));
-    }
-    return out;
-  }
-
-  private async groups(names: string[]): Promise<Map<string, { arn: string; tags: Record<string, string> }>> {
-    const out = new Map<string, { arn: string; tags: Record<string, string> }>();
-    if (names.length === 0) return out;
-    const described = await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
-    for (const g of described?.AutoScalingGroups ?? []) {
-      if (g.AutoScalingGroupName) out.set(g.AutoScalingGroupName, { arn: g.AutoScalingGroupARN ?? "", tags: tagRecord(g.Tags) });
-    }
-    return out;
-  }
 }
 
 function check(action: string, resource: string, context: Check["context"] = {}): Check {
   return { action, resource, context };
 }
 
-/** `Prefix.1`, `Prefix.2`…: a query-protocol list. Pure. */
-function indexed(p: Json, prefix: string): string[] {
-  return Object.keys(p)
-    .filter((k) => new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.\\d+$`).test(k))
-    .sort((a, b) => Number(a.split(".").at(-1)) - Number(b.split(".").at(-1)))
-    .map((k) => String(p[k]));
-}
-
-/** `Prefix.N.Field` for every N. Pure. */
-function indexedKeys(p: Json, prefix: string, field: string): string[] {
-  const re = new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.(\\d+)\\.${field}$`);
+/** A query-protocol list, in order: `Prefix.1`, `Prefix.2`…, or with `field` `Prefix.N.Field` for every N. Pure. */
+function indexed(p: Json, prefix: string, field?: string): string[] {
+  const re = new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.(\\d+)${field === undefined ? "" : `\\.${field}`}$`);
   return Object.keys(p)
     .filter((k) => re.test(k))
     .sort((a, b) => Number(re.exec(a)?.[1]) - Number(re.exec(b)?.[1]))
@@ -315,8 +274,20 @@ function indexedKeys(p: Json, prefix: string, field: string): string[] {
 const tagRecord = (tags: Array<{ Key?: string; Value?: string }> | undefined): Record<string, string> =>
   Object.fromEntries((tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""]));
 
-function resourceTagContext(tags: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
+/** `action` on each resource, with its tags (`aws:ResourceTag/…`) and, for a tag change, the keys written (`aws:TagKeys`). */
+function taggedChecks(
+  action: string,
+  ids: string[],
+  arn: (id: string) => string,
+  tags: Map<string | undefined, Record<string, string>>,
+  tagKeys: string[] | undefined,
+): Check[] {
+  return ids.map((id) =>
+    check(action, arn(id), {
+      ...Object.fromEntries(Object.entries(tags.get(id) ?? {}).map(([k, v]) => [`aws:ResourceTag/${k}`, v])),
+      ...(tagKeys ? { "aws:TagKeys": tagKeys } : {}),
+    }),
+  );
 }
 
 function handleSource(handle: unknown): string {
