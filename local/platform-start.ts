@@ -38,7 +38,6 @@ import { deployLocally } from "./provision/topology";
 import type { LocalFunction, Topology } from "./provision/topology-types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 import {
-  type AwsClients,
   type CodeEndpoints,
   type MotoStarted,
   type PlatformOptions,
@@ -55,16 +54,17 @@ import {
 export const RECORD_EVERY_REAL_MS = 500;
 
 /** Starts moto and the SQS proxies in front of it. */
-export async function startMoto(options: PlatformOptions, stoppers: Stoppers): Promise<MotoStarted> {
+export async function startMoto(options: PlatformOptions, stoppers: Stoppers) {
   const moto = new MotoServer();
   const endpoint = await moto.start();
   stoppers.add(() => moto.stop());
   options.note(`moto listening on ${endpoint}`);
+  // `endpoint` is moto's own.
   return { moto, endpoint, ...(await startSqsProxies(options, endpoint, stoppers)) };
 }
 
 /** The SQS clock proxy (the Lambdas' SQS) and the real-time one (the worker service's), sharing their memory of receipt handles. */
-async function startSqsProxies(options: PlatformOptions, endpoint: string, stoppers: Stoppers): Promise<Omit<MotoStarted, "moto" | "endpoint">> {
+async function startSqsProxies(options: PlatformOptions, endpoint: string, stoppers: Stoppers) {
   const directSends = new DirectSends();
   const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed, onSent: directSends.sent });
   const sqsEndpoint = await proxy.start();
@@ -74,7 +74,14 @@ async function startSqsProxies(options: PlatformOptions, endpoint: string, stopp
   const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts, onSent: directSends.sent });
   const sqsRealtimeEndpoint = await realtimeProxy.start();
   stoppers.add(() => realtimeProxy.stop());
-  return { sqsEndpoint, sqsRealtimeEndpoint, directSends };
+  return {
+    /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
+    sqsEndpoint,
+    /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
+    sqsRealtimeEndpoint,
+    /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
+    directSends,
+  };
 }
 
 /**
@@ -106,10 +113,12 @@ export async function deployInto(options: PlatformOptions, moto: MotoStarted): P
   return { topology, logDir };
 }
 
-export function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsClients {
+export function awsClients(region: string, endpoint: string, sqsEndpoint: string) {
   const clientConfig = { region, endpoint };
   return {
+    /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
     sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
+    /** Straight to moto: real-time SQS, as the worker container sees it. */
     sqsDirect: new SQSClient(clientConfig),
     ec2: new EC2Client(clientConfig),
     ecs: new ECSClient(clientConfig),
@@ -118,12 +127,13 @@ export function awsClients(region: string, endpoint: string, sqsEndpoint: string
     sns: new SNSClient(clientConfig),
     cloudwatch: new CloudWatchClient(clientConfig),
     autoscaling: new AutoScalingClient(clientConfig),
+    /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
     events: new EventBridgeClient(clientConfig),
   };
 }
 
 /** The EC2 clock, ECS clientToken and Auto Scaling proxies in front of moto. */
-export async function startServiceProxies(ctx: StartContext): Promise<ServiceProxies> {
+export async function startServiceProxies(ctx: StartContext) {
   const { endpoint, clock, stoppers } = ctx;
   // The Lambdas' EC2 calls see launch times on their own (simulated) clock.
   const ec2Proxy = new Ec2ClockProxy({
@@ -139,6 +149,7 @@ export async function startServiceProxies(ctx: StartContext): Promise<ServicePro
   stoppers.add(() => ecsProxy.stop());
   // Auto Scaling for the Lambdas and the gateways: moto, with what it lacks (CompleteLifecycleAction,
   // the mixed instances policy's distribution, leaving instances) answered by the fleet's stand-ins.
+  // Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them.
   const fleetRef: { fleet?: GpuFleetSimulator } = {};
   const distributions = new GroupDistributions(ctx.topology.fleets);
   const autoscalingProxy = new AutoScalingProxy(endpoint, (c) => fleetRef.fleet?.complete(c) ?? false, {

@@ -1,17 +1,9 @@
 /**
  * The local platform's types: its options, the endpoints code under test is given, its AWS clients,
- * the parts a start returns, what the named starts share, and the stoppers they register with. Their own module, so the platform (./platform) and its named starts
- * (./platform-start) both take them without importing each other.
+ * the parts a start returns, what the named starts share, and the stoppers they register with. Their
+ * own module, so the platform (./platform) and its named starts (./platform-start) both take them
+ * without importing each other; the types a start returns are read off it (type-only imports).
  */
-import type { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
-import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import type { EC2Client } from "@aws-sdk/client-ec2";
-import type { ECSClient } from "@aws-sdk/client-ecs";
-import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { SNSClient } from "@aws-sdk/client-sns";
-import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { SSMClient } from "@aws-sdk/client-ssm";
 import type { AlarmWatcher } from "./observe/alarm-watch";
 import type { SimClock } from "./hosts/clock";
 import type { DepthSource } from "./observe/depth-sampler";
@@ -19,15 +11,12 @@ import type { EcsTaskSimulator } from "./hosts/ecs-tasks";
 import type { SqsEventSource } from "./hosts/event-source";
 import type { GpuFleetSimulator } from "./hosts/gpu-fleet";
 import type { GpuInstanceHost } from "./hosts/gpu-host";
-import type { GroupDistributions } from "./aws/group-stand-in";
 import type { LambdaHost } from "./hosts/lambda-host";
-import type { MotoServer } from "./aws/moto";
 import type { RunRecorder } from "./observe/report-recorder";
 import type { LocalScheduler } from "./hosts/scheduler";
-import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
-import type { DirectSends } from "./aws/sqs-move-tasks";
 import type { Topology } from "./provision/topology-types";
 import type { WorkerServiceRunner } from "./hosts/worker-service";
+import type { awsClients, startMoto, startServiceProxies } from "./platform-start";
 
 export interface PlatformOptions {
   stack: string;
@@ -80,26 +69,14 @@ export interface CodeEndpoints {
   byService: Record<string, string>;
 }
 
-export interface AwsClients {
-  /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
-  sqs: SQSClient;
-  /** Straight to moto: real-time SQS, as the worker container sees it. */
-  sqsDirect: SQSClient;
-  ec2: EC2Client;
-  ecs: ECSClient;
-  dynamodb: DynamoDBClient;
-  ssm: SSMClient;
-  sns: SNSClient;
-  cloudwatch: CloudWatchClient;
-  autoscaling: AutoScalingClient;
-  /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
-  events: EventBridgeClient;
-}
+/** The runtime's own AWS clients (never the code under test's), as `awsClients` makes them. */
+export type AwsClients = ReturnType<typeof awsClients>;
 
 /** What `LocalPlatform.start` starts, each set once: the platform's own fields (`platform.clock`, `platform.aws`, …). */
-export interface PlatformParts {
+export interface PlatformParts
+  extends Readonly<Pick<MotoStarted, "moto" | "sqsRealtimeEndpoint" | "directSends">>,
+    Readonly<Pick<ServiceProxies, "ecsCapacity" | "groupDistributions">> {
   readonly clock: SimClock;
-  readonly moto: MotoServer;
   readonly topology: Topology;
   readonly aws: AwsClients;
   readonly lambdas: LambdaHost;
@@ -114,16 +91,8 @@ export interface PlatformParts {
   readonly alarms: AlarmWatcher;
   /** What the HTML report draws: `recorder.recorded()`, also after `stop()`. */
   readonly recorder: RunRecorder;
-  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-  readonly sqsRealtimeEndpoint: string;
-  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
-  readonly directSends: DirectSends;
   /** The one sampler of queue depths (alarms, report, the operator's oldest-message ages). */
   readonly depths: DepthSource;
-  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot). */
-  readonly ecsCapacity: EcsClientTokenProxy;
-  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
-  readonly groupDistributions: GroupDistributions;
 }
 
 /** What a start leaves running, stopped in reverse of registration (a part stops before what it uses); failures are ignored. */
@@ -142,16 +111,7 @@ export class Stoppers {
 }
 
 /** moto and the SQS proxies in front of it, which the rest of the start reaches. */
-export interface MotoStarted {
-  moto: MotoServer;
-  /** moto's own endpoint. */
-  endpoint: string;
-  /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
-  sqsEndpoint: string;
-  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-  sqsRealtimeEndpoint: string;
-  directSends: DirectSends;
-}
+export type MotoStarted = Awaited<ReturnType<typeof startMoto>>;
 
 /** What the steps after the deploy share. */
 export interface StartContext extends MotoStarted {
@@ -165,12 +125,4 @@ export interface StartContext extends MotoStarted {
 }
 
 /** The proxies in front of moto for EC2, ECS and Auto Scaling, as the Lambdas (and, for Auto Scaling, the gateways) reach them. */
-export interface ServiceProxies {
-  ec2Endpoint: string;
-  ecsEndpoint: string;
-  autoscalingEndpoint: string;
-  ecsCapacity: EcsClientTokenProxy;
-  groupDistributions: GroupDistributions;
-  /** Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them. */
-  fleetRef: { fleet?: GpuFleetSimulator };
-}
+export type ServiceProxies = Awaited<ReturnType<typeof startServiceProxies>>;

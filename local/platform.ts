@@ -22,11 +22,7 @@ import {
   startServiceProxies,
   startWorkerService,
 } from "./platform-start";
-import { type AwsClients, type CodeEndpoints, type PlatformOptions, type PlatformParts, type StartContext, Stoppers } from "./platform-types";
-
-export type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts };
-export type { QueueDepth } from "./observe/depth-sampler";
-export { describeUncreated, endpointVarOf, RECORD_EVERY_REAL_MS, serviceOfEndpointVar } from "./platform-start";
+import { type PlatformOptions, type PlatformParts, type StartContext, Stoppers } from "./platform-types";
 
 /**
  * The parts are the platform's own fields, without restating them in the class: this interface

@@ -3,7 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { expect } from "chai";
 import { ensureMotoInstalled, MotoUnavailableError } from "../../local/aws/moto";
-import { describeUncreated, endpointVarOf, serviceOfEndpointVar } from "../../local/platform";
+import { describeUncreated, endpointVarOf, serviceOfEndpointVar } from "../../local/platform-start";
 
 describe("local run: start-up helpers", () => {
   it("lists what was recorded but not created, by type, most first", () => {
