@@ -163,16 +163,15 @@ export async function startServiceProxies(ctx: StartContext) {
 
 /** The Lambda host, running each function with moto and the proxies (or the chaos run's fronts) as its endpoints. */
 export async function startLambdas(ctx: StartContext, proxies: ServiceProxies): Promise<LambdaHost> {
-  const lambdaEnv = {
-    ...motoClientEnv(ctx.endpoint, ctx.topology.region),
-    AWS_ENDPOINT_URL_SQS: ctx.sqsEndpoint,
-    AWS_ENDPOINT_URL_EC2: proxies.ec2Endpoint,
-    AWS_ENDPOINT_URL_ECS: proxies.ecsEndpoint,
-    AWS_ENDPOINT_URL_AUTO_SCALING: proxies.autoscalingEndpoint,
+  const upstream: CodeEndpoints = {
+    aws: ctx.endpoint,
+    byService: { sqs: ctx.sqsEndpoint, ec2: proxies.ec2Endpoint, ecs: proxies.ecsEndpoint, autoscaling: proxies.autoscalingEndpoint },
   };
-  const hosted = await hostedFunctions(ctx.topology, lambdaEnv, ctx.options.codeEndpoints);
-  const lambdas = new LambdaHost(hosted.functions, {
-    awsEnv: hosted.awsEnv,
+  const { AWS_ENDPOINT_URL: _moto, ...shared } = motoClientEnv(ctx.endpoint, ctx.topology.region);
+  const codeEndpoints = ctx.options.codeEndpoints;
+  const lambdas = new LambdaHost(codeEndpoints ? await hostedFunctions(ctx.topology, upstream, codeEndpoints) : ctx.topology.functions, {
+    // With the chaos run's fronts each function carries its own endpoints, and the shared env none.
+    awsEnv: codeEndpoints ? shared : { ...shared, ...endpointEnv(upstream) },
     logDir: ctx.logDir,
     clock: { t0Ms: ctx.clock.t0, speed: ctx.clock.speed },
     ...(ctx.options.restartKilledAfterMs !== undefined ? { crashable: true } : {}),
@@ -185,51 +184,38 @@ export async function startLambdas(ctx: StartContext, proxies: ServiceProxies): 
  * The SDK's `AWS_ENDPOINT_URL_<SERVICE ID>` names a service by its id (`AUTO_SCALING`); `byService`
  * by its signing name (`autoscaling`), which is how the chaos run's proxy routes a call. Pure.
  */
-const SIGNING_NAME_OF_ID: Record<string, string> = { auto_scaling: "autoscaling" };
-export function serviceOfEndpointVar(name: string): string {
-  const id = name.slice("AWS_ENDPOINT_URL_".length).toLowerCase();
-  return SIGNING_NAME_OF_ID[id] ?? id;
-}
 export function endpointVarOf(service: string): string {
-  const id = Object.entries(SIGNING_NAME_OF_ID).find(([, signing]) => signing === service)?.[0] ?? service;
-  return `AWS_ENDPOINT_URL_${id.toUpperCase()}`;
+  return `AWS_ENDPOINT_URL_${service === "autoscaling" ? "AUTO_SCALING" : service.toUpperCase()}`;
+}
+
+/** The environment that points the SDK at `endpoints`. Pure. */
+function endpointEnv(endpoints: CodeEndpoints): Record<string, string> {
+  const byService = Object.entries(endpoints.byService).map(([service, url]) => [endpointVarOf(service), url]);
+  return { AWS_ENDPOINT_URL: endpoints.aws, ...Object.fromEntries(byService) };
 }
 
 /**
- * The functions as the Lambda host runs them. With `codeEndpoints`, each function gets its own
- * endpoints in its environment (the host's shared env then carries none), and its queue URLs move
- * to its SQS endpoint's origin: SDK v3 sends an SQS call to its QueueUrl's origin, not to the
- * configured endpoint, so an unmoved URL would bypass whatever sits in front.
+ * The functions as the Lambda host runs them in front of `codeEndpoints`: each function gets its own
+ * endpoints in its environment, and its queue URLs move to its SQS endpoint's origin: SDK v3 sends an
+ * SQS call to its QueueUrl's origin, not to the configured endpoint, so an unmoved URL would bypass
+ * whatever sits in front.
  */
 async function hostedFunctions(
   topology: Topology,
-  awsEnv: Record<string, string>,
-  codeEndpoints: PlatformOptions["codeEndpoints"],
-): Promise<{ functions: LocalFunction[]; awsEnv: Record<string, string> }> {
-  if (!codeEndpoints) return { functions: topology.functions, awsEnv };
-  const isEndpoint = (k: string) => k === "AWS_ENDPOINT_URL" || k.startsWith("AWS_ENDPOINT_URL_");
-  const shared = Object.fromEntries(Object.entries(awsEnv).filter(([k]) => !isEndpoint(k)));
-  const upstream: CodeEndpoints = {
-    aws: awsEnv.AWS_ENDPOINT_URL ?? "",
-    byService: Object.fromEntries(
-      Object.entries(awsEnv)
-        .filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_"))
-        .map(([k, v]) => [serviceOfEndpointVar(k), v]),
-    ),
-  };
+  upstream: CodeEndpoints,
+  codeEndpoints: NonNullable<PlatformOptions["codeEndpoints"]>,
+): Promise<LocalFunction[]> {
   const sqsOrigin = new URL(upstream.byService.sqs ?? upstream.aws).origin;
-  const functions = await Promise.all(
+  return Promise.all(
     topology.functions.map(async (fn) => {
       const front = await codeEndpoints(fn.logicalName, upstream);
       const frontSqs = new URL(front.byService.sqs ?? front.aws).origin;
       const environment = Object.fromEntries(
         Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]),
       );
-      const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [endpointVarOf(service), url]));
-      return { ...fn, environment: { ...environment, AWS_ENDPOINT_URL: front.aws, ...endpoints } };
+      return { ...fn, environment: { ...environment, ...endpointEnv(front) } };
     }),
   );
-  return { functions, awsEnv: shared };
 }
 
 /**

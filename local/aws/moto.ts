@@ -119,13 +119,10 @@ export class MotoServer {
    */
   async expired(): Promise<ExpiredMessage[]> {
     if (this.expiredLog === undefined) return [];
-    let text: string;
-    try {
-      text = await readFile(this.expiredLog, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    const text = await readFile(this.expiredLog, "utf8").catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return "";
       throw error;
-    }
+    });
     return text
       .split("\n")
       .filter((line) => line.trim() !== "")
