@@ -322,24 +322,17 @@ export async function startEcsTasks(ctx: StartContext, fails: (t: SimTask) => bo
   return ecsTasks;
 }
 
-/** The queue worker service (if the program has one), reaching moto and the real-time SQS proxy, or the chaos run's fault proxy in front of both. */
-export async function startWorkerService(ctx: StartContext): Promise<WorkerServiceRunner | undefined> {
-  const { endpoint, sqsRealtimeEndpoint, options } = ctx;
-  // Under the chaos run both the worker's AWS and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
-  const workerEndpoint = options.codeEndpoints
-    ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: { sqs: sqsRealtimeEndpoint } })).aws
-    : undefined;
-  const worker = await startWorker(ctx, { aws: workerEndpoint ?? endpoint, sqs: workerEndpoint ?? sqsRealtimeEndpoint });
-  if (worker) ctx.stoppers.add(() => worker.stop());
-  return worker;
-}
-
 /**
- * The queue worker service's tasks run as local processes, talking to moto in real time: `aws` for
- * every service, `sqs` (the real-time SQS proxy, or the chaos run's port in front of it) for the queues.
+ * The queue worker service (if the program has one): its tasks run as local processes, talking to
+ * moto in real time, and to SQS through the real-time SQS proxy. Under the chaos run both their AWS
+ * and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
  */
-async function startWorker(ctx: StartContext, endpoints: { aws: string; sqs: string }): Promise<WorkerServiceRunner | undefined> {
+export async function startWorkerService(ctx: StartContext): Promise<WorkerServiceRunner | undefined> {
   const { topology, options } = ctx;
+  const front = options.codeEndpoints
+    ? (await options.codeEndpoints("worker-service", { aws: ctx.endpoint, byService: { sqs: ctx.sqsRealtimeEndpoint } })).aws
+    : undefined;
+  const endpoints = { aws: front ?? ctx.endpoint, sqs: front ?? ctx.sqsRealtimeEndpoint };
   const service = topology.services[0];
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
@@ -362,6 +355,7 @@ async function startWorker(ctx: StartContext, endpoints: { aws: string; sqs: str
       : {}),
   });
   await runner.start();
+  ctx.stoppers.add(() => runner.stop());
   options.note(`worker service ${service.name}: ${count} task(s) running as local processes`);
   return runner;
 }

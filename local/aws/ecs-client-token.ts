@@ -17,6 +17,7 @@
  * moto checks no signatures; never put this in front of AWS.
  */
 import type * as http from "node:http";
+import { isDeepStrictEqual } from "node:util";
 import { InterceptingProxy, isObject, type Json, parseJson, type Reply } from "./intercepting-proxy";
 
 /** ECS's RunTask failure reason when Fargate (Spot) has no capacity (AWS re:Post, "ecs-fargate-runtask-capacity"). */
@@ -36,20 +37,11 @@ function asksForSpot(body: Json): boolean {
 export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
 const RUN_TASK_TARGET = "AmazonEC2ContainerServiceV20141113.RunTask";
 
-/** Pure: the request's parameters without the token, with keys sorted, so equal requests compare equal however they were serialised. */
-export function runTaskParameters(body: Json): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : isObject(v)
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, canonical(v[k])]),
-          )
-        : v;
-  const { clientToken: _token, ...rest } = body;
-  return JSON.stringify(canonical(rest));
+/** Pure: whether two RunTask requests have the same parameters, their tokens aside, whatever their key order. */
+export function sameParameters(a: Json, b: Json): boolean {
+  const { clientToken: _a, ...restA } = a;
+  const { clientToken: _b, ...restB } = b;
+  return isDeepStrictEqual(restA, restB);
 }
 
 /** Pure: ECS's refusal of a token reused with other parameters, in its JSON protocol's shape. */
@@ -63,7 +55,7 @@ export function conflictError(token: string, taskArns: readonly string[]): Reply
 }
 
 interface Remembered {
-  parameters: string;
+  request: Json;
   atMs: number;
   taskArns: string[];
   answer: Reply;
@@ -104,10 +96,9 @@ export class EcsClientTokenProxy extends InterceptingProxy {
     if (request === undefined || token === undefined) return this.exchange(this.target, req, body);
     this.counts.runTasks += 1;
     for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
-    const parameters = runTaskParameters(request);
     const known = this.tokens.get(token);
     if (known && this.now() - known.atMs < CLIENT_TOKEN_WINDOW_MS) {
-      if (known.parameters !== parameters) {
+      if (!sameParameters(known.request, request)) {
         this.counts.conflicts += 1;
         return conflictError(token, known.taskArns);
       }
@@ -125,7 +116,7 @@ export class EcsClientTokenProxy extends InterceptingProxy {
       const taskArns = taskArnsOf(answer.body);
       if (answer.status < 300 && asksForSpot(request)) for (const arn of taskArns) this.spotTasks.add(arn);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
-      if (answer.status < 300 && taskArns.length > 0) this.tokens.set(token, { parameters, atMs: this.now(), taskArns, answer });
+      if (answer.status < 300 && taskArns.length > 0) this.tokens.set(token, { request, atMs: this.now(), taskArns, answer });
       return answer;
     } finally {
       this.inFlight.delete(token);

@@ -140,23 +140,16 @@ export class OperatorEndpoint extends InterceptingProxy {
 
   /** What AWS authorises for the call; undefined for a call this stand-in does not model (denied). */
   private async checksFor(service: string, op: string, p: Json): Promise<Check[] | undefined> {
-    switch (service) {
-      case "sts":
-        // GetCallerIdentity needs no permission.
-        return op === "GetCallerIdentity" ? [] : undefined;
-      case "sqs":
-        return this.sqsChecks(op, p);
-      case "monitoring":
-        return op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined;
-      case "ecs":
-        return this.ecsChecks(op, p);
-      case "ec2":
-        return this.ec2Checks(op, p);
-      case "autoscaling":
-        return this.autoscalingChecks(op, p);
-      default:
-        return undefined;
-    }
+    const byService = new Map<string, () => Check[] | undefined | Promise<Check[] | undefined>>([
+      // GetCallerIdentity needs no permission.
+      ["sts", () => (op === "GetCallerIdentity" ? [] : undefined)],
+      ["sqs", () => this.sqsChecks(op, p)],
+      ["monitoring", () => (op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined)],
+      ["ecs", () => this.ecsChecks(op, p)],
+      ["ec2", () => this.ec2Checks(op, p)],
+      ["autoscaling", () => this.autoscalingChecks(op, p)],
+    ]);
+    return byService.get(service)?.();
   }
 
   private sqsChecks(op: string, p: Json): Check[] | undefined {
