@@ -1,10 +1,6 @@
 /**
  * The main job on the embedded default: the whole platform on moto, deployed from the Pulumi
- * program itself, driven by scenarios.
- *
- *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
- *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json]
- *                [--report <file.html>] [--keep] [-h|--help]
+ * program itself, driven by scenarios. Its flags: USAGE below.
  *
  * --keep: after the scenarios (only those named: with --keep none run by default) the platform
  * stays up for `npm run ops -- <command> --stack <name> --local` until Ctrl-C.

@@ -24,7 +24,6 @@ export interface OpsEndpoint {
   opsFile: string;
   /** `.local/<stack>/operator-policy.json`: the policy the judge holds calls to. */
   policyFile: string;
-  moveTasks: MessageMoveTasks;
   stop(): Promise<void>;
 }
 
@@ -90,7 +89,6 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     endpoint: url,
     ...files,
     policyFile: policy.file,
-    moveTasks,
     stop: async () => {
       ages.stop();
       await moveTasks.stop();

@@ -53,7 +53,6 @@ const lastPart = (urlOrArn: unknown): string =>
 
 export class OperatorEndpoint extends InterceptingProxy {
   private readonly target: URL;
-  readonly counts = { calls: 0, denied: 0 };
 
   constructor(private readonly o: OperatorEndpointOptions) {
     super("OperatorEndpoint");
@@ -63,7 +62,6 @@ export class OperatorEndpoint extends InterceptingProxy {
   start(): Promise<string> {
     return this.listen((req, res) =>
       this.answerBuffered(this.target, req, res, async (body) => {
-        this.counts.calls += 1;
         const local = await this.answer(req, body);
         if (local) return local;
         const up = await this.exchange(this.target, req, body);
@@ -120,7 +118,6 @@ export class OperatorEndpoint extends InterceptingProxy {
   }
 
   private denied(service: string, check: Check, why?: string): Reply {
-    this.counts.denied += 1;
     const principal = `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
     const message = why ? `${check.action}: ${why}` : denialMessage(principal, check);
     if (service === "ec2")
