@@ -237,14 +237,8 @@ export async function startGpuTier(ctx: StartContext, lambdas: LambdaHost, proxi
   // The gateways complete their lifecycle actions through the Auto Scaling proxy (moto has no CompleteLifecycleAction), answered by the fleet.
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(ctx.endpoint, topology.region);
   // Under the chaos run the gateways' own AWS calls (their key claims) go through its proxy too, as `gpu-gateway`.
-  const front = options.codeEndpoints
-    ? await options.codeEndpoints("gpu-gateway", { aws: ctx.endpoint, byService: { autoscaling: proxies.autoscalingEndpoint } })
-    : undefined;
-  const awsEnv = {
-    ...moto,
-    ...(front ? { AWS_ENDPOINT_URL: front.aws } : {}),
-    AWS_ENDPOINT_URL_AUTO_SCALING: front?.byService.autoscaling ?? proxies.autoscalingEndpoint,
-  };
+  const upstream = { aws: ctx.endpoint, byService: { autoscaling: proxies.autoscalingEndpoint } };
+  const awsEnv = { ...moto, ...endpointEnv(options.codeEndpoints ? await options.codeEndpoints("gpu-gateway", upstream) : upstream) };
   const ledger: ProcessedWindow[] = [];
   const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
   const restart = options.restartKilledAfterMs !== undefined ? { restartAfterMs: options.restartKilledAfterMs } : {};
