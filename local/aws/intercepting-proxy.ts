@@ -1,10 +1,10 @@
 /**
- * What the local run's HTTP proxies share (the SQS and EC2 clocks and ECS's clientToken in front
- * of moto, the chaos run's fault proxy in front of those): servers on free loopback ports, each
- * call handed to the proxy's own handler, forwarded over one keep-alive agent with the client's
- * method, path and headers (Host included, so moto builds URLs on the proxy's origin), the reply
- * streamed back or read in full to be amended, and a stop that does not hang. A subclass decides
- * only what it intercepts. No proxy here checks or makes a signature: never put one in front of AWS.
+ * What the local run's HTTP proxies share (the stand-ins in front of moto, the chaos run's fault
+ * proxy in front of those): servers on free loopback ports, each call handed to the proxy's own
+ * handler, forwarded over one keep-alive agent with the client's method, path and headers (Host
+ * included, so moto builds URLs on the proxy's origin), the reply streamed back or read in full to
+ * be amended, and a stop that does not hang. A subclass decides only what it intercepts. No proxy
+ * here checks or makes a signature: never put one in front of AWS.
  */
 import * as http from "node:http";
 import type { Readable } from "node:stream";
@@ -63,17 +63,13 @@ export abstract class InterceptingProxy {
     return `http://${host}:${port}`;
   }
 
-  /** Closes every server, then lets go of what the subclass holds (`onStop`) and of the agent. */
+  /** Closes every server, then lets go of the agent. */
   async stop(): Promise<void> {
     const servers = [...this.servers];
     this.servers.clear();
     await Promise.all(servers.map((server) => server.close()));
-    this.onStop();
     this.agent.destroy();
   }
-
-  /** What a subclass lets go of at stop (timers), once its servers are closed. */
-  protected onStop(): void {}
 
   /**
    * Sends the client's call on to `target` (its method, path and headers; a buffered body with its

@@ -123,7 +123,8 @@ export class SqsClockProxy extends InterceptingProxy {
   }
 
   /** Pending reveals die with the proxy. */
-  protected override onStop(): void {
+  override async stop(): Promise<void> {
+    await super.stop();
     for (const t of this.reveals.values()) clearTimeout(t);
     this.reveals.clear();
   }
