@@ -139,7 +139,8 @@ export async function startServiceProxies(ctx: StartContext) {
   const ec2Proxy = new Ec2ClockProxy({
     target: endpoint,
     clock: { t0Ms: clock.t0, speed: clock.speed },
-    stopDelayRealMs: clock.real(ctx.options.gpuStopSimMs ?? 60_000),
+    // An instance stays `stopping` a simulated minute after a StopInstances (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
+    stopDelayRealMs: clock.real(60_000),
   });
   const ec2Endpoint = await ec2Proxy.start();
   stoppers.add(() => ec2Proxy.stop());

@@ -25,12 +25,6 @@ export interface PlatformOptions {
   workDir: string;
   /** Simulated time from the GPU instance entering `running` to its service answering. */
   gpuBootSimMs: number;
-  /**
-   * Simulated time an instance stays `stopping` after a StopInstances through the Lambdas' EC2
-   * endpoint (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
-   * @default 60_000
-   */
-  gpuStopSimMs?: number;
   /** Each GPU instance's fake model: simulated time a window takes on one of its `gpuSlots`; a warm-pool start's time. @default 0, 4, 20 s */
   gpuWindowSimMs?: number;
   gpuSlots?: number;
