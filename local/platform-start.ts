@@ -6,15 +6,6 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
-import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import { EC2Client } from "@aws-sdk/client-ec2";
-import { ECSClient } from "@aws-sdk/client-ecs";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SNSClient } from "@aws-sdk/client-sns";
-import { SQSClient } from "@aws-sdk/client-sqs";
-import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { AlarmWatcher, sampleEveryRealMs } from "./observe/alarm-watch";
 import { DepthSampler, roundEveryRealMs } from "./observe/depth-sampler";
@@ -54,17 +45,16 @@ import {
 export const RECORD_EVERY_REAL_MS = 500;
 
 /** Starts moto and the SQS proxies in front of it. */
-export async function startMoto(options: PlatformOptions, stoppers: Stoppers) {
+export async function startMoto(options: PlatformOptions, stoppers: Stoppers): Promise<MotoStarted> {
   const moto = new MotoServer();
   const endpoint = await moto.start();
   stoppers.add(() => moto.stop());
   options.note(`moto listening on ${endpoint}`);
-  // `endpoint` is moto's own.
   return { moto, endpoint, ...(await startSqsProxies(options, endpoint, stoppers)) };
 }
 
 /** The SQS clock proxy (the Lambdas' SQS) and the real-time one (the worker service's), sharing their memory of receipt handles. */
-async function startSqsProxies(options: PlatformOptions, endpoint: string, stoppers: Stoppers) {
+async function startSqsProxies(options: PlatformOptions, endpoint: string, stoppers: Stoppers): Promise<Omit<MotoStarted, "moto" | "endpoint">> {
   const directSends = new DirectSends();
   const proxy = new SqsClockProxy({ target: endpoint, speed: options.speed, onSent: directSends.sent });
   const sqsEndpoint = await proxy.start();
@@ -74,14 +64,7 @@ async function startSqsProxies(options: PlatformOptions, endpoint: string, stopp
   const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts, onSent: directSends.sent });
   const sqsRealtimeEndpoint = await realtimeProxy.start();
   stoppers.add(() => realtimeProxy.stop());
-  return {
-    /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
-    sqsEndpoint,
-    /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-    sqsRealtimeEndpoint,
-    /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
-    directSends,
-  };
+  return { sqsEndpoint, sqsRealtimeEndpoint, directSends };
 }
 
 /**
@@ -113,27 +96,8 @@ export async function deployInto(options: PlatformOptions, moto: MotoStarted): P
   return { topology, logDir };
 }
 
-export function awsClients(region: string, endpoint: string, sqsEndpoint: string) {
-  const clientConfig = { region, endpoint };
-  return {
-    /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
-    sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
-    /** Straight to moto: real-time SQS, as the worker container sees it. */
-    sqsDirect: new SQSClient(clientConfig),
-    ec2: new EC2Client(clientConfig),
-    ecs: new ECSClient(clientConfig),
-    dynamodb: new DynamoDBClient(clientConfig),
-    ssm: new SSMClient(clientConfig),
-    sns: new SNSClient(clientConfig),
-    cloudwatch: new CloudWatchClient(clientConfig),
-    autoscaling: new AutoScalingClient(clientConfig),
-    /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
-    events: new EventBridgeClient(clientConfig),
-  };
-}
-
 /** The EC2 clock, ECS clientToken and Auto Scaling proxies in front of moto. */
-export async function startServiceProxies(ctx: StartContext) {
+export async function startServiceProxies(ctx: StartContext): Promise<ServiceProxies> {
   const { endpoint, clock, stoppers } = ctx;
   // The Lambdas' EC2 calls see launch times on their own (simulated) clock.
   const ec2Proxy = new Ec2ClockProxy({
@@ -150,7 +114,6 @@ export async function startServiceProxies(ctx: StartContext) {
   stoppers.add(() => ecsProxy.stop());
   // Auto Scaling for the Lambdas and the gateways: moto, with what it lacks (CompleteLifecycleAction,
   // the mixed instances policy's distribution, leaving instances) answered by the fleet's stand-ins.
-  // Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them.
   const fleetRef: { fleet?: GpuFleetSimulator } = {};
   const distributions = new GroupDistributions(ctx.topology.fleets);
   const autoscalingProxy = new AutoScalingProxy(endpoint, (c) => fleetRef.fleet?.complete(c) ?? false, {

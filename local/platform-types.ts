@@ -1,9 +1,18 @@
 /**
- * The local platform's types: its options, the endpoints code under test is given, its AWS clients,
- * the parts a start returns, what the named starts share, and the stoppers they register with. Their
- * own module, so the platform (./platform) and its named starts (./platform-start) both take them
- * without importing each other; the types a start returns are read off it (type-only imports).
+ * The local platform's types: its options, the endpoints code under test is given, its AWS clients
+ * (and their factory), the parts a start returns, what the named starts share, and the stoppers they
+ * register with. Their own module, so the platform (./platform) and its named starts
+ * (./platform-start) both take them without importing each other.
  */
+import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { EC2Client } from "@aws-sdk/client-ec2";
+import { ECSClient } from "@aws-sdk/client-ecs";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SNSClient } from "@aws-sdk/client-sns";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { SSMClient } from "@aws-sdk/client-ssm";
 import type { AlarmWatcher } from "./observe/alarm-watch";
 import type { SimClock } from "./hosts/clock";
 import type { DepthSource } from "./observe/depth-sampler";
@@ -16,7 +25,10 @@ import type { RunRecorder } from "./observe/report-recorder";
 import type { LocalScheduler } from "./hosts/scheduler";
 import type { Topology } from "./provision/topology-types";
 import type { WorkerServiceRunner } from "./hosts/worker-service";
-import type { awsClients, startMoto, startServiceProxies } from "./platform-start";
+import type { GroupDistributions } from "./aws/group-stand-in";
+import type { MotoServer } from "./aws/moto";
+import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
+import type { DirectSends } from "./aws/sqs-move-tasks";
 
 export interface PlatformOptions {
   stack: string;
@@ -66,6 +78,25 @@ export interface CodeEndpoints {
 /** The runtime's own AWS clients (never the code under test's), as `awsClients` makes them. */
 export type AwsClients = ReturnType<typeof awsClients>;
 
+export function awsClients(region: string, endpoint: string, sqsEndpoint: string) {
+  const clientConfig = { region, endpoint };
+  return {
+    /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
+    sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
+    /** Straight to moto: real-time SQS, as the worker container sees it. */
+    sqsDirect: new SQSClient(clientConfig),
+    ec2: new EC2Client(clientConfig),
+    ecs: new ECSClient(clientConfig),
+    dynamodb: new DynamoDBClient(clientConfig),
+    ssm: new SSMClient(clientConfig),
+    sns: new SNSClient(clientConfig),
+    cloudwatch: new CloudWatchClient(clientConfig),
+    autoscaling: new AutoScalingClient(clientConfig),
+    /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
+    events: new EventBridgeClient(clientConfig),
+  };
+}
+
 /** What `LocalPlatform.start` starts, each set once: the platform's own fields (`platform.clock`, `platform.aws`, …). */
 export interface PlatformParts
   extends Readonly<Pick<MotoStarted, "moto" | "sqsRealtimeEndpoint" | "directSends">>,
@@ -105,7 +136,17 @@ export class Stoppers {
 }
 
 /** moto and the SQS proxies in front of it, which the rest of the start reaches. */
-export type MotoStarted = Awaited<ReturnType<typeof startMoto>>;
+export interface MotoStarted {
+  moto: MotoServer;
+  /** moto's own endpoint. */
+  endpoint: string;
+  /** The SQS clock proxy: SQS on the simulated clock, as the Lambdas see it. */
+  sqsEndpoint: string;
+  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
+  sqsRealtimeEndpoint: string;
+  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
+  directSends: DirectSends;
+}
 
 /** What the steps after the deploy share. */
 export interface StartContext extends MotoStarted {
@@ -119,4 +160,14 @@ export interface StartContext extends MotoStarted {
 }
 
 /** The proxies in front of moto for EC2, ECS and Auto Scaling, as the Lambdas (and, for Auto Scaling, the gateways) reach them. */
-export type ServiceProxies = Awaited<ReturnType<typeof startServiceProxies>>;
+export interface ServiceProxies {
+  ec2Endpoint: string;
+  ecsEndpoint: string;
+  autoscalingEndpoint: string;
+  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot). */
+  ecsCapacity: EcsClientTokenProxy;
+  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
+  groupDistributions: GroupDistributions;
+  /** Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them. */
+  fleetRef: { fleet?: GpuFleetSimulator };
+}
