@@ -7,7 +7,6 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { OperatorEndpoint, type OperatorEndpointOptions } from "./aws/operator-endpoint";
 import { type PolicyStatement, statementsOf } from "./aws/operator-iam";
@@ -81,7 +80,7 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     ...workerServiceView(platform),
     oldestAgeSeconds: ages.ageSeconds,
     ec2: platform.aws.ec2,
-    autoscaling: new AutoScalingClient({ region: topology.region, endpoint: motoOrigin }),
+    autoscaling: platform.aws.autoscaling,
   });
   const url = await endpoint.start();
   const files = writeOpsFiles(workDir, outputs, { endpoint: url, policy: policy.file, moto: motoOrigin });

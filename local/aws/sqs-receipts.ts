@@ -22,7 +22,7 @@
  * through, as before. Only the JSON protocol (SDK v3's) is read.
  */
 
-import { isObject, type Json } from "./intercepting-proxy";
+import { isObject, type Json, type Reply } from "./intercepting-proxy";
 
 export const DELETE_MESSAGE = "AmazonSQS.DeleteMessage";
 export const DELETE_MESSAGE_BATCH = "AmazonSQS.DeleteMessageBatch";
@@ -106,11 +106,8 @@ export function splitStale(target: string, body: Json, isStale: (handle: string)
   return { forward: batch && fresh.length > 0 ? { ...body, Entries: fresh } : undefined, stale };
 }
 
-export interface LocalAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+/** An answer made here, in SQS's JSON protocol. */
+export type LocalAnswer = Reply & { headers: Record<string, string>; body: string };
 
 /**
  * Pure: the answer for a call with stale entries. `upstream` is moto's answer to the fresh rest of a
