@@ -280,13 +280,8 @@ function taggedChecks(
   );
 }
 
-function handleSource(handle: unknown): string {
-  try {
-    return String((JSON.parse(Buffer.from(String(handle), "base64").toString("utf8")) as { sourceArn?: unknown }).sourceArn ?? "");
-  } catch {
-    return "";
-  }
-}
+/** The source queue a move task's handle names (the stand-in's handles are base64 JSON). */
+const handleSource = (handle: unknown): string => String(parseJson(Buffer.from(String(handle), "base64"))?.sourceArn ?? "");
 
 function jsonOk(doc: unknown): Reply {
   return { status: 200, headers: { "content-type": "application/x-amz-json-1.0", "x-amzn-requestid": randomUUID() }, body: JSON.stringify(doc) };
