@@ -1,10 +1,6 @@
 /**
  * The main job on the embedded default: the whole platform on moto, deployed from the Pulumi
- * program itself, driven by scenarios.
- *
- *   npm start -- [--stack dev] [--scenario <name>]... [--speed <n>] [--size small|default]
- *                [--gpu-boot-seconds <s>] [--task-seconds <s>] [--gpu-window-seconds <s>] [--gpu-slots <n>] [--no-tty] [--json]
- *                [--report <file.html>] [--keep] [-h|--help]
+ * program itself, driven by scenarios. Its flags: USAGE below.
  *
  * --keep: after the scenarios (only those named: with --keep none run by default) the platform
  * stays up for `npm run ops -- <command> --stack <name> --local` until Ctrl-C.
@@ -56,28 +52,11 @@ export class UsageError extends Error {
   }
 }
 
-export interface RunArgs {
-  stack: string;
-  scenarios: string[];
-  /** The scenarios were named with --scenario: one that cannot run here is then a failure, not a skip. */
-  named: boolean;
-  speed: number;
-  size: ScenarioSize;
-  tty: boolean;
-  json: boolean;
-  gpuBootSeconds: number;
-  taskSeconds: number;
-  /** The GPU fleet's instances (fleet mode): simulated seconds one window takes, and windows worked on at once. */
-  gpuWindowSeconds: number;
-  gpuSlots: number;
-  /** Where to write the HTML report (absolute); absent when not asked for. */
-  report?: string;
-  /** Stay up for `npm run ops` after the scenarios. */
-  keep?: boolean;
-}
+/** The arguments of a run, validated. */
+export type RunArgs = Exclude<ReturnType<typeof parseRunArgs>, "help">;
 
 /** Pure: argv → validated arguments, or a UsageError naming the flag. */
-export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
+export function parseRunArgs(argv: string[], isTty: boolean) {
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options: RUN_OPTIONS, strict: true }));
@@ -105,23 +84,27 @@ export function parseRunArgs(argv: string[], isTty: boolean): RunArgs | "help" {
   return {
     stack,
     scenarios,
+    /** The scenarios were named with --scenario: one that cannot run here is then a failure, not a skip. */
     named: values.scenario !== undefined,
     speed: number("speed", 1, 3600),
-    size,
+    size: size as ScenarioSize,
     // --json keeps stdout for the document; the live view then goes to stderr, in plain lines.
     tty: isTty && !values["no-tty"] && !values.json,
     json: Boolean(values.json),
     gpuBootSeconds: number("gpu-boot-seconds", 0, 3600),
     taskSeconds: number("task-seconds", 1, 86_400),
+    /** The GPU fleet's instances (fleet mode): simulated seconds one window takes, and windows worked on at once. */
     gpuWindowSeconds: number("gpu-window-seconds", 0, 3600),
     gpuSlots: Math.floor(number("gpu-slots", 1, 1024)),
+    /** Where to write the HTML report (absolute); absent when not asked for. */
     ...(report !== undefined ? { report: path.resolve(report) } : {}),
+    /** Stay up for `npm run ops` after the scenarios. */
     ...(values.keep ? { keep: true } : {}),
   };
 }
 
 async function main(argv: string[]): Promise<number> {
-  let args: RunArgs | "help";
+  let args: ReturnType<typeof parseRunArgs>;
   try {
     args = parseRunArgs(argv, Boolean(process.stderr.isTTY));
   } catch (err) {

@@ -7,7 +7,6 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { OperatorEndpoint, type OperatorEndpointOptions } from "./aws/operator-endpoint";
 import { type PolicyStatement, statementsOf } from "./aws/operator-iam";
@@ -24,7 +23,6 @@ export interface OpsEndpoint {
   opsFile: string;
   /** `.local/<stack>/operator-policy.json`: the policy the judge holds calls to. */
   policyFile: string;
-  moveTasks: MessageMoveTasks;
   stop(): Promise<void>;
 }
 
@@ -35,34 +33,25 @@ export function declaredOperatorStatements(platform: LocalPlatform): PolicyState
   return statementsOf(policy.inputs.policy);
 }
 
-/** Tracks, per queue, since when it has held messages: the oldest message's age, from the depth sampler's rounds. */
-export class QueueAges {
-  private readonly since = new Map<string, number>();
-  private readonly unsubscribe: () => void;
-
-  constructor(platform: LocalPlatform) {
-    this.unsubscribe =
-      platform.depths?.subscribe((round) => {
-        for (const [name, d] of round.depths) {
-          const held = d.visible + d.inFlight + d.delayed > 0;
-          if (!held) this.since.delete(name);
-          else if (!this.since.has(name)) this.since.set(name, round.simTimeMs);
-        }
-      }) ?? (() => undefined);
-  }
-
-  /**
-   * Simulated seconds since the queue was last seen empty: the oldest message's age when no message
-   * left meanwhile, an upper bound otherwise (the sampler sees depths, not messages). Null when empty.
-   */
-  ageSeconds(name: string, nowSimMs: number): number | null {
-    const since = this.since.get(name);
-    return since === undefined ? null : Math.max(0, Math.round((nowSimMs - since) / 1000));
-  }
-
-  stop(): void {
-    this.unsubscribe();
-  }
+/**
+ * The age of each queue's oldest message, from the depth sampler's rounds: simulated seconds since
+ * the queue was last seen empty, the oldest message's age when no message left meanwhile, an upper
+ * bound otherwise (the sampler sees depths, not messages). Null when empty.
+ */
+function queueAges(platform: LocalPlatform): { ageSeconds: (name: string) => number | null; stop: () => void } {
+  const since = new Map<string, number>();
+  const stop =
+    platform.depths?.subscribe((round) => {
+      for (const [name, d] of round.depths) {
+        if (d.visible + d.inFlight + d.delayed === 0) since.delete(name);
+        else if (!since.has(name)) since.set(name, round.simTimeMs);
+      }
+    }) ?? (() => undefined);
+  const ageSeconds = (name: string) => {
+    const at = since.get(name);
+    return at === undefined ? null : Math.max(0, Math.round((platform.clock.now() - at) / 1000));
+  };
+  return { ageSeconds, stop };
 }
 
 export async function startOpsEndpoint(platform: LocalPlatform, workDir: string): Promise<OpsEndpoint> {
@@ -79,7 +68,7 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     ...(q.redrive ? { deadLetterTargetArn: q.redrive.deadLetterTargetArn } : {}),
   }));
   const moveTasks = new MessageMoveTasks({ sqs: platform.aws.sqsDirect, queues, direct: platform.directSends });
-  const ages = new QueueAges(platform);
+  const ages = queueAges(platform);
   const endpoint = new OperatorEndpoint({
     target: motoOrigin,
     region: topology.region,
@@ -89,9 +78,9 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     direct: platform.directSends,
     queues,
     ...workerServiceView(platform),
-    oldestAgeSeconds: (name) => ages.ageSeconds(name, platform.clock.now()),
+    oldestAgeSeconds: ages.ageSeconds,
     ec2: platform.aws.ec2,
-    autoscaling: new AutoScalingClient({ region: topology.region, endpoint: motoOrigin }),
+    autoscaling: platform.aws.autoscaling,
   });
   const url = await endpoint.start();
   const files = writeOpsFiles(workDir, outputs, { endpoint: url, policy: policy.file, moto: motoOrigin });
@@ -99,7 +88,6 @@ export async function startOpsEndpoint(platform: LocalPlatform, workDir: string)
     endpoint: url,
     ...files,
     policyFile: policy.file,
-    moveTasks,
     stop: async () => {
       ages.stop();
       await moveTasks.stop();

@@ -6,15 +6,6 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
-import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import { EC2Client } from "@aws-sdk/client-ec2";
-import { ECSClient } from "@aws-sdk/client-ecs";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SNSClient } from "@aws-sdk/client-sns";
-import { SQSClient } from "@aws-sdk/client-sqs";
-import { SSMClient } from "@aws-sdk/client-ssm";
 import { MOCK_ACCOUNT_ID } from "../plan/mocks";
 import { AlarmWatcher, sampleEveryRealMs } from "./observe/alarm-watch";
 import { DepthSampler, roundEveryRealMs } from "./observe/depth-sampler";
@@ -38,7 +29,6 @@ import { deployLocally } from "./provision/topology";
 import type { LocalFunction, Topology } from "./provision/topology-types";
 import { containerEnvironment, localTaskEnvironment, pickContainer, WorkerServiceRunner } from "./hosts/worker-service";
 import {
-  type AwsClients,
   type CodeEndpoints,
   type MotoStarted,
   type PlatformOptions,
@@ -106,22 +96,6 @@ export async function deployInto(options: PlatformOptions, moto: MotoStarted): P
   return { topology, logDir };
 }
 
-export function awsClients(region: string, endpoint: string, sqsEndpoint: string): AwsClients {
-  const clientConfig = { region, endpoint };
-  return {
-    sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
-    sqsDirect: new SQSClient(clientConfig),
-    ec2: new EC2Client(clientConfig),
-    ecs: new ECSClient(clientConfig),
-    dynamodb: new DynamoDBClient(clientConfig),
-    ssm: new SSMClient(clientConfig),
-    sns: new SNSClient(clientConfig),
-    cloudwatch: new CloudWatchClient(clientConfig),
-    autoscaling: new AutoScalingClient(clientConfig),
-    events: new EventBridgeClient(clientConfig),
-  };
-}
-
 /** The EC2 clock, ECS clientToken and Auto Scaling proxies in front of moto. */
 export async function startServiceProxies(ctx: StartContext): Promise<ServiceProxies> {
   const { endpoint, clock, stoppers } = ctx;
@@ -129,7 +103,8 @@ export async function startServiceProxies(ctx: StartContext): Promise<ServicePro
   const ec2Proxy = new Ec2ClockProxy({
     target: endpoint,
     clock: { t0Ms: clock.t0, speed: clock.speed },
-    stopDelayRealMs: clock.real(ctx.options.gpuStopSimMs ?? 60_000),
+    // An instance stays `stopping` a simulated minute after a StopInstances (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
+    stopDelayRealMs: clock.real(60_000),
   });
   const ec2Endpoint = await ec2Proxy.start();
   stoppers.add(() => ec2Proxy.stop());
@@ -152,16 +127,15 @@ export async function startServiceProxies(ctx: StartContext): Promise<ServicePro
 
 /** The Lambda host, running each function with moto and the proxies (or the chaos run's fronts) as its endpoints. */
 export async function startLambdas(ctx: StartContext, proxies: ServiceProxies): Promise<LambdaHost> {
-  const lambdaEnv = {
-    ...motoClientEnv(ctx.endpoint, ctx.topology.region),
-    AWS_ENDPOINT_URL_SQS: ctx.sqsEndpoint,
-    AWS_ENDPOINT_URL_EC2: proxies.ec2Endpoint,
-    AWS_ENDPOINT_URL_ECS: proxies.ecsEndpoint,
-    AWS_ENDPOINT_URL_AUTO_SCALING: proxies.autoscalingEndpoint,
+  const upstream: CodeEndpoints = {
+    aws: ctx.endpoint,
+    byService: { sqs: ctx.sqsEndpoint, ec2: proxies.ec2Endpoint, ecs: proxies.ecsEndpoint, autoscaling: proxies.autoscalingEndpoint },
   };
-  const hosted = await hostedFunctions(ctx.topology, lambdaEnv, ctx.options.codeEndpoints);
-  const lambdas = new LambdaHost(hosted.functions, {
-    awsEnv: hosted.awsEnv,
+  const { AWS_ENDPOINT_URL: _moto, ...shared } = motoClientEnv(ctx.endpoint, ctx.topology.region);
+  const codeEndpoints = ctx.options.codeEndpoints;
+  const lambdas = new LambdaHost(codeEndpoints ? await hostedFunctions(ctx.topology, upstream, codeEndpoints) : ctx.topology.functions, {
+    // With the chaos run's fronts each function carries its own endpoints, and the shared env none.
+    awsEnv: codeEndpoints ? shared : { ...shared, ...endpointEnv(upstream) },
     logDir: ctx.logDir,
     clock: { t0Ms: ctx.clock.t0, speed: ctx.clock.speed },
     ...(ctx.options.restartKilledAfterMs !== undefined ? { crashable: true } : {}),
@@ -174,51 +148,38 @@ export async function startLambdas(ctx: StartContext, proxies: ServiceProxies): 
  * The SDK's `AWS_ENDPOINT_URL_<SERVICE ID>` names a service by its id (`AUTO_SCALING`); `byService`
  * by its signing name (`autoscaling`), which is how the chaos run's proxy routes a call. Pure.
  */
-const SIGNING_NAME_OF_ID: Record<string, string> = { auto_scaling: "autoscaling" };
-export function serviceOfEndpointVar(name: string): string {
-  const id = name.slice("AWS_ENDPOINT_URL_".length).toLowerCase();
-  return SIGNING_NAME_OF_ID[id] ?? id;
-}
 export function endpointVarOf(service: string): string {
-  const id = Object.entries(SIGNING_NAME_OF_ID).find(([, signing]) => signing === service)?.[0] ?? service;
-  return `AWS_ENDPOINT_URL_${id.toUpperCase()}`;
+  return `AWS_ENDPOINT_URL_${service === "autoscaling" ? "AUTO_SCALING" : service.toUpperCase()}`;
+}
+
+/** The environment that points the SDK at `endpoints`. Pure. */
+function endpointEnv(endpoints: CodeEndpoints): Record<string, string> {
+  const byService = Object.entries(endpoints.byService).map(([service, url]) => [endpointVarOf(service), url]);
+  return { AWS_ENDPOINT_URL: endpoints.aws, ...Object.fromEntries(byService) };
 }
 
 /**
- * The functions as the Lambda host runs them. With `codeEndpoints`, each function gets its own
- * endpoints in its environment (the host's shared env then carries none), and its queue URLs move
- * to its SQS endpoint's origin: SDK v3 sends an SQS call to its QueueUrl's origin, not to the
- * configured endpoint, so an unmoved URL would bypass whatever sits in front.
+ * The functions as the Lambda host runs them in front of `codeEndpoints`: each function gets its own
+ * endpoints in its environment, and its queue URLs move to its SQS endpoint's origin: SDK v3 sends an
+ * SQS call to its QueueUrl's origin, not to the configured endpoint, so an unmoved URL would bypass
+ * whatever sits in front.
  */
 async function hostedFunctions(
   topology: Topology,
-  awsEnv: Record<string, string>,
-  codeEndpoints: PlatformOptions["codeEndpoints"],
-): Promise<{ functions: LocalFunction[]; awsEnv: Record<string, string> }> {
-  if (!codeEndpoints) return { functions: topology.functions, awsEnv };
-  const isEndpoint = (k: string) => k === "AWS_ENDPOINT_URL" || k.startsWith("AWS_ENDPOINT_URL_");
-  const shared = Object.fromEntries(Object.entries(awsEnv).filter(([k]) => !isEndpoint(k)));
-  const upstream: CodeEndpoints = {
-    aws: awsEnv.AWS_ENDPOINT_URL ?? "",
-    byService: Object.fromEntries(
-      Object.entries(awsEnv)
-        .filter(([k]) => k.startsWith("AWS_ENDPOINT_URL_"))
-        .map(([k, v]) => [serviceOfEndpointVar(k), v]),
-    ),
-  };
+  upstream: CodeEndpoints,
+  codeEndpoints: NonNullable<PlatformOptions["codeEndpoints"]>,
+): Promise<LocalFunction[]> {
   const sqsOrigin = new URL(upstream.byService.sqs ?? upstream.aws).origin;
-  const functions = await Promise.all(
+  return Promise.all(
     topology.functions.map(async (fn) => {
       const front = await codeEndpoints(fn.logicalName, upstream);
       const frontSqs = new URL(front.byService.sqs ?? front.aws).origin;
       const environment = Object.fromEntries(
         Object.entries(fn.environment).map(([k, v]) => [k, v.startsWith(`${sqsOrigin}/`) ? `${frontSqs}${v.slice(sqsOrigin.length)}` : v]),
       );
-      const endpoints = Object.fromEntries(Object.entries(front.byService).map(([service, url]) => [endpointVarOf(service), url]));
-      return { ...fn, environment: { ...environment, AWS_ENDPOINT_URL: front.aws, ...endpoints } };
+      return { ...fn, environment: { ...environment, ...endpointEnv(front) } };
     }),
   );
-  return { functions, awsEnv: shared };
 }
 
 /**
@@ -240,14 +201,8 @@ export async function startGpuTier(ctx: StartContext, lambdas: LambdaHost, proxi
   // The gateways complete their lifecycle actions through the Auto Scaling proxy (moto has no CompleteLifecycleAction), answered by the fleet.
   const { AWS_EC2_METADATA_DISABLED: _imdsOff, ...moto } = motoClientEnv(ctx.endpoint, topology.region);
   // Under the chaos run the gateways' own AWS calls (their key claims) go through its proxy too, as `gpu-gateway`.
-  const front = options.codeEndpoints
-    ? await options.codeEndpoints("gpu-gateway", { aws: ctx.endpoint, byService: { autoscaling: proxies.autoscalingEndpoint } })
-    : undefined;
-  const awsEnv = {
-    ...moto,
-    ...(front ? { AWS_ENDPOINT_URL: front.aws } : {}),
-    AWS_ENDPOINT_URL_AUTO_SCALING: front?.byService.autoscaling ?? proxies.autoscalingEndpoint,
-  };
+  const upstream = { aws: ctx.endpoint, byService: { autoscaling: proxies.autoscalingEndpoint } };
+  const awsEnv = { ...moto, ...endpointEnv(options.codeEndpoints ? await options.codeEndpoints("gpu-gateway", upstream) : upstream) };
   const ledger: ProcessedWindow[] = [];
   const model = { windowRealMs: (options.gpuWindowSimMs ?? 0) / options.speed, slots: options.gpuSlots ?? 4, ledger };
   const restart = options.restartKilledAfterMs !== undefined ? { restartAfterMs: options.restartKilledAfterMs } : {};
@@ -325,24 +280,17 @@ export async function startEcsTasks(ctx: StartContext, fails: (t: SimTask) => bo
   return ecsTasks;
 }
 
-/** The queue worker service (if the program has one), reaching moto and the real-time SQS proxy, or the chaos run's fault proxy in front of both. */
-export async function startWorkerService(ctx: StartContext): Promise<WorkerServiceRunner | undefined> {
-  const { endpoint, sqsRealtimeEndpoint, options } = ctx;
-  // Under the chaos run both the worker's AWS and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
-  const workerEndpoint = options.codeEndpoints
-    ? (await options.codeEndpoints("worker-service", { aws: endpoint, byService: { sqs: sqsRealtimeEndpoint } })).aws
-    : undefined;
-  const worker = await startWorker(ctx, { aws: workerEndpoint ?? endpoint, sqs: workerEndpoint ?? sqsRealtimeEndpoint });
-  if (worker) ctx.stoppers.add(() => worker.stop());
-  return worker;
-}
-
 /**
- * The queue worker service's tasks run as local processes, talking to moto in real time: `aws` for
- * every service, `sqs` (the real-time SQS proxy, or the chaos run's port in front of it) for the queues.
+ * The queue worker service (if the program has one): its tasks run as local processes, talking to
+ * moto in real time, and to SQS through the real-time SQS proxy. Under the chaos run both their AWS
+ * and SQS calls go to its fault proxy's port, which routes SQS on to the real-time proxy.
  */
-async function startWorker(ctx: StartContext, endpoints: { aws: string; sqs: string }): Promise<WorkerServiceRunner | undefined> {
+export async function startWorkerService(ctx: StartContext): Promise<WorkerServiceRunner | undefined> {
   const { topology, options } = ctx;
+  const front = options.codeEndpoints
+    ? (await options.codeEndpoints("worker-service", { aws: ctx.endpoint, byService: { sqs: ctx.sqsRealtimeEndpoint } })).aws
+    : undefined;
+  const endpoints = { aws: front ?? ctx.endpoint, sqs: front ?? ctx.sqsRealtimeEndpoint };
   const service = topology.services[0];
   if (!service) return undefined;
   const taskDefinition = topology.taskDefinitions.find((t) => t.arn === service.taskDefinitionArn);
@@ -365,6 +313,7 @@ async function startWorker(ctx: StartContext, endpoints: { aws: string; sqs: str
       : {}),
   });
   await runner.start();
+  ctx.stoppers.add(() => runner.stop());
   options.note(`worker service ${service.name}: ${count} task(s) running as local processes`);
   return runner;
 }

@@ -1,17 +1,18 @@
 /**
- * The local platform's types: its options, the endpoints code under test is given, its AWS clients,
- * the parts a start returns, what the named starts share, and the stoppers they register with. Their own module, so the platform (./platform) and its named starts
+ * The local platform's types: its options, the endpoints code under test is given, its AWS clients
+ * (and their factory), the parts a start returns, what the named starts share, and the stoppers they
+ * register with. Their own module, so the platform (./platform) and its named starts
  * (./platform-start) both take them without importing each other.
  */
-import type { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
-import type { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
-import type { EC2Client } from "@aws-sdk/client-ec2";
-import type { ECSClient } from "@aws-sdk/client-ecs";
-import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { SNSClient } from "@aws-sdk/client-sns";
-import type { SQSClient } from "@aws-sdk/client-sqs";
-import type { SSMClient } from "@aws-sdk/client-ssm";
+import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { EC2Client } from "@aws-sdk/client-ec2";
+import { ECSClient } from "@aws-sdk/client-ecs";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SNSClient } from "@aws-sdk/client-sns";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { SSMClient } from "@aws-sdk/client-ssm";
 import type { AlarmWatcher } from "./observe/alarm-watch";
 import type { SimClock } from "./hosts/clock";
 import type { DepthSource } from "./observe/depth-sampler";
@@ -19,15 +20,15 @@ import type { EcsTaskSimulator } from "./hosts/ecs-tasks";
 import type { SqsEventSource } from "./hosts/event-source";
 import type { GpuFleetSimulator } from "./hosts/gpu-fleet";
 import type { GpuInstanceHost } from "./hosts/gpu-host";
-import type { GroupDistributions } from "./aws/group-stand-in";
 import type { LambdaHost } from "./hosts/lambda-host";
-import type { MotoServer } from "./aws/moto";
 import type { RunRecorder } from "./observe/report-recorder";
 import type { LocalScheduler } from "./hosts/scheduler";
-import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
-import type { DirectSends } from "./aws/sqs-move-tasks";
 import type { Topology } from "./provision/topology-types";
 import type { WorkerServiceRunner } from "./hosts/worker-service";
+import type { GroupDistributions } from "./aws/group-stand-in";
+import type { MotoServer } from "./aws/moto";
+import type { EcsClientTokenProxy } from "./aws/ecs-client-token";
+import type { DirectSends } from "./aws/sqs-move-tasks";
 
 export interface PlatformOptions {
   stack: string;
@@ -36,12 +37,6 @@ export interface PlatformOptions {
   workDir: string;
   /** Simulated time from the GPU instance entering `running` to its service answering. */
   gpuBootSimMs: number;
-  /**
-   * Simulated time an instance stays `stopping` after a StopInstances through the Lambdas' EC2
-   * endpoint (moto stops at once; EC2 takes a while, and refuses a start meanwhile).
-   * @default 60_000
-   */
-  gpuStopSimMs?: number;
   /** Each GPU instance's fake model: simulated time a window takes on one of its `gpuSlots`; a warm-pool start's time. @default 0, 4, 20 s */
   gpuWindowSimMs?: number;
   gpuSlots?: number;
@@ -80,26 +75,33 @@ export interface CodeEndpoints {
   byService: Record<string, string>;
 }
 
-export interface AwsClients {
-  /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
-  sqs: SQSClient;
-  /** Straight to moto: real-time SQS, as the worker container sees it. */
-  sqsDirect: SQSClient;
-  ec2: EC2Client;
-  ecs: ECSClient;
-  dynamodb: DynamoDBClient;
-  ssm: SSMClient;
-  sns: SNSClient;
-  cloudwatch: CloudWatchClient;
-  autoscaling: AutoScalingClient;
-  /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
-  events: EventBridgeClient;
+/** The runtime's own AWS clients (never the code under test's), as `awsClients` makes them. */
+export type AwsClients = ReturnType<typeof awsClients>;
+
+export function awsClients(region: string, endpoint: string, sqsEndpoint: string) {
+  const clientConfig = { region, endpoint };
+  return {
+    /** Through the SQS clock proxy: the same SQS timing the Lambdas see. */
+    sqs: new SQSClient({ region, endpoint: sqsEndpoint }),
+    /** Straight to moto: real-time SQS, as the worker container sees it. */
+    sqsDirect: new SQSClient(clientConfig),
+    ec2: new EC2Client(clientConfig),
+    ecs: new ECSClient(clientConfig),
+    dynamodb: new DynamoDBClient(clientConfig),
+    ssm: new SSMClient(clientConfig),
+    sns: new SNSClient(clientConfig),
+    cloudwatch: new CloudWatchClient(clientConfig),
+    autoscaling: new AutoScalingClient(clientConfig),
+    /** moto's EventBridge: where the ECS stand-in puts the task state changes ECS emits. */
+    events: new EventBridgeClient(clientConfig),
+  };
 }
 
 /** What `LocalPlatform.start` starts, each set once: the platform's own fields (`platform.clock`, `platform.aws`, …). */
-export interface PlatformParts {
+export interface PlatformParts
+  extends Readonly<Pick<MotoStarted, "moto" | "sqsRealtimeEndpoint" | "directSends">>,
+    Readonly<Pick<ServiceProxies, "ecsCapacity" | "groupDistributions">> {
   readonly clock: SimClock;
-  readonly moto: MotoServer;
   readonly topology: Topology;
   readonly aws: AwsClients;
   readonly lambdas: LambdaHost;
@@ -114,16 +116,8 @@ export interface PlatformParts {
   readonly alarms: AlarmWatcher;
   /** What the HTML report draws: `recorder.recorded()`, also after `stop()`. */
   readonly recorder: RunRecorder;
-  /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
-  readonly sqsRealtimeEndpoint: string;
-  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
-  readonly directSends: DirectSends;
   /** The one sampler of queue depths (alarms, report, the operator's oldest-message ages). */
   readonly depths: DepthSource;
-  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot). */
-  readonly ecsCapacity: EcsClientTokenProxy;
-  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
-  readonly groupDistributions: GroupDistributions;
 }
 
 /** What a start leaves running, stopped in reverse of registration (a part stops before what it uses); failures are ignored. */
@@ -150,6 +144,7 @@ export interface MotoStarted {
   sqsEndpoint: string;
   /** The real-time SQS proxy (receipt-handle rule, no clock): where worker tasks reach SQS. */
   sqsRealtimeEndpoint: string;
+  /** Which messages reached a queue by a plain send (SQS's move tasks return only the others). */
   directSends: DirectSends;
 }
 
@@ -169,7 +164,9 @@ export interface ServiceProxies {
   ec2Endpoint: string;
   ecsEndpoint: string;
   autoscalingEndpoint: string;
+  /** ECS in front of moto (clientToken, Fargate Spot capacity, which tasks run on Spot). */
   ecsCapacity: EcsClientTokenProxy;
+  /** The groups' mixed instances policies as UpdateAutoScalingGroup leaves them, with their history. */
   groupDistributions: GroupDistributions;
   /** Set by the GPU tier once the fleet's stand-ins exist; the Auto Scaling proxy asks them. */
   fleetRef: { fleet?: GpuFleetSimulator };

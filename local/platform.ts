@@ -10,7 +10,6 @@ import { type QueueDepth, readDepth } from "./observe/depth-sampler";
 import type { SimTask } from "./hosts/ecs-tasks";
 import type { LocalFunction, LocalQueue } from "./provision/topology-types";
 import {
-  awsClients,
   deployInto,
   pointThisProcessAtMoto,
   startEcsTasks,
@@ -22,11 +21,7 @@ import {
   startServiceProxies,
   startWorkerService,
 } from "./platform-start";
-import { type AwsClients, type CodeEndpoints, type PlatformOptions, type PlatformParts, type StartContext, Stoppers } from "./platform-types";
-
-export type { AwsClients, CodeEndpoints, PlatformOptions, PlatformParts };
-export type { QueueDepth } from "./observe/depth-sampler";
-export { describeUncreated, endpointVarOf, RECORD_EVERY_REAL_MS, serviceOfEndpointVar } from "./platform-start";
+import { awsClients, type PlatformOptions, type PlatformParts, type StartContext, Stoppers } from "./platform-types";
 
 /**
  * The parts are the platform's own fields, without restating them in the class: this interface

@@ -14,14 +14,12 @@ import type * as http from "node:http";
 import {
   amendDescription,
   changesMore,
-  type Distribution,
   distributionUpdate,
   type GroupDistributions,
-  queryParams,
   type TerminatingInstance,
   withoutMixedInstancesPolicy,
 } from "./group-stand-in";
-import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { InterceptingProxy, type Reply, xmlText } from "./intercepting-proxy";
 
 export interface LifecycleCompletion {
   instanceId: string;
@@ -47,9 +45,14 @@ export interface GroupStandIn {
 }
 
 const XMLNS = "http://autoscaling.amazonaws.com/doc/2011-01-01/";
-const XML = { "content-type": "text/xml" };
+const xmlReply = (status: number, body: string): Reply => ({ status, headers: { "content-type": "text/xml" }, body });
 const validationError = (message: string) =>
-  `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>${message.replace(/&/g, "&amp;").replace(/</g, "&lt;")}</Message></Error><RequestId>local</RequestId></ErrorResponse>`;
+  xmlReply(
+    400,
+    `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>${xmlText(message)}</Message></Error><RequestId>local</RequestId></ErrorResponse>`,
+  );
+const emptyResult = (action: string, result = "") =>
+  xmlReply(200, `<${action}Response xmlns="${XMLNS}">${result}<ResponseMetadata><RequestId>local</RequestId></ResponseMetadata></${action}Response>`);
 
 export class AutoScalingProxy extends InterceptingProxy {
   private readonly target: URL;
@@ -65,73 +68,42 @@ export class AutoScalingProxy extends InterceptingProxy {
   }
 
   start(): Promise<string> {
-    return this.listen((req, res) => {
-      readBody(req).then(
-        (body) => this.handle(req, res, body),
-        () => res.destroy(),
-      );
-    });
+    return this.listen((req, res) => this.answerBuffered(this.target, req, res, (body) => this.answer(req, body)));
   }
 
-  private handle(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): void {
-    const text = body.toString("utf8");
-    const params = queryParams(text);
+  private answer(req: http.IncomingMessage, body: Buffer): Promise<Reply> | Reply {
+    const params = new URLSearchParams(body.toString("utf8"));
     const action = params.get("Action");
-    const c = completionOf(text);
-    if (c) return this.completeAction(res, c);
-    if (this.groups && action === "UpdateAutoScalingGroup") return void this.update(req, res, params, this.groups);
-    if (this.groups && action === "DescribeAutoScalingGroups") return void this.describe(req, res, body, this.groups);
-    this.exchange(this.target, req, body).then(
-      (up) => sendReply(res, up.status, up.headers, up.body, up.statusMessage),
-      (err: Error) => this.fail(res, this.target, err),
-    );
-  }
-
-  private completeAction(res: http.ServerResponse, c: LifecycleCompletion): void {
-    const id = c.instanceId.replace(/[^\w-]/g, "");
-    const ok = this.complete(c);
-    const xml = ok
-      ? `<CompleteLifecycleActionResponse xmlns="${XMLNS}"><CompleteLifecycleActionResult/><ResponseMetadata><RequestId>local</RequestId></ResponseMetadata></CompleteLifecycleActionResponse>`
-      : validationError(`No active Lifecycle Action found with instance ID ${id}`);
-    sendReply(res, ok ? 200 : 400, XML, xml);
+    const c = completionOf(body.toString("utf8"));
+    if (c) {
+      if (this.complete(c)) return emptyResult("CompleteLifecycleAction", "<CompleteLifecycleActionResult/>");
+      return validationError(`No active Lifecycle Action found with instance ID ${c.instanceId.replace(/[^\w-]/g, "")}`);
+    }
+    if (this.groups && action === "UpdateAutoScalingGroup") return this.update(req, params, this.groups);
+    if (this.groups && action === "DescribeAutoScalingGroups") return this.describe(req, body, this.groups);
+    return this.exchange(this.target, req, body);
   }
 
   /** The distribution here, the rest (if any) in moto; the distribution changes only once moto took the rest. */
-  private async update(req: http.IncomingMessage, res: http.ServerResponse, params: URLSearchParams, groups: GroupStandIn): Promise<void> {
+  private async update(req: http.IncomingMessage, params: URLSearchParams, groups: GroupStandIn): Promise<Reply> {
     const group = params.get("AutoScalingGroupName") ?? "";
     const change = distributionUpdate(groups.distributions.of(group), params);
-    if (change && "error" in change) return sendReply(res, 400, XML, validationError(change.error));
-    let next: Distribution | undefined;
-    if (change) next = change.next;
+    if (change && "error" in change) return validationError(change.error);
     if (!change || changesMore(params)) {
-      const forwarded = Buffer.from(withoutMixedInstancesPolicy(params).toString(), "utf8");
-      try {
-        const up = await this.exchange(this.target, req, forwarded, { headers: { ...req.headers, "content-length": String(forwarded.length) } });
-        if (up.status >= 300 || !next) return sendReply(res, up.status, up.headers, up.body, up.statusMessage);
-      } catch (err) {
-        return this.fail(res, this.target, err as Error);
-      }
+      const up = await this.exchange(this.target, req, Buffer.from(withoutMixedInstancesPolicy(params).toString(), "utf8"));
+      if (up.status >= 300 || !change) return up;
     }
-    if (next) groups.distributions.set(group, next);
-    sendReply(
-      res,
-      200,
-      XML,
-      `<UpdateAutoScalingGroupResponse xmlns="${XMLNS}"><ResponseMetadata><RequestId>local</RequestId></ResponseMetadata></UpdateAutoScalingGroupResponse>`,
-    );
+    groups.distributions.set(group, change.next);
+    return emptyResult("UpdateAutoScalingGroup");
   }
 
-  private async describe(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, groups: GroupStandIn): Promise<void> {
-    try {
-      const up = await this.exchange(this.target, req, body);
-      if (up.status !== 200) return sendReply(res, up.status, up.headers, up.body, up.statusMessage);
-      const xml = amendDescription(up.body.toString("utf8"), (name) => {
-        const distribution = groups.distributions.of(name);
-        return { ...(distribution ? { distribution } : {}), terminating: groups.terminating(name) };
-      });
-      sendReply(res, 200, up.headers, xml, up.statusMessage);
-    } catch (err) {
-      this.fail(res, this.target, err as Error);
-    }
+  private async describe(req: http.IncomingMessage, body: Buffer, groups: GroupStandIn): Promise<Reply> {
+    const up = await this.exchange(this.target, req, body);
+    if (up.status !== 200) return up;
+    const xml = amendDescription(up.body.toString("utf8"), (name) => {
+      const distribution = groups.distributions.of(name);
+      return { ...(distribution ? { distribution } : {}), terminating: groups.terminating(name) };
+    });
+    return { ...up, body: xml };
   }
 }

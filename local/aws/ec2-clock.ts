@@ -13,7 +13,7 @@
  * Requests pass through unchanged. moto checks no signatures; never put this in front of AWS.
  */
 import type * as http from "node:http";
-import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { InterceptingProxy, type Reply } from "./intercepting-proxy";
 
 /**
  * Pure: every `<launchTime>` in an EC2 XML response, on the simulated clock; for an instance in
@@ -39,10 +39,8 @@ export function instanceIdsOf(action: string, body: string): string[] {
   return [...params.entries()].filter(([k]) => /^InstanceId\.\d+$/.test(k)).map(([, v]) => v);
 }
 
-export const startedInstanceIds = (body: string): string[] => instanceIdsOf("StartInstances", body);
-
 /** Pure: each of `ids` reported `stopped` becomes `stopping` (EC2's code 64), as during a real stop. */
-export function stillStopping(xml: string, ids: readonly string[]): string {
+function stillStopping(xml: string, ids: readonly string[]): string {
   let out = xml;
   for (const id of ids) {
     const escaped = id.replace(/[^a-z0-9-]/gi, "");
@@ -55,7 +53,7 @@ export function stillStopping(xml: string, ids: readonly string[]): string {
 }
 
 /** EC2's refusal of a start while the instance stops, as its query protocol answers it. */
-export function incorrectStateError(id: string): string {
+function incorrectStateError(id: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>IncorrectInstanceState</Code><Message>The instance '${id}' is not in a state from which it can be started.</Message></Error></Errors><RequestID>local-ec2-clock</RequestID></Response>`;
 }
 
@@ -65,7 +63,7 @@ export class Ec2ClockProxy extends InterceptingProxy {
   /** Real ms until which each instance the proxy saw stopped is still `stopping`. */
   private readonly stoppingUntil = new Map<string, number>();
 
-  constructor(private readonly opts: { target: string; clock: { t0Ms: number; speed: number }; stopDelayRealMs?: number }) {
+  constructor(private readonly opts: { target: string; clock: { t0Ms: number; speed: number }; stopDelayRealMs: number }) {
     super("Ec2ClockProxy");
     this.target = new URL(opts.target);
   }
@@ -77,33 +75,21 @@ export class Ec2ClockProxy extends InterceptingProxy {
 
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
   start(): Promise<string> {
-    return this.listen((req, res) => {
-      readBody(req).then(
-        (body) => this.answer(req, body, res),
-        () => res.destroy(),
-      );
-    });
+    return this.listen((req, res) => this.answerBuffered(this.target, req, res, (body) => this.answer(req, body)));
   }
 
-  private answer(req: http.IncomingMessage, requestBody: Buffer, res: http.ServerResponse): void {
+  private async answer(req: http.IncomingMessage, requestBody: Buffer): Promise<Reply> {
     const text = requestBody.toString("utf8");
-    const startedNow = startedInstanceIds(text);
+    const startedNow = instanceIdsOf("StartInstances", text);
     const refused = startedNow.find((id) => this.stopping().includes(id));
-    if (refused) {
-      sendReply(res, 400, { "content-type": "text/xml" }, incorrectStateError(refused));
-      return;
-    }
+    if (refused) return { status: 400, headers: { "content-type": "text/xml" }, body: incorrectStateError(refused) };
     const stoppedNow = instanceIdsOf("StopInstances", text);
-    this.exchange(this.target, req, requestBody).then(
-      (up) => {
-        if (up.status < 300) {
-          for (const id of startedNow) this.startedAt.set(id, Date.now());
-          for (const id of stoppedNow) this.stoppingUntil.set(id, Date.now() + (this.opts.stopDelayRealMs ?? 0));
-        }
-        const xml = simulateLaunchTimes(up.body.toString("utf8"), this.opts.clock, this.startedAt);
-        sendReply(res, up.status, up.headers, stoppedNow.length > 0 ? xml : stillStopping(xml, this.stopping()));
-      },
-      (err: Error) => this.fail(res, this.target, err),
-    );
+    const up = await this.exchange(this.target, req, requestBody);
+    if (up.status < 300) {
+      for (const id of startedNow) this.startedAt.set(id, Date.now());
+      for (const id of stoppedNow) this.stoppingUntil.set(id, Date.now() + this.opts.stopDelayRealMs);
+    }
+    const xml = simulateLaunchTimes(up.body.toString("utf8"), this.opts.clock, this.startedAt);
+    return { ...up, body: stoppedNow.length > 0 ? xml : stillStopping(xml, this.stopping()) };
   }
 }

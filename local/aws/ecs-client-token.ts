@@ -17,19 +17,18 @@
  * moto checks no signatures; never put this in front of AWS.
  */
 import type * as http from "node:http";
-import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { isDeepStrictEqual } from "node:util";
+import { InterceptingProxy, isObject, type Json, parseJson, type Reply } from "./intercepting-proxy";
 
 /** ECS's RunTask failure reason when Fargate (Spot) has no capacity (AWS re:Post, "ecs-fargate-runtask-capacity"). */
-export const CAPACITY_UNAVAILABLE = "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+const CAPACITY_UNAVAILABLE = "Capacity is unavailable at this time. Please try again later or in a different availability zone";
+const JSON_1_1 = { "content-type": "application/x-amz-json-1.1" };
 
-/** Pure: ECS's answer to a RunTask it has no capacity for: 200, no task, one failure. */
-export function capacityRefusal(): { status: number; headers: Record<string, string>; body: string } {
-  const body = JSON.stringify({ tasks: [], failures: [{ reason: CAPACITY_UNAVAILABLE }] });
-  return { status: 200, headers: { "content-type": "application/x-amz-json-1.1" }, body };
-}
+/** ECS's answer to a RunTask it has no capacity for: 200, no task, one failure. */
+const capacityRefusal: Reply = { status: 200, headers: JSON_1_1, body: JSON.stringify({ tasks: [], failures: [{ reason: CAPACITY_UNAVAILABLE }] }) };
 
 /** Pure: whether a RunTask body asks for FARGATE_SPOT. */
-export function asksForSpot(body: Json): boolean {
+function asksForSpot(body: Json): boolean {
   const strategy = Array.isArray(body.capacityProviderStrategy) ? body.capacityProviderStrategy : [];
   return strategy.some((s) => isObject(s) && s.capacityProvider === "FARGATE_SPOT");
 }
@@ -38,60 +37,28 @@ export function asksForSpot(body: Json): boolean {
 export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
 const RUN_TASK_TARGET = "AmazonEC2ContainerServiceV20141113.RunTask";
 
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Pure: the request's parameters without the token, with keys sorted, so equal requests compare equal however they were serialised. */
-export function runTaskParameters(body: Json): string {
-  const canonical = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(canonical)
-      : isObject(v)
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, canonical(v[k])]),
-          )
-        : v;
-  const { clientToken: _token, ...rest } = body;
-  return JSON.stringify(canonical(rest));
+/** Pure: whether two RunTask requests have the same parameters, their tokens aside, whatever their key order. */
+export function sameParameters(a: Json, b: Json): boolean {
+  const { clientToken: _a, ...restA } = a;
+  const { clientToken: _b, ...restB } = b;
+  return isDeepStrictEqual(restA, restB);
 }
 
 /** Pure: ECS's refusal of a token reused with other parameters, in its JSON protocol's shape. */
-export function conflictError(token: string, taskArns: readonly string[]): { status: number; headers: Record<string, string>; body: string } {
+export function conflictError(token: string, taskArns: readonly string[]): Reply & { headers: Record<string, string>; body: string } {
   const body = JSON.stringify({
     __type: "ConflictException",
     message: `The clientToken ${token} was already used by a RunTask with different parameters.`,
     resourceIds: [...taskArns],
   });
-  return { status: 400, headers: { "content-type": "application/x-amz-json-1.1", "x-amzn-errortype": "ConflictException" }, body };
+  return { status: 400, headers: { ...JSON_1_1, "x-amzn-errortype": "ConflictException" }, body };
 }
 
 interface Remembered {
-  parameters: string;
+  request: Json;
   atMs: number;
   taskArns: string[];
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders;
-  body: Buffer;
-}
-
-export interface EcsClientTokenProxyOptions {
-  /** moto's base URL. */
-  target: string;
-  /** Epoch ms; the local run passes its simulated clock. @default Date.now */
-  now?: () => number;
-  /** @default CLIENT_TOKEN_WINDOW_MS */
-  windowMs?: number;
+  answer: Reply;
 }
 
 export class EcsClientTokenProxy extends InterceptingProxy {
@@ -100,7 +67,6 @@ export class EcsClientTokenProxy extends InterceptingProxy {
   /** Calls under way per token: a second call with the token waits for the first's outcome. */
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly now: () => number;
-  private readonly windowMs: number;
   readonly counts = { runTasks: 0, replayed: 0, conflicts: 0, spotRefused: 0 };
   /** Tasks that started on FARGATE_SPOT. */
   readonly spotTasks = new Set<string>();
@@ -111,93 +77,55 @@ export class EcsClientTokenProxy extends InterceptingProxy {
     this.spotAvailable = !refuse;
   }
 
-  constructor(opts: EcsClientTokenProxyOptions) {
+  /** `target`: moto's base URL; `now`: epoch ms, the local run passes its simulated clock (@default Date.now). */
+  constructor(opts: { target: string; now?: () => number }) {
     super("EcsClientTokenProxy");
     this.target = new URL(opts.target);
     this.now = opts.now ?? Date.now;
-    this.windowMs = opts.windowMs ?? CLIENT_TOKEN_WINDOW_MS;
   }
 
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
   start(): Promise<string> {
-    return this.listen((req, res) => {
-      readBody(req)
-        .then((body) => this.answer(req, body))
-        .then(
-          (a) => sendReply(res, a.status, a.headers, a.body),
-          (err: Error) => this.fail(res, this.target, err),
-        );
-    });
+    return this.listen((req, res) => this.answerBuffered(this.target, req, res, (body) => this.answer(req, body)));
   }
 
-  private async answer(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
-    const token = req.headers["x-amz-target"] === RUN_TASK_TARGET ? tokenOf(body) : undefined;
-    if (token === undefined) return this.toMoto(req, body);
+  private async answer(req: http.IncomingMessage, body: Buffer): Promise<Reply> {
+    const request = req.headers["x-amz-target"] === RUN_TASK_TARGET ? parseJson(body) : undefined;
+    const token = typeof request?.clientToken === "string" ? request.clientToken : undefined;
+    // Not aborted when the client goes away: a RunTask that reached moto still binds its token.
+    if (request === undefined || token === undefined) return this.exchange(this.target, req, body);
     this.counts.runTasks += 1;
     for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
-    const request = JSON.parse(body.toString("utf8")) as Json;
-    const parameters = runTaskParameters(request);
     const known = this.tokens.get(token);
-    if (known && this.now() - known.atMs < this.windowMs) {
-      if (known.parameters !== parameters) {
+    if (known && this.now() - known.atMs < CLIENT_TOKEN_WINDOW_MS) {
+      if (!sameParameters(known.request, request)) {
         this.counts.conflicts += 1;
-        const c = conflictError(token, known.taskArns);
-        return { status: c.status, headers: { ...c.headers, "content-length": String(Buffer.byteLength(c.body)) }, body: Buffer.from(c.body) };
+        return conflictError(token, known.taskArns);
       }
       this.counts.replayed += 1;
-      return { status: known.status, headers: known.headers, body: known.body };
+      return known.answer;
     }
     if (!this.spotAvailable && asksForSpot(request)) {
       this.counts.spotRefused += 1;
-      const r = capacityRefusal();
-      return { status: r.status, headers: { ...r.headers, "content-length": String(Buffer.byteLength(r.body)) }, body: Buffer.from(r.body) };
+      return capacityRefusal;
     }
     let done!: () => void;
     this.inFlight.set(token, new Promise<void>((resolve) => (done = resolve)));
     try {
-      const answer = await this.toMoto(req, body);
+      const answer = await this.exchange(this.target, req, body);
       const taskArns = taskArnsOf(answer.body);
       if (answer.status < 300 && asksForSpot(request)) for (const arn of taskArns) this.spotTasks.add(arn);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
-      if (answer.status < 300 && taskArns.length > 0) {
-        this.tokens.set(token, {
-          parameters,
-          atMs: this.now(),
-          taskArns,
-          status: answer.status,
-          headers: answer.headers as http.IncomingHttpHeaders,
-          body: answer.body,
-        });
-      }
+      if (answer.status < 300 && taskArns.length > 0) this.tokens.set(token, { request, atMs: this.now(), taskArns, answer });
       return answer;
     } finally {
       this.inFlight.delete(token);
       done();
     }
   }
-
-  /** Forwarded to moto, without aborting when the client goes away: a RunTask that reached moto still binds its token. */
-  private async toMoto(req: http.IncomingMessage, body: Buffer): Promise<Answer> {
-    const up = await this.exchange(this.target, req, body);
-    return { status: up.status, headers: up.headers, body: up.body };
-  }
-}
-
-function tokenOf(body: Buffer): string | undefined {
-  try {
-    const parsed: unknown = JSON.parse(body.toString("utf8"));
-    return isObject(parsed) && typeof parsed.clientToken === "string" ? parsed.clientToken : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function taskArnsOf(body: Buffer): string[] {
-  try {
-    const parsed: unknown = JSON.parse(body.toString("utf8"));
-    const tasks = isObject(parsed) && Array.isArray(parsed.tasks) ? parsed.tasks : [];
-    return tasks.flatMap((t) => (isObject(t) && typeof t.taskArn === "string" ? [t.taskArn] : []));
-  } catch {
-    return [];
-  }
+  const tasks = parseJson(body)?.tasks;
+  return (Array.isArray(tasks) ? tasks : []).flatMap((t) => (isObject(t) && typeof t.taskArn === "string" ? [t.taskArn] : []));
 }

@@ -12,6 +12,7 @@
  * The calls are the query protocol's; the proxy in front of moto (./autoscaling-proxy.ts) applies these.
  */
 import type { LocalFleet } from "../provision/topology-types";
+import { xmlText } from "./intercepting-proxy";
 
 /** A group's distribution, as the fleet stand-in launches by it. */
 export type Distribution = NonNullable<LocalFleet["spot"]>;
@@ -25,11 +26,6 @@ export interface TerminatingInstance {
 const DISTRIBUTION = "MixedInstancesPolicy.InstancesDistribution.";
 /** The distribution's parts the stand-in keeps (what a launch's market depends on). */
 const KEPT = { OnDemandBaseCapacity: "onDemandBaseCapacity", OnDemandPercentageAboveBaseCapacity: "onDemandPercentageAboveBaseCapacity" } as const;
-
-/** The query parameters of a call, in order. Pure. */
-export function queryParams(body: string): URLSearchParams {
-  return new URLSearchParams(body);
-}
 
 /**
  * An UpdateAutoScalingGroup's change of the distribution, applied to `current` as Auto Scaling does
@@ -64,8 +60,6 @@ export function withoutMixedInstancesPolicy(params: URLSearchParams): URLSearchP
 export function changesMore(params: URLSearchParams): boolean {
   return [...params.keys()].some((k) => !["Action", "Version", "AutoScalingGroupName"].includes(k) && !k.startsWith("MixedInstancesPolicy."));
 }
-
-const xmlText = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** The policy as DescribeAutoScalingGroups shows it. Pure. */
 export function mixedInstancesPolicyXml(d: Distribution): string {

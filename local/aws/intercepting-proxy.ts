@@ -1,32 +1,49 @@
 /**
- * What the local run's HTTP proxies share (the SQS and EC2 clocks and ECS's clientToken in front
- * of moto, the chaos run's fault proxy in front of those): servers on free loopback ports, each
- * call handed to the proxy's own handler, forwarded over one keep-alive agent with the client's
- * method, path and headers (Host included, so moto builds URLs on the proxy's origin), the reply
- * streamed back or read in full to be amended, and a stop that does not hang. A subclass decides
- * only what it intercepts. No proxy here checks or makes a signature: never put one in front of AWS.
+ * What the local run's HTTP proxies share (the stand-ins in front of moto, the chaos run's fault
+ * proxy in front of those): servers on free loopback ports, each call handed to the proxy's own
+ * handler, forwarded over one keep-alive agent with the client's method, path and headers (Host
+ * included, so moto builds URLs on the proxy's origin), the reply streamed back or read in full to
+ * be amended, and a stop that does not hang. A subclass decides only what it intercepts. No proxy
+ * here checks or makes a signature: never put one in front of AWS.
  */
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
+import { LoopbackServer } from "./loopback";
 
-/** An upstream's reply, read in full. */
-export interface UpstreamReply {
+/** An answer a proxy sends: one made here, or an upstream's read in full (and maybe amended). */
+export interface Reply {
   status: number;
-  statusMessage: string | undefined;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
+  statusMessage?: string;
+  headers: http.OutgoingHttpHeaders | http.IncomingHttpHeaders;
+  body: Buffer | string;
 }
 
-export interface ForwardOptions {
-  /** What to send instead of the client's headers (raw name/value pairs or an object). @default the client's */
-  headers?: http.OutgoingHttpHeaders | string[];
+export type Json = Record<string, unknown>;
+
+export function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A JSON object's text parsed, or undefined for anything else (moto's error page, a malformed call). */
+export function parseJson(text: Buffer | string): Json | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text.toString());
+    return isObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Text escaped for an XML element. */
+export const xmlText = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+interface ForwardOptions {
   /** The client's response: when it closes unfinished (the client gave up), the upstream call is aborted. */
   abortWith?: http.ServerResponse;
 }
 
 export abstract class InterceptingProxy {
-  private readonly servers = new Set<http.Server>();
+  private readonly servers = new Set<LoopbackServer>();
   /** Keep-alive to the upstream: a fresh TCP connection per call would add latency to every poll. */
   protected readonly agent = new http.Agent({ keepAlive: true });
 
@@ -40,40 +57,33 @@ export abstract class InterceptingProxy {
 
   /** A server on a free loopback port that hands every call to `handle`; resolves to its base URL. */
   protected async listen(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<string> {
-    const server = http.createServer(handle);
+    const server = new LoopbackServer(handle);
     this.servers.add(server);
-    await new Promise<void>((done, fail) => {
-      server.once("error", fail);
-      server.listen(0, "127.0.0.1", () => done());
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { host, port } = await server.start();
+    return `http://${host}:${port}`;
   }
 
-  /** Closes every server, then lets go of what the subclass holds (`onStop`) and of the agent. */
+  /** Closes every server, then lets go of the agent. */
   async stop(): Promise<void> {
     const servers = [...this.servers];
     this.servers.clear();
-    await Promise.all(servers.map((server) => closeServer(server)));
-    this.onStop();
+    await Promise.all(servers.map((server) => server.close()));
     this.agent.destroy();
   }
 
-  /** What a subclass lets go of at stop (timers), once its servers are closed. */
-  protected onStop(): void {}
-
   /**
-   * Sends the client's call on to `target` (its method and path; its headers unless others are
-   * given) with `body`, a buffer or `"stream"` (the client's body piped through), and resolves
+   * Sends the client's call on to `target` (its method, path and headers; a buffered body with its
+   * own length) with `body`, a buffer or `"stream"` (the client's body piped through), and resolves
    * when the upstream's reply starts. Rejects when the upstream does not answer.
    */
-  protected forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
+  private forward(target: URL, req: http.IncomingMessage, body: Buffer | "stream", opts: ForwardOptions = {}): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const upstream = http.request({
         host: target.hostname,
         port: target.port,
         method: req.method,
         path: req.url,
-        headers: opts.headers ?? req.headers,
+        headers: body === "stream" ? req.rawHeaders : withLength(req.headers, body.length),
         agent: this.agent,
       });
       upstream.on("response", resolve);
@@ -91,15 +101,20 @@ export abstract class InterceptingProxy {
   }
 
   /** `forward` with a buffered body, and the reply read in full. */
-  protected async exchange(target: URL, req: http.IncomingMessage, body: Buffer, opts: ForwardOptions = {}): Promise<UpstreamReply> {
+  protected async exchange(
+    target: URL,
+    req: http.IncomingMessage,
+    body: Buffer,
+    opts: ForwardOptions = {},
+  ): Promise<Reply & { headers: http.IncomingHttpHeaders; body: Buffer }> {
     const reply = await this.forward(target, req, body, opts);
     const replyBody = await readBody(reply);
     return { status: reply.statusCode ?? 502, statusMessage: reply.statusMessage, headers: reply.headers, body: replyBody };
   }
 
   /** Passes the call through untouched, streamed both ways: the reply's status, headers and body as the upstream sent them. */
-  protected stream(target: URL, req: http.IncomingMessage, res: http.ServerResponse, headers: http.OutgoingHttpHeaders | string[] = req.rawHeaders): void {
-    this.forward(target, req, "stream", { headers, abortWith: res }).then(
+  protected stream(target: URL, req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.forward(target, req, "stream", { abortWith: res }).then(
       (reply) => {
         reply.on("error", () => res.destroy());
         res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.rawHeaders);
@@ -107,6 +122,16 @@ export abstract class InterceptingProxy {
       },
       (err: Error) => this.fail(res, target, err),
     );
+  }
+
+  /** Reads the call in full and sends the reply `answer` makes of it; a 502 when it fails (the upstream at `target` did not answer). */
+  protected answerBuffered(target: URL, req: http.IncomingMessage, res: http.ServerResponse, answer: (body: Buffer) => Promise<Reply> | Reply): void {
+    readBody(req)
+      .then(answer)
+      .then(
+        (r) => sendReply(res, r.status, r.headers, r.body, r.statusMessage),
+        (err: Error) => this.fail(res, target, err),
+      );
   }
 
   /** The upstream did not answer: a 502 saying so, or the connection dropped when the reply had begun. */
@@ -139,16 +164,14 @@ export function sendReply(
   statusMessage?: string,
 ): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  const out: http.OutgoingHttpHeaders = { ...headers, "content-length": String(bytes.length) };
-  delete out["transfer-encoding"];
+  const out = withLength(headers, bytes.length);
   if (statusMessage !== undefined) res.writeHead(status, statusMessage, out);
   else res.writeHead(status, out);
   res.end(bytes);
 }
 
-/** Closes the server, dropping idle keep-alive sockets, which would hold close() open until they time out. */
-async function closeServer(server: http.Server): Promise<void> {
-  const closed = new Promise<void>((done) => server.close(() => done()));
-  server.closeAllConnections();
-  await closed;
+/** Headers for a body the proxy read in full (and may have rewritten): its own length, no transfer-encoding. */
+export function withLength(headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders, length: number): http.OutgoingHttpHeaders {
+  const { "transfer-encoding": _chunked, ...rest } = headers;
+  return { ...rest, "content-length": String(length) };
 }

@@ -1,15 +1,14 @@
 /**
  * An HTTP server on a free loopback port that can be closed at once: what the GPU's fake models,
- * metadata endpoints and the fleet's load balancer each stand on. Closing destroys the open sockets
+ * metadata endpoints, the fleet's load balancer and the proxies in front of moto each stand on. Closing destroys the open sockets
  * too (kept-alive ones would otherwise hold `close()` open), which is also how a gone host cuts off
  * the requests it held.
  */
 import * as http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 
 export class LoopbackServer {
   private server?: http.Server;
-  private readonly sockets = new Set<Socket>();
 
   constructor(private readonly handler: http.RequestListener) {}
 
@@ -17,10 +16,6 @@ export class LoopbackServer {
     if (this.server) throw new Error("LoopbackServer already started");
     const server = http.createServer(this.handler);
     server.keepAliveTimeout = 60_000;
-    server.on("connection", (socket) => {
-      this.sockets.add(socket);
-      socket.on("close", () => this.sockets.delete(socket));
-    });
     this.server = server;
     await new Promise<void>((done, fail) => {
       server.once("error", fail);
@@ -35,7 +30,7 @@ export class LoopbackServer {
     this.server = undefined;
     if (!server) return;
     const closed = new Promise<void>((done) => server.close(() => done()));
-    for (const socket of this.sockets) socket.destroy();
+    server.closeAllConnections();
     await closed;
   }
 }

@@ -75,8 +75,8 @@ export class MotoServer {
    * `expiredLog`: the file moto-server.py appends each message it deleted for age to (expired());
    * by default a file in a temporary directory of its own, removed by stop().
    */
-  async start(opts: { python?: string; readyTimeoutMs?: number; env?: Record<string, string>; expiredLog?: string } = {}): Promise<string> {
-    const python = opts.python ?? ensureMotoInstalled();
+  async start(opts: { env?: Record<string, string>; expiredLog?: string } = {}): Promise<string> {
+    const python = ensureMotoInstalled();
     if (opts.expiredLog === undefined) this.ownLogDir = fs.mkdtempSync(path.join(os.tmpdir(), "encache-moto-"));
     this.expiredLog = opts.expiredLog ?? path.join(this.ownLogDir ?? "", "sqs-expired.jsonl");
     const port = await freeLoopbackPort();
@@ -93,7 +93,7 @@ export class MotoServer {
     this.child.stderr?.on("data", keep);
     process.once("exit", this.stopOnExit);
     this.endpoint = `http://127.0.0.1:${port}`;
-    await this.waitUntilReady(opts.readyTimeoutMs ?? 20_000);
+    await this.waitUntilReady(20_000);
     return this.endpoint;
   }
 
@@ -119,13 +119,10 @@ export class MotoServer {
    */
   async expired(): Promise<ExpiredMessage[]> {
     if (this.expiredLog === undefined) return [];
-    let text: string;
-    try {
-      text = await readFile(this.expiredLog, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    const text = await readFile(this.expiredLog, "utf8").catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return "";
       throw error;
-    }
+    });
     return text
       .split("\n")
       .filter((line) => line.trim() !== "")

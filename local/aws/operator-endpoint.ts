@@ -11,11 +11,11 @@
  * The service of a call is read from its SigV4 credential scope, as AWS routes it; no signature is
  * checked. Never put this in front of AWS.
  */
-import type * as http from "node:http";
 import { randomUUID } from "node:crypto";
+import type * as http from "node:http";
 import { type AutoScalingClient, DescribeAutoScalingGroupsCommand } from "@aws-sdk/client-auto-scaling";
 import { DescribeInstancesCommand, type EC2Client } from "@aws-sdk/client-ec2";
-import { InterceptingProxy, readBody, sendReply } from "./intercepting-proxy";
+import { InterceptingProxy, type Json, parseJson, type Reply, xmlText } from "./intercepting-proxy";
 import { type Check, denialMessage, firstDenied, type PolicyStatement } from "./operator-iam";
 import { type DirectSends, type MessageMoveTasks, SqsError } from "./sqs-move-tasks";
 
@@ -30,8 +30,6 @@ export interface OperatorEndpointOptions {
   target: string;
   region: string;
   account: string;
-  /** Who the caller is in denial messages. */
-  principal?: string;
   /** The operator policy the calls are judged against (tests swap in a smaller one). */
   statements: () => readonly PolicyStatement[];
   moveTasks: MessageMoveTasks;
@@ -47,12 +45,14 @@ export interface OperatorEndpointOptions {
   autoscaling: AutoScalingClient;
 }
 
-type Reply = { status: number; headers: Record<string, string>; body: string };
-type Json = Record<string, unknown>;
+/** The last part of a URL or an ARN's path: a queue's name from its URL, a cluster's from its ARN. */
+const lastPart = (urlOrArn: unknown): string =>
+  String(urlOrArn ?? "")
+    .split("/")
+    .at(-1) ?? "";
 
 export class OperatorEndpoint extends InterceptingProxy {
   private readonly target: URL;
-  readonly counts = { calls: 0, denied: 0 };
 
   constructor(private readonly o: OperatorEndpointOptions) {
     super("OperatorEndpoint");
@@ -60,19 +60,14 @@ export class OperatorEndpoint extends InterceptingProxy {
   }
 
   start(): Promise<string> {
-    return this.listen((req, res) => {
-      readBody(req)
-        .then(async (body) => {
-          this.counts.calls += 1;
-          const local = await this.answer(req, body);
-          if (local) sendReply(res, local.status, local.headers, local.body);
-          else {
-            const up = await this.exchange(this.target, req, body);
-            sendReply(res, up.status, up.headers, this.amend(req, body, up.status, up.body), up.statusMessage);
-          }
-        })
-        .catch((err: Error) => this.fail(res, this.target, err));
-    });
+    return this.listen((req, res) =>
+      this.answerBuffered(this.target, req, res, async (body) => {
+        const local = await this.answer(req, body);
+        if (local) return local;
+        const up = await this.exchange(this.target, req, body);
+        return { ...up, body: this.amend(req, body, up.status, up.body) };
+      }),
+    );
   }
 
   /**
@@ -82,37 +77,25 @@ export class OperatorEndpoint extends InterceptingProxy {
    * - DescribeServices: moto knows no running task of the worker service (it runs locally), so its
    *   runningCount is the local tasks'.
    */
-  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer {
-    if (status !== 200) return body;
-    if (req.headers["x-amz-target"] === "AmazonSQS.ReceiveMessage") return this.stampSources(request, body);
+  private amend(req: http.IncomingMessage, request: Buffer, status: number, body: Buffer): Buffer | string {
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const doc = status === 200 && target !== "" ? parseJson(body) : undefined;
     const worker = this.o.worker;
-    if (!worker || !String(req.headers["x-amz-target"] ?? "").endsWith(".DescribeServices")) return body;
-    try {
-      const doc = JSON.parse(body.toString("utf8")) as { services?: Array<{ serviceName?: string; runningCount?: number }> };
-      for (const s of doc.services ?? []) if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
-      return Buffer.from(JSON.stringify(doc), "utf8");
-    } catch {
-      return body;
-    }
-  }
-
-  private stampSources(request: Buffer, body: Buffer): Buffer {
-    try {
-      const name =
-        String((JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl ?? "")
-          .split("/")
-          .at(-1) ?? "";
+    if (doc && target === "AmazonSQS.ReceiveMessage") {
+      const name = lastPart(parseJson(request)?.QueueUrl);
       const dlq = this.o.queues.find((q) => q.name === name);
       const sources = this.o.queues.filter((q) => dlq !== undefined && q.deadLetterTargetArn === dlq.arn);
       if (sources.length !== 1) return body;
-      const doc = JSON.parse(body.toString("utf8")) as { Messages?: Array<{ MessageId?: string; Attributes?: Record<string, string> }> };
-      for (const m of doc.Messages ?? []) {
+      for (const m of (doc.Messages ?? []) as Array<{ MessageId?: string; Attributes?: Record<string, string> }>) {
         if (m.MessageId && !this.o.direct.sentDirectly(name, m.MessageId)) m.Attributes = { ...m.Attributes, DeadLetterQueueSourceArn: sources[0]?.arn ?? "" };
       }
-      return Buffer.from(JSON.stringify(doc), "utf8");
-    } catch {
-      return body;
+      return JSON.stringify(doc);
     }
+    if (!doc || !worker || !target.endsWith(".DescribeServices")) return body;
+    for (const s of (doc.services ?? []) as Array<{ serviceName?: string; runningCount?: number }>) {
+      if (s.serviceName === worker.serviceName) s.runningCount = worker.tasks().length;
+    }
+    return JSON.stringify(doc);
   }
 
   /** A reply made here (a denial, a stand-in's answer), or undefined to pass the call to moto. */
@@ -123,15 +106,9 @@ export class OperatorEndpoint extends InterceptingProxy {
     const params: Json = json ? (JSON.parse(body.toString("utf8") || "{}") as Json) : Object.fromEntries(new URLSearchParams(body.toString("utf8")));
     const operation = json ? (target.split(".").at(-1) ?? "") : String(params.Action ?? "");
     const checks = await this.checksFor(service, operation, params);
-    if (checks === undefined)
-      return this.denied(
-        service,
-        operation,
-        { action: `${service}:${operation}`, resource: "*", context: {} },
-        "the local operator stand-in knows no such call",
-      );
+    if (checks === undefined) return this.denied(service, check(`${service}:${operation}`, "*"), "the local operator stand-in knows no such call");
     const denied = firstDenied(this.o.statements(), checks);
-    if (denied) return this.denied(service, operation, denied);
+    if (denied) return this.denied(service, denied);
     try {
       return await this.standIn(service, operation, params);
     } catch (err) {
@@ -140,52 +117,36 @@ export class OperatorEndpoint extends InterceptingProxy {
     }
   }
 
-  private denied(service: string, _operation: string, check: Check, why?: string): Reply {
-    this.counts.denied += 1;
-    const principal = this.o.principal ?? `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
+  private denied(service: string, check: Check, why?: string): Reply {
+    const principal = `arn:aws:sts::${this.o.account}:assumed-role/operator/ops-local`;
     const message = why ? `${check.action}: ${why}` : denialMessage(principal, check);
-    if (service === "ec2") {
+    if (service === "ec2")
       return xml(
-        403,
-        `<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>${escapeXml(message)}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
+        `<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>${xmlText(message)}</Message></Error></Errors><RequestID>${randomUUID()}</RequestID></Response>`,
       );
-    }
-    if (service === "autoscaling" || service === "sts") {
+    if (service === "autoscaling" || service === "sts")
       return xml(
-        403,
-        `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
+        `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>${xmlText(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
       );
-    }
     return jsonError("AccessDenied", message, 400);
   }
-
   private queueArn(urlOrName: unknown): string {
-    const name =
-      String(urlOrName ?? "")
-        .split("/")
-        .at(-1) ?? "";
+    const name = lastPart(urlOrName);
     return this.o.queues.find((q) => q.name === name)?.arn ?? `arn:aws:sqs:${this.o.region}:${this.o.account}:${name}`;
   }
 
   /** What AWS authorises for the call; undefined for a call this stand-in does not model (denied). */
   private async checksFor(service: string, op: string, p: Json): Promise<Check[] | undefined> {
-    switch (service) {
-      case "sts":
-        // GetCallerIdentity needs no permission.
-        return op === "GetCallerIdentity" ? [] : undefined;
-      case "sqs":
-        return this.sqsChecks(op, p);
-      case "monitoring":
-        return op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined;
-      case "ecs":
-        return this.ecsChecks(op, p);
-      case "ec2":
-        return this.ec2Checks(op, p);
-      case "autoscaling":
-        return this.autoscalingChecks(op, p);
-      default:
-        return undefined;
-    }
+    const byService = new Map<string, () => Check[] | undefined | Promise<Check[] | undefined>>([
+      // GetCallerIdentity needs no permission.
+      ["sts", () => (op === "GetCallerIdentity" ? [] : undefined)],
+      ["sqs", () => this.sqsChecks(op, p)],
+      ["monitoring", () => (op === "GetMetricStatistics" ? [check("cloudwatch:GetMetricStatistics", "*")] : undefined)],
+      ["ecs", () => this.ecsChecks(op, p)],
+      ["ec2", () => this.ec2Checks(op, p)],
+      ["autoscaling", () => this.autoscalingChecks(op, p)],
+    ]);
+    return byService.get(service)?.();
   }
 
   private sqsChecks(op: string, p: Json): Check[] | undefined {
@@ -210,10 +171,7 @@ export class OperatorEndpoint extends InterceptingProxy {
   /** ECS authorises on the resource a call names (a task, a service, a container instance) in its cluster. */
   private ecsChecks(op: string, p: Json): Check[] | undefined {
     const { region, account } = this.o;
-    const cluster =
-      String(p.cluster ?? "default")
-        .split("/")
-        .at(-1) ?? "";
+    const cluster = lastPart(p.cluster ?? "default");
     const inCluster = (kind: string, id: unknown) =>
       String(id).startsWith("arn:") ? String(id) : `arn:aws:ecs:${region}:${account}:${kind}/${cluster}/${String(id)}`;
     const ctx = { "ecs:cluster": `arn:aws:ecs:${region}:${account}:cluster/${cluster}` };
@@ -230,30 +188,26 @@ export class OperatorEndpoint extends InterceptingProxy {
     if (op === "DescribeInstances") return [check("ec2:DescribeInstances", "*")];
     if (op !== "StopInstances" && op !== "CreateTags" && op !== "DeleteTags") return undefined;
     const ids = indexed(p, op === "StopInstances" ? "InstanceId" : "ResourceId");
-    const tags = await this.instanceTags(ids);
-    const keys = indexedKeys(p, "Tag", "Key");
-    return ids.map((id) =>
-      check(`ec2:${op}`, `arn:aws:ec2:${this.o.region}:${this.o.account}:instance/${id}`, {
-        ...resourceTagContext(tags.get(id) ?? {}),
-        ...(op === "StopInstances" ? {} : { "aws:TagKeys": keys }),
-      }),
-    );
+    const described = ids.length === 0 ? undefined : await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
+    const tags = new Map((described?.Reservations ?? []).flatMap((r) => r.Instances ?? []).map((i) => [i.InstanceId, tagRecord(i.Tags)]));
+    const arn = (id: string) => `arn:aws:ec2:${this.o.region}:${this.o.account}:instance/${id}`;
+    return taggedChecks(`ec2:${op}`, ids, arn, tags, op === "StopInstances" ? undefined : indexed(p, "Tag", "Key"));
   }
 
   /** Auto Scaling authorises a capacity or tag change on each group, with its tags as EC2 does. */
   private async autoscalingChecks(op: string, p: Json): Promise<Check[] | undefined> {
     if (op === "DescribeAutoScalingGroups") return [check("autoscaling:DescribeAutoScalingGroups", "*")];
     if (op !== "SetDesiredCapacity" && op !== "CreateOrUpdateTags" && op !== "DeleteTags") return undefined;
-    const names = [...new Set(op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexedKeys(p, "Tags.member", "ResourceId"))];
-    const groups = await this.groups(names);
-    const keys = indexedKeys(p, "Tags.member", "Key");
-    const arnOf = (n: string) => groups.get(n)?.arn ?? `arn:aws:autoscaling:${this.o.region}:${this.o.account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
-    return names.map((n) =>
-      check(`autoscaling:${op}`, arnOf(n), {
-        ...resourceTagContext(groups.get(n)?.tags ?? {}),
-        ...(op === "SetDesiredCapacity" ? {} : { "aws:TagKeys": keys }),
-      }),
-    );
+    const names = [...new Set(op === "SetDesiredCapacity" ? [String(p.AutoScalingGroupName ?? "")] : indexed(p, "Tags.member", "ResourceId"))];
+    const described =
+      names.length === 0
+        ? undefined
+        : await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
+    const groups = new Map((described?.AutoScalingGroups ?? []).map((g) => [g.AutoScalingGroupName, g]));
+    const arn = (n: string) =>
+      groups.get(n)?.AutoScalingGroupARN ?? `arn:aws:autoscaling:${this.o.region}:${this.o.account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
+    const tags = new Map([...groups].map(([n, g]) => [n, tagRecord(g.Tags)]));
+    return taggedChecks(`autoscaling:${op}`, names, arn, tags, op === "SetDesiredCapacity" ? undefined : indexed(p, "Tags.member", "Key"));
   }
 
   /** The stand-ins' answers; undefined sends the call to moto. */
@@ -268,13 +222,7 @@ export class OperatorEndpoint extends InterceptingProxy {
       return jsonOk({ Label: "ApproximateAgeOfOldestMessage", Datapoints: age === null ? [] : [{ Timestamp: now, Maximum: age, Unit: "Seconds" }] });
     }
     const worker = this.o.worker;
-    if (
-      service === "ecs" &&
-      worker &&
-      String(p.cluster ?? "")
-        .split("/")
-        .at(-1) === worker.clusterName
-    ) {
+    if (service === "ecs" && worker && lastPart(p.cluster) === worker.clusterName) {
       const tasks = worker.tasks();
       if (op === "ListTasks" && p.serviceName === worker.serviceName) return jsonOk({ taskArns: tasks.map((t) => t.taskArn) });
       const asked = ((p.tasks as unknown[]) ?? []).map(String);
@@ -298,65 +246,42 @@ export class OperatorEndpoint extends InterceptingProxy {
     }
     return undefined;
   }
-
-  private async instanceTags(ids: string[]): Promise<Map<string, Record<string, string>>> {
-    const out = new Map<string, Record<string, string>>();
-    if (ids.length === 0) return out;
-    const described = await this.o.ec2.send(new DescribeInstancesCommand({ InstanceIds: ids })).catch(() => undefined);
-    for (const i of (described?.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
-      if (i.InstanceId) out.set(i.InstanceId, Object.fromEntries((i.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])));
-    }
-    return out;
-  }
-
-  private async groups(names: string[]): Promise<Map<string, { arn: string; tags: Record<string, string> }>> {
-    const out = new Map<string, { arn: string; tags: Record<string, string> }>();
-    if (names.length === 0) return out;
-    const described = await this.o.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: names })).catch(() => undefined);
-    for (const g of described?.AutoScalingGroups ?? []) {
-      if (g.AutoScalingGroupName) {
-        out.set(g.AutoScalingGroupName, {
-          arn: g.AutoScalingGroupARN ?? "",
-          tags: Object.fromEntries((g.Tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""])),
-        });
-      }
-    }
-    return out;
-  }
 }
 
 function check(action: string, resource: string, context: Check["context"] = {}): Check {
   return { action, resource, context };
 }
 
-/** `Prefix.1`, `Prefix.2`…: a query-protocol list. Pure. */
-function indexed(p: Json, prefix: string): string[] {
-  return Object.keys(p)
-    .filter((k) => new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.\\d+$`).test(k))
-    .sort((a, b) => Number(a.split(".").at(-1)) - Number(b.split(".").at(-1)))
-    .map((k) => String(p[k]));
-}
-
-/** `Prefix.N.Field` for every N. Pure. */
-function indexedKeys(p: Json, prefix: string, field: string): string[] {
-  const re = new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.(\\d+)\\.${field}$`);
+/** A query-protocol list, in order: `Prefix.1`, `Prefix.2`…, or with `field` `Prefix.N.Field` for every N. Pure. */
+function indexed(p: Json, prefix: string, field?: string): string[] {
+  const re = new RegExp(`^${prefix.replace(/\./g, "\\.")}\\.(\\d+)${field === undefined ? "" : `\\.${field}`}$`);
   return Object.keys(p)
     .filter((k) => re.test(k))
     .sort((a, b) => Number(re.exec(a)?.[1]) - Number(re.exec(b)?.[1]))
     .map((k) => String(p[k]));
 }
 
-function resourceTagContext(tags: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
+const tagRecord = (tags: Array<{ Key?: string; Value?: string }> | undefined): Record<string, string> =>
+  Object.fromEntries((tags ?? []).map((t) => [t.Key ?? "", t.Value ?? ""]));
+
+/** `action` on each resource, with its tags (`aws:ResourceTag/…`) and, for a tag change, the keys written (`aws:TagKeys`). */
+function taggedChecks(
+  action: string,
+  ids: string[],
+  arn: (id: string) => string,
+  tags: Map<string | undefined, Record<string, string>>,
+  tagKeys: string[] | undefined,
+): Check[] {
+  return ids.map((id) =>
+    check(action, arn(id), {
+      ...Object.fromEntries(Object.entries(tags.get(id) ?? {}).map(([k, v]) => [`aws:ResourceTag/${k}`, v])),
+      ...(tagKeys ? { "aws:TagKeys": tagKeys } : {}),
+    }),
+  );
 }
 
-function handleSource(handle: unknown): string {
-  try {
-    return String((JSON.parse(Buffer.from(String(handle), "base64").toString("utf8")) as { sourceArn?: unknown }).sourceArn ?? "");
-  } catch {
-    return "";
-  }
-}
+/** The source queue a move task's handle names (the stand-in's handles are base64 JSON). */
+const handleSource = (handle: unknown): string => String(parseJson(Buffer.from(String(handle), "base64"))?.sourceArn ?? "");
 
 function jsonOk(doc: unknown): Reply {
   return { status: 200, headers: { "content-type": "application/x-amz-json-1.0", "x-amzn-requestid": randomUUID() }, body: JSON.stringify(doc) };
@@ -376,10 +301,7 @@ function jsonError(code: string, message: string, status: number): Reply {
   };
 }
 
-function xml(status: number, body: string): Reply {
-  return { status, headers: { "content-type": "text/xml", "x-amzn-requestid": randomUUID() }, body };
-}
-
-function escapeXml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/** A denial in the query protocols (403). */
+function xml(body: string): Reply {
+  return { status: 403, headers: { "content-type": "text/xml", "x-amzn-requestid": randomUUID() }, body };
 }

@@ -33,9 +33,11 @@
  */
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
-import { InterceptingProxy, readBody } from "./intercepting-proxy";
+import { InterceptingProxy, isObject, type Json, parseJson, type Reply, withLength } from "./intercepting-proxy";
 import {
   answerWithStale,
+  CHANGE_VISIBILITY,
+  CHANGE_VISIBILITY_BATCH,
   DELETE_MESSAGE,
   DELETE_MESSAGE_BATCH,
   deletedHandles,
@@ -52,7 +54,6 @@ export function scaleSeconds(seconds: number, speed: number): number {
   return Math.max(1, Math.round(seconds / speed));
 }
 
-type Json = Record<string, unknown>;
 type Rewrite = (body: Json, scale: (value: unknown) => unknown) => void;
 
 const scaleAttributes: Rewrite = (body, scale) => {
@@ -83,9 +84,10 @@ const REWRITES: Record<string, Rewrite> = {
   "AmazonSQS.SendMessageBatch": scaleEntries("DelaySeconds"),
 };
 
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+const SENDS: ReadonlySet<string> = new Set(["AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch"]);
+
+/** Reads moto's reply (parsed; undefined when not JSON) and returns the body to send instead, or undefined to send it as it came. */
+type OnReply = (status: number, reply: Json | undefined) => string | undefined;
 
 export class SqsClockProxy extends InterceptingProxy {
   private readonly target: URL;
@@ -97,13 +99,13 @@ export class SqsClockProxy extends InterceptingProxy {
   /** The receipt-handle rule's memory (sqs-receipts.ts); undefined when the rule is off. */
   readonly receipts: ReceiptHandles | undefined;
 
+  /** Told of every message sent through this proxy (local/aws/sqs-move-tasks.ts keeps which reached a DLQ by a plain send). */
+  private readonly onSent: ((queueUrl: string, messageIds: string[]) => void) | undefined;
+
   /**
    * `receipts`: share one ReceiptHandles between the proxies that hand out the same queues' messages;
    * `false` turns the receipt-handle rule off (moto's behaviour). @default a ReceiptHandles of its own
    */
-  /** Told of every message sent through this proxy (local/aws/sqs-move-tasks.ts keeps which reached a DLQ by a plain send). */
-  private readonly onSent: ((queueUrl: string, messageIds: string[]) => void) | undefined;
-
   constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false; onSent?: (queueUrl: string, messageIds: string[]) => void }) {
     super("SqsClockProxy");
     this.onSent = opts.onSent;
@@ -121,7 +123,8 @@ export class SqsClockProxy extends InterceptingProxy {
   }
 
   /** Pending reveals die with the proxy. */
-  protected override onStop(): void {
+  override async stop(): Promise<void> {
+    await super.stop();
     for (const t of this.reveals.values()) clearTimeout(t);
     this.reveals.clear();
   }
@@ -132,142 +135,85 @@ export class SqsClockProxy extends InterceptingProxy {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.counts.requests++;
-    const rewrite = this.rewriteFor(req);
-    const target = this.receipts ? jsonTarget(req) : undefined;
-    const handles = target !== undefined && (HANDLE_OPERATIONS.has(target) || target === RECEIVE_MESSAGE) ? target : undefined;
-    const send = this.onSent ? sendTarget(req) : undefined;
-    if (!rewrite && handles === undefined && send === undefined) {
-      this.stream(this.target, req, res);
-      return;
-    }
-    // Only the few operations that carry a duration or a receipt handle are buffered; their bodies are small.
-    readBody(req).then(
-      (body) => this.intercept(req, res, body, rewrite, handles, send),
-      () => res.destroy(),
-    );
+    const op = jsonTarget(req);
+    if (op === undefined || !this.intercepts(op)) return this.stream(this.target, req, res);
+    // Only the few operations that carry a duration, a receipt handle or a sent message are buffered; their bodies are small.
+    this.answerBuffered(this.target, req, res, (body) => this.answer(req, res, op, body));
   }
 
-  private intercept(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    received: Buffer,
-    rewrite: Rewrite | undefined,
-    handles: string | undefined,
-    send?: string,
-  ): void {
-    let original: Buffer = received;
-    const receipt = handles !== undefined ? this.receiptRule(handles, original) : undefined;
-    if (receipt?.answer) {
-      respond(res, receipt.answer);
-      return;
-    }
-    if (receipt?.forward) original = receipt.forward;
-    const body = rewrite ? this.rewriteBody(original, rewrite) : original;
-    if (body !== original) this.counts.rewritten++;
-    const target = req.headers["x-amz-target"];
-    const reveal =
-      rewrite && (target === "AmazonSQS.ChangeMessageVisibility" || target === "AmazonSQS.ChangeMessageVisibilityBatch")
-        ? this.exactReveal(original, req.rawHeaders)
-        : undefined;
-    const onReply = send !== undefined ? this.sentListener(original) : receipt?.onReply;
-    this.relay(req, res, withContentLength(req.rawHeaders, body.length), body, reveal, onReply);
+  private intercepts(op: string): boolean {
+    const rewrites = this.speed !== 1 && REWRITES[op] !== undefined;
+    const handles = this.receipts !== undefined && (HANDLE_OPERATIONS.has(op) || op === RECEIVE_MESSAGE);
+    return rewrites || handles || (this.onSent !== undefined && SENDS.has(op));
   }
 
-  /** Reads a SendMessage[Batch] answer for the ids it gave, and tells `onSent`; the answer goes on unchanged. */
-  private sentListener(request: Buffer): (status: number, reply: Buffer) => Buffer {
-    return (status, reply) => {
-      if (status !== 200 || !this.onSent) return reply;
-      try {
-        const queueUrl = (JSON.parse(request.toString("utf8")) as { QueueUrl?: unknown }).QueueUrl;
-        const parsed = JSON.parse(reply.toString("utf8")) as { MessageId?: unknown; Successful?: Array<{ MessageId?: unknown }> };
-        const ids = [parsed.MessageId, ...(parsed.Successful ?? []).map((e) => e.MessageId)].filter((x): x is string => typeof x === "string");
-        if (typeof queueUrl === "string" && ids.length > 0) this.onSent(queueUrl, ids);
-      } catch {
-        // Not JSON: moto's error page; nothing was sent.
-      }
-      return reply;
-    };
+  /** One buffered call: the receipt-handle rule, the clock's rewrite and exact reveals, and `onSent`, around moto's answer. */
+  private async answer(req: http.IncomingMessage, res: http.ServerResponse, op: string, raw: Buffer): Promise<Reply> {
+    const request = parseJson(raw);
+    // Not JSON: moto will say why.
+    if (request === undefined) return this.exchange(this.target, req, raw, { abortWith: res });
+    const rule = this.receipts ? this.receiptRule(op, request, this.receipts) : undefined;
+    if (rule?.answer) return { ...rule.answer, headers: { ...rule.answer.headers, "x-amzn-requestid": randomUUID() } };
+    const body = rule?.forward ?? request;
+    // Read before the rewrite scales the durations it names.
+    const reveal = this.exactReveal(op, body, req.headers);
+    const rewritten = this.rewrite(op, body);
+    if (rewritten) this.counts.rewritten++;
+    const forwarded = rewritten || rule?.forward ? Buffer.from(JSON.stringify(body), "utf8") : raw;
+    const up = await this.exchange(this.target, req, forwarded, { abortWith: res });
+    if (up.status === 200) reveal?.();
+    const reply = parseJson(up.body);
+    if (up.status === 200 && SENDS.has(op)) this.noteSent(body, reply);
+    const amended = rule?.onReply?.(up.status, reply);
+    return amended === undefined ? up : { ...up, body: amended };
+  }
+
+  /** Tells `onSent` the ids a SendMessage[Batch] answer gave. */
+  private noteSent(request: Json, reply: Json | undefined): void {
+    const batch = Array.isArray(reply?.Successful) ? reply.Successful : [];
+    const ids = [reply?.MessageId, ...batch.map((e) => (isObject(e) ? e.MessageId : undefined))].filter((x): x is string => typeof x === "string");
+    if (typeof request.QueueUrl === "string" && ids.length > 0) this.onSent?.(request.QueueUrl, ids);
   }
 
   /**
-   * The receipt-handle rule (sqs-receipts.ts) for one buffered call: an answer given here (every
-   * entry stale), or the body to forward (stale entries taken out) and what to do with moto's reply
-   * (learn a receive's handles, forget deleted messages, add the stale entries to a batch's answer).
+   * The receipt-handle rule (sqs-receipts.ts) for one call: an answer given here (every entry
+   * stale), or the request without its stale entries (`forward`, when it had any) and what to make
+   * of moto's reply (learn a receive's handles, forget deleted messages, add the stale entries to a batch's answer).
    */
-  private receiptRule(
-    target: string,
-    original: Buffer,
-  ): { answer?: LocalAnswer; forward?: Buffer; onReply?: (status: number, reply: Buffer) => Buffer } | undefined {
-    const receipts = this.receipts;
-    if (!receipts) return undefined;
-    let request: unknown;
-    try {
-      request = JSON.parse(original.toString("utf8"));
-    } catch {
-      return undefined;
-    }
-    if (!isObject(request)) return undefined;
-    const parseReply = (reply: Buffer): Json | undefined => {
-      try {
-        const parsed: unknown = JSON.parse(reply.toString("utf8"));
-        return isObject(parsed) ? parsed : undefined;
-      } catch {
-        return undefined;
-      }
-    };
-    if (target === RECEIVE_MESSAGE) {
+  private receiptRule(op: string, request: Json, receipts: ReceiptHandles): { answer?: LocalAnswer; forward?: Json; onReply?: OnReply } | undefined {
+    if (op === RECEIVE_MESSAGE) {
       return {
         onReply: (status, reply) => {
-          const parsed = status === 200 ? parseReply(reply) : undefined;
-          const messages = parsed && Array.isArray(parsed.Messages) ? (parsed.Messages as Array<{ MessageId?: unknown; ReceiptHandle?: unknown }>) : [];
+          const messages = status === 200 && Array.isArray(reply?.Messages) ? (reply.Messages as Array<{ MessageId?: unknown; ReceiptHandle?: unknown }>) : [];
           // A pending reveal on a handle this receive superseded would act on the new receive's message (moto takes old handles).
           for (const old of receipts.received(messages)) this.cancelReveal(old);
-          return reply;
+          return undefined;
         },
       };
     }
-    const { forward, stale } = splitStale(target, request, (h) => receipts.isStale(h));
-    const isDelete = target === DELETE_MESSAGE || target === DELETE_MESSAGE_BATCH;
-    if (stale.length > 0) {
-      if (isDelete) receipts.counts.deletesIgnored += stale.length;
-      else receipts.counts.visibilityChangesRefused += stale.length;
-    }
-    if (forward === undefined) return { answer: answerWithStale(target, stale) };
-    const onReply = (status: number, reply: Buffer): Buffer => {
-      const parsed = parseReply(reply);
-      if (isDelete && status === 200) for (const h of deletedHandles(target, forward, parsed ?? {})) receipts.deleted(h);
-      if (stale.length === 0 || parsed === undefined) return reply;
-      const merged = answerWithStale(target, stale, { status, body: parsed });
-      return merged ? Buffer.from(merged.body, "utf8") : reply;
+    if (!HANDLE_OPERATIONS.has(op)) return undefined;
+    const { forward, stale } = splitStale(op, request, (h) => receipts.isStale(h));
+    const isDelete = op === DELETE_MESSAGE || op === DELETE_MESSAGE_BATCH;
+    if (isDelete) receipts.counts.deletesIgnored += stale.length;
+    else receipts.counts.visibilityChangesRefused += stale.length;
+    if (forward === undefined) return { answer: answerWithStale(op, stale) };
+    const onReply: OnReply = (status, reply) => {
+      if (isDelete && status === 200) for (const h of deletedHandles(op, forward, reply ?? {})) receipts.deleted(h);
+      return stale.length === 0 || reply === undefined ? undefined : answerWithStale(op, stale, { status, body: reply })?.body;
     };
-    return { forward: stale.length > 0 ? Buffer.from(JSON.stringify(forward), "utf8") : undefined, onReply };
+    return { ...(stale.length > 0 ? { forward } : {}), onReply };
   }
 
   private cancelReveal(handle: string): void {
-    const pending = this.reveals.get(handle);
-    if (pending) clearTimeout(pending);
+    clearTimeout(this.reveals.get(handle));
     this.reveals.delete(handle);
   }
 
-  private rewriteFor(req: http.IncomingMessage): Rewrite | undefined {
-    if (this.speed === 1 || req.method !== "POST") return undefined;
-    const target = req.headers["x-amz-target"];
-    const contentType = req.headers["content-type"] ?? "";
-    if (typeof target !== "string" || !contentType.startsWith("application/x-amz-json-1.0")) return undefined;
-    return REWRITES[target];
-  }
-
-  /** The rewritten body, or `original` itself when nothing changed (or it is not JSON: moto will say why). */
-  private rewriteBody(original: Buffer, rewrite: Rewrite): Buffer {
-    let body: unknown;
-    try {
-      body = JSON.parse(original.toString("utf8"));
-    } catch {
-      return original;
-    }
-    if (!isObject(body)) return original;
+  /** Scales the call's SQS durations in place (the REWRITES table); true when one changed. */
+  private rewrite(op: string, body: Json): boolean {
     let changed = false;
-    rewrite(body, (value) => {
+    const rewrite = this.speed === 1 ? undefined : REWRITES[op];
+    rewrite?.(body, (value) => {
       // Queue attributes are strings in the JSON protocol ("120"); per-call values are numbers.
       const seconds = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
       if (typeof seconds !== "number" || !Number.isFinite(seconds)) return value;
@@ -276,21 +222,16 @@ export class SqsClockProxy extends InterceptingProxy {
       changed = true;
       return typeof value === "string" ? String(scaled) : scaled;
     });
-    return changed ? Buffer.from(JSON.stringify(body), "utf8") : original;
+    return changed;
   }
 
   /**
    * For a ChangeMessageVisibility (or each entry of a batch) whose simulated duration is not a whole
    * real second: what to do once moto accepted the call (schedule the exact reveals), else undefined.
+   * A later change to the same handle replaces its pending reveal, whatever it asks.
    */
-  private exactReveal(original: Buffer, rawHeaders: string[]): ((status: number) => void) | undefined {
-    let body: unknown;
-    try {
-      body = JSON.parse(original.toString("utf8"));
-    } catch {
-      return undefined;
-    }
-    if (!isObject(body) || typeof body.QueueUrl !== "string") return undefined;
+  private exactReveal(op: string, body: Json, headers: http.IncomingHttpHeaders): (() => void) | undefined {
+    if (this.speed === 1 || (op !== CHANGE_VISIBILITY && op !== CHANGE_VISIBILITY_BATCH) || typeof body.QueueUrl !== "string") return undefined;
     const queueUrl = body.QueueUrl;
     const changes = (Array.isArray(body.Entries) ? body.Entries : [body]).filter(
       (c): c is { ReceiptHandle: string; VisibilityTimeout: number } =>
@@ -298,34 +239,16 @@ export class SqsClockProxy extends InterceptingProxy {
     );
     const timed: Array<{ handle: string; exactMs: number }> = [];
     for (const c of changes) {
-      // A later change to the same handle replaces the pending reveal, whatever it asks.
-      const previous = this.reveals.get(c.ReceiptHandle);
-      if (previous) clearTimeout(previous);
-      this.reveals.delete(c.ReceiptHandle);
+      this.cancelReveal(c.ReceiptHandle);
       const exactMs = (c.VisibilityTimeout * 1000) / this.speed;
       if (c.VisibilityTimeout > 0 && exactMs < scaleSeconds(c.VisibilityTimeout, this.speed) * 1000 - 1) timed.push({ handle: c.ReceiptHandle, exactMs });
     }
     if (timed.length === 0) return undefined;
-    // The reveal is a single ChangeMessageVisibility, whatever the original call was.
-    const headers = withTarget(rawHeaders, "AmazonSQS.ChangeMessageVisibility");
-    return (status) => {
-      if (status !== 200) return;
+    return () => {
       for (const { handle, exactMs } of timed) {
-        const revealBody = Buffer.from(JSON.stringify({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 }), "utf8");
         const timer = setTimeout(() => {
           this.reveals.delete(handle);
-          const upstream = http.request({
-            host: this.target.hostname,
-            port: this.target.port,
-            method: "POST",
-            path: "/",
-            headers: withContentLength(headers, revealBody.length),
-            agent: this.agent,
-          });
-          // A handle that is gone (deleted, expired, refused in the batch) only means there is nothing to reveal.
-          upstream.on("response", (reply) => reply.resume());
-          upstream.on("error", () => undefined);
-          upstream.end(revealBody);
+          this.reveal(queueUrl, handle, headers);
         }, exactMs);
         timer.unref();
         this.reveals.set(handle, timer);
@@ -333,44 +256,19 @@ export class SqsClockProxy extends InterceptingProxy {
     };
   }
 
-  /** A buffered call on to moto; `onReply`, when given, reads (and may amend) moto's answer before it is sent on. */
-  private relay(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    headers: string[],
-    body: Buffer,
-    onStatus?: (status: number) => void,
-    onReply?: (status: number, reply: Buffer) => Buffer,
-  ): void {
-    this.forward(this.target, req, body, { headers, abortWith: res }).then(
-      (reply) => {
-        const status = reply.statusCode ?? 502;
-        onStatus?.(status);
-        reply.on("error", () => res.destroy());
-        if (!onReply) {
-          res.writeHead(status, reply.statusMessage, reply.rawHeaders);
-          reply.pipe(res);
-          return;
-        }
-        // The receipt-handle rule reads (and may amend) the answer: buffered, then sent with its own length.
-        readBody(reply).then(
-          (replyBody) => {
-            const amended = onReply(status, replyBody);
-            res.writeHead(status, reply.statusMessage, withContentLength(reply.rawHeaders, amended.length));
-            res.end(amended);
-          },
-          () => res.destroy(),
-        );
-      },
-      (err: Error) => this.fail(res, this.target, err),
-    );
+  /** Makes the message visible now: a single ChangeMessageVisibility to 0 on its handle (whatever the original call was), with that call's headers. */
+  private reveal(queueUrl: string, handle: string, headers: http.IncomingHttpHeaders): void {
+    const body = JSON.stringify({ QueueUrl: queueUrl, ReceiptHandle: handle, VisibilityTimeout: 0 });
+    const upstream = http.request(this.target, {
+      method: "POST",
+      headers: withLength({ ...headers, "x-amz-target": CHANGE_VISIBILITY }, Buffer.byteLength(body)),
+      agent: this.agent,
+    });
+    // A handle that is gone (deleted, expired, refused in the batch) only means there is nothing to reveal.
+    upstream.on("response", (reply) => reply.resume());
+    upstream.on("error", () => undefined);
+    upstream.end(body);
   }
-}
-
-/** SendMessage or SendMessageBatch, by its JSON-protocol target; undefined for anything else. */
-function sendTarget(req: http.IncomingMessage): string | undefined {
-  const target = jsonTarget(req);
-  return target === "AmazonSQS.SendMessage" || target === "AmazonSQS.SendMessageBatch" ? target : undefined;
 }
 
 /** The JSON-protocol operation of a POST (`x-amz-target`), or undefined for anything else. */
@@ -379,33 +277,4 @@ function jsonTarget(req: http.IncomingMessage): string | undefined {
   const contentType = req.headers["content-type"] ?? "";
   if (req.method !== "POST" || typeof target !== "string" || !contentType.startsWith("application/x-amz-json-1.0")) return undefined;
   return target;
-}
-
-/** Sends an answer made here (the receipt-handle rule's), never reaching moto. */
-function respond(res: http.ServerResponse, answer: LocalAnswer): void {
-  const body = Buffer.from(answer.body, "utf8");
-  res.writeHead(answer.status, { ...answer.headers, "content-length": String(body.length), "x-amzn-requestid": randomUUID() });
-  res.end(body);
-}
-
-/** `rawHeaders` with its X-Amz-Target replaced: the operation the proxy sends on its own. */
-function withTarget(rawHeaders: string[], target: string): string[] {
-  const headers: string[] = [];
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i].toLowerCase() !== "x-amz-target") headers.push(rawHeaders[i], rawHeaders[i + 1]);
-  }
-  headers.push("X-Amz-Target", target);
-  return headers;
-}
-
-/** `rawHeaders` with its length headers replaced, for a body the proxy rewrote. */
-function withContentLength(rawHeaders: string[], length: number): string[] {
-  const headers: string[] = [];
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i].toLowerCase();
-    if (name === "content-length" || name === "transfer-encoding") continue;
-    headers.push(rawHeaders[i], rawHeaders[i + 1]);
-  }
-  headers.push("Content-Length", String(length));
-  return headers;
 }

@@ -28,7 +28,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 
-export const MAX_MESSAGES_PER_SECOND = 500;
+const MAX_MESSAGES_PER_SECOND = 500;
 
 /** Which messages reached each queue by a plain send, by queue name (the last path part of its URL). */
 export class DirectSends {
@@ -71,7 +71,6 @@ export interface MoveTaskQueue {
 type Status = "RUNNING" | "COMPLETED" | "CANCELLING" | "CANCELLED" | "FAILED";
 
 interface Task {
-  id: string;
   handle: string;
   source: MoveTaskQueue;
   destinationArn?: string;
@@ -83,36 +82,13 @@ interface Task {
   failureReason?: string;
 }
 
-export interface MoveTaskResult {
-  TaskHandle?: string;
-  Status: Status;
-  SourceArn: string;
-  DestinationArn?: string;
-  MaxNumberOfMessagesPerSecond?: number;
-  ApproximateNumberOfMessagesMoved: number;
-  ApproximateNumberOfMessagesToMove: number;
-  FailureReason?: string;
-  StartedTimestamp: number;
-}
-
-export interface MessageMoveTasksOptions {
-  /** Straight to moto. */
-  sqs: SQSClient;
-  queues: MoveTaskQueue[];
-  direct: DirectSends;
-  /** @default Date.now */
-  now?: () => number;
-}
-
 export class MessageMoveTasks {
   private readonly tasks: Task[] = [];
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
-  private readonly now: () => number;
 
-  constructor(private readonly o: MessageMoveTasksOptions) {
-    this.now = o.now ?? Date.now;
-  }
+  /** `sqs` goes straight to moto; `direct` says which messages reached a queue by a plain send. */
+  constructor(private readonly o: { sqs: SQSClient; queues: MoveTaskQueue[]; direct: DirectSends }) {}
 
   async start(input: { SourceArn?: unknown; DestinationArn?: unknown; MaxNumberOfMessagesPerSecond?: unknown }): Promise<{ TaskHandle: string }> {
     const source = this.queue(input.SourceArn, "SourceArn");
@@ -131,17 +107,15 @@ export class MessageMoveTasks {
       throw new SqsError("UnsupportedOperation", "There is already a task running. Only one active task is allowed for a source queue arn at a given time.");
     }
     const depth = await this.o.sqs.send(new GetQueueAttributesCommand({ QueueUrl: source.url, AttributeNames: ["ApproximateNumberOfMessages"] }));
-    const id = randomUUID();
     const task: Task = {
-      id,
-      handle: Buffer.from(JSON.stringify({ taskId: id, sourceArn: source.arn })).toString("base64"),
+      handle: Buffer.from(JSON.stringify({ taskId: randomUUID(), sourceArn: source.arn })).toString("base64"),
       source,
       ...(destinationArn ? { destinationArn } : {}),
       rate: typeof rateIn === "number" ? rateIn : MAX_MESSAGES_PER_SECOND,
       status: "RUNNING",
       moved: 0,
       toMove: Number(depth.Attributes?.ApproximateNumberOfMessages ?? 0),
-      startedMs: this.now(),
+      startedMs: Date.now(),
     };
     this.tasks.unshift(task);
     const run = this.run(task).finally(() => this.running.delete(run));
@@ -149,7 +123,7 @@ export class MessageMoveTasks {
     return { TaskHandle: task.handle };
   }
 
-  list(input: { SourceArn?: unknown; MaxResults?: unknown }): { Results: MoveTaskResult[] } {
+  list(input: { SourceArn?: unknown; MaxResults?: unknown }) {
     const source = this.queue(input.SourceArn, "SourceArn");
     const max = input.MaxResults === undefined ? 1 : Number(input.MaxResults);
     if (!Number.isInteger(max) || max < 1 || max > 10)
@@ -248,7 +222,8 @@ export class MessageMoveTasks {
   }
 }
 
-function result(t: Task): MoveTaskResult {
+/** A task as ListMessageMoveTasks shows it. */
+function result(t: Task) {
   return {
     ...(t.status === "RUNNING" ? { TaskHandle: t.handle } : {}),
     Status: t.status,

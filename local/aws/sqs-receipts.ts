@@ -22,7 +22,7 @@
  * through, as before. Only the JSON protocol (SDK v3's) is read.
  */
 
-type Json = Record<string, unknown>;
+import { isObject, type Json, type Reply } from "./intercepting-proxy";
 
 export const DELETE_MESSAGE = "AmazonSQS.DeleteMessage";
 export const DELETE_MESSAGE_BATCH = "AmazonSQS.DeleteMessageBatch";
@@ -36,10 +36,6 @@ export const HANDLE_OPERATIONS: ReadonlySet<string> = new Set([DELETE_MESSAGE, D
 export const STALE_HANDLE_CODE = "ReceiptHandleIsInvalid";
 export const staleHandleMessage = (handle: string) =>
   `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * Which handle is each message's latest, learnt from receives. Shared by every proxy that hands
@@ -96,30 +92,22 @@ export interface StaleEntry {
  * when nothing may) and the stale entries to answer for here.
  */
 export function splitStale(target: string, body: Json, isStale: (handle: string) => boolean): { forward: Json | undefined; stale: StaleEntry[] } {
-  if (target === DELETE_MESSAGE || target === CHANGE_VISIBILITY) {
-    const handle = body.ReceiptHandle;
-    if (typeof handle === "string" && isStale(handle)) return { forward: undefined, stale: [{ ReceiptHandle: handle }] };
-    return { forward: body, stale: [] };
+  const batch = target === DELETE_MESSAGE_BATCH || target === CHANGE_VISIBILITY_BATCH;
+  if (!HANDLE_OPERATIONS.has(target) || (batch && !Array.isArray(body.Entries))) return { forward: body, stale: [] };
+  const stale: StaleEntry[] = [];
+  const fresh: unknown[] = [];
+  // A single-message call is a batch of one, without an Id.
+  for (const entry of batch ? (body.Entries as unknown[]) : [body]) {
+    if (isObject(entry) && typeof entry.ReceiptHandle === "string" && isStale(entry.ReceiptHandle))
+      stale.push({ ...(batch ? { Id: typeof entry.Id === "string" ? entry.Id : "" } : {}), ReceiptHandle: entry.ReceiptHandle });
+    else fresh.push(entry);
   }
-  if ((target === DELETE_MESSAGE_BATCH || target === CHANGE_VISIBILITY_BATCH) && Array.isArray(body.Entries)) {
-    const stale: StaleEntry[] = [];
-    const fresh: unknown[] = [];
-    for (const entry of body.Entries) {
-      if (isObject(entry) && typeof entry.ReceiptHandle === "string" && isStale(entry.ReceiptHandle))
-        stale.push({ Id: typeof entry.Id === "string" ? entry.Id : "", ReceiptHandle: entry.ReceiptHandle });
-      else fresh.push(entry);
-    }
-    if (stale.length === 0) return { forward: body, stale };
-    return { forward: fresh.length > 0 ? { ...body, Entries: fresh } : undefined, stale };
-  }
-  return { forward: body, stale: [] };
+  if (stale.length === 0) return { forward: body, stale };
+  return { forward: batch && fresh.length > 0 ? { ...body, Entries: fresh } : undefined, stale };
 }
 
-export interface LocalAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+/** An answer made here, in SQS's JSON protocol. */
+export type LocalAnswer = Reply & { headers: Record<string, string>; body: string };
 
 /**
  * Pure: the answer for a call with stale entries. `upstream` is moto's answer to the fresh rest of a

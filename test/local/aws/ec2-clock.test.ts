@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { simulateLaunchTimes, startedInstanceIds } from "../../../local/aws/ec2-clock";
+import { instanceIdsOf, simulateLaunchTimes } from "../../../local/aws/ec2-clock";
 
 describe("local/aws/ec2-clock: launch times on the simulated clock", () => {
   it("maps each launchTime to t0 + (real − t0) × speed, leaving the rest of the XML alone", () => {
@@ -20,8 +20,11 @@ describe("local/aws/ec2-clock: launch times on the simulated clock", () => {
     const xml = "<item><instanceId>i-0abc</instanceId><imageId>ami-1</imageId><launchTime>2026-11-24T11:00:00.000Z</launchTime></item>";
     const started = new Map([["i-0abc", t0 + 1000]]);
     expect(simulateLaunchTimes(xml, { t0Ms: t0, speed: 60 }, started)).to.contain("<launchTime>2026-11-24T12:01:00.000Z</launchTime>");
-    expect(startedInstanceIds("Action=StartInstances&Version=2016-11-15&InstanceId.1=i-0abc&InstanceId.2=i-0def")).to.deep.equal(["i-0abc", "i-0def"]);
-    expect(startedInstanceIds("Action=StopInstances&InstanceId.1=i-0abc")).to.deep.equal([]);
+    expect(instanceIdsOf("StartInstances", "Action=StartInstances&Version=2016-11-15&InstanceId.1=i-0abc&InstanceId.2=i-0def")).to.deep.equal([
+      "i-0abc",
+      "i-0def",
+    ]);
+    expect(instanceIdsOf("StartInstances", "Action=StopInstances&InstanceId.1=i-0abc")).to.deep.equal([]);
   });
 
   it("keeps a value it cannot read", () => {
