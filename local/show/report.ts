@@ -14,7 +14,8 @@ import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/r
 import type { AlarmReport } from "../observe/alarm-watch";
 import type { LocalQueue } from "../provision/topology-types";
 import { runTime } from "../observe/alarm-eval";
-import { formatTiming } from "./summary";
+import { COUNT_KEYS, formatTiming, rowOk, SUMMARY_HEADERS } from "./summary";
+import { seconds } from "./text";
 import type { ScenarioSummary, Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
@@ -220,7 +221,7 @@ export function buildReportData(input: ReportInput): ReportData {
     stack: input.meta.stack,
     speed: input.meta.speed,
     wallMs: input.meta.wallMs,
-    ok: input.rows.every((r) => r.lost === 0 && r.failures.length === 0),
+    ok: input.rows.every(rowOk),
     generatedAt: input.meta.generatedAt.toISOString(),
     scenarios,
     alarms: input.alarms.alarms.flatMap((a) =>
@@ -268,14 +269,6 @@ function inline(tag: "script" | "style", code: string): string {
   return `<${tag}>\n${code}\n</${tag}>`;
 }
 
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)}s`;
-}
-
-function ok(r: ScenarioSummary): boolean {
-  return r.lost === 0 && r.failures.length === 0;
-}
-
 function badge(good: boolean): string {
   return `<span class="badge ${good ? "ok" : "fail"}">${good ? "ok" : "FAIL"}</span>`;
 }
@@ -306,11 +299,10 @@ pre { white-space: pre-wrap; font-size: 12px; }
 `;
 
 function totalsTable(data: ReportData): string {
-  const keys = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost"] as const;
-  const head = ["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"].map((h) => `<th>${h}</th>`).join("");
+  const head = SUMMARY_HEADERS.map((h) => `<th>${h}</th>`).join("");
   const rows = data.scenarios.map((s, i) => {
     const r = s.summary;
-    return `<tr><td><a href="#scenario-${i}">${esc(s.name)}</a></td><td>${seconds(r.wallMs)}</td>${keys.map((k) => `<td>${r[k]}</td>`).join("")}<td>${badge(ok(r))}</td></tr>`;
+    return `<tr><td><a href="#scenario-${i}">${esc(s.name)}</a></td><td>${seconds(r.wallMs)}</td>${COUNT_KEYS.map((k) => `<td>${r[k]}</td>`).join("")}<td>${badge(rowOk(r))}</td></tr>`;
   });
   return `<table class="totals"><thead><tr>${head}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
@@ -344,7 +336,7 @@ function scenarioSection(s: ReportScenario, i: number): string {
   const details = Object.keys(r.details).length > 0 ? `<details><summary>details</summary><pre>${esc(JSON.stringify(r.details, null, 2))}</pre></details>` : "";
   return [
     `<section class="scenario" id="scenario-${i}" data-scenario="${esc(s.name)}">`,
-    `<h2>${esc(s.name)} ${badge(ok(r))}</h2>`,
+    `<h2>${esc(s.name)} ${badge(rowOk(r))}</h2>`,
     `<p class="title">${esc(s.title)}</p>`,
     `<p class="counts">${esc(counts)}</p>`,
     ...charts,
