@@ -7,9 +7,7 @@
  * `outcomes()` says which is which.
  *
  * This module only dispatches: each AWS service's provisioner module maps Pulumi type tokens to
- * the function that answers them (./sqs.ts, ./sns.ts, ./cloudwatch.ts, ./dynamodb.ts, ./ssm.ts,
- * ./ec2.ts, ./autoscaling.ts, ./ecs.ts, ./iam.ts, ./events.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
- * what they share.
+ * the function that answers them (./recorded.ts: what is only recorded); ./context.ts holds what they share.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { autoscalingProvisioners } from "./autoscaling";

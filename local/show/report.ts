@@ -240,17 +240,12 @@ export function buildReportData(input: ReportInput): ReportData {
 // ---------------------------------------------------------------------------------------------
 // The page
 
-/** The code and style inlined into the page. */
-export interface ReportAssets {
-  /** uPlot's IIFE build: defines the global `uPlot`. */
-  chartJs: string;
-  chartCss: string;
-  /** ./report-page.js: reads the embedded data and draws every chart. */
-  pageJs: string;
-}
-
-/** Read from node_modules and from beside this file at report time, so the page carries them. */
-export function loadChartAssets(): ReportAssets {
+/**
+ * The code and style inlined into the page, read from node_modules and from beside this file at
+ * report time so the page carries them: uPlot's IIFE build (it defines the global `uPlot`) and
+ * style, and ./report-page.js, which reads the embedded data and draws every chart.
+ */
+export function loadChartAssets() {
   const dist = path.dirname(require.resolve("uplot/dist/uPlot.iife.min.js"));
   return {
     chartJs: fs.readFileSync(path.join(dist, "uPlot.iife.min.js"), "utf8"),
@@ -352,7 +347,7 @@ function scenarioSection(s: ReportScenario, i: number): string {
  * The whole page: a summary table, the alarms, then one section per scenario whose charts the
  * inlined script draws from the embedded data. Pure: the same data and assets give the same page.
  */
-export function renderReport(data: ReportData, assets: ReportAssets = loadChartAssets()): string {
+export function renderReport(data: ReportData, assets = loadChartAssets()): string {
   const title = `${data.project} local run · ${data.stack}`;
   // `<` escaped: the data (scenario names, failure texts) must not end the script element it sits in.
   const json = JSON.stringify(data).replace(/</g, "\\u003c");
