@@ -4,7 +4,7 @@
  */
 import type { RecordedResource } from "../../policy/testing/types";
 import { QUEUE_ROLE_TAG } from "../../policy/contract";
-import { str as s, num as n, bool, obj as o, objs, strs, tagMap } from "./inputs";
+import { str as s, num as n, bool, definedOnly, obj as o, objs, strs, tagMap } from "./inputs";
 import { codePathFor } from "./recorded";
 import type {
   LocalAlarm,
@@ -50,20 +50,18 @@ export function functionsFrom(resources: RecordedResource[], codeDir: string): L
 }
 
 export function queuesFrom(resources: RecordedResource[]): LocalQueue[] {
-  return ofType(resources, "aws:sqs/queue:Queue").map((r) => {
-    const redrive = parseRedrive(s(r.inputs, "redrivePolicy"));
-    const role = tagMap(r.inputs)[QUEUE_ROLE_TAG];
-    return {
+  return ofType(resources, "aws:sqs/queue:Queue").map((r) =>
+    definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       url: need(r, s(r.outputs, "url"), "url"),
       arn: need(r, s(r.outputs, "arn"), "arn"),
-      ...(role ? { role } : {}),
+      role: tagMap(r.inputs)[QUEUE_ROLE_TAG] || undefined,
       // SQS's default visibility timeout.
       visibilityTimeoutSeconds: n(r.inputs, "visibilityTimeoutSeconds") ?? 30,
-      ...(redrive ? { redrive } : {}),
-    };
-  });
+      redrive: parseRedrive(s(r.inputs, "redrivePolicy")),
+    }),
+  );
 }
 
 export function parseRedrive(policy: string | undefined): LocalQueue["redrive"] {
@@ -88,9 +86,7 @@ export function mappingsFrom(resources: RecordedResource[], queues: LocalQueue[]
       if (!queue) throw new Error(`${r.name}: its event source ${queueArn} is not a queue the program declares`);
       const fn = need(r, s(r.inputs, "functionName"), "functionName");
       const target = functions.find((f) => f.arn === fn || f.name === fn || `${f.arn}:$LATEST` === fn);
-      const scaling = o(r.inputs, "scalingConfig");
-      const maximumConcurrency = n(scaling, "maximumConcurrency");
-      return {
+      return definedOnly({
         ...identity(r),
         functionName: target?.name ?? functionNameOf(fn),
         queueArn,
@@ -98,10 +94,10 @@ export function mappingsFrom(resources: RecordedResource[], queues: LocalQueue[]
         // Lambda's SQS defaults.
         batchSize: n(r.inputs, "batchSize") ?? 10,
         batchingWindowSeconds: n(r.inputs, "maximumBatchingWindowInSeconds") ?? 0,
-        ...(maximumConcurrency !== undefined ? { maximumConcurrency } : {}),
+        maximumConcurrency: n(o(r.inputs, "scalingConfig"), "maximumConcurrency"),
         reportBatchItemFailures: strs(r.inputs, "functionResponseTypes").includes("ReportBatchItemFailures"),
         enabled: bool(r.inputs, "enabled") ?? true,
-      };
+      });
     });
 }
 
@@ -115,36 +111,35 @@ export function schedulesFrom(resources: RecordedResource[]): LocalSchedule[] {
   return ofType(resources, "aws:scheduler/schedule:Schedule").map((r) => {
     const target = o(r.inputs, "target");
     const retry = o(target, "retryPolicy");
-    const timezone = s(r.inputs, "scheduleExpressionTimezone");
-    const input = s(target, "input");
-    const deadLetterArn = s(o(target, "deadLetterConfig"), "arn");
-    return {
+    return definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       expression: need(r, s(r.inputs, "scheduleExpression"), "scheduleExpression"),
-      ...(timezone ? { timezone } : {}),
+      timezone: s(r.inputs, "scheduleExpressionTimezone"),
       enabled: (s(r.inputs, "state") ?? "ENABLED") === "ENABLED",
-      target: {
+      target: definedOnly({
         arn: need(r, s(target, "arn"), "target.arn"),
-        ...(input !== undefined ? { input } : {}),
-        ...(deadLetterArn ? { deadLetterArn } : {}),
+        input: s(target, "input"),
+        deadLetterArn: s(o(target, "deadLetterConfig"), "arn"),
         // EventBridge Scheduler's defaults.
         maximumRetryAttempts: n(retry, "maximumRetryAttempts") ?? 185,
         maximumEventAgeInSeconds: n(retry, "maximumEventAgeInSeconds") ?? 86400,
-      },
-    };
+      }),
+    });
   });
 }
 
 export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
-  return ofType(resources, "aws:ec2/instance:Instance").map((r) => ({
-    ...identity(r),
-    // The recording holds state, not the id; the ARN ends in it.
-    id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
-    tags: tagMap(r.inputs),
-    ...(s(r.inputs, "instanceType") !== undefined ? { instanceType: s(r.inputs, "instanceType") } : {}),
-    ...(s(r.inputs, "userData") !== undefined ? { userData: s(r.inputs, "userData") } : {}),
-  }));
+  return ofType(resources, "aws:ec2/instance:Instance").map((r) =>
+    definedOnly({
+      ...identity(r),
+      // The recording holds state, not the id; the ARN ends in it.
+      id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
+      tags: tagMap(r.inputs),
+      instanceType: s(r.inputs, "instanceType"),
+      userData: s(r.inputs, "userData"),
+    }),
+  );
 }
 
 /** Each Auto Scaling group with its load balancer: group → target group (by ARN) → listener → load balancer. */
@@ -168,27 +163,22 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
     const lt = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate").find((t) => ltId !== undefined && (t.id === ltId || s(t.outputs, "id") === ltId));
     const userData = s(lt?.inputs, "userData");
-    const instanceType = s(lt?.inputs, "instanceType");
     const health = o(tg.inputs, "healthCheck");
-    return {
+    return definedOnly({
       ...identity(r),
       groupName,
       maxSize: need(r, n(r.inputs, "maxSize"), "maxSize"),
-      ...(instanceType !== undefined ? { instanceType } : {}),
-      ...(mixed
-        ? {
-            spot: {
-              onDemandBaseCapacity: n(distribution, "onDemandBaseCapacity") ?? 0,
-              onDemandPercentageAboveBaseCapacity: n(distribution, "onDemandPercentageAboveBaseCapacity") ?? 100,
-              instanceTypes: overrides.flatMap((x) => s(x, "instanceType") ?? []),
-            },
-          }
-        : {}),
+      instanceType: s(lt?.inputs, "instanceType"),
+      spot: mixed && {
+        onDemandBaseCapacity: n(distribution, "onDemandBaseCapacity") ?? 0,
+        onDemandPercentageAboveBaseCapacity: n(distribution, "onDemandPercentageAboveBaseCapacity") ?? 100,
+        instanceTypes: overrides.flatMap((x) => s(x, "instanceType") ?? []),
+      },
       warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
       drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
-      ...(s(hook, "name") !== undefined ? { drainHookName: s(hook, "name") } : {}),
+      drainHookName: s(hook, "name"),
       // Base64 in the launch template.
-      ...(userData !== undefined ? { userData: Buffer.from(userData, "base64").toString("utf8") } : {}),
+      userData: userData === undefined ? undefined : Buffer.from(userData, "base64").toString("utf8"),
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
         port: need(listener, n(listener.inputs, "port"), "port"),
@@ -201,7 +191,7 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
           timeoutSeconds: n(health, "timeout") ?? 5,
         },
       },
-    };
+    });
   });
 }
 
@@ -260,31 +250,29 @@ export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
     const namespace = s(r.inputs, "namespace") ?? "";
     const dimensions = tagMap(r.inputs, "dimensions");
     const evaluationPeriods = need(r, n(r.inputs, "evaluationPeriods"), "evaluationPeriods");
-    const description = s(r.inputs, "alarmDescription");
-    // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
-    const threshold = n(r.inputs, "threshold");
     const queries = alarmQueriesFrom(objs(r.inputs, "metricQueries"));
-    return {
+    return definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       arn: need(r, s(r.outputs, "arn"), "arn"),
-      ...(description !== undefined ? { description } : {}),
+      description: s(r.inputs, "alarmDescription"),
       namespace,
       metricName: s(r.inputs, "metricName") ?? "",
       dimensions,
-      ...(namespace === "AWS/SQS" && dimensions.QueueName !== undefined ? { queueName: dimensions.QueueName } : {}),
+      queueName: namespace === "AWS/SQS" ? dimensions.QueueName : undefined,
       statistic: s(r.inputs, "statistic") ?? s(r.inputs, "extendedStatistic") ?? "",
       // A metric-math alarm's period is its metrics' (CloudWatch takes it from the queries).
       periodSeconds: n(r.inputs, "period") ?? queries?.find((q) => q.metric)?.metric?.periodSeconds ?? 0,
       evaluationPeriods,
       datapointsToAlarm: n(r.inputs, "datapointsToAlarm") ?? evaluationPeriods,
-      ...(threshold !== undefined ? { threshold } : {}),
+      // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
+      threshold: n(r.inputs, "threshold"),
       comparisonOperator: need(r, s(r.inputs, "comparisonOperator"), "comparisonOperator"),
       treatMissingData: s(r.inputs, "treatMissingData") ?? "missing",
       alarmActions: strs(r.inputs, "alarmActions"),
       okActions: strs(r.inputs, "okActions"),
-      ...(queries !== undefined ? { queries } : {}),
-    };
+      queries,
+    });
   });
 }
 
@@ -293,25 +281,19 @@ function alarmQueriesFrom(queries: Record<string, unknown>[]): LocalAlarmQuery[]
   if (queries.length === 0) return undefined;
   return queries.map((q) => {
     const metric = o(q, "metric");
-    const expression = s(q, "expression");
-    const label = s(q, "label");
-    return {
+    return definedOnly({
       id: s(q, "id") ?? "",
-      ...(expression !== undefined ? { expression } : {}),
-      ...(label !== undefined ? { label } : {}),
+      expression: s(q, "expression"),
+      label: s(q, "label"),
       // CloudWatch's default: a query returns its data unless told not to.
       returnData: q.returnData !== false,
-      ...(metric !== undefined
-        ? {
-            metric: {
-              namespace: s(metric, "namespace") ?? "",
-              metricName: s(metric, "metricName") ?? "",
-              dimensions: tagMap(metric, "dimensions"),
-              stat: s(metric, "stat") ?? "",
-              periodSeconds: n(metric, "period") ?? 0,
-            },
-          }
-        : {}),
-    };
+      metric: metric && {
+        namespace: s(metric, "namespace") ?? "",
+        metricName: s(metric, "metricName") ?? "",
+        dimensions: tagMap(metric, "dimensions"),
+        stat: s(metric, "stat") ?? "",
+        periodSeconds: n(metric, "period") ?? 0,
+      },
+    });
   });
 }
