@@ -105,11 +105,6 @@ function barCells(width: number, used: number, max: number): number {
   return cells >= 4 ? cells : 0;
 }
 
-/** Cuts one string to `width` columns with an ellipsis. */
-function shorten(text: string, width: number): string {
-  return widthOf(text) <= width ? text : [...text].slice(0, Math.max(0, width - 1)).join("") + "…";
-}
-
 function headerLine(s: LiveSnapshot, width: number): Seg[] {
   const { done, total } = s.progress;
   const done_ = isDone(s);
@@ -118,7 +113,7 @@ function headerLine(s: LiveSnapshot, width: number): Seg[] {
   // On a narrow terminal the progress counts matter more than the whole name, and the name more
   // than the bar: shorten the name (not below 8 columns), then give the bar what is left.
   const fixed = widthOf("▶ ") + widthOf(elapsed) + widthOf(tail[0]?.text ?? "");
-  const name = shorten(clean(s.scenario), Math.max(8, width - fixed));
+  const name = paint(fit([{ text: clean(s.scenario) }], Math.max(8, width - fixed)), false);
   const used = fixed + widthOf(name) + 2; // + the bar's brackets
   const cells = barCells(width, used, 30);
   const fill = total > 0 ? done / total : 0;
