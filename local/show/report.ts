@@ -148,23 +148,19 @@ function queueSeries(queues: readonly LocalQueue[], own: readonly string[], samp
 /** The GPU's phase and deliveries, the fleet's capacity and the ECS tasks running: those that moved. */
 function activitySeries(samples: readonly RecordedSample[]): ReportSeries[] {
   const activity: ReportSeries[] = [];
-  const phase = samples.map((s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));
-  if (moved(phase)) activity.push({ label: "GPU", kind: "gpu", values: phase });
+  const ifMoved = (label: string, kind: SeriesKind, read: (s: RecordedSample) => number | null) => {
+    const values = samples.map(read);
+    if (moved(values)) activity.push({ label, kind, values });
+  };
+  ifMoved("GPU", "gpu", (s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));
   const firstDelivered = samples.find((s) => s.gpu)?.gpu?.delivered ?? 0;
   const delivered = samples.map((s) => (s.gpu ? s.gpu.delivered - firstDelivered : null));
   if (delivered.some((v) => v !== null && v > 0)) activity.push({ label: "delivered to GPU", kind: "deliveries", values: delivered });
   // The GPU fleet: desired capacity and instances in service (the backlog is the ingest queues' series above;
   // its processed count is left out: thousands on the count axis would flatten a capacity of four).
-  const fleetSeries: Array<[string, (f: NonNullable<RecordedSample["fleet"]>) => number]> = [
-    ["GPU desired capacity", (f) => f.desired],
-    ["GPU instances in service", (f) => f.inService],
-  ];
-  for (const [label, read] of fleetSeries) {
-    const values = samples.map((s) => (s.fleet ? read(s.fleet) : null));
-    if (moved(values)) activity.push({ label, kind: "capacity", values });
-  }
-  const tasks = samples.map((s) => s.tasksRunning);
-  if (moved(tasks)) activity.push({ label: "ECS tasks running", kind: "tasks", values: tasks });
+  ifMoved("GPU desired capacity", "capacity", (s) => s.fleet?.desired ?? null);
+  ifMoved("GPU instances in service", "capacity", (s) => s.fleet?.inService ?? null);
+  ifMoved("ECS tasks running", "tasks", (s) => s.tasksRunning);
   return activity;
 }
 
