@@ -137,35 +137,34 @@ interface Series {
   value: (byId: ReadonlyMap<string, number>) => number;
 }
 
-function sampledMetricReason(namespace: string, metricName: string, dimensions: Record<string, string>): string | undefined {
+/** One metric the alarm (or one of its queries, `id`) reads with a statistic, or why the samples cannot give it. */
+function seriesInput(id: string, namespace: string, metricName: string, dimensions: Record<string, string>, stat: string): SeriesInput | string {
   const sampled = SAMPLED_METRICS.find((m) => m.namespace === namespace && m.metricName === metricName);
   const list = SAMPLED_METRICS.map((m) => `${m.namespace} ${m.metricName}`).join(", ");
   if (!sampled) return `watches ${namespace} ${metricName}; the run samples only ${list}`;
   if (dimensions[sampled.dimension] === undefined) return `has no ${sampled.dimension} dimension`;
-  return undefined;
+  const statistic = STATISTICS[stat];
+  if (!statistic) return `statistic ${stat || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
+  return { id, key: metricKey(namespace, metricName, dimensions), statistic };
 }
 
 /** The alarm's series, or why the samples cannot evaluate it. */
 function seriesOf(alarm: LocalAlarm): Series | string {
   if (alarm.queries === undefined) {
     if (!alarm.namespace) return "is a metric-math alarm whose queries were not recorded";
-    const reason = sampledMetricReason(alarm.namespace, alarm.metricName, alarm.dimensions);
-    if (reason !== undefined) return reason;
-    const statistic = STATISTICS[alarm.statistic];
-    if (!statistic) return `statistic ${alarm.statistic || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
-    return { inputs: [{ id: "m", key: metricKey(alarm.namespace, alarm.metricName, alarm.dimensions), statistic }], value: (v) => v.get("m") ?? Number.NaN };
+    const input = seriesInput("m", alarm.namespace, alarm.metricName, alarm.dimensions, alarm.statistic);
+    return typeof input === "string" ? input : { inputs: [input], value: (v) => v.get("m") ?? Number.NaN };
   }
   const returned = alarm.queries.filter((q) => q.returnData);
   if (returned.length !== 1) return `returns ${returned.length} series; an alarm needs exactly one`;
   const inputs: SeriesInput[] = [];
-  for (const q of alarm.queries.filter((x) => x.metric !== undefined)) {
-    const m = q.metric!;
-    const reason = sampledMetricReason(m.namespace, m.metricName, m.dimensions);
-    if (reason !== undefined) return `query ${q.id} ${reason}`;
-    const statistic = STATISTICS[m.stat];
-    if (!statistic) return `query ${q.id}'s stat ${m.stat || "(none)"} is not supported (${Object.keys(STATISTICS).join(", ")})`;
-    if (m.periodSeconds !== alarm.periodSeconds) return `query ${q.id}'s period ${m.periodSeconds} s differs from the alarm's ${alarm.periodSeconds} s`;
-    inputs.push({ id: q.id, key: metricKey(m.namespace, m.metricName, m.dimensions), statistic });
+  for (const q of alarm.queries) {
+    if (q.metric === undefined) continue;
+    const input = seriesInput(q.id, q.metric.namespace, q.metric.metricName, q.metric.dimensions, q.metric.stat);
+    if (typeof input === "string") return `query ${q.id} ${input}`;
+    if (q.metric.periodSeconds !== alarm.periodSeconds)
+      return `query ${q.id}'s period ${q.metric.periodSeconds} s differs from the alarm's ${alarm.periodSeconds} s`;
+    inputs.push(input);
   }
   const out = returned[0]!;
   if (out.metric !== undefined) return { inputs, value: (v) => v.get(out.id) ?? Number.NaN };
@@ -216,14 +215,8 @@ export function evaluateAlarms(alarms: LocalAlarm[], samples: MetricSample[]): A
     const series = seriesOf(alarm);
     if (unsupported !== undefined || typeof series === "string") return { alarm, transitions: [], unsupported: unsupported ?? String(series) };
     const keys = new Set(series.inputs.map((i) => i.key));
-    return {
-      alarm,
-      transitions: transitionsOf(
-        alarm,
-        series,
-        sorted.filter((x) => keys.has(x.metric)),
-      ),
-    };
+    const own = sorted.filter((x) => keys.has(x.metric));
+    return { alarm, transitions: transitionsOf(alarm, series, own) };
   });
 }
 

@@ -23,7 +23,7 @@ import {
   type Tag,
 } from "@aws-sdk/client-auto-scaling";
 import { creates, type Args, type ProvisionContext, type Provisioners, type Result } from "./context";
-import { bool, definedOnly, num, obj, objs, str, strs, type Inputs } from "./inputs";
+import { bool, definedOnly, num, obj, objs, pascal, str, strs, type Inputs } from "./inputs";
 
 /** The launch template a group launches from: its own, or its mixed instances policy's. Pure. */
 export function groupLaunchTemplate(inputs: Inputs): { LaunchTemplateId?: string; LaunchTemplateName?: string; Version?: string } | undefined {
@@ -38,19 +38,19 @@ export function groupLaunchTemplate(inputs: Inputs): { LaunchTemplateId?: string
 
 /** pulumi-aws's `tags` (key, value, propagateAtLaunch) as Auto Scaling's. Pure. */
 export function groupTags(groupName: string, inputs: Inputs): Tag[] {
-  return objs(inputs, "tags").flatMap((t) => {
-    const Key = str(t, "key");
-    if (Key === undefined) return [];
-    return [
-      {
-        ResourceId: groupName,
-        ResourceType: "auto-scaling-group",
-        Key,
-        Value: str(t, "value") ?? "",
-        PropagateAtLaunch: bool(t, "propagateAtLaunch") === true,
-      },
-    ];
-  });
+  return objs(inputs, "tags").flatMap((t) => groupTagOf(groupName, t) ?? []);
+}
+
+function groupTagOf(groupName: string, t: Inputs): Tag | undefined {
+  const Key = str(t, "key");
+  if (Key === undefined) return undefined;
+  return {
+    ResourceId: groupName,
+    ResourceType: "auto-scaling-group",
+    Key,
+    Value: str(t, "value") ?? "",
+    PropagateAtLaunch: bool(t, "propagateAtLaunch") === true,
+  };
 }
 
 async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: string[]): Promise<Result> {
@@ -67,9 +67,9 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
         MaxSize: num(inputs, "maxSize") ?? 0,
         DesiredCapacity: num(inputs, "desiredCapacity") ?? num(inputs, "minSize") ?? 0,
         VPCZoneIdentifier: (subnets.length ? subnets : (await ctx.defaultNetwork()).subnetIds).join(","),
-        HealthCheckType: str(inputs, "healthCheckType"),
-        HealthCheckGracePeriod: num(inputs, "healthCheckGracePeriod"),
-        CapacityRebalance: bool(inputs, "capacityRebalance"),
+        ...pascal(str, inputs, ["healthCheckType"]),
+        ...pascal(num, inputs, ["healthCheckGracePeriod"]),
+        ...pascal(bool, inputs, ["capacityRebalance"]),
         NewInstancesProtectedFromScaleIn: bool(inputs, "protectFromScaleIn"),
         Tags: groupTags(name, inputs),
       }),
@@ -80,16 +80,8 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
   if (strs(inputs, "targetGroupArns").length) notes.push("target groups not attached: the runtime's load balancer follows the group's in-service instances");
   const warm = obj(inputs, "warmPool");
   if (warm) {
-    await ctx.autoscaling.send(
-      new PutWarmPoolCommand(
-        definedOnly({
-          AutoScalingGroupName: name,
-          MinSize: num(warm, "minSize"),
-          MaxGroupPreparedCapacity: num(warm, "maxGroupPreparedCapacity"),
-          PoolState: str(warm, "poolState") as "Stopped" | undefined,
-        }),
-      ),
-    );
+    const pool = { AutoScalingGroupName: name, ...pascal(num, warm, ["minSize", "maxGroupPreparedCapacity"]), ...pascal(str, warm, ["poolState"]) };
+    await ctx.autoscaling.send(new PutWarmPoolCommand(pool));
     notes.push("warm pool stored; moto keeps no warm instances: the runtime's warm-pool stand-in starts them instead of booting");
   }
   const described = await ctx.autoscaling.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [name] }));
@@ -101,11 +93,9 @@ async function group(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: s
 /** The terminate hook (its own resource): stored; moto never runs it, the runtime's fleet stand-in does. */
 async function lifecycleHook(ctx: ProvisionContext, args: Args, inputs: Inputs, notes: string[]): Promise<Result> {
   const LifecycleHookName = str(inputs, "name") ?? args.name;
-  const [AutoScalingGroupName, LifecycleTransition, DefaultResult] = ["autoscalingGroupName", "lifecycleTransition", "defaultResult"].map((k) =>
-    str(inputs, k),
-  );
-  const hook = { AutoScalingGroupName, LifecycleHookName, LifecycleTransition, HeartbeatTimeout: num(inputs, "heartbeatTimeout"), DefaultResult };
-  await ctx.autoscaling.send(new PutLifecycleHookCommand(definedOnly(hook)));
+  const hook = { LifecycleHookName, ...pascal(str, inputs, ["lifecycleTransition", "defaultResult"]), ...pascal(num, inputs, ["heartbeatTimeout"]) };
+  // pulumi-aws spells the group's name with a lower-case s.
+  await ctx.autoscaling.send(new PutLifecycleHookCommand({ ...hook, AutoScalingGroupName: str(inputs, "autoscalingGroupName") }));
   notes.push(`lifecycle hook ${LifecycleHookName} stored; moto never runs it: the fleet stand-in holds a leaving instance until its gateway completes it`);
   return { id: LifecycleHookName, state: { ...inputs, name: LifecycleHookName } };
 }
@@ -113,23 +103,10 @@ async function lifecycleHook(ctx: ProvisionContext, args: Args, inputs: Inputs, 
 /** One declared tag of a group (its own resource, as the group ignores its `tags` after creation): written as AWS would. */
 async function groupTag(ctx: ProvisionContext, _args: Args, inputs: Inputs): Promise<Result> {
   const AutoScalingGroupName = str(inputs, "autoscalingGroupName");
-  const tag = obj(inputs, "tag");
-  const Key = str(tag ?? {}, "key");
-  if (!AutoScalingGroupName || !tag || !Key) throw new Error("the group tag names no group or key");
-  await ctx.autoscaling.send(
-    new CreateOrUpdateTagsCommand({
-      Tags: [
-        {
-          ResourceId: AutoScalingGroupName,
-          ResourceType: "auto-scaling-group",
-          Key,
-          Value: str(tag, "value") ?? "",
-          PropagateAtLaunch: bool(tag, "propagateAtLaunch"),
-        },
-      ],
-    }),
-  );
-  return { id: `${AutoScalingGroupName},${Key}`, state: { ...inputs } };
+  const tag = AutoScalingGroupName === undefined ? undefined : groupTagOf(AutoScalingGroupName, obj(inputs, "tag") ?? {});
+  if (!tag) throw new Error("the group tag names no group or key");
+  await ctx.autoscaling.send(new CreateOrUpdateTagsCommand({ Tags: [tag] }));
+  return { id: `${AutoScalingGroupName},${tag.Key}`, state: { ...inputs } };
 }
 
 export const autoscalingProvisioners: Provisioners = {

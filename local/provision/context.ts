@@ -170,16 +170,3 @@ export function creates(create: Create): Provisioner {
     return result;
   };
 }
-
-/** Every custom resource answered, in completion order, and every failure. */
-export class ProvisionLog {
-  readonly outcomes: ProvisionOutcome[] = [];
-  readonly failures: ProvisionError[] = [];
-
-  /** Records a failure and returns it, to throw: Pulumi wraps what newResource throws in its own errors. */
-  failed(type: string, name: string, err: unknown): ProvisionError {
-    const failure = new ProvisionError(type, name, err);
-    this.failures.push(failure);
-    return failure;
-  }
-}

@@ -44,10 +44,8 @@ function createTableInput(name: string, inputs: Inputs): CreateTableCommandInput
   }));
   const lsis: LocalSecondaryIndex[] = objs(inputs, "localSecondaryIndexes").map((l) => ({
     IndexName: str(l, "name"),
-    KeySchema: [
-      { AttributeName: str(inputs, "hashKey"), KeyType: "HASH" },
-      { AttributeName: str(l, "rangeKey"), KeyType: "RANGE" },
-    ],
+    // A local index shares the table's hash key.
+    KeySchema: keySchema({ hashKey: inputs.hashKey, rangeKey: l.rangeKey }),
     Projection: projection(l),
   }));
   const stream = bool(inputs, "streamEnabled")
@@ -69,7 +67,7 @@ function createTableInput(name: string, inputs: Inputs): CreateTableCommandInput
   };
 }
 
-/** A table's or a global index's `hashKey`/`rangeKey`. */
+/** A table's or an index's `hashKey`/`rangeKey`. */
 function keySchema(o: Inputs): KeySchemaElement[] {
   return [
     { AttributeName: str(o, "hashKey"), KeyType: "HASH" },

@@ -8,10 +8,6 @@ import {
   CreateSecurityGroupCommand,
   RunInstancesCommand,
   type IpPermission,
-  type LaunchTemplateBlockDeviceMappingRequest,
-  type LaunchTemplateInstanceMarketOptionsRequest,
-  type LaunchTemplateInstanceMetadataOptionsRequest,
-  type LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
   type RequestLaunchTemplateData,
   type ResourceType,
   type RunInstancesCommandInput,
@@ -20,7 +16,7 @@ import {
 } from "@aws-sdk/client-ec2";
 import { physicalName } from "../../plan/mocks";
 import { creates, type Args, type ProvisionContext, type Provisioners, type Result } from "./context";
-import { bool, definedOnly, num, obj, objs, str, strs, tagMap, type Inputs } from "./inputs";
+import { bool, definedOnly, num, obj, objs, pascal, str, strs, tagMap, type Inputs } from "./inputs";
 
 const ec2Tags = (resourceType: ResourceType, tags: Record<string, string>): TagSpecification[] =>
   Object.keys(tags).length === 0 ? [] : [{ ResourceType: resourceType, Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }];
@@ -101,17 +97,11 @@ async function runInstancesInput(ctx: ProvisionContext, inputs: Inputs): Promise
     SubnetId: str(inputs, "subnetId") ?? (await ctx.defaultNetwork()).subnetIds[0],
     SecurityGroupIds: strs(inputs, "vpcSecurityGroupIds").length ? strs(inputs, "vpcSecurityGroupIds") : undefined,
     IamInstanceProfile: profile ? { Name: profile } : undefined,
-    KeyName: str(inputs, "keyName"),
+    ...pascal(str, inputs, ["keyName"]),
     UserData: userData ? Buffer.from(userData).toString("base64") : str(inputs, "userDataBase64"),
-    DisableApiTermination: bool(inputs, "disableApiTermination"),
+    ...pascal(bool, inputs, ["disableApiTermination"]),
     Monitoring: bool(inputs, "monitoring") !== undefined ? { Enabled: bool(inputs, "monitoring") } : undefined,
-    MetadataOptions: metadata
-      ? definedOnly({
-          HttpTokens: str(metadata, "httpTokens") as "required",
-          HttpEndpoint: str(metadata, "httpEndpoint") as "enabled",
-          HttpPutResponseHopLimit: num(metadata, "httpPutResponseHopLimit"),
-        })
-      : undefined,
+    MetadataOptions: metadata ? metadataOptions(metadata, ["httpTokens", "httpEndpoint"]) : undefined,
     TagSpecifications: [...ec2Tags("instance", tagMap(inputs)), ...ec2Tags("volume", tagMap(inputs, "volumeTags"))],
   };
 }
@@ -156,74 +146,50 @@ async function launchTemplate(ctx: ProvisionContext, args: Args, inputs: Inputs)
 export function launchTemplateData(inputs: Inputs): RequestLaunchTemplateData {
   const profile = obj(inputs, "iamInstanceProfile");
   const market = obj(inputs, "instanceMarketOptions");
-  const metadata = obj(inputs, "metadataOptions");
   const monitoring = obj(inputs, "monitoring");
   const sgIds = strs(inputs, "vpcSecurityGroupIds");
-  return definedOnly({
-    ImageId: str(inputs, "imageId"),
-    InstanceType: str(inputs, "instanceType") as _InstanceType | undefined,
-    KeyName: str(inputs, "keyName"),
+  // The SDK's unions of literals (instance and volume types…); the provider has already checked the program's strings.
+  return {
     // pulumi takes user data already base64-encoded for launch templates.
-    UserData: str(inputs, "userData"),
-    IamInstanceProfile: profile ? definedOnly({ Arn: str(profile, "arn"), Name: str(profile, "name") }) : undefined,
-    SecurityGroupIds: sgIds.length ? sgIds : undefined,
-    BlockDeviceMappings: objs(inputs, "blockDeviceMappings").map(blockDeviceMapping),
-    NetworkInterfaces: objs(inputs, "networkInterfaces").map(networkInterface),
-    InstanceMarketOptions: market ? marketOptions(market) : undefined,
-    MetadataOptions: metadata ? metadataOptions(metadata) : undefined,
-    Monitoring: monitoring ? { Enabled: bool(monitoring, "enabled") } : undefined,
+    ...pascal(str, inputs, ["imageId", "instanceType", "keyName", "userData"]),
+    ...(profile ? { IamInstanceProfile: pascal(str, profile, ["arn", "name"]) } : {}),
+    ...(sgIds.length ? { SecurityGroupIds: sgIds } : {}),
+    BlockDeviceMappings: objs(inputs, "blockDeviceMappings").map((m) => ({
+      ...pascal(str, m, ["deviceName"]),
+      ...(obj(m, "ebs") ? { Ebs: ebs(obj(m, "ebs")) } : {}),
+    })),
+    NetworkInterfaces: objs(inputs, "networkInterfaces").map((n) => ({
+      ...pascal(bool, n, ["associatePublicIpAddress", "deleteOnTermination"]),
+      ...pascal(num, n, ["deviceIndex"]),
+      ...pascal(str, n, ["subnetId"]),
+      ...(strs(n, "securityGroups").length ? { Groups: strs(n, "securityGroups") } : {}),
+    })),
+    ...(market ? { InstanceMarketOptions: marketOptions(market) } : {}),
+    ...(obj(inputs, "metadataOptions") ? { MetadataOptions: metadataOptions(obj(inputs, "metadataOptions")) } : {}),
+    ...(monitoring ? { Monitoring: pascal(bool, monitoring, ["enabled"]) } : {}),
     TagSpecifications: objs(inputs, "tagSpecifications").flatMap((t) => ec2Tags(str(t, "resourceType") as ResourceType, tagMap(t))),
-  });
+  } as RequestLaunchTemplateData;
 }
 
-function blockDeviceMapping(m: Inputs): LaunchTemplateBlockDeviceMappingRequest {
-  const ebs = obj(m, "ebs");
-  return definedOnly({
-    DeviceName: str(m, "deviceName"),
-    Ebs: ebs
-      ? definedOnly({
-          DeleteOnTermination: bool(ebs, "deleteOnTermination"),
-          Encrypted: bool(ebs, "encrypted"),
-          VolumeSize: num(ebs, "volumeSize"),
-          VolumeType: str(ebs, "volumeType") as "gp3" | undefined,
-          Iops: num(ebs, "iops"),
-          Throughput: num(ebs, "throughput"),
-        })
-      : undefined,
-  });
+function ebs(o: Inputs | undefined): Record<string, unknown> {
+  return {
+    ...pascal(bool, o, ["deleteOnTermination", "encrypted"]),
+    ...pascal(num, o, ["volumeSize", "iops", "throughput"]),
+    ...pascal(str, o, ["volumeType"]),
+  };
 }
 
-function networkInterface(n: Inputs): LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
-  return definedOnly({
-    AssociatePublicIpAddress: bool(n, "associatePublicIpAddress"),
-    DeleteOnTermination: bool(n, "deleteOnTermination"),
-    DeviceIndex: num(n, "deviceIndex"),
-    SubnetId: str(n, "subnetId"),
-    Groups: strs(n, "securityGroups").length ? strs(n, "securityGroups") : undefined,
-  });
-}
-
-function marketOptions(market: Inputs): LaunchTemplateInstanceMarketOptionsRequest {
+function marketOptions(market: Inputs): Record<string, unknown> {
   const spot = obj(market, "spotOptions");
-  return definedOnly({
-    MarketType: str(market, "marketType") as "spot" | undefined,
-    SpotOptions: spot
-      ? definedOnly({
-          InstanceInterruptionBehavior: str(spot, "instanceInterruptionBehavior") as "terminate" | undefined,
-          SpotInstanceType: str(spot, "spotInstanceType") as "one-time" | undefined,
-          MaxPrice: str(spot, "maxPrice"),
-        })
-      : undefined,
-  });
+  return {
+    ...pascal(str, market, ["marketType"]),
+    ...(spot ? { SpotOptions: pascal(str, spot, ["instanceInterruptionBehavior", "spotInstanceType", "maxPrice"]) } : {}),
+  };
 }
 
-function metadataOptions(metadata: Inputs): LaunchTemplateInstanceMetadataOptionsRequest {
-  return definedOnly({
-    HttpEndpoint: str(metadata, "httpEndpoint") as "enabled" | undefined,
-    HttpTokens: str(metadata, "httpTokens") as "required" | undefined,
-    HttpPutResponseHopLimit: num(metadata, "httpPutResponseHopLimit"),
-    InstanceMetadataTags: str(metadata, "instanceMetadataTags") as "enabled" | undefined,
-  });
+/** An instance's or a template's metadata options (the instance's takes no InstanceMetadataTags). */
+function metadataOptions(metadata: Inputs | undefined, keys = ["httpEndpoint", "httpTokens", "instanceMetadataTags"]): Record<string, unknown> {
+  return { ...pascal(str, metadata, keys), ...pascal(num, metadata, ["httpPutResponseHopLimit"]) };
 }
 
 export const ec2Provisioners: Provisioners = {

@@ -8,7 +8,7 @@ import { PutRuleCommand, PutTargetsCommand } from "@aws-sdk/client-eventbridge";
 import { SetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { physicalName } from "../../plan/mocks";
 import { creates, type Args, type ProvisionContext, type Provisioners, type Result } from "./context";
-import { definedOnly, keyValueTags, num, obj, policyText, str, type Inputs } from "./inputs";
+import { keyValueTags, num, obj, pascal, policyText, str, type Inputs } from "./inputs";
 
 async function rule(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise<Result> {
   const name = str(inputs, "name") ?? physicalName(args);
@@ -37,15 +37,13 @@ async function target(ctx: ProvisionContext, args: Args, inputs: Inputs): Promis
     new PutTargetsCommand({
       Rule: ruleName,
       Targets: [
-        definedOnly({
+        {
           Id: targetId,
           Arn: str(inputs, "arn"),
-          Input: str(inputs, "input"),
-          RetryPolicy: retry
-            ? definedOnly({ MaximumRetryAttempts: num(retry, "maximumRetryAttempts"), MaximumEventAgeInSeconds: num(retry, "maximumEventAgeInSeconds") })
-            : undefined,
-          DeadLetterConfig: dlq ? { Arn: str(dlq, "arn") } : undefined,
-        }),
+          ...pascal(str, inputs, ["input"]),
+          ...(retry ? { RetryPolicy: pascal(num, retry, ["maximumRetryAttempts", "maximumEventAgeInSeconds"]) } : {}),
+          ...(dlq ? { DeadLetterConfig: pascal(str, dlq, ["arn"]) } : {}),
+        },
       ],
     }),
   );

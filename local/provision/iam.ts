@@ -11,7 +11,7 @@ import {
 import { physicalName, shortHash } from "../../plan/mocks";
 import { plainValue } from "../../plan/record";
 import { creates, type Args, type ProvisionContext, type Provisioner, type Provisioners, type Result } from "./context";
-import { num, objs, policyText, str, strs, tagMap, type Inputs } from "./inputs";
+import { num, objs, pascal, policyText, str, strs, tagMap, type Inputs } from "./inputs";
 
 const iamTags = (tags: Record<string, string>): IamTag[] | undefined =>
   Object.keys(tags).length === 0 ? undefined : Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
@@ -27,10 +27,8 @@ async function role(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise<
     new CreateRoleCommand({
       RoleName: name,
       AssumeRolePolicyDocument: policyText(inputs, "assumeRolePolicy"),
-      Path: str(inputs, "path"),
-      Description: str(inputs, "description"),
-      MaxSessionDuration: num(inputs, "maxSessionDuration"),
-      PermissionsBoundary: str(inputs, "permissionsBoundary"),
+      ...pascal(str, inputs, ["path", "description", "permissionsBoundary"]),
+      ...pascal(num, inputs, ["maxSessionDuration"]),
       Tags: iamTags(tagMap(inputs)),
     }),
   );
@@ -55,8 +53,7 @@ async function policy(ctx: ProvisionContext, args: Args, inputs: Inputs): Promis
     new CreatePolicyCommand({
       PolicyName: name,
       PolicyDocument: policyText(inputs, "policy"),
-      Path: str(inputs, "path"),
-      Description: str(inputs, "description"),
+      ...pascal(str, inputs, ["path", "description"]),
       Tags: iamTags(tagMap(inputs)),
     }),
   );

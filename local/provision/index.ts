@@ -7,23 +7,12 @@
  * `outcomes()` says which is which.
  *
  * This module only dispatches: each AWS service's provisioner module maps Pulumi type tokens to
- * the function that answers them (./sqs.ts, ./sns.ts, ./cloudwatch.ts, ./dynamodb.ts, ./ssm.ts,
- * ./ec2.ts, ./autoscaling.ts, ./ecs.ts, ./iam.ts, ./events.ts, and ./recorded.ts for what is only recorded); ./context.ts holds
- * what they share.
+ * the function that answers them (./recorded.ts: what is only recorded); ./context.ts holds what they share.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { autoscalingProvisioners } from "./autoscaling";
 import { cloudwatchProvisioners } from "./cloudwatch";
-import {
-  createContext,
-  ProvisionLog,
-  type Args,
-  type MotoMocksOptions,
-  type ProvisionOutcome,
-  type Provisioners,
-  type ProvisionError,
-  type Result,
-} from "./context";
+import { createContext, ProvisionError, type Args, type MotoMocksOptions, type ProvisionOutcome, type Provisioners, type Result } from "./context";
 import { dynamodbProvisioners } from "./dynamodb";
 import { ec2Provisioners } from "./ec2";
 import { ecsProvisioners } from "./ecs";
@@ -65,50 +54,51 @@ export const PROVISIONERS: Provisioners = merge([
   recordedProvisioners,
 ]);
 
-const CALLS = { ...ssmCalls };
-
 /** Components are answered empty, except the remote ones the mocks answer themselves. */
 const ANSWERED_COMPONENTS = new Set(["awsx:ec2:Vpc", "awsx:ecr:Image"]);
 
 export function createMotoMocks(opts: MotoMocksOptions): MotoMocks {
   const ctx = createContext(opts);
-  const log = new ProvisionLog();
+  const outcomes: ProvisionOutcome[] = [];
+  const failures: ProvisionError[] = [];
+  /** Records a failure and returns it, to throw: Pulumi wraps what newResource throws in its own errors. */
+  const failed = (type: string, name: string, err: unknown): ProvisionError => {
+    const failure = new ProvisionError(type, name, err);
+    failures.push(failure);
+    return failure;
+  };
   return {
     async newResource(args: Args): Promise<Result> {
       if (!args.custom && !ANSWERED_COMPONENTS.has(args.type)) return { id: undefined, state: {} };
       const outcome: ProvisionOutcome = { type: args.type, name: args.name, created: false, notes: [] };
       try {
         const result = await (PROVISIONERS[args.type] ?? recordOnly)(ctx, args, outcome);
-        if (args.custom) log.outcomes.push(outcome);
+        if (args.custom) outcomes.push(outcome);
         return result;
       } catch (err) {
-        throw log.failed(args.type, args.name, err);
+        throw failed(args.type, args.name, err);
       }
     },
 
     async call(args: pulumi.runtime.MockCallArgs): Promise<Record<string, unknown>> {
-      const answer = CALLS[args.token];
+      const answer = ssmCalls[args.token];
       if (!answer) return ctx.planMocks.call(args) as Record<string, unknown>;
       try {
         return await answer(ctx, args);
       } catch (err) {
-        throw log.failed(args.token, String((args.inputs as Inputs).name), err);
+        throw failed(args.token, String((args.inputs as Inputs).name), err);
       }
     },
 
-    outcomes: () => [...log.outcomes],
-    failures: () => [...log.failures],
+    outcomes: () => [...outcomes],
+    failures: () => [...failures],
   };
 }
 
 /** One map from the per-service maps; a type claimed twice is a mistake, caught at load. */
 function merge(maps: Provisioners[]): Provisioners {
-  const merged: Provisioners = {};
-  for (const map of maps) {
-    for (const [type, provisioner] of Object.entries(map)) {
-      if (type in merged) throw new Error(`two provisioners claim ${type}`);
-      merged[type] = provisioner;
-    }
-  }
-  return merged;
+  const types = maps.flatMap((map) => Object.keys(map));
+  const twice = types.find((type, i) => types.indexOf(type) !== i);
+  if (twice !== undefined) throw new Error(`two provisioners claim ${twice}`);
+  return Object.assign({}, ...maps);
 }

@@ -5,14 +5,10 @@
 import { CreateTopicCommand, SetTopicAttributesCommand, SubscribeCommand } from "@aws-sdk/client-sns";
 import { physicalName } from "../../plan/mocks";
 import { creates, type Args, type ProvisionContext, type Provisioners, type Result } from "./context";
-import { bool, keyValueTags, policyText, str, type Inputs } from "./inputs";
+import { bool, keyValueTags, pascal, policyText, str, type Inputs, type Reader } from "./inputs";
 
-/** SNS takes attributes as strings: only the ones the program set. */
-function attributes(values: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined));
-}
-
-const flag = (inputs: Inputs, k: string): string | undefined => (bool(inputs, k) === undefined ? undefined : String(bool(inputs, k)));
+/** A boolean input as the string SNS takes its attributes in. */
+const flag: Reader<string> = (inputs, k) => (bool(inputs, k) === undefined ? undefined : String(bool(inputs, k)));
 
 async function topic(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise<Result> {
   const fifo = bool(inputs, "fifoTopic") === true;
@@ -20,14 +16,13 @@ async function topic(ctx: ProvisionContext, args: Args, inputs: Inputs): Promise
   const created = await ctx.sns.send(
     new CreateTopicCommand({
       Name: name,
-      Attributes: attributes({
-        DisplayName: str(inputs, "displayName"),
-        Policy: policyText(inputs, "policy"),
-        DeliveryPolicy: policyText(inputs, "deliveryPolicy"),
-        KmsMasterKeyId: str(inputs, "kmsMasterKeyId"),
-        FifoTopic: fifo ? "true" : undefined,
-        ContentBasedDeduplication: flag(inputs, "contentBasedDeduplication"),
-      }),
+      // SNS takes attributes as strings: only the ones the program set.
+      Attributes: {
+        ...pascal(str, inputs, ["displayName", "kmsMasterKeyId"]),
+        ...pascal(policyText, inputs, ["policy", "deliveryPolicy"]),
+        ...(fifo ? { FifoTopic: "true" } : {}),
+        ...pascal(flag, inputs, ["contentBasedDeduplication"]),
+      },
       Tags: keyValueTags(inputs),
     }),
   );
@@ -52,14 +47,11 @@ async function topicSubscription(ctx: ProvisionContext, _args: Args, inputs: Inp
       Protocol: protocol,
       Endpoint: str(inputs, "endpoint"),
       ReturnSubscriptionArn: true,
-      Attributes: attributes({
-        RawMessageDelivery: flag(inputs, "rawMessageDelivery"),
-        FilterPolicy: policyText(inputs, "filterPolicy"),
-        FilterPolicyScope: str(inputs, "filterPolicyScope"),
-        RedrivePolicy: policyText(inputs, "redrivePolicy"),
-        DeliveryPolicy: policyText(inputs, "deliveryPolicy"),
-        SubscriptionRoleArn: str(inputs, "subscriptionRoleArn"),
-      }),
+      Attributes: {
+        ...pascal(flag, inputs, ["rawMessageDelivery"]),
+        ...pascal(policyText, inputs, ["filterPolicy", "redrivePolicy", "deliveryPolicy"]),
+        ...pascal(str, inputs, ["filterPolicyScope", "subscriptionRoleArn"]),
+      },
     }),
   );
   const arn = subscribed.SubscriptionArn;

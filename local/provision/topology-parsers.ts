@@ -4,7 +4,8 @@
  */
 import type { RecordedResource } from "../../policy/testing/types";
 import { QUEUE_ROLE_TAG } from "../../policy/contract";
-import { codePathFor } from ".";
+import { str as s, num as n, bool, definedOnly, obj as o, objs, strs, tagMap } from "./inputs";
+import { codePathFor } from "./recorded";
 import type {
   LocalAlarm,
   LocalAlarmQuery,
@@ -18,41 +19,19 @@ import type {
   LocalTable,
   LocalTaskDefinition,
   LocalTopic,
-  Topology,
 } from "./topology-types";
-
-type Bag = Record<string, unknown>;
-const s = (o: Bag | undefined, k: string): string | undefined => (o && typeof o[k] === "string" ? (o[k] as string) : undefined);
-const n = (o: Bag | undefined, k: string): number | undefined => {
-  const v = o?.[k];
-  if (typeof v === "number") return v;
-  if (typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
-};
-const b = (o: Bag | undefined, k: string): boolean | undefined => (typeof o?.[k] === "boolean" ? (o[k] as boolean) : undefined);
-const o = (v: Bag | undefined, k: string): Bag | undefined =>
-  v && typeof v[k] === "object" && v[k] !== null && !Array.isArray(v[k]) ? (v[k] as Bag) : undefined;
-const strMap = (v: Bag | undefined): Record<string, string> =>
-  Object.fromEntries(Object.entries(v ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"));
 
 function ofType(resources: RecordedResource[], type: string): RecordedResource[] {
   return resources.filter((r) => r.type === type);
 }
 
-function need(r: RecordedResource, value: string | undefined, what: string): string {
+function need<T>(r: RecordedResource, value: T | undefined, what: string): T {
   if (value === undefined || value === "") throw new Error(`${r.type} "${r.name}" (${r.urn}) has no ${what} in the recording`);
-  return value;
-}
-
-function needNumber(r: RecordedResource, value: number | undefined, what: string): number {
-  if (value === undefined) throw new Error(`${r.type} "${r.name}" (${r.urn}) has no ${what} in the recording`);
   return value;
 }
 
 /** What every part carries: its URN and logical (Pulumi) name. */
 const identity = (r: RecordedResource) => ({ urn: r.urn, logicalName: r.name });
-
-const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 /** Lambda's default timeout and memory, when the program leaves them out. */
 const LAMBDA_DEFAULTS = { timeout: 3, memorySize: 128 };
@@ -64,32 +43,30 @@ export function functionsFrom(resources: RecordedResource[], codeDir: string): L
     arn: need(r, s(r.outputs, "arn"), "arn"),
     codePath: codePathFor(codeDir, r.name),
     handler: s(r.inputs, "handler") ?? "index.handler",
-    environment: strMap(o(o(r.inputs, "environment"), "variables")),
+    environment: tagMap(o(r.inputs, "environment"), "variables"),
     timeoutSeconds: n(r.inputs, "timeout") ?? LAMBDA_DEFAULTS.timeout,
     memoryMb: n(r.inputs, "memorySize") ?? LAMBDA_DEFAULTS.memorySize,
   }));
 }
 
 export function queuesFrom(resources: RecordedResource[]): LocalQueue[] {
-  return ofType(resources, "aws:sqs/queue:Queue").map((r) => {
-    const redrive = parseRedrive(s(r.inputs, "redrivePolicy"));
-    const role = strMap(o(r.inputs, "tags"))[QUEUE_ROLE_TAG];
-    return {
+  return ofType(resources, "aws:sqs/queue:Queue").map((r) =>
+    definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       url: need(r, s(r.outputs, "url"), "url"),
       arn: need(r, s(r.outputs, "arn"), "arn"),
-      ...(role ? { role } : {}),
+      role: tagMap(r.inputs)[QUEUE_ROLE_TAG] || undefined,
       // SQS's default visibility timeout.
       visibilityTimeoutSeconds: n(r.inputs, "visibilityTimeoutSeconds") ?? 30,
-      ...(redrive ? { redrive } : {}),
-    };
-  });
+      redrive: parseRedrive(s(r.inputs, "redrivePolicy")),
+    }),
+  );
 }
 
 export function parseRedrive(policy: string | undefined): LocalQueue["redrive"] {
   if (!policy) return undefined;
-  const parsed = JSON.parse(policy) as Bag;
+  const parsed = JSON.parse(policy) as Record<string, unknown>;
   const deadLetterTargetArn = s(parsed, "deadLetterTargetArn");
   const maxReceiveCount = n(parsed, "maxReceiveCount");
   if (!deadLetterTargetArn || maxReceiveCount === undefined) throw new Error(`redrive policy without deadLetterTargetArn/maxReceiveCount: ${policy}`);
@@ -109,10 +86,7 @@ export function mappingsFrom(resources: RecordedResource[], queues: LocalQueue[]
       if (!queue) throw new Error(`${r.name}: its event source ${queueArn} is not a queue the program declares`);
       const fn = need(r, s(r.inputs, "functionName"), "functionName");
       const target = functions.find((f) => f.arn === fn || f.name === fn || `${f.arn}:$LATEST` === fn);
-      const scaling = o(r.inputs, "scalingConfig");
-      const maximumConcurrency = n(scaling, "maximumConcurrency");
-      const responseTypes = r.inputs.functionResponseTypes;
-      return {
+      return definedOnly({
         ...identity(r),
         functionName: target?.name ?? functionNameOf(fn),
         queueArn,
@@ -120,10 +94,10 @@ export function mappingsFrom(resources: RecordedResource[], queues: LocalQueue[]
         // Lambda's SQS defaults.
         batchSize: n(r.inputs, "batchSize") ?? 10,
         batchingWindowSeconds: n(r.inputs, "maximumBatchingWindowInSeconds") ?? 0,
-        ...(maximumConcurrency !== undefined ? { maximumConcurrency } : {}),
-        reportBatchItemFailures: Array.isArray(responseTypes) && responseTypes.includes("ReportBatchItemFailures"),
-        enabled: b(r.inputs, "enabled") ?? true,
-      };
+        maximumConcurrency: n(o(r.inputs, "scalingConfig"), "maximumConcurrency"),
+        reportBatchItemFailures: strs(r.inputs, "functionResponseTypes").includes("ReportBatchItemFailures"),
+        enabled: bool(r.inputs, "enabled") ?? true,
+      });
     });
 }
 
@@ -137,55 +111,51 @@ export function schedulesFrom(resources: RecordedResource[]): LocalSchedule[] {
   return ofType(resources, "aws:scheduler/schedule:Schedule").map((r) => {
     const target = o(r.inputs, "target");
     const retry = o(target, "retryPolicy");
-    const timezone = s(r.inputs, "scheduleExpressionTimezone");
-    const input = s(target, "input");
-    const deadLetterArn = s(o(target, "deadLetterConfig"), "arn");
-    return {
+    return definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       expression: need(r, s(r.inputs, "scheduleExpression"), "scheduleExpression"),
-      ...(timezone ? { timezone } : {}),
+      timezone: s(r.inputs, "scheduleExpressionTimezone"),
       enabled: (s(r.inputs, "state") ?? "ENABLED") === "ENABLED",
-      target: {
+      target: definedOnly({
         arn: need(r, s(target, "arn"), "target.arn"),
-        ...(input !== undefined ? { input } : {}),
-        ...(deadLetterArn ? { deadLetterArn } : {}),
+        input: s(target, "input"),
+        deadLetterArn: s(o(target, "deadLetterConfig"), "arn"),
         // EventBridge Scheduler's defaults.
         maximumRetryAttempts: n(retry, "maximumRetryAttempts") ?? 185,
         maximumEventAgeInSeconds: n(retry, "maximumEventAgeInSeconds") ?? 86400,
-      },
-    };
+      }),
+    });
   });
 }
 
 export function instancesFrom(resources: RecordedResource[]): LocalInstance[] {
-  return ofType(resources, "aws:ec2/instance:Instance").map((r) => ({
-    ...identity(r),
-    // The recording holds state, not the id; the ARN ends in it.
-    id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
-    tags: strMap(o(r.inputs, "tags")),
-    ...(s(r.inputs, "instanceType") !== undefined ? { instanceType: s(r.inputs, "instanceType") } : {}),
-    ...(s(r.inputs, "userData") !== undefined ? { userData: s(r.inputs, "userData") } : {}),
-  }));
+  return ofType(resources, "aws:ec2/instance:Instance").map((r) =>
+    definedOnly({
+      ...identity(r),
+      // The recording holds state, not the id; the ARN ends in it.
+      id: need(r, s(r.outputs, "arn")?.split("/").pop(), "arn"),
+      tags: tagMap(r.inputs),
+      instanceType: s(r.inputs, "instanceType"),
+      userData: s(r.inputs, "userData"),
+    }),
+  );
 }
-
-const arr = (v: Bag | undefined, k: string): Bag[] =>
-  Array.isArray(v?.[k]) ? (v[k] as unknown[]).filter((x): x is Bag => typeof x === "object" && x !== null) : [];
 
 /** Each Auto Scaling group with its load balancer: group → target group (by ARN) → listener → load balancer. */
 export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
   const byArn = (type: string, arn: string | undefined) => ofType(resources, type).find((r) => arn !== undefined && s(r.outputs, "arn") === arn);
   return ofType(resources, "aws:autoscaling/group:Group").map((r) => {
-    const tgArn = (r.inputs.targetGroupArns as unknown[] | undefined)?.find((x): x is string => typeof x === "string");
+    const tgArn = strs(r.inputs, "targetGroupArns")[0];
     const tg = byArn("aws:lb/targetGroup:TargetGroup", tgArn);
     if (!tg) throw new Error(`${r.type} "${r.name}" (${r.urn}) has no target group in the recording: the local run needs its load balancer`);
-    const listener = ofType(resources, "aws:lb/listener:Listener").find((l) => arr(l.inputs, "defaultActions").some((a) => s(a, "targetGroupArn") === tgArn));
+    const listener = ofType(resources, "aws:lb/listener:Listener").find((l) => objs(l.inputs, "defaultActions").some((a) => s(a, "targetGroupArn") === tgArn));
     if (!listener) throw new Error(`target group "${tg.name}" has no listener in the recording`);
     const lb = byArn("aws:lb/loadBalancer:LoadBalancer", s(listener.inputs, "loadBalancerArn"));
     if (!lb) throw new Error(`listener "${listener.name}" names no load balancer of the recording`);
     const mixed = o(r.inputs, "mixedInstancesPolicy");
     const distribution = o(mixed, "instancesDistribution");
-    const overrides = arr(o(mixed, "launchTemplate"), "overrides");
+    const overrides = objs(o(mixed, "launchTemplate"), "overrides");
     const groupName = need(r, s(r.outputs, "name"), "name");
     const hook = ofType(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")
       .map((h) => h.inputs)
@@ -193,30 +163,25 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
     const ltId = s(o(o(mixed, "launchTemplate"), "launchTemplateSpecification"), "launchTemplateId") ?? s(o(r.inputs, "launchTemplate"), "id");
     const lt = ofType(resources, "aws:ec2/launchTemplate:LaunchTemplate").find((t) => ltId !== undefined && (t.id === ltId || s(t.outputs, "id") === ltId));
     const userData = s(lt?.inputs, "userData");
-    const instanceType = s(lt?.inputs, "instanceType");
     const health = o(tg.inputs, "healthCheck");
-    return {
+    return definedOnly({
       ...identity(r),
       groupName,
-      maxSize: needNumber(r, n(r.inputs, "maxSize"), "maxSize"),
-      ...(instanceType !== undefined ? { instanceType } : {}),
-      ...(mixed
-        ? {
-            spot: {
-              onDemandBaseCapacity: n(distribution, "onDemandBaseCapacity") ?? 0,
-              onDemandPercentageAboveBaseCapacity: n(distribution, "onDemandPercentageAboveBaseCapacity") ?? 100,
-              instanceTypes: overrides.flatMap((x) => (s(x, "instanceType") ? [s(x, "instanceType") as string] : [])),
-            },
-          }
-        : {}),
+      maxSize: need(r, n(r.inputs, "maxSize"), "maxSize"),
+      instanceType: s(lt?.inputs, "instanceType"),
+      spot: mixed && {
+        onDemandBaseCapacity: n(distribution, "onDemandBaseCapacity") ?? 0,
+        onDemandPercentageAboveBaseCapacity: n(distribution, "onDemandPercentageAboveBaseCapacity") ?? 100,
+        instanceTypes: overrides.flatMap((x) => s(x, "instanceType") ?? []),
+      },
       warmPoolMinSize: n(o(r.inputs, "warmPool"), "minSize") ?? 0,
       drainHookSeconds: n(hook, "heartbeatTimeout") ?? 0,
-      ...(s(hook, "name") !== undefined ? { drainHookName: s(hook, "name") } : {}),
+      drainHookName: s(hook, "name"),
       // Base64 in the launch template.
-      ...(userData !== undefined ? { userData: Buffer.from(userData, "base64").toString("utf8") } : {}),
+      userData: userData === undefined ? undefined : Buffer.from(userData, "base64").toString("utf8"),
       loadBalancer: {
         dnsName: need(lb, s(lb.outputs, "dnsName"), "dnsName"),
-        port: needNumber(listener, n(listener.inputs, "port"), "port"),
+        port: need(listener, n(listener.inputs, "port"), "port"),
         // AWS's defaults for an HTTP target group where the program leaves one unset.
         healthCheck: {
           path: s(health, "path") ?? "/",
@@ -226,7 +191,7 @@ export function fleetsFrom(resources: RecordedResource[]): LocalFleet[] {
           timeoutSeconds: n(health, "timeout") ?? 5,
         },
       },
-    };
+    });
   });
 }
 
@@ -259,7 +224,7 @@ function namedFrom(resources: RecordedResource[], type: string): LocalTable[] {
 }
 
 export const tablesFrom = (resources: RecordedResource[]): LocalTable[] => namedFrom(resources, "aws:dynamodb/table:Table");
-export const clustersFrom = (resources: RecordedResource[]): Topology["clusters"] => namedFrom(resources, "aws:ecs/cluster:Cluster");
+export const clustersFrom = (resources: RecordedResource[]): LocalTable[] => namedFrom(resources, "aws:ecs/cluster:Cluster");
 
 export function topicsFrom(resources: RecordedResource[]): LocalTopic[] {
   const subscriptions = ofType(resources, "aws:sns/topicSubscription:TopicSubscription");
@@ -283,62 +248,52 @@ export function topicsFrom(resources: RecordedResource[]): LocalTopic[] {
 export function alarmsFrom(resources: RecordedResource[]): LocalAlarm[] {
   return ofType(resources, "aws:cloudwatch/metricAlarm:MetricAlarm").map((r) => {
     const namespace = s(r.inputs, "namespace") ?? "";
-    const dimensions = strMap(o(r.inputs, "dimensions"));
-    const evaluationPeriods = needNumber(r, n(r.inputs, "evaluationPeriods"), "evaluationPeriods");
-    const description = s(r.inputs, "alarmDescription");
-    // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
-    const threshold = n(r.inputs, "threshold");
-    const queries = alarmQueriesFrom(r.inputs.metricQueries);
-    return {
+    const dimensions = tagMap(r.inputs, "dimensions");
+    const evaluationPeriods = need(r, n(r.inputs, "evaluationPeriods"), "evaluationPeriods");
+    const queries = alarmQueriesFrom(objs(r.inputs, "metricQueries"));
+    return definedOnly({
       ...identity(r),
       name: need(r, s(r.outputs, "name"), "name"),
       arn: need(r, s(r.outputs, "arn"), "arn"),
-      ...(description !== undefined ? { description } : {}),
+      description: s(r.inputs, "alarmDescription"),
       namespace,
       metricName: s(r.inputs, "metricName") ?? "",
       dimensions,
-      ...(namespace === "AWS/SQS" && dimensions.QueueName !== undefined ? { queueName: dimensions.QueueName } : {}),
+      queueName: namespace === "AWS/SQS" ? dimensions.QueueName : undefined,
       statistic: s(r.inputs, "statistic") ?? s(r.inputs, "extendedStatistic") ?? "",
       // A metric-math alarm's period is its metrics' (CloudWatch takes it from the queries).
       periodSeconds: n(r.inputs, "period") ?? queries?.find((q) => q.metric)?.metric?.periodSeconds ?? 0,
       evaluationPeriods,
       datapointsToAlarm: n(r.inputs, "datapointsToAlarm") ?? evaluationPeriods,
-      ...(threshold !== undefined ? { threshold } : {}),
+      // Absent on an anomaly-detection alarm, which compares with a band (`thresholdMetricId`).
+      threshold: n(r.inputs, "threshold"),
       comparisonOperator: need(r, s(r.inputs, "comparisonOperator"), "comparisonOperator"),
       treatMissingData: s(r.inputs, "treatMissingData") ?? "missing",
-      alarmActions: strList(r.inputs.alarmActions),
-      okActions: strList(r.inputs.okActions),
-      ...(queries !== undefined ? { queries } : {}),
-    };
+      alarmActions: strs(r.inputs, "alarmActions"),
+      okActions: strs(r.inputs, "okActions"),
+      queries,
+    });
   });
 }
 
 /** pulumi-aws's `metricQueries` inputs, or undefined when there are none. */
-function alarmQueriesFrom(value: unknown): LocalAlarmQuery[] | undefined {
-  if (!Array.isArray(value) || value.length === 0) return undefined;
-  return value
-    .filter((q): q is Record<string, unknown> => typeof q === "object" && q !== null)
-    .map((q) => {
-      const metric = o(q, "metric");
-      const expression = s(q, "expression");
-      const label = s(q, "label");
-      return {
-        id: s(q, "id") ?? "",
-        ...(expression !== undefined ? { expression } : {}),
-        ...(label !== undefined ? { label } : {}),
-        // CloudWatch's default: a query returns its data unless told not to.
-        returnData: q.returnData !== false,
-        ...(metric !== undefined
-          ? {
-              metric: {
-                namespace: s(metric, "namespace") ?? "",
-                metricName: s(metric, "metricName") ?? "",
-                dimensions: strMap(o(metric, "dimensions")),
-                stat: s(metric, "stat") ?? "",
-                periodSeconds: n(metric, "period") ?? 0,
-              },
-            }
-          : {}),
-      };
+function alarmQueriesFrom(queries: Record<string, unknown>[]): LocalAlarmQuery[] | undefined {
+  if (queries.length === 0) return undefined;
+  return queries.map((q) => {
+    const metric = o(q, "metric");
+    return definedOnly({
+      id: s(q, "id") ?? "",
+      expression: s(q, "expression"),
+      label: s(q, "label"),
+      // CloudWatch's default: a query returns its data unless told not to.
+      returnData: q.returnData !== false,
+      metric: metric && {
+        namespace: s(metric, "namespace") ?? "",
+        metricName: s(metric, "metricName") ?? "",
+        dimensions: tagMap(metric, "dimensions"),
+        stat: s(metric, "stat") ?? "",
+        periodSeconds: n(metric, "period") ?? 0,
+      },
     });
+  });
 }

@@ -4,14 +4,20 @@
  */
 import type { RecordedResource } from "../../policy/testing/types";
 
-/** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
-export interface LocalFunction {
+/** What every part carries: the resource's URN and logical (Pulumi) name, e.g. `ingest-window`. */
+interface Part {
   urn: string;
-  /** Logical (Pulumi) name, e.g. `ingest-window`. */
   logicalName: string;
-  /** Physical function name (what the ARN ends in). */
+}
+
+/** A part known by its physical name (what the ARN ends in) and ARN (a table, a cluster). */
+export interface LocalTable extends Part {
   name: string;
   arn: string;
+}
+
+/** A Lambda function as `pulumi up` would deploy it, with its bundle written to disk. */
+export interface LocalFunction extends LocalTable {
   /** Absolute path of the bundle's `index.js`: the exact esbuild output the program uploads. */
   codePath: string;
   /** `index.handler`. */
@@ -23,9 +29,7 @@ export interface LocalFunction {
 }
 
 /** An SQS event source mapping. */
-export interface LocalMapping {
-  urn: string;
-  logicalName: string;
+export interface LocalMapping extends Part {
   /** Physical name of the function it invokes (matches LocalFunction.name). */
   functionName: string;
   queueArn: string;
@@ -38,12 +42,8 @@ export interface LocalMapping {
   enabled: boolean;
 }
 
-export interface LocalQueue {
-  urn: string;
-  logicalName: string;
-  name: string;
+export interface LocalQueue extends LocalTable {
   url: string;
-  arn: string;
   /** The `encache:queue-role` tag: source, dlq, quarantine… (undefined when untagged). */
   role?: string;
   visibilityTimeoutSeconds: number;
@@ -51,9 +51,7 @@ export interface LocalQueue {
 }
 
 /** An EventBridge Scheduler schedule (moto stores them but never fires them). */
-export interface LocalSchedule {
-  urn: string;
-  logicalName: string;
+export interface LocalSchedule extends Part {
   name: string;
   /** `rate(…)`, `cron(…)` or `at(…)`. */
   expression: string;
@@ -68,9 +66,7 @@ export interface LocalSchedule {
   };
 }
 
-export interface LocalInstance {
-  urn: string;
-  logicalName: string;
+export interface LocalInstance extends Part {
   id: string;
   tags: Record<string, string>;
   /** The instance type the program declared (what the local cost figures price). */
@@ -84,9 +80,7 @@ export interface LocalInstance {
  * moto only stores (the mixed instances policy, the warm pool, the drain hook) and the load
  * balancer, target group and listener in front of it, which the runtime plays (local/hosts/gpu-fleet.ts).
  */
-export interface LocalFleet {
-  urn: string;
-  logicalName: string;
+export interface LocalFleet extends Part {
   groupName: string;
   maxSize: number;
   /** The launch template's instance type: the first (preferred) of the group's types. */
@@ -110,48 +104,28 @@ export interface LocalFleet {
   };
 }
 
-export interface LocalTaskDefinition {
-  urn: string;
-  logicalName: string;
+export interface LocalTaskDefinition extends Part {
   arn: string;
   family: string;
   /** Parsed `containerDefinitions` (pulumi-aws takes them as a JSON string). */
   containerDefinitions: Array<Record<string, unknown>>;
 }
 
-export interface LocalService {
-  urn: string;
-  logicalName: string;
+export interface LocalService extends Part {
   name: string;
   clusterArn: string;
   taskDefinitionArn: string;
   desiredCount: number;
 }
 
-export interface LocalTable {
-  urn: string;
-  logicalName: string;
-  name: string;
-  arn: string;
-}
-
 /** An SNS topic (the stack's alert topic) and who it tells. */
-export interface LocalTopic {
-  urn: string;
-  logicalName: string;
-  name: string;
-  arn: string;
+export interface LocalTopic extends LocalTable {
   /** The program's subscriptions to it. */
   subscriptions: Array<{ protocol: string; endpoint: string }>;
 }
 
 /** A CloudWatch metric alarm as the program declared it (moto stores it but never evaluates it). */
-export interface LocalAlarm {
-  urn: string;
-  logicalName: string;
-  /** Physical alarm name. */
-  name: string;
-  arn: string;
+export interface LocalAlarm extends LocalTable {
   description?: string;
   /** "" for a metric-math alarm, which has no single metric. */
   namespace: string;
@@ -202,7 +176,7 @@ export interface Topology {
   taskDefinitions: LocalTaskDefinition[];
   services: LocalService[];
   tables: LocalTable[];
-  clusters: Array<{ urn: string; logicalName: string; name: string; arn: string }>;
+  clusters: LocalTable[];
   topics: LocalTopic[];
   alarms: LocalAlarm[];
   /** URNs of the resources that were created in moto. */

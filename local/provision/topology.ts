@@ -13,18 +13,13 @@ import { REPO_ROOT } from "../../infra/bundle";
 import { installRecorder } from "../../plan/record";
 import { readStackFiles } from "../../plan/stack-files";
 import type { RecordedResource } from "../../policy/testing/types";
-import { createMotoMocks, type ProvisionOutcome } from ".";
+import { createMotoMocks, type MotoMocksOptions, type ProvisionOutcome } from ".";
 import * as parse from "./topology-parsers";
 import type { Topology } from "./topology-types";
 
-export interface DeployLocallyOptions {
+/** The mocks' options (moto's endpoints, where the Lambda bundles go) but the region, which is the stack's. */
+export interface DeployLocallyOptions extends Omit<MotoMocksOptions, "region"> {
   stack: string;
-  /** moto's endpoint. */
-  endpoint: string;
-  /** SQS clients only (the `--speed` proxy). Default: `endpoint`. */
-  sqsEndpoint?: string;
-  /** Where the Lambda bundles are written. */
-  codeDir: string;
   /** Program entry; default Pulumi.yaml's `main`. Relative paths are from the repository root. */
   program?: string;
 }
@@ -101,14 +96,9 @@ export function splitCreated(resources: RecordedResource[], outcomes: ProvisionO
   };
 }
 
-export function buildTopology(args: {
-  project: string;
-  stack: string;
-  region: string;
-  resources: RecordedResource[];
-  outcomes: ProvisionOutcome[];
-  codeDir: string;
-}): Topology {
+export function buildTopology(
+  args: Pick<Topology, "project" | "stack" | "region" | "resources"> & { outcomes: ProvisionOutcome[]; codeDir: string },
+): Topology {
   const { resources } = args;
   const functions = parse.functionsFrom(resources, args.codeDir);
   const queues = parse.queuesFrom(resources);

@@ -200,71 +200,61 @@
     };
   }
 
-  function valuesOf(series) {
-    return series.map(function (x) {
-      return x.values;
-    });
+  /** The x scale both charts share: the scenario's whole duration. */
+  function xScale(s) {
+    return { time: false, range: [0, Math.max(1, s.durationS)] };
   }
 
-  function queueChart(el, s) {
-    var used = {};
-    var series = [timeSeries()].concat(
-      s.queues.map(function (q) {
-        return {
-          label: q.label,
-          stroke: colorOf(q.kind, used),
-          width: 2,
-          points: { show: false },
-          value: function (u, v) {
-            return v === null ? "—" : String(v);
-          },
-        };
-      }),
-    );
+  function queueChart(s) {
     return {
       title: "messages on each queue (visible, in flight and delayed)",
-      series: series,
-      data: [s.t].concat(valuesOf(s.queues)),
+      list: s.queues,
       height: 230,
-      scales: { x: { time: false, range: [0, Math.max(1, s.durationS)] }, y: countScale() },
+      scales: { x: xScale(s), y: countScale() },
       axes: [xAxis(), { label: "messages" }],
     };
   }
 
+  function isPhase(a) {
+    return a.kind === "gpu";
+  }
+
   /** The GPU's phase (stopped, booting, serving) on its own stepped scale; every other activity is a count. */
-  function activityChart(el, s) {
-    var used = {};
-    var isPhase = function (a) {
-      return a.kind === "gpu";
-    };
-    var series = [timeSeries()].concat(
-      s.activity.map(function (a) {
-        return {
-          label: a.label,
-          stroke: colorOf(a.kind, used),
-          width: 2,
-          scale: isPhase(a) ? "phase" : "count",
-          fill: isPhase(a) ? "rgba(26, 127, 55, 0.08)" : undefined,
-          paths: uPlot.paths.stepped({ align: 1 }),
-          points: { show: false },
-          value: function (u, v) {
-            return v === null ? "—" : isPhase(a) ? PHASES[v] : String(v);
-          },
-        };
-      }),
-    );
+  function activityChart(s) {
     var hasPhase = s.activity.some(isPhase);
     var axes = [xAxis()];
     if (hasPhase) axes.push(phaseAxis());
     if (!s.activity.every(isPhase)) axes.push({ scale: "count", label: "count", side: hasPhase ? 1 : 3, grid: { show: !hasPhase } });
     return {
       title: "the GPU, deliveries, ECS tasks and GPU capacity",
-      series: series,
-      data: [s.t].concat(valuesOf(s.activity)),
+      list: s.activity,
       height: 190,
-      scales: { x: { time: false, range: [0, Math.max(1, s.durationS)] }, phase: { range: [-0.1, 2.6] }, count: countScale() },
+      scales: { x: xScale(s), phase: { range: [-0.1, 2.6] }, count: countScale() },
       axes: axes,
+      // Activity is stepped: a phase or a count holds until the next sample.
+      line: function (a) {
+        return { scale: isPhase(a) ? "phase" : "count", fill: isPhase(a) ? "rgba(26, 127, 55, 0.08)" : undefined, paths: uPlot.paths.stepped({ align: 1 }) };
+      },
     };
+  }
+
+  /** One line per series of the chart, coloured by its kind, after the shared time series. */
+  function seriesOf(spec) {
+    var used = {};
+    return [timeSeries()].concat(
+      spec.list.map(function (a) {
+        var line = {
+          label: a.label,
+          stroke: colorOf(a.kind, used),
+          width: 2,
+          points: { show: false },
+          value: function (u, v) {
+            return v === null ? "—" : isPhase(a) ? PHASES[v] : String(v);
+          },
+        };
+        return Object.assign(line, spec.line ? spec.line(a) : {});
+      }),
+    );
   }
 
   function phaseAxis() {
@@ -285,15 +275,15 @@
 
   Array.prototype.forEach.call(charts, function (el) {
     var s = data.scenarios[Number(el.getAttribute("data-scenario-index"))];
-    var spec = el.getAttribute("data-chart") === "queues" ? queueChart(el, s) : activityChart(el, s);
-    var lines = spec.series.length - 1;
+    var spec = el.getAttribute("data-chart") === "queues" ? queueChart(s) : activityChart(s);
+    var lines = spec.list.length;
     var opts = {
       title: spec.title,
       width: Math.max(320, el.clientWidth || 1000),
       height: spec.height,
       scales: spec.scales,
       axes: spec.axes,
-      series: spec.series,
+      series: seriesOf(spec),
       cursor: { drag: { x: true, y: false } },
       plugins: [marksPlugin(s.marks)],
       hooks: {
@@ -304,7 +294,12 @@
         ],
       },
     };
-    new uPlot(opts, spec.data, el);
+    var values = [s.t].concat(
+      spec.list.map(function (x) {
+        return x.values;
+      }),
+    );
+    new uPlot(opts, values, el);
   });
 
   if (charts.length === 0) body.setAttribute("data-charts-drawn", "0");

@@ -14,7 +14,8 @@ import type { RecordedEvent, RecordedSample, ScenarioWindow } from "../observe/r
 import type { AlarmReport } from "../observe/alarm-watch";
 import type { LocalQueue } from "../provision/topology-types";
 import { runTime } from "../observe/alarm-eval";
-import { formatTiming } from "./summary";
+import { COUNT_KEYS, formatTiming, rowOk, SUMMARY_HEADERS } from "./summary";
+import { seconds } from "./text";
 import type { ScenarioSummary, Timing } from "./view";
 
 /** How a series is drawn: its chart, colour and scale follow from it. */
@@ -147,23 +148,19 @@ function queueSeries(queues: readonly LocalQueue[], own: readonly string[], samp
 /** The GPU's phase and deliveries, the fleet's capacity and the ECS tasks running: those that moved. */
 function activitySeries(samples: readonly RecordedSample[]): ReportSeries[] {
   const activity: ReportSeries[] = [];
-  const phase = samples.map((s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));
-  if (moved(phase)) activity.push({ label: "GPU", kind: "gpu", values: phase });
+  const ifMoved = (label: string, kind: SeriesKind, read: (s: RecordedSample) => number | null) => {
+    const values = samples.map(read);
+    if (moved(values)) activity.push({ label, kind, values });
+  };
+  ifMoved("GPU", "gpu", (s) => (s.gpu ? GPU_PHASE_VALUE[s.gpu.phase] : null));
   const firstDelivered = samples.find((s) => s.gpu)?.gpu?.delivered ?? 0;
   const delivered = samples.map((s) => (s.gpu ? s.gpu.delivered - firstDelivered : null));
   if (delivered.some((v) => v !== null && v > 0)) activity.push({ label: "delivered to GPU", kind: "deliveries", values: delivered });
   // The GPU fleet: desired capacity and instances in service (the backlog is the ingest queues' series above;
   // its processed count is left out: thousands on the count axis would flatten a capacity of four).
-  const fleetSeries: Array<[string, (f: NonNullable<RecordedSample["fleet"]>) => number]> = [
-    ["GPU desired capacity", (f) => f.desired],
-    ["GPU instances in service", (f) => f.inService],
-  ];
-  for (const [label, read] of fleetSeries) {
-    const values = samples.map((s) => (s.fleet ? read(s.fleet) : null));
-    if (moved(values)) activity.push({ label, kind: "capacity", values });
-  }
-  const tasks = samples.map((s) => s.tasksRunning);
-  if (moved(tasks)) activity.push({ label: "ECS tasks running", kind: "tasks", values: tasks });
+  ifMoved("GPU desired capacity", "capacity", (s) => s.fleet?.desired ?? null);
+  ifMoved("GPU instances in service", "capacity", (s) => s.fleet?.inService ?? null);
+  ifMoved("ECS tasks running", "tasks", (s) => s.tasksRunning);
   return activity;
 }
 
@@ -220,7 +217,7 @@ export function buildReportData(input: ReportInput): ReportData {
     stack: input.meta.stack,
     speed: input.meta.speed,
     wallMs: input.meta.wallMs,
-    ok: input.rows.every((r) => r.lost === 0 && r.failures.length === 0),
+    ok: input.rows.every(rowOk),
     generatedAt: input.meta.generatedAt.toISOString(),
     scenarios,
     alarms: input.alarms.alarms.flatMap((a) =>
@@ -239,17 +236,12 @@ export function buildReportData(input: ReportInput): ReportData {
 // ---------------------------------------------------------------------------------------------
 // The page
 
-/** The code and style inlined into the page. */
-export interface ReportAssets {
-  /** uPlot's IIFE build: defines the global `uPlot`. */
-  chartJs: string;
-  chartCss: string;
-  /** ./report-page.js: reads the embedded data and draws every chart. */
-  pageJs: string;
-}
-
-/** Read from node_modules and from beside this file at report time, so the page carries them. */
-export function loadChartAssets(): ReportAssets {
+/**
+ * The code and style inlined into the page, read from node_modules and from beside this file at
+ * report time so the page carries them: uPlot's IIFE build (it defines the global `uPlot`) and
+ * style, and ./report-page.js, which reads the embedded data and draws every chart.
+ */
+export function loadChartAssets() {
   const dist = path.dirname(require.resolve("uplot/dist/uPlot.iife.min.js"));
   return {
     chartJs: fs.readFileSync(path.join(dist, "uPlot.iife.min.js"), "utf8"),
@@ -266,14 +258,6 @@ function esc(text: string): string {
 function inline(tag: "script" | "style", code: string): string {
   if (new RegExp(`</${tag}`, "i").test(code)) throw new Error(`cannot inline code that contains </${tag}`);
   return `<${tag}>\n${code}\n</${tag}>`;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)}s`;
-}
-
-function ok(r: ScenarioSummary): boolean {
-  return r.lost === 0 && r.failures.length === 0;
 }
 
 function badge(good: boolean): string {
@@ -306,11 +290,10 @@ pre { white-space: pre-wrap; font-size: 12px; }
 `;
 
 function totalsTable(data: ReportData): string {
-  const keys = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost"] as const;
-  const head = ["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"].map((h) => `<th>${h}</th>`).join("");
+  const head = SUMMARY_HEADERS.map((h) => `<th>${h}</th>`).join("");
   const rows = data.scenarios.map((s, i) => {
     const r = s.summary;
-    return `<tr><td><a href="#scenario-${i}">${esc(s.name)}</a></td><td>${seconds(r.wallMs)}</td>${keys.map((k) => `<td>${r[k]}</td>`).join("")}<td>${badge(ok(r))}</td></tr>`;
+    return `<tr><td><a href="#scenario-${i}">${esc(s.name)}</a></td><td>${seconds(r.wallMs)}</td>${COUNT_KEYS.map((k) => `<td>${r[k]}</td>`).join("")}<td>${badge(rowOk(r))}</td></tr>`;
   });
   return `<table class="totals"><thead><tr>${head}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
@@ -344,7 +327,7 @@ function scenarioSection(s: ReportScenario, i: number): string {
   const details = Object.keys(r.details).length > 0 ? `<details><summary>details</summary><pre>${esc(JSON.stringify(r.details, null, 2))}</pre></details>` : "";
   return [
     `<section class="scenario" id="scenario-${i}" data-scenario="${esc(s.name)}">`,
-    `<h2>${esc(s.name)} ${badge(ok(r))}</h2>`,
+    `<h2>${esc(s.name)} ${badge(rowOk(r))}</h2>`,
     `<p class="title">${esc(s.title)}</p>`,
     `<p class="counts">${esc(counts)}</p>`,
     ...charts,
@@ -360,7 +343,7 @@ function scenarioSection(s: ReportScenario, i: number): string {
  * The whole page: a summary table, the alarms, then one section per scenario whose charts the
  * inlined script draws from the embedded data. Pure: the same data and assets give the same page.
  */
-export function renderReport(data: ReportData, assets: ReportAssets = loadChartAssets()): string {
+export function renderReport(data: ReportData, assets = loadChartAssets()): string {
   const title = `${data.project} local run · ${data.stack}`;
   // `<` escaped: the data (scenario names, failure texts) must not end the script element it sits in.
   const json = JSON.stringify(data).replace(/</g, "\\u003c");

@@ -7,9 +7,12 @@ import type { AlarmOutcome, AlarmReport } from "../observe/alarm-watch";
 import { clean, padEnd, padStart, paint, seconds, type Style, widthOf } from "./text";
 import type { MessageCounts as Totals, ScenarioSummary, Timing } from "./view";
 
-const COUNT_KEYS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost"] as const;
+export const COUNT_KEYS = ["sent", "processed", "quarantined", "inDlq", "remaining", "lost"] as const;
+/** The summary table's columns, the HTML report's too. */
+export const SUMMARY_HEADERS = ["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"];
 
-function rowOk(r: ScenarioSummary): boolean {
+/** No message lost and every expectation held. */
+export function rowOk(r: ScenarioSummary): boolean {
   return r.lost === 0 && r.failures.length === 0;
 }
 
@@ -33,7 +36,7 @@ function formatDetail(value: unknown): string {
  * (wall and simulated), details and failures. Box drawing only, so it stays readable in a plain log; colours when asked.
  */
 export function renderSummaryTable(rows: ScenarioSummary[], opts: { color: boolean }): string {
-  const headers = ["scenario", "wall", "sent", "processed", "quarantined", "in DLQ", "remaining", "lost", "result"];
+  const headers = SUMMARY_HEADERS;
   const cell = (r: Pick<ScenarioSummary, "wallMs"> & Totals, name: string, ok: boolean): string[] => [
     name,
     seconds(r.wallMs),
@@ -91,30 +94,9 @@ export function renderSummaryTable(rows: ScenarioSummary[], opts: { color: boole
  * The `--json` document: the rows, their totals, the alarms, and `ok` (no row lost a message or
  * failed). A fired alarm does not make the run fail: scenarios quarantine messages on purpose.
  */
-export function summaryDocument(
-  meta: { project: string; stack: string; speed: number; wallMs: number },
-  rows: ScenarioSummary[],
-  alarms: AlarmReport,
-): {
-  project: string;
-  stack: string;
-  speed: number;
-  wallMs: number;
-  scenarios: ScenarioSummary[];
-  totals: Totals;
-  alarms: AlarmReport;
-  ok: boolean;
-} {
-  return {
-    project: meta.project,
-    stack: meta.stack,
-    speed: meta.speed,
-    wallMs: meta.wallMs,
-    scenarios: rows,
-    totals: totalsOf(rows),
-    alarms,
-    ok: rows.every(rowOk),
-  };
+export function summaryDocument(meta: { project: string; stack: string; speed: number; wallMs: number }, rows: ScenarioSummary[], alarms: AlarmReport) {
+  const { project, stack, speed, wallMs } = meta;
+  return { project, stack, speed, wallMs, scenarios: rows, totals: totalsOf(rows), alarms, ok: rows.every(rowOk) };
 }
 
 function plural(n: number, one: string, many = `${one}s`): string {

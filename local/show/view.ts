@@ -105,11 +105,6 @@ function barCells(width: number, used: number, max: number): number {
   return cells >= 4 ? cells : 0;
 }
 
-/** Cuts one string to `width` columns with an ellipsis. */
-function shorten(text: string, width: number): string {
-  return widthOf(text) <= width ? text : [...text].slice(0, Math.max(0, width - 1)).join("") + "…";
-}
-
 function headerLine(s: LiveSnapshot, width: number): Seg[] {
   const { done, total } = s.progress;
   const done_ = isDone(s);
@@ -118,7 +113,7 @@ function headerLine(s: LiveSnapshot, width: number): Seg[] {
   // On a narrow terminal the progress counts matter more than the whole name, and the name more
   // than the bar: shorten the name (not below 8 columns), then give the bar what is left.
   const fixed = widthOf("▶ ") + widthOf(elapsed) + widthOf(tail[0]?.text ?? "");
-  const name = shorten(clean(s.scenario), Math.max(8, width - fixed));
+  const name = paint(fit([{ text: clean(s.scenario) }], Math.max(8, width - fixed)), false);
   const used = fixed + widthOf(name) + 2; // + the bar's brackets
   const cells = barCells(width, used, 30);
   const fill = total > 0 ? done / total : 0;
@@ -239,14 +234,8 @@ export interface LiveViewOptions {
 }
 
 export class LiveView {
-  private readonly tty: boolean;
-  private readonly stream: NodeJS.WritableStream;
-  private readonly color: boolean;
-  private readonly redrawMs: number;
-  private readonly plainEveryMs: number;
-  private readonly now: () => number;
-  private readonly width: () => number;
-  private readonly timers: ViewTimers;
+  /** The options with their defaults. */
+  private readonly opts: Required<LiveViewOptions>;
 
   private latest?: LiveSnapshot;
   /** Lines of the block currently on screen (TTY), i.e. how far up the next redraw moves. */
@@ -261,30 +250,32 @@ export class LiveView {
   private stopped = false;
 
   constructor(opts: LiveViewOptions) {
-    this.tty = opts.tty;
-    this.stream = opts.stream;
-    this.color = opts.tty && (opts.color ?? true);
-    this.redrawMs = opts.redrawMs ?? 100;
-    this.plainEveryMs = opts.plainEveryMs ?? 2000;
-    this.now = opts.now ?? Date.now;
     const columns = (opts.stream as { columns?: unknown }).columns;
-    this.width = opts.width ?? (() => (typeof columns === "number" && columns > 0 ? columns : 80));
-    this.timers = opts.timers ?? realTimers;
+    this.opts = {
+      tty: opts.tty,
+      stream: opts.stream,
+      color: opts.tty && (opts.color ?? true),
+      redrawMs: opts.redrawMs ?? 100,
+      plainEveryMs: opts.plainEveryMs ?? 2000,
+      now: opts.now ?? Date.now,
+      width: opts.width ?? (() => (typeof columns === "number" && columns > 0 ? columns : 80)),
+      timers: opts.timers ?? realTimers,
+    };
   }
 
   /** Remembers the snapshot and draws it, throttled (TTY) or as a periodic log line (plain). */
   update(s: LiveSnapshot): void {
     if (this.stopped) return;
     this.latest = s;
-    if (this.tty) this.updateTty();
+    if (this.opts.tty) this.updateTty();
     else this.updatePlain(s);
   }
 
   /** A log line: above the live block on a TTY (the block is redrawn below it), as is otherwise. */
   note(line: string): void {
-    if (!this.tty || this.stopped) {
+    if (!this.opts.tty || this.stopped) {
       // Plain logs stay free of escapes even when a caller passes a coloured line.
-      this.stream.write(`${line.replace(ESCAPES, "")}\n`);
+      this.opts.stream.write(`${line.replace(ESCAPES, "")}\n`);
       return;
     }
     this.draw(`${line}\n`);
@@ -294,25 +285,25 @@ export class LiveView {
   stop(): void {
     if (this.stopped) return;
     this.cancelPending();
-    if (this.tty) {
+    if (this.opts.tty) {
       if (this.latest) this.draw("");
-      if (this.cursorHidden) this.stream.write(SHOW_CURSOR);
+      if (this.cursorHidden) this.opts.stream.write(SHOW_CURSOR);
       this.cursorHidden = false;
     } else if (this.latest) {
       // The log ends on the final state, unless that exact line was the last one written.
       const line = renderPlainLine(this.latest);
-      if (line !== this.lastPlain?.line) this.stream.write(`${line}\n`);
+      if (line !== this.lastPlain?.line) this.opts.stream.write(`${line}\n`);
     }
     this.stopped = true;
   }
 
   private updateTty(): void {
-    const wait = this.lastDrawAt + this.redrawMs - this.now();
+    const wait = this.lastDrawAt + this.opts.redrawMs - this.opts.now();
     if (wait <= 0) {
       this.draw("");
     } else if (this.pending === undefined) {
       // Trailing redraw: a burst of updates followed by silence must still show the last one.
-      this.pending = this.timers.set(() => {
+      this.pending = this.opts.timers.set(() => {
         this.pending = undefined;
         if (!this.stopped) this.draw("");
       }, wait);
@@ -320,16 +311,16 @@ export class LiveView {
   }
 
   private updatePlain(s: LiveSnapshot): void {
-    const now = this.now();
+    const now = this.opts.now();
     const prev = this.lastPlain;
     const done = isDone(s);
     // A new scenario's first line and the moment a scenario completes are always logged.
     const sameScenario = prev !== undefined && prev.scenario === s.scenario;
     const justDone = done && !(sameScenario && this.plainWasDone);
     this.plainWasDone = done;
-    if (sameScenario && !justDone && now - prev.at < this.plainEveryMs) return;
+    if (sameScenario && !justDone && now - prev.at < this.opts.plainEveryMs) return;
     const line = renderPlainLine(s);
-    this.stream.write(`${line}\n`);
+    this.opts.stream.write(`${line}\n`);
     this.lastPlain = { line, at: now, scenario: s.scenario };
   }
 
@@ -341,9 +332,9 @@ export class LiveView {
    */
   private draw(before: string): void {
     this.cancelPending();
-    let lines = this.latest ? renderSnapshot(this.latest, { width: Math.max(1, this.width() - 1), color: this.color }) : [];
+    let lines = this.latest ? renderSnapshot(this.latest, { width: Math.max(1, this.opts.width() - 1), color: this.opts.color }) : [];
     // A block taller than the screen scrolls its top away, and moving up could not reach it again.
-    const rows = (this.stream as { rows?: unknown }).rows;
+    const rows = (this.opts.stream as { rows?: unknown }).rows;
     if (typeof rows === "number" && rows > 1 && lines.length > rows - 1) lines = lines.slice(0, rows - 1);
     let out = "";
     if (!this.cursorHidden && lines.length > 0) {
@@ -354,13 +345,13 @@ export class LiveView {
     for (const noteLine of before.split("\n").slice(0, -1)) out += `${CLEAR_LINE}${noteLine}\n`;
     for (const line of lines) out += `${CLEAR_LINE}${line}\n`;
     out += CLEAR_BELOW;
-    this.stream.write(out);
+    this.opts.stream.write(out);
     this.height = lines.length;
-    this.lastDrawAt = this.now();
+    this.lastDrawAt = this.opts.now();
   }
 
   private cancelPending(): void {
-    if (this.pending !== undefined) this.timers.clear(this.pending);
+    if (this.pending !== undefined) this.opts.timers.clear(this.pending);
     this.pending = undefined;
   }
 }
