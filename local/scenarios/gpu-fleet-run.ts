@@ -115,9 +115,9 @@ export function costTable(args: {
   };
 }
 
-/** A burst's windows: distinct indexes under one session id. Pure. */
-export function burstBodies(sessionId: string, n: number): string[] {
-  return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: i, frameCount: 30 }));
+/** A burst's windows: distinct indexes under one session id, from `from` on. Pure. */
+export function burstBodies(sessionId: string, n: number, from = 0): string[] {
+  return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }));
 }
 
 /** Drives the group and counts a burst by what the fleet's instances processed. */
