@@ -15,7 +15,7 @@ import { SqsEventSource } from "../hosts/event-source";
 import { startOpsEndpoint } from "../ops-endpoint";
 import type { ScenarioSummary } from "../show/view";
 import { jobStatus, jobsTableOf, seedRunningJob, terminationMessage } from "./fleet";
-import { keyTimings, type Scenario, ScenarioRun, sendAll, type TimingSpan, total, waitFor } from "./scenario";
+import { keyTimings, type Scenario, ScenarioRun, sendAll, type TimingSpan, total } from "./scenario";
 
 const QUEUE = "fleet-termination";
 const DLQ = `${QUEUE}-dlq`;
@@ -44,12 +44,13 @@ class DlqRedriveRun extends ScenarioRun {
   private readonly queue = this.platform.queue(QUEUE);
   private readonly dlq = this.platform.queue(DLQ);
   private phase = "running";
+
   async run(): Promise<ScenarioSummary> {
     const { real, broken } = await this.breakConsumer();
     await this.sendTerminations();
     const sentAt = Date.now();
-    const filledAt = await this.until(async () => (await this.platform.depth(this.dlq)).visible >= this.n, 240_000, `${DLQ} never held all ${this.n} messages`);
-    const firedAt = await this.until(() => this.firing() !== undefined, 60_000, `${ALARM} never fired`);
+    const filledAt = await this.wait(async () => (await this.platform.depth(this.dlq)).visible >= this.n, 240_000, `${DLQ} never held all ${this.n} messages`);
+    const firedAt = await this.wait(() => this.firing() !== undefined, 60_000, `${ALARM} never fired`);
     if (firedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} fired (ALARM published to the alert topic)`);
 
     // The fix: the real function polls again, then the operator redrives.
@@ -59,8 +60,8 @@ class DlqRedriveRun extends ScenarioRun {
     const redrive = await this.redrive();
     this.phase = "fixed, redriven";
 
-    const doneAt = await this.until(async () => (await this.completed()) === this.n, 120_000);
-    const clearedAt = await this.until(() => this.firing()?.okAtMs !== undefined, 90_000, `${ALARM} did not go back to OK`);
+    const doneAt = await this.wait(async () => (await this.completed()) === this.n, 120_000);
+    const clearedAt = await this.wait(() => this.firing()?.okAtMs !== undefined, 90_000, `${ALARM} did not go back to OK`);
     if (clearedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} back to OK`);
     return this.report(redrive.output, {
       "sent → DLQ filled": [sentAt, filledAt],
@@ -72,10 +73,8 @@ class DlqRedriveRun extends ScenarioRun {
   }
 
   /** Waits for `done`, the live view fed; when it held (null on timeout, a failure when `failure` names one). */
-  private async until(done: () => Promise<boolean> | boolean, timeoutMs: number, failure?: string): Promise<number | null> {
-    const held = await waitFor(done, { timeoutMs, tick: () => this.progress() });
-    if (!held && failure !== undefined) this.failures.push(failure);
-    return held ? Date.now() : null;
+  private wait(done: () => Promise<boolean> | boolean, timeoutMs: number, failure?: string): Promise<number | null> {
+    return this.until(done, { timeoutMs, tick: () => this.progress(), failure });
   }
 
   /** A bad deploy: the mapping now invokes code that fails every record (reported as batch item failures). */

@@ -212,6 +212,16 @@ export class ScenarioRun {
     return gauged;
   }
 
+  /** Waits for `done`, the live view fed by `tick`: when it held, or null on a timeout (then a failure, when `failure` names one). */
+  protected async until(
+    done: () => Promise<boolean> | boolean,
+    opts: { timeoutMs: number; tick?: () => Promise<void> | void; failure?: string },
+  ): Promise<number | null> {
+    const held = await waitFor(done, opts);
+    if (!held && opts.failure !== undefined) this.failures.push(opts.failure);
+    return held ? Date.now() : null;
+  }
+
   /** What is left of the run's messages at the end: on its queue (`remaining`) and in its DLQ (`inDlq`). */
   protected async left(queue: LocalQueue, dlq: LocalQueue): Promise<{ inDlq: number; remaining: number }> {
     const [left, inDlq] = await Promise.all([this.platform.depth(queue), this.platform.depth(dlq)]);

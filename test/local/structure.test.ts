@@ -135,14 +135,6 @@ export function offenders(files: ReadonlyMap<string, string>): Offender[] {
  */
 export const ALLOWED: ReadonlyArray<Offender & { why: string }> = [
   { file: "local/hosts/gpu-fleet.ts", lines: 457, why: "split pending in issue 40: the Spot breaker's stand-in (issue 39) grew it past the limit" },
-  { file: "local/scenarios/gpu-burst.ts", fn: "gpuBurst.run", lines: 88, why: "split pending in issue 40: the GPU scenarios as recipes" },
-  { file: "local/scenarios/gpu-launch-failure.ts", fn: "gpuLaunchFailure.run", lines: 91, why: "split pending in issue 40: the GPU scenarios as recipes" },
-  {
-    file: "local/scenarios/gpu-spot-interruption.ts",
-    fn: "gpuSpotInterruption.run",
-    lines: 183,
-    why: "split pending in issue 40: the GPU scenarios as recipes (the breaker's second interruption, issue 39, grew it)",
-  },
 ];
 
 const key = (o: Pick<Offender, "file" | "fn">) => (o.fn === undefined ? o.file : `${o.file}: ${o.fn}`);
