@@ -3,14 +3,14 @@
  * and operator-sent housekeeping terminates orphaned instances (never one with an active job)
  * and deletes the runner parameters of instances that are gone.
  */
-import { DescribeInstancesCommand, type EC2Client, RunInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, RunInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
 import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
-import { distinctQuarantined, keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, waitFor } from "./scenario";
+import { distinctQuarantined, instanceState, keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
 /** The operator's one-off sweep: orphaned after 1 minute (+ the task's 10-minute grace). */
@@ -40,12 +40,7 @@ async function imageId(platform: LocalPlatform): Promise<string> {
  * The names the deployed fleet functions key on (stack config `encache:fleet.names`), read from the
  * housekeeping function's environment as the program set it, so the scenario follows the stack.
  */
-function fleetNames(platform: LocalPlatform): {
-  managed: { Key: string; Value: string };
-  environment: { Key: string; Value: string };
-  poolTagKey: string;
-  runnerPath: string;
-} {
+function fleetNames(platform: LocalPlatform) {
   const fn = platform.topology.functions.find((f) => f.logicalName === "fleet-housekeeping-consumer");
   const env = fn?.environment ?? {};
   const need = (key: string): string => {
@@ -64,8 +59,7 @@ function fleetNames(platform: LocalPlatform): {
 
 async function launch(platform: LocalPlatform, ami: string, name: string): Promise<string> {
   const { managed, environment, poolTagKey } = fleetNames(platform);
-  const ec2: EC2Client = platform.aws.ec2;
-  const out = await ec2.send(
+  const out = await platform.aws.ec2.send(
     new RunInstancesCommand({
       ImageId: ami,
       InstanceType: "c7g.large",
@@ -77,11 +71,6 @@ async function launch(platform: LocalPlatform, ami: string, name: string): Promi
   const id = out.Instances?.[0]?.InstanceId;
   if (!id) throw new Error(`RunInstances returned no instance for ${name}`);
   return id;
-}
-
-async function stateOf(ec2: EC2Client, id: string): Promise<string | undefined> {
-  const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
-  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
 }
 
 async function parameterExists(platform: LocalPlatform, name: string): Promise<boolean> {
@@ -117,23 +106,19 @@ export async function jobStatus(platform: LocalPlatform, table: string, jobId: s
 }
 
 /** A runner's termination message for one job: a success, or a failure with exit status 2. */
-export function terminationMessage(job: {
-  instanceId: string;
-  jobId: string;
-  durationSeconds: number;
-  startedAt: string;
-  completedAt: string;
-  failed?: boolean;
-}) {
+export function terminationMessage(
+  job: { instanceId: string; jobId: string; durationSeconds: number; startedAt: string; completedAt: string },
+  failed = false,
+) {
   return JSON.stringify({
     instance_id: job.instanceId,
     job_id: job.jobId,
-    status: job.failed ? "failure" : "success",
-    exit_code: job.failed ? 2 : 0,
+    status: failed ? "failure" : "success",
+    exit_code: failed ? 2 : 0,
     duration_seconds: job.durationSeconds,
     started_at: job.startedAt,
     completed_at: job.completedAt,
-    ...(job.failed ? { error: "exit status 2" } : {}),
+    ...(failed ? { error: "exit status 2" } : {}),
   });
 }
 
@@ -276,9 +261,9 @@ class FleetRun extends ScenarioRun {
     this.dupes = judged.duplicateMessages;
     if (this.dupes !== this.duplicates) failures.push(`${this.dupes} messages were recognised as duplicates, expected ${this.duplicates}`);
     for (const job of judged.reportedTwice) failures.push(`${job}'s completion was reported by more than one delivery`);
-    const busyState = await stateOf(platform.aws.ec2, f.busy);
+    const busyState = await instanceState(platform, f.busy);
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
-    const drainedState = await stateOf(platform.aws.ec2, f.drained);
+    const drainedState = await instanceState(platform, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
     if (!(await parameterExists(platform, parameterOf(platform, f.busy))))
       failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
@@ -329,14 +314,8 @@ class FleetRun extends ScenarioRun {
   /** Job 1 fails (exit status 2); the others succeed. */
   private message(i: number): string {
     const completedAt = new Date(this.platform.clock.now()).toISOString();
-    return terminationMessage({
-      instanceId: this.onInstance(i),
-      jobId: this.jobId(i),
-      durationSeconds: 60 + i,
-      startedAt: this.now,
-      completedAt,
-      failed: i === 1,
-    });
+    const job = { instanceId: this.onInstance(i), jobId: this.jobId(i), durationSeconds: 60 + i, startedAt: this.now, completedAt };
+    return terminationMessage(job, i === 1);
   }
 
   private processedIds(): Set<string> {
@@ -387,8 +366,8 @@ class FleetRun extends ScenarioRun {
     if (
       this.orphanGone === null &&
       this.orphanSent !== null &&
-      (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" &&
-      (await stateOf(platform.aws.ec2, f.drained)) === "terminated"
+      (await instanceState(platform, f.orphan)) === "terminated" &&
+      (await instanceState(platform, f.drained)) === "terminated"
     )
       this.orphanGone = Date.now();
     if (this.staleGone === null && this.staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) this.staleGone = Date.now();

@@ -7,19 +7,15 @@
  * the default run (several real minutes): `npm start -- --stack prod --scenario gpu-burst`.
  */
 import type { ScenarioSummary } from "../show/view";
-import { BURST_WINDOWS, FleetRun } from "./gpu-fleet-run";
-import type { Scenario, ScenarioContext } from "./scenario";
+import { BURST_WINDOWS, FleetRun, fleetScenario } from "./gpu-fleet-run";
 
 /** The fleet at its max must drain the burst in at most this share of the time one instance takes. */
 export const MAX_DRAIN_RATIO = 1 / 3;
 
-export const gpuBurst: Scenario = {
-  name: "gpu-burst",
-  title: "one burst of windows at max 1, then at the stack's max; drain times, scale to zero and cost",
-  requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
-  gpuMode: "fleet",
-  optIn: true,
-  async run(ctx: ScenarioContext): Promise<ScenarioSummary> {
+export const gpuBurst = fleetScenario(
+  "gpu-burst",
+  "one burst of windows at max 1, then at the stack's max; drain times, scale to zero and cost",
+  async (ctx) => {
     const run = new BurstRun(ctx, "gpu-burst");
     try {
       for (const max of [1, run.settings.maxSize]) await run.phase(max);
@@ -29,7 +25,7 @@ export const gpuBurst: Scenario = {
     await run.checkScaleToZero();
     return run.report(run.checkDrainRatio());
   },
-};
+);
 
 /** One play of the scenario: each phase's drain, and when the group reached zero afterwards. */
 class BurstRun extends FleetRun {

@@ -19,7 +19,7 @@ import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
 import { parseScheduleExpression } from "../hosts/schedule-expression";
 import type { Topology } from "../provision/topology-types";
 import type { ScenarioSummary, Timing } from "../show/view";
-import { peekAll, type ScenarioContext, ScenarioRun, sendAll, timing, waitFor, waitForEmpty } from "./scenario";
+import { peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, timing, waitFor, waitForEmpty } from "./scenario";
 
 /** Concurrent senders of a burst. */
 const SENDERS = 8;
@@ -39,17 +39,7 @@ export const SCALER_SCHEDULE = "ingest-gpu-scaler-check";
 export function fleetSettings(
   topology: Pick<Topology, "fleets" | "functions" | "schedules">,
   prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
-): {
-  maxSize: number;
-  idleStopMinutes: number;
-  scaleCheckMinutes: number;
-  scaleInCooldownSeconds: number;
-  instanceType: string;
-  usdPerHour: Record<string, number>;
-  spotDiscount: number;
-  spotPercent: number;
-  spotBreaker: { interruptions: number; windowMinutes: number; cooldownMinutes: number };
-} {
+) {
   const fleet = topology.fleets[0];
   if (!fleet) throw new Error("the recording has no GPU fleet: this stack runs one GPU instance (gpu.capacity.mode instance)");
   const scaler = topology.functions.find((f) => f.logicalName === SCALER_FUNCTION);
@@ -78,12 +68,6 @@ export function simSecondsOf(r: Pick<FleetInstanceRecord, "launchedAtMs" | "gone
   return (((r.goneAtMs ?? nowMs) - r.launchedAtMs) * speed) / 1000;
 }
 
-export interface CostRow {
-  what: string;
-  instanceHours: number;
-  usd: number | null;
-}
-
 /**
  * Pure: the cost table. The fleet: its instances' lives as run, Spot at the configured discount. One GPU
  * (the single-instance mode, on demand): running for `oneGpuSimSeconds`. Always on: one on-demand GPU
@@ -94,7 +78,7 @@ export function costTable(args: {
   oneGpuSimSeconds: number;
   spanSimSeconds: number;
   settings: Pick<ReturnType<typeof fleetSettings>, "instanceType" | "usdPerHour" | "spotDiscount">;
-}): { rows: CostRow[]; unpriced: string[]; savedPerDayUsd: number | null } {
+}) {
   const { settings } = args;
   const price = settings.usdPerHour[settings.instanceType];
   const hours = (s: number) => Math.round((s / 3600) * 100) / 100;
@@ -118,6 +102,11 @@ export function costTable(args: {
 /** A burst's windows: distinct indexes under one session id, from `from` on. Pure. */
 export function burstBodies(sessionId: string, n: number, from = 0): string[] {
   return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }));
+}
+
+/** A scenario of the GPU fleet: it needs a stack in fleet mode, and runs only when named (it takes minutes). */
+export function fleetScenario(name: string, title: string, run: Scenario["run"]): Scenario {
+  return { name, title, requires: ["ingest", "ingest-dlq", "ingest-quarantine"], gpuMode: "fleet", optIn: true, run };
 }
 
 /** Drives the group and counts a burst by what the fleet's instances processed: the steps the GPU fleet's scenarios are recipes of. */

@@ -26,14 +26,7 @@ export const IDLE_CHECK_FUNCTION = "ingest-gpu-idle";
  * through its own parser, and the instance's recorded type), and the local price table's figure for
  * that type. Never the stack file: the recording is what runs.
  */
-export function gpuCostSettings(
-  topology: Pick<Topology, "functions" | "instances">,
-  prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
-): {
-  idleStopMinutes: number;
-  instanceType: string;
-  usdPerHour: number | undefined;
-} {
+export function gpuCostSettings(topology: Pick<Topology, "functions" | "instances">, prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR) {
   const idle = topology.functions.find((f) => f.logicalName === IDLE_CHECK_FUNCTION);
   if (!idle) throw new Error(`the recording has no ${IDLE_CHECK_FUNCTION} function (a stack in instance mode has one)`);
   const instanceType = topology.instances[0]?.instanceType;

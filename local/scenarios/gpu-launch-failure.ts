@@ -12,8 +12,8 @@
 import type { AlarmOutcome } from "../observe/alarm-watch";
 import type { LocalAlarm } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
-import { FleetRun } from "./gpu-fleet-run";
-import { type Scenario, type ScenarioContext, timing, waitFor } from "./scenario";
+import { FleetRun, fleetScenario } from "./gpu-fleet-run";
+import { type ScenarioContext, timing, waitFor } from "./scenario";
 
 const WINDOWS = { small: 20, default: 60 } as const;
 
@@ -32,13 +32,10 @@ export function minutesToFire(alarm: Pick<LocalAlarm, "datapointsToAlarm" | "per
   return (alarm.datapointsToAlarm * alarm.periodSeconds) / 60;
 }
 
-export const gpuLaunchFailure: Scenario = {
-  name: "gpu-launch-failure",
-  title: "the GPU fleet cannot launch: the launch alarm fires to the alert topic, and clears once launches succeed",
-  requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
-  gpuMode: "fleet",
-  optIn: true,
-  async run(ctx: ScenarioContext): Promise<ScenarioSummary> {
+export const gpuLaunchFailure = fleetScenario(
+  "gpu-launch-failure",
+  "the GPU fleet cannot launch: the launch alarm fires to the alert topic, and clears once launches succeed",
+  async (ctx) => {
     const run = new LaunchFailureRun(ctx, "gpu-launch-failure");
     await run.startCold();
     await run.failLaunches(`launch-${ctx.runId}`, WINDOWS[ctx.size]);
@@ -49,7 +46,7 @@ export const gpuLaunchFailure: Scenario = {
     const servedTwice = run.servedTwice();
     return run.report(servedTwice);
   },
-};
+);
 
 /** One play of the scenario: the launch alarm, and when launches failed, the alarm fired, launches came back and it cleared. */
 class LaunchFailureRun extends FleetRun {

@@ -15,9 +15,9 @@
 import type { FleetInstanceRecord } from "../hosts/gpu-fleet";
 import type { Distribution } from "../aws/group-stand-in";
 import type { ScenarioSummary } from "../show/view";
-import { BURST_WINDOWS, FleetRun } from "./gpu-fleet-run";
+import { BURST_WINDOWS, FleetRun, fleetScenario } from "./gpu-fleet-run";
 import { type LogLine, readSteps } from "./logs";
-import { type Scenario, type ScenarioContext, waitFor } from "./scenario";
+import { waitFor } from "./scenario";
 
 /** The scaler's function, whose log lines (steps and EMF metrics) the scenario reads. */
 const SCALER = "ingest-gpu-scaler";
@@ -55,13 +55,10 @@ export function metricSum(lines: readonly LogLine[], name: string): number {
   }, 0);
 }
 
-export const gpuSpotInterruption: Scenario = {
-  name: "gpu-spot-interruption",
-  title: "a Spot instance of the GPU fleet interrupted in the middle of a burst: nothing lost, capacity replaced",
-  requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
-  gpuMode: "fleet",
-  optIn: true,
-  async run(ctx: ScenarioContext): Promise<ScenarioSummary> {
+export const gpuSpotInterruption = fleetScenario(
+  "gpu-spot-interruption",
+  "a Spot instance of the GPU fleet interrupted in the middle of a burst: nothing lost, capacity replaced",
+  async (ctx) => {
     const run = new SpotRun(ctx, "gpu-spot-interruption");
     await run.startCold();
     run.sentAt = await run.send(`spot-${ctx.runId}`, BURST_WINDOWS[ctx.size]);
@@ -80,7 +77,7 @@ export const gpuSpotInterruption: Scenario = {
     const drainSim = run.drained === null ? 0 : ((run.drained - run.sentAt) * run.speed) / 1000;
     return run.report(breaker, run.cost(run.sentAt, drainSim + run.settings.idleStopMinutes * 60));
   },
-};
+);
 
 /** One play of the scenario: the burst, the two interruptions, the breaker they trip, and when each came. */
 class SpotRun extends FleetRun {

@@ -3,13 +3,14 @@
  * DLQ and parked there; the DLQ consumer starts the GPU; once it has booted every segment
  * reaches the GPU (through the real gateway, to the fake model). One malformed segment shows quarantine: it is not retried and not lost.
  */
-import { DescribeInstancesCommand, StopInstancesCommand } from "@aws-sdk/client-ec2";
+import { StopInstancesCommand } from "@aws-sdk/client-ec2";
 import * as path from "node:path";
 import { sessionWindows } from "../hosts/fake-model";
 import { type GpuInstanceHost, gatewaySteps } from "../hosts/gpu-host";
 import type { ScenarioSummary } from "../show/view";
 import { burstBodies } from "./gpu-fleet-run";
-import { distinctQuarantined, keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, waitFor, waitForEmpty } from "./scenario";
+import type { Scenario, ScenarioContext } from "./scenario";
+import { distinctQuarantined, instanceState, keyTimings, peekAll, ScenarioRun, sendAll, waitFor, waitForEmpty } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
 
@@ -75,8 +76,7 @@ class OutageRun extends ScenarioRun {
   async report(): Promise<ScenarioSummary> {
     const { platform, started, failures } = this;
     const quarantined = distinctQuarantined((await peekAll(platform, this.quarantine)).filter((m) => (m.Body ?? "").includes(this.sessionId)));
-    const described = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [this.instanceId] }));
-    const finalState = described.Reservations?.[0]?.Instances?.[0]?.State?.Name;
+    const finalState = await instanceState(platform, this.instanceId);
     if (this.startsNow() < 1) failures.push("the DLQ consumer never started the GPU");
     if (finalState !== "running") failures.push(`GPU ended ${finalState}, expected running`);
     if (quarantined.length !== 1) failures.push(`expected the malformed segment in quarantine, found ${quarantined.length}`);

@@ -106,21 +106,6 @@ async function releaseAll(deps: ClaimDeps, claimTableName: string, claimed: Work
   return released;
 }
 
-interface Snapshot {
-  /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
-  adverts: number;
-  advertsOnQueue: number;
-  advertsInDlq: number;
-  refillRuns: number;
-  /** Trigger messages the scheduler delivered to pool-refill (every class's schedule). */
-  triggers: number;
-  /** Triggers whose run ended: refilled, lease held, shared a batch's run, or quarantined. */
-  triggersHandled: number;
-  triggersQuarantined: number;
-  triggersOnQueue: number;
-  triggersInDlq: number;
-}
-
 /**
  * How many refill triggers (messages) ended in a run, a lease-held skip or a shared run, across
  * every class: the refill queue is shared. Counted by message id, not by line: a trigger that SQS
@@ -155,11 +140,8 @@ export function triggersHandled(steps: readonly LogLine[]): number {
  * stats are read on both sides of the depth reads, and the snapshot is kept only when nothing
  * moved and no trigger was in flight.
  */
-async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<Snapshot> {
-  const queue = platform.queue(`pool-${cls.name}`);
-  const dlq = platform.queue(`pool-${cls.name}-dlq`);
-  const refillQueue = platform.queue("pool-refill");
-  const refillDlq = platform.queue("pool-refill-dlq");
+async function snapshot(platform: LocalPlatform, cls: PoolClassConfig) {
+  const queues = [`pool-${cls.name}`, `pool-${cls.name}-dlq`, "pool-refill", "pool-refill-dlq"].map((name) => platform.queue(name));
   const counts = () => {
     const steps = readSteps(platform, REFILL_FUNCTION);
     const of = (step: string) => steps.filter((l) => l.step === step);
@@ -179,16 +161,19 @@ async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<
   };
   for (let attempt = 0; ; attempt++) {
     const before = counts();
-    const [q, d, rq, rd] = await Promise.all([platform.depth(queue), platform.depth(dlq), platform.depth(refillQueue), platform.depth(refillDlq)]);
+    const [q, d, rq, rd] = await Promise.all(queues.map((queue) => platform.depth(queue)));
     const after = counts();
     const settled = before.key === after.key && after.counted === after.completed.length && rq.inFlight === 0;
     if (settled || attempt >= 60) {
       return {
+        /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
         adverts: sumOf(after.completed, "advertised"),
         advertsOnQueue: total(q),
         advertsInDlq: total(d),
         refillRuns: after.completed.length,
+        /** Trigger messages the scheduler delivered to pool-refill (every class's schedule). */
         triggers: after.delivered,
+        /** Triggers whose run ended: refilled, lease held, shared a batch's run, or quarantined. */
         triggersHandled: after.handled,
         triggersQuarantined: after.quarantined,
         triggersOnQueue: total(rq),

@@ -3,6 +3,7 @@
  * and the accounting of where each sent message ended up.
  */
 import { randomUUID } from "node:crypto";
+import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
 import type { LocalPlatform } from "../platform";
 import type { QueueDepth } from "../observe/depth-sampler";
@@ -75,6 +76,12 @@ export function waitForEmpty(
 ): Promise<boolean> {
   const held = (d: QueueDepth) => (opts.delayed === false ? d.visible + d.inFlight : total(d));
   return waitFor(async () => (await Promise.all(queues.map((q) => platform.depth(q)))).every((d) => held(d) === 0), opts);
+}
+
+/** An EC2 instance's state in moto (`running`, `stopped`, `terminated`…). */
+export async function instanceState(platform: LocalPlatform, id: string): Promise<string | undefined> {
+  const out = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
+  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
 }
 
 export async function gauges(platform: LocalPlatform, queues: Array<[string, LocalQueue]>): Promise<QueueGauge[]> {
