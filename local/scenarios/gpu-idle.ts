@@ -8,12 +8,11 @@
  */
 import { parseIdleConfig } from "../../functions/ingest/config";
 import { sessionWindows } from "../hosts/fake-model";
-import type { GpuInstanceHost } from "../hosts/gpu-host";
 import { ON_DEMAND_USD_PER_HOUR } from "../prices";
 import type { Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { burstBodies } from "./gpu-fleet-run";
-import { keyTimings, type Scenario, type ScenarioContext, ScenarioRun, sendAll, waitFor } from "./scenario";
+import { gpuOf, keyTimings, type Scenario, ScenarioRun, sendAll, waitFor } from "./scenario";
 
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
@@ -53,7 +52,7 @@ export const gpuIdle: Scenario = {
   requires: ["ingest", "ingest-dlq", "ingest-gpu-idle"],
   gpuMode: "instance",
   optIn: true,
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new IdleRun(ctx, this.name);
     for (let b = 0; b < run.bursts; b += 1) {
       await run.burst(b);
@@ -65,31 +64,23 @@ export const gpuIdle: Scenario = {
 };
 
 class IdleRun extends ScenarioRun {
+  private readonly gpu = gpuOf(this.platform);
   private readonly size = SIZES[this.ctx.size];
   readonly bursts = this.size.bursts;
-  private readonly gpu: GpuInstanceHost;
   private readonly ingest = this.platform.queue("ingest");
   private readonly dlq = this.platform.queue("ingest-dlq");
   private readonly sessionId = `idle-${this.ctx.runId}`;
   // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
   private readonly settings = gpuCostSettings(this.platform.topology);
   private sent = 0;
-  private readonly startsBefore: number;
+  private readonly startsBefore = this.gpu.state().starts;
   private stops = 0;
-  private lastState: string;
+  private lastState = this.gpu.state().instanceState;
   private runningRealMs = 0;
   private lastSampleMs = Date.now();
   private readonly burstSent: number[] = [];
   private readonly burstDelivered: Array<number | null> = [];
   private readonly stoppedAt: Array<number | null> = [];
-
-  constructor(ctx: ScenarioContext, name: string) {
-    super(ctx, name);
-    if (!this.platform.gpu) throw new Error("the program declares no GPU instance");
-    this.gpu = this.platform.gpu;
-    this.startsBefore = this.gpu.state().starts;
-    this.lastState = this.gpu.state().instanceState;
-  }
 
   async burst(b: number): Promise<void> {
     const bodies = burstBodies(this.sessionId, this.size.windows, this.sent);

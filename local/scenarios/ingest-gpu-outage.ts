@@ -6,11 +6,10 @@
 import { StopInstancesCommand } from "@aws-sdk/client-ec2";
 import * as path from "node:path";
 import { sessionWindows } from "../hosts/fake-model";
-import { type GpuInstanceHost, gatewaySteps } from "../hosts/gpu-host";
+import { gatewaySteps } from "../hosts/gpu-host";
 import type { ScenarioSummary } from "../show/view";
 import { burstBodies } from "./gpu-fleet-run";
-import type { Scenario, ScenarioContext } from "./scenario";
-import { distinctQuarantined, instanceState, keyTimings, peekAll, ScenarioRun, sendAll, waitFor, waitForEmpty } from "./scenario";
+import { distinctQuarantined, gpuOf, instanceState, keyTimings, peekAll, type Scenario, ScenarioRun, sendAll, waitFor, waitForEmpty } from "./scenario";
 
 const SIZES = { small: 12, default: 60 } as const;
 
@@ -19,7 +18,7 @@ export const ingestGpuOutage: Scenario = {
   title: "GPU down: ingest fails, DLQ consumer starts the GPU, backlog drains",
   requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
   gpuMode: "instance",
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new OutageRun(ctx, this.name);
     await run.stopGpu();
     await run.sendSegments();
@@ -30,7 +29,7 @@ export const ingestGpuOutage: Scenario = {
 
 /** One play of the scenario: the GPU and queues, the segments sent, when each stage was reached and the failures found. */
 class OutageRun extends ScenarioRun {
-  private readonly gpu: GpuInstanceHost;
+  private readonly gpu = gpuOf(this.platform);
   private readonly ingest = this.platform.queue("ingest");
   private readonly dlq = this.platform.queue("ingest-dlq");
   private readonly quarantine = this.platform.queue("ingest-quarantine");
@@ -44,12 +43,6 @@ class OutageRun extends ScenarioRun {
   private gpuRunning: number | null = null;
   private gpuServing: number | null = null;
   private drained: number | null = null;
-
-  constructor(ctx: ScenarioContext, name: string) {
-    super(ctx, name);
-    if (!this.platform.gpu) throw new Error("the program declares no GPU instance");
-    this.gpu = this.platform.gpu;
-  }
 
   /** Prepare: the GPU is stopped, as it is between sessions. */
   async stopGpu(): Promise<void> {

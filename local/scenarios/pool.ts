@@ -16,7 +16,7 @@ import type { LocalPlatform } from "../platform";
 import type { Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
-import { keyTimings, type Scenario, type ScenarioContext, ScenarioRun, total, waitFor, waitForEmpty } from "./scenario";
+import { keyTimings, type Scenario, ScenarioRun, total, waitFor, waitForEmpty } from "./scenario";
 
 /** Workflows per size; each size is more than the class's pool size (see `workflowsFor`). */
 const SIZES = { small: 3, default: 6 } as const;
@@ -188,7 +188,7 @@ export const pool: Scenario = {
   name: "pool",
   title: "workflows claim warm instances, the pool runs out and refill tops it up",
   requires: ["pool-refill"],
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new PoolRun(ctx, this.name);
     await run.waitForFullPool();
     await run.claimAllAtOnce();

@@ -5,7 +5,7 @@
 import type { SimTask } from "../hosts/ecs-tasks";
 import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
-import { distinctQuarantined, keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, total, waitFor, waitForEmpty } from "./scenario";
+import { distinctQuarantined, keyTimings, peekAll, type Scenario, ScenarioRun, sendAll, total, waitFor, waitForEmpty } from "./scenario";
 
 const SIZES = { small: 5, default: 12 } as const;
 const SCHEDULED_MODEL = "PascalStrategy";
@@ -14,7 +14,7 @@ export const retraining: Scenario = {
   name: "retraining",
   title: "scheduled and manual triggers launch tasks up to the cap; the rest wait for capacity",
   requires: ["retraining", "retraining-dlq"],
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new RetrainingRun(ctx, this.name);
     await run.sendTriggers();
     await run.waitForEveryLaunch();

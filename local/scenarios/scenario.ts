@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
+import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
 import type { QueueDepth } from "../observe/depth-sampler";
 import type { LocalQueue } from "../provision/topology-types";
@@ -76,6 +77,12 @@ export function waitForEmpty(
 ): Promise<boolean> {
   const held = (d: QueueDepth) => (opts.delayed === false ? d.visible + d.inFlight : total(d));
   return waitFor(async () => (await Promise.all(queues.map((q) => platform.depth(q)))).every((d) => held(d) === 0), opts);
+}
+
+/** The stack's one GPU instance (gpu.capacity.mode instance). */
+export function gpuOf(platform: LocalPlatform): GpuInstanceHost {
+  if (!platform.gpu) throw new Error("the program declares no GPU instance");
+  return platform.gpu;
 }
 
 /** An EC2 instance's state in moto (`running`, `stopped`, `terminated`…). */
