@@ -113,19 +113,14 @@ export const worker: Scenario = {
 
 /** The jobs one run sends (long ones of the sleep type, short ones, one with no payload) and the ids expected to complete. */
 function jobsFor(runId: string, size: { long: number; short: number }, long: { type: string; seconds: number }): { bodies: string[]; expected: Set<string> } {
-  const jobId = (kind: string, i: number) => `${kind}-${runId}-${i}`;
+  const ids = (kind: string, n: number) => Array.from({ length: n }, (_, i) => `${kind}-${runId}-${i}`);
+  const [longIds, shortIds] = [ids("long", size.long), ids("short", size.short)];
   const bodies = [
-    ...Array.from({ length: size.long }, (_, i) =>
-      JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds }),
-    ),
-    ...Array.from({ length: size.short }, (_, i) => JSON.stringify({ job_id: jobId("short", i), type: SHORT_TYPE, payload: { n: i }, estimated_seconds: 1 })),
-    JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
+    ...longIds.map((job_id) => JSON.stringify({ job_id, type: long.type, payload: null, estimated_seconds: long.seconds })),
+    ...shortIds.map((job_id, n) => JSON.stringify({ job_id, type: SHORT_TYPE, payload: { n }, estimated_seconds: 1 })),
+    JSON.stringify({ job_id: `bad-${runId}-0`, type: SHORT_TYPE }),
   ];
-  const expected = new Set([
-    ...Array.from({ length: size.long }, (_, i) => jobId("long", i)),
-    ...Array.from({ length: size.short }, (_, i) => jobId("short", i)),
-  ]);
-  return { bodies, expected };
+  return { bodies, expected: new Set([...longIds, ...shortIds]) };
 }
 
 /** The SIGTERM the scenario sends, and what it found at that moment. */
@@ -321,8 +316,7 @@ class WorkerRun extends ScenarioRun {
   private async finishedOrStuck(): Promise<boolean> {
     if (this.completed().size >= this.expected.size && this.interruption.done !== null) return true;
     const d = await this.platform.depth(this.queue);
-    const idle =
-      this.interruption.done !== null && d.visible + d.inFlight + d.delayed === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
+    const idle = this.interruption.done !== null && total(d) === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
     this.quietSince = idle ? (this.quietSince ?? Date.now()) : null;
     return this.quietSince !== null && Date.now() - this.quietSince > 10_000;
   }
