@@ -91,15 +91,6 @@ export async function instanceState(platform: LocalPlatform, id: string): Promis
   return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
 }
 
-export async function gauges(platform: LocalPlatform, queues: Array<[string, LocalQueue]>): Promise<QueueGauge[]> {
-  return Promise.all(
-    queues.map(async ([label, q]) => {
-      const d = await platform.depth(q);
-      return { label, visible: d.visible + d.delayed, inFlight: d.inFlight };
-    }),
-  );
-}
-
 /** Sends bodies in batches of 10 through the SQS clock proxy; returns the message ids. */
 export async function sendAll(platform: LocalPlatform, queue: LocalQueue, bodies: string[], delaySeconds = 0): Promise<string[]> {
   const ids: string[] = [];
@@ -145,11 +136,6 @@ export async function peekAll(platform: LocalPlatform, queue: LocalQueue): Promi
 
 export function newRunId(): string {
   return randomUUID().slice(0, 8);
-}
-
-/** Fills in `lost` from the other counts. */
-export function summary(s: Omit<ScenarioSummary, "lost">): ScenarioSummary {
-  return { ...s, lost: s.sent - s.processed - s.quarantined - s.inDlq - s.remaining };
 }
 
 /**
@@ -221,7 +207,12 @@ export class ScenarioRun {
     counters: LiveSnapshot["counters"],
     status: string[],
   ): Promise<QueueGauge[]> {
-    const gauged = await gauges(this.platform, Object.entries(queues));
+    const gauged = await Promise.all(
+      Object.entries(queues).map(async ([label, q]) => {
+        const d = await this.platform.depth(q);
+        return { label, visible: d.visible + d.delayed, inFlight: d.inFlight };
+      }),
+    );
     this.ctx.view({ scenario: this.name, elapsedMs: Date.now() - this.started, progress, queues: gauged, counters, status });
     return gauged;
   }
@@ -242,8 +233,9 @@ export class ScenarioRun {
     return { inDlq: total(inDlq), remaining: total(left) };
   }
 
-  /** The summary: the counts (`lost` filled in), the wall time since the run began, and the failures found. */
+  /** The summary: the counts (`lost` filled in from the others), the wall time since the run began, and the failures found. */
   protected summarise(s: Omit<ScenarioSummary, "scenario" | "wallMs" | "lost" | "failures">): ScenarioSummary {
-    return summary({ scenario: this.name, wallMs: Date.now() - this.started, ...s, failures: this.failures });
+    const lost = s.sent - s.processed - s.quarantined - s.inDlq - s.remaining;
+    return { scenario: this.name, wallMs: Date.now() - this.started, ...s, failures: this.failures, lost };
   }
 }
