@@ -104,11 +104,8 @@ class DlqRedriveRun extends ScenarioRun {
     const now = new Date(this.platform.clock.now()).toISOString();
     for (const id of this.jobIds) await seedRunningJob(this.platform, this.jobsTable, id, GONE_INSTANCE, now);
     const job = { instanceId: GONE_INSTANCE, durationSeconds: 60, startedAt: now, completedAt: now };
-    await sendAll(
-      this.platform,
-      this.queue,
-      this.jobIds.map((jobId) => terminationMessage({ ...job, jobId })),
-    );
+    const messages = this.jobIds.map((jobId) => terminationMessage({ ...job, jobId }));
+    await sendAll(this.platform, this.queue, messages);
   }
 
   /** `ops dlq redrive <dlq> --yes`, through the operator endpoint: what it printed, and when it ran. */

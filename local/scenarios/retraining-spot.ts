@@ -79,11 +79,8 @@ class RetrainingSpotRun extends ScenarioRun {
     const launched = () => models.filter((m) => this.tasksOf(m).length > 0).length;
     ecs.refuseSpot(true);
     ctx.note(`retraining-spot: Fargate Spot has no capacity; sending ${n} requests`);
-    await sendAll(
-      platform,
-      platform.queue("retraining"),
-      models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" })),
-    );
+    const requests = models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
+    await sendAll(platform, platform.queue("retraining"), requests);
     const fellBack = await waitFor(() => launched() === n, {
       timeoutMs: 120_000,
       tick: this.tick("Spot refused: waiting for the FARGATE fallbacks", launched(), n),
@@ -115,12 +112,12 @@ class RetrainingSpotRun extends ScenarioRun {
       interruptedAt = Date.now();
       this.ctx.note(`retraining-spot: Spot took back ${victim.taskArn} (event put twice)`);
     }
-    const back = await waitFor(() => this.relaunchOf(model, victim) !== undefined, {
+    const relaunchedAt = await this.until(() => this.relaunchOf(model, victim) !== undefined, {
       timeoutMs: interruptedAt ? 120_000 : 0,
       tick: this.tick("waiting for the relaunch", 0, 1),
+      failure: interruptedAt ? `${model} was not relaunched after its interruption` : undefined,
     });
-    if (interruptedAt && !back) this.failures.push(`${model} was not relaunched after its interruption`);
-    return { model, victim, interruptedAt, relaunchedAt: back ? Date.now() : null };
+    return { model, victim, interruptedAt, relaunchedAt };
   }
 
   /** Spot takes the task back; EventBridge delivers at least once: the same event again must not start a second relaunch. */
