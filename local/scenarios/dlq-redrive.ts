@@ -9,26 +9,25 @@
  * A redriven message is a new message (SQS's move task sends a copy), so "processed" is judged by
  * the effect, not the message id: each job's row in the jobs table is completed.
  */
-import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import type { SQSEvent } from "aws-lambda";
 import { runOps } from "../../ops/cli";
 import { SqsEventSource } from "../hosts/event-source";
 import { startOpsEndpoint } from "../ops-endpoint";
-import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
-import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, type TimingSpan, waitFor } from "./scenario";
+import { jobStatus, jobsTableOf, seedRunningJob, terminationMessage } from "./fleet";
+import { keyTimings, type Scenario, ScenarioRun, sendAll, type TimingSpan, total } from "./scenario";
 
 const QUEUE = "fleet-termination";
 const DLQ = `${QUEUE}-dlq`;
 const ALARM = `${DLQ}-depth`;
+const GONE_INSTANCE = "i-0dead0ffe0000001";
 
 export const dlqRedrive: Scenario = {
   name: "dlq-redrive",
   title: "a bad deploy fills a DLQ and fires its alarm; after the fix, ops dlq redrive brings every message back (0 lost, alarm OK)",
   requires: [QUEUE],
   optIn: true,
-  run: (ctx) => new DlqRedriveRun(ctx).run(),
+  run: (ctx) => new DlqRedriveRun(ctx, "dlq-redrive").run(),
 };
 
 /** `+hh:mm:ss`, as the alarm block prints an alarm's times (ms since the run's simulated start). */
@@ -38,33 +37,20 @@ function sinceStart(ms: number): string {
   return `+${two(Math.floor(s / 3600))}:${two(Math.floor((s % 3600) / 60))}:${two(s % 60)}`;
 }
 
-class DlqRedriveRun {
-  private readonly platform: LocalPlatform;
-  private readonly n: number;
-  private readonly started = Date.now();
-  private readonly jobsTable: string;
-  private readonly jobIds: string[];
-  private readonly queue: LocalQueue;
-  private readonly dlq: LocalQueue;
-  private readonly failures: string[] = [];
-
-  constructor(private readonly ctx: ScenarioContext) {
-    this.platform = ctx.platform;
-    this.n = ctx.size === "small" ? 6 : 20;
-    const jobs = this.platform.topology.tables.find((t) => t.logicalName === "fleet-jobs");
-    if (!jobs) throw new Error("the program declares no fleet-jobs table");
-    this.jobsTable = jobs.name;
-    this.jobIds = Array.from({ length: this.n }, (_, i) => `redrive-${ctx.runId}-${i}`);
-    this.queue = this.platform.queue(QUEUE);
-    this.dlq = this.platform.queue(DLQ);
-  }
+class DlqRedriveRun extends ScenarioRun {
+  private readonly n = this.ctx.size === "small" ? 6 : 20;
+  private readonly jobsTable = jobsTableOf(this.platform);
+  private readonly jobIds = Array.from({ length: this.n }, (_, i) => `redrive-${this.ctx.runId}-${i}`);
+  private readonly queue = this.platform.queue(QUEUE);
+  private readonly dlq = this.platform.queue(DLQ);
+  private phase = "running";
 
   async run(): Promise<ScenarioSummary> {
     const { real, broken } = await this.breakConsumer();
     await this.sendTerminations();
     const sentAt = Date.now();
-    const filledAt = await this.until(async () => (await this.platform.depth(this.dlq)).visible >= this.n, 240_000, `${DLQ} never held all ${this.n} messages`);
-    const firedAt = await this.until(() => this.firing() !== undefined, 60_000, `${ALARM} never fired`);
+    const filledAt = await this.wait(async () => (await this.platform.depth(this.dlq)).visible >= this.n, 240_000, `${DLQ} never held all ${this.n} messages`);
+    const firedAt = await this.wait(() => this.firing() !== undefined, 60_000, `${ALARM} never fired`);
     if (firedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} fired (ALARM published to the alert topic)`);
 
     // The fix: the real function polls again, then the operator redrives.
@@ -74,10 +60,10 @@ class DlqRedriveRun {
     const redrive = await this.redrive();
     this.phase = "fixed, redriven";
 
-    const doneAt = await this.until(async () => (await this.completed()) === this.n, 120_000);
-    const clearedAt = await this.until(() => this.firing()?.okAtMs !== undefined, 90_000, `${ALARM} did not go back to OK`);
+    const doneAt = await this.wait(async () => (await this.completed()) === this.n, 120_000);
+    const clearedAt = await this.wait(() => this.firing()?.okAtMs !== undefined, 90_000, `${ALARM} did not go back to OK`);
     if (clearedAt !== null) this.ctx.note(`dlq-redrive: ${ALARM} back to OK`);
-    return this.summarise(redrive.output, {
+    return this.report(redrive.output, {
       "sent → DLQ filled": [sentAt, filledAt],
       "DLQ filled → alarm": [filledAt, firedAt],
       redrive: [redrive.startMs, redrive.endMs],
@@ -87,10 +73,8 @@ class DlqRedriveRun {
   }
 
   /** Waits for `done`, the live view fed; when it held (null on timeout, a failure when `failure` names one). */
-  private async until(done: () => Promise<boolean> | boolean, timeoutMs: number, failure?: string): Promise<number | null> {
-    const held = await waitFor(done, { timeoutMs, tick: () => this.show([`consumer: ${this.phase}`]) });
-    if (!held && failure !== undefined) this.failures.push(failure);
-    return held ? Date.now() : null;
+  private wait(done: () => Promise<boolean> | boolean, timeoutMs: number, failure?: string): Promise<number | null> {
+    return this.until(done, { timeoutMs, tick: () => this.progress(), failure });
   }
 
   /** A bad deploy: the mapping now invokes code that fails every record (reported as batch item failures). */
@@ -114,14 +98,14 @@ class DlqRedriveRun {
     return { real, broken };
   }
 
+  /** Jobs 0..n-1 end, on an instance that no longer exists (its runner parameter is gone too). */
   private async sendTerminations(): Promise<void> {
     this.ctx.note(`dlq-redrive: ${QUEUE}'s consumer is broken (a bad deploy, simulated); sending ${this.n} job terminations`);
-    await this.seedJobs();
-    await sendAll(
-      this.platform,
-      this.queue,
-      this.jobIds.map((id) => this.message(id)),
-    );
+    const now = new Date(this.platform.clock.now()).toISOString();
+    for (const id of this.jobIds) await seedRunningJob(this.platform, this.jobsTable, id, GONE_INSTANCE, now);
+    const job = { instanceId: GONE_INSTANCE, durationSeconds: 60, startedAt: now, completedAt: now };
+    const messages = this.jobIds.map((jobId) => terminationMessage({ ...job, jobId }));
+    await sendAll(this.platform, this.queue, messages);
   }
 
   /** `ops dlq redrive <dlq> --yes`, through the operator endpoint: what it printed, and when it ran. */
@@ -144,20 +128,18 @@ class DlqRedriveRun {
     return { output, startMs, endMs: Date.now() };
   }
 
-  private async summarise(redrive: string, intervals: Record<string, TimingSpan>): Promise<ScenarioSummary> {
+  private async report(redrive: string, intervals: Record<string, TimingSpan>): Promise<ScenarioSummary> {
     const processed = await this.completed();
     const [left, parked] = await Promise.all([this.platform.depth(this.queue), this.platform.depth(this.dlq)]);
     if (processed < this.n) this.failures.push(`${this.n - processed} of ${this.n} jobs not completed`);
     const { timings, marks } = keyTimings(this.platform.clock.speed, intervals);
     const firing = this.firing();
-    return summary({
-      scenario: "dlq-redrive",
-      wallMs: Date.now() - this.started,
+    return this.summarise({
       sent: this.n,
       processed,
       quarantined: 0,
       inDlq: parked.visible + parked.inFlight,
-      remaining: left.visible + left.inFlight + left.delayed,
+      remaining: total(left),
       timings,
       marks,
       details: {
@@ -165,64 +147,22 @@ class DlqRedriveRun {
         "alarm back to OK": firing?.okAtMs !== undefined ? sinceStart(firing.okAtMs) : null,
         redrive: redrive.trim(),
       },
-      failures: this.failures,
     });
   }
-
-  private phase = "running";
 
   private firing() {
     const outcome = this.platform.alarms.report().alarms.find((a) => a.logicalName === ALARM);
     return outcome?.firings.at(-1);
   }
 
-  private async show(status: string[]): Promise<void> {
+  private async progress(): Promise<void> {
     const done = await this.completed();
-    this.ctx.view({
-      scenario: "dlq-redrive",
-      elapsedMs: Date.now() - this.started,
-      progress: { done, total: this.n },
-      queues: await gauges(this.platform, [
-        [QUEUE, this.queue],
-        [DLQ, this.dlq],
-      ]),
-      counters: { "jobs completed": done },
-      status,
-    });
-  }
-
-  /** Jobs 0..n-1, running on an instance that no longer exists (its runner parameter is gone too). */
-  private async seedJobs(): Promise<void> {
-    const now = new Date(this.platform.clock.now()).toISOString();
-    for (const id of this.jobIds) {
-      await this.platform.aws.dynamodb.send(
-        new PutItemCommand({
-          TableName: this.jobsTable,
-          Item: { job_id: { S: id }, status: { S: "running" }, instance_id: { S: "i-0dead0ffe0000001" }, started_at: { S: now } },
-        }),
-      );
-    }
-  }
-
-  private message(jobId: string): string {
-    const now = new Date(this.platform.clock.now()).toISOString();
-    return JSON.stringify({
-      instance_id: "i-0dead0ffe0000001",
-      job_id: jobId,
-      status: "success",
-      exit_code: 0,
-      duration_seconds: 60,
-      started_at: now,
-      completed_at: now,
-    });
+    await this.show({ [QUEUE]: this.queue, [DLQ]: this.dlq }, { done, total: this.n }, { "jobs completed": done }, [`consumer: ${this.phase}`]);
   }
 
   private async completed(): Promise<number> {
     let n = 0;
-    for (const id of this.jobIds) {
-      const item = await this.platform.aws.dynamodb.send(new GetItemCommand({ TableName: this.jobsTable, Key: { job_id: { S: id } }, ConsistentRead: true }));
-      if (item.Item?.status?.S === "completed") n += 1;
-    }
+    for (const id of this.jobIds) if ((await jobStatus(this.platform, this.jobsTable, id)) === "completed") n += 1;
     return n;
   }
 }

@@ -3,15 +3,14 @@
  * and operator-sent housekeeping terminates orphaned instances (never one with an active job)
  * and deletes the runner parameters of instances that are gone.
  */
-import { DescribeInstancesCommand, type EC2Client, RunInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
+import { DescribeInstancesCommand, RunInstancesCommand, TerminateInstancesCommand } from "@aws-sdk/client-ec2";
 import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetParameterCommand, PutParameterCommand } from "@aws-sdk/client-ssm";
 import { ENVIRONMENT_TAG } from "../../policy/contract";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology-types";
-import type { QueueGauge, ScenarioSummary } from "../show/view";
+import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
-import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+import { distinctQuarantined, instanceState, keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, waitFor } from "./scenario";
 
 const SIZES = { small: 6, default: 30 } as const;
 /** The operator's one-off sweep: orphaned after 1 minute (+ the task's 10-minute grace). */
@@ -41,12 +40,7 @@ async function imageId(platform: LocalPlatform): Promise<string> {
  * The names the deployed fleet functions key on (stack config `encache:fleet.names`), read from the
  * housekeeping function's environment as the program set it, so the scenario follows the stack.
  */
-function fleetNames(platform: LocalPlatform): {
-  managed: { Key: string; Value: string };
-  environment: { Key: string; Value: string };
-  poolTagKey: string;
-  runnerPath: string;
-} {
+function fleetNames(platform: LocalPlatform) {
   const fn = platform.topology.functions.find((f) => f.logicalName === "fleet-housekeeping-consumer");
   const env = fn?.environment ?? {};
   const need = (key: string): string => {
@@ -65,8 +59,7 @@ function fleetNames(platform: LocalPlatform): {
 
 async function launch(platform: LocalPlatform, ami: string, name: string): Promise<string> {
   const { managed, environment, poolTagKey } = fleetNames(platform);
-  const ec2: EC2Client = platform.aws.ec2;
-  const out = await ec2.send(
+  const out = await platform.aws.ec2.send(
     new RunInstancesCommand({
       ImageId: ami,
       InstanceType: "c7g.large",
@@ -78,11 +71,6 @@ async function launch(platform: LocalPlatform, ami: string, name: string): Promi
   const id = out.Instances?.[0]?.InstanceId;
   if (!id) throw new Error(`RunInstances returned no instance for ${name}`);
   return id;
-}
-
-async function stateOf(ec2: EC2Client, id: string): Promise<string | undefined> {
-  const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
-  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
 }
 
 async function parameterExists(platform: LocalPlatform, name: string): Promise<boolean> {
@@ -97,6 +85,42 @@ async function parameterExists(platform: LocalPlatform, name: string): Promise<b
 
 /** A runner's config parameter under the stack's runner path (the termination handler's runnerConfigParameter). */
 const parameterOf = (platform: LocalPlatform, id: string) => `${fleetNames(platform).runnerPath}/${id}/config`;
+
+/** The fleet's jobs table, as the program declares it. */
+export function jobsTableOf(platform: LocalPlatform): string {
+  const jobs = platform.topology.tables.find((t) => t.logicalName === "fleet-jobs");
+  if (!jobs) throw new Error("the program declares no fleet-jobs table");
+  return jobs.name;
+}
+
+/** A job running on an instance since `startedAt`, as the jobs table records it. */
+export async function seedRunningJob(platform: LocalPlatform, table: string, jobId: string, instanceId: string, startedAt: string): Promise<void> {
+  const Item = { job_id: { S: jobId }, status: { S: "running" }, instance_id: { S: instanceId }, started_at: { S: startedAt } };
+  await platform.aws.dynamodb.send(new PutItemCommand({ TableName: table, Item }));
+}
+
+/** A job's status in the jobs table (read consistently). */
+export async function jobStatus(platform: LocalPlatform, table: string, jobId: string): Promise<string | undefined> {
+  const item = await platform.aws.dynamodb.send(new GetItemCommand({ TableName: table, Key: { job_id: { S: jobId } }, ConsistentRead: true }));
+  return item.Item?.status?.S;
+}
+
+/** A runner's termination message for one job: a success, or a failure with exit status 2. */
+export function terminationMessage(
+  job: { instanceId: string; jobId: string; durationSeconds: number; startedAt: string; completedAt: string },
+  failed = false,
+) {
+  return JSON.stringify({
+    instance_id: job.instanceId,
+    job_id: job.jobId,
+    status: failed ? "failure" : "success",
+    exit_code: failed ? 2 : 0,
+    duration_seconds: job.durationSeconds,
+    started_at: job.startedAt,
+    completed_at: job.completedAt,
+    ...(failed ? { error: "exit status 2" } : {}),
+  });
+}
 
 /**
  * What the termination consumer's `termination_processed` lines say about the scenario's messages.
@@ -161,17 +185,14 @@ export const fleet: Scenario = {
 };
 
 /** One play of the scenario: its queues, the messages it sent, when each expectation was met and the failures found. */
-class FleetRun {
-  readonly failures: string[] = [];
-  private readonly platform: LocalPlatform;
-  private readonly jobsTable: string;
-  private readonly termination: LocalQueue;
-  private readonly terminationDlq: LocalQueue;
-  private readonly housekeeping: LocalQueue;
-  private readonly housekeepingDlq: LocalQueue;
-  private readonly started: number;
-  private readonly n: number;
-  private readonly duplicates: number;
+class FleetRun extends ScenarioRun {
+  private readonly jobsTable = jobsTableOf(this.platform);
+  private readonly termination = this.platform.queue("fleet-termination");
+  private readonly terminationDlq = this.platform.queue("fleet-termination-dlq");
+  private readonly housekeeping = this.platform.queue("fleet-housekeeping");
+  private readonly housekeepingDlq = this.platform.queue("fleet-housekeeping-dlq");
+  private readonly n = SIZES[this.ctx.size];
+  private readonly duplicates = Math.max(1, Math.floor(this.n / 3));
   /** When the jobs started (simulated), as written to the jobs table and the messages. */
   private now = "";
   private bodies: string[] = [];
@@ -185,35 +206,17 @@ class FleetRun {
   private dupes = 0;
 
   constructor(
-    private readonly ctx: ScenarioContext,
-    private readonly name: string,
+    ctx: ScenarioContext,
+    name: string,
     private readonly f: Fleet,
   ) {
-    const { platform } = ctx;
-    this.platform = platform;
-    const jobs = platform.topology.tables.find((t) => t.logicalName === "fleet-jobs");
-    if (!jobs) throw new Error("the program declares no fleet-jobs table");
-    this.jobsTable = jobs.name;
-    this.termination = platform.queue("fleet-termination");
-    this.terminationDlq = platform.queue("fleet-termination-dlq");
-    this.housekeeping = platform.queue("fleet-housekeeping");
-    this.housekeepingDlq = platform.queue("fleet-housekeeping-dlq");
-    this.started = Date.now();
-    this.n = SIZES[ctx.size];
-    this.duplicates = Math.max(1, Math.floor(this.n / 3));
+    super(ctx, name);
   }
 
   /** Jobs 0..n-1 ran on `drained` and end now; job n stays running on `busy` and keeps it busy. */
   async seedRunningJobs(): Promise<void> {
     this.now = new Date(this.platform.clock.now()).toISOString();
-    for (let i = 0; i <= this.n; i++) {
-      await this.platform.aws.dynamodb.send(
-        new PutItemCommand({
-          TableName: this.jobsTable,
-          Item: { job_id: { S: this.jobId(i) }, status: { S: "running" }, instance_id: { S: this.onInstance(i) }, started_at: { S: this.now } },
-        }),
-      );
-    }
+    for (let i = 0; i <= this.n; i++) await seedRunningJob(this.platform, this.jobsTable, this.jobId(i), this.onInstance(i), this.now);
   }
 
   async sendTerminations(): Promise<void> {
@@ -246,10 +249,7 @@ class FleetRun {
   /** Expectations beyond the counts: every ended job has its final status. */
   async checkJobStatuses(): Promise<void> {
     for (let i = 0; i < this.n; i++) {
-      const item = await this.platform.aws.dynamodb.send(
-        new GetItemCommand({ TableName: this.jobsTable, Key: { job_id: { S: this.jobId(i) } }, ConsistentRead: true }),
-      );
-      const status = item.Item?.status?.S;
+      const status = await jobStatus(this.platform, this.jobsTable, this.jobId(i));
       const want = i === 1 ? "failed" : "completed";
       if (status !== want) this.failures.push(`${this.jobId(i)} is ${status}, expected ${want}`);
     }
@@ -261,9 +261,9 @@ class FleetRun {
     this.dupes = judged.duplicateMessages;
     if (this.dupes !== this.duplicates) failures.push(`${this.dupes} messages were recognised as duplicates, expected ${this.duplicates}`);
     for (const job of judged.reportedTwice) failures.push(`${job}'s completion was reported by more than one delivery`);
-    const busyState = await stateOf(platform.aws.ec2, f.busy);
+    const busyState = await instanceState(platform, f.busy);
     if (busyState !== "running") failures.push(`the instance with an active job is ${busyState}: housekeeping must never terminate it`);
-    const drainedState = await stateOf(platform.aws.ec2, f.drained);
+    const drainedState = await instanceState(platform, f.drained);
     if (drainedState !== "terminated") failures.push(`the instance whose jobs all completed is ${drainedState}, expected terminated as an orphan`);
     if (!(await parameterExists(platform, parameterOf(platform, f.busy))))
       failures.push("the busy instance's runner parameter was deleted: stale_ssm must keep a live instance's");
@@ -280,9 +280,7 @@ class FleetRun {
     const [left, hkLeft] = await Promise.all([platform.depth(this.termination), platform.depth(this.housekeeping)]);
     const housekeepingDone = readSteps(platform, "fleet-housekeeping-consumer", "housekeeping_task_completed");
     const operatorDone = housekeepingDone.some((l) => l.message_id === housekeepingId) ? 1 : 0;
-    return summary({
-      scenario: this.name,
-      wallMs: Date.now() - started,
+    return this.summarise({
       sent: this.bodies.length + (housekeepingId ? 1 : 0),
       processed: this.processedIds().size + operatorDone,
       quarantined,
@@ -302,7 +300,6 @@ class FleetRun {
             .map(([k, v]) => [k, v.fired]),
         ),
       },
-      failures: this.failures,
     });
   }
 
@@ -314,17 +311,11 @@ class FleetRun {
     return i === this.n ? this.f.busy : this.f.drained;
   }
 
+  /** Job 1 fails (exit status 2); the others succeed. */
   private message(i: number): string {
-    return JSON.stringify({
-      instance_id: this.onInstance(i),
-      job_id: this.jobId(i),
-      status: i === 1 ? "failure" : "success",
-      exit_code: i === 1 ? 2 : 0,
-      duration_seconds: 60 + i,
-      started_at: this.now,
-      completed_at: new Date(this.platform.clock.now()).toISOString(),
-      ...(i === 1 ? { error: "exit status 2" } : {}),
-    });
+    const completedAt = new Date(this.platform.clock.now()).toISOString();
+    const job = { instanceId: this.onInstance(i), jobId: this.jobId(i), durationSeconds: 60 + i, startedAt: this.now, completedAt };
+    return terminationMessage(job, i === 1);
   }
 
   private processedIds(): Set<string> {
@@ -336,19 +327,13 @@ class FleetRun {
   }
 
   private readonly tick = async (): Promise<void> => {
-    const qs = await gauges(this.platform, [
-      ["termination", this.termination],
-      ["termination-dlq", this.terminationDlq],
-      ["housekeeping", this.housekeeping],
-      ["housekeeping-dlq", this.housekeepingDlq],
-    ]);
     const done = this.processedIds().size;
     if (this.terminationDone === null && done >= this.n + this.duplicates) this.terminationDone = Date.now();
     const simAge = this.platform.clock.now() - this.f.launchedAtMs;
     await this.sendOperatorSweep(simAge);
     await this.fireStaleSchedule(simAge);
     await this.noteWhatIsGone();
-    this.showProgress(qs, done, simAge);
+    await this.showProgress(done, simAge);
   };
 
   /** The operator's sweep goes out once the instances are old enough for it, and after the terminations, so the instance whose jobs all ended is an orphan too. */
@@ -381,25 +366,25 @@ class FleetRun {
     if (
       this.orphanGone === null &&
       this.orphanSent !== null &&
-      (await stateOf(platform.aws.ec2, f.orphan)) === "terminated" &&
-      (await stateOf(platform.aws.ec2, f.drained)) === "terminated"
+      (await instanceState(platform, f.orphan)) === "terminated" &&
+      (await instanceState(platform, f.drained)) === "terminated"
     )
       this.orphanGone = Date.now();
     if (this.staleGone === null && this.staleFired && !(await parameterExists(platform, parameterOf(platform, f.gone)))) this.staleGone = Date.now();
   }
 
-  private showProgress(qs: QueueGauge[], done: number, simAge: number): void {
+  private async showProgress(done: number, simAge: number): Promise<void> {
     const { n, duplicates, f } = this;
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: Date.now() - this.started,
-      progress: { done: Math.min(done, n + duplicates) + (this.orphanGone ? 1 : 0) + (this.staleGone ? 1 : 0), total: n + duplicates + 2 },
-      queues: qs,
-      counters: { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) },
-      status: [
-        `orphans ${f.orphan}, ${f.drained}: ${this.orphanGone ? "terminated" : "running"}`,
-        `stale parameter ${parameterOf(this.platform, f.gone)}: ${this.staleGone ? "deleted" : "present"}`,
-      ],
-    });
+    const queues = {
+      termination: this.termination,
+      "termination-dlq": this.terminationDlq,
+      housekeeping: this.housekeeping,
+      "housekeeping-dlq": this.housekeepingDlq,
+    };
+    const progress = { done: Math.min(done, n + duplicates) + (this.orphanGone ? 1 : 0) + (this.staleGone ? 1 : 0), total: n + duplicates + 2 };
+    await this.show(queues, progress, { "terminations processed": done, "simulated instance age (min)": Math.floor(simAge / 60_000) }, [
+      `orphans ${f.orphan}, ${f.drained}: ${this.orphanGone ? "terminated" : "running"}`,
+      `stale parameter ${parameterOf(this.platform, f.gone)}: ${this.staleGone ? "deleted" : "present"}`,
+    ]);
   }
 }

@@ -15,11 +15,11 @@ import { sessionWindows } from "../hosts/fake-model";
 import { gatewaySteps } from "../hosts/gpu-host";
 import { parseScalerConfig } from "../../functions/ingest/config";
 import { fleetCostUsd, type FleetInstanceRecord, type GpuFleetSimulator } from "../hosts/gpu-fleet";
-import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR, SPOT_DISCOUNT } from "../prices";
 import { parseScheduleExpression } from "../hosts/schedule-expression";
-import type { LocalQueue, Topology } from "../provision/topology-types";
-import { gauges, type ScenarioContext, sendAll, waitFor } from "./scenario";
+import type { Topology } from "../provision/topology-types";
+import type { ScenarioSummary, Timing } from "../show/view";
+import { peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, timing, waitFor, waitForEmpty } from "./scenario";
 
 /** Concurrent senders of a burst. */
 const SENDERS = 8;
@@ -39,17 +39,7 @@ export const SCALER_SCHEDULE = "ingest-gpu-scaler-check";
 export function fleetSettings(
   topology: Pick<Topology, "fleets" | "functions" | "schedules">,
   prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
-): {
-  maxSize: number;
-  idleStopMinutes: number;
-  scaleCheckMinutes: number;
-  scaleInCooldownSeconds: number;
-  instanceType: string;
-  usdPerHour: Record<string, number>;
-  spotDiscount: number;
-  spotPercent: number;
-  spotBreaker: { interruptions: number; windowMinutes: number; cooldownMinutes: number };
-} {
+) {
   const fleet = topology.fleets[0];
   if (!fleet) throw new Error("the recording has no GPU fleet: this stack runs one GPU instance (gpu.capacity.mode instance)");
   const scaler = topology.functions.find((f) => f.logicalName === SCALER_FUNCTION);
@@ -78,12 +68,6 @@ export function simSecondsOf(r: Pick<FleetInstanceRecord, "launchedAtMs" | "gone
   return (((r.goneAtMs ?? nowMs) - r.launchedAtMs) * speed) / 1000;
 }
 
-export interface CostRow {
-  what: string;
-  instanceHours: number;
-  usd: number | null;
-}
-
 /**
  * Pure: the cost table. The fleet: its instances' lives as run, Spot at the configured discount. One GPU
  * (the single-instance mode, on demand): running for `oneGpuSimSeconds`. Always on: one on-demand GPU
@@ -94,7 +78,7 @@ export function costTable(args: {
   oneGpuSimSeconds: number;
   spanSimSeconds: number;
   settings: Pick<ReturnType<typeof fleetSettings>, "instanceType" | "usdPerHour" | "spotDiscount">;
-}): { rows: CostRow[]; unpriced: string[]; savedPerDayUsd: number | null } {
+}) {
   const { settings } = args;
   const price = settings.usdPerHour[settings.instanceType];
   const hours = (s: number) => Math.round((s / 3600) * 100) / 100;
@@ -115,32 +99,33 @@ export function costTable(args: {
   };
 }
 
-/** A burst's windows: distinct indexes under one session id. Pure. */
-export function burstBodies(sessionId: string, n: number): string[] {
-  return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: i, frameCount: 30 }));
+/** A burst's windows: distinct indexes under one session id, from `from` on. Pure. */
+export function burstBodies(sessionId: string, n: number, from = 0): string[] {
+  return Array.from({ length: n }, (_, i) => JSON.stringify({ sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }));
 }
 
-/** Drives the group and counts a burst by what the fleet's instances processed. */
-export class FleetRun {
-  readonly failures: string[] = [];
-  readonly fleet: GpuFleetSimulator;
-  readonly ingest: LocalQueue;
-  readonly dlq: LocalQueue;
-  readonly quarantine: LocalQueue;
-  readonly settings: ReturnType<typeof fleetSettings>;
+/** A scenario of the GPU fleet: it needs a stack in fleet mode, and runs only when named (it takes minutes). */
+export function fleetScenario(name: string, title: string, run: Scenario["run"]): Scenario {
+  return { name, title, requires: ["ingest", "ingest-dlq", "ingest-quarantine"], gpuMode: "fleet", optIn: true, run };
+}
 
-  constructor(
-    readonly ctx: ScenarioContext,
-    readonly name: string,
-  ) {
-    const { platform } = ctx;
-    if (!platform.fleet) throw new Error("the program declares no GPU fleet (gpu.capacity.mode fleet)");
-    this.fleet = platform.fleet;
-    this.ingest = platform.queue("ingest");
-    this.dlq = platform.queue("ingest-dlq");
-    this.quarantine = platform.queue("ingest-quarantine");
+/** Drives the group and counts a burst by what the fleet's instances processed: the steps the GPU fleet's scenarios are recipes of. */
+export class FleetRun extends ScenarioRun {
+  readonly fleet: GpuFleetSimulator;
+  readonly ingest = this.platform.queue("ingest");
+  readonly dlq = this.platform.queue("ingest-dlq");
+  readonly quarantine = this.platform.queue("ingest-quarantine");
+  readonly settings: ReturnType<typeof fleetSettings>;
+  readonly speed = this.platform.clock.speed;
+  /** The last burst sent: its session and size. */
+  burst = { sessionId: "", n: 0 };
+
+  constructor(ctx: ScenarioContext, name: string) {
+    super(ctx, name);
+    if (!this.platform.fleet) throw new Error("the program declares no GPU fleet (gpu.capacity.mode fleet)");
+    this.fleet = this.platform.fleet;
     // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
-    this.settings = fleetSettings(platform.topology);
+    this.settings = fleetSettings(this.platform.topology);
   }
 
   /** Steps the gateways logged (window_claimed, window_repeat, window_conflict, lifecycle_completed…), across the fleet. */
@@ -148,13 +133,15 @@ export class FleetRun {
     return gatewaySteps(path.join(this.platform.options.workDir, "logs"), instanceId);
   }
 
-  get platform(): LocalPlatform {
-    return this.ctx.platform;
-  }
-
   /** The group's max for a phase (the operator's UpdateAutoScalingGroup; desired capacity stays the scaler's). */
   async setMax(max: number): Promise<void> {
     await this.platform.aws.autoscaling.send(new UpdateAutoScalingGroupCommand({ AutoScalingGroupName: this.fleet.groupName, MaxSize: max }));
+  }
+
+  /** A phase starts cold: the group's max set, then the group taken to zero. */
+  async startCold(max = this.settings.maxSize): Promise<void> {
+    await this.setMax(max);
+    await this.toZero();
   }
 
   /**
@@ -170,28 +157,42 @@ export class FleetRun {
       await autoscaling.send(
         new SetInstanceProtectionCommand({ AutoScalingGroupName: this.fleet.groupName, InstanceIds: protectedIds, ProtectedFromScaleIn: false }),
       );
-    await this.platform.aws.autoscaling.send(
-      new SetDesiredCapacityCommand({ AutoScalingGroupName: this.fleet.groupName, DesiredCapacity: 0, HonorCooldown: false }),
-    );
-    const ok = await waitFor(
-      () => {
-        const s = this.fleet.snapshot();
-        return s.inService === 0 && s.draining === 0;
-      },
-      { timeoutMs: 60_000, tick: () => this.tick("to zero", 0, 0) },
-    );
-    if (!ok) this.failures.push("the group did not reach 0 instances within a minute");
+    await autoscaling.send(new SetDesiredCapacityCommand({ AutoScalingGroupName: this.fleet.groupName, DesiredCapacity: 0, HonorCooldown: false }));
+    await this.until(() => this.emptied(), {
+      timeoutMs: 60_000,
+      tick: () => this.tick("to zero", 0, 0),
+      failure: "the group did not reach 0 instances within a minute",
+    });
   }
 
-  /** The burst, as fast as SQS takes it: a few batch sends at once, so the burst arrives as one. */
-  async send(sessionId: string, n: number): Promise<void> {
+  /** The burst, as fast as SQS takes it: a few batch sends at once, so the burst arrives as one. Returns when it began. */
+  async send(sessionId: string, n: number): Promise<number> {
+    const sentAt = Date.now();
+    this.burst = { sessionId, n };
     const bodies = burstBodies(sessionId, n);
     const chunk = Math.ceil(bodies.length / SENDERS);
     await Promise.all(Array.from({ length: SENDERS }, (_, i) => sendAll(this.platform, this.ingest, bodies.slice(i * chunk, (i + 1) * chunk))));
+    return sentAt;
   }
 
   /** The session's windows the fleet's models processed: distinct ones, when the n-th finished, and those processed twice. */
   readonly processed = (sessionId: string, n?: number) => sessionWindows(this.fleet.received(), sessionId, n);
+
+  /** The last burst's windows processed so far. */
+  got(): number {
+    return this.processed(this.burst.sessionId, this.burst.n).got;
+  }
+
+  /** The live view's tick for a phase of the last burst. */
+  progress(phase: string): () => Promise<void> {
+    return () => this.tick(phase, this.got(), this.burst.n);
+  }
+
+  /** No instance in service or draining. */
+  emptied(): boolean {
+    const s = this.fleet.snapshot();
+    return s.inService === 0 && s.draining === 0;
+  }
 
   /**
    * After a burst: the scaler takes the group to 0 on its own (scale-in after the cool-down, then the
@@ -201,45 +202,60 @@ export class FleetRun {
   async waitForScaleToZero(label: string): Promise<{ desiredZeroAt: number | null; goneAt: number | null }> {
     const { idleStopMinutes, scaleCheckMinutes } = this.settings;
     const budgetMs = this.platform.clock.real((idleStopMinutes + 2 * scaleCheckMinutes) * 60_000) + 10_000;
-    const zero = await waitFor(() => this.fleet.snapshot().desired === 0, { timeoutMs: budgetMs, tick: () => this.tick(label, 0, 0) });
-    const desiredZeroAt = zero ? Date.now() : null;
-    const gone = await waitFor(
-      () => {
-        const s = this.fleet.snapshot();
-        return s.inService === 0 && s.draining === 0;
-      },
-      { timeoutMs: zero ? 30_000 : 0, tick: () => this.tick(label, 0, 0) },
-    );
-    return { desiredZeroAt, goneAt: zero && gone ? Date.now() : null };
+    const tick = () => this.tick(label, 0, 0);
+    const desiredZeroAt = await this.until(() => this.fleet.snapshot().desired === 0, { timeoutMs: budgetMs, tick });
+    const goneAt = await this.until(() => this.emptied(), { timeoutMs: desiredZeroAt === null ? 0 : 30_000, tick });
+    return { desiredZeroAt, goneAt: desiredZeroAt === null ? null : goneAt };
   }
 
-  /** Waits for every window of the session, then for the ingest queue and its DLQ to empty. */
-  async drain(sessionId: string, n: number, label: string, timeoutMs: number): Promise<number | null> {
-    const ok = await waitFor(() => this.processed(sessionId, n).got >= n, { timeoutMs, tick: () => this.tick(label, this.processed(sessionId, n).got, n) });
-    if (!ok) this.failures.push(`${label}: only ${this.processed(sessionId, n).got} of ${n} windows were processed within ${Math.round(timeoutMs / 1000)} s`);
-    await waitFor(async () => (await this.backlog()) === 0, { timeoutMs: 30_000, tick: () => this.tick(label, n, n) });
+  /** Waits for every window of the last burst, then for the ingest queue and its DLQ to empty; when the n-th was processed. */
+  async drain(label: string, timeoutMs = 600_000): Promise<number | null> {
+    const { sessionId, n } = this.burst;
+    const ok = await waitFor(() => this.got() >= n, { timeoutMs, tick: this.progress(label) });
+    if (!ok) this.failures.push(`${label}: only ${this.got()} of ${n} windows were processed within ${Math.round(timeoutMs / 1000)} s`);
+    await waitForEmpty(this.platform, [this.ingest, this.dlq], { timeoutMs: 30_000, tick: () => this.tick(label, n, n) });
     return ok ? this.processed(sessionId, n).completedAtMs : null;
   }
 
-  /** Windows on the ingest queue and its DLQ: visible, in flight and delayed. */
-  async backlog(): Promise<number> {
-    const [a, b] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
-    return a.visible + a.inFlight + a.delayed + b.visible + b.inFlight + b.delayed;
+  /** The last burst's windows served twice (a failure when any were). */
+  servedTwice(): number {
+    const twice = this.processed(this.burst.sessionId).twice;
+    if (twice > 0) this.failures.push(`${twice} windows were served twice`);
+    return twice;
+  }
+
+  /** The cost table for the instances launched since `from`, their lives until now; each row noted. The span ends at `spanEnd`, or now. */
+  cost(from: number, oneGpuSimSeconds: number, spanEnd?: number | null): ReturnType<typeof costTable> {
+    const now = Date.now();
+    const lives = this.fleet
+      .instances()
+      .filter((r) => r.launchedAtMs >= from)
+      .map((r) => ({ instanceType: r.instanceType, market: r.market, simSeconds: simSecondsOf(r, now, this.speed) }));
+    const spanSimSeconds = (((spanEnd ?? now) - from) * this.speed) / 1000;
+    const cost = costTable({ lives, oneGpuSimSeconds, spanSimSeconds, settings: this.settings });
+    for (const row of cost.rows) this.ctx.note(`${this.name} cost: ${row.what}: ${row.instanceHours} instance-h, $${row.usd ?? "?"}`);
+    return cost;
+  }
+
+  /** A key timing between two instants, null when either never came. */
+  span(from: number | null | undefined, to: number | null | undefined): Timing | null {
+    return from === null || from === undefined || to === null || to === undefined ? null : timing(to - from, this.speed);
+  }
+
+  /** The summary: the sessions' windows (the last burst's by default) sent, processed and quarantined, and what is left on the queues. */
+  async sumUp(
+    timings: ScenarioSummary["timings"],
+    details: ScenarioSummary["details"],
+    counts = { sent: this.burst.n, processed: this.got(), sessions: [this.burst.sessionId] },
+  ): Promise<ScenarioSummary> {
+    const quarantined = (await peekAll(this.platform, this.quarantine)).filter((m) => counts.sessions.some((id) => (m.Body ?? "").includes(id)));
+    const left = await this.left(this.ingest, this.dlq);
+    return this.summarise({ sent: counts.sent, processed: counts.processed, quarantined: quarantined.length, ...left, timings, details });
   }
 
   readonly tick = async (phase: string, done: number, total: number): Promise<void> => {
-    const [q, d] = await gauges(this.platform, [
-      ["ingest", this.ingest],
-      ["ingest-dlq", this.dlq],
-    ]);
     const s = this.fleet.snapshot();
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: 0,
-      progress: { done, total },
-      queues: [q, d].filter((x) => x !== undefined),
-      counters: { desired: s.desired, "in service": s.inService, "serving (healthy)": s.healthy, draining: s.draining },
-      status: [`${phase}: group ${this.fleet.groupName}`],
-    });
+    const counters = { desired: s.desired, "in service": s.inService, "serving (healthy)": s.healthy, draining: s.draining };
+    await this.show({ ingest: this.ingest, "ingest-dlq": this.dlq }, { done, total }, counters, [`${phase}: group ${this.fleet.groupName}`]);
   };
 }

@@ -8,12 +8,11 @@
  */
 import { parseIdleConfig } from "../../functions/ingest/config";
 import { sessionWindows } from "../hosts/fake-model";
-import type { GpuInstanceHost } from "../hosts/gpu-host";
-import type { LocalPlatform } from "../platform";
 import { ON_DEMAND_USD_PER_HOUR } from "../prices";
-import type { LocalQueue, Topology } from "../provision/topology-types";
+import type { Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
-import { gauges, keyTimings, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+import { burstBodies } from "./gpu-fleet-run";
+import { gpuOf, keyTimings, type Scenario, ScenarioRun, sendAll, waitFor } from "./scenario";
 
 /** Each gap, from a burst's last delivery to the next burst, is this many idle windows long. */
 const SIZES = { small: { bursts: 3, windows: 5, gapIdleWindows: 1.5 }, default: { bursts: 3, windows: 20, gapIdleWindows: 2 } } as const;
@@ -26,14 +25,7 @@ export const IDLE_CHECK_FUNCTION = "ingest-gpu-idle";
  * through its own parser, and the instance's recorded type), and the local price table's figure for
  * that type. Never the stack file: the recording is what runs.
  */
-export function gpuCostSettings(
-  topology: Pick<Topology, "functions" | "instances">,
-  prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR,
-): {
-  idleStopMinutes: number;
-  instanceType: string;
-  usdPerHour: number | undefined;
-} {
+export function gpuCostSettings(topology: Pick<Topology, "functions" | "instances">, prices: Readonly<Record<string, number>> = ON_DEMAND_USD_PER_HOUR) {
   const idle = topology.functions.find((f) => f.logicalName === IDLE_CHECK_FUNCTION);
   if (!idle) throw new Error(`the recording has no ${IDLE_CHECK_FUNCTION} function (a stack in instance mode has one)`);
   const instanceType = topology.instances[0]?.instanceType;
@@ -60,7 +52,7 @@ export const gpuIdle: Scenario = {
   requires: ["ingest", "ingest-dlq", "ingest-gpu-idle"],
   gpuMode: "instance",
   optIn: true,
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new IdleRun(ctx, this.name);
     for (let b = 0; b < run.bursts; b += 1) {
       await run.burst(b);
@@ -71,54 +63,27 @@ export const gpuIdle: Scenario = {
   },
 };
 
-class IdleRun {
-  readonly failures: string[] = [];
-  readonly bursts: number;
-  private readonly platform: LocalPlatform;
-  private readonly gpu: GpuInstanceHost;
-  private readonly ingest: LocalQueue;
-  private readonly dlq: LocalQueue;
-  private readonly perBurst: number;
-  private readonly gapIdleWindows: number;
-  private readonly sessionId: string;
-  private readonly settings: ReturnType<typeof gpuCostSettings>;
-  private readonly started = Date.now();
+class IdleRun extends ScenarioRun {
+  private readonly gpu = gpuOf(this.platform);
+  private readonly size = SIZES[this.ctx.size];
+  readonly bursts = this.size.bursts;
+  private readonly ingest = this.platform.queue("ingest");
+  private readonly dlq = this.platform.queue("ingest-dlq");
+  private readonly sessionId = `idle-${this.ctx.runId}`;
+  // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
+  private readonly settings = gpuCostSettings(this.platform.topology);
   private sent = 0;
-  private readonly startsBefore: number;
+  private readonly startsBefore = this.gpu.state().starts;
   private stops = 0;
-  private lastState: string;
+  private lastState = this.gpu.state().instanceState;
   private runningRealMs = 0;
   private lastSampleMs = Date.now();
   private readonly burstSent: number[] = [];
   private readonly burstDelivered: Array<number | null> = [];
   private readonly stoppedAt: Array<number | null> = [];
 
-  constructor(
-    private readonly ctx: ScenarioContext,
-    private readonly name: string,
-  ) {
-    const { platform } = ctx;
-    this.platform = platform;
-    if (!platform.gpu) throw new Error("the program declares no GPU instance");
-    this.gpu = platform.gpu;
-    this.ingest = platform.queue("ingest");
-    this.dlq = platform.queue("ingest-dlq");
-    const size = SIZES[ctx.size];
-    this.bursts = size.bursts;
-    this.perBurst = size.windows;
-    this.gapIdleWindows = size.gapIdleWindows;
-    this.sessionId = `idle-${ctx.runId}`;
-    // The program's own parser: the same defaults and checks `pulumi up` applies to the stack file.
-    this.settings = gpuCostSettings(platform.topology);
-    this.startsBefore = this.gpu.state().starts;
-    this.lastState = this.gpu.state().instanceState;
-  }
-
   async burst(b: number): Promise<void> {
-    const from = this.sent;
-    const bodies = Array.from({ length: this.perBurst }, (_, i) =>
-      JSON.stringify({ sessionId: this.sessionId, userId: "local-user", windowIndex: from + i, frameCount: 30 }),
-    );
+    const bodies = burstBodies(this.sessionId, this.size.windows, this.sent);
     this.burstSent[b] = Date.now();
     await sendAll(this.platform, this.ingest, bodies);
     this.sent += bodies.length;
@@ -138,14 +103,13 @@ class IdleRun {
 
   /** The GPU stays stopped for the rest of the gap: the time an always-on GPU would bill for nothing. */
   async restOfGap(b: number): Promise<void> {
-    const gapEnd = (this.burstDelivered[b] ?? Date.now()) + this.platform.clock.real(this.gapIdleWindows * this.settings.idleStopMinutes * 60_000);
+    const gapEnd = (this.burstDelivered[b] ?? Date.now()) + this.platform.clock.real(this.size.gapIdleWindows * this.settings.idleStopMinutes * 60_000);
     await waitFor(() => Date.now() >= gapEnd, { timeoutMs: Math.max(0, gapEnd - Date.now()) + 1000, tick: this.tick });
     if (this.gpu.state().instanceState !== "stopped") this.failures.push(`the GPU ran again during the idle gap after burst ${b + 1}`);
   }
 
   async report(): Promise<ScenarioSummary> {
     await this.tick();
-    const [left, inDlq] = await Promise.all([this.platform.depth(this.ingest), this.platform.depth(this.dlq)]);
     const starts = this.gpu.state().starts - this.startsBefore;
     if (this.stops < 2) this.failures.push(`expected at least 2 idle stops, saw ${this.stops}`);
     if (starts < 2) this.failures.push(`expected at least 2 starts by the next bursts, saw ${starts}`);
@@ -158,17 +122,13 @@ class IdleRun {
       spans[`burst ${b + 1}: sent → delivered`] = [this.burstSent[b], this.burstDelivered[b]];
       spans[`burst ${b + 1}: delivered → GPU stopped`] = [this.burstDelivered[b], this.stoppedAt[b]];
     }
-    return summary({
-      scenario: this.name,
-      wallMs: Date.now() - this.started,
+    return this.summarise({
       sent: this.sent,
       processed: this.delivered(),
       quarantined: 0,
-      inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
-      remaining: left.visible + left.inFlight + left.delayed,
+      ...(await this.left(this.ingest, this.dlq)),
       ...keyTimings(speed, spans),
       details: { gpuStops: this.stops, gpuStarts: starts, instanceType: this.settings.instanceType, idleStopMinutes: this.settings.idleStopMinutes, ...cost },
-      failures: this.failures,
     });
   }
 
@@ -184,19 +144,11 @@ class IdleRun {
     if (this.lastState === "running" && g.instanceState !== "running") this.stops += 1;
     this.lastState = g.instanceState;
     this.lastSampleMs = now;
-    const [q, d] = await gauges(this.platform, [
-      ["ingest", this.ingest],
-      ["ingest-dlq", this.dlq],
+    const simMinutes = (ms: number) => ((ms * this.platform.clock.speed) / 60_000).toFixed(0);
+    const delivered = this.delivered();
+    const counters = { "delivered to GPU": delivered, "GPU stops": this.stops, "GPU starts": g.starts - this.startsBefore };
+    await this.show({ ingest: this.ingest, "ingest-dlq": this.dlq }, { done: delivered, total: this.size.windows * this.bursts }, counters, [
+      `GPU: ${g.instanceState}${g.serving ? " (serving)" : ""}, running ${simMinutes(this.runningRealMs)} of ${simMinutes(now - this.started)} simulated minutes`,
     ]);
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: now - this.started,
-      progress: { done: this.delivered(), total: this.perBurst * this.bursts },
-      queues: [q, d].filter((x) => x !== undefined),
-      counters: { "delivered to GPU": this.delivered(), "GPU stops": this.stops, "GPU starts": g.starts - this.startsBefore },
-      status: [
-        `GPU: ${g.instanceState}${g.serving ? " (serving)" : ""}, running ${((this.runningRealMs * this.platform.clock.speed) / 60_000).toFixed(0)} of ${(((now - this.started) * this.platform.clock.speed) / 60_000).toFixed(0)} simulated minutes`,
-      ],
-    });
   };
 }

@@ -12,8 +12,8 @@
 import type { AlarmOutcome } from "../observe/alarm-watch";
 import type { LocalAlarm } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
-import { FleetRun } from "./gpu-fleet-run";
-import { peekAll, type Scenario, type ScenarioContext, summary, timing, waitFor } from "./scenario";
+import { FleetRun, fleetScenario } from "./gpu-fleet-run";
+import { type ScenarioContext, timing, waitFor } from "./scenario";
 
 const WINDOWS = { small: 20, default: 60 } as const;
 
@@ -32,101 +32,122 @@ export function minutesToFire(alarm: Pick<LocalAlarm, "datapointsToAlarm" | "per
   return (alarm.datapointsToAlarm * alarm.periodSeconds) / 60;
 }
 
-export const gpuLaunchFailure: Scenario = {
-  name: "gpu-launch-failure",
-  title: "the GPU fleet cannot launch: the launch alarm fires to the alert topic, and clears once launches succeed",
-  requires: ["ingest", "ingest-dlq", "ingest-quarantine"],
-  gpuMode: "fleet",
-  optIn: true,
-  async run(ctx: ScenarioContext): Promise<ScenarioSummary> {
-    const run = new FleetRun(ctx, "gpu-launch-failure");
-    const { platform } = ctx;
-    const speed = platform.clock.speed;
-    const started = Date.now();
-    const n = WINDOWS[ctx.size];
-    const sessionId = `launch-${ctx.runId}`;
-    const alarm = launchAlarmOf(platform.topology.alarms, run.fleet.groupName);
-    const outcome = (): AlarmOutcome | undefined => platform.alarms.report().alarms.find((a) => a.alarm === alarm?.name);
-    if (!alarm) run.failures.push(`the program declares no alarm on ${run.fleet.groupName}'s GroupInServiceInstances`);
-    else if (outcome()?.unsupported) run.failures.push(`the run cannot evaluate ${alarm.logicalName}: ${outcome()?.unsupported}`);
-
-    await run.setMax(run.settings.maxSize);
+export const gpuLaunchFailure = fleetScenario(
+  "gpu-launch-failure",
+  "the GPU fleet cannot launch: the launch alarm fires to the alert topic, and clears once launches succeed",
+  async (ctx) => {
+    const run = new LaunchFailureRun(ctx, "gpu-launch-failure");
+    await run.startCold();
+    await run.failLaunches(`launch-${ctx.runId}`, WINDOWS[ctx.size]);
+    await run.waitForAlarm();
+    await run.checkFiring();
+    await run.restoreLaunches();
     await run.toZero();
-    const firedBefore = outcome()?.firings.length ?? 0;
-    run.fleet.failLaunches(LAUNCH_FAILURE);
-    const failingFrom = Date.now();
-    await run.send(sessionId, n);
+    const servedTwice = run.servedTwice();
+    return run.report(servedTwice);
+  },
+);
 
-    // The alarm: desired above in service for its whole window, once the scaler has asked for an instance.
-    const windowMinutes = alarm ? minutesToFire(alarm) : 0;
-    const budgetMs = platform.clock.real((windowMinutes + 3 * run.settings.scaleCheckMinutes + 3) * 60_000) + 15_000;
-    const fired = await waitFor(() => (outcome()?.firings.length ?? 0) > firedBefore, {
+/** One play of the scenario: the launch alarm, and when launches failed, the alarm fired, launches came back and it cleared. */
+class LaunchFailureRun extends FleetRun {
+  private readonly alarm = launchAlarmOf(this.platform.topology.alarms, this.fleet.groupName);
+  private readonly windowMinutes = this.alarm ? minutesToFire(this.alarm) : 0;
+  private firedBefore = 0;
+  private failingFrom = 0;
+  private firedAt: number | null = null;
+  private firing: AlarmOutcome["firings"][number] | undefined;
+  private desiredAtAlarm = 0;
+  private servedWhileFailing = 0;
+  private restoredAt = 0;
+  private drained: number | null = null;
+  /** When the alarm went back to OK, in simulated time since the run's start (the evaluation's own instant), and when launches succeeded again. */
+  private okAtSimMs: number | undefined;
+  private restoredSimMs = 0;
+
+  constructor(ctx: ScenarioContext, name: string) {
+    super(ctx, name);
+    if (!this.alarm) this.failures.push(`the program declares no alarm on ${this.fleet.groupName}'s GroupInServiceInstances`);
+    else if (this.outcome()?.unsupported) this.failures.push(`the run cannot evaluate ${this.alarm.logicalName}: ${this.outcome()?.unsupported}`);
+  }
+
+  private outcome(): AlarmOutcome | undefined {
+    return this.platform.alarms.report().alarms.find((a) => a.alarm === this.alarm?.name);
+  }
+
+  /** From here on no launch succeeds (EC2's InsufficientInstanceCapacity); then the windows arrive. */
+  async failLaunches(sessionId: string, n: number): Promise<void> {
+    this.firedBefore = this.outcome()?.firings.length ?? 0;
+    this.fleet.failLaunches(LAUNCH_FAILURE);
+    this.failingFrom = await this.send(sessionId, n);
+  }
+
+  /** The alarm: desired above in service for its whole window, once the scaler has asked for an instance. */
+  async waitForAlarm(): Promise<void> {
+    const { alarm } = this;
+    const budgetMs = this.platform.clock.real((this.windowMinutes + 3 * this.settings.scaleCheckMinutes + 3) * 60_000) + 15_000;
+    this.firedAt = await this.until(() => (this.outcome()?.firings.length ?? 0) > this.firedBefore, {
       timeoutMs: alarm ? budgetMs : 0,
-      tick: () => run.tick("launches failing, waiting for the launch alarm", run.processed(sessionId, n).got, n),
+      tick: this.progress("launches failing, waiting for the launch alarm"),
+      failure: alarm && `${alarm.logicalName} did not fire within ${Math.round(budgetMs / 1000)} s of launches failing`,
     });
-    const firedAt = fired ? Date.now() : null;
-    const firing = outcome()?.firings[firedBefore];
-    const desiredAtAlarm = run.fleet.snapshot().desired;
-    const servedWhileFailing = run.processed(sessionId, n).got;
-    if (alarm && !fired) run.failures.push(`${alarm.logicalName} did not fire within ${Math.round(budgetMs / 1000)} s of launches failing`);
-    if (alarm && fired && firedAt !== null) {
+    this.firing = this.outcome()?.firings[this.firedBefore];
+    this.desiredAtAlarm = this.fleet.snapshot().desired;
+    this.servedWhileFailing = this.got();
+  }
+
+  /** Not before its window has passed, and to every alert topic of its actions; nothing served meanwhile. */
+  async checkFiring(): Promise<void> {
+    const { alarm, firedAt, windowMinutes } = this;
+    if (alarm && firedAt !== null) {
       // It may not fire before its window has passed: a scale-out that boots must never raise it.
-      const simMinutes = ((firedAt - failingFrom) * speed) / 60_000;
+      const simMinutes = ((firedAt - this.failingFrom) * this.speed) / 60_000;
       if (simMinutes < windowMinutes)
-        run.failures.push(
+        this.failures.push(
           `${alarm.logicalName} fired ${simMinutes.toFixed(1)} simulated minutes after launches began failing, before its ${windowMinutes}-minute window`,
         );
-      const alertTopics = platform.topology.topics.filter((t) => alarm.alarmActions.includes(t.arn)).map((t) => t.name);
+      const alertTopics = this.platform.topology.topics.filter((t) => alarm.alarmActions.includes(t.arn)).map((t) => t.name);
       // The evaluation shows the firing as soon as its sample is in; the publish to the topic follows it.
-      await waitFor(() => alertTopics.every((topic) => (outcome()?.notified ?? []).includes(topic)), { timeoutMs: 10_000 });
-      const notified = outcome()?.notified ?? [];
-      if (alertTopics.length === 0) run.failures.push(`${alarm.logicalName} has no alarm action on a topic of the program`);
-      for (const topic of alertTopics) if (!notified.includes(topic)) run.failures.push(`${alarm.logicalName} fired without notifying ${topic}`);
+      await waitFor(() => alertTopics.every((topic) => (this.outcome()?.notified ?? []).includes(topic)), { timeoutMs: 10_000 });
+      const notified = this.outcome()?.notified ?? [];
+      if (alertTopics.length === 0) this.failures.push(`${alarm.logicalName} has no alarm action on a topic of the program`);
+      for (const topic of alertTopics) if (!notified.includes(topic)) this.failures.push(`${alarm.logicalName} fired without notifying ${topic}`);
     }
-    if (servedWhileFailing > 0) run.failures.push(`${servedWhileFailing} windows were served while no instance could launch`);
+    if (this.servedWhileFailing > 0) this.failures.push(`${this.servedWhileFailing} windows were served while no instance could launch`);
+  }
 
-    // Capacity comes back: the held attempts join the group, the backlog drains, the alarm clears.
-    run.fleet.failLaunches(undefined);
-    const restoredAt = Date.now();
-    const restoredSimMs = platform.clock.now() - platform.clock.t0;
-    const drained = await run.drain(sessionId, n, "launches succeed again, draining", 600_000);
-    const cleared = await waitFor(() => outcome()?.firings[firedBefore]?.okAtMs !== undefined, {
-      timeoutMs: alarm && fired ? platform.clock.real(3 * 60_000) + 5_000 : 0,
-      tick: () => run.tick("waiting for the launch alarm to clear", n, n),
+  /** Capacity comes back: the held attempts join the group, the backlog drains, the alarm clears. */
+  async restoreLaunches(): Promise<void> {
+    const { alarm, firedAt } = this;
+    this.fleet.failLaunches(undefined);
+    this.restoredAt = Date.now();
+    this.restoredSimMs = this.platform.clock.now() - this.platform.clock.t0;
+    this.drained = await this.drain("launches succeed again, draining");
+    const cleared = await this.until(() => this.outcome()?.firings[this.firedBefore]?.okAtMs !== undefined, {
+      timeoutMs: alarm && firedAt !== null ? this.platform.clock.real(3 * 60_000) + 5_000 : 0,
+      tick: () => this.tick("waiting for the launch alarm to clear", this.burst.n, this.burst.n),
+      failure: alarm && firedAt !== null ? `${alarm.logicalName} stayed in ALARM after launches succeeded again` : undefined,
     });
-    // When the alarm went back to OK, in simulated time: the evaluation's own instant, not when this wait saw it.
-    const okAtSimMs = outcome()?.firings[firedBefore]?.okAtMs;
-    if (alarm && fired && !cleared) run.failures.push(`${alarm.logicalName} stayed in ALARM after launches succeeded again`);
-    await run.toZero();
+    this.okAtSimMs = cleared === null ? undefined : this.outcome()?.firings[this.firedBefore]?.okAtMs;
+  }
 
-    const quarantined = (await peekAll(platform, run.quarantine)).filter((m) => (m.Body ?? "").includes(sessionId));
-    const [left, inDlq] = await Promise.all([platform.depth(run.ingest), platform.depth(run.dlq)]);
-    const servedTwice = run.processed(sessionId).twice;
-    if (servedTwice > 0) run.failures.push(`${servedTwice} windows were served twice`);
-    return summary({
-      scenario: "gpu-launch-failure",
-      wallMs: Date.now() - started,
-      sent: n,
-      processed: run.processed(sessionId, n).got,
-      quarantined: quarantined.length,
-      inDlq: inDlq.visible + inDlq.inFlight + inDlq.delayed,
-      remaining: left.visible + left.inFlight + left.delayed,
-      timings: {
-        "launches failing → launch alarm": timing(firedAt === null ? null : firedAt - failingFrom, speed),
-        "launches succeed → alarm back to OK": timing(cleared && okAtSimMs !== undefined ? platform.clock.real(okAtSimMs - restoredSimMs) : null, speed),
-        "launches succeed → backlog drained": timing(drained === null ? null : drained - restoredAt, speed),
+  report(servedTwice: number): Promise<ScenarioSummary> {
+    const { okAtSimMs } = this;
+    return this.sumUp(
+      {
+        "launches failing → launch alarm": this.span(this.failingFrom, this.firedAt),
+        "launches succeed → alarm back to OK": timing(okAtSimMs === undefined ? null : this.platform.clock.real(okAtSimMs - this.restoredSimMs), this.speed),
+        "launches succeed → backlog drained": this.span(this.restoredAt, this.drained),
       },
-      details: {
-        alarm: alarm?.name ?? null,
-        alarmWindowMinutes: windowMinutes,
-        alarmValue: firing?.value ?? null,
-        notified: outcome()?.notified ?? [],
-        desiredAtAlarm,
-        servedWhileFailing,
+      {
+        alarm: this.alarm?.name ?? null,
+        alarmWindowMinutes: this.windowMinutes,
+        alarmValue: this.firing?.value ?? null,
+        notified: this.outcome()?.notified ?? [],
+        desiredAtAlarm: this.desiredAtAlarm,
+        servedWhileFailing: this.servedWhileFailing,
         servedTwice,
-        gateway: run.gatewaySteps(),
+        gateway: this.gatewaySteps(),
       },
-      failures: run.failures,
-    });
-  },
-};
+    );
+  }
+}

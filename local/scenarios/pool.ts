@@ -13,10 +13,10 @@ import { type ClaimDeps, type ClaimRequest, type ClaimResult, claimInstance, rel
 import { parseRefillConfig, type PoolClassConfig } from "../../functions/pool/config";
 import type { LogFields, StepLogger } from "../../functions/shared/logger";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, Topology } from "../provision/topology-types";
+import type { Topology } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { type LogLine, readSteps } from "./logs";
-import { gauges, keyTimings, type Scenario, type ScenarioContext, summary, waitFor } from "./scenario";
+import { keyTimings, type Scenario, ScenarioRun, total, waitFor, waitForEmpty } from "./scenario";
 
 /** Workflows per size; each size is more than the class's pool size (see `workflowsFor`). */
 const SIZES = { small: 3, default: 6 } as const;
@@ -55,6 +55,13 @@ export class StepRecorder implements StepLogger {
   private push(fields: LogFields[]): void {
     this.lines.push(Object.assign({}, ...fields) as LogFields);
   }
+}
+
+/** The first class with a non-zero size; its queue is the one the workflows drain. */
+function drainedClass(classes: PoolClassConfig[]): PoolClassConfig {
+  const cls = classes.find((c) => c.size > 0);
+  if (!cls) throw new Error("no pool class has a size above 0");
+  return cls;
 }
 
 const forClass = (lines: LogLine[], cls: string) => lines.filter((l) => l.resource_class === cls);
@@ -99,21 +106,6 @@ async function releaseAll(deps: ClaimDeps, claimTableName: string, claimed: Work
   return released;
 }
 
-interface Snapshot {
-  /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
-  adverts: number;
-  advertsOnQueue: number;
-  advertsInDlq: number;
-  refillRuns: number;
-  /** Trigger messages the scheduler delivered to pool-refill (every class's schedule). */
-  triggers: number;
-  /** Triggers whose run ended: refilled, lease held, shared a batch's run, or quarantined. */
-  triggersHandled: number;
-  triggersQuarantined: number;
-  triggersOnQueue: number;
-  triggersInDlq: number;
-}
-
 /**
  * How many refill triggers (messages) ended in a run, a lease-held skip or a shared run, across
  * every class: the refill queue is shared. Counted by message id, not by line: a trigger that SQS
@@ -148,11 +140,8 @@ export function triggersHandled(steps: readonly LogLine[]): number {
  * stats are read on both sides of the depth reads, and the snapshot is kept only when nothing
  * moved and no trigger was in flight.
  */
-async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<Snapshot> {
-  const queue = platform.queue(`pool-${cls.name}`);
-  const dlq = platform.queue(`pool-${cls.name}-dlq`);
-  const refillQueue = platform.queue("pool-refill");
-  const refillDlq = platform.queue("pool-refill-dlq");
+async function snapshot(platform: LocalPlatform, cls: PoolClassConfig) {
+  const queues = [`pool-${cls.name}`, `pool-${cls.name}-dlq`, "pool-refill", "pool-refill-dlq"].map((name) => platform.queue(name));
   const counts = () => {
     const steps = readSteps(platform, REFILL_FUNCTION);
     const of = (step: string) => steps.filter((l) => l.step === step);
@@ -172,20 +161,23 @@ async function snapshot(platform: LocalPlatform, cls: PoolClassConfig): Promise<
   };
   for (let attempt = 0; ; attempt++) {
     const before = counts();
-    const [q, d, rq, rd] = await Promise.all([platform.depth(queue), platform.depth(dlq), platform.depth(refillQueue), platform.depth(refillDlq)]);
+    const [q, d, rq, rd] = await Promise.all(queues.map((queue) => platform.depth(queue)));
     const after = counts();
     const settled = before.key === after.key && after.counted === after.completed.length && rq.inFlight === 0;
     if (settled || attempt >= 60) {
       return {
+        /** Adverts of the class the refill sent (its `advertised` counts, every run since start-up). */
         adverts: sumOf(after.completed, "advertised"),
-        advertsOnQueue: q.visible + q.inFlight + q.delayed,
-        advertsInDlq: d.visible + d.inFlight + d.delayed,
+        advertsOnQueue: total(q),
+        advertsInDlq: total(d),
         refillRuns: after.completed.length,
+        /** Trigger messages the scheduler delivered to pool-refill (every class's schedule). */
         triggers: after.delivered,
+        /** Triggers whose run ended: refilled, lease held, shared a batch's run, or quarantined. */
         triggersHandled: after.handled,
         triggersQuarantined: after.quarantined,
-        triggersOnQueue: rq.visible + rq.inFlight + rq.delayed,
-        triggersInDlq: rd.visible + rd.inFlight + rd.delayed - after.quarantined,
+        triggersOnQueue: total(rq),
+        triggersInDlq: total(rd) - after.quarantined,
       };
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -196,7 +188,7 @@ export const pool: Scenario = {
   name: "pool",
   title: "workflows claim warm instances, the pool runs out and refill tops it up",
   requires: ["pool-refill"],
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new PoolRun(ctx, this.name);
     await run.waitForFullPool();
     await run.claimAllAtOnce();
@@ -208,66 +200,34 @@ export const pool: Scenario = {
 };
 
 /** One play of the scenario: the class it drains, its workflows, what each round found and the failures. */
-class PoolRun {
-  readonly failures: string[] = [];
-  private readonly platform: LocalPlatform;
-  private readonly config: ReturnType<typeof parseRefillConfig>;
-  private readonly cls: PoolClassConfig;
-  private readonly queue: LocalQueue;
-  private readonly refillQueue: LocalQueue;
-  private readonly started: number;
+class PoolRun extends ScenarioRun {
+  private readonly config = parseRefillConfig(this.platform.fn(REFILL_FUNCTION).environment);
+  private readonly settings = claimSettings(this.platform.topology);
+  private readonly cls = drainedClass(this.config.classes);
+  private readonly queue = this.platform.queue(`pool-${this.cls.name}`);
+  private readonly refillQueue = this.platform.queue("pool-refill");
   /** How many workflows ask at once: more than the class's pool size. */
-  private readonly k: number;
+  private readonly k = Math.max(SIZES[this.ctx.size], this.cls.size + 2);
   private readonly recorder = new StepRecorder();
-  private readonly deps: ClaimDeps;
-  private readonly claimRequest: (w: Workflow) => ClaimRequest;
-  private readonly workflows: Workflow[];
+  private readonly deps: ClaimDeps = {
+    sqs: this.platform.aws.sqs,
+    dynamodb: this.platform.aws.dynamodb,
+    ec2: this.platform.aws.ec2,
+    clock: () => this.platform.clock.now(),
+    logger: this.recorder,
+    metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
+  };
+  private readonly workflows: Workflow[] = Array.from({ length: this.k }, (_, i) => ({
+    id: `wf-${this.ctx.runId}-${i}`,
+    result: undefined,
+    exhaustedTimes: 0,
+    claimedAt: null,
+  }));
   private poolFull: number | null = null;
   private firstRound = 0;
   private refillsDuringRound = 0;
   private allClaimed: number | null = null;
   private released = 0;
-
-  constructor(
-    private readonly ctx: ScenarioContext,
-    private readonly name: string,
-  ) {
-    const { platform } = ctx;
-    this.platform = platform;
-    const config = parseRefillConfig(platform.fn(REFILL_FUNCTION).environment);
-    this.config = config;
-    const settings = claimSettings(platform.topology);
-    // The first class with a non-zero size; its queue is the one the workflows drain.
-    const cls = config.classes.find((c) => c.size > 0);
-    if (!cls) throw new Error("no pool class has a size above 0");
-    this.cls = cls;
-    this.queue = platform.queue(`pool-${cls.name}`);
-    this.refillQueue = platform.queue("pool-refill");
-    this.started = Date.now();
-    this.k = Math.max(SIZES[ctx.size], cls.size + 2);
-    this.deps = {
-      sqs: platform.aws.sqs,
-      dynamodb: platform.aws.dynamodb,
-      ec2: platform.aws.ec2,
-      clock: () => platform.clock.now(),
-      logger: this.recorder,
-      metrics: { addMetric: () => undefined, publishStoredMetrics: () => undefined },
-    };
-    const spec = { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass };
-    this.claimRequest = (w) => ({
-      workflowId: w.id,
-      queueUrl: cls.queueUrl,
-      resourceClass: spec,
-      requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
-      claimTableName: config.claimTableName,
-      poolTag: config.poolTag,
-      lockTtlSeconds: settings.lockTtlSeconds,
-      requeueDelaySeconds: settings.requeueDelaySeconds,
-      tolerance: settings.tolerance,
-      deadline: platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
-    });
-    this.workflows = Array.from({ length: this.k }, (_, i) => ({ id: `wf-${ctx.runId}-${i}`, result: undefined, exhaustedTimes: 0, claimedAt: null }));
-  }
 
   /** 1. The first scheduled refill fills the pool (it may have run before this scenario). */
   async waitForFullPool(): Promise<void> {
@@ -289,13 +249,7 @@ class PoolRun {
     const firstRound = this.claimed().length;
     this.firstRound = firstRound;
     // Let a refill run that overlapped the round finish (its trigger leaves the queue only then).
-    await waitFor(
-      async () => {
-        const d = await this.platform.depth(this.refillQueue);
-        return d.visible + d.inFlight === 0;
-      },
-      { timeoutMs: 15_000 },
-    );
+    await waitForEmpty(this.platform, [this.refillQueue], { timeoutMs: 15_000, delayed: false });
     // A scheduled refill (every 5 simulated minutes) may top the pool up while the round runs;
     // each run adds at most `size` instances, so that is all the round may claim beyond the first fill.
     const refillsDuringRound = this.refills().length - runsBeforeRound;
@@ -355,9 +309,7 @@ class PoolRun {
     const lostRaces = this.recorder.count("claim_lost_race");
     if (snap.triggersInDlq > 0) this.failures.push(`${snap.triggersInDlq} refill trigger(s) in pool-refill-dlq`);
 
-    return summary({
-      scenario: this.name,
-      wallMs: Date.now() - started,
+    return this.summarise({
       sent: snap.adverts + snap.triggers,
       processed: picked + discarded + snap.triggersHandled,
       quarantined: snap.triggersQuarantined,
@@ -388,8 +340,23 @@ class PoolRun {
         ),
         released: this.released,
       },
-      failures: this.failures,
     });
+  }
+
+  private claimRequest(w: Workflow): ClaimRequest {
+    const { cls, config, settings } = this;
+    return {
+      workflowId: w.id,
+      queueUrl: cls.queueUrl,
+      resourceClass: { name: cls.name, instanceTypes: cls.instanceTypes, cpu: cls.cpu, memoryMib: cls.memoryMib, usageClass: cls.usageClass },
+      requirements: { minCpu: cls.cpu, minMemoryMib: cls.memoryMib },
+      claimTableName: config.claimTableName,
+      poolTag: config.poolTag,
+      lockTtlSeconds: settings.lockTtlSeconds,
+      requeueDelaySeconds: settings.requeueDelaySeconds,
+      tolerance: settings.tolerance,
+      deadline: this.platform.clock.now() + CLAIM_DEADLINE_SIM_MS,
+    };
   }
 
   private async attempt(w: Workflow): Promise<void> {
@@ -409,21 +376,10 @@ class PoolRun {
 
   private readonly tick = async (): Promise<void> => {
     const { cls } = this;
-    const qs = await gauges(this.platform, [
-      [`pool-${cls.name}`, this.queue],
-      ["pool-refill", this.refillQueue],
-    ]);
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: Date.now() - this.started,
-      progress: { done: this.claimed().length, total: this.k },
-      queues: qs,
-      counters: {
-        claimed: this.claimed().length,
-        "exhausted answers": this.workflows.reduce((n, w) => n + w.exhaustedTimes, 0),
-        "refill runs": this.refills().length,
-      },
-      status: [`class ${cls.name}: size ${cls.size}, ${this.k} workflows`],
-    });
+    const claimed = this.claimed().length;
+    const exhausted = this.workflows.reduce((n, w) => n + w.exhaustedTimes, 0);
+    const counters = { claimed, "exhausted answers": exhausted, "refill runs": this.refills().length };
+    const queues = { [`pool-${cls.name}`]: this.queue, "pool-refill": this.refillQueue };
+    await this.show(queues, { done: claimed, total: this.k }, counters, [`class ${cls.name}: size ${cls.size}, ${this.k} workflows`]);
   };
 }

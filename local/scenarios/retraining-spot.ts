@@ -13,10 +13,9 @@ import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { spotInterruptionDetail, type SimTask } from "../hosts/ecs-tasks";
 import type { EcsClientTokenProxy } from "../aws/ecs-client-token";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
-import { gauges, type Scenario, type ScenarioContext, sendAll, summary, timing, waitFor } from "./scenario";
+import { type Scenario, type ScenarioContext, ScenarioRun, sendAll, timing, total, waitFor } from "./scenario";
 
 const FALLBACK_REQUESTS = { small: 2, default: 4 } as const;
 const QUEUES = ["retraining", "retraining-dlq", "retraining-interruptions", "retraining-interruptions-dlq"];
@@ -25,22 +24,17 @@ export const retrainingSpot: Scenario = {
   name: "retraining-spot",
   title: "Fargate Spot without capacity falls back to FARGATE; a task Spot takes back is relaunched once",
   requires: QUEUES,
-  run: (ctx) => new RetrainingSpotRun(ctx).run(),
+  run: (ctx) => new RetrainingSpotRun(ctx, "retraining-spot").run(),
 };
 
-class RetrainingSpotRun {
-  private readonly platform: LocalPlatform;
+class RetrainingSpotRun extends ScenarioRun {
   private readonly ecs: EcsClientTokenProxy;
-  private readonly started = Date.now();
-  private readonly failures: string[] = [];
-  private readonly queues: LocalQueue[];
+  private readonly queues = QUEUES.map((q) => this.platform.queue(q));
 
-  constructor(private readonly ctx: ScenarioContext) {
-    this.platform = ctx.platform;
-    const ecs = this.platform.ecsCapacity;
-    if (!ecs) throw new Error("the local ECS stand-in is not running");
-    this.ecs = ecs;
-    this.queues = QUEUES.map((q) => this.platform.queue(q));
+  constructor(ctx: ScenarioContext, name: string) {
+    super(ctx, name);
+    if (!this.platform.ecsCapacity) throw new Error("the local ECS stand-in is not running");
+    this.ecs = this.platform.ecsCapacity;
   }
 
   async run(): Promise<ScenarioSummary> {
@@ -57,9 +51,7 @@ class RetrainingSpotRun {
     // The interruption events are no requests: any left in their queue or DLQ is a relaunch that did not happen.
     if (left(2) + left(3) > 0) this.failures.push(`${left(2)} interruption events still queued, ${left(3)} in retraining-interruptions-dlq`);
     const speed = this.platform.clock.speed;
-    return summary({
-      scenario: "retraining-spot",
-      wallMs: Date.now() - this.started,
+    return this.summarise({
       sent: fallback.models.length + 1,
       processed: [...fallback.models, spot.model].filter((m) => this.tasksOf(m).length > 0).length,
       quarantined: 0,
@@ -76,7 +68,6 @@ class RetrainingSpotRun {
         interrupted: spot.victim?.taskArn ?? null,
         ...relaunch,
       },
-      failures: this.failures,
     });
   }
 
@@ -88,11 +79,8 @@ class RetrainingSpotRun {
     const launched = () => models.filter((m) => this.tasksOf(m).length > 0).length;
     ecs.refuseSpot(true);
     ctx.note(`retraining-spot: Fargate Spot has no capacity; sending ${n} requests`);
-    await sendAll(
-      platform,
-      platform.queue("retraining"),
-      models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" })),
-    );
+    const requests = models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
+    await sendAll(platform, platform.queue("retraining"), requests);
     const fellBack = await waitFor(() => launched() === n, {
       timeoutMs: 120_000,
       tick: this.tick("Spot refused: waiting for the FARGATE fallbacks", launched(), n),
@@ -124,12 +112,12 @@ class RetrainingSpotRun {
       interruptedAt = Date.now();
       this.ctx.note(`retraining-spot: Spot took back ${victim.taskArn} (event put twice)`);
     }
-    const back = await waitFor(() => this.relaunchOf(model, victim) !== undefined, {
+    const relaunchedAt = await this.until(() => this.relaunchOf(model, victim) !== undefined, {
       timeoutMs: interruptedAt ? 120_000 : 0,
       tick: this.tick("waiting for the relaunch", 0, 1),
+      failure: interruptedAt ? `${model} was not relaunched after its interruption` : undefined,
     });
-    if (interruptedAt && !back) this.failures.push(`${model} was not relaunched after its interruption`);
-    return { model, victim, interruptedAt, relaunchedAt: back ? Date.now() : null };
+    return { model, victim, interruptedAt, relaunchedAt };
   }
 
   /** Spot takes the task back; EventBridge delivers at least once: the same event again must not start a second relaunch. */
@@ -173,27 +161,13 @@ class RetrainingSpotRun {
 
   /** Every queue's messages, visible, in flight or delayed. */
   private depths(): Promise<number[]> {
-    return Promise.all(
-      this.queues.map(async (q) => {
-        const d = await this.platform.depth(q);
-        return d.visible + d.inFlight + d.delayed;
-      }),
-    );
+    return Promise.all(this.queues.map(async (q) => total(await this.platform.depth(q))));
   }
 
-  private tick(phase: string, done: number, total: number): () => Promise<void> {
+  private tick(phase: string, done: number, of: number): () => Promise<void> {
+    const queues = Object.fromEntries(this.queues.map((q) => [q.logicalName, q]));
     return async () => {
-      this.ctx.view({
-        scenario: "retraining-spot",
-        elapsedMs: Date.now() - this.started,
-        progress: { done, total },
-        queues: await gauges(
-          this.platform,
-          this.queues.map((q) => [q.logicalName, q] as [string, LocalQueue]),
-        ),
-        counters: { "spot refused": this.ecs.counts.spotRefused, "on spot": this.ecs.spotTasks.size },
-        status: [phase],
-      });
+      await this.show(queues, { done, total: of }, { "spot refused": this.ecs.counts.spotRefused, "on spot": this.ecs.spotTasks.size }, [phase]);
     };
   }
 }

@@ -3,11 +3,9 @@
  * than MAX_CONCURRENT_TASKS at once; the rest are deferred and launched as tasks finish.
  */
 import type { SimTask } from "../hosts/ecs-tasks";
-import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalSchedule } from "../provision/topology-types";
 import type { ScenarioSummary } from "../show/view";
 import { readSteps } from "./logs";
-import { distinctQuarantined, gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+import { distinctQuarantined, keyTimings, peekAll, type Scenario, ScenarioRun, sendAll, total, waitFor, waitForEmpty } from "./scenario";
 
 const SIZES = { small: 5, default: 12 } as const;
 const SCHEDULED_MODEL = "PascalStrategy";
@@ -16,7 +14,7 @@ export const retraining: Scenario = {
   name: "retraining",
   title: "scheduled and manual triggers launch tasks up to the cap; the rest wait for capacity",
   requires: ["retraining", "retraining-dlq"],
-  async run(ctx: ScenarioContext) {
+  async run(ctx) {
     const run = new RetrainingRun(ctx, this.name);
     await run.sendTriggers();
     await run.waitForEveryLaunch();
@@ -27,21 +25,19 @@ export const retraining: Scenario = {
 };
 
 /** One play of the scenario: the launcher's cap and queues, the triggers sent, what launched and the failures found. */
-class RetrainingRun {
-  readonly failures: string[] = [];
-  private readonly platform: LocalPlatform;
-  private readonly queue: LocalQueue;
-  private readonly dlq: LocalQueue;
-  private readonly quarantine: LocalQueue;
-  private readonly cap: number;
-  private readonly schedule: LocalSchedule | undefined;
-  private readonly n: number;
-  private readonly started: number;
-  private readonly models: string[];
-  private readonly bodies: string[];
-  private readonly expected: Set<string>;
+class RetrainingRun extends ScenarioRun {
+  private readonly queue = this.platform.queue("retraining");
+  private readonly dlq = this.platform.queue("retraining-dlq");
+  private readonly launcher = this.platform.fn("retraining-launcher");
+  private readonly cap = Number(this.launcher.environment.MAX_CONCURRENT_TASKS ?? "5");
+  private readonly quarantine = this.platform.topology.queues.find((q) => q.url === this.launcher.environment.QUARANTINE_QUEUE_URL) ?? this.dlq;
+  private readonly schedule = this.platform.topology.schedules.find((s) => (s.target.input ?? "").includes(SCHEDULED_MODEL));
+  private readonly n = SIZES[this.ctx.size];
+  private readonly models = Array.from({ length: this.n }, (_, i) => `Local-${this.ctx.runId}-${i}`);
+  private readonly bodies = [...this.models, ""].map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
+  private readonly expected = new Set([...this.models, ...(this.schedule ? [SCHEDULED_MODEL] : [])]);
   /** One training run fails (its container exits non-zero); see sendTriggers. */
-  private readonly failingModel: string | undefined;
+  private readonly failingModel = this.models[this.models.length - 1];
   private peak = 0;
   private allLaunched: number | null = null;
   private firstLaunch: number | null = null;
@@ -51,27 +47,6 @@ class RetrainingRun {
   /** Taken once the failing model's task ended: the run's tasks, and how many failed. */
   private tasksAtEnd: SimTask[] = [];
   private tasksFailed = 0;
-
-  constructor(
-    private readonly ctx: ScenarioContext,
-    private readonly name: string,
-  ) {
-    const { platform } = ctx;
-    this.platform = platform;
-    this.queue = platform.queue("retraining");
-    this.dlq = platform.queue("retraining-dlq");
-    const launcher = platform.fn("retraining-launcher");
-    this.cap = Number(launcher.environment.MAX_CONCURRENT_TASKS ?? "5");
-    this.quarantine = platform.topology.queues.find((q) => q.url === launcher.environment.QUARANTINE_QUEUE_URL) ?? this.dlq;
-    this.schedule = platform.topology.schedules.find((s) => (s.target.input ?? "").includes(SCHEDULED_MODEL));
-    this.n = SIZES[ctx.size];
-    this.started = Date.now();
-    this.models = Array.from({ length: this.n }, (_, i) => `Local-${ctx.runId}-${i}`);
-    this.bodies = this.models.map((model_name) => JSON.stringify({ model_name, trigger: "manual" }));
-    this.bodies.push(JSON.stringify({ model_name: "", trigger: "manual" }));
-    this.expected = new Set([...this.models, ...(this.schedule ? [SCHEDULED_MODEL] : [])]);
-    this.failingModel = this.models[this.models.length - 1];
-  }
 
   async sendTriggers(): Promise<void> {
     const { platform, schedule } = this;
@@ -88,13 +63,7 @@ class RetrainingRun {
   async waitForEveryLaunch(): Promise<void> {
     const ok = await waitFor(() => this.launchedModels().size >= this.expected.size, { timeoutMs: 240_000, tick: this.tick });
     if (!ok) this.failures.push(`only ${this.launchedModels().size} of ${this.expected.size} triggers launched a task`);
-    await waitFor(
-      async () => {
-        const d = await this.platform.depth(this.queue);
-        return d.visible + d.inFlight + d.delayed === 0;
-      },
-      { timeoutMs: 30_000, tick: this.tick },
-    );
+    await waitForEmpty(this.platform, [this.queue], { timeoutMs: 30_000, tick: this.tick });
   }
 
   /** Each model launched once, never more than the cap at once. */
@@ -128,14 +97,12 @@ class RetrainingRun {
     if (quarantined !== 1) this.failures.push(`expected the malformed trigger in quarantine, found ${quarantined}`);
     const [left, inDlq] = await Promise.all([platform.depth(this.queue), platform.depth(dlq)]);
     const ours = this.tasksAtEnd;
-    return summary({
-      scenario: this.name,
-      wallMs: Date.now() - started,
+    return this.summarise({
       sent: this.bodies.length + (this.schedule ? 1 : 0),
       processed: this.launched.size,
       quarantined,
       inDlq: quarantine === dlq ? inDlq.visible + inDlq.inFlight - quarantined : inDlq.visible + inDlq.inFlight,
-      remaining: left.visible + left.inFlight + left.delayed,
+      remaining: total(left),
       ...keyTimings(platform.clock.speed, { "first task launched": [started, this.firstLaunch], "all triggers launched": [started, this.allLaunched] }),
       details: {
         cap,
@@ -145,7 +112,6 @@ class RetrainingRun {
         tasksFailed: this.tasksFailed,
         tasksStillRunning: ours.filter((t) => t.outcome === "running").length,
       },
-      failures: this.failures,
     });
   }
 
@@ -171,22 +137,14 @@ class RetrainingRun {
     const launched = this.launchedModels().size;
     if (this.firstLaunch === null && launched > 0) this.firstLaunch = Date.now();
     if (this.allLaunched === null && launched >= this.expected.size) this.allLaunched = Date.now();
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: Date.now() - this.started,
-      progress: { done: launched, total: this.expected.size },
-      queues: await gauges(platform, [
-        ["retraining", this.queue],
-        ["retraining-dlq", this.dlq],
-      ]),
-      counters: { "tasks running": running, "tasks launched": launched, deferred: readSteps(platform, "retraining-launcher", "capacity_deferred").length },
-      status: [
-        `cap ${this.cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`,
-        // RunTask's tasks, as the runtime sees them in moto.
-        ...this.ours()
-          .slice(-6)
-          .map((t) => `task ${t.taskArn.split("/").at(-1)?.slice(0, 8)} ${t.tags.model_name} (${t.tags.trigger}): ${t.outcome}`),
-      ],
-    });
+    const queues = { retraining: this.queue, "retraining-dlq": this.dlq };
+    const deferred = readSteps(platform, "retraining-launcher", "capacity_deferred").length;
+    await this.show(queues, { done: launched, total: this.expected.size }, { "tasks running": running, "tasks launched": launched, deferred }, [
+      `cap ${this.cap} concurrent tasks; each task runs ${(platform.options.taskSimMs / 1000).toFixed(0)} simulated seconds`,
+      // RunTask's tasks, as the runtime sees them in moto.
+      ...this.ours()
+        .slice(-6)
+        .map((t) => `task ${t.taskArn.split("/").at(-1)?.slice(0, 8)} ${t.tags.model_name} (${t.tags.trigger}): ${t.outcome}`),
+    ]);
   };
 }

@@ -3,8 +3,11 @@
  * and the accounting of where each sent message ended up.
  */
 import { randomUUID } from "node:crypto";
+import { DescribeInstancesCommand } from "@aws-sdk/client-ec2";
 import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from "@aws-sdk/client-sqs";
+import type { GpuInstanceHost } from "../hosts/gpu-host";
 import type { LocalPlatform } from "../platform";
+import type { QueueDepth } from "../observe/depth-sampler";
 import type { LocalQueue } from "../provision/topology-types";
 import type { LiveSnapshot, QueueGauge, ScenarioSummary, Timing, TimingMark } from "../show/view";
 
@@ -49,13 +52,6 @@ export function unavailableReason(
   return undefined;
 }
 
-export class ScenarioTimeout extends Error {
-  constructor(what: string, ms: number) {
-    super(`timed out after ${(ms / 1000).toFixed(0)} s waiting for ${what}`);
-    this.name = "ScenarioTimeout";
-  }
-}
-
 /** Polls `done` until it holds, calling `tick` (the live view) on every poll. Returns false on timeout. */
 export async function waitFor(
   done: () => Promise<boolean> | boolean,
@@ -70,13 +66,29 @@ export async function waitFor(
   }
 }
 
-export async function gauges(platform: LocalPlatform, queues: Array<[string, LocalQueue]>): Promise<QueueGauge[]> {
-  return Promise.all(
-    queues.map(async ([label, q]) => {
-      const d = await platform.depth(q);
-      return { label, visible: d.visible + d.delayed, inFlight: d.inFlight };
-    }),
-  );
+/** A queue's messages: visible, in flight and delayed. Pure. */
+export const total = (d: QueueDepth): number => d.visible + d.inFlight + d.delayed;
+
+/** Polls until the queues hold nothing visible or in flight (nor delayed, unless `delayed` is false). Returns false on timeout. */
+export function waitForEmpty(
+  platform: LocalPlatform,
+  queues: LocalQueue[],
+  opts: { timeoutMs: number; tick?: () => Promise<void> | void; delayed?: boolean },
+): Promise<boolean> {
+  const held = (d: QueueDepth) => (opts.delayed === false ? d.visible + d.inFlight : total(d));
+  return waitFor(async () => (await Promise.all(queues.map((q) => platform.depth(q)))).every((d) => held(d) === 0), opts);
+}
+
+/** The stack's one GPU instance (gpu.capacity.mode instance). */
+export function gpuOf(platform: LocalPlatform): GpuInstanceHost {
+  if (!platform.gpu) throw new Error("the program declares no GPU instance");
+  return platform.gpu;
+}
+
+/** An EC2 instance's state in moto (`running`, `stopped`, `terminated`…). */
+export async function instanceState(platform: LocalPlatform, id: string): Promise<string | undefined> {
+  const out = await platform.aws.ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
+  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
 }
 
 /** Sends bodies in batches of 10 through the SQS clock proxy; returns the message ids. */
@@ -126,15 +138,6 @@ export function newRunId(): string {
   return randomUUID().slice(0, 8);
 }
 
-/** Fills in `lost` from the other counts. */
-export function summary(s: Omit<ScenarioSummary, "lost">): ScenarioSummary {
-  return { ...s, lost: s.sent - s.processed - s.quarantined - s.inDlq - s.remaining };
-}
-
-export function since(start: number, at: number | null | undefined): number | null {
-  return at === null || at === undefined ? null : Math.max(0, at - start);
-}
-
 /**
  * A wall-time duration as a key timing, with the simulated seconds it stood for at the run's
  * speed (`ctx.platform.clock.speed`); null stays null (the event never happened).
@@ -161,7 +164,7 @@ export function keyTimings(speed: number, spans: Record<string, TimingSpan>): { 
       timings[name] = null;
       continue;
     }
-    // An event seen before its anchor (polls race) counts as at the anchor, as `since` does.
+    // An event seen before its anchor (polls race) counts as at the anchor.
     const end = Math.max(from, to);
     timings[name] = timing(end - from, speed);
     marks[name] = { fromMs: from, toMs: end };
@@ -182,4 +185,57 @@ export function distinctQuarantined(messages: Message[]): Message[] {
     if (!byId.has(source)) byId.set(source, m);
   }
   return [...byId.values()];
+}
+
+/** One play of a scenario: its context, when it began, the failures it found; it feeds the live view and sums up through here. */
+export class ScenarioRun {
+  readonly failures: string[] = [];
+  readonly platform: LocalPlatform;
+  started = Date.now();
+
+  constructor(
+    readonly ctx: ScenarioContext,
+    readonly name: string,
+  ) {
+    this.platform = ctx.platform;
+  }
+
+  /** The live view: the gauges of the queues by label (returned), and the run's progress, counters and status lines. */
+  protected async show(
+    queues: Record<string, LocalQueue>,
+    progress: LiveSnapshot["progress"],
+    counters: LiveSnapshot["counters"],
+    status: string[],
+  ): Promise<QueueGauge[]> {
+    const gauged = await Promise.all(
+      Object.entries(queues).map(async ([label, q]) => {
+        const d = await this.platform.depth(q);
+        return { label, visible: d.visible + d.delayed, inFlight: d.inFlight };
+      }),
+    );
+    this.ctx.view({ scenario: this.name, elapsedMs: Date.now() - this.started, progress, queues: gauged, counters, status });
+    return gauged;
+  }
+
+  /** Waits for `done`, the live view fed by `tick`: when it held, or null on a timeout (then a failure, when `failure` names one). */
+  protected async until(
+    done: () => Promise<boolean> | boolean,
+    opts: { timeoutMs: number; tick?: () => Promise<void> | void; failure?: string },
+  ): Promise<number | null> {
+    const held = await waitFor(done, opts);
+    if (!held && opts.failure !== undefined) this.failures.push(opts.failure);
+    return held ? Date.now() : null;
+  }
+
+  /** What is left of the run's messages at the end: on its queue (`remaining`) and in its DLQ (`inDlq`). */
+  protected async left(queue: LocalQueue, dlq: LocalQueue): Promise<{ inDlq: number; remaining: number }> {
+    const [left, inDlq] = await Promise.all([this.platform.depth(queue), this.platform.depth(dlq)]);
+    return { inDlq: total(inDlq), remaining: total(left) };
+  }
+
+  /** The summary: the counts (`lost` filled in from the others), the wall time since the run began, and the failures found. */
+  protected summarise(s: Omit<ScenarioSummary, "scenario" | "wallMs" | "lost" | "failures">): ScenarioSummary {
+    const lost = s.sent - s.processed - s.quarantined - s.inDlq - s.remaining;
+    return { scenario: this.name, wallMs: Date.now() - this.started, ...s, failures: this.failures, lost };
+  }
 }

@@ -13,11 +13,11 @@
 import * as path from "node:path";
 import { motoClientEnv } from "../aws/moto";
 import type { LocalPlatform } from "../platform";
-import type { LocalQueue, LocalTaskDefinition } from "../provision/topology-types";
-import type { QueueGauge, ScenarioSummary } from "../show/view";
+import type { LocalTaskDefinition } from "../provision/topology-types";
+import type { ScenarioSummary } from "../show/view";
 import { containerEnvironment, localTaskEnvironment, pickContainer, type WorkerTaskView, WorkerServiceRunner } from "../hosts/worker-service";
 import { type LogLine, readLogLines } from "./logs";
-import { gauges, keyTimings, peekAll, type Scenario, type ScenarioContext, sendAll, summary, waitFor } from "./scenario";
+import { keyTimings, peekAll, type Scenario, type ScenarioContext, ScenarioRun, sendAll, total, waitFor, waitForEmpty } from "./scenario";
 import { executablesSchema } from "../../functions/worker/config";
 
 /** Long (interruptible) and short jobs per size. */
@@ -96,7 +96,6 @@ export const worker: Scenario = {
   requires: ["worker", "worker-dlq"],
   async run(ctx: ScenarioContext) {
     const run = new WorkerRun(ctx, this.name);
-    run.started = Date.now();
     await run.runner.start();
     try {
       await run.waitForBoot();
@@ -114,19 +113,14 @@ export const worker: Scenario = {
 
 /** The jobs one run sends (long ones of the sleep type, short ones, one with no payload) and the ids expected to complete. */
 function jobsFor(runId: string, size: { long: number; short: number }, long: { type: string; seconds: number }): { bodies: string[]; expected: Set<string> } {
-  const jobId = (kind: string, i: number) => `${kind}-${runId}-${i}`;
+  const ids = (kind: string, n: number) => Array.from({ length: n }, (_, i) => `${kind}-${runId}-${i}`);
+  const [longIds, shortIds] = [ids("long", size.long), ids("short", size.short)];
   const bodies = [
-    ...Array.from({ length: size.long }, (_, i) =>
-      JSON.stringify({ job_id: jobId("long", i), type: long.type, payload: null, estimated_seconds: long.seconds }),
-    ),
-    ...Array.from({ length: size.short }, (_, i) => JSON.stringify({ job_id: jobId("short", i), type: SHORT_TYPE, payload: { n: i }, estimated_seconds: 1 })),
-    JSON.stringify({ job_id: jobId("bad", 0), type: SHORT_TYPE }),
+    ...longIds.map((job_id) => JSON.stringify({ job_id, type: long.type, payload: null, estimated_seconds: long.seconds })),
+    ...shortIds.map((job_id, n) => JSON.stringify({ job_id, type: SHORT_TYPE, payload: { n }, estimated_seconds: 1 })),
+    JSON.stringify({ job_id: `bad-${runId}-0`, type: SHORT_TYPE }),
   ];
-  const expected = new Set([
-    ...Array.from({ length: size.long }, (_, i) => jobId("long", i)),
-    ...Array.from({ length: size.short }, (_, i) => jobId("short", i)),
-  ]);
-  return { bodies, expected };
+  return { bodies, expected: new Set([...longIds, ...shortIds]) };
 }
 
 /** The SIGTERM the scenario sends, and what it found at that moment. */
@@ -141,37 +135,28 @@ interface Interruption {
 }
 
 /** One play of the scenario: its queues, its two extra tasks, the jobs it sent, the interruption and the failures found. */
-class WorkerRun {
-  readonly failures: string[] = [];
+class WorkerRun extends ScenarioRun {
   readonly runner: WorkerServiceRunner;
-  started = 0;
   private sentAt = 0;
-  private readonly platform: LocalPlatform;
-  private readonly queue: LocalQueue;
-  private readonly dlq: LocalQueue;
+  private readonly queue = this.platform.queue("worker");
+  private readonly dlq = this.platform.queue("worker-dlq");
   private readonly container: Record<string, string>;
   private readonly long: { type: string; seconds: number };
-  private readonly size: { long: number; short: number };
+  private readonly size = SIZES[this.ctx.size];
   private readonly bodies: string[];
   private readonly expected: Set<string>;
   private readonly interruption: Interruption = { at: null, done: null, unfinishedAtSigterm: [], protectedAtSigterm: false };
   /** Set while the queue is empty and no job runs; see finishedOrStuck. */
   private quietSince: number | null = null;
 
-  constructor(
-    private readonly ctx: ScenarioContext,
-    private readonly name: string,
-  ) {
+  constructor(ctx: ScenarioContext, name: string) {
+    super(ctx, name);
     const { platform } = ctx;
-    this.platform = platform;
-    this.queue = platform.queue("worker");
-    this.dlq = platform.queue("worker-dlq");
     const td = taskDefinitionOf(platform);
     this.container = containerEnvironment(pickContainer(td));
     const long = longJobType(this.container.WORKER_EXECUTABLES);
     if (!long) throw new Error("the stack allows no fixed `sleep` job type (encache:worker.executables), so no job outlives the SIGTERM");
     this.long = long;
-    this.size = SIZES[ctx.size];
     // Two more tasks of the service, with the stack's waits scaled to the run's speed.
     this.runner = new WorkerServiceRunner({
       taskDefinition: td,
@@ -226,13 +211,7 @@ class WorkerRun {
   }
 
   async waitForQueueEmpty(): Promise<void> {
-    await waitFor(
-      async () => {
-        const d = await this.platform.depth(this.queue);
-        return d.visible + d.inFlight + d.delayed === 0;
-      },
-      { timeoutMs: 15_000, tick: this.tick },
-    );
+    await waitForEmpty(this.platform, [this.queue], { timeoutMs: 15_000, tick: this.tick });
   }
 
   /** Accounting. Quarantined: in the DLQ with a reason; anything else there is an exhausted job. */
@@ -243,14 +222,12 @@ class WorkerRun {
     const left = await this.platform.depth(this.queue);
     const perTask = Object.fromEntries(this.lines().map((t) => [t.label, t.lines.filter((l) => l.step === "job_succeeded" && this.ours(l)).length]));
     const { at, done, victim, unfinishedAtSigterm } = this.interruption;
-    return summary({
-      scenario: this.name,
-      wallMs: Date.now() - this.started,
+    return this.summarise({
       sent: this.bodies.length,
       processed: this.completed().size,
       quarantined: quarantined.length,
       inDlq: inDlqMessages.length - quarantined.length,
-      remaining: left.visible + left.inFlight + left.delayed,
+      remaining: total(left),
       ...keyTimings(this.platform.clock.speed, {
         "SIGTERM sent": [this.sentAt, at],
         "SIGTERM → task exited": [at, done],
@@ -265,7 +242,6 @@ class WorkerRun {
         taskTimings: Object.fromEntries(Object.entries(this.taskTimingEnv()).filter(([k]) => k.startsWith("WORKER_"))),
         quarantineReason: quarantined[0]?.MessageAttributes?.["quarantine-reason"]?.StringValue ?? null,
       },
-      failures: this.failures,
     });
   }
 
@@ -302,12 +278,14 @@ class WorkerRun {
   }
 
   private readonly tick = async (): Promise<void> => {
-    const qs = await gauges(this.platform, [
-      ["worker", this.queue],
-      ["worker-dlq", this.dlq],
-    ]);
     if (!this.interruption.pending) this.interruptOneMidJob();
-    this.showProgress(qs);
+    const done = this.completed().size;
+    const running = this.tasks().reduce((n, t) => n + this.runningOn(t.view.logFile).length, 0);
+    const status = this.tasks().map(
+      ({ label, view: v }) =>
+        `${label}: ${v.exitCode !== null || v.signal !== null ? `exited (${v.exitCode ?? v.signal})` : "running"}, protection ${v.agent.state().protectionEnabled ? "on" : "off"}`,
+    );
+    await this.show({ worker: this.queue, "worker-dlq": this.dlq }, { done, total: this.expected.size }, { completed: done, "jobs running": running }, status);
   };
 
   /** SIGTERM to a scenario task once one of its long jobs is mid-run. */
@@ -331,21 +309,6 @@ class WorkerRun {
     }
   }
 
-  private showProgress(qs: QueueGauge[]): void {
-    const done = this.completed().size;
-    this.ctx.view({
-      scenario: this.name,
-      elapsedMs: Date.now() - this.started,
-      progress: { done, total: this.expected.size },
-      queues: qs,
-      counters: { completed: done, "jobs running": this.tasks().reduce((n, t) => n + this.runningOn(t.view.logFile).length, 0) },
-      status: this.tasks().map(
-        (t) =>
-          `${t.label}: ${t.view.exitCode !== null || t.view.signal !== null ? `exited (${t.view.exitCode ?? t.view.signal})` : "running"}, protection ${t.view.agent.state().protectionEnabled ? "on" : "off"}`,
-      ),
-    });
-  }
-
   /**
    * Stops early once nothing is left to happen: the queue is empty and no job runs for 10 s
    * (a job that reached the DLQ would otherwise keep the wait going to its deadline).
@@ -353,8 +316,7 @@ class WorkerRun {
   private async finishedOrStuck(): Promise<boolean> {
     if (this.completed().size >= this.expected.size && this.interruption.done !== null) return true;
     const d = await this.platform.depth(this.queue);
-    const idle =
-      this.interruption.done !== null && d.visible + d.inFlight + d.delayed === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
+    const idle = this.interruption.done !== null && total(d) === 0 && this.tasks().every((t) => this.runningOn(t.view.logFile).length === 0);
     this.quietSince = idle ? (this.quietSince ?? Date.now()) : null;
     return this.quietSince !== null && Date.now() - this.quietSince > 10_000;
   }
