@@ -24,10 +24,13 @@ export function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** A JSON object's text parsed, or undefined for anything else (moto's error page, a malformed call). */
-export function parseJson(text: Buffer | string): Json | undefined {
+/** A JSON object's text parsed, or undefined for anything else (none, moto's error page, a query or XML body, a malformed call). */
+export function parseJson(text: Buffer | string | undefined): Json | undefined {
+  const s = text?.toString();
+  // Only an object is wanted: skip JSON.parse's throw for the query and XML bodies a proxy mostly sees.
+  if (!s?.trimStart().startsWith("{")) return undefined;
   try {
-    const parsed: unknown = JSON.parse(text.toString());
+    const parsed: unknown = JSON.parse(s);
     return isObject(parsed) ? parsed : undefined;
   } catch {
     return undefined;

@@ -26,7 +26,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type * as http from "node:http";
-import { InterceptingProxy, readBody, sendReply } from "../aws/intercepting-proxy";
+import { InterceptingProxy, isObject, type Json, parseJson, readBody, sendReply } from "../aws/intercepting-proxy";
 import { errorResponse, operationOf, serviceOf } from "./protocols";
 import { keyedStreams } from "./rng";
 
@@ -358,20 +358,6 @@ export class FaultProxy extends InterceptingProxy {
     };
     this.log.push(fault);
     this.o.onFault?.(fault);
-  }
-}
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-
-function parseJson(text: string | undefined): Json | undefined {
-  if (!text || !text.startsWith("{")) return undefined;
-  try {
-    const v: unknown = JSON.parse(text);
-    return isObject(v) ? v : undefined;
-  } catch {
-    return undefined;
   }
 }
 
