@@ -61,7 +61,7 @@ async function startSqsProxies(options: PlatformOptions, endpoint: string, stopp
   stoppers.add(() => proxy.stop());
   // The worker service keeps real time (see localTaskEnvironment), but not moto's lax receipt
   // handles: its own proxy at speed 1 keeps only the receipt-handle rule, with the same memory of handles.
-  const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, receipts: proxy.receipts, onSent: directSends.sent });
+  const realtimeProxy = new SqsClockProxy({ target: endpoint, speed: 1, onSent: directSends.sent });
   const sqsRealtimeEndpoint = await realtimeProxy.start();
   stoppers.add(() => realtimeProxy.stop());
   return { sqsEndpoint, sqsRealtimeEndpoint, directSends };

@@ -44,6 +44,14 @@ expired message is deleted here before a receive looks at the queue, and each de
 as one JSON line to MOTO_SQS_EXPIRED_LOG when set (retention_deletes), so a run can tell a message
 SQS let expire from one that was lost.
 
+SQS acts on a message only through the receipt handle of its latest receive; moto acts on any
+handle the message ever had (`had_receipt_handle`), so a consumer whose message was handed to
+another would still delete it, and a duplicate run would go unseen locally. So, as the SQS API
+reference says: a DeleteMessage with a superseded handle "will still succeed, but the message might
+not be deleted" (played as its worst case, not deleted), and a ChangeMessageVisibility with one is
+refused with ReceiptHandleIsInvalid, in AWS's words as users report them (mapbox/ecs-watchbot#135);
+the batch forms apply the same rule per entry, through moto's own loops (latest_receipts_only).
+
 MOTO_SWITCH_INTERVAL (seconds) shortens Python's thread switch interval. Tests set it to make
 interleavings that are rare at the default likely, so the lock is proven rather than assumed.
 """
@@ -60,7 +68,7 @@ from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
 from moto.sqs import models as sqs_models
-from moto.sqs.exceptions import ReceiptHandleIsInvalid
+from moto.sqs.exceptions import ReceiptHandleIsInvalid, SQSException
 from moto.sqs.models import Queue
 from moto.ssm.responses import SimpleSystemManagerResponse
 
@@ -120,7 +128,8 @@ def atomic_deletes() -> None:
             doomed = [m for m in self._messages if m.had_receipt_handle(receipt_handle)]
             if not doomed:
                 raise ReceiptHandleIsInvalid()
-            for message in doomed:
+            # A superseded handle deletes nothing, and says so to no one (latest_receipts_only).
+            for message in (m for m in doomed if m.receipt_handle == receipt_handle):
                 self.pending_messages.discard(message)
                 self.deleted_messages.update(message.all_receipt_handles)  # type: ignore[arg-type]
                 try:
@@ -129,6 +138,30 @@ def atomic_deletes() -> None:
                     pass  # a receive moved it to the DLQ meanwhile
 
     Queue.delete_message = delete_message  # type: ignore[method-assign]
+
+
+class StaleReceiptHandle(ReceiptHandleIsInvalid):
+    def __init__(self, handle: str) -> None:
+        SQSException.__init__(
+            self,
+            "ReceiptHandleIsInvalid",
+            f"Value {handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
+        )
+
+
+def latest_receipts_only() -> None:
+    """A visibility change with a handle superseded by a later receive is refused (deletes: atomic_deletes).
+    moto's batch form calls this per entry and lists the refusal as that entry's failure."""
+    backend_class = sqs_models.SQSBackend
+    change = backend_class.change_message_visibility
+
+    def change_message_visibility(self: sqs_models.SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
+        messages = list(self.get_queue(queue_name)._messages)
+        if any(m.receipt_handle != receipt_handle and m.had_receipt_handle(receipt_handle) for m in messages):
+            raise StaleReceiptHandle(receipt_handle)
+        change(self, queue_name, receipt_handle, visibility_timeout)
+
+    backend_class.change_message_visibility = change_message_visibility  # type: ignore[method-assign]
 
 
 def retention_deletes(log_path: str | None) -> None:
@@ -195,6 +228,7 @@ if __name__ == "__main__":
         serialised(handler, threading.Lock())
     patient_long_polls()
     atomic_deletes()
+    latest_receipts_only()
     retention_deletes(os.environ.get("MOTO_SQS_EXPIRED_LOG"))
     cached_module_list()
     fast_sqs_clock()

@@ -22,31 +22,18 @@
  * message visible again (VisibilityTimeout 0 on the same receipt handle) when the exact simulated
  * time is up. Nobody else can hold that receipt handle meanwhile, since the message is invisible.
  *
- * It also keeps SQS's receipt-handle rule, which moto does not (sqs-receipts.ts): a DeleteMessage
- * with a handle superseded by a later receive succeeds without deleting, a ChangeMessageVisibility
- * with one is refused (ReceiptHandleIsInvalid), per entry in the batch forms. To learn the handles
- * it reads every ReceiveMessage answer it passes on. At speed 1 it does only that: the local run
- * puts such a proxy in front of the worker service, which keeps real time.
+ At speed 1 it only tells `onSent` of the messages sent through it: the local run puts such a
+ * proxy in front of the worker service, which keeps real time. (SQS's receipt-handle rule is
+ * moto's own here: local/aws/moto-server.py, `latest_receipts_only`.)
  *
  * Rewriting a body invalidates the SDK's SigV4 signature. That is fine here: moto does not verify
  * signatures. Do not put this proxy in front of real AWS.
  */
-import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import { InterceptingProxy, isObject, type Json, parseJson, type Reply, withLength } from "./intercepting-proxy";
-import {
-  answerWithStale,
-  CHANGE_VISIBILITY,
-  CHANGE_VISIBILITY_BATCH,
-  DELETE_MESSAGE,
-  DELETE_MESSAGE_BATCH,
-  deletedHandles,
-  HANDLE_OPERATIONS,
-  type LocalAnswer,
-  RECEIVE_MESSAGE,
-  ReceiptHandles,
-  splitStale,
-} from "./sqs-receipts";
+
+const CHANGE_VISIBILITY = "AmazonSQS.ChangeMessageVisibility";
+const CHANGE_VISIBILITY_BATCH = "AmazonSQS.ChangeMessageVisibilityBatch";
 
 /** 0 stays 0 (no delay, or "visible now"); anything else becomes at least one second. */
 export function scaleSeconds(seconds: number, speed: number): number {
@@ -86,9 +73,6 @@ const REWRITES: Record<string, Rewrite> = {
 
 const SENDS: ReadonlySet<string> = new Set(["AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch"]);
 
-/** Reads moto's reply (parsed; undefined when not JSON) and returns the body to send instead, or undefined to send it as it came. */
-type OnReply = (status: number, reply: Json | undefined) => string | undefined;
-
 export class SqsClockProxy extends InterceptingProxy {
   private readonly target: URL;
   private readonly speed: number;
@@ -96,24 +80,16 @@ export class SqsClockProxy extends InterceptingProxy {
   /** Pending "visible again" calls by receipt handle: a later change to the same handle replaces it. */
   private readonly reveals = new Map<string, NodeJS.Timeout>();
 
-  /** The receipt-handle rule's memory (sqs-receipts.ts); undefined when the rule is off. */
-  readonly receipts: ReceiptHandles | undefined;
-
   /** Told of every message sent through this proxy (local/aws/sqs-move-tasks.ts keeps which reached a DLQ by a plain send). */
   private readonly onSent: ((queueUrl: string, messageIds: string[]) => void) | undefined;
 
-  /**
-   * `receipts`: share one ReceiptHandles between the proxies that hand out the same queues' messages;
-   * `false` turns the receipt-handle rule off (moto's behaviour). @default a ReceiptHandles of its own
-   */
-  constructor(opts: { target: string; speed: number; receipts?: ReceiptHandles | false; onSent?: (queueUrl: string, messageIds: string[]) => void }) {
+  constructor(opts: { target: string; speed: number; onSent?: (queueUrl: string, messageIds: string[]) => void }) {
     super("SqsClockProxy");
     this.onSent = opts.onSent;
     if (!(opts.speed > 0) || !Number.isFinite(opts.speed)) throw new Error(`SqsClockProxy: speed must be a positive number, got ${opts.speed}`);
     this.target = new URL(opts.target);
     if (this.target.protocol !== "http:") throw new Error(`SqsClockProxy: target must be an http:// URL (moto), got ${opts.target}`);
     this.speed = opts.speed;
-    this.receipts = opts.receipts === false ? undefined : (opts.receipts ?? new ReceiptHandles());
   }
 
   /** Listens on a free loopback port; resolves to the proxy's base URL. */
@@ -137,35 +113,27 @@ export class SqsClockProxy extends InterceptingProxy {
     this.counts.requests++;
     const op = jsonTarget(req);
     if (op === undefined || !this.intercepts(op)) return this.stream(this.target, req, res);
-    // Only the few operations that carry a duration, a receipt handle or a sent message are buffered; their bodies are small.
+    // Only the few operations that carry a duration or a sent message are buffered; their bodies are small.
     this.answerBuffered(this.target, req, res, (body) => this.answer(req, res, op, body));
   }
 
   private intercepts(op: string): boolean {
-    const rewrites = this.speed !== 1 && REWRITES[op] !== undefined;
-    const handles = this.receipts !== undefined && (HANDLE_OPERATIONS.has(op) || op === RECEIVE_MESSAGE);
-    return rewrites || handles || (this.onSent !== undefined && SENDS.has(op));
+    return (this.speed !== 1 && REWRITES[op] !== undefined) || (this.onSent !== undefined && SENDS.has(op));
   }
 
-  /** One buffered call: the receipt-handle rule, the clock's rewrite and exact reveals, and `onSent`, around moto's answer. */
+  /** One buffered call: the clock's rewrite and exact reveals, and `onSent`, around moto's answer. */
   private async answer(req: http.IncomingMessage, res: http.ServerResponse, op: string, raw: Buffer): Promise<Reply> {
     const request = parseJson(raw);
     // Not JSON: moto will say why.
     if (request === undefined) return this.exchange(this.target, req, raw, { abortWith: res });
-    const rule = this.receipts ? this.receiptRule(op, request, this.receipts) : undefined;
-    if (rule?.answer) return { ...rule.answer, headers: { ...rule.answer.headers, "x-amzn-requestid": randomUUID() } };
-    const body = rule?.forward ?? request;
     // Read before the rewrite scales the durations it names.
-    const reveal = this.exactReveal(op, body, req.headers);
-    const rewritten = this.rewrite(op, body);
+    const reveal = this.exactReveal(op, request, req.headers);
+    const rewritten = this.rewrite(op, request);
     if (rewritten) this.counts.rewritten++;
-    const forwarded = rewritten || rule?.forward ? Buffer.from(JSON.stringify(body), "utf8") : raw;
-    const up = await this.exchange(this.target, req, forwarded, { abortWith: res });
+    const up = await this.exchange(this.target, req, rewritten ? Buffer.from(JSON.stringify(request), "utf8") : raw, { abortWith: res });
     if (up.status === 200) reveal?.();
-    const reply = parseJson(up.body);
-    if (up.status === 200 && SENDS.has(op)) this.noteSent(body, reply);
-    const amended = rule?.onReply?.(up.status, reply);
-    return amended === undefined ? up : { ...up, body: amended };
+    if (up.status === 200 && SENDS.has(op)) this.noteSent(request, parseJson(up.body));
+    return up;
   }
 
   /** Tells `onSent` the ids a SendMessage[Batch] answer gave. */
@@ -173,35 +141,6 @@ export class SqsClockProxy extends InterceptingProxy {
     const batch = Array.isArray(reply?.Successful) ? reply.Successful : [];
     const ids = [reply?.MessageId, ...batch.map((e) => (isObject(e) ? e.MessageId : undefined))].filter((x): x is string => typeof x === "string");
     if (typeof request.QueueUrl === "string" && ids.length > 0) this.onSent?.(request.QueueUrl, ids);
-  }
-
-  /**
-   * The receipt-handle rule (sqs-receipts.ts) for one call: an answer given here (every entry
-   * stale), or the request without its stale entries (`forward`, when it had any) and what to make
-   * of moto's reply (learn a receive's handles, forget deleted messages, add the stale entries to a batch's answer).
-   */
-  private receiptRule(op: string, request: Json, receipts: ReceiptHandles): { answer?: LocalAnswer; forward?: Json; onReply?: OnReply } | undefined {
-    if (op === RECEIVE_MESSAGE) {
-      return {
-        onReply: (status, reply) => {
-          const messages = status === 200 && Array.isArray(reply?.Messages) ? (reply.Messages as Array<{ MessageId?: unknown; ReceiptHandle?: unknown }>) : [];
-          // A pending reveal on a handle this receive superseded would act on the new receive's message (moto takes old handles).
-          for (const old of receipts.received(messages)) this.cancelReveal(old);
-          return undefined;
-        },
-      };
-    }
-    if (!HANDLE_OPERATIONS.has(op)) return undefined;
-    const { forward, stale } = splitStale(op, request, (h) => receipts.isStale(h));
-    const isDelete = op === DELETE_MESSAGE || op === DELETE_MESSAGE_BATCH;
-    if (isDelete) receipts.counts.deletesIgnored += stale.length;
-    else receipts.counts.visibilityChangesRefused += stale.length;
-    if (forward === undefined) return { answer: answerWithStale(op, stale) };
-    const onReply: OnReply = (status, reply) => {
-      if (isDelete && status === 200) for (const h of deletedHandles(op, forward, reply ?? {})) receipts.deleted(h);
-      return stale.length === 0 || reply === undefined ? undefined : answerWithStale(op, stale, { status, body: reply })?.body;
-    };
-    return { ...(stale.length > 0 ? { forward } : {}), onReply };
   }
 
   private cancelReveal(handle: string): void {
@@ -264,7 +203,7 @@ export class SqsClockProxy extends InterceptingProxy {
       headers: withLength({ ...headers, "x-amz-target": CHANGE_VISIBILITY }, Buffer.byteLength(body)),
       agent: this.agent,
     });
-    // A handle that is gone (deleted, expired, refused in the batch) only means there is nothing to reveal.
+    // A handle that is gone (deleted, expired, refused in the batch, superseded by a later receive) only means there is nothing to reveal.
     upstream.on("response", (reply) => reply.resume());
     upstream.on("error", () => undefined);
     upstream.end(body);
