@@ -22,7 +22,7 @@
  * message visible again (VisibilityTimeout 0 on the same receipt handle) when the exact simulated
  * time is up. Nobody else can hold that receipt handle meanwhile, since the message is invisible.
  *
- At speed 1 it only tells `onSent` of the messages sent through it: the local run puts such a
+ * At speed 1 it only tells `onSent` of the messages sent through it: the local run puts such a
  * proxy in front of the worker service, which keeps real time. (SQS's receipt-handle rule is
  * moto's own here: local/aws/moto-server.py, `latest_receipts_only`.)
  *
