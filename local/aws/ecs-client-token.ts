@@ -3,7 +3,9 @@
  * hours of a RunTask, the same token with the same parameters returns that call's tasks and starts
  * nothing; the same token with other parameters is refused with ConflictException (botocore's ECS
  * model: `{message, resourceIds}`, resourceIds being the tasks already tied to the token). Past
- * the window the token is forgotten and starts a task again, as on AWS. Without this, every
+ * the window the token is forgotten and starts a task again, as on AWS. A token binds within its
+ * cluster ("Ensuring idempotency", ECS API reference): the same token in another cluster is another
+ * request. Without this, every
  * retried or duplicated RunTask in the local run is an extra task, so the local evidence would
  * show duplicates that AWS absorbs, and hide the ones it does not (a retry past 24 hours).
  *
@@ -36,6 +38,12 @@ function asksForSpot(body: Json): boolean {
 /** ECS's documented idempotency window for RunTask's clientToken. */
 export const CLIENT_TOKEN_WINDOW_MS = 24 * 3_600_000;
 const RUN_TASK_TARGET = "AmazonEC2ContainerServiceV20141113.RunTask";
+
+/** Pure: the key a RunTask's token binds under, its cluster's (by name or ARN, `default` when none) and its own. */
+export function tokenKey(request: Json, token: string): string {
+  const cluster = typeof request.cluster === "string" && request.cluster !== "" ? request.cluster : "default";
+  return `${cluster.split("/").at(-1)}/${token}`;
+}
 
 /** Pure: whether two RunTask requests have the same parameters, their tokens aside, whatever their key order. */
 export function sameParameters(a: Json, b: Json): boolean {
@@ -95,8 +103,9 @@ export class EcsClientTokenProxy extends InterceptingProxy {
     // Not aborted when the client goes away: a RunTask that reached moto still binds its token.
     if (request === undefined || token === undefined) return this.exchange(this.target, req, body);
     this.counts.runTasks += 1;
-    for (let pending = this.inFlight.get(token); pending; pending = this.inFlight.get(token)) await pending;
-    const known = this.tokens.get(token);
+    const key = tokenKey(request, token);
+    for (let pending = this.inFlight.get(key); pending; pending = this.inFlight.get(key)) await pending;
+    const known = this.tokens.get(key);
     if (known && this.now() - known.atMs < CLIENT_TOKEN_WINDOW_MS) {
       if (!sameParameters(known.request, request)) {
         this.counts.conflicts += 1;
@@ -110,16 +119,16 @@ export class EcsClientTokenProxy extends InterceptingProxy {
       return capacityRefusal;
     }
     let done!: () => void;
-    this.inFlight.set(token, new Promise<void>((resolve) => (done = resolve)));
+    this.inFlight.set(key, new Promise<void>((resolve) => (done = resolve)));
     try {
       const answer = await this.exchange(this.target, req, body);
       const taskArns = taskArnsOf(answer.body);
       if (answer.status < 300 && asksForSpot(request)) for (const arn of taskArns) this.spotTasks.add(arn);
       // Only a call that started tasks binds the token; a refusal leaves it free for the retry.
-      if (answer.status < 300 && taskArns.length > 0) this.tokens.set(token, { request, atMs: this.now(), taskArns, answer });
+      if (answer.status < 300 && taskArns.length > 0) this.tokens.set(key, { request, atMs: this.now(), taskArns, answer });
       return answer;
     } finally {
-      this.inFlight.delete(token);
+      this.inFlight.delete(key);
       done();
     }
   }

@@ -1,7 +1,7 @@
-import { ECSClient, ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
+import { CreateClusterCommand, ECSClient, ListTasksCommand, RunTaskCommand, type RunTaskCommandInput } from "@aws-sdk/client-ecs";
 import { EC2Client } from "@aws-sdk/client-ec2";
 import { expect } from "chai";
-import { CLIENT_TOKEN_WINDOW_MS, conflictError, EcsClientTokenProxy, sameParameters } from "../../../local/aws/ecs-client-token";
+import { CLIENT_TOKEN_WINDOW_MS, conflictError, EcsClientTokenProxy, sameParameters, tokenKey } from "../../../local/aws/ecs-client-token";
 import { createFargateWorld } from "../../integration/helpers/aws-world";
 import { motoEndpoint, resetMoto } from "../../integration/helpers/moto";
 
@@ -19,6 +19,14 @@ describe("local ECS clientToken (as ECS documents it; moto ignores it)", () => {
       ).to.equal(true);
       expect(sameParameters({ cluster: "c", count: 1 }, { cluster: "c", count: 2 })).to.equal(false);
     });
+
+    const keys: Array<[string, Record<string, unknown>, string]> = [
+      ["by the cluster's name", { cluster: "c1" }, "c1/t"],
+      ["by the cluster's ARN, as its name", { cluster: "arn:aws:ecs:us-east-1:123456789012:cluster/c1" }, "c1/t"],
+      ["in the default cluster when none is named", {}, "default/t"],
+      ["in the default cluster when the name is empty", { cluster: "" }, "default/t"],
+    ];
+    for (const [name, request, key] of keys) it(`binds a token within its cluster: ${name}`, () => expect(tokenKey(request, "t")).to.equal(key));
 
     it("refuses a reused token in the shape of botocore's ConflictException (message, resourceIds)", () => {
       const c = conflictError("t", ["arn:task/1"]);
@@ -99,6 +107,18 @@ describe("local ECS clientToken (as ECS documents it; moto ignores it)", () => {
       expect(error?.name).to.equal("ConflictException");
       expect(error?.resourceIds).to.deep.equal([arn]);
       expect(await tasksInMoto()).to.have.length(1);
+    });
+
+    it("the same token in another cluster is another request: it starts a task there", async () => {
+      // Prepare
+      await direct.send(new CreateClusterCommand({ clusterName: "other-cluster", capacityProviders: ["FARGATE"] }));
+      const first = await run(input);
+      // Act
+      const elsewhere = await run({ ...input, cluster: "other-cluster" });
+      // Assess
+      expect(elsewhere).to.have.length(1);
+      expect(elsewhere).to.not.deep.equal(first);
+      expect(proxy.counts).to.deep.include({ runTasks: 2, replayed: 0, conflicts: 0 });
     });
 
     it("concurrent calls with one token start one task", async () => {
