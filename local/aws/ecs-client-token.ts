@@ -5,9 +5,9 @@
  * model: `{message, resourceIds}`, resourceIds being the tasks already tied to the token). Past
  * the window the token is forgotten and starts a task again, as on AWS. A token binds within its
  * cluster ("Ensuring idempotency", ECS API reference): the same token in another cluster is another
- * request. Without this, every
- * retried or duplicated RunTask in the local run is an extra task, so the local evidence would
- * show duplicates that AWS absorbs, and hide the ones it does not (a retry past 24 hours).
+ * request. Without this, every retried or duplicated RunTask in the local run is an extra task, so
+ * the local evidence would show duplicates that AWS absorbs, and hide the ones it does not (a retry
+ * past 24 hours).
  *
  * Fargate Spot capacity is played here too (`refuseSpot`): while it is off, a RunTask whose
  * capacity provider strategy asks for FARGATE_SPOT is answered as ECS answers it, 200 with no task
